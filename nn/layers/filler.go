@@ -1,5 +1,13 @@
 package layers
 
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"dsgd/tensor"
+)
+
 // FillerType names a Caffe filler.
 type FillerType string
 
@@ -32,4 +40,93 @@ type Filler struct {
 	Min, Max     float32    // uniform; Caffe default 0, 1
 	Mean, Std    float32    // gaussian; Caffe default 0, 1
 	VarianceNorm VarianceNorm
+}
+
+// Validate reports whether the filler's type and parameters make sense: a
+// known type, Min <= Max for uniform and Std >= 0 for gaussian. Build
+// methods call it on every filler of their config.
+func (f Filler) Validate() error {
+	switch f.Type {
+	case "", FillConstant, FillXavier, FillMSRA:
+	case FillUniform:
+		if !(f.Min <= f.Max) {
+			return fmt.Errorf("layers: uniform filler: min %v greater than max %v", f.Min, f.Max)
+		}
+	case FillGaussian:
+		if !(f.Std >= 0) {
+			return fmt.Errorf("layers: gaussian filler: negative std %v", f.Std)
+		}
+	default:
+		return fmt.Errorf("layers: unknown filler type %q (want constant, uniform, gaussian, xavier or msra)", f.Type)
+	}
+	if f.VarianceNorm < FanIn || f.VarianceNorm > Average {
+		return fmt.Errorf("layers: unknown filler variance_norm %d", f.VarianceNorm)
+	}
+	return nil
+}
+
+// Fill writes values drawn as Caffe's filler of the same name into b.Data,
+// using r for randomness (r may be nil for a constant filler):
+//   - constant: every element is Value;
+//   - uniform: uniform on [Min, Max];
+//   - gaussian: normal with mean Mean and standard deviation Std;
+//   - xavier: uniform on ±sqrt(3/n);
+//   - msra: normal with mean 0 and standard deviation sqrt(2/n);
+//
+// where n is fan_in = count/shape[0], fan_out = count/shape[1] (count for a
+// blob with one axis) or their mean, as VarianceNorm says. Fill panics on a
+// filler that Validate rejects.
+func (f Filler) Fill(b *tensor.Blob, r *rand.Rand) {
+	if err := f.Validate(); err != nil {
+		panic(err.Error())
+	}
+	data := b.Data
+	if len(data) == 0 {
+		return
+	}
+	switch f.Type {
+	case "", FillConstant:
+		for i := range data {
+			data[i] = f.Value
+		}
+	case FillUniform:
+		lo, span := float64(f.Min), float64(f.Max)-float64(f.Min)
+		for i := range data {
+			data[i] = float32(lo + span*r.Float64())
+		}
+	case FillGaussian:
+		fillNormal(data, float64(f.Mean), float64(f.Std), r)
+	case FillXavier:
+		a := math.Sqrt(3 / f.fan(b))
+		for i := range data {
+			data[i] = float32(a * (2*r.Float64() - 1))
+		}
+	case FillMSRA:
+		fillNormal(data, 0, math.Sqrt(2/f.fan(b)), r)
+	}
+}
+
+// fan is the n of the xavier and msra fillers for blob b.
+func (f Filler) fan(b *tensor.Blob) float64 {
+	count := b.Count()
+	fanIn, fanOut := count, count
+	if len(b.Shape) > 0 && b.Shape[0] > 0 {
+		fanIn = count / b.Shape[0]
+	}
+	if len(b.Shape) > 1 && b.Shape[1] > 0 {
+		fanOut = count / b.Shape[1]
+	}
+	switch f.VarianceNorm {
+	case FanOut:
+		return float64(fanOut)
+	case Average:
+		return float64(fanIn+fanOut) / 2
+	}
+	return float64(fanIn)
+}
+
+func fillNormal(data []float32, mean, std float64, r *rand.Rand) {
+	for i := range data {
+		data[i] = float32(mean + std*r.NormFloat64())
+	}
 }

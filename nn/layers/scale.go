@@ -1,0 +1,218 @@
+package layers
+
+import (
+	"fmt"
+
+	"dsgd/tensor"
+)
+
+// Type returns "Scale".
+func (*ScaleConfig) Type() string { return "Scale" }
+
+// Build returns Caffe's Scale layer: top = bottom[0]·scale + bias, the scale
+// and bias broadcast over the axes before Axis and after the scale's own.
+//
+// With one bottom the scale is a learned param of shape
+// bottom[0].Shape[Axis : Axis+NumAxes] (NumAxes -1: to the last axis; 0: a
+// scalar), filled by Filler. With two bottoms the second is the scale, its
+// shape matching bottom[0]'s from Axis on (from 0 when it is a scalar), and
+// it receives a gradient too. BiasTerm adds a learned bias of the scale's
+// shape, filled by BiasFiller, as the last param. The layer may run in
+// place.
+func (c *ScaleConfig) Build(Context) (Layer, error) {
+	if c.NumAxes < -1 {
+		return nil, fmt.Errorf("layers: Scale: num_axes %d must be -1 or more", c.NumAxes)
+	}
+	if err := c.Filler.Validate(); err != nil {
+		return nil, fmt.Errorf("layers: Scale: filler: %w", err)
+	}
+	if err := c.BiasFiller.Validate(); err != nil {
+		return nil, fmt.Errorf("layers: Scale: bias_filler: %w", err)
+	}
+	return &scaleLayer{cfg: *c}, nil
+}
+
+type scaleLayer struct {
+	cfg    ScaleConfig
+	params []Param
+	scale  *tensor.Blob // the scale param, nil with two bottoms
+	bias   *tensor.Blob // nil without a bias term
+
+	ax                int // canonical axis of the scale in bottom[0]
+	outer, dim, inner int
+	in                []float32 // copy of bottom[0].Data when in place
+	accScale, accBias []float64 // Backward's per-element sums
+}
+
+func (*scaleLayer) Type() string      { return "Scale" }
+func (l *scaleLayer) Params() []Param { return l.params }
+
+func (l *scaleLayer) Setup(bottom, top []*tensor.Blob) error {
+	if err := checkBlobCount("Scale", bottom, top, 1, 2, 1, 1); err != nil {
+		return err
+	}
+	shape, err := l.scaleShape(bottom)
+	if err != nil {
+		return err
+	}
+	if len(bottom) == 1 {
+		l.scale = tensor.NewBlob("scale", shape...)
+		l.params = append(l.params, Param{Blob: l.scale, Filler: l.cfg.Filler})
+	}
+	if l.cfg.BiasTerm {
+		l.bias = tensor.NewBlob("bias", shape...)
+		l.params = append(l.params, Param{Blob: l.bias, Filler: l.cfg.BiasFiller})
+	}
+	return l.Reshape(bottom, top)
+}
+
+// scaleShape validates the bottoms and returns the scale's shape, setting
+// l.ax.
+func (l *scaleLayer) scaleShape(bottom []*tensor.Blob) (tensor.Shape, error) {
+	s := bottom[0].Shape
+	if len(bottom) == 2 {
+		ss := bottom[1].Shape
+		l.ax = 0
+		if len(ss) > 0 {
+			ax, err := normAxis("Scale", l.cfg.Axis, len(s))
+			if err != nil {
+				return nil, err
+			}
+			l.ax = ax
+		}
+		if l.ax+len(ss) > len(s) || !ss.Equal(s[l.ax:l.ax+len(ss)]) {
+			return nil, fmt.Errorf("layers: Scale: scale bottom shape %v does not match bottom 0 shape %v from axis %d", ss, s, l.ax)
+		}
+		return ss, nil
+	}
+	ax, err := normAxis("Scale", l.cfg.Axis, len(s))
+	if err != nil {
+		return nil, err
+	}
+	l.ax = ax
+	n := l.cfg.NumAxes
+	if n == -1 {
+		n = len(s) - ax
+	}
+	if ax+n > len(s) {
+		return nil, fmt.Errorf("layers: Scale: axis %d plus num_axes %d exceeds the %d axes of bottom shape %v", ax, n, len(s), s)
+	}
+	return s[ax : ax+n], nil
+}
+
+func (l *scaleLayer) Reshape(bottom, top []*tensor.Blob) error {
+	shape, err := l.scaleShape(bottom)
+	if err != nil {
+		return err
+	}
+	if l.scale != nil && !l.scale.Shape.Equal(shape) {
+		return fmt.Errorf("layers: Scale: bottom shape %v needs a scale of shape %v, the layer was set up with %v", bottom[0].Shape, shape, l.scale.Shape)
+	}
+	if l.bias != nil && !l.bias.Shape.Equal(shape) {
+		return fmt.Errorf("layers: Scale: bottom shape %v needs a bias of shape %v, the layer was set up with %v", bottom[0].Shape, shape, l.bias.Shape)
+	}
+	s := bottom[0].Shape
+	l.outer, l.dim, l.inner = s.CountRange(0, l.ax), shape.Count(), s.CountFrom(l.ax+len(shape))
+	if bottom[0] == top[0] {
+		l.in = fitBuf(l.in, bottom[0].Count())
+	} else {
+		top[0].ReshapeLike(bottom[0])
+	}
+	if cap(l.accScale) < l.dim {
+		l.accScale, l.accBias = make([]float64, l.dim), make([]float64, l.dim)
+	}
+	l.accScale, l.accBias = l.accScale[:l.dim], l.accBias[:l.dim]
+	return nil
+}
+
+// scaleData is the current scale: the param's data or bottom[1]'s.
+func (l *scaleLayer) scaleData(bottom []*tensor.Blob) []float32 {
+	if l.scale != nil {
+		return l.scale.Data
+	}
+	return bottom[1].Data
+}
+
+func (l *scaleLayer) Forward(bottom, top []*tensor.Blob) {
+	x, y := bottom[0].Data, top[0].Data
+	if bottom[0] == top[0] {
+		copy(l.in, x)
+	}
+	scale := l.scaleData(bottom)
+	var bias []float32
+	if l.bias != nil {
+		bias = l.bias.Data
+	}
+	for o := range l.outer {
+		for d := range l.dim {
+			off := (o*l.dim + d) * l.inner
+			xs, ys, a := x[off:off+l.inner], y[off:off+l.inner], scale[d]
+			var b float32
+			if bias != nil {
+				b = bias[d]
+			}
+			for i, v := range xs {
+				ys[i] = v*a + b
+			}
+		}
+	}
+}
+
+func (l *scaleLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {
+	dy := top[0].Diff
+	x := bottom[0].Data
+	if bottom[0] == top[0] {
+		x = l.in
+	}
+	// Param and scale-bottom gradients first: in place, bottom[0].Diff is
+	// top[0].Diff and is overwritten below.
+	wantScale := l.scale != nil || propagateDown[1]
+	if wantScale || l.bias != nil {
+		clear(l.accScale)
+		clear(l.accBias)
+		for o := range l.outer {
+			for d := range l.dim {
+				off := (o*l.dim + d) * l.inner
+				dys := dy[off : off+l.inner]
+				if wantScale {
+					l.accScale[d] += tensor.Dot(dys, x[off:off+l.inner])
+				}
+				if l.bias != nil {
+					var s float64
+					for _, v := range dys {
+						s += float64(v)
+					}
+					l.accBias[d] += s
+				}
+			}
+		}
+		switch {
+		case l.scale != nil:
+			for d, v := range l.accScale {
+				l.scale.Diff[d] += float32(v)
+			}
+		case propagateDown[1]:
+			for d, v := range l.accScale {
+				bottom[1].Diff[d] = float32(v)
+			}
+		}
+		if l.bias != nil {
+			for d, v := range l.accBias {
+				l.bias.Diff[d] += float32(v)
+			}
+		}
+	}
+	if !propagateDown[0] {
+		return
+	}
+	scale, dx := l.scaleData(bottom), bottom[0].Diff
+	for o := range l.outer {
+		for d := range l.dim {
+			off := (o*l.dim + d) * l.inner
+			dys, dxs, a := dy[off:off+l.inner], dx[off:off+l.inner], scale[d]
+			for i, v := range dys {
+				dxs[i] = v * a
+			}
+		}
+	}
+}
