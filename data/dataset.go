@@ -1,0 +1,126 @@
+package data
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// Split selects the training or the test part of a data set.
+type Split int
+
+const (
+	// Train is the training split (train-*-ubyte, data_batch_N.bin).
+	Train Split = iota
+	// Test is the test split (t10k-*-ubyte, test_batch.bin).
+	Test
+)
+
+// String returns "train" or "test".
+func (s Split) String() string {
+	switch s {
+	case Train:
+		return "train"
+	case Test:
+		return "test"
+	}
+	return fmt.Sprintf("Split(%d)", int(s))
+}
+
+// Dataset is a labelled image set held in memory.
+//
+// Pixels holds N images of C×H×W bytes each, in NCHW order (image, channel,
+// row, column). Labels holds one class per image, in 0..Classes-1. A Dataset
+// is never modified once built, so it may be shared by any number of
+// Loaders and goroutines.
+type Dataset struct {
+	// Name says where the images came from, for logs and errors
+	// ("fashion-mnist/train", "synthetic/test").
+	Name string
+	// N is the number of images; C, H and W are the channels, rows and
+	// columns of each.
+	N, C, H, W int
+	// Classes is the number of classes; every label is below it.
+	Classes int
+	// Pixels holds N*C*H*W bytes, image after image.
+	Pixels []uint8
+	// Labels holds N labels.
+	Labels []uint8
+}
+
+// ImageSize returns C*H*W, the bytes in one image.
+func (d *Dataset) ImageSize() int { return d.C * d.H * d.W }
+
+// Image returns image i's C*H*W bytes; the slice aliases d.Pixels.
+func (d *Dataset) Image(i int) []uint8 {
+	if i < 0 || i >= d.N {
+		panic(fmt.Sprintf("data: Image(%d) out of range [0,%d)", i, d.N))
+	}
+	sz := d.ImageSize()
+	return d.Pixels[i*sz : (i+1)*sz : (i+1)*sz]
+}
+
+// Subset returns a Dataset of the first n images of d, sharing d's memory.
+// An n of N or more gives all of d; n below 1 is a programmer error.
+func (d *Dataset) Subset(n int) *Dataset {
+	if n < 1 {
+		panic(fmt.Sprintf("data: Subset(%d): want at least one image", n))
+	}
+	if n >= d.N {
+		c := *d
+		return &c
+	}
+	sz := d.ImageSize()
+	return &Dataset{
+		Name:    fmt.Sprintf("%s[:%d]", d.Name, n),
+		N:       n,
+		C:       d.C,
+		H:       d.H,
+		W:       d.W,
+		Classes: d.Classes,
+		Pixels:  d.Pixels[: n*sz : n*sz],
+		Labels:  d.Labels[:n:n],
+	}
+}
+
+// Check reports whether d is consistent: positive sizes, buffers of the
+// stated lengths, and every label below Classes. Datasets from this package
+// always pass; Check is for ones built by hand.
+func (d *Dataset) Check() error {
+	if d.N < 1 || d.C < 1 || d.H < 1 || d.W < 1 {
+		return fmt.Errorf("data: dataset %q: bad size %dx%dx%dx%d (NxCxHxW), want all positive", d.Name, d.N, d.C, d.H, d.W)
+	}
+	if d.Classes < 1 || d.Classes > 256 {
+		return fmt.Errorf("data: dataset %q: %d classes, want 1..256", d.Name, d.Classes)
+	}
+	size, ok := mulInts(d.N, d.C, d.H, d.W)
+	if !ok || len(d.Pixels) != size {
+		return fmt.Errorf("data: dataset %q: %d pixel bytes, want %dx%dx%dx%d", d.Name, len(d.Pixels), d.N, d.C, d.H, d.W)
+	}
+	if len(d.Labels) != d.N {
+		return fmt.Errorf("data: dataset %q: %d labels for %d images", d.Name, len(d.Labels), d.N)
+	}
+	for i, l := range d.Labels {
+		if int(l) >= d.Classes {
+			return fmt.Errorf("data: dataset %q: label %d of image %d out of range 0..%d", d.Name, l, i, d.Classes-1)
+		}
+	}
+	return nil
+}
+
+// mulInts multiplies non-negative ints, reporting false on overflow.
+func mulInts(xs ...int) (int, bool) {
+	p := uint64(1)
+	for _, x := range xs {
+		if x < 0 {
+			return 0, false
+		}
+		hi, lo := bits.Mul64(p, uint64(x))
+		if hi != 0 || lo > uint64(maxInt) {
+			return 0, false
+		}
+		p = lo
+	}
+	return int(p), true
+}
+
+const maxInt = int(^uint(0) >> 1)

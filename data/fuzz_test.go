@@ -1,0 +1,86 @@
+package data
+
+import (
+	"testing"
+)
+
+func FuzzDecodeIDX(f *testing.F) {
+	f.Add(idxImages(2, 3, 3), uint8(3))
+	f.Add(idxLabels(1, 2, 9), uint8(1))
+	f.Add(gz(f, idxImages(1, 2, 2)), uint8(3))
+	f.Add(idxBytes(idxImageMagic, []uint32{0xffffffff, 0xffffffff, 0xffffffff}, nil), uint8(3))
+	f.Add([]byte{0, 0, 8}, uint8(1))
+	f.Fuzz(func(t *testing.T, b []byte, nd uint8) {
+		ndims := int(nd%4) + 1
+		dims, data, err := DecodeIDX("fuzz", b, ndims)
+		if err != nil {
+			return
+		}
+		n, ok := mulInts(dims...)
+		if len(dims) != ndims || !ok || n != len(data) {
+			t.Fatalf("dims %v but %d bytes of data", dims, len(data))
+		}
+	})
+}
+
+func FuzzDecodeCIFAR(f *testing.F) {
+	f.Add(cifarBytes(0, 1, 2))
+	f.Add(gz(f, cifarBytes(3, 9)))
+	f.Add(cifarBytes(0, 11))
+	f.Add([]byte{0x1f, 0x8b})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		labels, pix, err := DecodeCIFAR("fuzz", b)
+		if err != nil {
+			return
+		}
+		if len(pix) != len(labels)*cifarImage || len(labels) == 0 {
+			t.Fatalf("%d labels, %d pixel bytes", len(labels), len(pix))
+		}
+		for _, l := range labels {
+			if l >= cifarClasses {
+				t.Fatalf("label %d accepted", l)
+			}
+		}
+	})
+}
+
+func FuzzDecodeBlobProto(f *testing.F) {
+	f.Add(meanProto(3, 2, 2, make([]float32, 12)))
+	f.Add(pbFloat(pbInt(nil, bpNum, 1), bpData, 2))
+	f.Add(pbPackedDoubles(pbShape(nil, 2), bpDoubleData, 1, 2))
+	f.Add(pbBytes(nil, bpShape, pbInt(nil, bsDim, 1<<62)))
+	f.Add([]byte{0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		blob, err := DecodeBlobProto("fuzz", b)
+		if err != nil {
+			return
+		}
+		n, ok := mulInts(blob.Shape...)
+		if !ok || n != len(blob.Data) {
+			t.Fatalf("shape %v but %d values", blob.Shape, len(blob.Data))
+		}
+		if len(blob.Data) > len(b) {
+			t.Fatalf("%d values from %d bytes", len(blob.Data), len(b))
+		}
+	})
+}
+
+func FuzzParseSynthetic(f *testing.F) {
+	f.Add("synthetic")
+	f.Add("synthetic:N=1000,C=1,H=28,W=28,classes=10,seed=1")
+	f.Add("synthetic:noise=0,n=3")
+	f.Add("synthetic:N=1,,")
+	f.Fuzz(func(t *testing.T, spec string) {
+		cfg, err := ParseSynthetic(spec)
+		if err != nil {
+			return
+		}
+		full, err := cfg.withDefaults()
+		if err != nil {
+			t.Fatalf("%q parsed but its config is invalid: %v", spec, err)
+		}
+		if full.N < 1 || full.C < 1 || full.H < 1 || full.W < 1 || full.Classes < 1 || full.Classes > 256 {
+			t.Fatalf("%q gave %+v", spec, full)
+		}
+	})
+}

@@ -1,0 +1,334 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// DefaultPrefetch is how many batches a Loader prepares ahead unless told
+// otherwise, as ShmCaffe does.
+const DefaultPrefetch = 10
+
+// ErrClosed is returned by Next once the Loader is closed.
+var ErrClosed = errors.New("data: loader closed")
+
+// LoaderConfig says how a Loader turns a Dataset into batches.
+type LoaderConfig struct {
+	// BatchSize is the number of images per batch; it must be positive.
+	BatchSize int
+	// Train enables random crop offsets and mirroring; without it crops
+	// are centred and images are never mirrored.
+	Train bool
+	// Shuffle draws the shards at random from Seed and visits each shard
+	// in a fresh random order every epoch. Without it shards are
+	// contiguous blocks visited in file order.
+	Shuffle bool
+	// Seed determines the shards, every epoch's order and every crop and
+	// mirror: the same seed gives the same batches.
+	Seed uint64
+	// Rank and World shard the data: worker Rank of World sees only its
+	// shard, the shards are disjoint and together cover the data. World 0
+	// means 1.
+	Rank, World int
+	// Transform is applied to each image (Caffe's transform_param).
+	Transform TransformConfig
+	// Prefetch is the number of batches prepared ahead by the background
+	// goroutine; 0 means DefaultPrefetch.
+	Prefetch int
+}
+
+// Batch is one batch of transformed images. A Batch is owned by its Loader
+// and reused: it is valid from Next until it is given to Release.
+type Batch struct {
+	// Data holds the images, float32 in NCHW order with the shape Shape.
+	Data []float32
+	// Labels holds each image's class as a float32, as Caffe's data layers
+	// emit it.
+	Labels []float32
+	// Index holds each image's index in the Dataset.
+	Index []int
+	// Shape is the loader's output shape {B, C, H', W'}.
+	Shape [4]int
+	// Seq numbers the batches of a Loader from 0.
+	Seq int64
+	// Epoch is the epoch of the batch's first image, counted from 0; a
+	// batch may run on into the next epoch, as Caffe's data layers do.
+	Epoch int
+
+	owner *Loader
+	out   bool // handed out by Next, not yet released
+}
+
+// Loader makes batches from a Dataset in a background goroutine, Prefetch
+// batches ahead, through a fixed set of reused buffers: in steady state
+// neither producing nor consuming a batch allocates.
+//
+// Next and Release may be called from any goroutine, but the batch
+// sequence is one stream: the same LoaderConfig gives the same batches in
+// the same order whatever the prefetch depth or timing. Close stops the
+// goroutine.
+type Loader struct {
+	shape     [4]int
+	shardSize int
+	free      chan *Batch // buffers ready to be filled
+	ready     chan *Batch // filled batches, in order
+	stop      chan struct{}
+	done      chan struct{} // closed when the goroutine has returned
+	closeOnce sync.Once
+	stalls    atomic.Int64
+}
+
+// NewLoader checks cfg against ds and starts the background goroutine.
+// Errors name the data set and the offending setting. A mean file named in
+// cfg.Transform is read here.
+func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
+	if err := ds.Check(); err != nil {
+		return nil, err
+	}
+	name := "loader for " + ds.Name
+	if cfg.World == 0 {
+		cfg.World = 1
+	}
+	if cfg.Prefetch == 0 {
+		cfg.Prefetch = DefaultPrefetch
+	}
+	switch {
+	case cfg.BatchSize < 1:
+		return nil, fmt.Errorf("%s: batch size %d, want at least 1", name, cfg.BatchSize)
+	case cfg.World < 1:
+		return nil, fmt.Errorf("%s: world size %d, want at least 1", name, cfg.World)
+	case cfg.Rank < 0 || cfg.Rank >= cfg.World:
+		return nil, fmt.Errorf("%s: rank %d out of range 0..%d", name, cfg.Rank, cfg.World-1)
+	case cfg.World > ds.N:
+		return nil, fmt.Errorf("%s: %d workers but only %d images; every shard needs at least one", name, cfg.World, ds.N)
+	case cfg.Prefetch < 0:
+		return nil, fmt.Errorf("%s: prefetch %d, want at least 1 (0 means %d)", name, cfg.Prefetch, DefaultPrefetch)
+	}
+	t, err := newTransformer(name, cfg.Transform, ds.C, ds.H, ds.W, cfg.Train)
+	if err != nil {
+		return nil, err
+	}
+	s := newSampler(ds, t, cfg)
+	l := &Loader{
+		shape:     [4]int{cfg.BatchSize, ds.C, t.oh, t.ow},
+		shardSize: len(s.shard),
+		free:      make(chan *Batch, cfg.Prefetch+2),
+		ready:     make(chan *Batch, cfg.Prefetch),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	per := ds.C * t.oh * t.ow
+	for range cfg.Prefetch + 2 {
+		l.free <- &Batch{
+			Data:   make([]float32, cfg.BatchSize*per),
+			Labels: make([]float32, cfg.BatchSize),
+			Index:  make([]int, cfg.BatchSize),
+			Shape:  l.shape,
+			owner:  l,
+		}
+	}
+	go l.run(s)
+	return l, nil
+}
+
+// run is the producer: it fills free buffers in sequence order until Close.
+func (l *Loader) run(s *sampler) {
+	defer close(l.done)
+	for {
+		var b *Batch
+		select {
+		case b = <-l.free:
+		case <-l.stop:
+			return
+		}
+		s.fill(b)
+		select {
+		case l.ready <- b:
+		case <-l.stop:
+			return
+		}
+	}
+}
+
+// Shape returns the shape of every batch's Data: {B, C, H', W'}, where H'
+// and W' are the crop size when cropping.
+func (l *Loader) Shape() [4]int { return l.shape }
+
+// ShardSize returns the number of images in this rank's shard: one epoch.
+func (l *Loader) ShardSize() int { return l.shardSize }
+
+// Stalls returns how many calls to Next found no batch ready and had to
+// wait, the first call included. In steady state it stays put.
+func (l *Loader) Stalls() int64 { return l.stalls.Load() }
+
+// Next returns the next batch, waiting for it if none is ready. The batch
+// is the caller's until it is passed to Release. A caller may hold up to
+// Prefetch+1 batches at once; holding more makes Next wait until ctx ends.
+// Next returns ctx's error if ctx ends first, and ErrClosed after Close.
+func (l *Loader) Next(ctx context.Context) (*Batch, error) {
+	select {
+	case <-l.stop:
+		return nil, ErrClosed
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	select {
+	case b := <-l.ready:
+		b.out = true
+		return b, nil
+	default:
+	}
+	l.stalls.Add(1)
+	select {
+	case b := <-l.ready:
+		b.out = true
+		return b, nil
+	case <-l.stop:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Release gives a batch from Next back for reuse; b must not be used
+// afterwards. Releasing nil does nothing; releasing a batch twice, or one
+// from another Loader, panics. Release may be called after Close.
+func (l *Loader) Release(b *Batch) {
+	if b == nil {
+		return
+	}
+	if b.owner != l {
+		panic("data: Release of a batch from another loader")
+	}
+	if !b.out {
+		panic("data: batch released twice")
+	}
+	b.out = false
+	l.free <- b // never blocks: free has room for every buffer
+}
+
+// Close stops the background goroutine and waits for it to return. It is
+// safe to call more than once and from any goroutine.
+func (l *Loader) Close() error {
+	l.closeOnce.Do(func() { close(l.stop) })
+	<-l.done
+	return nil
+}
+
+// All returns the batches as an endless sequence (epochs wrap), for use
+// with range: each batch is valid only inside the loop body and is
+// released when the body returns. On an error (ctx ended, Close) it
+// yields (nil, err) once and stops.
+func (l *Loader) All(ctx context.Context) iter.Seq2[*Batch, error] {
+	return func(yield func(*Batch, error) bool) {
+		for {
+			b, err := l.Next(ctx)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			more := yield(b, nil)
+			l.Release(b)
+			if !more {
+				return
+			}
+		}
+	}
+}
+
+// sampler is the loader's synchronous core: it decides which images go in
+// each batch and transforms them. It is not safe for concurrent use; the
+// Loader's goroutine owns it.
+type sampler struct {
+	ds      *Dataset
+	t       *transformer
+	batch   int
+	shuffle bool
+	seed    uint64
+	shard   []int // this rank's images, ascending
+	order   []int // this epoch's visiting order
+	pos     int   // next position in order
+	epoch   int
+	seq     int64
+	// Separate streams for epoch orders and for crops and mirrors, each
+	// reseeded from the seed and the epoch or batch number alone.
+	orderPCG, augPCG *rand.PCG
+	orderRng, augRng *rand.Rand
+}
+
+func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
+	all := make([]int, ds.N)
+	for i := range all {
+		all[i] = i
+	}
+	if cfg.Shuffle {
+		r := rand.New(rand.NewPCG(mix(cfg.Seed, tagShard), uint64(cfg.World)))
+		r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	}
+	lo := int(int64(cfg.Rank) * int64(ds.N) / int64(cfg.World))
+	hi := int(int64(cfg.Rank+1) * int64(ds.N) / int64(cfg.World))
+	shard := all[lo:hi:hi]
+	slices.Sort(shard)
+	s := &sampler{
+		ds:       ds,
+		t:        t,
+		batch:    cfg.BatchSize,
+		shuffle:  cfg.Shuffle,
+		seed:     cfg.Seed,
+		shard:    shard,
+		order:    make([]int, len(shard)),
+		orderPCG: rand.NewPCG(0, 0),
+		augPCG:   rand.NewPCG(0, 0),
+	}
+	s.orderRng = rand.New(s.orderPCG)
+	s.augRng = rand.New(s.augPCG)
+	s.startEpoch(0)
+	return s
+}
+
+// startEpoch sets the visiting order of epoch e: a permutation of the
+// shard that depends only on the seed and e.
+func (s *sampler) startEpoch(e int) {
+	s.epoch, s.pos = e, 0
+	copy(s.order, s.shard)
+	if !s.shuffle {
+		return
+	}
+	s.orderPCG.Seed(mix(s.seed, tagEpoch), uint64(e))
+	for i := len(s.order) - 1; i > 0; i-- {
+		j := s.orderRng.IntN(i + 1)
+		s.order[i], s.order[j] = s.order[j], s.order[i]
+	}
+}
+
+// fill writes the next batch into b, running on into the next epoch when
+// this one ends.
+func (s *sampler) fill(b *Batch) {
+	if s.pos == len(s.order) {
+		s.startEpoch(s.epoch + 1)
+	}
+	b.Seq, b.Epoch = s.seq, s.epoch
+	s.augPCG.Seed(mix(s.seed, tagAugment), uint64(s.seq))
+	per := s.ds.C * s.t.oh * s.t.ow
+	for i := range s.batch {
+		if s.pos == len(s.order) {
+			s.startEpoch(s.epoch + 1)
+		}
+		idx := s.order[s.pos]
+		s.pos++
+		hOff, wOff := s.t.offsets(s.augRng)
+		mirror := s.t.mirror && s.augRng.IntN(2) == 1
+		s.t.apply(b.Data[i*per:(i+1)*per], s.ds.Image(idx), hOff, wOff, mirror)
+		b.Labels[i] = float32(s.ds.Labels[idx])
+		b.Index[i] = idx
+	}
+	s.seq++
+}
