@@ -1,0 +1,124 @@
+package checkpoint
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"dsgd/tensor"
+)
+
+func sample() State {
+	return State{
+		Iter:   1234,
+		Layout: LayoutHash([]Block{{"conv1/0", tensor.Shape{20, 1, 5, 5}}, {"conv1/1", tensor.Shape{20}}}),
+		Params: []float32{1, -2.5, 3e-8, 0},
+		Solver: []byte("solver-state"),
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snap.dsgd")
+	st := sample()
+	if err := Write(path, st); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Iter != st.Iter || got.Layout != st.Layout || !bytes.Equal(got.Solver, st.Solver) || len(got.Params) != len(st.Params) {
+		t.Fatalf("got %+v, want %+v", got, st)
+	}
+	for i := range st.Params {
+		if got.Params[i] != st.Params[i] {
+			t.Fatalf("param %d: got %v want %v", i, got.Params[i], st.Params[i])
+		}
+	}
+	// No temporary file is left behind.
+	ents, _ := os.ReadDir(filepath.Dir(path))
+	if len(ents) != 1 {
+		t.Fatalf("directory holds %d entries, want only the snapshot", len(ents))
+	}
+}
+
+func TestLayoutHashDistinguishes(t *testing.T) {
+	a := LayoutHash([]Block{{"a", tensor.Shape{2, 3}}})
+	for _, other := range [][]Block{
+		{{"a", tensor.Shape{3, 2}}},
+		{{"b", tensor.Shape{2, 3}}},
+		{{"a", tensor.Shape{2, 3}}, {"c", tensor.Shape{1}}},
+	} {
+		if LayoutHash(other) == a {
+			t.Errorf("layout %v hashes like %v", other, "a 2x3")
+		}
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	good := Encode(sample())
+	flip := append([]byte(nil), good...)
+	flip[45] ^= 1
+	badVersion := append([]byte(nil), good...)
+	badVersion[8] = 9
+	huge := append([]byte(nil), good...)
+	huge[39] = 0x7f // parameter count far beyond the file
+	cases := []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"empty", nil, "too short"},
+		{"magic", append([]byte("NOTASNAP"), good[8:]...), "bad magic"},
+		{"version", badVersion, "version 9"},
+		{"truncated", good[:len(good)-10], "truncated"},
+		{"checksum", flip, "checksum"},
+		{"count", huge, "do not fit"},
+		{"trailing", append(append([]byte(nil), good...), 0), "trailing"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Decode(bytes.NewReader(c.in), int64(len(c.in)))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestWriteUnwritable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "missing", "dir")
+	err := Write(filepath.Join(dir, "s"), sample())
+	if err == nil || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("got %v, want an error naming %s", err, dir)
+	}
+}
+
+func TestFailedWriteLeavesNoTemp(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "snap")
+	// A non-empty directory in the way makes the final rename fail.
+	if err := os.MkdirAll(filepath.Join(path, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, sample()); err == nil {
+		t.Fatal("write over a directory succeeded")
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != "snap" {
+		t.Fatalf("directory holds %v, want only the pre-existing entry", ents)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(Encode(sample()))
+	f.Add([]byte("DSGDSNAP"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := Decode(bytes.NewReader(b), int64(len(b)))
+		if err == nil && !bytes.Equal(Encode(st), b) {
+			t.Fatal("decoded snapshot does not re-encode to the same bytes")
+		}
+	})
+}

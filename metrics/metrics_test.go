@@ -1,0 +1,45 @@
+package metrics
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPhasesTable(t *testing.T) {
+	p := NewPhases("data", "forward")
+	p.Add(0, 10*time.Millisecond)
+	p.Add(1, 30*time.Millisecond)
+	p.Iter()
+	p.Iter()
+	var buf bytes.Buffer
+	p.WriteTable(&buf)
+	out := buf.String()
+	for _, want := range []string{"data", "5.000", "25.0%", "forward", "15.000", "75.0%", "total", "20.000"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	p.Reset()
+	if p.Sum() != 0 || p.Iters() != 0 {
+		t.Fatal("Reset left time or iterations")
+	}
+}
+
+func TestProgressPlainAndTTY(t *testing.T) {
+	var plain bytes.Buffer
+	p := NewProgress(&plain, 100, false)
+	p.Line(Status{Iter: 50, Loss: 0.5, LR: 0.01, ImagesSec: 1000})
+	if got := plain.String(); !strings.Contains(got, "iter  50/100") || !strings.Contains(got, "loss 0.5000") || strings.Contains(got, "\r") {
+		t.Fatalf("plain line: %q", got)
+	}
+	var tty bytes.Buffer
+	p = NewProgress(&tty, 100, true)
+	p.Line(Status{Iter: 50})
+	p.Printf("test accuracy %.2f\n", 0.9)
+	got := tty.String()
+	if !strings.Contains(got, "[============            ]") || !strings.Contains(got, "\r\x1b[Ktest accuracy 0.90") {
+		t.Fatalf("tty output: %q", got)
+	}
+}
