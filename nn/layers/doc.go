@@ -1,0 +1,21 @@
+// Package layers owns dsgd's Caffe layers: each layer type's configuration
+// (the fields of Caffe's *_param message, in config.go), its Forward and
+// Backward over tensor blobs, and the fillers that initialise parameters.
+//
+// A layer is built from its config and a Context (phase, thread count,
+// random source), set up once against its bottom blobs, then reshaped and
+// run. The Layer interface in layer.go states the contracts every layer
+// keeps: param blobs are views the model may replace, Backward adds into
+// param gradients and overwrites bottom gradients, in-place layers work
+// with top == bottom, and nothing allocates in steady state.
+//
+//	l, err := (&layers.ReLUConfig{}).Build(layers.Context{Phase: layers.Train, Threads: 2})
+//	err = l.Setup(bottom, top)
+//	err = l.Reshape(bottom, top)
+//	l.Forward(bottom, top)
+//	l.Backward(top, []bool{true}, bottom)
+//
+// The model package composes layers into nets; this package knows nothing
+// of graphs, solvers or distribution. Every differentiable layer is checked
+// against finite differences by the shared helper in gradcheck_test.go.
+package layers
