@@ -1,0 +1,735 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"dsgd/nn/layers"
+	"dsgd/tensor"
+)
+
+// Options configures Build.
+type Options struct {
+	// Phase is the phase the layers are built for.
+	Phase layers.Phase
+	// Threads is how many goroutines each layer may use (1 when zero).
+	Threads int
+	// Seed seeds the parameter fillers and the layers' random sources
+	// (Dropout). Two nets built from the same spec and seed are identical.
+	Seed uint64
+	// ShareWith, when set, makes the new net use that net's parameter
+	// buffers instead of its own: every layer with params must exist in
+	// ShareWith under the same name with the same param shapes. This is how
+	// a TEST net sees the weights the TRAIN net learns, as in Caffe.
+	ShareWith *Net
+	// OnGradReady, when set, is called during Backward as soon as the
+	// gradients of the given blocks (indices into Blocks) are final: once
+	// per layer that owns params, in backward order. The callback runs on
+	// the goroutine calling Backward and must not modify Grads of blocks
+	// not yet reported.
+	OnGradReady func(blocks []int)
+}
+
+// Block is one parameter blob's place in the net's flat buffers.
+type Block struct {
+	// Name is "layer/index" (or the shared name from param { name }).
+	Name string
+	// Layer is the name of the layer that owns the block.
+	Layer string
+	// Shape is the blob's shape; the block holds Shape.Count() values.
+	Shape tensor.Shape
+	// Off is the block's offset in Params() and Grads().
+	Off int
+	// LRMult and DecayMult are Caffe's lr_mult and decay_mult (LRMult 0
+	// for frozen blobs such as BatchNorm statistics).
+	LRMult, DecayMult float32
+}
+
+// Len is the number of values in the block.
+func (b Block) Len() int { return b.Shape.Count() }
+
+// node is one layer of the net, with its blobs resolved.
+type node struct {
+	spec     LayerSpec
+	layer    layers.Layer
+	bottom   []*tensor.Blob
+	top      []*tensor.Blob
+	propDown []bool
+	backward bool  // the layer runs Backward
+	blocks   []int // owned blocks whose gradients are final after this layer
+	// lossAdds are loss weights of this layer's tops that readers
+	// overwrote, added back before this layer's Backward.
+	lossAdds []lossAdd
+	// loss weight per top (0 for non-loss tops)
+	lossWeight []float32
+	fwd, bwd   time.Duration
+}
+
+// lossAdd adds a loss weight to every element of a blob's gradient.
+type lossAdd struct {
+	blob *tensor.Blob
+	w    float32
+}
+
+// split sums the gradients of a blob read by several layers into the
+// producer's gradient, before the producer's Backward runs.
+type split struct {
+	target *tensor.Blob   // the blob as its producer sees it
+	parts  []*tensor.Blob // one per consumer: shared Data, own Diff
+}
+
+// Net is a built network. See the package comment.
+type Net struct {
+	name     string
+	phase    layers.Phase
+	nodes    []*node
+	splits   map[int][]split // node index -> splits to run before its Backward
+	inputSp  []split         // splits on input blobs (never summed: inputs take no gradient)
+	blobs    map[string]*tensor.Blob
+	inputs   []*tensor.Blob
+	order    []string // blob names in creation order, for diagnostics
+	blocks   []Block
+	params   []float32
+	grads    []float32
+	dangling []*tensor.Blob // tops nobody consumes and with no loss weight: their diffs stay zero
+	outputs  []*tensor.Blob // tops nobody consumes (Caffe's net outputs)
+	hook     func([]int)
+	// blocks per (layer name, param index), for ShareWith.
+	byLayer map[string][]int
+}
+
+// Build builds a net for spec with the given input shapes (one per
+// spec.Inputs name). Errors name the layer and its position in the source.
+func Build(spec Spec, inputs map[string]tensor.Shape, opt Options) (*Net, error) {
+	n := &Net{
+		name:    spec.Name,
+		phase:   opt.Phase,
+		blobs:   map[string]*tensor.Blob{},
+		splits:  map[int][]split{},
+		hook:    opt.OnGradReady,
+		byLayer: map[string][]int{},
+	}
+	for _, name := range spec.Inputs {
+		shape, ok := inputs[name]
+		if !ok {
+			return nil, fmt.Errorf("model: net %q: no shape given for input %q", spec.Name, name)
+		}
+		if _, dup := n.blobs[name]; dup {
+			return nil, fmt.Errorf("model: net %q: input %q declared twice", spec.Name, name)
+		}
+		b := tensor.NewBlob(name, shape...)
+		n.blobs[name] = b
+		n.order = append(n.order, name)
+		n.inputs = append(n.inputs, b)
+	}
+	ctx := layers.Context{Phase: opt.Phase, Threads: max(opt.Threads, 1)}
+	names := map[string]string{} // layer name -> where it was first defined
+	for i, ls := range spec.Layers {
+		where := layerWhere(ls)
+		if first, dup := names[ls.Name]; dup {
+			// Blocks, ShareWith and diagnostics find layers by name.
+			return nil, fmt.Errorf("model: %s: a layer of that name is already defined: %s", where, first)
+		}
+		names[ls.Name] = where
+		if ls.Config == nil {
+			return nil, fmt.Errorf("model: %s: no layer config", where)
+		}
+		c := ctx
+		c.Rand = rand.New(rand.NewPCG(opt.Seed, uint64(i)+1))
+		l, err := ls.Config.Build(c)
+		if err != nil {
+			return nil, fmt.Errorf("model: %s: %w", where, err)
+		}
+		if len(ls.PropagateDown) > 0 && len(ls.PropagateDown) != len(ls.Bottom) {
+			return nil, fmt.Errorf("model: %s: %d propagate_down values for %d bottoms; give one per bottom or none", where, len(ls.PropagateDown), len(ls.Bottom))
+		}
+		nd := &node{spec: ls, layer: l}
+		for _, bn := range ls.Bottom {
+			b, ok := n.blobs[bn]
+			if !ok {
+				return nil, fmt.Errorf("model: %s: bottom %q is not produced by an earlier layer", where, bn)
+			}
+			nd.bottom = append(nd.bottom, b)
+		}
+		for _, tn := range ls.Top {
+			if b, ok := n.blobs[tn]; ok {
+				if !contains(ls.Bottom, tn) {
+					return nil, fmt.Errorf("model: %s: top %q is already produced by another layer (only in-place reuse, top == bottom, is allowed)", where, tn)
+				}
+				nd.top = append(nd.top, b)
+				continue
+			}
+			b := &tensor.Blob{Name: tn}
+			n.blobs[tn] = b
+			n.order = append(n.order, tn)
+			nd.top = append(nd.top, b)
+		}
+		if err := l.Setup(nd.bottom, nd.top); err != nil {
+			return nil, fmt.Errorf("model: %s: %w", where, err)
+		}
+		if err := l.Reshape(nd.bottom, nd.top); err != nil {
+			return nil, fmt.Errorf("model: %s: %w", where, err)
+		}
+		if err := nd.setLossWeights(); err != nil {
+			return nil, fmt.Errorf("model: %s: %w", where, err)
+		}
+		n.nodes = append(n.nodes, nd)
+	}
+	if err := n.layoutParams(opt); err != nil {
+		return nil, err
+	}
+	if err := n.planBackward(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func layerWhere(ls LayerSpec) string {
+	if ls.Pos != "" {
+		return fmt.Sprintf("layer %q (%s)", ls.Name, ls.Pos)
+	}
+	return fmt.Sprintf("layer %q", ls.Name)
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (nd *node) setLossWeights() error {
+	nd.lossWeight = make([]float32, len(nd.top))
+	switch {
+	case len(nd.spec.LossWeight) > 0:
+		if len(nd.spec.LossWeight) != len(nd.top) {
+			return fmt.Errorf("%d loss_weight values for %d tops", len(nd.spec.LossWeight), len(nd.top))
+		}
+		copy(nd.lossWeight, nd.spec.LossWeight)
+	default:
+		if _, ok := nd.layer.(layers.LossLayer); ok && len(nd.top) > 0 {
+			nd.lossWeight[0] = 1
+		}
+	}
+	return nil
+}
+
+// layoutParams gives every param blob its place in the flat buffers, fills
+// them (or, with ShareWith, points them at the other net's buffers), and
+// records which blocks each layer finalises.
+func (n *Net) layoutParams(opt Options) error {
+	type ref struct {
+		node, idx int
+		p         layers.Param
+	}
+	var refs []ref
+	shared := map[string]int{} // param name -> block
+	users := map[int]int{}     // block -> lowest node index using it
+	total := 0
+	for i, nd := range n.nodes {
+		if got, have := len(nd.spec.Params), len(nd.layer.Params()); got > have {
+			return fmt.Errorf("model: %s: %d param specs for the layer's %d param blobs", layerWhere(nd.spec), got, have)
+		}
+		for j, p := range nd.layer.Params() {
+			ps := ParamSpec{LRMult: 1, DecayMult: 1}
+			if j < len(nd.spec.Params) {
+				ps = nd.spec.Params[j]
+			}
+			if p.Frozen {
+				ps.LRMult, ps.DecayMult = 0, 0
+			}
+			if ps.Name != "" {
+				if bi, ok := shared[ps.Name]; ok {
+					if !n.blocks[bi].Shape.Equal(p.Blob.Shape) {
+						return fmt.Errorf("model: %s: shared param %q has shape %v here but %v in layer %q", layerWhere(nd.spec), ps.Name, p.Blob.Shape, n.blocks[bi].Shape, n.blocks[bi].Layer)
+					}
+					refs = append(refs, ref{i, bi, p})
+					n.byLayer[nd.spec.Name] = append(n.byLayer[nd.spec.Name], bi)
+					users[bi] = min(users[bi], i)
+					continue
+				}
+			}
+			name := fmt.Sprintf("%s/%d", nd.spec.Name, j)
+			if ps.Name != "" {
+				name = ps.Name
+				shared[ps.Name] = len(n.blocks)
+			}
+			bi := len(n.blocks)
+			n.blocks = append(n.blocks, Block{Name: name, Layer: nd.spec.Name, Shape: p.Blob.Shape.Clone(), Off: total, LRMult: ps.LRMult, DecayMult: ps.DecayMult})
+			total += p.Blob.Count()
+			refs = append(refs, ref{i, bi, p})
+			n.byLayer[nd.spec.Name] = append(n.byLayer[nd.spec.Name], bi)
+			users[bi] = i
+		}
+	}
+	if o := opt.ShareWith; o != nil {
+		if err := n.shareFrom(o); err != nil {
+			return err
+		}
+	} else {
+		n.params = make([]float32, total)
+		n.grads = make([]float32, total)
+	}
+	// Point every param blob at its block and fill the owners in order.
+	fill := rand.New(rand.NewPCG(opt.Seed, 0))
+	filled := make([]bool, len(n.blocks))
+	for _, r := range refs {
+		b := n.blocks[r.idx]
+		r.p.Blob.Data = n.params[b.Off : b.Off+b.Len() : b.Off+b.Len()]
+		r.p.Blob.Diff = n.grads[b.Off : b.Off+b.Len() : b.Off+b.Len()]
+		if opt.ShareWith == nil && !filled[r.idx] {
+			r.p.Filler.Fill(r.p.Blob, fill)
+			filled[r.idx] = true
+		}
+	}
+	for bi, ni := range users {
+		n.nodes[ni].blocks = append(n.nodes[ni].blocks, bi)
+	}
+	for _, nd := range n.nodes {
+		sortInts(nd.blocks)
+	}
+	return nil
+}
+
+// shareFrom adopts o's flat buffers after checking that every block of n
+// has a counterpart in o with the same layer, index and shape.
+func (n *Net) shareFrom(o *Net) error {
+	if len(n.blocks) == 0 {
+		n.params, n.grads = o.params, o.grads
+		return nil
+	}
+	for _, nd := range n.nodes { // in layer order, so the first mismatch is reported
+		layer := nd.spec.Name
+		bis, ok := n.byLayer[layer]
+		if !ok {
+			continue
+		}
+		obis, ok := o.byLayer[layer]
+		if !ok {
+			return fmt.Errorf("model: %s net: %s has params but the %s net has no layer of that name to share them with", n.phase, layerWhere(nd.spec), o.phase)
+		}
+		if len(obis) != len(bis) {
+			return fmt.Errorf("model: %s has %d param blobs in the %s net and %d in the %s net", layerWhere(nd.spec), len(bis), n.phase, len(obis), o.phase)
+		}
+		for j, bi := range bis {
+			ob := o.blocks[obis[j]]
+			if !n.blocks[bi].Shape.Equal(ob.Shape) {
+				return fmt.Errorf("model: %s param %d has shape %v in the %s net and %v in the %s net", layerWhere(nd.spec), j, n.blocks[bi].Shape, n.phase, ob.Shape, o.phase)
+			}
+			nb := &n.blocks[bi]
+			nb.Off, nb.LRMult, nb.DecayMult = ob.Off, ob.LRMult, ob.DecayMult
+		}
+	}
+	n.params, n.grads = o.params, o.grads
+	return nil
+}
+
+// planBackward decides which layers run Backward, which bottoms need
+// gradients, and where gradients of blobs read by several layers are summed.
+func (n *Net) planBackward() error {
+	// Forward sweep: a blob needs a gradient if it is produced by a layer
+	// that has learnable params or reads a blob that needs one. Both
+	// sweeps track blob versions: a layer computing in place starts a new
+	// version of its bottom, whose needs are its own.
+	needs := map[*tensor.Blob]bool{}
+	for _, nd := range n.nodes {
+		learn := false
+		for _, bi := range n.byLayer[nd.spec.Name] {
+			if n.blocks[bi].LRMult != 0 {
+				learn = true
+			}
+		}
+		nd.propDown = make([]bool, len(nd.bottom))
+		any := learn
+		for i, b := range nd.bottom {
+			nd.propDown[i] = needs[b]
+			if i < len(nd.spec.PropagateDown) && !nd.spec.PropagateDown[i] {
+				nd.propDown[i] = false
+			}
+			any = any || nd.propDown[i]
+		}
+		nd.backward = any
+		for _, t := range nd.top {
+			needs[t] = any
+		}
+	}
+	// Backward sweep: only layers whose outputs reach a loss run Backward.
+	reaches := map[*tensor.Blob]bool{}
+	for i := len(n.nodes) - 1; i >= 0; i-- {
+		nd := n.nodes[i]
+		contributes := false
+		for j, t := range nd.top {
+			if nd.lossWeight[j] != 0 || reaches[t] {
+				contributes = true
+			}
+		}
+		if !contributes {
+			nd.backward = false
+		}
+		// The tops' versions start here: whether the older version of an
+		// in-place top reaches a loss depends only on this layer and the
+		// layers before it.
+		for _, t := range nd.top {
+			reaches[t] = false
+		}
+		if !nd.backward {
+			for j := range nd.propDown {
+				nd.propDown[j] = false
+			}
+			continue
+		}
+		for j, b := range nd.bottom {
+			if nd.propDown[j] {
+				reaches[b] = true
+			}
+		}
+	}
+	// Outputs: blobs whose last version no later layer reads. Those that
+	// carry no loss keep a zero gradient.
+	type ref struct {
+		nd  *node
+		top int
+	}
+	read := map[*tensor.Blob]bool{}
+	last := map[*tensor.Blob]ref{}
+	var order []*tensor.Blob
+	for _, nd := range n.nodes {
+		for _, b := range nd.bottom {
+			read[b] = true
+		}
+		for j, t := range nd.top {
+			if _, seen := last[t]; !seen {
+				order = append(order, t)
+			}
+			read[t] = false
+			last[t] = ref{nd, j}
+		}
+	}
+	for _, t := range order {
+		if read[t] {
+			continue
+		}
+		n.outputs = append(n.outputs, t)
+		if r := last[t]; r.nd.lossWeight[r.top] == 0 {
+			n.dangling = append(n.dangling, t)
+		}
+	}
+	// Splits: a blob version whose gradient is wanted by several readers.
+	// Blob versions change at in-place layers, so track the current readers
+	// per *Blob and close the group when a layer writes the blob in place.
+	//
+	// A version that carries a loss weight and whose gradient is also
+	// written by a reader (as a bottom or in place) gets its weight added
+	// back after the readers' Backward, before its producer's: Caffe's
+	// split with a loss-weighted branch.
+	producer := map[*tensor.Blob]int{} // -1 for inputs
+	for _, b := range n.inputs {
+		producer[b] = -1
+	}
+	type reader struct{ node, idx int }
+	readers := map[*tensor.Blob][]reader{}
+	users := map[*tensor.Blob][]int{}    // readers (not in place) that run Backward
+	weight := map[*tensor.Blob]float32{} // the current version's loss weight
+	consumed := map[*tensor.Blob]bool{}  // some reader writes the current version's gradient
+	closeGroup := func(b *tensor.Blob) {
+		rs := readers[b]
+		if w := weight[b]; w != 0 && consumed[b] {
+			nd := n.nodes[producer[b]]
+			nd.lossAdds = append(nd.lossAdds, lossAdd{blob: b, w: w})
+		}
+		delete(readers, b)
+		delete(users, b)
+		delete(weight, b)
+		delete(consumed, b)
+		if len(rs) < 2 {
+			return
+		}
+		sp := split{target: b}
+		for _, r := range rs {
+			part := &tensor.Blob{Name: b.Name + "_split", Shape: b.Shape.Clone(), Data: b.Data, Diff: make([]float32, b.Count())}
+			n.nodes[r.node].bottom[r.idx] = part
+			sp.parts = append(sp.parts, part)
+		}
+		p := producer[b]
+		if p < 0 {
+			n.inputSp = append(n.inputSp, sp)
+			return
+		}
+		n.splits[p] = append(n.splits[p], sp)
+	}
+	for i, nd := range n.nodes {
+		for j, b := range nd.bottom {
+			inPlace := isTop(nd, b)
+			if nd.backward && !inPlace {
+				users[b] = append(users[b], i)
+			}
+			if !nd.propDown[j] {
+				continue
+			}
+			consumed[b] = true
+			if !inPlace {
+				readers[b] = append(readers[b], reader{i, j})
+			}
+		}
+		for j, t := range nd.top {
+			if indexOf(nd.bottom, t) >= 0 && len(users[t]) > 0 {
+				r := n.nodes[users[t][0]]
+				return fmt.Errorf("model: %s modifies blob %q in place, but layer %q read it earlier and runs Backward on it: the in-place write would corrupt that layer's input; give %q a top of its own", layerWhere(nd.spec), t.Name, r.spec.Name, nd.spec.Top[j])
+			}
+			closeGroup(t) // an in-place write ends the readers of the old version
+			producer[t] = i
+			weight[t] = nd.lossWeight[j]
+		}
+	}
+	for _, name := range n.order {
+		closeGroup(n.blobs[name])
+	}
+	return nil
+}
+
+func indexOf(s []*tensor.Blob, b *tensor.Blob) int {
+	for i, x := range s {
+		if x == b {
+			return i
+		}
+	}
+	return -1
+}
+
+func isTop(nd *node, b *tensor.Blob) bool {
+	for _, t := range nd.top {
+		if t == b {
+			return true
+		}
+	}
+	return false
+}
+
+func sortInts(s []int) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// Name is the net's name from the spec.
+func (n *Net) Name() string { return n.name }
+
+// Input returns the input blob of that name, or nil.
+func (n *Net) Input(name string) *tensor.Blob {
+	for _, b := range n.inputs {
+		if b.Name == name {
+			return b
+		}
+	}
+	return nil
+}
+
+// Blob returns the blob of that name (as its last writer left it), or nil.
+func (n *Net) Blob(name string) *tensor.Blob { return n.blobs[name] }
+
+// Outputs are the blobs no layer reads (Caffe's net outputs: losses,
+// accuracies), in the order their layers run.
+func (n *Net) Outputs() []*tensor.Blob { return n.outputs }
+
+// Params is the flat buffer of all parameter values; blocks index it.
+func (n *Net) Params() []float32 { return n.params }
+
+// Grads is the flat buffer of all parameter gradients, laid out as Params.
+func (n *Net) Grads() []float32 { return n.grads }
+
+// Blocks describes each parameter blob's place in Params and Grads.
+func (n *Net) Blocks() []Block { return n.blocks }
+
+// NumLayers is the number of compute layers.
+func (n *Net) NumLayers() int { return len(n.nodes) }
+
+// LayerInfo describes one layer for reports.
+type LayerInfo struct {
+	Name, Type string
+	Tops       []tensor.Shape
+	// Forward and Backward are the time spent in the layer since the last
+	// ResetTimes.
+	Forward, Backward time.Duration
+	// Backprop says whether the layer runs Backward.
+	Backprop bool
+}
+
+// Layers describes every layer in order, with its accumulated times.
+func (n *Net) Layers() []LayerInfo {
+	out := make([]LayerInfo, len(n.nodes))
+	for i, nd := range n.nodes {
+		li := LayerInfo{Name: nd.spec.Name, Type: nd.layer.Type(), Forward: nd.fwd, Backward: nd.bwd, Backprop: nd.backward}
+		for _, t := range nd.top {
+			li.Tops = append(li.Tops, t.Shape.Clone())
+		}
+		out[i] = li
+	}
+	return out
+}
+
+// ResetTimes zeroes the per-layer times.
+func (n *Net) ResetTimes() {
+	for _, nd := range n.nodes {
+		nd.fwd, nd.bwd = 0, 0
+	}
+}
+
+// Forward runs every layer and returns the total weighted loss.
+func (n *Net) Forward() float64 {
+	var loss float64
+	for _, nd := range n.nodes {
+		t0 := time.Now()
+		nd.layer.Forward(nd.bottom, nd.top)
+		nd.fwd += time.Since(t0)
+		for j, w := range nd.lossWeight {
+			if w != 0 {
+				var s float64
+				for _, v := range nd.top[j].Data {
+					s += float64(v)
+				}
+				loss += float64(w) * s
+			}
+		}
+	}
+	return loss
+}
+
+// Backward computes the gradient of the loss of the last Forward into
+// Grads (which it zeroes first), calling Options.OnGradReady as each
+// layer's parameter gradients become final.
+func (n *Net) Backward() {
+	clear(n.grads)
+	for _, b := range n.dangling {
+		clear(b.Diff)
+	}
+	for _, nd := range n.nodes {
+		for j, w := range nd.lossWeight {
+			if w != 0 {
+				d := nd.top[j].Diff
+				for k := range d {
+					d[k] = w
+				}
+			}
+		}
+	}
+	for i := len(n.nodes) - 1; i >= 0; i-- {
+		nd := n.nodes[i]
+		for _, sp := range n.splits[i] {
+			d := sp.target.Diff
+			copy(d, sp.parts[0].Diff)
+			for _, p := range sp.parts[1:] {
+				tensor.Axpy(1, p.Diff, d)
+			}
+		}
+		for _, la := range nd.lossAdds {
+			d := la.blob.Diff
+			for k := range d {
+				d[k] += la.w
+			}
+		}
+		if nd.backward {
+			t0 := time.Now()
+			nd.layer.Backward(nd.top, nd.propDown, nd.bottom)
+			nd.bwd += time.Since(t0)
+		}
+		if n.hook != nil && len(nd.blocks) > 0 {
+			n.hook(nd.blocks)
+		}
+	}
+}
+
+// ForwardBackward runs Forward then Backward and returns the loss.
+func (n *Net) ForwardBackward() float64 {
+	loss := n.Forward()
+	n.Backward()
+	return loss
+}
+
+// NonFinite reports the first layer, in forward order, whose output holds
+// a NaN or an infinity after the last Forward, or whose parameters do, for
+// the error a trainer gives when the loss diverges. It returns "" when every
+// value is finite.
+//
+// Causes are reported before effects: a layer's learned params before its
+// outputs, its stored statistics (Frozen params, which Forward computes
+// from the input) after them; and a blob that later layers modify in place,
+// which holds only the last one's values, after the params of every layer
+// that wrote it, naming them all.
+func (n *Net) NonFinite() string {
+	last := map[*tensor.Blob]int{} // blob -> index of the last layer writing it
+	for i, nd := range n.nodes {
+		for _, t := range nd.top {
+			last[t] = i
+		}
+	}
+	first := map[*tensor.Blob]int{} // blob -> index of the layer producing it
+	var inPlace map[*tensor.Blob][]string
+	stats := map[int][]int{} // node index -> nodes whose stored statistics to check after it
+	checkParams := func(nd *node, frozen bool) string {
+		ps := nd.layer.Params()
+		for j, bi := range n.byLayer[nd.spec.Name] {
+			if j < len(ps) && ps[j].Frozen != frozen {
+				continue
+			}
+			b := n.blocks[bi]
+			if k := firstNonFinite(n.params[b.Off : b.Off+b.Len()]); k >= 0 {
+				return fmt.Sprintf("%s: param %s holds %v at index %d", layerWhere(nd.spec), b.Name, n.params[b.Off+k], k)
+			}
+		}
+		return ""
+	}
+	for i, nd := range n.nodes {
+		if msg := checkParams(nd, false); msg != "" {
+			return msg
+		}
+		after := i
+		for _, t := range nd.top {
+			after = max(after, last[t])
+		}
+		stats[after] = append(stats[after], i)
+		for _, t := range nd.top {
+			if p, ok := first[t]; ok && p != i {
+				if inPlace == nil {
+					inPlace = map[*tensor.Blob][]string{}
+				}
+				inPlace[t] = append(inPlace[t], fmt.Sprintf("%q", nd.spec.Name))
+			} else {
+				first[t] = i
+			}
+			if last[t] != i {
+				continue
+			}
+			k := firstNonFinite(t.Data)
+			if k < 0 {
+				continue
+			}
+			p := n.nodes[first[t]]
+			if w := inPlace[t]; len(w) > 0 {
+				return fmt.Sprintf("%s (%s): output %q, then modified in place by %s, holds %v at index %d", layerWhere(p.spec), p.layer.Type(), t.Name, strings.Join(w, ", "), t.Data[k], k)
+			}
+			return fmt.Sprintf("%s (%s): output %q holds %v at index %d", layerWhere(p.spec), p.layer.Type(), t.Name, t.Data[k], k)
+		}
+		for _, j := range stats[i] {
+			if msg := checkParams(n.nodes[j], true); msg != "" {
+				return msg
+			}
+		}
+	}
+	return ""
+}
+
+func firstNonFinite(x []float32) int {
+	for i, v := range x {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return i
+		}
+	}
+	return -1
+}
