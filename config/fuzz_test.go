@@ -1,0 +1,78 @@
+package config
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	"dsgd/nn/layers"
+)
+
+func addFile(f *testing.F, path string) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(src)
+}
+
+func FuzzParseNet(f *testing.F) {
+	addFile(f, "testdata/lenet_train_test.prototxt")
+	addFile(f, "testdata/cifar10_quick_train_test.prototxt")
+	for _, s := range []string{
+		net(`layer { name: "c" type: "Convolution" bottom: "data" top: "c" convolution_param { num_output: 2 kernel_h: 2 kernel_w: 3 } }`),
+		net(`layer { name: "p" type: "Pooling" bottom: "data" top: "p" pooling_param { global_pooling: true pool: AVE } }`),
+		net(`layer { name: "e" type: "Eltwise" bottom: "data" bottom: "data" top: "e" eltwise_param { coeff: [1, 2] } }`),
+		`input: "x" input_dim: [1, 2, 3, 4]`,
+		`layer { name: "d" type: "Input" top: "a" input_param { shape { dim: 1 } } }`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		n, err := ParseNet("fuzz.prototxt", src)
+		if err != nil {
+			return
+		}
+		for _, l := range n.Layers {
+			if (l.Compute == nil) == (l.Data == nil) {
+				t.Fatalf("layer %q: Compute %v, Data %v", l.Name, l.Compute, l.Data)
+			}
+			if l.Compute != nil && l.Compute.Config.Type() != l.Type {
+				t.Fatalf("layer %q of type %s has config %s", l.Name, l.Type, l.Compute.Config.Type())
+			}
+		}
+		for _, p := range []layers.Phase{layers.Train, layers.Test} {
+			pn, err := n.Phase(p)
+			if err != nil {
+				continue
+			}
+			var tops []string
+			for _, d := range pn.Data {
+				tops = append(tops, d.Tops...)
+			}
+			if !slices.Equal(tops, pn.Spec.Inputs) {
+				t.Fatalf("Inputs %q, data tops %q", pn.Spec.Inputs, tops)
+			}
+		}
+	})
+}
+
+func FuzzParseSolver(f *testing.F) {
+	addFile(f, "testdata/lenet_solver.prototxt")
+	addFile(f, "testdata/cifar10_quick_solver.prototxt")
+	for _, s := range []string{
+		`base_lr: 0.1 lr_policy: "multistep" gamma: 0.5 stepvalue: [10, 20] type: "Adam"`,
+		`base_lr: 0.1 lr_policy: "poly" power: 1 max_iter: 10 solver_type: RMSPROP`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		s, err := ParseSolver("fuzz.prototxt", src)
+		if err != nil {
+			return
+		}
+		if !(s.Solver.BaseLR > 0) || !slices.Contains(lrPolicies(), s.Solver.LRPolicy) || s.Solver.MaxIter != s.MaxIter {
+			t.Fatalf("accepted an invalid solver: %+v", s)
+		}
+	})
+}
