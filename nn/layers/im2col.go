@@ -1,0 +1,236 @@
+package layers
+
+import "unsafe"
+
+// convGeom is the geometry of a 2-D convolution (or pooling) window sliding
+// over one image: channels c of h×w pixels, a kh×kw kernel moved by
+// (sh, sw) over the image padded by (ph, pw) zeros, giving oh×ow outputs.
+type convGeom struct {
+	c, h, w int
+	kh, kw  int
+	sh, sw  int
+	ph, pw  int
+	oh, ow  int
+
+	// For each kernel row ki, the outputs [ys[2ki], ys[2ki+1]) whose input
+	// row lies inside the image; xs likewise for kernel columns. Set by
+	// initRanges, so im2col divides nothing per row.
+	ys, xs []int
+}
+
+// initRanges computes ys and xs for the current geometry, reusing their
+// storage.
+func (g *convGeom) initRanges() {
+	if cap(g.ys) < 2*g.kh {
+		g.ys = make([]int, 2*g.kh)
+	}
+	if cap(g.xs) < 2*g.kw {
+		g.xs = make([]int, 2*g.kw)
+	}
+	g.ys, g.xs = g.ys[:2*g.kh], g.xs[:2*g.kw]
+	for k := range g.kh {
+		g.ys[2*k], g.ys[2*k+1] = outRange(k, g.h, g.sh, g.ph, g.oh)
+	}
+	for k := range g.kw {
+		g.xs[2*k], g.xs[2*k+1] = outRange(k, g.w, g.sw, g.pw, g.ow)
+	}
+}
+
+// colRows is the number of rows of the column matrix: one per (channel,
+// kernel row, kernel column).
+func (g *convGeom) colRows() int { return g.c * g.kh * g.kw }
+
+// colCols is the number of columns of the column matrix: one per output
+// pixel.
+func (g *convGeom) colCols() int { return g.oh * g.ow }
+
+// outRange returns the outputs [lo, hi) along one axis whose input
+// coordinate o·stride − pad + k lies inside [0, size): the part of a column
+// row that reads real pixels rather than padding.
+func outRange(k, size, stride, pad, out int) (lo, hi int) {
+	if d := pad - k; d > 0 {
+		lo = (d + stride - 1) / stride
+	}
+	last := size - 1 + pad - k // largest o·stride allowed
+	if last < 0 {
+		return 0, 0
+	}
+	hi = min(last/stride+1, out)
+	if lo > hi {
+		lo = hi
+	}
+	return lo, hi
+}
+
+// im2col writes the patches of img (c×h×w) into col, a
+// (c·kh·kw)×(oh·ow) row-major matrix with leading dimension ld ≥ oh·ow:
+// row (ci·kh+ki)·kw+kj, column oy·ow+ox holds
+// img[ci][oy·sh−ph+ki][ox·sw−pw+kj], or 0 in the padding. It overwrites
+// every element of those rows' first oh·ow columns. g must have had
+// initRanges called since its geometry last changed.
+func im2col(col, img []float32, g *convGeom, ld int) {
+	ow, ohw := g.ow, g.oh*g.ow
+	w, hw := g.w, g.h*g.w
+	col = col[:(g.colRows()-1)*ld+ohw]
+	img = img[:g.c*hw]
+	ys, xs := g.ys[:2*g.kh], g.xs[:2*g.kw]
+	r := 0
+	for ci := 0; ci < g.c; ci++ {
+		plane := img[ci*hw : (ci+1)*hw]
+		for ki := 0; ki < g.kh; ki++ {
+			yLo, yHi := ys[2*ki], ys[2*ki+1]
+			for kj := 0; kj < g.kw; kj++ {
+				xLo, xHi := xs[2*kj], xs[2*kj+1]
+				row := col[r*ld : r*ld+ohw]
+				r++
+				clear(row[:yLo*ow])
+				clear(row[yHi*ow:])
+				n := xHi - xLo
+				if n <= 0 || yLo >= yHi {
+					clear(row[yLo*ow : max(yHi, yLo)*ow])
+					continue
+				}
+				if xLo > 0 || xHi < ow {
+					for oy := yLo; oy < yHi; oy++ {
+						d := row[oy*ow : (oy+1)*ow]
+						clear(d[:xLo])
+						clear(d[xHi:])
+					}
+				}
+				// Source of output (oy, xLo); each output row moves sh rows down.
+				so := (yLo*g.sh-g.ph+ki)*w + xLo*g.sw - g.pw + kj
+				step := g.sh * w
+				if g.sw == 1 {
+					copyRuns(row[yLo*ow+xLo:], plane[so:], yHi-yLo, n, ow, step)
+					continue
+				}
+				span := (n-1)*g.sw + 1
+				for do := yLo*ow + xLo; do < yHi*ow; do += ow {
+					d, s := row[do:do+n], plane[so:so+span]
+					for i := range d {
+						d[i] = s[i*g.sw]
+					}
+					so += step
+				}
+			}
+		}
+	}
+}
+
+// col2im is the adjoint of im2col: it overwrites img (c×h×w) with the sum,
+// over every column-matrix entry (leading dimension ld), of that entry
+// added to the pixel it was copied from. Entries that fall in the padding
+// are dropped.
+func col2im(img, col []float32, g *convGeom, ld int) {
+	ow, ohw := g.ow, g.oh*g.ow
+	w, hw := g.w, g.h*g.w
+	col = col[:(g.colRows()-1)*ld+ohw]
+	img = img[:g.c*hw]
+	ys, xs := g.ys[:2*g.kh], g.xs[:2*g.kw]
+	clear(img)
+	r := 0
+	for ci := 0; ci < g.c; ci++ {
+		plane := img[ci*hw : (ci+1)*hw]
+		for ki := 0; ki < g.kh; ki++ {
+			yLo, yHi := ys[2*ki], ys[2*ki+1]
+			for kj := 0; kj < g.kw; kj++ {
+				xLo, xHi := xs[2*kj], xs[2*kj+1]
+				row := col[r*ld : r*ld+ohw]
+				r++
+				n := xHi - xLo
+				if n <= 0 || yLo >= yHi {
+					continue
+				}
+				so := (yLo*g.sh-g.ph+ki)*w + xLo*g.sw - g.pw + kj
+				step := g.sh * w
+				if g.sw == 1 {
+					addRuns(plane[so:], row[yLo*ow+xLo:], yHi-yLo, n, step, ow)
+					continue
+				}
+				span := (n-1)*g.sw + 1
+				for do := yLo*ow + xLo; do < yHi*ow; do += ow {
+					d, s := plane[so:so+span], row[do:do+n]
+					for i, v := range s {
+						d[i*g.sw] += v
+					}
+					so += step
+				}
+			}
+		}
+	}
+}
+
+// copyRuns copies rows runs of n floats from src to dst, the runs dstep
+// apart in dst and sstep apart in src.
+//
+// im2col's runs are short (8 floats for LeNet's conv2), where calling
+// memmove per run, looping over a variable length, or even the compiler's
+// code for a bounds-checked fixed-size copy cost several times the copy
+// itself. So the 8-float case moves two 16-byte vectors per run through
+// unsafe pointers. Safety: the two reslices below bounds-check the last
+// run, and every pointer formed is base + r·step + j for r < rows and
+// j < n, which the reslices cover.
+func copyRuns(dst, src []float32, rows, n, dstep, sstep int) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	if dstep < 0 || sstep < 0 {
+		panic("layers: copyRuns: negative step")
+	}
+	dst = dst[:(rows-1)*dstep+n]
+	src = src[:(rows-1)*sstep+n]
+	switch {
+	case n == 8:
+		d, s := unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(src))
+		for r := 0; r < rows; r++ {
+			dp, sp := unsafe.Add(d, 4*r*dstep), unsafe.Add(s, 4*r*sstep)
+			*(*[4]float32)(dp) = *(*[4]float32)(sp)
+			*(*[4]float32)(unsafe.Add(dp, 16)) = *(*[4]float32)(unsafe.Add(sp, 16))
+		}
+	case n >= 16:
+		for r := 0; r < rows; r++ {
+			copy(dst[r*dstep:r*dstep+n], src[r*sstep:])
+		}
+	default:
+		for r := 0; r < rows; r++ {
+			d, s := dst[r*dstep:r*dstep+n], src[r*sstep:r*sstep+n]
+			for i := range d {
+				d[i] = s[i]
+			}
+		}
+	}
+}
+
+// addRuns is copyRuns adding into dst instead of copying, with the same
+// unsafe fast path and the same safety argument.
+func addRuns(dst, src []float32, rows, n, dstep, sstep int) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	if dstep < 0 || sstep < 0 {
+		panic("layers: addRuns: negative step")
+	}
+	dst = dst[:(rows-1)*dstep+n]
+	src = src[:(rows-1)*sstep+n]
+	if n == 8 {
+		d, s := unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(src))
+		for r := 0; r < rows; r++ {
+			dv, sv := (*[8]float32)(unsafe.Add(d, 4*r*dstep)), (*[8]float32)(unsafe.Add(s, 4*r*sstep))
+			dv[0] += sv[0]
+			dv[1] += sv[1]
+			dv[2] += sv[2]
+			dv[3] += sv[3]
+			dv[4] += sv[4]
+			dv[5] += sv[5]
+			dv[6] += sv[6]
+			dv[7] += sv[7]
+		}
+		return
+	}
+	for r := 0; r < rows; r++ {
+		d, s := dst[r*dstep:r*dstep+n], src[r*sstep:r*sstep+n]
+		for i, v := range s {
+			d[i] += v
+		}
+	}
+}

@@ -1,0 +1,342 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+
+	"dsgd/tensor"
+)
+
+// Type returns "Pooling".
+func (*PoolingConfig) Type() string { return "Pooling" }
+
+// Build validates the config and returns an unset-up Pooling layer that
+// splits the N·C planes of a batch across ctx.NumThreads() goroutines.
+func (c *PoolingConfig) Build(ctx Context) (Layer, error) {
+	if c.Method != PoolMax && c.Method != PoolAve {
+		return nil, fmt.Errorf("layers: Pooling: unsupported pool method %d (MAX and AVE are supported)", c.Method)
+	}
+	if c.GlobalPooling {
+		switch {
+		case c.KernelH != 0 || c.KernelW != 0:
+			return nil, fmt.Errorf("layers: Pooling: kernel size %dx%d cannot be set with global_pooling", c.KernelH, c.KernelW)
+		case c.PadH != 0 || c.PadW != 0:
+			return nil, fmt.Errorf("layers: Pooling: pad %dx%d cannot be set with global_pooling", c.PadH, c.PadW)
+		case (c.StrideH != 0 && c.StrideH != 1) || (c.StrideW != 0 && c.StrideW != 1):
+			return nil, fmt.Errorf("layers: Pooling: stride must be 1 with global_pooling, got %dx%d", c.StrideH, c.StrideW)
+		}
+	} else {
+		switch {
+		case c.KernelH <= 0 || c.KernelW <= 0:
+			return nil, fmt.Errorf("layers: Pooling: kernel size must be positive, got %dx%d", c.KernelH, c.KernelW)
+		case c.StrideH <= 0 || c.StrideW <= 0:
+			return nil, fmt.Errorf("layers: Pooling: stride must be positive, got %dx%d", c.StrideH, c.StrideW)
+		case c.PadH < 0 || c.PadW < 0:
+			return nil, fmt.Errorf("layers: Pooling: pad must not be negative, got %dx%d", c.PadH, c.PadW)
+		case c.PadH >= c.KernelH || c.PadW >= c.KernelW:
+			return nil, fmt.Errorf("layers: Pooling: pad %dx%d must be smaller than kernel %dx%d", c.PadH, c.PadW, c.KernelH, c.KernelW)
+		}
+	}
+	l := &poolLayer{cfg: *c, threads: ctx.NumThreads(), workPerThread: poolWorkPerThread}
+	if c.Method == PoolMax {
+		l.fwdFn, l.bwdFn = l.maxForward, l.maxBackward
+	} else {
+		l.fwdFn, l.bwdFn = l.aveForward, l.aveBackward
+	}
+	return l, nil
+}
+
+// pooledSize is the number of pooling windows along an axis of the given
+// size, by Caffe's rule: ceil((size + 2·pad − kernel)/stride) + 1, less one
+// when padding would make the last window start in the padding past the
+// input. It is ≤ 0 when no window fits.
+func pooledSize(size, kernel, stride, pad int) int {
+	a := size + 2*pad - kernel
+	// ceil(a/stride) for a of either sign, stride > 0.
+	q := a / stride
+	if a%stride != 0 && a > 0 {
+		q++
+	}
+	pooled := q + 1
+	if pad > 0 && (pooled-1)*stride >= size+pad {
+		pooled--
+	}
+	return pooled
+}
+
+// poolLayer is Caffe's Pooling layer (MAX and AVE, NCHW).
+type poolLayer struct {
+	cfg     PoolingConfig
+	threads int
+	// workPerThread is poolWorkPerThread, lowered by tests to run small
+	// inputs on several threads.
+	workPerThread int
+
+	geom convGeom // c, h, w, kernel, stride, pad, pooled size
+	num  int
+	// Per output row and column: the window clipped to the image
+	// [ys, ye)×[xs, xe), and the window clipped to the padded image
+	// (AVE's divisor is the product of the two padded extents).
+	ys, ye, yn []int32
+	xs, xe, xn []int32
+	mask       []int32 // MAX: for each top element, its argmax within the plane
+
+	in, out      *tensor.Blob
+	fwdFn, bwdFn func(lo, hi, worker int)
+}
+
+func (l *poolLayer) Type() string { return "Pooling" }
+
+func (l *poolLayer) Setup(bottom, top []*tensor.Blob) error {
+	if len(bottom) != 1 {
+		return fmt.Errorf("layers: Pooling takes one bottom, got %d", len(bottom))
+	}
+	if len(top) != 1 {
+		return fmt.Errorf("layers: Pooling takes one top, got %d (the MAX mask top is not supported)", len(top))
+	}
+	if len(bottom[0].Shape) != 4 {
+		return fmt.Errorf("layers: Pooling: bottom %q must be 4-D (NCHW), got shape %v", bottom[0].Name, bottom[0].Shape)
+	}
+	return nil
+}
+
+func (l *poolLayer) Params() []Param { return nil }
+
+func (l *poolLayer) Reshape(bottom, top []*tensor.Blob) error {
+	b := bottom[0]
+	if len(b.Shape) != 4 {
+		return fmt.Errorf("layers: Pooling: bottom %q must be 4-D (NCHW), got shape %v", b.Name, b.Shape)
+	}
+	c := &l.cfg
+	g := convGeom{
+		c: b.Shape[1], h: b.Shape[2], w: b.Shape[3],
+		kh: c.KernelH, kw: c.KernelW,
+		sh: c.StrideH, sw: c.StrideW,
+		ph: c.PadH, pw: c.PadW,
+	}
+	if c.GlobalPooling {
+		g.kh, g.kw, g.sh, g.sw, g.ph, g.pw = g.h, g.w, 1, 1, 0, 0
+	}
+	g.oh = pooledSize(g.h, g.kh, g.sh, g.ph)
+	g.ow = pooledSize(g.w, g.kw, g.sw, g.pw)
+	if g.oh <= 0 || g.ow <= 0 || g.h == 0 || g.w == 0 {
+		return fmt.Errorf("layers: Pooling: kernel %dx%d with pad %dx%d does not fit bottom %q of %dx%d",
+			g.kh, g.kw, g.ph, g.pw, b.Name, g.h, g.w)
+	}
+	l.geom = g
+	l.num = b.Shape[0]
+	l.ys, l.ye, l.yn = poolWindows(l.ys, l.ye, l.yn, g.oh, g.h, g.kh, g.sh, g.ph)
+	l.xs, l.xe, l.xn = poolWindows(l.xs, l.xe, l.xn, g.ow, g.w, g.kw, g.sw, g.pw)
+	top[0].Reshape(l.num, g.c, g.oh, g.ow)
+	if c.Method == PoolMax {
+		n := top[0].Count()
+		if cap(l.mask) < n {
+			l.mask = make([]int32, n)
+		}
+		l.mask = l.mask[:n]
+	}
+	return nil
+}
+
+// poolWindows fills, for each of out windows along an axis, its start and
+// end clipped to [0, size) and its extent clipped to the padded axis
+// [−pad, size+pad), reusing the given slices' storage.
+func poolWindows(s, e, n []int32, out, size, kernel, stride, pad int) ([]int32, []int32, []int32) {
+	if cap(s) < out {
+		s, e, n = make([]int32, out), make([]int32, out), make([]int32, out)
+	}
+	s, e, n = s[:out], e[:out], n[:out]
+	for o := range out {
+		start := o*stride - pad
+		end := min(start+kernel, size+pad)
+		n[o] = int32(end - start)
+		s[o] = int32(max(start, 0))
+		e[o] = int32(min(end, size))
+	}
+	return s, e, n
+}
+
+// poolWorkPerThread is the work (window elements visited, about a
+// nanosecond each) below which another pooling thread costs more than it
+// saves: pooling is light and largely memory-bound, so small layers (LeNet's
+// pool2) run faster on one thread.
+const poolWorkPerThread = 1 << 18
+
+// poolThreads is how many threads to use for the given work.
+func (l *poolLayer) poolThreads(work int) int {
+	return max(1, min(l.threads, work/l.workPerThread))
+}
+
+func (l *poolLayer) Forward(bottom, top []*tensor.Blob) {
+	l.in, l.out = bottom[0], top[0]
+	g := &l.geom
+	planes := l.num * g.c
+	tensor.ParallelFor(planes, l.poolThreads(planes*g.oh*g.ow*g.kh*g.kw), l.fwdFn)
+	l.in, l.out = nil, nil
+}
+
+func (l *poolLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {
+	if !propagateDown[0] {
+		return
+	}
+	l.in, l.out = bottom[0], top[0]
+	g := &l.geom
+	planes := l.num * g.c
+	// Clearing the bottom diff is cheap per element; MAX then touches one
+	// element per output, AVE a whole window.
+	work := planes * g.h * g.w / 8
+	if l.cfg.Method == PoolMax {
+		work += planes * g.oh * g.ow
+	} else {
+		work += planes * g.oh * g.ow * g.kh * g.kw
+	}
+	tensor.ParallelFor(planes, l.poolThreads(work), l.bwdFn)
+	l.in, l.out = nil, nil
+}
+
+// maxForward max-pools planes [lo, hi), recording each argmax in the mask.
+// Ties keep the first maximum in row-major order, as Caffe does.
+func (l *poolLayer) maxForward(lo, hi, _ int) {
+	g := &l.geom
+	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
+	ys, ye, xs, xe := l.ys, l.ye, l.xs, l.xe
+	if l.tiled2x2() {
+		l.maxForward2x2(lo, hi)
+		return
+	}
+	for p := lo; p < hi; p++ {
+		src := l.in.Data[p*hw : (p+1)*hw]
+		dst := l.out.Data[p*ohw : (p+1)*ohw]
+		mask := l.mask[p*ohw : (p+1)*ohw]
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			drow, mrow := dst[oy*ow:(oy+1)*ow], mask[oy*ow:(oy+1)*ow]
+			for ox := range drow {
+				x0, x1 := int(xs[ox]), int(xe[ox])
+				best, arg := float32(-math.MaxFloat32), -1
+				for y := y0; y < y1; y++ {
+					row := src[y*w+x0 : y*w+x1]
+					for i, v := range row {
+						// Branch-free: random data defeats the predictor.
+						if v > best {
+							arg = y*w + x0 + i
+						}
+						best = max(best, v)
+					}
+				}
+				drow[ox], mrow[ox] = best, int32(arg)
+			}
+		}
+	}
+}
+
+// tiled2x2 says the windows are 2×2 with stride 2 and no pad over an
+// even-sized plane (LeNet's pools), so they tile it exactly.
+func (l *poolLayer) tiled2x2() bool {
+	g := &l.geom
+	return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && 2*g.oh == g.h && 2*g.ow == g.w
+}
+
+// maxForward2x2 is maxForward when tiled2x2: no window is clipped.
+func (l *poolLayer) maxForward2x2(lo, hi int) {
+	g := &l.geom
+	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
+	for p := lo; p < hi; p++ {
+		src := l.in.Data[p*hw : (p+1)*hw]
+		dst := l.out.Data[p*ohw : (p+1)*ohw]
+		mask := l.mask[p*ohw : (p+1)*ohw]
+		for oy := 0; oy < g.oh; oy++ {
+			base := 2 * oy * w
+			r0, r1 := src[base:base+w], src[base+w:base+2*w]
+			drow, mrow := dst[oy*ow:(oy+1)*ow], mask[oy*ow:(oy+1)*ow]
+			r0, r1 = r0[:2*len(drow)], r1[:2*len(drow)]
+			blk := src[base : base+2*w]
+			for ox := range drow {
+				// Branch-free (random data defeats the predictor): the first
+				// maximum of each row pair, then of the two, keeping the
+				// earlier on ties as the sequential scan does.
+				x := 2 * ox
+				i0 := x + b2i(r0[x+1] > r0[x])
+				i1 := w + x + b2i(r1[x+1] > r1[x])
+				i := i0 + b2i(blk[i1] > blk[i0])*(i1-i0)
+				drow[ox], mrow[ox] = blk[i], int32(base+i)
+			}
+		}
+	}
+}
+
+// maxBackward routes each top diff of planes [lo, hi) to its argmax.
+func (l *poolLayer) maxBackward(lo, hi, _ int) {
+	g := &l.geom
+	hw, ohw := g.h*g.w, g.oh*g.ow
+	for p := lo; p < hi; p++ {
+		bd := l.in.Diff[p*hw : (p+1)*hw]
+		td := l.out.Diff[p*ohw : (p+1)*ohw]
+		mask := l.mask[p*ohw : (p+1)*ohw]
+		clear(bd)
+		for i, v := range td {
+			bd[mask[i]] += v
+		}
+	}
+}
+
+// aveForward average-pools planes [lo, hi). The divisor is the window's
+// extent within the padded image, as in Caffe, so padding counts as zeros.
+func (l *poolLayer) aveForward(lo, hi, _ int) {
+	g := &l.geom
+	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
+	ys, ye, yn, xs, xe, xn := l.ys, l.ye, l.yn, l.xs, l.xe, l.xn
+	for p := lo; p < hi; p++ {
+		src := l.in.Data[p*hw : (p+1)*hw]
+		dst := l.out.Data[p*ohw : (p+1)*ohw]
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			drow := dst[oy*ow : (oy+1)*ow]
+			for ox := range drow {
+				x0, x1 := int(xs[ox]), int(xe[ox])
+				var s float32
+				for y := y0; y < y1; y++ {
+					for _, v := range src[y*w+x0 : y*w+x1] {
+						s += v
+					}
+				}
+				drow[ox] = s / float32(yn[oy]*xn[ox])
+			}
+		}
+	}
+}
+
+// aveBackward spreads each top diff of planes [lo, hi) evenly over its
+// window.
+func (l *poolLayer) aveBackward(lo, hi, _ int) {
+	g := &l.geom
+	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
+	ys, ye, yn, xs, xe, xn := l.ys, l.ye, l.yn, l.xs, l.xe, l.xn
+	for p := lo; p < hi; p++ {
+		bd := l.in.Diff[p*hw : (p+1)*hw]
+		td := l.out.Diff[p*ohw : (p+1)*ohw]
+		clear(bd)
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			trow := td[oy*ow : (oy+1)*ow]
+			for ox, t := range trow {
+				x0, x1 := int(xs[ox]), int(xe[ox])
+				v := t / float32(yn[oy]*xn[ox])
+				for y := y0; y < y1; y++ {
+					row := bd[y*w+x0 : y*w+x1]
+					for i := range row {
+						row[i] += v
+					}
+				}
+			}
+		}
+	}
+}
+
+// b2i is 1 for true and 0 for false; the compiler makes it a SETcc.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,326 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"dsgd/tensor"
+)
+
+func TestPooledSize(t *testing.T) {
+	tests := []struct {
+		size, kernel, stride, pad, want int
+	}{
+		{24, 2, 2, 0, 12},  // LeNet pool1
+		{8, 2, 2, 0, 4},    // LeNet pool2
+		{5, 2, 2, 0, 3},    // ceil(3/2)+1: the last window hangs over the edge
+		{6, 3, 2, 0, 3},    // ceil(3/2)+1
+		{7, 3, 2, 0, 3},    // 4/2+1, exact
+		{32, 3, 2, 0, 16},  // CIFAR-10: ceil(29/2)+1
+		{55, 3, 2, 0, 27},  // AlexNet pool1
+		{112, 3, 2, 0, 56}, // ceil(109/2)+1
+		{4, 3, 2, 1, 3},    // ceil(3/2)+1; last start (3−1)·2 = 4 < 4+1: kept
+		{6, 2, 2, 1, 4},    // ceil(6/2)+1; 3·2 = 6 < 6+1: kept
+		{5, 2, 2, 1, 3},    // ceil(5/2)+1 = 4; 3·2 = 6 ≥ 5+1: dropped
+		{10, 3, 3, 2, 4},   // ceil(11/3)+1 = 5; 4·3 = 12 ≥ 10+2: dropped
+		{3, 3, 3, 1, 2},    // ceil(2/3)+1 = 2; 1·3 = 3 < 3+1: kept
+		{112, 3, 2, 1, 57}, // ceil(111/2)+1; 56·2 = 112 < 113: kept
+		{1, 1, 1, 0, 1},    // identity
+		{7, 7, 1, 0, 1},    // window = image
+		{2, 3, 2, 0, 1},    // ceil(−1/2) = 0: one window, larger than the image
+		{2, 3, 1, 0, 0},    // ceil(−1/1)+1 = 0: no window
+	}
+	// Caffe's own expression, in floating point.
+	caffe := func(size, kernel, stride, pad int) int {
+		p := int(math.Ceil(float64(size+2*pad-kernel)/float64(stride))) + 1
+		if pad > 0 && (p-1)*stride >= size+pad {
+			p--
+		}
+		return p
+	}
+	for _, tc := range tests {
+		got := pooledSize(tc.size, tc.kernel, tc.stride, tc.pad)
+		if got != tc.want {
+			t.Errorf("pooledSize(size %d, kernel %d, stride %d, pad %d) = %d, want %d",
+				tc.size, tc.kernel, tc.stride, tc.pad, got, tc.want)
+		}
+		if c := caffe(tc.size, tc.kernel, tc.stride, tc.pad); c != tc.want {
+			t.Errorf("table row %+v disagrees with Caffe's formula (%d)", tc, c)
+		}
+	}
+	// And exhaustively over small sizes.
+	for size := 1; size <= 12; size++ {
+		for k := 1; k <= 5; k++ {
+			for s := 1; s <= 4; s++ {
+				for p := 0; p < k; p++ {
+					if got, want := pooledSize(size, k, s, p), caffe(size, k, s, p); got != want {
+						t.Errorf("pooledSize(%d, %d, %d, %d) = %d, Caffe %d", size, k, s, p, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// refPool is a direct Caffe pooling: MAX keeps the first maximum in
+// row-major order (and its index), AVE divides by the window clipped to the
+// padded image.
+func refPool(x *tensor.Blob, c *PoolingConfig) (out []float32, mask []int32, oh, ow int) {
+	n, ch, h, w := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
+	kh, kw, sh, sw, ph, pw := c.KernelH, c.KernelW, c.StrideH, c.StrideW, c.PadH, c.PadW
+	if c.GlobalPooling {
+		kh, kw, sh, sw, ph, pw = h, w, 1, 1, 0, 0
+	}
+	oh = pooledSize(h, kh, sh, ph)
+	ow = pooledSize(w, kw, sw, pw)
+	out = make([]float32, n*ch*oh*ow)
+	mask = make([]int32, len(out))
+	for p := 0; p < n*ch; p++ {
+		plane := x.Data[p*h*w : (p+1)*h*w]
+		for oy := 0; oy < oh; oy++ {
+			for ox := 0; ox < ow; ox++ {
+				hs, ws := oy*sh-ph, ox*sw-pw
+				he, we := min(hs+kh, h+ph), min(ws+kw, w+pw)
+				size := (he - hs) * (we - ws)
+				hs, ws = max(hs, 0), max(ws, 0)
+				he, we = min(he, h), min(we, w)
+				o := (p*oh+oy)*ow + ox
+				if c.Method == PoolMax {
+					best, arg := float32(-math.MaxFloat32), int32(-1)
+					for y := hs; y < he; y++ {
+						for x := ws; x < we; x++ {
+							if v := plane[y*w+x]; v > best {
+								best, arg = v, int32(y*w+x)
+							}
+						}
+					}
+					out[o], mask[o] = best, arg
+					continue
+				}
+				var s float64
+				for y := hs; y < he; y++ {
+					for x := ws; x < we; x++ {
+						s += float64(plane[y*w+x])
+					}
+				}
+				out[o] = float32(s / float64(size))
+			}
+		}
+	}
+	return out, mask, oh, ow
+}
+
+type poolCase struct {
+	name       string
+	cfg        PoolingConfig
+	n, c, h, w int
+}
+
+func poolCases() []poolCase {
+	p := func(m PoolMethod, kh, kw, sh, sw, ph, pw int) PoolingConfig {
+		return PoolingConfig{Method: m, KernelH: kh, KernelW: kw, StrideH: sh, StrideW: sw, PadH: ph, PadW: pw}
+	}
+	return []poolCase{
+		{"max_2x2_s2", p(PoolMax, 2, 2, 2, 2, 0, 0), 2, 3, 6, 8},
+		{"max_2x2_s2_odd", p(PoolMax, 2, 2, 2, 2, 0, 0), 2, 2, 5, 7},
+		{"max_3x3_s2", p(PoolMax, 3, 3, 2, 2, 0, 0), 2, 2, 7, 6},
+		{"max_3x3_s2_pad1", p(PoolMax, 3, 3, 2, 2, 1, 1), 2, 2, 6, 5},
+		{"max_rect", p(PoolMax, 3, 2, 1, 2, 1, 0), 1, 2, 5, 6},
+		{"max_overlap_s1", p(PoolMax, 3, 3, 1, 1, 0, 0), 1, 2, 5, 5},
+		{"ave_2x2_s2", p(PoolAve, 2, 2, 2, 2, 0, 0), 2, 3, 6, 8},
+		{"ave_3x3_s2_pad1", p(PoolAve, 3, 3, 2, 2, 1, 1), 2, 2, 7, 6},
+		{"ave_rect_pad", p(PoolAve, 3, 2, 2, 1, 2, 1), 1, 2, 5, 6},
+		{"ave_3x3_s3_pad1_ceil", p(PoolAve, 3, 3, 3, 3, 1, 1), 2, 1, 5, 7},
+		{"max_global", PoolingConfig{Method: PoolMax, GlobalPooling: true}, 2, 3, 4, 5},
+		{"ave_global", PoolingConfig{Method: PoolAve, GlobalPooling: true, StrideH: 1, StrideW: 1}, 2, 3, 4, 5},
+	}
+}
+
+// distinctBlob fills a blob with a shuffled ramp of values 0.1 apart, so
+// MAX pooling has no ties and a finite-difference step of 1e-2 never
+// changes an argmax.
+func distinctBlob(r *rand.Rand, shape ...int) *tensor.Blob {
+	b := tensor.NewBlob("x", shape...)
+	for i, j := range r.Perm(len(b.Data)) {
+		b.Data[i] = float32(j)*0.1 - float32(len(b.Data))*0.05
+	}
+	return b
+}
+
+func TestPoolForwardMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	cases := poolCases()
+	for i := 0; i < 12; i++ {
+		kh, kw := 1+r.IntN(4), 1+r.IntN(4)
+		m := PoolMax
+		if i%2 == 1 {
+			m = PoolAve
+		}
+		cases = append(cases, poolCase{
+			name: fmt.Sprintf("random%d", i),
+			cfg: PoolingConfig{Method: m, KernelH: kh, KernelW: kw, StrideH: 1 + r.IntN(3), StrideW: 1 + r.IntN(3),
+				PadH: r.IntN(kh), PadW: r.IntN(kw)},
+			n: 1 + r.IntN(3), c: 1 + r.IntN(3), h: kh + r.IntN(7), w: kw + r.IntN(7),
+		})
+	}
+	for _, tc := range cases {
+		for _, threads := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/threads%d", tc.name, threads), func(t *testing.T) {
+				bottom := hlBlob(r, "x", tc.n, tc.c, tc.h, tc.w)
+				if tc.cfg.Method == PoolMax {
+					// Plant ties: a constant first plane, and a second plane
+					// of two levels, where the first maximum must win.
+					for i := range tc.h * tc.w {
+						bottom.Data[i] = 0.5
+						if tc.n*tc.c > 1 {
+							bottom.Data[tc.h*tc.w+i] = float32(i % 2)
+						}
+					}
+				}
+				top := tensor.NewBlob("y")
+				l := newTestLayer(t, &tc.cfg, Context{Threads: threads}, []*tensor.Blob{bottom}, []*tensor.Blob{top})
+				l.(*poolLayer).workPerThread = 1
+				l.Forward([]*tensor.Blob{bottom}, []*tensor.Blob{top})
+				want, mask, oh, ow := refPool(bottom, &tc.cfg)
+				if !top.Shape.Equal(tensor.Shape{tc.n, tc.c, oh, ow}) {
+					t.Fatalf("top shape %v, want %v", top.Shape, []int{tc.n, tc.c, oh, ow})
+				}
+				hlClose(t, "top", top.Data, want, 1e-6)
+				if tc.cfg.Method == PoolMax {
+					got := l.(*poolLayer).mask
+					for i := range mask {
+						if got[i] != mask[i] {
+							t.Fatalf("mask[%d] = %d, want %d", i, got[i], mask[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestPoolGradients(t *testing.T) {
+	for _, tc := range poolCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(33, 34))
+			bottom := distinctBlob(r, tc.n, tc.c, tc.h, tc.w)
+			top := tensor.NewBlob("y")
+			bs, ts := []*tensor.Blob{bottom}, []*tensor.Blob{top}
+			l := newTestLayer(t, &tc.cfg, Context{Threads: 2}, bs, ts)
+			l.(*poolLayer).workPerThread = 1
+			checkGradients(t, l, bs, ts, gradCheck{Seed: 6})
+		})
+	}
+}
+
+func TestPoolThreadsAgree(t *testing.T) {
+	for _, tc := range poolCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(35, 36))
+			bottom := hlBlob(r, "x", 5, tc.c, tc.h, tc.w)
+			var tops, diffs [][]float32
+			for _, threads := range []int{1, 3} {
+				top := tensor.NewBlob("y")
+				l := newTestLayer(t, &tc.cfg, Context{Threads: threads}, []*tensor.Blob{bottom}, []*tensor.Blob{top})
+				l.(*poolLayer).workPerThread = 1
+				l.Forward([]*tensor.Blob{bottom}, []*tensor.Blob{top})
+				fillGaussianDiff(top, rand.New(rand.NewPCG(1, 1)))
+				l.Backward([]*tensor.Blob{top}, []bool{true}, []*tensor.Blob{bottom})
+				tops = append(tops, append([]float32(nil), top.Data...))
+				diffs = append(diffs, append([]float32(nil), bottom.Diff...))
+			}
+			hlClose(t, "top", tops[1], tops[0], 0)
+			hlClose(t, "bottom diff", diffs[1], diffs[0], 0)
+		})
+	}
+}
+
+func TestPoolBackwardOverwritesAndSkips(t *testing.T) {
+	for _, tc := range poolCases()[:8] {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(37, 38))
+			bottom := hlBlob(r, "x", tc.n, tc.c, tc.h, tc.w)
+			top := tensor.NewBlob("y")
+			bs, ts := []*tensor.Blob{bottom}, []*tensor.Blob{top}
+			l := newTestLayer(t, &tc.cfg, Context{Threads: 2}, bs, ts)
+			l.Forward(bs, ts)
+			fillGaussianDiff(top, r)
+			l.Backward(ts, []bool{true}, bs)
+			first := append([]float32(nil), bottom.Diff...)
+			for i := range bottom.Diff {
+				bottom.Diff[i] = 7
+			}
+			l.Backward(ts, []bool{true}, bs)
+			hlClose(t, "bottom diff over garbage", bottom.Diff, first, 0)
+			for i := range bottom.Diff {
+				bottom.Diff[i] = 7
+			}
+			l.Backward(ts, []bool{false}, bs)
+			for i, v := range bottom.Diff {
+				if v != 7 {
+					t.Fatalf("bottom diff[%d] = %v with propagateDown false, want untouched 7", i, v)
+				}
+			}
+		})
+	}
+}
+
+func TestPoolBuildErrors(t *testing.T) {
+	ok := PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}
+	tests := []struct {
+		name string
+		mod  func(*PoolingConfig)
+		want string
+	}{
+		{"method", func(c *PoolingConfig) { c.Method = 7 }, "method"},
+		{"kernel", func(c *PoolingConfig) { c.KernelW = 0 }, "kernel"},
+		{"stride", func(c *PoolingConfig) { c.StrideH = 0 }, "stride"},
+		{"pad_negative", func(c *PoolingConfig) { c.PadH = -1 }, "pad"},
+		{"pad_ge_kernel", func(c *PoolingConfig) { c.PadW = 3 }, "smaller than kernel"},
+		{"global_with_kernel", func(c *PoolingConfig) { c.GlobalPooling = true; c.PadH, c.PadW = 0, 0 }, "global_pooling"},
+		{"global_with_pad", func(c *PoolingConfig) { *c = PoolingConfig{GlobalPooling: true, PadH: 1} }, "global_pooling"},
+		{"global_with_stride", func(c *PoolingConfig) { *c = PoolingConfig{GlobalPooling: true, StrideW: 2} }, "global_pooling"},
+	}
+	if _, err := ok.Build(Context{}); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			tc.mod(&c)
+			_, err := c.Build(Context{})
+			hlErrContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestPoolSetupErrors(t *testing.T) {
+	cfg := &PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1}
+	build := func() Layer {
+		l, err := cfg.Build(Context{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	hlErrContains(t, build().Setup([]*tensor.Blob{tensor.NewBlob("x", 2, 3, 4)}, []*tensor.Blob{tensor.NewBlob("y")}), "4-D")
+	hlErrContains(t, build().Setup([]*tensor.Blob{tensor.NewBlob("x", 2, 3, 4, 4)}, []*tensor.Blob{tensor.NewBlob("y"), tensor.NewBlob("mask")}), "one top")
+	l := build()
+	b, top := []*tensor.Blob{tensor.NewBlob("x", 2, 3, 2, 4)}, []*tensor.Blob{tensor.NewBlob("y")}
+	if err := l.Setup(b, top); err != nil {
+		t.Fatal(err)
+	}
+	hlErrContains(t, l.Reshape(b, top), "does not fit")
+}
+
+func TestPoolNoAllocs(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 40))
+	for _, tc := range poolCases() {
+		b := hlBlob(r, "x", tc.n, tc.c, tc.h, tc.w)
+		top := tensor.NewBlob("y")
+		l := newTestLayer(t, &tc.cfg, Context{Threads: 1}, []*tensor.Blob{b}, []*tensor.Blob{top})
+		hlAllocs(t, l, []*tensor.Blob{b}, []*tensor.Blob{top}, []bool{true})
+	}
+}
