@@ -273,12 +273,14 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	iter := t.start
 	for ; iter < cfg.MaxIter; iter++ {
 		if t.test != nil && cfg.TestInterval > 0 && iter%cfg.TestInterval == 0 && (iter > t.start || (iter == 0 && cfg.TestInitialization)) {
+			tt := time.Now() // test time is not training time: keep it out of images/s
 			tr, err := t.Test(ctx, iter)
 			if err != nil {
 				return res, err
 			}
 			res.Tests = append(res.Tests, tr)
 			prog.Printf("%s\n", tr)
+			lastDisplayTime = lastDisplayTime.Add(time.Since(tt))
 		}
 		if err := ctx.Err(); err != nil {
 			return res, t.interrupted(res, iter, err)

@@ -1,0 +1,110 @@
+// Command dsgd trains deep neural networks written in Caffe's prototxt
+// format, and will run them under every well-known parallel SGD scheme.
+//
+// Usage:
+//
+//	dsgd train [flags]   train a model (default: LeNet on Fashion-MNIST)
+//	dsgd time [flags]    per-layer forward and backward times, like caffe time
+//	dsgd bench [flags]   our iteration time beside the PyTorch peer's
+//
+// Run "dsgd COMMAND -h" for a command's flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"train", "train a model (default: LeNet on Fashion-MNIST)", runTrain},
+		{"time", "per-layer forward/backward times, like caffe time", runTime},
+		{"bench", "iteration time beside the PyTorch peer's, as a ratio", runBench},
+	}
+}
+
+// errUsage marks errors that are the user's invocation (exit status 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdout, stderr)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			return 2
+		default:
+			fmt.Fprintf(stderr, "dsgd %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "dsgd: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: dsgd COMMAND [flags]")
+	fmt.Fprintln(w, "commands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-6s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, `run "dsgd COMMAND -h" for a command's flags`)
+}
+
+// parseFlags parses args, printing flag errors to stderr and turning them
+// into errUsage; it rejects positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "dsgd %s: unexpected argument %q (flags start with -)\n", fs.Name(), fs.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal, for the redrawn progress bar.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

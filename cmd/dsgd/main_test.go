@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCmd runs the command line in dir and returns the exit status and
+// what it printed.
+func runCmd(t *testing.T, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	if dir != "" {
+		t.Chdir(dir)
+	}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func write(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A tiny net over synthetic 1x8x8 data, in Caffe's format.
+const tinyNet = `name: "tiny"
+layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TRAIN }
+  data_param { source: "synthetic:N=256,C=1,H=8,W=8,classes=4,seed=2" batch_size: 16 }
+  transform_param { scale: 0.00390625 } }
+layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TEST }
+  data_param { source: "synthetic:N=256,C=1,H=8,W=8,classes=4,seed=2" batch_size: 32 }
+  transform_param { scale: 0.00390625 } }
+layer { name: "ip1" type: "InnerProduct" bottom: "data" top: "ip1"
+  inner_product_param { num_output: 16 weight_filler { type: "xavier" } } }
+layer { name: "relu" type: "ReLU" bottom: "ip1" top: "ip1" }
+layer { name: "ip2" type: "InnerProduct" bottom: "ip1" top: "ip2"
+  inner_product_param { num_output: 4 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
+layer { name: "acc" type: "Accuracy" bottom: "ip2" bottom: "label" top: "accuracy" include { phase: TEST } }
+`
+
+const tinySolver = `net: "net.prototxt"
+base_lr: 0.1 momentum: 0.9 lr_policy: "fixed"
+max_iter: 150 test_iter: 4 test_interval: 50 display: 50
+snapshot: 100 snapshot_prefix: "out/tiny"
+solver_mode: GPU
+`
+
+func TestTrainFromPrototxt(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{
+		"computes on the CPU", // solver_mode: GPU is accepted with a warning
+		"iter 50 test:",
+		"final test:", "accuracy 1.0000",
+		"phase", "forward", "backward", "update",
+		"snapshot: out/tiny_iter_150.dsgdsnap",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"out/tiny_iter_100.dsgdsnap", "out/tiny_iter_150.dsgdsnap"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("snapshot missing: %v", err)
+		}
+	}
+	// Resume from the first snapshot and run to 200.
+	code, out, errs = runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--resume", "out/tiny_iter_100.dsgdsnap", "--iters", "200")
+	if code != 0 || !strings.Contains(out, "done: 100 iterations (from 100)") {
+		t.Fatalf("resume: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
+
+func TestTimeCommand(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	code, out, errs := runCmd(t, dir, "time", "--solver", "solver.prototxt", "--iters", "3", "--warmup", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"ip1", "InnerProduct", "relu", "loss", "forward-backward:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	write(t, dir, "badnet.prototxt", strings.Replace(tinyNet, `type: "ReLU"`, `type: "Swish"`, 1))
+	write(t, dir, "badsolver.prototxt", "net: \"net.prototxt\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\nmax_iter: 10\nmomentum_typo: 3\n")
+	write(t, dir, "syntax.prototxt", "layer { name: \"x\" \n")
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"unknown command", []string{"fly"}, 2, []string{"unknown command"}},
+		{"bad flag", []string{"train", "--nope"}, 2, []string{"nope"}},
+		{"stray argument", []string{"train", "lenet"}, 2, []string{"unexpected argument"}},
+		{"unknown model", []string{"train", "--model", "resnet9000"}, 1, []string{"resnet9000", "lenet"}},
+		{"missing solver", []string{"train", "--solver", "nope.prototxt"}, 1, []string{"nope.prototxt"}},
+		{"net without solver", []string{"train", "--net", "net.prototxt"}, 1, []string{"--solver"}},
+		{"unknown layer", []string{"train", "--solver", "solver.prototxt", "--net", "badnet.prototxt"}, 1, []string{"badnet.prototxt:", "Swish"}},
+		{"unknown solver field", []string{"train", "--solver", "badsolver.prototxt"}, 1, []string{"badsolver.prototxt:5:", "momentum_typo"}},
+		{"syntax error", []string{"train", "--solver", "solver.prototxt", "--net", "syntax.prototxt"}, 1, []string{"syntax.prototxt:"}},
+		{"missing data", []string{"train", "--solver", "solver.prototxt", "--data", filepath.Join(dir, "nodata")}, 1, []string{"--data", "nodata"}},
+		{"unwritable snapshot", []string{"train", "--solver", "solver.prototxt", "--snapshot-prefix", "net.prototxt/x/snap"}, 1, []string{"snapshot_prefix"}},
+		{"corrupt resume", []string{"train", "--solver", "solver.prototxt", "--resume", "net.prototxt"}, 1, []string{"--resume", "net.prototxt"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCmd(t, dir, c.args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, out, errs)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errs)
+				}
+			}
+		})
+	}
+}
+
+func TestDivergenceKeepsLastSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", strings.Replace(tinySolver, "base_lr: 0.1", "base_lr: 1e35", 1))
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1")
+	if code != 1 || !strings.Contains(errs, "loss is") || !strings.Contains(errs, "iteration") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, "out"))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("half-written file %s left", e.Name())
+		}
+	}
+}

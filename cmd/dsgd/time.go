@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"dsgd/model"
+	"dsgd/nn/layers"
+	"dsgd/tensor"
+)
+
+func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("time", flag.ContinueOnError)
+	var m modelFlags
+	m.register(fs)
+	iters := fs.Int("iters", 50, "timed forward-backward iterations")
+	warmup := fs.Int("warmup", 5, "untimed iterations first")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *iters <= 0 {
+		fmt.Fprintln(stderr, "dsgd time: --iters must be positive")
+		return errUsage
+	}
+	j, err := m.load()
+	if err != nil {
+		return err
+	}
+	if err := j.openData(&m, false); err != nil {
+		return err
+	}
+	defer j.close()
+	net, err := model.Build(j.train.Spec, j.trainShapes, model.Options{Phase: layers.Train, Threads: m.threads, Seed: j.seed})
+	if err != nil {
+		return err
+	}
+	for _, f := range j.trainFeeds {
+		tops := make([]*tensor.Blob, len(f.Tops))
+		for i, name := range f.Tops {
+			tops[i] = net.Input(name)
+		}
+		if err := f.Source.Fill(ctx, tops); err != nil {
+			return err
+		}
+	}
+	j.printHeader(stdout, net, m.threads, *iters)
+	for i := 0; i < *warmup; i++ {
+		net.ForwardBackward()
+	}
+	net.ResetTimes()
+	t0 := time.Now()
+	for i := 0; i < *iters; i++ {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		net.ForwardBackward()
+	}
+	wall := time.Since(t0)
+	n := float64(*iters)
+	perIter := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / n }
+	fmt.Fprintf(stdout, "\naverage over %d iterations (after %d warm-up), ms:\n", *iters, *warmup)
+	fmt.Fprintf(stdout, "  %-16s %-16s %-20s %9s %9s\n", "layer", "type", "top shape", "forward", "backward")
+	var fwd, bwd time.Duration
+	for _, li := range net.Layers() {
+		shape := ""
+		if len(li.Tops) > 0 {
+			shape = fmt.Sprint([]int(li.Tops[0]))
+		}
+		b := "-"
+		if li.Backprop {
+			b = fmt.Sprintf("%9.3f", perIter(li.Backward))
+		}
+		fmt.Fprintf(stdout, "  %-16s %-16s %-20s %9.3f %9s\n", li.Name, li.Type, shape, perIter(li.Forward), b)
+		fwd += li.Forward
+		bwd += li.Backward
+	}
+	fmt.Fprintf(stdout, "  %-54s %9.3f %9.3f\n", "total", perIter(fwd), perIter(bwd))
+	fmt.Fprintf(stdout, "forward-backward: %.3f ms per iteration (wall)\n", perIter(wall))
+	return nil
+}

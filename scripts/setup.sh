@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what dsgd needs on a Debian machine: OpenBLAS (GEMM) and the
+# Fashion-MNIST data set. Does nothing when both are present; says exactly
+# what to install when it cannot install them itself.
+set -u
+need=()
+[ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || [ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] || need+=(libopenblas-dev)
+[ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
+if [ "${#need[@]}" -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing ${need[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+    echo "setup: missing ${need[*]}; as root run: apt-get update && apt-get install -y ${need[*]}" >&2
+    exit 1
+  fi
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "setup: missing ${need[*]} and no apt-get here; install OpenBLAS (with cblas.h) and the Fashion-MNIST IDX files (pass --data DIR), or build with -tags purego" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq "${need[@]}" >/dev/null; }; then
+  echo "setup: apt-get failed; install them by hand: apt-get update && apt-get install -y ${need[*]}" >&2
+  exit 1
+fi
