@@ -193,7 +193,7 @@ func gemmPeak() float64 {
 	const n = 512
 	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
 	for i := range a {
-		a[i], b[i] = float32(i%7)*0.1, float32(i%5)*0.1
+		a[i], b[i] = float32(i%7)*0.1+0.1, float32(i%5)*0.1+0.1
 	}
 	best := 0.0
 	for r := 0; r < 5; r++ {
