@@ -1,0 +1,77 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+)
+
+// Endpoint is one rank's connection to a group of Size ranks, numbered
+// 0..Size-1, that exchange tagged messages of float32 values or bytes.
+//
+// Contracts every implementation keeps (the conformance suite in
+// transporttest checks them):
+//   - Messages from one rank to another arrive in the order they were sent,
+//     whatever their tags (per-pair FIFO). Messages between different
+//     pairs are independent.
+//   - Send may block until the receiver posts the matching Recv: no
+//     buffering is promised. A caller that must send and receive at the
+//     same time does so from two goroutines.
+//   - Send does not retain buf once it returns; Recv fills buf completely.
+//   - Recv returns a *PeerError when the next message from that rank has
+//     another tag, kind (floats vs bytes) or length than asked for, when the
+//     rank has gone away, or when it sent something malformed. It names the
+//     rank.
+//   - Every blocking call honours ctx. After a cancelled or failed call the
+//     stream to that peer may be unusable; callers end the run.
+//   - An Endpoint is safe for concurrent use as long as at most one
+//     goroutine sends to a given peer and at most one receives from a given
+//     peer at any time.
+//   - Sending to or receiving from oneself is a programmer error (panic).
+type Endpoint interface {
+	// Rank is this endpoint's rank.
+	Rank() int
+	// Size is the number of ranks in the group.
+	Size() int
+	// Send sends buf to rank to, with tag.
+	Send(ctx context.Context, to int, tag uint32, buf []float32) error
+	// Recv receives the next message from rank from into buf.
+	Recv(ctx context.Context, from int, tag uint32, buf []float32) error
+	// SendBytes sends a byte message (control traffic) to rank to.
+	SendBytes(ctx context.Context, to int, tag uint32, b []byte) error
+	// RecvBytes receives the next message from rank from, which must be a
+	// byte message with the tag and at most max bytes long.
+	RecvBytes(ctx context.Context, from int, tag uint32, max int) ([]byte, error)
+	// Stats reports the traffic so far.
+	Stats() Stats
+	// Close releases the endpoint; peers blocked on it get a *PeerError.
+	Close() error
+}
+
+// Stats counts an endpoint's traffic. Bytes are what crossed the
+// transport: with fp16 compression, half the float32 size.
+type Stats struct {
+	BytesSent, BytesRecv int64
+	MsgsSent, MsgsRecv   int64
+}
+
+// PeerError is an error caused by, or observed on, one peer.
+type PeerError struct {
+	Rank int
+	Err  error
+}
+
+func (e *PeerError) Error() string { return fmt.Sprintf("rank %d: %v", e.Rank, e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *PeerError) Unwrap() error { return e.Err }
+
+// CheckPeer panics unless peer is a valid rank other than self, the
+// programmer errors every implementation rejects the same way.
+func CheckPeer(self, size, peer int) {
+	if peer < 0 || peer >= size {
+		panic(fmt.Sprintf("transport: rank %d out of range [0,%d)", peer, size))
+	}
+	if peer == self {
+		panic(fmt.Sprintf("transport: rank %d sending to or receiving from itself", self))
+	}
+}
