@@ -1,0 +1,158 @@
+package scheme
+
+import "fmt"
+
+// Buffer names a float32 buffer a driver holds for one rank. A scheme
+// never sees memory: it names buffers and ranges, and the driver (real or
+// simulated) does the work.
+type Buffer int
+
+const (
+	// Params is the rank's model weights (all layers, one flat buffer).
+	Params Buffer = iota
+	// Grads is the rank's gradients, laid out as Params.
+	Grads
+	// Aux is a scratch buffer of the same length that a scheme may use
+	// (a parameter server's accumulator, an elastic center).
+	Aux
+	numBuffers
+)
+
+func (b Buffer) String() string {
+	switch b {
+	case Params:
+		return "params"
+	case Grads:
+		return "grads"
+	case Aux:
+		return "aux"
+	}
+	return fmt.Sprintf("buffer(%d)", int(b))
+}
+
+// Range is a slice [Lo, Hi) of a buffer.
+type Range struct {
+	Buf    Buffer
+	Lo, Hi int
+}
+
+// Len is the number of values in the range.
+func (r Range) Len() int { return r.Hi - r.Lo }
+
+// Op is the kind of an Action.
+type Op int
+
+// The actions a scheme can ask of its driver.
+const (
+	// Compute runs forward and backward on the rank's next batch,
+	// overwriting Grads. The driver answers with GradsReady events as
+	// layers finish (when WatchGrads is set) and ComputeDone at the end.
+	Compute Op = iota
+	// Allreduce sums R over every rank of the group, in place.
+	Allreduce
+	// Broadcast copies R from rank Peer to every rank.
+	Broadcast
+	// Send sends R to rank Peer.
+	Send
+	// Recv receives into R from rank Peer; with Add it sums into R.
+	Recv
+	// Scale multiplies R by Factor.
+	Scale
+	// Update applies the solver's rule to Params from Grads at iteration
+	// Iter.
+	Update
+	// Copy copies range Src into R (same length).
+	Copy
+	// IterDone reports that iteration Iter is complete on this rank, with
+	// Loss the rank's training loss: the driver may test, display and
+	// snapshot now.
+	IterDone
+	// Finish ends the rank's run.
+	Finish
+)
+
+var opNames = [...]string{"compute", "allreduce", "broadcast", "send", "recv", "scale", "update", "copy", "iter-done", "finish"}
+
+func (o Op) String() string {
+	if int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return fmt.Sprintf("op(%d)", int(o))
+}
+
+// IsComm reports whether the op moves data between ranks. The driver runs
+// communication ops one at a time, in issue order, on a communication
+// goroutine, so every rank's collectives line up; the others run at once.
+func (o Op) IsComm() bool { return o == Allreduce || o == Broadcast || o == Send || o == Recv }
+
+// Action is one request from a scheme to its driver. Compute is answered
+// by ComputeDone, and each communication op by a Done event carrying its
+// ID. Local ops (Scale, Update, Copy, IterDone) run at once, in issue
+// order, and are not answered; Finish ends the run.
+type Action struct {
+	Op     Op
+	ID     int
+	R      Range
+	Src    Range   // Copy
+	Peer   int     // Send, Recv, Broadcast (root)
+	Add    bool    // Recv
+	Tag    uint32  // Send, Recv
+	Factor float32 // Scale
+	Iter   int     // Update, IterDone
+	Loss   float64 // IterDone
+	// WatchGrads asks Compute for GradsReady events.
+	WatchGrads bool
+	// Algo picks the allreduce algorithm.
+	Algo Algo
+}
+
+// Algo is an allreduce algorithm a scheme may ask for; the driver maps it
+// to the collective package's.
+type Algo int
+
+const (
+	// AlgoAuto lets the driver choose by message size.
+	AlgoAuto Algo = iota
+	// AlgoTree is FireCaffe's binomial reduction tree.
+	AlgoTree
+	// AlgoRing is reduce-scatter plus allgather around a ring.
+	AlgoRing
+)
+
+// EventKind is the kind of an Event.
+type EventKind int
+
+const (
+	// Start begins the run.
+	Start EventKind = iota
+	// GradsReady says Grads[Lo:Hi] is final for the current Compute.
+	GradsReady
+	// ComputeDone ends a Compute, with its loss.
+	ComputeDone
+	// Done completes the action with ID.
+	Done
+)
+
+// Event is what a driver reports to its scheme.
+type Event struct {
+	Kind   EventKind
+	ID     int     // Done
+	Lo, Hi int     // GradsReady
+	Loss   float64 // ComputeDone
+}
+
+// Rank is one rank's scheme logic: a state machine that turns events into
+// actions. It does no I/O, keeps no time and touches no memory; a Rank is
+// not safe for concurrent use (its driver owns it).
+type Rank interface {
+	// Step consumes an event and returns the actions it triggers, to be
+	// issued in order. The returned slice is valid until the next call.
+	Step(ev Event) []Action
+}
+
+// Layout is what a scheme knows of the model: the parameter count and the
+// blocks (per-layer ranges), in forward order.
+type Layout struct {
+	N      int
+	Blocks []Range // Buf is ignored
+}

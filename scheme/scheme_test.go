@@ -1,0 +1,161 @@
+package scheme
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+var layout = Layout{N: 10, Blocks: []Range{{Lo: 0, Hi: 6}, {Lo: 6, Hi: 8}, {Lo: 8, Hi: 10}}}
+
+// trace renders actions compactly for golden comparisons.
+func trace(acts []Action) string {
+	var parts []string
+	for _, a := range acts {
+		s := a.Op.String()
+		switch a.Op {
+		case Allreduce:
+			s += fmt.Sprintf("(%v[%d:%d])", a.R.Buf, a.R.Lo, a.R.Hi)
+		case Send, Recv:
+			add := ""
+			if a.Add {
+				add = "+"
+			}
+			s += fmt.Sprintf("(%v[%d:%d]%s,%d)", a.R.Buf, a.R.Lo, a.R.Hi, add, a.Peer)
+		case Scale:
+			s += fmt.Sprintf("(%g)", a.Factor)
+		case Update, IterDone:
+			s += fmt.Sprintf("(%d)", a.Iter)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Name: "gossip", Workers: 2, MaxIter: 1, Layout: layout}, "unknown scheme"},
+		{Config{Name: "sync-tree", Workers: 0, MaxIter: 1, Layout: layout}, "at least 1 worker"},
+		{Config{Name: "seq", Workers: 2, MaxIter: 1, Layout: layout}, "seq runs 1 worker"},
+		{Config{Name: "sync-ring", Workers: 2, StartIter: 5, MaxIter: 1, Layout: layout}, "empty"},
+		{Config{Name: "overlap", Workers: 2, MaxIter: 1}, "no parameters"},
+	}
+	for _, c := range cases {
+		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+func TestAllreduceWorkerTrace(t *testing.T) {
+	cases := []struct {
+		name   string
+		cfg    Config
+		events []Event
+		want   []string // one trace per event, after Start
+	}{
+		{
+			name:   "seq",
+			cfg:    Config{Name: "seq", Workers: 1, MaxIter: 2, Layout: layout},
+			events: []Event{{Kind: ComputeDone, Loss: 1.5}, {Kind: ComputeDone, Loss: 1}},
+			want:   []string{"compute", "update(0) iter-done(0) compute", "update(1) iter-done(1) finish"},
+		},
+		{
+			name:   "sync-tree packed",
+			cfg:    Config{Name: "sync-tree", Workers: 2, MaxIter: 1, Pack: true, Layout: layout},
+			events: []Event{{Kind: ComputeDone}, {Kind: Done, ID: 1}},
+			want:   []string{"compute", "allreduce(grads[0:10])", "scale(0.5) update(0) iter-done(0) finish"},
+		},
+		{
+			name:   "sync-ring per layer, backward order",
+			cfg:    Config{Name: "sync-ring", Workers: 4, MaxIter: 1, Layout: layout},
+			events: []Event{{Kind: ComputeDone}, {Kind: Done, ID: 1}, {Kind: Done, ID: 2}, {Kind: Done, ID: 3}},
+			want:   []string{"compute", "allreduce(grads[8:10]) allreduce(grads[6:8]) allreduce(grads[0:6])", "", "", "scale(0.25) update(0) iter-done(0) finish"},
+		},
+		{
+			name: "overlap hands each layer off during backward",
+			cfg:  Config{Name: "overlap", Workers: 2, MaxIter: 1, Layout: layout},
+			events: []Event{
+				{Kind: GradsReady, Lo: 8, Hi: 10}, {Kind: Done, ID: 1},
+				{Kind: GradsReady, Lo: 6, Hi: 8},
+				{Kind: GradsReady, Lo: 0, Hi: 6},
+				{Kind: ComputeDone}, // two reductions still in flight: the exposed wait
+				{Kind: Done, ID: 2}, {Kind: Done, ID: 3},
+			},
+			want: []string{"compute", "allreduce(grads[8:10])", "", "allreduce(grads[6:8])", "allreduce(grads[0:6])", "", "", "scale(0.5) update(0) iter-done(0) finish"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ranks, err := New(c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []string{trace(ranks[0].Step(Event{Kind: Start}))}
+			for _, ev := range c.events {
+				got = append(got, trace(ranks[0].Step(ev)))
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Fatalf("trace:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestOverlapWatchesGrads(t *testing.T) {
+	ranks, _ := New(Config{Name: "overlap", Workers: 3, MaxIter: 1, Layout: layout})
+	if a := ranks[0].Step(Event{Kind: Start}); len(a) != 1 || !a[0].WatchGrads {
+		t.Fatalf("overlap's compute does not watch gradients: %+v", a)
+	}
+	ranks, _ = New(Config{Name: "sync-tree", Workers: 3, MaxIter: 1, Layout: layout})
+	if a := ranks[0].Step(Event{Kind: Start}); a[0].WatchGrads || a[0].Op != Compute {
+		t.Fatalf("sync-tree's compute watches gradients: %+v", a)
+	}
+}
+
+func TestParameterServerTrace(t *testing.T) {
+	cfg := Config{Name: "sync-ps", Workers: 2, MaxIter: 1, Pack: true, Layout: layout}
+	ranks, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ranks) != 3 || cfg.Ranks() != 3 {
+		t.Fatalf("sync-ps with 2 workers has %d ranks, want 3", len(ranks))
+	}
+	w, srv := ranks[0], ranks[2]
+	steps := []struct {
+		r    Rank
+		ev   Event
+		want string
+	}{
+		{w, Event{Kind: Start}, "compute"},
+		{w, Event{Kind: ComputeDone}, "send(grads[0:10],2) recv(params[0:10],2)"},
+		{srv, Event{Kind: Start}, "recv(grads[0:10],0) recv(grads[0:10]+,1)"},
+		{srv, Event{Kind: Done, ID: 1}, ""},
+		{srv, Event{Kind: Done, ID: 2}, "scale(0.5) update(0) send(params[0:10],0) send(params[0:10],1)"},
+		{srv, Event{Kind: Done, ID: 3}, ""},
+		{srv, Event{Kind: Done, ID: 4}, "finish"},
+		{w, Event{Kind: Done, ID: 1}, ""},
+		{w, Event{Kind: Done, ID: 2}, "iter-done(0) finish"},
+	}
+	for i, s := range steps {
+		if got := trace(s.r.Step(s.ev)); got != s.want {
+			t.Fatalf("step %d: got %q, want %q", i, got, s.want)
+		}
+	}
+}
+
+func TestResumeStartsAtStartIter(t *testing.T) {
+	ranks, _ := New(Config{Name: "seq", Workers: 1, StartIter: 3, MaxIter: 4, Layout: layout})
+	ranks[0].Step(Event{Kind: Start})
+	if got := trace(ranks[0].Step(Event{Kind: ComputeDone})); got != "update(3) iter-done(3) finish" {
+		t.Fatalf("got %q", got)
+	}
+	ranks, _ = New(Config{Name: "sync-tree", Workers: 2, StartIter: 4, MaxIter: 4, Layout: layout})
+	if got := trace(ranks[0].Step(Event{Kind: Start})); got != "finish" {
+		t.Fatalf("a finished run starts with %q", got)
+	}
+}

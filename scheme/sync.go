@@ -1,0 +1,287 @@
+package scheme
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Config selects and parameterises a scheme.
+type Config struct {
+	// Name is the scheme: seq, sync-ps, sync-tree, sync-ring, overlap.
+	Name string
+	// Workers is the number of worker ranks (1 for seq).
+	Workers int
+	// StartIter and MaxIter bound the iterations: a run does
+	// StartIter..MaxIter-1 (StartIter is non-zero after a resume).
+	StartIter, MaxIter int
+	// Pack sends all layers as one contiguous message (SC17 5.2); without
+	// it every parameter block travels as its own message.
+	Pack bool
+	// Layout is the model's parameter layout.
+	Layout Layout
+}
+
+// Names lists the schemes New knows, in the order the help text shows them.
+func Names() []string { return []string{"seq", "sync-ps", "sync-tree", "sync-ring", "overlap"} }
+
+// Ranks is the number of ranks a scheme with this config runs on: the
+// workers, plus the parameter server for sync-ps.
+func (c Config) Ranks() int {
+	if c.Name == "sync-ps" {
+		return c.Workers + 1
+	}
+	return c.Workers
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	known := false
+	for _, n := range Names() {
+		known = known || n == c.Name
+	}
+	switch {
+	case !known:
+		return fmt.Errorf("scheme: unknown scheme %q; choose one of %s", c.Name, strings.Join(Names(), ", "))
+	case c.Workers < 1:
+		return fmt.Errorf("scheme: %s needs at least 1 worker, got %d", c.Name, c.Workers)
+	case c.Name == "seq" && c.Workers != 1:
+		return fmt.Errorf("scheme: seq runs 1 worker, got %d (use sync-tree, sync-ring, sync-ps or overlap for more)", c.Workers)
+	case c.MaxIter < c.StartIter || c.StartIter < 0:
+		return fmt.Errorf("scheme: iterations %d..%d are empty or negative", c.StartIter, c.MaxIter)
+	case c.Layout.N <= 0:
+		return fmt.Errorf("scheme: the model has no parameters")
+	}
+	return nil
+}
+
+// New returns one Rank per rank (Config.Ranks of them), rank r at index r.
+func New(c Config) ([]Rank, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	ranks := make([]Rank, c.Ranks())
+	for r := 0; r < c.Workers; r++ {
+		switch c.Name {
+		case "sync-ps":
+			ranks[r] = &psWorker{cfg: c, server: c.Workers, iter: c.StartIter}
+		default:
+			w := &allreduceWorker{cfg: c, iter: c.StartIter, overlap: c.Name == "overlap"}
+			if c.Name == "sync-ring" {
+				w.algo = AlgoRing
+			} else if c.Name == "sync-tree" || c.Name == "overlap" {
+				w.algo = AlgoTree
+			}
+			ranks[r] = w
+		}
+	}
+	if c.Name == "sync-ps" {
+		ranks[c.Workers] = &psServer{cfg: c, iter: c.StartIter}
+	}
+	return ranks, nil
+}
+
+// messages returns the ranges one gradient or weight transfer is split
+// into: the whole buffer when packed, else one per block, in backward
+// order (the order backward finishes them).
+func (c Config) messages(buf Buffer) []Range {
+	if c.Pack || len(c.Layout.Blocks) == 0 {
+		return []Range{{buf, 0, c.Layout.N}}
+	}
+	out := make([]Range, 0, len(c.Layout.Blocks))
+	for i := len(c.Layout.Blocks) - 1; i >= 0; i-- {
+		b := c.Layout.Blocks[i]
+		if b.Hi > b.Lo {
+			out = append(out, Range{buf, b.Lo, b.Hi})
+		}
+	}
+	return out
+}
+
+// allreduceWorker runs seq, sync-tree, sync-ring and overlap: compute,
+// sum the gradients over all workers (after backward, or layer by layer
+// during it for overlap), average, and update locally. Every replica
+// applies the same update to the same weights, so no weights travel
+// (TRL/Caffe Alg. 5).
+type allreduceWorker struct {
+	cfg     Config
+	algo    Algo
+	overlap bool
+	iter    int
+	loss    float64
+	pending int  // allreduces issued and not done
+	done    bool // compute of this iteration finished
+	nextID  int
+	out     []Action
+}
+
+func (w *allreduceWorker) Step(ev Event) []Action {
+	w.out = w.out[:0]
+	switch ev.Kind {
+	case Start:
+		w.begin()
+	case GradsReady:
+		if w.overlap && w.cfg.Workers > 1 {
+			w.allreduce(Range{Grads, ev.Lo, ev.Hi})
+		}
+	case ComputeDone:
+		w.loss, w.done = ev.Loss, true
+		if !w.overlap && w.cfg.Workers > 1 {
+			for _, r := range w.cfg.messages(Grads) {
+				w.allreduce(r)
+			}
+		}
+		w.maybeFinish()
+	case Done:
+		w.pending--
+		w.maybeFinish()
+	}
+	return w.out
+}
+
+func (w *allreduceWorker) begin() {
+	if w.iter >= w.cfg.MaxIter {
+		w.out = append(w.out, Action{Op: Finish})
+		return
+	}
+	w.done = false
+	w.out = append(w.out, Action{Op: Compute, WatchGrads: w.overlap && w.cfg.Workers > 1})
+}
+
+func (w *allreduceWorker) allreduce(r Range) {
+	w.nextID++
+	w.pending++
+	w.out = append(w.out, Action{Op: Allreduce, ID: w.nextID, R: r, Algo: w.algo})
+}
+
+func (w *allreduceWorker) maybeFinish() {
+	if !w.done || w.pending > 0 {
+		return
+	}
+	if n := w.cfg.Workers; n > 1 {
+		w.out = append(w.out, Action{Op: Scale, R: Range{Grads, 0, w.cfg.Layout.N}, Factor: 1 / float32(n)})
+	}
+	w.out = append(w.out,
+		Action{Op: Update, Iter: w.iter},
+		Action{Op: IterDone, Iter: w.iter, Loss: w.loss})
+	w.iter++
+	w.begin()
+}
+
+// Tags of the parameter-server protocol; unpacked transfers add the
+// message index.
+const (
+	tagGrads  uint32 = 1 << 20
+	tagParams uint32 = 2 << 20
+)
+
+// psWorker is a sync-ps worker (SpeeDO 3.1, FireCaffe 6.1): compute, push
+// the gradients to the server, pull the updated weights.
+type psWorker struct {
+	cfg     Config
+	server  int
+	iter    int
+	loss    float64
+	pending int
+	nextID  int
+	out     []Action
+}
+
+func (w *psWorker) Step(ev Event) []Action {
+	w.out = w.out[:0]
+	switch ev.Kind {
+	case Start:
+		w.begin()
+	case ComputeDone:
+		w.loss = ev.Loss
+		for i, r := range w.cfg.messages(Grads) {
+			w.comm(Action{Op: Send, R: r, Peer: w.server, Tag: tagGrads + uint32(i)})
+		}
+		for i, r := range w.cfg.messages(Params) {
+			w.comm(Action{Op: Recv, R: r, Peer: w.server, Tag: tagParams + uint32(i)})
+		}
+	case Done:
+		if w.pending--; w.pending == 0 {
+			w.out = append(w.out, Action{Op: IterDone, Iter: w.iter, Loss: w.loss})
+			w.iter++
+			w.begin()
+		}
+	}
+	return w.out
+}
+
+func (w *psWorker) comm(a Action) {
+	w.nextID++
+	w.pending++
+	a.ID = w.nextID
+	w.out = append(w.out, a)
+}
+
+func (w *psWorker) begin() {
+	if w.iter >= w.cfg.MaxIter {
+		w.out = append(w.out, Action{Op: Finish})
+		return
+	}
+	w.out = append(w.out, Action{Op: Compute})
+}
+
+// psServer is the sync-ps parameter server: receive every worker's
+// gradients into Grads (worker 0's overwrite, the rest add, in rank
+// order, so the sum is deterministic), average, update, and send the
+// weights back to every worker. Its NIC serialises the p transfers each
+// way: the cost FireCaffe's Eq. 3 calls linear in p.
+type psServer struct {
+	cfg     Config
+	iter    int
+	pending int
+	phase   int // 0: receiving gradients, 1: sending weights
+	nextID  int
+	out     []Action
+}
+
+func (s *psServer) Step(ev Event) []Action {
+	s.out = s.out[:0]
+	switch ev.Kind {
+	case Start:
+		s.receive()
+	case Done:
+		if s.pending--; s.pending > 0 {
+			break
+		}
+		if s.phase == 0 {
+			if n := s.cfg.Workers; n > 1 {
+				s.out = append(s.out, Action{Op: Scale, R: Range{Grads, 0, s.cfg.Layout.N}, Factor: 1 / float32(n)})
+			}
+			s.out = append(s.out, Action{Op: Update, Iter: s.iter})
+			s.phase = 1
+			for wk := 0; wk < s.cfg.Workers; wk++ {
+				for i, r := range s.cfg.messages(Params) {
+					s.comm(Action{Op: Send, R: r, Peer: wk, Tag: tagParams + uint32(i)})
+				}
+			}
+			break
+		}
+		s.iter++
+		s.receive()
+	}
+	return s.out
+}
+
+func (s *psServer) comm(a Action) {
+	s.nextID++
+	s.pending++
+	a.ID = s.nextID
+	s.out = append(s.out, a)
+}
+
+func (s *psServer) receive() {
+	if s.iter >= s.cfg.MaxIter {
+		s.out = append(s.out, Action{Op: Finish})
+		return
+	}
+	s.phase = 0
+	for wk := 0; wk < s.cfg.Workers; wk++ {
+		for i, r := range s.cfg.messages(Grads) {
+			s.comm(Action{Op: Recv, R: r, Peer: wk, Add: wk > 0, Tag: tagGrads + uint32(i)})
+		}
+	}
+}
