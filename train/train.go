@@ -9,14 +9,20 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"dsgd/checkpoint"
+	"dsgd/collective"
 	"dsgd/metrics"
 	"dsgd/model"
 	"dsgd/nn/layers"
+	"dsgd/node"
+	"dsgd/scheme"
 	"dsgd/solver"
 	"dsgd/tensor"
+	"dsgd/transport"
 )
 
 // Source fills the blobs of one data layer with the next batch. Fill must
@@ -77,9 +83,23 @@ type Config struct {
 	// place.
 	Out io.Writer
 	TTY bool
-	// OnIter, when set, is called after every training iteration with its
-	// loss and its wall time (data, forward, backward and update).
+	// OnIter, when set, is called after every training iteration with
+	// rank 0's loss and the iteration's wall time on rank 0.
 	OnIter func(iter int, loss float64, d time.Duration)
+
+	// Scheme names the parallel scheme (scheme.Names); "" means seq.
+	Scheme string
+	// Workers is the number of workers (1 when zero). Worker r > 0 reads
+	// WorkerFeeds[r-1]; worker 0 reads TrainFeeds.
+	Workers     int
+	WorkerFeeds [][]Feed
+	// Pack sends all layers as one message (default in the command).
+	Pack bool
+	// Algo overrides the allreduce algorithm for every allreduce
+	// (collective.Auto: the scheme's choice).
+	Algo collective.Algorithm
+	// CommTimeout bounds a wait for a peer (0: none).
+	CommTimeout time.Duration
 }
 
 // TestResult is the mean of each scalar net output over a test pass.
@@ -120,6 +140,15 @@ type Result struct {
 	Snapshots []string
 	// Params are the final weights (a view of the net's buffer).
 	Params []float32
+	// Comm is rank 0's communication account: busy time (hidden or not)
+	// and exposed time, over Iters iterations; zero for one worker.
+	CommBusy, CommExposed time.Duration
+	// Workers and Scheme say how the run was parallelised.
+	Workers int
+	Scheme  string
+	// Identical reports, for schemes that promise it, whether every
+	// worker ended with bitwise the same weights.
+	Identical bool
 }
 
 // Final is the last test pass, or the zero TestResult.
@@ -133,12 +162,24 @@ func (r *Result) Final() TestResult {
 // Trainer runs a Config. Build it with New, run it with Run.
 type Trainer struct {
 	cfg       Config
-	net, test *model.Net
+	net, test *model.Net // rank 0's
 	solver    *solver.Solver
 	layout    uint64
 	batch     int
 	start     int
 	out       io.Writer
+	// ranks holds every rank's model and solver (rank 0 first; a
+	// parameter server last).
+	ranks   []*rankState
+	updater int // the rank whose solver state a snapshot records
+}
+
+// rankState is one rank's model, solver and data.
+type rankState struct {
+	net    *model.Net
+	solver *solver.Solver
+	feeds  []Feed
+	comp   *netComputer
 }
 
 // New builds the nets and the solver, loads the snapshot to resume from,
@@ -178,6 +219,9 @@ func New(cfg Config) (*Trainer, error) {
 	t.layout = Layout(t.net.Blocks())
 	for _, name := range cfg.Train.Inputs {
 		t.batch = max(t.batch, cfg.TrainShapes[name].Count()/max(1, cfg.TrainShapes[name].CountFrom(1)))
+	}
+	if err := t.buildRanks(); err != nil {
+		return nil, err
 	}
 	if cfg.Resume != "" {
 		if err := t.resume(cfg.Resume); err != nil {
@@ -245,10 +289,12 @@ func (t *Trainer) resume(path string) error {
 	if st.Layout != t.layout || len(st.Params) != len(t.net.Params()) {
 		return fmt.Errorf("train: --resume %s: the snapshot was taken from a different net (%d parameters, layout %016x; this net has %d, layout %016x)", path, len(st.Params), st.Layout, len(t.net.Params()), t.layout)
 	}
-	if err := t.solver.ReadState(bytes.NewReader(st.Solver)); err != nil {
-		return fmt.Errorf("train: --resume %s: solver state: %w", path, err)
+	for _, r := range t.ranks {
+		if err := r.solver.ReadState(bytes.NewReader(st.Solver)); err != nil {
+			return fmt.Errorf("train: --resume %s: solver state: %w", path, err)
+		}
+		copy(r.net.Params(), st.Params)
 	}
-	copy(t.net.Params(), st.Params)
 	t.start = st.Iter
 	return nil
 }
@@ -256,98 +302,272 @@ func (t *Trainer) resume(path string) error {
 // Net is the TRAIN net.
 func (t *Trainer) Net() *model.Net { return t.net }
 
-// Run trains from the start (or resumed) iteration to MaxIter. When ctx is
-// cancelled it writes a snapshot of the last completed iteration and
-// returns ctx's error with the partial result.
+// buildRanks builds the nets and solvers of every rank beyond rank 0
+// (same spec, same seed: the same initial weights) and the scheme.
+func (t *Trainer) buildRanks() error {
+	cfg := t.cfg
+	if cfg.Scheme == "" {
+		t.cfg.Scheme = "seq"
+		cfg.Scheme = "seq"
+	}
+	workers := max(cfg.Workers, 1)
+	if workers > 1 && len(cfg.WorkerFeeds) != workers-1 {
+		return fmt.Errorf("train: %d workers need %d worker feeds, got %d", workers, workers-1, len(cfg.WorkerFeeds))
+	}
+	sc := scheme.Config{Name: cfg.Scheme, Workers: workers, MaxIter: cfg.MaxIter, Pack: cfg.Pack}
+	nranks := sc.Ranks()
+	threads := max(1, cfg.Threads/workers)
+	t.ranks = []*rankState{{net: t.net, solver: t.solver, feeds: cfg.TrainFeeds}}
+	for r := 1; r < nranks; r++ {
+		net, err := model.Build(cfg.Train, cfg.TrainShapes, model.Options{Phase: layers.Train, Threads: threads, Seed: cfg.Seed})
+		if err != nil {
+			return fmt.Errorf("train: TRAIN net of rank %d: %w", r, err)
+		}
+		sv, err := solver.New(cfg.Solver, len(net.Params()), Segments(net.Blocks()))
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		rs := &rankState{net: net, solver: sv}
+		if r < workers {
+			rs.feeds = cfg.WorkerFeeds[r-1]
+			if err := checkFeeds(net, rs.feeds, fmt.Sprintf("worker %d's TRAIN", r)); err != nil {
+				return err
+			}
+		}
+		t.ranks = append(t.ranks, rs)
+	}
+	if workers > 1 && threads != cfg.Threads {
+		// Rank 0 was built before the worker count was known.
+		net, err := model.Build(cfg.Train, cfg.TrainShapes, model.Options{Phase: layers.Train, Threads: threads, Seed: cfg.Seed})
+		if err != nil {
+			return fmt.Errorf("train: TRAIN net: %w", err)
+		}
+		copy(net.Params(), t.net.Params())
+		t.net, t.ranks[0].net = net, net
+		if len(cfg.Test.Layers) > 0 {
+			t.test, err = model.Build(cfg.Test, cfg.TestShapes, model.Options{Phase: layers.Test, Threads: cfg.Threads, Seed: cfg.Seed, ShareWith: net})
+			if err != nil {
+				return fmt.Errorf("train: TEST net: %w", err)
+			}
+		}
+	}
+	t.updater = 0
+	if cfg.Scheme == "sync-ps" {
+		t.updater = nranks - 1
+	}
+	for r, rs := range t.ranks {
+		if r < workers {
+			rs.comp = newNetComputer(rs.net, rs.feeds)
+		}
+	}
+	return nil
+}
+
+// netComputer is a node.Computer over a model and its feeds.
+type netComputer struct {
+	net    *model.Net
+	feeds  []Feed
+	tops   [][]*tensor.Blob
+	ready  func(lo, hi int)
+	phases *metrics.Phases
+	iter   int
+}
+
+func newNetComputer(net *model.Net, feeds []Feed) *netComputer {
+	c := &netComputer{net: net, feeds: feeds, phases: metrics.NewPhases(PhaseNames...)}
+	for _, f := range feeds {
+		tops := make([]*tensor.Blob, len(f.Tops))
+		for i, name := range f.Tops {
+			tops[i] = net.Input(name)
+		}
+		c.tops = append(c.tops, tops)
+	}
+	net.SetGradHook(func(blocks []int) {
+		if c.ready == nil {
+			return
+		}
+		all := net.Blocks()
+		for _, bi := range blocks {
+			b := all[bi]
+			c.ready(b.Off, b.Off+b.Len())
+		}
+	})
+	return c
+}
+
+// Compute fills the inputs, runs forward and backward, and stops on a
+// non-finite loss before anything is updated.
+func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (float64, error) {
+	t0 := time.Now()
+	for i, f := range c.feeds {
+		if err := f.Source.Fill(ctx, c.tops[i]); err != nil {
+			return 0, err
+		}
+	}
+	t1 := c.phases.Since(PhaseData, t0)
+	loss := c.net.Forward()
+	t2 := c.phases.Since(PhaseForward, t1)
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		where := c.net.NonFinite()
+		if where == "" {
+			where = "the loss itself"
+		}
+		return loss, fmt.Errorf("loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", loss, where)
+	}
+	c.ready = ready
+	c.net.Backward()
+	c.ready = nil
+	c.phases.Since(PhaseBackward, t2)
+	c.phases.Iter()
+	return loss, nil
+}
+
+// Run trains from the start (or resumed) iteration to MaxIter under the
+// configured scheme. When ctx is cancelled it writes a snapshot of the
+// last completed iteration and returns ctx's error with the partial
+// result.
 func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	cfg := t.cfg
-	res := &Result{Start: t.start, Phases: metrics.NewPhases(PhaseNames...), Params: t.net.Params()}
+	workers := max(cfg.Workers, 1)
+	res := &Result{Start: t.start, Phases: metrics.NewPhases(append(PhaseNames, "comm (exposed)")...), Params: t.net.Params(), Workers: workers, Scheme: cfg.Scheme}
 	prog := metrics.NewProgress(t.out, cfg.MaxIter, cfg.TTY)
 	defer prog.Done()
-	params, grads := t.net.Params(), t.net.Grads()
-	ph := res.Phases
-	var smooth float64
-	var trainTime time.Duration
 	begin := time.Now()
-	lastDisplay, lastDisplayTime := t.start, time.Now()
-	iter := t.start
-	for ; iter < cfg.MaxIter; iter++ {
-		if t.test != nil && cfg.TestInterval > 0 && iter%cfg.TestInterval == 0 && (iter > t.start || (iter == 0 && cfg.TestInitialization)) {
-			tt := time.Now() // test time is not training time: keep it out of images/s
-			tr, err := t.Test(ctx, iter)
-			if err != nil {
-				return res, err
-			}
-			res.Tests = append(res.Tests, tr)
-			prog.Printf("%s\n", tr)
-			lastDisplayTime = lastDisplayTime.Add(time.Since(tt))
+	if t.test != nil && cfg.TestInitialization && t.start == 0 && cfg.TestInterval > 0 {
+		tr, err := t.Test(ctx, 0)
+		if err != nil {
+			return res, err
 		}
-		if err := ctx.Err(); err != nil {
-			return res, t.interrupted(res, iter, err)
-		}
-		t0 := time.Now()
-		for _, f := range cfg.TrainFeeds {
-			if err := fill(ctx, t.net, f); err != nil {
-				if ctx.Err() != nil {
-					return res, t.interrupted(res, iter, ctx.Err())
-				}
-				return res, fmt.Errorf("train: iteration %d: %w", iter, err)
-			}
-		}
-		t1 := ph.Since(PhaseData, t0)
-		loss := t.net.Forward()
-		t2 := ph.Since(PhaseForward, t1)
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			where := t.net.NonFinite()
-			if where == "" {
-				where = "the loss itself"
-			}
-			return res, fmt.Errorf("train: iteration %d: loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", iter, loss, where)
-		}
-		t.net.Backward()
-		t3 := ph.Since(PhaseBackward, t2)
-		t.solver.Step(iter, params, grads)
-		t4 := ph.Since(PhaseUpdate, t3)
-		trainTime += t4.Sub(t0)
-		ph.Iter()
-		if cfg.OnIter != nil {
-			cfg.OnIter(iter, loss, t4.Sub(t0))
-		}
+		res.Tests = append(res.Tests, tr)
+		prog.Printf("%s\n", tr)
+	}
+	sc := scheme.Config{Name: cfg.Scheme, Workers: workers, StartIter: t.start, MaxIter: cfg.MaxIter, Pack: cfg.Pack, Layout: schemeLayout(t.net)}
+	schemes, err := scheme.New(sc)
+	if err != nil {
+		return res, fmt.Errorf("train: %w", err)
+	}
+	var eps []transport.Endpoint
+	if len(t.ranks) > 1 {
+		eps = transport.NewInproc(len(t.ranks))
+	}
+	var smooth, trainSecs float64
+	done := t.start
+	lastDisplay, lastDisplayTime, lastIter := t.start, time.Now(), time.Now()
+	onIter := func(iter int, loss float64) error {
+		now := time.Now()
+		d := now.Sub(lastIter)
+		trainSecs += d.Seconds()
 		if iter == t.start {
 			smooth = loss
 		} else {
 			smooth = 0.98*smooth + 0.02*loss
 		}
-		done := iter + 1
+		done = iter + 1
+		if cfg.OnIter != nil {
+			cfg.OnIter(iter, loss, d)
+		}
 		if cfg.Display > 0 && (done%cfg.Display == 0 || done == cfg.MaxIter) {
-			now := time.Now()
-			ips := float64((done-lastDisplay)*t.batch) / now.Sub(lastDisplayTime).Seconds()
+			ips := float64((done-lastDisplay)*t.batch*workers) / now.Sub(lastDisplayTime).Seconds()
 			lastDisplay, lastDisplayTime = done, now
 			prog.Line(metrics.Status{Iter: done, Loss: smooth, LR: t.solver.LR(iter), ImagesSec: ips})
 		}
-		if cfg.SnapshotPrefix != "" && cfg.Snapshot > 0 && done%cfg.Snapshot == 0 && done < cfg.MaxIter {
+		if t.test != nil && cfg.TestInterval > 0 && done%cfg.TestInterval == 0 && done < cfg.MaxIter {
+			tr, err := t.Test(ctx, done)
+			if err != nil {
+				return err
+			}
+			res.Tests = append(res.Tests, tr)
+			prog.Printf("%s\n", tr)
+			lastDisplayTime = lastDisplayTime.Add(time.Since(now))
+		}
+		if cfg.SnapshotPrefix != "" && cfg.Snapshot > 0 && done%cfg.Snapshot == 0 && done < cfg.MaxIter && t.updater == 0 {
 			p, err := t.snapshot(done)
 			if err != nil {
-				return res, err
+				return err
 			}
 			res.Snapshots = append(res.Snapshots, p)
 			prog.Printf("snapshot %s\n", p)
 		}
+		lastIter = time.Now()
+		return nil
 	}
-	res.Iters = iter - t.start
-	res.Wall = time.Since(begin)
-	if trainTime > 0 {
-		res.ImagesPerSec = float64(res.Iters*t.batch) / trainTime.Seconds()
+	nodes := make([]*node.Rank, len(t.ranks))
+	for r, rs := range t.ranks {
+		rs := rs
+		n := &node.Rank{
+			Scheme:  schemes[r],
+			Params:  rs.net.Params(),
+			Grads:   rs.net.Grads(),
+			Update:  func(iter int) { rs.solver.Step(iter, rs.net.Params(), rs.net.Grads()) },
+			Timeout: cfg.CommTimeout,
+			Algo:    t.algo,
+		}
+		if rs.comp != nil {
+			n.Computer = rs.comp
+		}
+		if eps != nil {
+			n.Ep = eps[r]
+		}
+		if r == 0 {
+			n.OnIter = onIter
+		}
+		nodes[r] = n
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for r, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := n.Run(rctx); err != nil {
+				errs[r] = err
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, ep := range eps {
+		ep.Close()
+	}
+	res.Iters = done - t.start
+	comp := t.ranks[0].comp.phases
+	for i := range PhaseNames {
+		if i != PhaseUpdate {
+			res.Phases.Add(i, comp.Total(i))
+		}
+	}
+	res.Phases.Add(PhaseUpdate, nodes[0].Stats.Phase[node.PhaseUpdate])
+	res.Phases.Add(len(PhaseNames), nodes[0].Stats.Phase[node.PhaseComm])
+	for i := 0; i < res.Iters; i++ {
+		res.Phases.Iter()
+	}
+	res.CommBusy, res.CommExposed = nodes[0].Stats.CommBusy, nodes[0].Stats.Phase[node.PhaseComm]
+	if err := firstError(ctx, errs); err != nil {
+		if ctx.Err() != nil {
+			return res, t.interrupted(res, done, ctx.Err())
+		}
+		return res, fmt.Errorf("train: iteration %d: %w", done, err)
+	}
+	if trainSecs > 0 {
+		res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
+	}
+	res.Identical = true
+	for _, rs := range t.ranks[1:] {
+		if !slices.Equal(rs.net.Params(), t.net.Params()) {
+			res.Identical = false
+		}
 	}
 	if cfg.SnapshotPrefix != "" {
-		p, err := t.snapshot(iter)
+		p, err := t.snapshot(done)
 		if err != nil {
 			return res, err
 		}
 		res.Snapshots = append(res.Snapshots, p)
 	}
 	if t.test != nil {
-		tr, err := t.Test(ctx, iter)
+		tr, err := t.Test(ctx, done)
 		if err != nil {
 			return res, err
 		}
@@ -357,8 +577,48 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
+// firstError picks the error to report: the first rank's real error, not
+// the cancellations it caused in the others.
+func firstError(ctx context.Context, errs []error) error {
+	var cancelled error
+	for r, err := range errs {
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			cancelled = err
+			continue
+		}
+		if len(errs) > 1 {
+			return fmt.Errorf("rank %d: %w", r, err)
+		}
+		return err
+	}
+	return cancelled
+}
+
+func (t *Trainer) algo(a scheme.Algo) collective.Algorithm {
+	if t.cfg.Algo != collective.Auto {
+		return t.cfg.Algo
+	}
+	switch a {
+	case scheme.AlgoTree:
+		return collective.Tree
+	case scheme.AlgoRing:
+		return collective.Ring
+	}
+	return collective.Auto
+}
+
+func schemeLayout(net *model.Net) scheme.Layout {
+	l := scheme.Layout{N: len(net.Params())}
+	for _, b := range net.Blocks() {
+		l.Blocks = append(l.Blocks, scheme.Range{Lo: b.Off, Hi: b.Off + b.Len()})
+	}
+	return l
+}
+
 func (t *Trainer) interrupted(res *Result, iter int, cause error) error {
-	res.Iters = iter - t.start
 	if t.cfg.SnapshotPrefix == "" || iter == t.start {
 		return cause
 	}
@@ -384,12 +644,13 @@ func SnapshotPath(prefix string, iter int) string {
 }
 
 func (t *Trainer) snapshot(iter int) (string, error) {
+	u := t.ranks[t.updater]
 	var sb bytes.Buffer
-	if err := t.solver.WriteState(&sb); err != nil {
+	if err := u.solver.WriteState(&sb); err != nil {
 		return "", fmt.Errorf("train: snapshot: solver state: %w", err)
 	}
 	path := SnapshotPath(t.cfg.SnapshotPrefix, iter)
-	err := checkpoint.Write(path, checkpoint.State{Iter: iter, Layout: t.layout, Params: t.net.Params(), Solver: sb.Bytes()})
+	err := checkpoint.Write(path, checkpoint.State{Iter: iter, Layout: t.layout, Params: u.net.Params(), Solver: sb.Bytes()})
 	if err != nil {
 		return "", fmt.Errorf("train: %w", err)
 	}

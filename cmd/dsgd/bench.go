@@ -119,7 +119,7 @@ func benchOurs(ctx context.Context, m *modelFlags, iters, warmup int) (stats, fl
 	if err != nil {
 		return stats{}, 0, 0, err
 	}
-	if err := j.openData(m, true); err != nil {
+	if err := j.openData(m, true, 1); err != nil {
 		return stats{}, 0, 0, err
 	}
 	defer j.close()

@@ -51,9 +51,9 @@ type job struct {
 
 	trainShapes, testShapes map[string]tensor.Shape
 	trainFeeds, testFeeds   []train.Feed
+	workerFeeds             [][]train.Feed // workers 1..N-1
 	loaders                 []*data.Loader
 	sets                    map[string]*data.Dataset
-	trainImages             int
 	dataDesc                []string
 }
 
@@ -110,16 +110,24 @@ func (m *modelFlags) load() (*job, error) {
 	return j, nil
 }
 
-// openData opens every Data layer's dataset and starts its loader. With
-// needTest false the TEST phase is left without feeds.
-func (j *job) openData(m *modelFlags, needTest bool) error {
+// openData opens every Data layer's dataset and starts its loaders: one
+// per worker for TRAIN, each reading its shard. With needTest false the
+// TEST phase is left without feeds.
+func (j *job) openData(m *modelFlags, needTest bool, workers int) error {
 	var err error
-	j.trainShapes, j.trainFeeds, err = j.feeds(m, j.train, data.Train)
+	j.trainShapes, j.trainFeeds, err = j.feeds(m, j.train, data.Train, 0, workers)
 	if err != nil {
 		return err
 	}
+	for r := 1; r < workers; r++ {
+		_, f, err := j.feeds(m, j.train, data.Train, r, workers)
+		if err != nil {
+			return err
+		}
+		j.workerFeeds = append(j.workerFeeds, f)
+	}
 	if needTest && len(j.test.Spec.Layers) > 0 {
-		j.testShapes, j.testFeeds, err = j.feeds(m, j.test, data.Test)
+		j.testShapes, j.testFeeds, err = j.feeds(m, j.test, data.Test, 0, 1)
 		if err != nil {
 			return err
 		}
@@ -127,7 +135,7 @@ func (j *job) openData(m *modelFlags, needTest bool) error {
 	return nil
 }
 
-func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split) (map[string]tensor.Shape, []train.Feed, error) {
+func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, world int) (map[string]tensor.Shape, []train.Feed, error) {
 	shapes := map[string]tensor.Shape{}
 	var feeds []train.Feed
 	for i, dl := range pn.Data {
@@ -161,6 +169,8 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split) (map[s
 			Train:     split == data.Train,
 			Shuffle:   split == data.Train && m.shuffle,
 			Seed:      j.seed + uint64(i),
+			Rank:      rank,
+			World:     world,
 			Transform: dl.Transform,
 		})
 		if err != nil {
@@ -177,9 +187,7 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split) (map[s
 		if len(dl.Tops) > 2 {
 			return nil, nil, fmt.Errorf("%s: data layer %q has %d tops; dsgd's Data layer has data and label", dl.Pos, dl.Name, len(dl.Tops))
 		}
-		if split == data.Train {
-			j.trainImages += s[0]
-		}
+
 		feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: train.Loader{L: l, Name: dl.Name}})
 	}
 	return shapes, feeds, nil

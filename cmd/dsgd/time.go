@@ -29,7 +29,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err := j.openData(&m, false); err != nil {
+	if err := j.openData(&m, false, 1); err != nil {
 		return err
 	}
 	defer j.close()

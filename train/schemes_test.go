@@ -1,0 +1,145 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"dsgd/collective"
+	"dsgd/solver"
+	"dsgd/tensor"
+)
+
+// sliceSource serves fixed samples so that worker r of n at iteration i
+// reads samples (i·n + r)·b … +b, and a single worker with batch n·b reads
+// the same samples in one batch: the setting in which the sync schemes
+// promise seq's numbers.
+type sliceSource struct {
+	images, labels []float32 // M samples of size per
+	per, batch     int
+	rank, workers  int
+	iter           int
+}
+
+func (s *sliceSource) Fill(_ context.Context, tops []*tensor.Blob) error {
+	m := len(s.labels)
+	for j := 0; j < s.batch; j++ {
+		k := ((s.iter*s.workers+s.rank)*s.batch + j) % m
+		copy(tops[0].Data[j*s.per:(j+1)*s.per], s.images[k*s.per:(k+1)*s.per])
+		tops[1].Data[j] = s.labels[k]
+	}
+	s.iter++
+	return nil
+}
+
+func samples(m, per, classes int) (images, labels []float32) {
+	r := rand.New(rand.NewPCG(5, 6))
+	images, labels = make([]float32, m*per), make([]float32, m)
+	for i := range labels {
+		c := i % classes
+		labels[i] = float32(c)
+		for j := 0; j < per; j++ {
+			images[i*per+j] = float32(r.NormFloat64()*0.3) + float32((j+c)%classes)/float32(classes)
+		}
+	}
+	return images, labels
+}
+
+// runScheme trains for iters iterations with the given scheme and worker
+// count, each worker with batch b, and returns the final weights.
+func runScheme(t *testing.T, name string, workers, b, iters int, pack bool, alg collective.Algorithm) (*Result, []float32) {
+	t.Helper()
+	images, labels := samples(96, 64, 4)
+	spec := mlp(false)
+	shapes := map[string]tensor.Shape{"data": {b, 1, 8, 8}, "label": {b}}
+	feeds := func(rank int) []Feed {
+		return []Feed{{Tops: []string{"data", "label"}, Source: &sliceSource{images: images, labels: labels, per: 64, batch: b, rank: rank, workers: workers}}}
+	}
+	cfg := Config{
+		Train: spec, TrainShapes: shapes, TrainFeeds: feeds(0),
+		Solver:  solver.Config{Type: "SGD", BaseLR: 0.1, Momentum: 0.9, WeightDecay: 1e-3, LRPolicy: "inv", Gamma: 1e-2, Power: 0.75},
+		MaxIter: iters, Seed: 11, Threads: workers,
+		Scheme: name, Workers: workers, Pack: pack, Algo: alg,
+	}
+	for r := 1; r < workers; r++ {
+		cfg.WorkerFeeds = append(cfg.WorkerFeeds, feeds(r))
+	}
+	tr, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Run(context.Background())
+	if err != nil {
+		t.Fatalf("%s with %d workers: %v", name, workers, err)
+	}
+	return res, append([]float32(nil), res.Params...)
+}
+
+// TestSyncSchemesMatchSeq: N workers of batch b give the weights of seq
+// with batch N·b (FireCaffe: "identical numerical results"), to float
+// tolerance, and every replica ends with the same weights.
+func TestSyncSchemesMatchSeq(t *testing.T) {
+	const b, iters = 4, 12
+	type variant struct {
+		scheme string
+		pack   bool
+		alg    collective.Algorithm
+	}
+	variants := []variant{
+		{"sync-ps", true, collective.Auto},
+		{"sync-ps", false, collective.Auto},
+		{"sync-tree", true, collective.Auto},
+		{"sync-tree", false, collective.Auto},
+		{"sync-ring", true, collective.Auto},
+		{"overlap", true, collective.Auto},
+		{"sync-tree", true, collective.RecursiveDoubling},
+	}
+	for _, n := range []int{1, 2, 3, 4, 7} {
+		_, want := runScheme(t, "seq", 1, n*b, iters, true, collective.Auto)
+		for _, v := range variants {
+			t.Run(fmt.Sprintf("%s/pack=%v/%v/N=%d", v.scheme, v.pack, v.alg, n), func(t *testing.T) {
+				res, got := runScheme(t, v.scheme, n, b, iters, v.pack, v.alg)
+				if !res.Identical {
+					t.Fatal("replicas ended with different weights")
+				}
+				if res.Iters != iters {
+					t.Fatalf("ran %d iterations, want %d", res.Iters, iters)
+				}
+				worst := 0.0
+				for i := range want {
+					d := math.Abs(float64(got[i]-want[i])) / math.Max(1e-2, math.Abs(float64(want[i])))
+					worst = math.Max(worst, d)
+				}
+				if worst > 1e-4 {
+					t.Fatalf("weights differ from seq with batch %d: worst relative difference %.3g", n*b, worst)
+				}
+			})
+		}
+	}
+}
+
+// TestSeqDiffersFromWrongBatch guards the test above: it must be able to
+// fail, so seq with a different global batch has to differ.
+func TestSeqDiffersFromWrongBatch(t *testing.T) {
+	_, a := runScheme(t, "seq", 1, 8, 12, true, collective.Auto)
+	_, b := runScheme(t, "sync-tree", 3, 4, 12, true, collective.Auto)
+	same := true
+	for i := range a {
+		if math.Abs(float64(a[i]-b[i])) > 1e-4 {
+			same = false
+		}
+	}
+	if same {
+		t.Fatal("3 workers of batch 4 matched seq with batch 8: the equivalence test cannot fail")
+	}
+}
+
+func TestWorkerFeedCountChecked(t *testing.T) {
+	cfg := testConfig(t, 5)
+	cfg.Scheme, cfg.Workers = "sync-tree", 3
+	if _, err := New(cfg); err == nil {
+		t.Fatal("3 workers with no worker feeds accepted")
+	}
+}
