@@ -65,8 +65,9 @@ type Stats struct {
 }
 
 type event struct {
-	ev  scheme.Event
-	err error
+	ev   scheme.Event
+	err  error
+	busy time.Duration // communication time behind a Done
 }
 
 // Run drives the rank until its scheme finishes, an action fails, or ctx
@@ -153,6 +154,7 @@ func (r *Rank) Run(ctx context.Context) error {
 			computing = false
 		case scheme.Done:
 			pendingComm--
+			r.Stats.CommBusy += e.busy
 		}
 		fin, err := dispatch(r.Scheme.Step(e.ev))
 		if fin || err != nil {
@@ -210,12 +212,12 @@ func (r *Rank) commLoop(ctx context.Context, in <-chan scheme.Action, events cha
 		}
 		err := r.comm(cctx, exec, a, &scratch)
 		cancel()
-		r.Stats.CommBusy += time.Since(t0)
+		busy := time.Since(t0)
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("%v %v with rank %d: no answer within %v: %w", a.Op, a.R.Buf, a.Peer, r.Timeout, err)
 		}
 		select {
-		case events <- event{ev: scheme.Event{Kind: scheme.Done, ID: a.ID}, err: err}:
+		case events <- event{ev: scheme.Event{Kind: scheme.Done, ID: a.ID}, err: err, busy: busy}:
 		case <-ctx.Done():
 			return
 		}

@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,8 @@ const (
 	PhaseBackward
 	PhaseUpdate
 )
+
+const numPhases = PhaseUpdate + 1
 
 // PhaseNames names the phases of a training iteration, in report order.
 var PhaseNames = []string{"data", "forward", "backward", "update"}
@@ -100,6 +103,24 @@ type Config struct {
 	Algo collective.Algorithm
 	// CommTimeout bounds a wait for a peer (0: none).
 	CommTimeout time.Duration
+	// Metrics, when set, receives one JSON line per iteration per worker
+	// (see IterMetrics).
+	Metrics io.Writer
+}
+
+// IterMetrics is one line of the --metrics file: what one worker did in
+// one iteration. Times are milliseconds.
+type IterMetrics struct {
+	Rank      int     `json:"rank"`
+	Iter      int     `json:"iter"`
+	Loss      float64 `json:"loss"`
+	DataMS    float64 `json:"data_ms"`
+	ForwardMS float64 `json:"forward_ms"`
+	BackMS    float64 `json:"backward_ms"`
+	CommMS    float64 `json:"comm_exposed_ms"`
+	CommBusy  float64 `json:"comm_busy_ms"`
+	UpdateMS  float64 `json:"update_ms"`
+	WallMS    float64 `json:"wall_ms"`
 }
 
 // TestResult is the mean of each scalar net output over a test pass.
@@ -172,6 +193,8 @@ type Trainer struct {
 	// parameter server last).
 	ranks   []*rankState
 	updater int // the rank whose solver state a snapshot records
+	// metricsMu serialises the ranks' metrics lines.
+	metricsMu sync.Mutex
 }
 
 // rankState is one rank's model, solver and data.
@@ -216,6 +239,7 @@ func New(cfg Config) (*Trainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
+	t.solver.SetThreads(cfg.Threads)
 	t.layout = Layout(t.net.Blocks())
 	for _, name := range cfg.Train.Inputs {
 		t.batch = max(t.batch, cfg.TrainShapes[name].Count()/max(1, cfg.TrainShapes[name].CountFrom(1)))
@@ -511,6 +535,9 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		if r == 0 {
 			n.OnIter = onIter
 		}
+		if cfg.Metrics != nil && rs.comp != nil {
+			n.OnIter = t.metricsHook(r, n, rs.comp, n.OnIter)
+		}
 		nodes[r] = n
 	}
 	rctx, cancel := context.WithCancel(ctx)
@@ -575,6 +602,43 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	res.Wall = time.Since(begin)
 	return res, nil
+}
+
+// metricsHook wraps next so that rank r also writes a metrics line after
+// each iteration: the differences of its cumulative accounts.
+func (t *Trainer) metricsHook(r int, n *node.Rank, comp *netComputer, next func(int, float64) error) func(int, float64) error {
+	var last [numPhases]time.Duration
+	var lastStats node.Stats
+	lastT := time.Now()
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return func(iter int, loss float64) error {
+		now := time.Now()
+		m := IterMetrics{Rank: r, Iter: iter, Loss: loss, WallMS: ms(now.Sub(lastT))}
+		var cur [numPhases]time.Duration
+		for i := range cur {
+			cur[i] = comp.phases.Total(i)
+		}
+		m.DataMS, m.ForwardMS, m.BackMS = ms(cur[PhaseData]-last[PhaseData]), ms(cur[PhaseForward]-last[PhaseForward]), ms(cur[PhaseBackward]-last[PhaseBackward])
+		st := n.Stats
+		m.CommMS = ms(st.Phase[node.PhaseComm] - lastStats.Phase[node.PhaseComm])
+		m.UpdateMS = ms(st.Phase[node.PhaseUpdate] - lastStats.Phase[node.PhaseUpdate])
+		m.CommBusy = ms(st.CommBusy - lastStats.CommBusy)
+		last, lastStats, lastT = cur, st, now
+		line, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		t.metricsMu.Lock()
+		_, err = t.cfg.Metrics.Write(append(line, '\n'))
+		t.metricsMu.Unlock()
+		if err != nil {
+			return fmt.Errorf("writing metrics: %w", err)
+		}
+		if next != nil {
+			return next(iter, loss)
+		}
+		return nil
+	}
 }
 
 // firstError picks the error to report: the first rank's real error, not

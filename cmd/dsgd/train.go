@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -28,6 +30,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	transportName := fs.String("transport", "inproc", "how workers talk: inproc (goroutines in this process)")
 	pack := fs.Bool("pack", true, "send all layers as one contiguous message (off: one message per layer)")
 	algoName := fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling)")
+	metricsPath := fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
+	lrScale := fs.String("lr-scale", "none", "learning rate scaling with the global batch: none, or linear (base_lr x workers, FireCaffe 7.2)")
+	warmup := fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations")
 	commTimeout := fs.Duration("comm-timeout", time.Minute, "give up on a peer that does not answer within this")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -87,6 +92,33 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage
 	}
 	cfg.Scheme, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = *schemeName, *workers, *pack, algo, *commTimeout
+	switch *lrScale {
+	case "none":
+	case "linear":
+		cfg.Solver.BaseLR *= float64(cfg.Workers)
+	default:
+		fmt.Fprintf(stderr, "dsgd train: --lr-scale %q: choose none or linear\n", *lrScale)
+		return errUsage
+	}
+	if *warmup < 0 {
+		fmt.Fprintf(stderr, "dsgd train: --warmup must not be negative, got %d\n", *warmup)
+		return errUsage
+	}
+	if *warmup > 0 {
+		cfg.Solver.WarmupIters = *warmup
+	}
+	if *metricsPath != "" {
+		f, err := os.Create(*metricsPath)
+		if err != nil {
+			return fmt.Errorf("--metrics: %w", err)
+		}
+		bw := bufio.NewWriter(f)
+		defer func() {
+			bw.Flush()
+			f.Close()
+		}()
+		cfg.Metrics = bw
+	}
 	if cfg.Scheme == "" {
 		cfg.Scheme = "seq"
 		if cfg.Workers > 1 {
