@@ -156,3 +156,36 @@ func TestDivergenceKeepsLastSnapshot(t *testing.T) {
 		}
 	}
 }
+
+func TestTrainWorkersAndMetrics(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	for _, sch := range []string{"sync-tree", "sync-ps", "overlap"} {
+		code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--scheme", sch, "--workers", "3", "--iters", "20", "--snapshot-prefix", "none", "--metrics", "m.jsonl", "--lr-scale", "linear")
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s\n%s", sch, code, out, errs)
+		}
+		for _, want := range []string{"scheme " + sch + ", 3 worker(s)", "replicas identical at the end: true", "communication (rank 0)", "comm (exposed)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: output lacks %q:\n%s", sch, want, out)
+			}
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "m.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != 60 || !strings.Contains(lines[0], `"comm_exposed_ms"`) {
+			t.Fatalf("%s: %d metrics lines, want 60 (20 iterations x 3 workers); first: %s", sch, len(lines), lines[0])
+		}
+	}
+	code, _, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--scheme", "gossip", "--workers", "2")
+	if code != 1 || !strings.Contains(errs, "unknown scheme") {
+		t.Fatalf("unknown scheme: exit %d: %s", code, errs)
+	}
+	code, _, errs = runCmd(t, dir, "train", "--solver", "solver.prototxt", "--allreduce", "butterfly")
+	if code != 2 || !strings.Contains(errs, "butterfly") {
+		t.Fatalf("bad --allreduce: exit %d: %s", code, errs)
+	}
+}
