@@ -137,7 +137,7 @@ func TestParameterServerTrace(t *testing.T) {
 		{srv, Event{Kind: Done, ID: 1}, ""},
 		{srv, Event{Kind: Done, ID: 2}, "scale(0.5) update(0) send(params[0:10],0) send(params[0:10],1)"},
 		{srv, Event{Kind: Done, ID: 3}, ""},
-		{srv, Event{Kind: Done, ID: 4}, "finish"},
+		{srv, Event{Kind: Done, ID: 4}, "iter-done(0) finish"},
 		{w, Event{Kind: Done, ID: 1}, ""},
 		{w, Event{Kind: Done, ID: 2}, "iter-done(0) finish"},
 	}

@@ -260,6 +260,7 @@ func (s *psServer) Step(ev Event) []Action {
 			}
 			break
 		}
+		s.out = append(s.out, Action{Op: IterDone, Iter: s.iter})
 		s.iter++
 		s.receive()
 	}

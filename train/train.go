@@ -103,6 +103,11 @@ type Config struct {
 	Algo collective.Algorithm
 	// CommTimeout bounds a wait for a peer (0: none).
 	CommTimeout time.Duration
+	// Endpoint, when set, connects this process to a group (TCP) in which
+	// it runs only rank Endpoint.Rank(); TrainFeeds feed that rank and
+	// WorkerFeeds is unused. Without it every rank runs in this process
+	// over in-process endpoints.
+	Endpoint transport.Endpoint
 	// Metrics, when set, receives one JSON line per iteration per worker
 	// (see IterMetrics).
 	Metrics io.Writer
@@ -199,6 +204,7 @@ type Trainer struct {
 
 // rankState is one rank's model, solver and data.
 type rankState struct {
+	rank   int
 	net    *model.Net
 	solver *solver.Solver
 	feeds  []Feed
@@ -326,8 +332,9 @@ func (t *Trainer) resume(path string) error {
 // Net is the TRAIN net.
 func (t *Trainer) Net() *model.Net { return t.net }
 
-// buildRanks builds the nets and solvers of every rank beyond rank 0
-// (same spec, same seed: the same initial weights) and the scheme.
+// buildRanks builds the nets and solvers of the ranks this process runs
+// (all of them in-process; one with an Endpoint): the same spec and seed,
+// so the same initial weights everywhere.
 func (t *Trainer) buildRanks() error {
 	cfg := t.cfg
 	if cfg.Scheme == "" {
@@ -335,53 +342,78 @@ func (t *Trainer) buildRanks() error {
 		cfg.Scheme = "seq"
 	}
 	workers := max(cfg.Workers, 1)
-	if workers > 1 && len(cfg.WorkerFeeds) != workers-1 {
-		return fmt.Errorf("train: %d workers need %d worker feeds, got %d", workers, workers-1, len(cfg.WorkerFeeds))
-	}
 	sc := scheme.Config{Name: cfg.Scheme, Workers: workers, MaxIter: cfg.MaxIter, Pack: cfg.Pack}
 	nranks := sc.Ranks()
-	threads := max(1, cfg.Threads/workers)
-	t.ranks = []*rankState{{net: t.net, solver: t.solver, feeds: cfg.TrainFeeds}}
-	for r := 1; r < nranks; r++ {
-		net, err := model.Build(cfg.Train, cfg.TrainShapes, model.Options{Phase: layers.Train, Threads: threads, Seed: cfg.Seed})
-		if err != nil {
-			return fmt.Errorf("train: TRAIN net of rank %d: %w", r, err)
-		}
-		sv, err := solver.New(cfg.Solver, len(net.Params()), Segments(net.Blocks()))
-		if err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
-		rs := &rankState{net: net, solver: sv}
-		if r < workers {
-			rs.feeds = cfg.WorkerFeeds[r-1]
-			if err := checkFeeds(net, rs.feeds, fmt.Sprintf("worker %d's TRAIN", r)); err != nil {
-				return err
-			}
-		}
-		t.ranks = append(t.ranks, rs)
+	local := make([]int, nranks)
+	for r := range local {
+		local[r] = r
 	}
-	if workers > 1 && threads != cfg.Threads {
-		// Rank 0 was built before the worker count was known.
-		net, err := model.Build(cfg.Train, cfg.TrainShapes, model.Options{Phase: layers.Train, Threads: threads, Seed: cfg.Seed})
-		if err != nil {
-			return fmt.Errorf("train: TRAIN net: %w", err)
+	threads := max(1, cfg.Threads/workers)
+	if ep := cfg.Endpoint; ep != nil {
+		if ep.Size() != nranks {
+			return fmt.Errorf("train: scheme %s with %d workers runs on %d ranks, but the group has %d", cfg.Scheme, workers, nranks, ep.Size())
 		}
-		copy(net.Params(), t.net.Params())
-		t.net, t.ranks[0].net = net, net
-		if len(cfg.Test.Layers) > 0 {
-			t.test, err = model.Build(cfg.Test, cfg.TestShapes, model.Options{Phase: layers.Test, Threads: cfg.Threads, Seed: cfg.Seed, ShareWith: net})
-			if err != nil {
-				return fmt.Errorf("train: TEST net: %w", err)
-			}
-		}
+		local, threads = []int{ep.Rank()}, max(cfg.Threads, 1)
+	} else if workers > 1 && len(cfg.WorkerFeeds) != workers-1 {
+		return fmt.Errorf("train: %d workers need %d worker feeds, got %d", workers, workers-1, len(cfg.WorkerFeeds))
 	}
 	t.updater = 0
 	if cfg.Scheme == "sync-ps" {
 		t.updater = nranks - 1
 	}
-	for r, rs := range t.ranks {
+	if local[0] != 0 {
+		t.test = nil // only rank 0 tests
+	}
+	for i, r := range local {
+		net, sv := t.net, t.solver
+		if i > 0 || threads != cfg.Threads {
+			var err error
+			net, err = model.Build(cfg.Train, cfg.TrainShapes, model.Options{Phase: layers.Train, Threads: threads, Seed: cfg.Seed})
+			if err != nil {
+				return fmt.Errorf("train: TRAIN net of rank %d: %w", r, err)
+			}
+		}
+		if i > 0 {
+			var err error
+			if sv, err = solver.New(cfg.Solver, len(net.Params()), Segments(net.Blocks())); err != nil {
+				return fmt.Errorf("train: %w", err)
+			}
+		}
+		if i == 0 && net != t.net {
+			// The first local rank replaces the net New built before the
+			// worker count was known; the TEST net follows it.
+			t.net = net
+			if t.test != nil {
+				var err error
+				t.test, err = model.Build(cfg.Test, cfg.TestShapes, model.Options{Phase: layers.Test, Threads: cfg.Threads, Seed: cfg.Seed, ShareWith: net})
+				if err != nil {
+					return fmt.Errorf("train: TEST net: %w", err)
+				}
+			}
+		}
+		rs := &rankState{rank: r, net: net, solver: sv}
 		if r < workers {
-			rs.comp = newNetComputer(rs.net, rs.feeds)
+			switch {
+			case i == 0:
+				rs.feeds = cfg.TrainFeeds
+			default:
+				rs.feeds = cfg.WorkerFeeds[r-1]
+			}
+			if err := checkFeeds(net, rs.feeds, fmt.Sprintf("rank %d's TRAIN", r)); err != nil {
+				return err
+			}
+			rs.comp = newNetComputer(net, rs.feeds)
+		}
+		t.ranks = append(t.ranks, rs)
+	}
+	return nil
+}
+
+// rank returns the local state of rank r, or nil if another process runs it.
+func (t *Trainer) rank(r int) *rankState {
+	for _, rs := range t.ranks {
+		if rs.rank == r {
+			return rs
 		}
 	}
 	return nil
@@ -470,10 +502,15 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("train: %w", err)
 	}
-	var eps []transport.Endpoint
-	if len(t.ranks) > 1 {
+	var eps []transport.Endpoint // indexed by rank
+	switch {
+	case cfg.Endpoint != nil:
+		eps = make([]transport.Endpoint, cfg.Endpoint.Size())
+		eps[cfg.Endpoint.Rank()] = cfg.Endpoint
+	case len(t.ranks) > 1:
 		eps = transport.NewInproc(len(t.ranks))
 	}
+	updater := t.rank(t.updater)
 	var smooth, trainSecs float64
 	done := t.start
 	lastDisplay, lastDisplayTime, lastIter := t.start, time.Now(), time.Now()
@@ -504,20 +541,29 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			prog.Printf("%s\n", tr)
 			lastDisplayTime = lastDisplayTime.Add(time.Since(now))
 		}
-		if cfg.SnapshotPrefix != "" && cfg.Snapshot > 0 && done%cfg.Snapshot == 0 && done < cfg.MaxIter && t.updater == 0 {
-			p, err := t.snapshot(done)
+		lastIter = time.Now()
+		return nil
+	}
+	// The updating rank (rank 0, or the parameter server) snapshots.
+	snapIter := func(iter int, _ float64) error {
+		if n := iter + 1; cfg.SnapshotPrefix != "" && cfg.Snapshot > 0 && n%cfg.Snapshot == 0 && n < cfg.MaxIter {
+			p, err := t.snapshot(n)
 			if err != nil {
 				return err
 			}
 			res.Snapshots = append(res.Snapshots, p)
 			prog.Printf("snapshot %s\n", p)
 		}
-		lastIter = time.Now()
+		return nil
+	}
+	// Without rank 0 here, the first local rank counts the iterations.
+	countIter := func(iter int, _ float64) error {
+		done = iter + 1
 		return nil
 	}
 	nodes := make([]*node.Rank, len(t.ranks))
-	for r, rs := range t.ranks {
-		rs := rs
+	for i, rs := range t.ranks {
+		r := rs.rank
 		n := &node.Rank{
 			Scheme:  schemes[r],
 			Params:  rs.net.Params(),
@@ -532,13 +578,21 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		if eps != nil {
 			n.Ep = eps[r]
 		}
-		if r == 0 {
-			n.OnIter = onIter
+		var hooks []func(int, float64) error
+		switch {
+		case r == 0:
+			hooks = append(hooks, onIter)
+		case i == 0:
+			hooks = append(hooks, countIter)
 		}
+		if rs == updater {
+			hooks = append(hooks, snapIter)
+		}
+		n.OnIter = chain(hooks)
 		if cfg.Metrics != nil && rs.comp != nil {
 			n.OnIter = t.metricsHook(r, n, rs.comp, n.OnIter)
 		}
-		nodes[r] = n
+		nodes[i] = n
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -555,14 +609,17 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}()
 	}
 	wg.Wait()
-	for _, ep := range eps {
-		ep.Close()
+	if cfg.Endpoint == nil {
+		for _, ep := range eps {
+			ep.Close()
+		}
 	}
 	res.Iters = done - t.start
-	comp := t.ranks[0].comp.phases
-	for i := range PhaseNames {
-		if i != PhaseUpdate {
-			res.Phases.Add(i, comp.Total(i))
+	if c := t.ranks[0].comp; c != nil {
+		for i := range PhaseNames {
+			if i != PhaseUpdate {
+				res.Phases.Add(i, c.phases.Total(i))
+			}
 		}
 	}
 	res.Phases.Add(PhaseUpdate, nodes[0].Stats.Phase[node.PhaseUpdate])
@@ -580,13 +637,13 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	if trainSecs > 0 {
 		res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
 	}
-	res.Identical = true
+	res.Identical = cfg.Endpoint == nil
 	for _, rs := range t.ranks[1:] {
 		if !slices.Equal(rs.net.Params(), t.net.Params()) {
 			res.Identical = false
 		}
 	}
-	if cfg.SnapshotPrefix != "" {
+	if cfg.SnapshotPrefix != "" && updater != nil {
 		p, err := t.snapshot(done)
 		if err != nil {
 			return res, err
@@ -641,6 +698,21 @@ func (t *Trainer) metricsHook(r int, n *node.Rank, comp *netComputer, next func(
 	}
 }
 
+// chain runs hooks in order, stopping at the first error.
+func chain(hooks []func(int, float64) error) func(int, float64) error {
+	if len(hooks) == 0 {
+		return nil
+	}
+	return func(iter int, loss float64) error {
+		for _, h := range hooks {
+			if err := h(iter, loss); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // firstError picks the error to report: the first rank's real error, not
 // the cancellations it caused in the others.
 func firstError(ctx context.Context, errs []error) error {
@@ -683,7 +755,7 @@ func schemeLayout(net *model.Net) scheme.Layout {
 }
 
 func (t *Trainer) interrupted(res *Result, iter int, cause error) error {
-	if t.cfg.SnapshotPrefix == "" || iter == t.start {
+	if t.cfg.SnapshotPrefix == "" || iter == t.start || t.rank(t.updater) == nil {
 		return cause
 	}
 	p, err := t.snapshot(iter)
@@ -708,7 +780,7 @@ func SnapshotPath(prefix string, iter int) string {
 }
 
 func (t *Trainer) snapshot(iter int) (string, error) {
-	u := t.ranks[t.updater]
+	u := t.rank(t.updater)
 	var sb bytes.Buffer
 	if err := u.solver.WriteState(&sb); err != nil {
 		return "", fmt.Errorf("train: snapshot: solver state: %w", err)
