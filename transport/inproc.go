@@ -13,7 +13,10 @@ var errClosed = errors.New("endpoint closed")
 
 // inprocMsg is one message in flight between two in-process ranks. The
 // sender waits on done until the receiver has copied the payload out: a
-// rendezvous, so nothing is copied twice and no buffer is retained.
+// rendezvous, so nothing is copied twice and no buffer is retained. Each
+// ordered pair owns one inprocMsg, reused for every message: the contract
+// allows one sender per pair at a time, and the sender does not return
+// before the receiver is done with it, so a Send allocates nothing.
 type inprocMsg struct {
 	tag    uint32
 	floats []float32
@@ -26,6 +29,10 @@ type inprocMsg struct {
 type inprocGroup struct {
 	size  int
 	links [][]chan *inprocMsg // links[from][to]
+	msgs  [][]inprocMsg       // msgs[from][to], the message slot of the pair
+	// sending[from][to] and receiving[from][to] are set while a call
+	// uses that direction of the pair, to catch concurrent calls.
+	sending, receiving [][]atomic.Bool
 	// closed[r] is closed when rank r's endpoint closes.
 	closed []chan struct{}
 	once   []sync.Once
@@ -43,11 +50,15 @@ func NewInproc(size int) []Endpoint {
 	if size <= 0 {
 		panic(fmt.Sprintf("transport: group size %d", size))
 	}
-	g := &inprocGroup{size: size, links: make([][]chan *inprocMsg, size), closed: make([]chan struct{}, size), once: make([]sync.Once, size)}
+	g := &inprocGroup{size: size, links: make([][]chan *inprocMsg, size), msgs: make([][]inprocMsg, size), closed: make([]chan struct{}, size), once: make([]sync.Once, size)}
+	g.sending, g.receiving = make([][]atomic.Bool, size), make([][]atomic.Bool, size)
 	for i := range g.links {
 		g.links[i] = make([]chan *inprocMsg, size)
+		g.msgs[i] = make([]inprocMsg, size)
+		g.sending[i], g.receiving[i] = make([]atomic.Bool, size), make([]atomic.Bool, size)
 		for j := range g.links[i] {
 			g.links[i][j] = make(chan *inprocMsg)
+			g.msgs[i][j].done = make(chan error, 1)
 		}
 		g.closed[i] = make(chan struct{})
 	}
@@ -70,9 +81,19 @@ func (e *inproc) Close() error {
 	return nil
 }
 
-func (e *inproc) send(ctx context.Context, to int, m *inprocMsg, n int64) error {
+// send hands the pair's message slot, holding the payload, to rank to.
+func (e *inproc) send(ctx context.Context, to int, tag uint32, floats []float32, bytes []byte, isByte bool) error {
 	CheckPeer(e.rank, e.g.size, to)
-	m.done = make(chan error, 1)
+	busy := &e.g.sending[e.rank][to]
+	acquire(busy, e.rank, "Send", to)
+	defer busy.Store(false)
+	m := &e.g.msgs[e.rank][to]
+	m.tag, m.floats, m.bytes, m.isByte = tag, floats, bytes, isByte
+	defer func() { m.floats, m.bytes = nil, nil }() // retain nothing
+	n := int64(len(bytes))
+	if !isByte {
+		n = 4 * int64(len(floats))
+	}
 	select {
 	case e.g.links[e.rank][to] <- m:
 	case <-e.g.closed[to]:
@@ -92,8 +113,18 @@ func (e *inproc) send(ctx context.Context, to int, m *inprocMsg, n int64) error 
 	return nil
 }
 
+// acquire marks a direction of a pair busy. Two calls on it at once break
+// the Endpoint contract (and would share the pair's message slot): that
+// programmer error panics.
+func acquire(busy *atomic.Bool, rank int, op string, peer int) {
+	if !busy.CompareAndSwap(false, true) {
+		panic(fmt.Sprintf("transport: rank %d: two concurrent %s calls with rank %d; the Endpoint contract allows one at a time per peer and direction", rank, op, peer))
+	}
+}
+
+// recv takes the next message from rank from. The caller holds the
+// pair's receiving flag until it has answered on the message's done.
 func (e *inproc) recv(ctx context.Context, from int) (*inprocMsg, error) {
-	CheckPeer(e.rank, e.g.size, from)
 	select {
 	case m := <-e.g.links[from][e.rank]:
 		return m, nil
@@ -113,14 +144,18 @@ func (e *inproc) recv(ctx context.Context, from int) (*inprocMsg, error) {
 }
 
 func (e *inproc) Send(ctx context.Context, to int, tag uint32, buf []float32) error {
-	return e.send(ctx, to, &inprocMsg{tag: tag, floats: buf}, 4*int64(len(buf)))
+	return e.send(ctx, to, tag, buf, nil, false)
 }
 
 func (e *inproc) SendBytes(ctx context.Context, to int, tag uint32, b []byte) error {
-	return e.send(ctx, to, &inprocMsg{tag: tag, bytes: b, isByte: true}, int64(len(b)))
+	return e.send(ctx, to, tag, nil, b, true)
 }
 
 func (e *inproc) Recv(ctx context.Context, from int, tag uint32, buf []float32) error {
+	CheckPeer(e.rank, e.g.size, from)
+	busy := &e.g.receiving[from][e.rank]
+	acquire(busy, e.rank, "Recv", from)
+	defer busy.Store(false)
 	m, err := e.recv(ctx, from)
 	if err != nil {
 		return err
@@ -144,6 +179,10 @@ func (e *inproc) Recv(ctx context.Context, from int, tag uint32, buf []float32) 
 }
 
 func (e *inproc) RecvBytes(ctx context.Context, from int, tag uint32, max int) ([]byte, error) {
+	CheckPeer(e.rank, e.g.size, from)
+	busy := &e.g.receiving[from][e.rank]
+	acquire(busy, e.rank, "Recv", from)
+	defer busy.Store(false)
 	m, err := e.recv(ctx, from)
 	if err != nil {
 		return nil, err
