@@ -135,6 +135,20 @@ func (j *job) openData(m *modelFlags, needTest bool, workers int) error {
 	return nil
 }
 
+// openShard opens the data of one rank of a multi-process group: its
+// shard of the TRAIN set (of workers shards), and the TEST set if needed.
+func (j *job) openShard(m *modelFlags, needTest bool, rank, workers int) error {
+	var err error
+	j.trainShapes, j.trainFeeds, err = j.feeds(m, j.train, data.Train, rank, workers)
+	if err != nil {
+		return err
+	}
+	if needTest && len(j.test.Spec.Layers) > 0 {
+		j.testShapes, j.testFeeds, err = j.feeds(m, j.test, data.Test, 0, 1)
+	}
+	return err
+}
+
 func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, world int) (map[string]tensor.Shape, []train.Feed, error) {
 	shapes := map[string]tensor.Shape{}
 	var feeds []train.Feed

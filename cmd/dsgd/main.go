@@ -6,6 +6,8 @@
 //	dsgd train [flags]   train a model (default: LeNet on Fashion-MNIST)
 //	dsgd time [flags]    per-layer forward and backward times, like caffe time
 //	dsgd bench [flags]   our iteration time beside the PyTorch peer's
+//	dsgd worker [flags]  one rank of a multi-process job
+//	dsgd ps [flags]      the parameter server of a multi-process sync-ps job
 //
 // Run "dsgd COMMAND -h" for a command's flags.
 package main
@@ -31,6 +33,8 @@ func commands() []command {
 		{"train", "train a model (default: LeNet on Fashion-MNIST)", runTrain},
 		{"time", "per-layer forward/backward times, like caffe time", runTime},
 		{"bench", "iteration time beside the PyTorch peer's, as a ratio", runBench},
+		{"worker", "run one rank of a multi-process job (mpirun, srun, or by hand)", runWorker},
+		{"ps", "run the parameter server of a multi-process sync-ps job", runPS},
 	}
 }
 

@@ -15,28 +15,74 @@ import (
 	"dsgd/train"
 )
 
+// trainFlags are the flags of train (and of worker, which runs one rank
+// of the same job).
+type trainFlags struct {
+	m                                 modelFlags
+	iters, testInterval, testIter     *int
+	display, workers, warmup          *int
+	resume, prefix, scheme, transport *string
+	algo, metrics, lrScale, compress  *string
+	pack                              *bool
+	commTimeout                       *time.Duration
+}
+
+func (f *trainFlags) register(fs *flag.FlagSet) {
+	f.m.register(fs)
+	f.iters = fs.Int("iters", 0, "iterations to train (default: the solver's max_iter)")
+	f.resume = fs.String("resume", "", "continue from this snapshot `FILE`")
+	f.prefix = fs.String("snapshot-prefix", "", "write snapshots to `PREFIX`_iter_N.dsgdsnap (default: the solver's snapshot_prefix; \"none\" disables them)")
+	f.testInterval = fs.Int("test-interval", -1, "test every N iterations (default: the solver's test_interval; 0: only at the end)")
+	f.testIter = fs.Int("test-iter", 0, "test batches per test pass (default: the solver's test_iter)")
+	f.display = fs.Int("display", -1, "print progress every N iterations (default: the solver's display)")
+	f.scheme = fs.String("scheme", "", "parallel scheme: "+strings.Join(scheme.Names(), ", ")+" (default: seq for one worker, sync-tree for more)")
+	f.workers = fs.Int("workers", 1, "number of workers (each reads its shard of the training set, with the solver's batch_size)")
+	f.transport = fs.String("transport", "inproc", "how workers talk: inproc (goroutines in this process) or tcp (one process per rank on loopback)")
+	f.pack = fs.Bool("pack", true, "send all layers as one contiguous message (off: one message per layer)")
+	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling)")
+	f.metrics = fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
+	f.lrScale = fs.String("lr-scale", "none", "learning rate scaling with the global batch: none, or linear (base_lr x workers, FireCaffe 7.2)")
+	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations")
+	f.compress = fs.String("compress", "none", "float encoding on the wire with --transport tcp: none or fp16 (half the bytes)")
+	f.commTimeout = fs.Duration("comm-timeout", time.Minute, "give up on a peer that does not answer within this")
+}
+
+// schemeName is the scheme the flags ask for, with the default applied.
+func (f *trainFlags) schemeName() string {
+	if *f.scheme != "" {
+		return *f.scheme
+	}
+	if *f.workers > 1 {
+		return "sync-tree"
+	}
+	return "seq"
+}
+
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
-	var m modelFlags
-	m.register(fs)
-	iters := fs.Int("iters", 0, "iterations to train (default: the solver's max_iter)")
-	resume := fs.String("resume", "", "continue from this snapshot `FILE`")
-	prefix := fs.String("snapshot-prefix", "", "write snapshots to `PREFIX`_iter_N.dsgdsnap (default: the solver's snapshot_prefix; \"none\" disables them)")
-	testInterval := fs.Int("test-interval", -1, "test every N iterations (default: the solver's test_interval; 0: only at the end)")
-	testIter := fs.Int("test-iter", 0, "test batches per test pass (default: the solver's test_iter)")
-	display := fs.Int("display", -1, "print progress every N iterations (default: the solver's display)")
-	schemeName := fs.String("scheme", "", "parallel scheme: "+strings.Join(scheme.Names(), ", ")+" (default: seq for one worker, sync-tree for more)")
-	workers := fs.Int("workers", 1, "number of workers (each reads its shard of the training set, with the solver's batch_size)")
-	transportName := fs.String("transport", "inproc", "how workers talk: inproc (goroutines in this process)")
-	pack := fs.Bool("pack", true, "send all layers as one contiguous message (off: one message per layer)")
-	algoName := fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling)")
-	metricsPath := fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
-	lrScale := fs.String("lr-scale", "none", "learning rate scaling with the global batch: none, or linear (base_lr x workers, FireCaffe 7.2)")
-	warmup := fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations")
-	commTimeout := fs.Duration("comm-timeout", time.Minute, "give up on a peer that does not answer within this")
+	var f trainFlags
+	f.register(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	switch *f.transport {
+	case "inproc":
+		if *f.compress != "none" {
+			fmt.Fprintln(stderr, "dsgd train: --compress works with --transport tcp")
+			return errUsage
+		}
+		return execute(ctx, &f, nil, stdout, stderr)
+	case "tcp":
+		return launch(ctx, args, &f, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "dsgd train: --transport %q: choose inproc or tcp\n", *f.transport)
+	return errUsage
+}
+
+// execute runs the training job the flags describe: every rank in this
+// process (g nil), or rank g.rank of a multi-process group.
+func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr io.Writer) error {
+	m := &f.m
 	j, err := m.load()
 	if err != nil {
 		return err
@@ -53,102 +99,139 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Display:            sd.Display,
 		Snapshot:           sd.Snapshot,
 		SnapshotPrefix:     sd.SnapshotPrefix,
-		Resume:             *resume,
+		Resume:             *f.resume,
 		Seed:               j.seed,
 		Threads:            m.threads,
 		Out:                stdout,
 		TTY:                isTerminal(stdout),
 	}
-	if *iters > 0 {
-		cfg.MaxIter = *iters
+	if *f.iters > 0 {
+		cfg.MaxIter = *f.iters
 	}
-	switch *prefix {
+	switch *f.prefix {
 	case "":
 	case "none":
 		cfg.SnapshotPrefix = ""
 	default:
-		cfg.SnapshotPrefix = *prefix
+		cfg.SnapshotPrefix = *f.prefix
 	}
-	if *testInterval >= 0 {
-		cfg.TestInterval = *testInterval
+	if *f.testInterval >= 0 {
+		cfg.TestInterval = *f.testInterval
 	}
-	if *testIter > 0 {
-		cfg.TestIter = *testIter
+	if *f.testIter > 0 {
+		cfg.TestIter = *f.testIter
 	}
-	if *display >= 0 {
-		cfg.Display = *display
+	if *f.display >= 0 {
+		cfg.Display = *f.display
 	}
-	if *workers < 1 {
-		fmt.Fprintf(stderr, "dsgd train: --workers must be at least 1, got %d\n", *workers)
+	if *f.workers < 1 {
+		fmt.Fprintf(stderr, "dsgd train: --workers must be at least 1, got %d\n", *f.workers)
 		return errUsage
 	}
-	if *transportName != "inproc" {
-		fmt.Fprintf(stderr, "dsgd train: --transport %q is not available yet; use inproc\n", *transportName)
-		return errUsage
-	}
-	algo, err := collective.ParseAlgorithm(*algoName)
+	algo, err := collective.ParseAlgorithm(*f.algo)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsgd train: --allreduce: %v\n", err)
 		return errUsage
 	}
-	cfg.Scheme, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = *schemeName, *workers, *pack, algo, *commTimeout
-	switch *lrScale {
+	cfg.Scheme, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = f.schemeName(), *f.workers, *f.pack, algo, *f.commTimeout
+	switch *f.lrScale {
 	case "none":
 	case "linear":
 		cfg.Solver.BaseLR *= float64(cfg.Workers)
 	default:
-		fmt.Fprintf(stderr, "dsgd train: --lr-scale %q: choose none or linear\n", *lrScale)
+		fmt.Fprintf(stderr, "dsgd train: --lr-scale %q: choose none or linear\n", *f.lrScale)
 		return errUsage
 	}
-	if *warmup < 0 {
-		fmt.Fprintf(stderr, "dsgd train: --warmup must not be negative, got %d\n", *warmup)
+	if *f.warmup < 0 {
+		fmt.Fprintf(stderr, "dsgd train: --warmup must not be negative, got %d\n", *f.warmup)
 		return errUsage
 	}
-	if *warmup > 0 {
-		cfg.Solver.WarmupIters = *warmup
-	}
-	if *metricsPath != "" {
-		f, err := os.Create(*metricsPath)
-		if err != nil {
-			return fmt.Errorf("--metrics: %w", err)
-		}
-		bw := bufio.NewWriter(f)
-		defer func() {
-			bw.Flush()
-			f.Close()
-		}()
-		cfg.Metrics = bw
-	}
-	if cfg.Scheme == "" {
-		cfg.Scheme = "seq"
-		if cfg.Workers > 1 {
-			cfg.Scheme = "sync-tree"
-		}
+	if *f.warmup > 0 {
+		cfg.Solver.WarmupIters = *f.warmup
 	}
 	if cfg.TestIter == 0 {
 		cfg.Test.Layers = nil // Caffe: no test_iter, no testing
 	}
-	if err := j.openData(&m, len(cfg.Test.Layers) > 0, cfg.Workers); err != nil {
+	rank := 0
+	if g != nil {
+		rank = g.rank
+		cfg.Group = &train.Group{Rank: g.rank, Size: g.world}
+		if rank != 0 {
+			cfg.Out, cfg.Test.Layers, cfg.SnapshotPrefix = io.Discard, nil, ""
+			if cfg.Scheme == "sync-ps" && rank == g.world-1 {
+				cfg.SnapshotPrefix = snapshotPrefix(f, sd.SnapshotPrefix) // the server holds the solver state
+			}
+		}
+	}
+	if *f.metrics != "" {
+		path := *f.metrics
+		if g != nil && rank > 0 {
+			path = fmt.Sprintf("%s.rank%d", path, rank)
+		}
+		mf, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("--metrics: %w", err)
+		}
+		bw := bufio.NewWriter(mf)
+		defer func() {
+			bw.Flush()
+			mf.Close()
+		}()
+		cfg.Metrics = bw
+	}
+	if g == nil {
+		err = j.openData(m, len(cfg.Test.Layers) > 0, cfg.Workers)
+	} else {
+		err = j.openShard(m, len(cfg.Test.Layers) > 0, min(rank, cfg.Workers-1), cfg.Workers)
+	}
+	if err != nil {
 		return err
 	}
 	defer j.close()
 	cfg.TrainShapes, cfg.TrainFeeds, cfg.WorkerFeeds = j.trainShapes, j.trainFeeds, j.workerFeeds
 	cfg.TestShapes, cfg.TestFeeds = j.testShapes, j.testFeeds
+	if g != nil && rank >= cfg.Workers {
+		cfg.TrainFeeds = nil // the parameter server computes nothing
+	}
 	tr, err := train.New(cfg)
 	if err != nil {
 		return err
 	}
-	j.printHeader(stdout, tr.Net(), m.threads, cfg.MaxIter)
-	fmt.Fprintf(stdout, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Scheme, cfg.Workers, *transportName, max(1, m.threads/cfg.Workers), cfg.Pack)
+	if g != nil {
+		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress)
+		if err != nil {
+			return err
+		}
+		defer ep.Close()
+		cfg.Group.Endpoint = ep
+	}
+	out := cfg.Out
+	j.printHeader(out, tr.Net(), m.threads, cfg.MaxIter)
+	threads := max(1, m.threads/cfg.Workers)
+	where := *f.transport
+	if g != nil {
+		threads, where = m.threads, "tcp"
+	}
+	fmt.Fprintf(out, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Scheme, cfg.Workers, where, threads, cfg.Pack)
 	if cfg.Resume != "" {
-		fmt.Fprintf(stdout, "dsgd: resuming from %s\n", cfg.Resume)
+		fmt.Fprintf(out, "dsgd: resuming from %s\n", cfg.Resume)
 	}
 	res, err := tr.Run(ctx)
 	if err != nil {
 		return err
 	}
-	printSummary(stdout, res)
+	printSummary(out, res)
 	return nil
+}
+
+func snapshotPrefix(f *trainFlags, solverPrefix string) string {
+	switch *f.prefix {
+	case "":
+		return solverPrefix
+	case "none":
+		return ""
+	}
+	return *f.prefix
 }
 
 func printSummary(w io.Writer, res *train.Result) {
@@ -168,7 +251,9 @@ func printSummary(w io.Writer, res *train.Result) {
 		exposed := float64(res.CommExposed) / float64(time.Millisecond) / it
 		total := float64(res.Phases.Sum()) / float64(time.Millisecond) / it
 		fmt.Fprintf(w, "communication (rank 0): %.3f ms/iter busy, %.3f ms/iter exposed; communication ratio %.1f%% (exposed / iteration)\n", busy, exposed, 100*exposed/total)
-		fmt.Fprintf(w, "replicas identical at the end: %v\n", res.Identical)
+		if res.IdenticalKnown {
+			fmt.Fprintf(w, "replicas identical at the end: %v\n", res.Identical)
+		}
 	}
 	for _, s := range res.Snapshots {
 		fmt.Fprintf(w, "snapshot: %s\n", s)

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"dsgd/scheme"
+	"dsgd/transport"
+	"dsgd/transport/tcp"
+)
+
+// groupFlags place a process in a multi-process group. Each may come from
+// a flag or from the environment of a launcher (see resolve).
+type groupFlags struct {
+	rank, world int
+	rendezvous  string
+	token       string
+	listen      string
+	env         string // where rank and world came from, for messages
+}
+
+func (g *groupFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&g.rank, "rank", -1, "this process's rank (default: from OMPI_COMM_WORLD_RANK, SLURM_PROCID or RANK)")
+	fs.IntVar(&g.world, "world", 0, "number of ranks in the group (default: from OMPI_COMM_WORLD_SIZE, SLURM_NTASKS or WORLD_SIZE)")
+	fs.StringVar(&g.rendezvous, "rendezvous", "", "`HOST:PORT` where rank 0 gathers the group (default: MASTER_ADDR:MASTER_PORT, or DSGD_RENDEZVOUS)")
+	fs.StringVar(&g.token, "token", "", "shared secret of the group (default: DSGD_TOKEN; keeps other jobs out, not an encryption)")
+	fs.StringVar(&g.listen, "listen", "127.0.0.1:0", "`HOST:PORT` for this rank's data connections (loopback unless told otherwise; 0.0.0.0:0 for multi-host)")
+}
+
+// launcherEnv lists the rank/size variables of the launchers people use,
+// in the order they are tried.
+var launcherEnv = []struct{ name, rank, size string }{
+	{"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+	{"SLURM", "SLURM_PROCID", "SLURM_NTASKS"},
+	{"torch-style", "RANK", "WORLD_SIZE"},
+}
+
+// resolve fills what the flags left unset from the environment.
+func (g *groupFlags) resolve(getenv func(string) string) error {
+	if g.rank < 0 || g.world == 0 {
+		for _, l := range launcherEnv {
+			rs, ws := getenv(l.rank), getenv(l.size)
+			if rs == "" || ws == "" {
+				continue
+			}
+			r, err1 := strconv.Atoi(rs)
+			w, err2 := strconv.Atoi(ws)
+			if err1 != nil || err2 != nil {
+				return fmt.Errorf("%s environment: %s=%q %s=%q are not integers", l.name, l.rank, rs, l.size, ws)
+			}
+			if g.rank < 0 {
+				g.rank = r
+			}
+			if g.world == 0 {
+				g.world = w
+			}
+			g.env = l.name
+			break
+		}
+	}
+	if g.rank < 0 || g.world <= 0 {
+		return errors.New("no rank and world size: pass --rank and --world, or run under mpirun, srun, or with RANK and WORLD_SIZE set")
+	}
+	if g.rank >= g.world {
+		return fmt.Errorf("rank %d out of range for a world of %d", g.rank, g.world)
+	}
+	if g.rendezvous == "" {
+		if a, p := getenv("MASTER_ADDR"), getenv("MASTER_PORT"); a != "" && p != "" {
+			g.rendezvous = net.JoinHostPort(a, p)
+		} else {
+			g.rendezvous = getenv("DSGD_RENDEZVOUS")
+		}
+	}
+	if g.rendezvous == "" && g.world > 1 {
+		return errors.New("no rendezvous address: pass --rendezvous HOST:PORT, or set MASTER_ADDR and MASTER_PORT (or DSGD_RENDEZVOUS)")
+	}
+	if g.token == "" {
+		g.token = getenv("DSGD_TOKEN")
+	}
+	if g.token == "" {
+		g.token = "dsgd"
+	}
+	return nil
+}
+
+func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Duration, compress string) (transport.Endpoint, error) {
+	c, err := tcp.ParseCompress(compress)
+	if err != nil {
+		return nil, fmt.Errorf("--compress: %w", err)
+	}
+	ep, err := tcp.Connect(ctx, tcp.Config{Rank: g.rank, Size: g.world, Rendezvous: g.rendezvous, Listen: g.listen, Token: g.token, ModelHash: hash, Timeout: timeout, Compress: c})
+	if err != nil {
+		return nil, fmt.Errorf("rank %d of %d joining %s: %w", g.rank, g.world, g.rendezvous, err)
+	}
+	return ep, nil
+}
+
+// runWorker runs one rank of a training job whose ranks are separate
+// processes, possibly on separate hosts.
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runRank(ctx, "worker", args, stdout, stderr)
+}
+
+// runPS runs the parameter server of a sync-ps job: the last rank.
+func runPS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runRank(ctx, "ps", args, stdout, stderr)
+}
+
+func runRank(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var f trainFlags
+	var g groupFlags
+	f.register(fs)
+	g.register(fs)
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if name == "ps" {
+		if *f.scheme == "" {
+			*f.scheme = "sync-ps"
+		}
+		if *f.scheme != "sync-ps" {
+			fmt.Fprintf(stderr, "dsgd ps: the parameter server runs --scheme sync-ps, not %s\n", *f.scheme)
+			return errUsage
+		}
+		if g.world == 0 && *f.workers > 1 {
+			g.world = *f.workers + 1
+		}
+		if g.rank < 0 && g.world > 0 {
+			g.rank = g.world - 1
+		}
+	}
+	if err := g.resolve(os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
+		return errUsage
+	}
+	// The world size fixes the worker count: every rank, or all but the
+	// server under sync-ps.
+	ws := g.world
+	if f.schemeName() == "sync-ps" || (*f.scheme == "" && name == "ps") {
+		ws--
+	}
+	if *f.workers > 1 && *f.workers != ws {
+		fmt.Fprintf(stderr, "dsgd %s: --workers %d disagrees with a world of %d ranks under %s\n", name, *f.workers, g.world, f.schemeName())
+		return errUsage
+	}
+	*f.workers = max(ws, 1)
+	if *f.scheme == "" && ws > 1 {
+		*f.scheme = "sync-tree"
+	}
+	return execute(ctx, &f, &g, stdout, stderr)
+}
+
+// launch runs a --transport tcp job on this host: one child process per
+// rank, joined over loopback TCP. Rank 0's output is ours; the others'
+// errors are shown with their rank.
+func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io.Writer) error {
+	sc := scheme.Config{Name: f.schemeName(), Workers: *f.workers}
+	world := sc.Ranks()
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("--transport tcp: cannot find this program to start the workers: %w", err)
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return fmt.Errorf("--transport tcp: %w", err)
+	}
+	tok := make([]byte, 16)
+	if _, err := rand.Read(tok); err != nil {
+		return err
+	}
+	base := append(stripFlag(args, "transport"), "--threads", strconv.Itoa(max(1, f.m.threads/world))) // the cores are shared
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, world)
+	outs := make([]*bytes.Buffer, world)
+	var wg sync.WaitGroup
+	for r := 0; r < world; r++ {
+		cargs := append([]string{"worker", "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world), "--rendezvous", addr, "--token", hex.EncodeToString(tok)}, base...)
+		cmd := exec.CommandContext(ctx, exe, cargs...)
+		cmd.Env = append(os.Environ(), "DSGD_CHILD=1")
+		cmd.WaitDelay = 5 * time.Second
+		outs[r] = &bytes.Buffer{}
+		cmd.Stderr = outs[r]
+		if r == 0 {
+			cmd.Stdout = stdout
+		}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("--transport tcp: starting rank %d: %w", r, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := cmd.Wait(); err != nil {
+				errs[r] = err
+				// Give the others a moment to report their own view,
+				// then stop them.
+				time.AfterFunc(10*time.Second, cancel)
+			}
+		}()
+	}
+	wg.Wait()
+	var msgs []string
+	for r, err := range errs {
+		if err == nil {
+			continue
+		}
+		text := strings.TrimSpace(outs[r].String())
+		if text == "" {
+			text = err.Error()
+		}
+		msgs = append(msgs, fmt.Sprintf("rank %d: %s", r, text))
+	}
+	if len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "\n"))
+	}
+	return nil
+}
+
+// stripFlag removes -name/--name and its value from args.
+func stripFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		trimmed := strings.TrimLeft(a, "-")
+		if trimmed == name && a != trimmed {
+			i++ // the value follows
+			continue
+		}
+		if strings.HasPrefix(trimmed, name+"=") && a != trimmed {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
