@@ -645,6 +645,10 @@ func (n *Net) Backward() {
 	}
 }
 
+// SetGradHook replaces Options.OnGradReady: the callback Backward calls
+// as each layer's parameter gradients become final (nil: none).
+func (n *Net) SetGradHook(hook func(blocks []int)) { n.hook = hook }
+
 // ForwardBackward runs Forward then Backward and returns the loss.
 func (n *Net) ForwardBackward() float64 {
 	loss := n.Forward()

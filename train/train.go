@@ -103,14 +103,23 @@ type Config struct {
 	Algo collective.Algorithm
 	// CommTimeout bounds a wait for a peer (0: none).
 	CommTimeout time.Duration
-	// Endpoint, when set, connects this process to a group (TCP) in which
-	// it runs only rank Endpoint.Rank(); TrainFeeds feed that rank and
-	// WorkerFeeds is unused. Without it every rank runs in this process
+	// Group, when set, makes this process one rank of a multi-process
+	// group (TCP): it runs only rank Group.Rank, fed by TrainFeeds
+	// (WorkerFeeds is unused). Without it every rank runs in this process
 	// over in-process endpoints.
-	Endpoint transport.Endpoint
+	Group *Group
 	// Metrics, when set, receives one JSON line per iteration per worker
 	// (see IterMetrics).
 	Metrics io.Writer
+}
+
+// Group places a trainer in a multi-process group. Rank and Size are
+// known before the trainer is built; Endpoint is connected afterwards
+// (the connection checks every rank's LayoutHash) and must be set before
+// Run.
+type Group struct {
+	Rank, Size int
+	Endpoint   transport.Endpoint
 }
 
 // IterMetrics is one line of the --metrics file: what one worker did in
@@ -172,9 +181,10 @@ type Result struct {
 	// Workers and Scheme say how the run was parallelised.
 	Workers int
 	Scheme  string
-	// Identical reports, for schemes that promise it, whether every
-	// worker ended with bitwise the same weights.
-	Identical bool
+	// Identical reports whether every worker ended with bitwise the same
+	// weights; IdenticalKnown whether that could be checked (all ranks in
+	// this process).
+	Identical, IdenticalKnown bool
 }
 
 // Final is the last test pass, or the zero TestResult.
@@ -329,6 +339,10 @@ func (t *Trainer) resume(path string) error {
 	return nil
 }
 
+// LayoutHash identifies the model's parameter layout; ranks of a group
+// must agree on it.
+func (t *Trainer) LayoutHash() uint64 { return t.layout }
+
 // Net is the TRAIN net.
 func (t *Trainer) Net() *model.Net { return t.net }
 
@@ -349,11 +363,14 @@ func (t *Trainer) buildRanks() error {
 		local[r] = r
 	}
 	threads := max(1, cfg.Threads/workers)
-	if ep := cfg.Endpoint; ep != nil {
-		if ep.Size() != nranks {
-			return fmt.Errorf("train: scheme %s with %d workers runs on %d ranks, but the group has %d", cfg.Scheme, workers, nranks, ep.Size())
+	if g := cfg.Group; g != nil {
+		if g.Size != nranks {
+			return fmt.Errorf("train: scheme %s with %d workers runs on %d ranks, but the group has %d", cfg.Scheme, workers, nranks, g.Size)
 		}
-		local, threads = []int{ep.Rank()}, max(cfg.Threads, 1)
+		if g.Rank < 0 || g.Rank >= g.Size {
+			return fmt.Errorf("train: rank %d out of range [0,%d)", g.Rank, g.Size)
+		}
+		local, threads = []int{g.Rank}, max(cfg.Threads, 1)
 	} else if workers > 1 && len(cfg.WorkerFeeds) != workers-1 {
 		return fmt.Errorf("train: %d workers need %d worker feeds, got %d", workers, workers-1, len(cfg.WorkerFeeds))
 	}
@@ -504,9 +521,12 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	var eps []transport.Endpoint // indexed by rank
 	switch {
-	case cfg.Endpoint != nil:
-		eps = make([]transport.Endpoint, cfg.Endpoint.Size())
-		eps[cfg.Endpoint.Rank()] = cfg.Endpoint
+	case cfg.Group != nil:
+		if cfg.Group.Endpoint == nil {
+			return res, errors.New("train: the group's endpoint is not connected")
+		}
+		eps = make([]transport.Endpoint, cfg.Group.Size)
+		eps[cfg.Group.Rank] = cfg.Group.Endpoint
 	case len(t.ranks) > 1:
 		eps = transport.NewInproc(len(t.ranks))
 	}
@@ -609,7 +629,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}()
 	}
 	wg.Wait()
-	if cfg.Endpoint == nil {
+	if cfg.Group == nil {
 		for _, ep := range eps {
 			ep.Close()
 		}
@@ -637,7 +657,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	if trainSecs > 0 {
 		res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
 	}
-	res.Identical = cfg.Endpoint == nil
+	res.Identical, res.IdenticalKnown = cfg.Group == nil, cfg.Group == nil
 	for _, rs := range t.ranks[1:] {
 		if !slices.Equal(rs.net.Params(), t.net.Params()) {
 			res.Identical = false
