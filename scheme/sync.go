@@ -97,21 +97,55 @@ func (c Config) messages(buf Buffer) []Range {
 	return out
 }
 
+// issuer collects the actions of one Step and counts the communication
+// actions in flight; every scheme embeds one.
+type issuer struct {
+	out     []Action
+	nextID  int
+	pending int
+}
+
+func (s *issuer) emit(a Action) { s.out = append(s.out, a) }
+
+// comm emits a communication action with a fresh ID.
+func (s *issuer) comm(a Action) {
+	s.nextID++
+	s.pending++
+	a.ID = s.nextID
+	s.out = append(s.out, a)
+}
+
+// computeOrFinish starts iteration iter, or finishes the run at maxIter.
+func (s *issuer) computeOrFinish(iter, maxIter int, watch bool) {
+	if iter >= maxIter {
+		s.emit(Action{Op: Finish})
+		return
+	}
+	s.emit(Action{Op: Compute, WatchGrads: watch})
+}
+
+// averageAndUpdate emits the mean of the summed gradients (Scale by
+// 1/workers) and the solver update of iteration iter.
+func (s *issuer) averageAndUpdate(c Config, iter int) {
+	if n := c.Workers; n > 1 {
+		s.emit(Action{Op: Scale, R: Range{Grads, 0, c.Layout.N}, Factor: 1 / float32(n)})
+	}
+	s.emit(Action{Op: Update, Iter: iter})
+}
+
 // allreduceWorker runs seq, sync-tree, sync-ring and overlap: compute,
 // sum the gradients over all workers (after backward, or layer by layer
 // during it for overlap), average, and update locally. Every replica
 // applies the same update to the same weights, so no weights travel
 // (TRL/Caffe Alg. 5).
 type allreduceWorker struct {
+	issuer
 	cfg     Config
 	algo    Algo
 	overlap bool
 	iter    int
 	loss    float64
-	pending int  // allreduces issued and not done
 	done    bool // compute of this iteration finished
-	nextID  int
-	out     []Action
 }
 
 func (w *allreduceWorker) Step(ev Event) []Action {
@@ -139,30 +173,20 @@ func (w *allreduceWorker) Step(ev Event) []Action {
 }
 
 func (w *allreduceWorker) begin() {
-	if w.iter >= w.cfg.MaxIter {
-		w.out = append(w.out, Action{Op: Finish})
-		return
-	}
 	w.done = false
-	w.out = append(w.out, Action{Op: Compute, WatchGrads: w.overlap && w.cfg.Workers > 1})
+	w.computeOrFinish(w.iter, w.cfg.MaxIter, w.overlap && w.cfg.Workers > 1)
 }
 
 func (w *allreduceWorker) allreduce(r Range) {
-	w.nextID++
-	w.pending++
-	w.out = append(w.out, Action{Op: Allreduce, ID: w.nextID, R: r, Algo: w.algo})
+	w.comm(Action{Op: Allreduce, R: r, Algo: w.algo})
 }
 
 func (w *allreduceWorker) maybeFinish() {
 	if !w.done || w.pending > 0 {
 		return
 	}
-	if n := w.cfg.Workers; n > 1 {
-		w.out = append(w.out, Action{Op: Scale, R: Range{Grads, 0, w.cfg.Layout.N}, Factor: 1 / float32(n)})
-	}
-	w.out = append(w.out,
-		Action{Op: Update, Iter: w.iter},
-		Action{Op: IterDone, Iter: w.iter, Loss: w.loss})
+	w.averageAndUpdate(w.cfg, w.iter)
+	w.emit(Action{Op: IterDone, Iter: w.iter, Loss: w.loss})
 	w.iter++
 	w.begin()
 }
@@ -177,13 +201,11 @@ const (
 // psWorker is a sync-ps worker (SpeeDO 3.1, FireCaffe 6.1): compute, push
 // the gradients to the server, pull the updated weights.
 type psWorker struct {
-	cfg     Config
-	server  int
-	iter    int
-	loss    float64
-	pending int
-	nextID  int
-	out     []Action
+	issuer
+	cfg    Config
+	server int
+	iter   int
+	loss   float64
 }
 
 func (w *psWorker) Step(ev Event) []Action {
@@ -201,7 +223,7 @@ func (w *psWorker) Step(ev Event) []Action {
 		}
 	case Done:
 		if w.pending--; w.pending == 0 {
-			w.out = append(w.out, Action{Op: IterDone, Iter: w.iter, Loss: w.loss})
+			w.emit(Action{Op: IterDone, Iter: w.iter, Loss: w.loss})
 			w.iter++
 			w.begin()
 		}
@@ -209,20 +231,7 @@ func (w *psWorker) Step(ev Event) []Action {
 	return w.out
 }
 
-func (w *psWorker) comm(a Action) {
-	w.nextID++
-	w.pending++
-	a.ID = w.nextID
-	w.out = append(w.out, a)
-}
-
-func (w *psWorker) begin() {
-	if w.iter >= w.cfg.MaxIter {
-		w.out = append(w.out, Action{Op: Finish})
-		return
-	}
-	w.out = append(w.out, Action{Op: Compute})
-}
+func (w *psWorker) begin() { w.computeOrFinish(w.iter, w.cfg.MaxIter, false) }
 
 // psServer is the sync-ps parameter server: receive every worker's
 // gradients into Grads (worker 0's overwrite, the rest add, in rank
@@ -230,12 +239,10 @@ func (w *psWorker) begin() {
 // weights back to every worker. Its NIC serialises the p transfers each
 // way: the cost FireCaffe's Eq. 3 calls linear in p.
 type psServer struct {
-	cfg     Config
-	iter    int
-	pending int
-	phase   int // 0: receiving gradients, 1: sending weights
-	nextID  int
-	out     []Action
+	issuer
+	cfg   Config
+	iter  int
+	phase int // 0: receiving gradients, 1: sending weights
 }
 
 func (s *psServer) Step(ev Event) []Action {
@@ -248,10 +255,7 @@ func (s *psServer) Step(ev Event) []Action {
 			break
 		}
 		if s.phase == 0 {
-			if n := s.cfg.Workers; n > 1 {
-				s.out = append(s.out, Action{Op: Scale, R: Range{Grads, 0, s.cfg.Layout.N}, Factor: 1 / float32(n)})
-			}
-			s.out = append(s.out, Action{Op: Update, Iter: s.iter})
+			s.averageAndUpdate(s.cfg, s.iter)
 			s.phase = 1
 			for wk := 0; wk < s.cfg.Workers; wk++ {
 				for i, r := range s.cfg.messages(Params) {
@@ -260,23 +264,16 @@ func (s *psServer) Step(ev Event) []Action {
 			}
 			break
 		}
-		s.out = append(s.out, Action{Op: IterDone, Iter: s.iter})
+		s.emit(Action{Op: IterDone, Iter: s.iter})
 		s.iter++
 		s.receive()
 	}
 	return s.out
 }
 
-func (s *psServer) comm(a Action) {
-	s.nextID++
-	s.pending++
-	a.ID = s.nextID
-	s.out = append(s.out, a)
-}
-
 func (s *psServer) receive() {
 	if s.iter >= s.cfg.MaxIter {
-		s.out = append(s.out, Action{Op: Finish})
+		s.emit(Action{Op: Finish})
 		return
 	}
 	s.phase = 0
