@@ -8,6 +8,7 @@
 //	dsgd bench [flags]   our iteration time beside the PyTorch peer's
 //	dsgd worker [flags]  one rank of a multi-process job
 //	dsgd ps [flags]      the parameter server of a multi-process sync-ps job
+//	dsgd bench-comm      allreduce bandwidth beside gloo's; parameter server vs tree
 //
 // Run "dsgd COMMAND -h" for a command's flags.
 package main
@@ -35,6 +36,7 @@ func commands() []command {
 		{"bench", "iteration time beside the PyTorch peer's, as a ratio", runBench},
 		{"worker", "run one rank of a multi-process job (mpirun, srun, or by hand)", runWorker},
 		{"ps", "run the parameter server of a multi-process sync-ps job", runPS},
+		{"bench-comm", "allreduce bandwidth beside gloo's; parameter server vs tree", runBenchComm},
 	}
 }
 
@@ -81,7 +83,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: dsgd COMMAND [flags]")
 	fmt.Fprintln(w, "commands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-6s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, `run "dsgd COMMAND -h" for a command's flags`)
 }
