@@ -5,11 +5,17 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"dsgd/collective"
+	"dsgd/scheme"
 	"dsgd/solver"
 	"dsgd/tensor"
+	"dsgd/transport/tcp"
 )
 
 // sliceSource serves fixed samples so that worker r of n at iteration i
@@ -141,5 +147,97 @@ func TestWorkerFeedCountChecked(t *testing.T) {
 	cfg.Scheme, cfg.Workers = "sync-tree", 3
 	if _, err := New(cfg); err == nil {
 		t.Fatal("3 workers with no worker feeds accepted")
+	}
+}
+
+// runSchemeTCP runs every rank as its own Trainer joined over loopback
+// TCP (one goroutine per rank, as one process per rank would) and returns
+// rank 0's final weights.
+func runSchemeTCP(t *testing.T, name string, workers, b, iters int) []float32 {
+	t.Helper()
+	images, labels := samples(96, 64, 4)
+	sc := scheme.Config{Name: name, Workers: workers}
+	size := sc.Ranks()
+	addr := freeAddr(t)
+	results := make([][]float32, size)
+	errs := make([]error, size)
+	var wg sync.WaitGroup
+	for r := 0; r < size; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rank := min(r, workers-1)
+			cfg := Config{
+				Train: mlp(false), TrainShapes: map[string]tensor.Shape{"data": {b, 1, 8, 8}, "label": {b}},
+				Solver:  solver.Config{Type: "SGD", BaseLR: 0.1, Momentum: 0.9, WeightDecay: 1e-3, LRPolicy: "inv", Gamma: 1e-2, Power: 0.75},
+				MaxIter: iters, Seed: 11, Threads: 1, Scheme: name, Workers: workers, Pack: true,
+				Group: &Group{Rank: r, Size: size},
+			}
+			if r < workers {
+				cfg.TrainFeeds = []Feed{{Tops: []string{"data", "label"}, Source: &sliceSource{images: images, labels: labels, per: 64, batch: b, rank: rank, workers: workers}}}
+			}
+			tr, err := New(cfg)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			ep, err := tcp.Connect(ctx, tcp.Config{Rank: r, Size: size, Rendezvous: addr, Token: "t", ModelHash: tr.LayoutHash(), Timeout: 20 * time.Second})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer ep.Close()
+			cfg.Group.Endpoint = ep
+			res, err := tr.Run(ctx)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			results[r] = append([]float32(nil), res.Params...)
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("%s over tcp, rank %d: %v", name, r, err)
+		}
+	}
+	for r := 1; r < size; r++ {
+		if !slices.Equal(results[r], results[0]) {
+			t.Fatalf("%s over tcp: rank %d's weights differ from rank 0's", name, r)
+		}
+	}
+	return results[0]
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestSyncSchemesMatchSeqOverTCP: the same equivalence over the TCP
+// transport, every replica bitwise identical.
+func TestSyncSchemesMatchSeqOverTCP(t *testing.T) {
+	const b, iters = 4, 8
+	for _, n := range []int{2, 3, 4, 7} {
+		_, want := runScheme(t, "seq", 1, n*b, iters, true, collective.Auto)
+		for _, name := range []string{"sync-ps", "sync-tree", "sync-ring", "overlap"} {
+			t.Run(fmt.Sprintf("%s/N=%d", name, n), func(t *testing.T) {
+				got := runSchemeTCP(t, name, n, b, iters)
+				worst := 0.0
+				for i := range want {
+					worst = math.Max(worst, math.Abs(float64(got[i]-want[i]))/math.Max(1e-2, math.Abs(float64(want[i]))))
+				}
+				if worst > 1e-4 {
+					t.Fatalf("weights differ from seq with batch %d: worst relative difference %.3g", n*b, worst)
+				}
+			})
+		}
 	}
 }
