@@ -125,7 +125,7 @@ func Build(spec Spec, inputs map[string]tensor.Shape, opt Options) (*Net, error)
 		n.order = append(n.order, name)
 		n.inputs = append(n.inputs, b)
 	}
-	ctx := layers.Context{Phase: opt.Phase, Threads: max(opt.Threads, 1)}
+	ctx := layers.Context{Phase: opt.Phase, Threads: max(opt.Threads, 1), Pool: tensor.NewPool(opt.Threads)}
 	names := map[string]string{} // layer name -> where it was first defined
 	for i, ls := range spec.Layers {
 		where := layerWhere(ls)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"dsgd/tensor"
 )
 
 // Segment is one parameter blob's slice w[Off:Off+Len] of the flat buffer
@@ -64,6 +66,18 @@ type Solver struct {
 	rule rule
 	n    int
 	segs []Segment
+	// active lists the segments Step updates (lr_mult ≠ 0) in order, and
+	// cum their running lengths: in the concatenation of their elements,
+	// active[j] covers [cum[j], cum[j+1]).
+	active []int
+	cum    []int
+
+	// threads and pool split Step across goroutines (SetThreads); stepFn
+	// is stepChunk bound once, and cur the arguments of the Step running.
+	threads int
+	pool    *tensor.Pool
+	stepFn  func(lo, hi, worker int)
+	cur     stepArgs
 	// hist holds rule.buffers() slices of length n, indexed like w:
 	// SGD and Nesterov v; AdaGrad and RMSProp h; Adam m then v.
 	hist [][]float32
@@ -131,7 +145,51 @@ func New(cfg Config, n int, segs []Segment) (*Solver, error) {
 	for i := range s.hist {
 		s.hist[i] = make([]float32, n)
 	}
+	s.cum = []int{0}
+	for i, sg := range s.segs {
+		if sg.LRMult != 0 && sg.Len > 0 {
+			s.active = append(s.active, i)
+			s.cum = append(s.cum, s.cum[len(s.cum)-1]+sg.Len)
+		}
+	}
+	s.threads = 1
+	s.stepFn = s.stepChunk
 	return s, nil
+}
+
+// stepWorkPerThread is the number of elements (about a nanosecond each,
+// memory-bound) below which another Step thread costs more than it saves.
+const stepWorkPerThread = 1 << 15
+
+// SetThreads makes Step split its update across n goroutines (n ≤ 1: the
+// caller's alone, the default), each taking a contiguous share of the
+// elements of the updated segments. Every element goes through the same
+// operations whatever n is, so results are bit for bit those of one
+// thread. Small buffers run on fewer threads. StepSegment always runs on
+// the caller. The solver keeps n−1 parked worker goroutines, stopped when
+// it is dropped or when SetThreads(1) is called. Call it between steps.
+func (s *Solver) SetThreads(n int) {
+	n = max(n, 1)
+	if n == s.threads {
+		return
+	}
+	s.pool.Close()
+	s.pool = nil
+	if n > 1 {
+		s.pool = tensor.NewPool(n)
+	}
+	s.threads = n
+}
+
+// Threads returns the number of goroutines Step may use (see SetThreads).
+func (s *Solver) Threads() int { return s.threads }
+
+// stepArgs are the arguments of a Step, for its worker goroutines.
+type stepArgs struct {
+	rate  float64
+	iter  int
+	scale float32
+	w, g  []float32
 }
 
 // N returns the length of the flat parameter buffer.
@@ -217,8 +275,31 @@ func (s *Solver) Step(iter int, w, g []float32) {
 			scale = float32(clip / norm)
 		}
 	}
-	for i := range s.segs {
+	total := s.cum[len(s.cum)-1]
+	if threads := min(s.threads, total/stepWorkPerThread); threads > 1 {
+		s.cur = stepArgs{rate: rate, iter: iter, scale: scale, w: w, g: g}
+		s.pool.For(total, threads, s.stepFn)
+		s.cur = stepArgs{}
+		return
+	}
+	for _, i := range s.active {
 		s.stepSegment(rate, iter, i, scale, w, g)
+	}
+}
+
+// stepChunk updates elements [lo, hi) of the concatenation of the active
+// segments, with the arguments in s.cur.
+func (s *Solver) stepChunk(lo, hi, _ int) {
+	a := &s.cur
+	for j, seg := range s.active {
+		start, end := s.cum[j], s.cum[j+1]
+		if end <= lo {
+			continue
+		}
+		if start >= hi {
+			break
+		}
+		s.stepRange(a.rate, a.iter, seg, a.scale, a.w, a.g, max(lo, start)-start, min(hi, end)-start)
 	}
 }
 
@@ -279,11 +360,18 @@ func (r reg) grad(g, w float32) float32 {
 func sqrt32(x float32) float32 { return float32(math.Sqrt(float64(x))) }
 
 func (s *Solver) stepSegment(rate float64, iter, seg int, scale float32, w, g []float32) {
+	s.stepRange(rate, iter, seg, scale, w, g, 0, s.segs[seg].Len)
+}
+
+// stepRange applies the update to elements [a, b) of segment seg. The
+// update is element-wise, so any split of a segment into ranges gives the
+// same result as one call over all of it.
+func (s *Solver) stepRange(rate float64, iter, seg int, scale float32, w, g []float32, a, b int) {
 	sg := s.segs[seg]
 	if sg.LRMult == 0 {
 		return
 	}
-	lo, hi := sg.Off, sg.Off+sg.Len
+	lo, hi := sg.Off+a, sg.Off+b
 	ws, gs := w[lo:hi], g[lo:hi]
 	r := reg{scale: scale}
 	if d := s.weightDecay * sg.DecayMult; d != 0 {

@@ -642,23 +642,112 @@ func TestLenetSegs(t *testing.T) {
 
 func BenchmarkStep(b *testing.B) {
 	n, segs := lenetSegs()
+	for _, threads := range []int{1, 2} {
+		for _, typ := range allTypes {
+			b.Run(fmt.Sprintf("%s/threads%d", typ, threads), func(b *testing.B) {
+				cfg := ruleConfig(typ)
+				cfg.LRPolicy, cfg.Gamma, cfg.Power = "inv", 1e-4, 0.75
+				s, err := New(cfg, n, segs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.SetThreads(threads)
+				rng := rand.New(rand.NewPCG(1, 1))
+				w, g := randVec(rng, n, 0.1), randVec(rng, n, 0.01)
+				b.SetBytes(int64(4 * n))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; b.Loop(); i++ {
+					s.Step(i, w, g)
+				}
+			})
+		}
+	}
+}
+
+// TestStepThreadsBitIdentical checks that Step gives bit for bit the same
+// weights and history on any number of threads, for every rule, with and
+// without clipping, over segments that are frozen, empty, small, or cut
+// between threads at arbitrary points.
+func TestStepThreadsBitIdentical(t *testing.T) {
+	const n = 5*stepWorkPerThread + 123
+	segs := []Segment{
+		{Off: 0, Len: 1000, LRMult: 1, DecayMult: 1},
+		{Off: 1000, Len: 7, LRMult: 2, DecayMult: 0},
+		{Off: 1007, Len: 0, LRMult: 1, DecayMult: 1},
+		{Off: 1007, Len: 3 * stepWorkPerThread, LRMult: 1, DecayMult: 1},
+		{Off: 1007 + 3*stepWorkPerThread, Len: 500, LRMult: 0, DecayMult: 1}, // frozen
+		{Off: 1507 + 3*stepWorkPerThread, Len: n - 1607 - 3*stepWorkPerThread, LRMult: 0.5, DecayMult: 2},
+		// the last 100 elements lie in no segment
+	}
 	for _, typ := range allTypes {
-		b.Run(typ, func(b *testing.B) {
-			cfg := ruleConfig(typ)
-			cfg.LRPolicy, cfg.Gamma, cfg.Power = "inv", 1e-4, 0.75
-			s, err := New(cfg, n, segs)
-			if err != nil {
-				b.Fatal(err)
+		for _, clip := range []float64{0, 1} {
+			for _, l1 := range []bool{false, true} {
+				cfg := ruleConfig(typ)
+				cfg.ClipGradients = clip
+				if l1 {
+					cfg.Regularization = "L1"
+				}
+				var ws, hs [][]float32
+				for _, threads := range []int{1, 2, 3, 4} {
+					s, err := New(cfg, n, segs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					s.SetThreads(threads)
+					if s.Threads() != threads {
+						t.Fatalf("Threads() = %d after SetThreads(%d)", s.Threads(), threads)
+					}
+					rng := rand.New(rand.NewPCG(5, 6))
+					w := randVec(rng, n, 1)
+					for iter := range 3 {
+						g := randVec(rng, n, 1)
+						s.Step(iter, w, g)
+					}
+					var h []float32
+					for _, b := range s.History() {
+						h = append(h, b...)
+					}
+					ws, hs = append(ws, w), append(hs, h)
+				}
+				for i := 1; i < len(ws); i++ {
+					if !bitsEqual(ws[i], ws[0]) || !bitsEqual(hs[i], hs[0]) {
+						t.Errorf("%s clip %v L1 %v: %d threads differ from one", typ, clip, l1, i+1)
+					}
+				}
+				// The elements outside every segment and in the frozen one
+				// are untouched: compare with a fresh draw.
+				rng := rand.New(rand.NewPCG(5, 6))
+				w0 := randVec(rng, n, 1)
+				fr := segs[4]
+				if !bitsEqual(ws[1][fr.Off:fr.Off+fr.Len], w0[fr.Off:fr.Off+fr.Len]) || !bitsEqual(ws[1][n-100:], w0[n-100:]) {
+					t.Errorf("%s clip %v L1 %v: frozen or uncovered weights changed", typ, clip, l1)
+				}
 			}
-			rng := rand.New(rand.NewPCG(1, 1))
-			w, g := randVec(rng, n, 0.1), randVec(rng, n, 0.01)
-			b.SetBytes(int64(4 * n))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				s.Step(i, w, g)
-			}
-		})
+		}
+	}
+}
+
+func TestSetThreadsNoAllocsAndReset(t *testing.T) {
+	n, segs := lenetSegs()
+	s, err := New(ruleConfig("SGD"), n, segs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetThreads(2)
+	rng := rand.New(rand.NewPCG(1, 1))
+	w, g := randVec(rng, n, 1), randVec(rng, n, 1)
+	iter := 0
+	if a := testing.AllocsPerRun(20, func() { s.Step(iter, w, g); iter++ }); a != 0 {
+		t.Errorf("Step on 2 threads allocates %v times", a)
+	}
+	for _, k := range []int{0, -3, 1} {
+		s.SetThreads(k)
+		if s.Threads() != 1 {
+			t.Errorf("SetThreads(%d): Threads() = %d, want 1", k, s.Threads())
+		}
+		s.Step(iter, w, g) // runs on the caller, pool gone
+		iter++
 	}
 }
 

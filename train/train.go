@@ -255,6 +255,7 @@ func New(cfg Config) (*Trainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
+	t.solver.SetThreads(cfg.Threads)
 	t.layout = Layout(t.net.Blocks())
 	for _, name := range cfg.Train.Inputs {
 		t.batch = max(t.batch, cfg.TrainShapes[name].Count()/max(1, cfg.TrainShapes[name].CountFrom(1)))

@@ -26,7 +26,7 @@ func (c *ConvolutionConfig) Build(ctx Context) (Layer, error) {
 	case c.NumOutput%c.Group != 0:
 		return nil, fmt.Errorf("layers: Convolution: num_output %d is not a multiple of group %d", c.NumOutput, c.Group)
 	}
-	l := &convLayer{cfg: *c, threads: ctx.NumThreads(), blockCols: blockColumns}
+	l := &convLayer{cfg: *c, threads: ctx.NumThreads(), pool: ctx.Pool, blockCols: blockColumns}
 	l.fwdFn = l.forwardImages
 	l.bwdFn = l.backwardImages
 	return l, nil
@@ -51,6 +51,7 @@ func (c *ConvolutionConfig) Build(ctx Context) (Layer, error) {
 type convLayer struct {
 	cfg     ConvolutionConfig
 	threads int
+	pool    *tensor.Pool
 
 	weight, bias *tensor.Blob
 	params       []Param
@@ -192,7 +193,7 @@ func (l *convLayer) blocks() int { return (l.num + l.blk - 1) / l.blk }
 func (l *convLayer) Forward(bottom, top []*tensor.Blob) {
 	l.in, l.out = bottom[0], top[0]
 	l.cached = false
-	tensor.ParallelFor(l.blocks(), l.threads, l.fwdFn)
+	l.pool.For(l.blocks(), l.threads, l.fwdFn)
 	l.cached = l.cache != nil
 	l.in, l.out = nil, nil
 }
@@ -263,7 +264,7 @@ func (l *convLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 	l.in, l.out = bottom[0], top[0]
 	l.propDown = propagateDown[0]
 	clear(l.used)
-	tensor.ParallelFor(l.blocks(), l.threads, l.bwdFn)
+	l.pool.For(l.blocks(), l.threads, l.bwdFn)
 	for w := 1; w < len(l.used); w++ {
 		if !l.used[w] {
 			continue

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -478,6 +479,8 @@ func lenetLayers() []lenetLayer {
 // the bottom diff, once without.
 func BenchmarkLeNet(b *testing.B) {
 	for _, threads := range []int{1, 2} {
+		pool := tensor.NewPool(threads) // as the model gives its layers
+		defer pool.Close()
 		type built struct {
 			lenetLayer
 			l      Layer
@@ -490,7 +493,7 @@ func BenchmarkLeNet(b *testing.B) {
 			bottom := hlBlob(r, "x", ll.bottom...)
 			top := tensor.NewBlob("y")
 			bs, ts := []*tensor.Blob{bottom}, []*tensor.Blob{top}
-			l, err := ll.cfg.Build(Context{Threads: threads})
+			l, err := ll.cfg.Build(Context{Threads: threads, Pool: pool})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -548,5 +551,52 @@ func BenchmarkLeNet(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestLayersWithPoolBitIdentical runs LeNet's heavy layers with a shared
+// tensor.Pool and without one, at the same thread count, and requires bit
+// for bit the same tops, bottom diffs and param diffs: the pool splits work
+// exactly as goroutines started per loop do. A pool narrower than Threads
+// must still give the results of that narrower thread count.
+func TestLayersWithPoolBitIdentical(t *testing.T) {
+	type result struct{ top, bdiff, pdiff []float32 }
+	run := func(ll lenetLayer, ctx Context) result {
+		r := rand.New(rand.NewPCG(51, 52))
+		bottom := hlBlob(r, "x", ll.bottom...)
+		top := tensor.NewBlob("y")
+		bs, ts := []*tensor.Blob{bottom}, []*tensor.Blob{top}
+		l := newTestLayer(t, ll.cfg, ctx, bs, ts)
+		for _, p := range l.Params() {
+			fillGaussian(p.Blob, 0.1, r)
+		}
+		var res result
+		for range 2 { // twice: the second pass reuses every buffer
+			for _, p := range l.Params() {
+				p.Blob.ZeroDiff()
+			}
+			l.Forward(bs, ts)
+			fillGaussianDiff(top, rand.New(rand.NewPCG(1, 1)))
+			l.Backward(ts, []bool{true}, bs)
+		}
+		res.top, res.bdiff = slices.Clone(top.Data), slices.Clone(bottom.Diff)
+		for _, p := range l.Params() {
+			res.pdiff = append(res.pdiff, p.Blob.Diff...)
+		}
+		return res
+	}
+	same := func(a, b []float32) bool {
+		return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
+	}
+	for _, ll := range lenetLayers() {
+		for _, c := range []struct{ threads, pool, want int }{{2, 2, 2}, {3, 3, 3}, {3, 2, 2}, {1, 4, 1}} {
+			pool := tensor.NewPool(c.pool)
+			got := run(ll, Context{Threads: c.threads, Pool: pool})
+			want := run(ll, Context{Threads: c.want})
+			pool.Close()
+			if !same(got.top, want.top) || !same(got.bdiff, want.bdiff) || !same(got.pdiff, want.pdiff) {
+				t.Errorf("%s: threads %d with a pool of %d differs from %d threads without one", ll.name, c.threads, c.pool, c.want)
+			}
+		}
 	}
 }

@@ -132,7 +132,7 @@ func TestCol2imAdjoint(t *testing.T) {
 
 func TestCopyAddRuns(t *testing.T) {
 	r := rand.New(rand.NewPCG(65, 66))
-	for _, n := range []int{1, 3, 7, 8, 9, 15, 16, 24, 40} {
+	for _, n := range []int{1, 3, 4, 7, 8, 9, 12, 15, 16, 24, 40, 64, 68} {
 		for _, rows := range []int{1, 2, 5} {
 			dstep, sstep := n+r.IntN(4), n+r.IntN(5)
 			src, srcOK := guarded((rows-1)*sstep + n)

@@ -15,7 +15,7 @@ func (c *InnerProductConfig) Build(ctx Context) (Layer, error) {
 	if c.NumOutput <= 0 {
 		return nil, fmt.Errorf("layers: InnerProduct: num_output must be positive, got %d", c.NumOutput)
 	}
-	l := &innerProductLayer{cfg: *c, threads: ctx.NumThreads()}
+	l := &innerProductLayer{cfg: *c, threads: ctx.NumThreads(), pool: ctx.Pool}
 	l.fwdFn, l.wgradFn, l.dgradFn = l.forwardCols, l.weightGradCols, l.bottomGradCols
 	return l, nil
 }
@@ -35,6 +35,7 @@ func (c *InnerProductConfig) Build(ctx Context) (Layer, error) {
 type innerProductLayer struct {
 	cfg     InnerProductConfig
 	threads int
+	pool    *tensor.Pool
 
 	weight, bias *tensor.Blob
 	params       []Param
@@ -131,7 +132,7 @@ func (l *innerProductLayer) Reshape(bottom, top []*tensor.Blob) error {
 // with as many threads as an m·n·k GEMM deserves.
 func (l *innerProductLayer) parallel(fn func(lo, hi, worker int), m, n, k, dim int) {
 	units := (dim + gemmUnit - 1) / gemmUnit
-	tensor.ParallelFor(units, gemmThreads(l.threads, m, n, k, dim), fn)
+	l.pool.For(units, gemmThreads(l.threads, m, n, k, dim), fn)
 }
 
 func (l *innerProductLayer) Forward(bottom, top []*tensor.Blob) {

@@ -35,6 +35,11 @@ type Context struct {
 	// Rand is the layer's random source (Dropout masks). The model gives
 	// every layer its own, derived from the run's seed.
 	Rand *rand.Rand
+	// Pool, when set, runs the layer's parallel loops (at most Threads
+	// wide) on parked workers; the model shares one among a net's layers.
+	// Nil starts goroutines per loop (tensor.ParallelFor), which gives the
+	// same results.
+	Pool *tensor.Pool
 }
 
 // NumThreads is Threads, at least 1.

@@ -324,3 +324,70 @@ func TestPoolNoAllocs(t *testing.T) {
 		hlAllocs(t, l, []*tensor.Blob{b}, []*tensor.Blob{top}, []bool{true})
 	}
 }
+
+// refMax2x2 is the plain scan the tiled 2×2 MAX path must match bit for
+// bit: per window, the first maximum of each row, then the top row's
+// unless the bottom row's is greater (comparisons with NaN are false).
+func refMax2x2(x []float32, planes, h, w int) ([]float32, []int32) {
+	oh, ow := h/2, w/2
+	out, mask := make([]float32, planes*oh*ow), make([]int32, planes*oh*ow)
+	for p := 0; p < planes; p++ {
+		pl := x[p*h*w : (p+1)*h*w]
+		for oy := 0; oy < oh; oy++ {
+			for ox := 0; ox < ow; ox++ {
+				i0 := 2*oy*w + 2*ox
+				if pl[i0+1] > pl[i0] {
+					i0++
+				}
+				i1 := (2*oy+1)*w + 2*ox
+				if pl[i1+1] > pl[i1] {
+					i1++
+				}
+				i := i0
+				if pl[i1] > pl[i0] {
+					i = i1
+				}
+				o := (p*oh+oy)*ow + ox
+				out[o], mask[o] = pl[i], int32(i)
+			}
+		}
+	}
+	return out, mask
+}
+
+func TestMaxPool2x2MatchesScan(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	levels := []float32{-1, 0, float32(math.Copysign(0, -1)), 1, 2, nan, inf, -inf}
+	r := rand.New(rand.NewPCG(41, 42))
+	cfg := &PoolingConfig{Method: PoolMax, KernelH: 2, KernelW: 2, StrideH: 2, StrideW: 2}
+	for _, sh := range [][4]int{{2, 3, 24, 24}, {3, 5, 8, 8}, {1, 1, 2, 2}, {2, 2, 4, 10}} {
+		for _, threads := range []int{1, 2} {
+			n, c, h, w := sh[0], sh[1], sh[2], sh[3]
+			bottom := tensor.NewBlob("x", n, c, h, w)
+			for i := range bottom.Data {
+				if i%3 == 0 {
+					bottom.Data[i] = levels[r.IntN(len(levels))]
+				} else {
+					bottom.Data[i] = float32(r.NormFloat64())
+				}
+			}
+			top := tensor.NewBlob("y")
+			pool := tensor.NewPool(threads)
+			l := newTestLayer(t, cfg, Context{Threads: threads, Pool: pool}, []*tensor.Blob{bottom}, []*tensor.Blob{top})
+			l.(*poolLayer).workPerThread = 1
+			if !l.(*poolLayer).tiled2x2() {
+				t.Fatalf("%v: not on the tiled 2x2 path", sh)
+			}
+			l.Forward([]*tensor.Blob{bottom}, []*tensor.Blob{top})
+			want, wantMask := refMax2x2(bottom.Data, n*c, h, w)
+			got, gotMask := top.Data, l.(*poolLayer).mask
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) || gotMask[i] != wantMask[i] {
+					t.Fatalf("%v threads %d: output %d = %v at %d, want %v at %d",
+						sh, threads, i, got[i], gotMask[i], want[i], wantMask[i])
+				}
+			}
+			pool.Close()
+		}
+	}
+}

@@ -3,6 +3,7 @@ package layers
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"dsgd/tensor"
@@ -266,4 +267,91 @@ func TestElementwiseNoAllocs(t *testing.T) {
 		}
 		checkLayerNoAllocs(t, l, bottom, top, prop)
 	}
+}
+
+// reluBranchy is the obvious form of reluSelect, the reference it must match
+// bit for bit.
+func reluBranchy(dst, ref, v []float32, s float32) {
+	for i, r := range ref {
+		if r > 0 {
+			dst[i] = v[i]
+		} else {
+			dst[i] = s * v[i]
+		}
+	}
+}
+
+func TestReLUSelectMatchesBranchy(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	negZero := float32(math.Copysign(0, -1))
+	special := []float32{0, negZero, 1, -1, inf, -inf, nan, math.SmallestNonzeroFloat32, -math.MaxFloat32}
+	r := rand.New(rand.NewPCG(3, 4))
+	var x []float32
+	for _, a := range special {
+		for _, b := range special {
+			x = append(x, a, b)
+		}
+	}
+	for range 1000 {
+		x = append(x, float32(r.NormFloat64()))
+	}
+	for _, s := range []float32{0, negZero, 0.1, -0.5, inf, nan} {
+		for _, ref := range [][]float32{x, x[1:]} {
+			v := x[:len(ref)]
+			want := make([]float32, len(ref))
+			reluBranchy(want, ref, v, s)
+			got := make([]float32, len(ref))
+			reluSelect(got, ref, v, s)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("slope %v: ref %v, v %v: got %v (%#x), want %v (%#x)",
+						s, ref[i], v[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+				}
+			}
+			// In place, as Forward runs when bottom == top.
+			inPlace := slices.Clone(ref)
+			reluSelect(inPlace, inPlace, inPlace, s)
+			reluBranchy(want, ref, ref, s)
+			for i := range want {
+				if math.Float32bits(inPlace[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("slope %v in place: x %v: got %v, want %v", s, ref[i], inPlace[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkReLU times LeNet's relu1 (64×500) forward and backward, and
+// the branchy loop reluSelect replaced.
+func BenchmarkReLU(b *testing.B) {
+	x := randBlob([]int{64, 500}, 1)
+	y := tensor.NewBlob("y", 64, 500)
+	fillGaussianDiff(y, rand.New(rand.NewPCG(1, 2)))
+	l, err := (&ReLUConfig{}).Build(Context{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bs, ts := []*tensor.Blob{x}, []*tensor.Blob{y}
+	if err := l.Setup(bs, ts); err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Reshape(bs, ts); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("fwd", func(b *testing.B) {
+		for b.Loop() {
+			l.Forward(bs, ts)
+		}
+	})
+	b.Run("bwd", func(b *testing.B) {
+		prop := []bool{true}
+		for b.Loop() {
+			l.Backward(ts, prop, bs)
+		}
+	})
+	b.Run("branchy-fwd", func(b *testing.B) {
+		for b.Loop() {
+			reluBranchy(y.Data, x.Data, x.Data, 0)
+		}
+	})
 }
