@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.testIter = fs.Int("test-iter", 0, "test batches per test pass (default: the solver's test_iter)")
 	f.display = fs.Int("display", -1, "print progress every N iterations (default: the solver's display)")
 	f.scheme = fs.String("scheme", "", "parallel scheme: "+strings.Join(scheme.Names(), ", ")+" (default: seq for one worker, sync-tree for more)")
-	f.workers = fs.Int("workers", 1, "number of workers (each reads its shard of the training set, with the solver's batch_size)")
+	f.workers = fs.Int("workers", 0, "number of workers, each reading its own shard of the training set with the solver's batch_size (default: one per core under sync-ring, sharing the solver's batch when it divides evenly, so the global batch and learning rate stay those of one worker)")
 	f.transport = fs.String("transport", "inproc", "how workers talk: inproc (goroutines in this process) or tcp (one process per rank on loopback)")
 	f.pack = fs.Bool("pack", true, "send all layers as one contiguous message (off: one message per layer)")
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling)")
@@ -73,6 +74,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return execute(ctx, &f, nil, stdout, stderr)
 	case "tcp":
+		if *f.workers < 1 {
+			fmt.Fprintln(stderr, "dsgd train: --transport tcp needs --workers N")
+			return errUsage
+		}
 		return launch(ctx, args, &f, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "dsgd train: --transport %q: choose inproc or tcp\n", *f.transport)
@@ -88,6 +93,16 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return err
 	}
 	sd := j.solver
+	lrFactor := float64(max(*f.workers, 1))
+	autoNote := ""
+	if *f.workers == 0 {
+		*f.workers = 1
+		n, b := runtime.NumCPU(), j.trainBatch(m)
+		if n > 1 && *f.scheme == "" && b >= n && b%n == 0 {
+			*f.workers, *f.scheme, m.batch, lrFactor = n, "sync-ring", b/n, 1
+			autoNote = fmt.Sprintf("dsgd: %d cores: %d workers under sync-ring share the batch of %d (%d each): the global batch and learning rate of one worker (--workers 1 for one)\n", n, n, b, b/n)
+		}
+	}
 	cfg := train.Config{
 		Train:              j.train.Spec,
 		Test:               j.test.Spec,
@@ -137,7 +152,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	switch *f.lrScale {
 	case "none":
 	case "linear":
-		cfg.Solver.BaseLR *= float64(cfg.Workers)
+		cfg.Solver.BaseLR *= lrFactor
 	default:
 		fmt.Fprintf(stderr, "dsgd train: --lr-scale %q: choose none or linear\n", *f.lrScale)
 		return errUsage
@@ -213,6 +228,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		threads, where = m.threads, "tcp"
 	}
 	fmt.Fprintf(out, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Scheme, cfg.Workers, where, threads, cfg.Pack)
+	fmt.Fprint(out, autoNote)
 	if cfg.Resume != "" {
 		fmt.Fprintf(out, "dsgd: resuming from %s\n", cfg.Resume)
 	}
