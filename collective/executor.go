@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"dsgd/tensor"
 	"dsgd/transport"
 )
 
@@ -190,7 +191,7 @@ func (e *Executor) transfer(ctx context.Context, snd, rcv Transfer, op Op, buf [
 		}
 	}
 	if op == Add {
-		addTo(dst, in)
+		tensor.AddTo(dst, in)
 	}
 	return nil
 }
@@ -276,28 +277,6 @@ func (a *abortCtx) Err() error {
 
 // Value is the caller's context value.
 func (a *abortCtx) Value(key any) any { return a.getParent().Value(key) }
-
-// addGo is the portable addTo, unrolled by eight; the amd64 build uses
-// SSE assembly instead and tests it against this.
-func addGo(dst, src []float32) {
-	src = src[:len(dst)]
-	i := 0
-	for ; i+8 <= len(dst); i += 8 {
-		d := dst[i : i+8 : i+8]
-		s := src[i : i+8 : i+8]
-		d[0] += s[0]
-		d[1] += s[1]
-		d[2] += s[2]
-		d[3] += s[3]
-		d[4] += s[4]
-		d[5] += s[5]
-		d[6] += s[6]
-		d[7] += s[7]
-	}
-	for ; i < len(dst); i++ {
-		dst[i] += src[i]
-	}
-}
 
 // schedule returns the cached schedule for key, generating it on a miss.
 func (e *Executor) schedule(k schedKey, alg Algorithm) Schedule {

@@ -625,7 +625,7 @@ func (n *Net) Backward() {
 			d := sp.target.Diff
 			copy(d, sp.parts[0].Diff)
 			for _, p := range sp.parts[1:] {
-				tensor.Axpy(1, p.Diff, d)
+				tensor.AddTo(d, p.Diff)
 			}
 		}
 		for _, la := range nd.lossAdds {

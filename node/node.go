@@ -256,7 +256,7 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 		if err := r.Ep.Recv(ctx, a.Peer, a.Tag, s); err != nil {
 			return err
 		}
-		tensor.Axpy(1, s, buf)
+		tensor.AddTo(buf, s)
 		return nil
 	}
 	return fmt.Errorf("node: %v is not a communication action", a.Op)

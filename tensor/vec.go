@@ -1,5 +1,7 @@
 package tensor
 
+import "dsgd/tensor/simd"
+
 // Axpy computes y += alpha·x. It panics if len(y) < len(x).
 func Axpy(alpha float32, x, y []float32) {
 	y = y[:len(x)]
@@ -35,3 +37,8 @@ func Dot(x, y []float32) float64 {
 
 // SumSquares returns the sum of x[i]², accumulated in float64.
 func SumSquares(x []float32) float64 { return Dot(x, x) }
+
+// AddTo adds src into dst element by element (dst[i] += src[i]), bitwise
+// what the scalar loop computes, with SIMD where the platform has it; it is
+// every reduction's inner loop. It panics if src is shorter than dst.
+func AddTo(dst, src []float32) { simd.AddTo(dst, src) }

@@ -269,9 +269,9 @@ func (l *convLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 		if !l.used[w] {
 			continue
 		}
-		tensor.Axpy(1, l.wdiff[w], l.weight.Diff)
+		tensor.AddTo(l.weight.Diff, l.wdiff[w])
 		if l.bias != nil {
-			tensor.Axpy(1, l.bdiff[w], l.bias.Diff)
+			tensor.AddTo(l.bias.Diff, l.bdiff[w])
 		}
 	}
 	l.in, l.out = nil, nil

@@ -214,10 +214,10 @@ func (l *lrnLayer) acrossBackward(lo, hi, worker int) {
 		}
 		clear(accum)
 		for j := 0; j < size-1; j++ {
-			tensor.Axpy(1, padded[j*hw:(j+1)*hw], accum)
+			tensor.AddTo(accum, padded[j*hw:(j+1)*hw])
 		}
 		for ci := 0; ci < c; ci++ {
-			tensor.Axpy(1, padded[(ci+size-1)*hw:(ci+size)*hw], accum)
+			tensor.AddTo(accum, padded[(ci+size-1)*hw:(ci+size)*hw])
 			xc, dxc := x[ci*hw:(ci+1)*hw], dx[ci*hw:(ci+1)*hw]
 			for i, a := range accum {
 				dxc[i] -= cache * (xc[i] * a)
@@ -245,7 +245,7 @@ func boxSum(dst, src, tmp []float32, h, w, size int) {
 		d := dst[y*w : (y+1)*w]
 		clear(d)
 		for yy := max(y-r, 0); yy < min(y+r+1, h); yy++ {
-			tensor.Axpy(1, tmp[yy*w:(yy+1)*w], d)
+			tensor.AddTo(d, tmp[yy*w:(yy+1)*w])
 		}
 	}
 }

@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// func addTo(dst, src []float32)
+// func addSSE(dst, src []float32)
 //
 // dst[i] += src[i] for i < len(dst), 16 floats per iteration with SSE
 // (ADDPS: four IEEE single-precision adds, bitwise what the scalar loop
