@@ -196,9 +196,25 @@ func waitGoroutines(t *testing.T, n int) {
 	}
 }
 
+// settledGoroutines waits until goroutines left by earlier tests (pools
+// dropped there and closed by their cleanups) have exited: the count holds
+// still across several GCs.
+func settledGoroutines() int {
+	n := runtime.NumGoroutine()
+	for i, still := 0, 0; i < 400 && still < 5; i++ {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+		if m := runtime.NumGoroutine(); m == n {
+			still++
+		} else {
+			n, still = m, 0
+		}
+	}
+	return n
+}
+
 func TestPoolWorkersStop(t *testing.T) {
-	waitGoroutines(t, runtime.NumGoroutine()) // settle
-	before := runtime.NumGoroutine()
+	before := settledGoroutines()
 	p := NewPool(4)
 	if got := runtime.NumGoroutine(); got < before+3 {
 		t.Fatalf("NewPool(4) started %d goroutines, want 3", got-before)
