@@ -76,6 +76,27 @@ func TestAllreduceWorkerTrace(t *testing.T) {
 			want:   []string{"compute", "allreduce(grads[8:10]) allreduce(grads[6:8]) allreduce(grads[0:6])", "", "", "scale(0.25) update(0) iter-done(0) finish"},
 		},
 		{
+			name: "overlap gathers layers into buckets of 4 values",
+			cfg:  Config{Name: "overlap", Workers: 2, MaxIter: 1, Layout: layout, Bucket: 4},
+			events: []Event{
+				{Kind: GradsReady, Lo: 8, Hi: 10}, // 2 values: held
+				{Kind: GradsReady, Lo: 6, Hi: 8},  // adjacent: 4 values, sent
+				{Kind: GradsReady, Lo: 0, Hi: 6},  // 6 values, sent
+				{Kind: ComputeDone},
+				{Kind: Done, ID: 1}, {Kind: Done, ID: 2},
+			},
+			want: []string{"compute", "", "allreduce(grads[6:10])", "allreduce(grads[0:6])", "", "", "scale(0.5) update(0) iter-done(0) finish"},
+		},
+		{
+			name: "overlap flushes a partial bucket when backward ends",
+			cfg:  Config{Name: "overlap", Workers: 2, MaxIter: 1, Layout: layout, Bucket: 100},
+			events: []Event{
+				{Kind: GradsReady, Lo: 8, Hi: 10}, {Kind: GradsReady, Lo: 6, Hi: 8}, {Kind: GradsReady, Lo: 0, Hi: 6},
+				{Kind: ComputeDone}, {Kind: Done, ID: 1},
+			},
+			want: []string{"compute", "", "", "", "allreduce(grads[0:10])", "scale(0.5) update(0) iter-done(0) finish"},
+		},
+		{
 			name: "overlap hands each layer off during backward",
 			cfg:  Config{Name: "overlap", Workers: 2, MaxIter: 1, Layout: layout},
 			events: []Event{

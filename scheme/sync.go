@@ -19,6 +19,10 @@ type Config struct {
 	Pack bool
 	// Layout is the model's parameter layout.
 	Layout Layout
+	// Bucket is, for overlap, the number of gradient values gathered from
+	// consecutive layers before one allreduce starts (as PyTorch DDP's
+	// buckets); 0 sends every parameter block as soon as it is final.
+	Bucket int
 }
 
 // Names lists the schemes New knows, in the order the help text shows them.
@@ -145,7 +149,8 @@ type allreduceWorker struct {
 	overlap bool
 	iter    int
 	loss    float64
-	done    bool // compute of this iteration finished
+	done    bool  // compute of this iteration finished
+	bucket  Range // overlap: final gradients not yet sent
 }
 
 func (w *allreduceWorker) Step(ev Event) []Action {
@@ -155,10 +160,11 @@ func (w *allreduceWorker) Step(ev Event) []Action {
 		w.begin()
 	case GradsReady:
 		if w.overlap && w.cfg.Workers > 1 {
-			w.allreduce(Range{Grads, ev.Lo, ev.Hi})
+			w.gather(ev.Lo, ev.Hi)
 		}
 	case ComputeDone:
 		w.loss, w.done = ev.Loss, true
+		w.flush()
 		if !w.overlap && w.cfg.Workers > 1 {
 			for _, r := range w.cfg.messages(Grads) {
 				w.allreduce(r)
@@ -175,6 +181,35 @@ func (w *allreduceWorker) Step(ev Event) []Action {
 func (w *allreduceWorker) begin() {
 	w.done = false
 	w.computeOrFinish(w.iter, w.cfg.MaxIter, w.overlap && w.cfg.Workers > 1)
+}
+
+// gather adds a range whose gradients are final to the open bucket,
+// starting the bucket's allreduce once it holds Bucket values. Backward
+// finishes blocks from the end of the buffer to the start, so a new range
+// usually ends where the bucket begins; one that does not closes it.
+func (w *allreduceWorker) gather(lo, hi int) {
+	switch {
+	case w.bucket.Len() == 0:
+		w.bucket = Range{Grads, lo, hi}
+	case hi == w.bucket.Lo:
+		w.bucket.Lo = lo
+	case lo == w.bucket.Hi:
+		w.bucket.Hi = hi
+	default:
+		w.flush()
+		w.bucket = Range{Grads, lo, hi}
+	}
+	if w.bucket.Len() >= w.cfg.Bucket {
+		w.flush()
+	}
+}
+
+// flush starts the allreduce of the open bucket, if any.
+func (w *allreduceWorker) flush() {
+	if w.bucket.Len() > 0 {
+		w.allreduce(w.bucket)
+		w.bucket = Range{}
+	}
 }
 
 func (w *allreduceWorker) allreduce(r Range) {

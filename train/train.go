@@ -98,6 +98,8 @@ type Config struct {
 	WorkerFeeds [][]Feed
 	// Pack sends all layers as one message (default in the command).
 	Pack bool
+	// Bucket is overlap's allreduce bucket, in values (scheme.Config).
+	Bucket int
 	// Algo overrides the allreduce algorithm for every allreduce
 	// (collective.Auto: the scheme's choice).
 	Algo collective.Algorithm
@@ -514,7 +516,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		res.Tests = append(res.Tests, tr)
 		prog.Printf("%s\n", tr)
 	}
-	sc := scheme.Config{Name: cfg.Scheme, Workers: workers, StartIter: t.start, MaxIter: cfg.MaxIter, Pack: cfg.Pack, Layout: schemeLayout(t.net)}
+	sc := scheme.Config{Name: cfg.Scheme, Workers: workers, StartIter: t.start, MaxIter: cfg.MaxIter, Pack: cfg.Pack, Bucket: cfg.Bucket, Layout: schemeLayout(t.net)}
 	schemes, err := scheme.New(sc)
 	if err != nil {
 		return res, fmt.Errorf("train: %w", err)

@@ -25,6 +25,7 @@ type trainFlags struct {
 	resume, prefix, scheme, transport *string
 	algo, metrics, lrScale, compress  *string
 	pack                              *bool
+	bucketKiB                         *int
 	commTimeout                       *time.Duration
 }
 
@@ -40,6 +41,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.workers = fs.Int("workers", 0, "number of workers, each reading its own shard of the training set with the solver's batch_size (default: one per core under sync-ring, sharing the solver's batch when it divides evenly, so the global batch and learning rate stay those of one worker)")
 	f.transport = fs.String("transport", "inproc", "how workers talk: inproc (goroutines in this process) or tcp (one process per rank on loopback)")
 	f.pack = fs.Bool("pack", true, "send all layers as one contiguous message (off: one message per layer)")
+	f.bucketKiB = fs.Int("bucket", 1024, "overlap: gather this many KiB of consecutive layers' gradients before each allreduce (0: every parameter blob on its own)")
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling)")
 	f.metrics = fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
 	f.lrScale = fs.String("lr-scale", "none", "learning rate scaling with the global batch: none, or linear (base_lr x workers, FireCaffe 7.2)")
@@ -149,6 +151,11 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return errUsage
 	}
 	cfg.Scheme, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = f.schemeName(), *f.workers, *f.pack, algo, *f.commTimeout
+	if *f.bucketKiB < 0 {
+		fmt.Fprintf(stderr, "dsgd train: --bucket must not be negative, got %d\n", *f.bucketKiB)
+		return errUsage
+	}
+	cfg.Bucket = *f.bucketKiB << 10 / 4
 	switch *f.lrScale {
 	case "none":
 	case "linear":
