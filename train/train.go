@@ -651,6 +651,11 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	res.CommBusy, res.CommExposed = nodes[0].Stats.CommBusy, nodes[0].Stats.Phase[node.PhaseComm]
 	if err := firstError(ctx, errs); err != nil {
+		if cfg.Group != nil {
+			// Tell the other ranks why this one leaves, so the error that
+			// cascades through the group keeps naming its first cause.
+			transport.Abort(cfg.Group.Endpoint, fmt.Errorf("rank %d: %w", cfg.Group.Rank, err))
+		}
 		if ctx.Err() != nil {
 			return res, t.interrupted(res, done, ctx.Err())
 		}

@@ -36,6 +36,8 @@ type inprocGroup struct {
 	// closed[r] is closed when rank r's endpoint closes.
 	closed []chan struct{}
 	once   []sync.Once
+	// reasons[r] is why rank r aborted (set before closed[r] closes).
+	reasons []error
 }
 
 type inproc struct {
@@ -50,7 +52,7 @@ func NewInproc(size int) []Endpoint {
 	if size <= 0 {
 		panic(fmt.Sprintf("transport: group size %d", size))
 	}
-	g := &inprocGroup{size: size, links: make([][]chan *inprocMsg, size), msgs: make([][]inprocMsg, size), closed: make([]chan struct{}, size), once: make([]sync.Once, size)}
+	g := &inprocGroup{size: size, links: make([][]chan *inprocMsg, size), msgs: make([][]inprocMsg, size), closed: make([]chan struct{}, size), once: make([]sync.Once, size), reasons: make([]error, size)}
 	g.sending, g.receiving = make([][]atomic.Bool, size), make([][]atomic.Bool, size)
 	for i := range g.links {
 		g.links[i] = make([]chan *inprocMsg, size)
@@ -76,9 +78,24 @@ func (e *inproc) Stats() Stats {
 	return Stats{BytesSent: e.stats.bs.Load(), BytesRecv: e.stats.br.Load(), MsgsSent: e.stats.ms.Load(), MsgsRecv: e.stats.mr.Load()}
 }
 
-func (e *inproc) Close() error {
-	e.g.once[e.rank].Do(func() { close(e.g.closed[e.rank]) })
+func (e *inproc) Close() error { return e.Abort(nil) }
+
+// Abort closes the endpoint; peers' receives from this rank fail with
+// reason (nil: as for Close).
+func (e *inproc) Abort(reason error) error {
+	e.g.once[e.rank].Do(func() {
+		e.g.reasons[e.rank] = reason // published by the close below
+		close(e.g.closed[e.rank])
+	})
 	return nil
+}
+
+// gone is the error for a peer whose endpoint has closed.
+func (g *inprocGroup) gone(r int) error {
+	if why := g.reasons[r]; why != nil {
+		return &PeerError{r, fmt.Errorf("aborted: %w", why)}
+	}
+	return &PeerError{r, errClosed}
 }
 
 // send hands the pair's message slot, holding the payload, to rank to.
@@ -97,7 +114,7 @@ func (e *inproc) send(ctx context.Context, to int, tag uint32, floats []float32,
 	select {
 	case e.g.links[e.rank][to] <- m:
 	case <-e.g.closed[to]:
-		return &PeerError{to, errClosed}
+		return e.g.gone(to)
 	case <-e.g.closed[e.rank]:
 		return errClosed
 	case <-ctx.Done():
@@ -135,7 +152,7 @@ func (e *inproc) recv(ctx context.Context, from int) (*inprocMsg, error) {
 			return m, nil
 		default:
 		}
-		return nil, &PeerError{from, errClosed}
+		return nil, e.g.gone(from)
 	case <-e.g.closed[e.rank]:
 		return nil, errClosed
 	case <-ctx.Done():

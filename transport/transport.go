@@ -47,6 +47,24 @@ type Endpoint interface {
 	Close() error
 }
 
+// Aborter is implemented by endpoints that can tell their peers why this
+// rank is leaving. Abort sends reason to every peer, best effort and
+// briefly, then closes the endpoint; a peer's pending or next receive from
+// this rank fails with a *PeerError carrying the reason, so an error that
+// cascades through a group still names its first cause.
+type Aborter interface {
+	Abort(reason error) error
+}
+
+// Abort ends ep's part in the group: with the reason where ep can send
+// it (Aborter), else by closing it.
+func Abort(ep Endpoint, reason error) error {
+	if a, ok := ep.(Aborter); ok {
+		return a.Abort(reason)
+	}
+	return ep.Close()
+}
+
 // Stats counts an endpoint's traffic. Bytes are what crossed the
 // transport: with fp16 compression, half the float32 size.
 type Stats struct {

@@ -113,6 +113,35 @@ func (e *endpoint) Close() error {
 	return nil
 }
 
+// abortTimeout bounds how long Abort tries to reach each peer.
+const abortTimeout = 2 * time.Second
+
+// Abort sends reason to every peer as a control frame, best effort and
+// for at most abortTimeout each, then closes the endpoint. A peer's
+// receive from this rank then fails with a PeerError carrying the reason.
+// It must not race with this endpoint's own Sends.
+func (e *endpoint) Abort(reason error) error {
+	if reason != nil && !e.closed.Load() {
+		text := reason.Error()
+		if len(text) > wire.MaxString {
+			text = text[:wire.MaxString]
+		}
+		msg, err := wire.Reject{Reason: text}.AppendBinary(nil)
+		if err == nil {
+			for _, p := range e.peers {
+				if p == nil || !p.tx.busy.CompareAndSwap(false, true) {
+					continue
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
+				p.send(ctx, wire.KindControl, 0, msg, nil) // best effort: the peer may be gone
+				cancel()
+				p.tx.busy.Store(false)
+			}
+		}
+	}
+	return e.Close()
+}
+
 func (e *endpoint) peer(r int) *peer {
 	transport.CheckPeer(e.rank, e.size, r)
 	return e.peers[r]
@@ -337,7 +366,7 @@ func (p *peer) recvHeader(ctx context.Context) (wire.Header, error) {
 		err = fmt.Errorf("%w (Config.MaxFrame)", err)
 	}
 	if err == nil && h.Kind == wire.KindControl {
-		err = fmt.Errorf("%w: control frame in the data stream", wire.ErrMalformed)
+		err = p.recvAbort(ctx, h)
 	}
 	if err == nil && h.Seq != rx.seq {
 		err = fmt.Errorf("%w: sequence number %d, want %d (the stream lost its framing)", wire.ErrMalformed, h.Seq, rx.seq)
@@ -347,6 +376,25 @@ func (p *peer) recvHeader(ctx context.Context) (wire.Header, error) {
 	}
 	rx.seq++
 	return h, nil
+}
+
+// recvAbort reads the control frame with header h, which in the data
+// stream may only be a peer's abort (a Reject with its reason), and
+// returns the error to report.
+func (p *peer) recvAbort(ctx context.Context, h wire.Header) error {
+	if h.Len > wire.MaxString+16 {
+		return fmt.Errorf("%w: control frame of %d bytes in the data stream", wire.ErrMalformed, h.Len)
+	}
+	b := make([]byte, h.Len)
+	if err := p.recvPayload(ctx, b); err != nil {
+		return err
+	}
+	if c, err := wire.DecodeControl(b); err == nil {
+		if r, ok := c.(wire.Reject); ok {
+			return fmt.Errorf("aborted: %s", r.Reason)
+		}
+	}
+	return fmt.Errorf("%w: control frame in the data stream", wire.ErrMalformed)
 }
 
 // recvPayload reads len(b) payload bytes into b.

@@ -233,7 +233,12 @@ func TestMalformedFrames(t *testing.T) {
 		{"Magic", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), "malformed frame: bad magic"},
 		{"Kind", append(hdr(wire.Header{Kind: wire.KindFloat32, Len: 16})[:3], 77, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), "unknown kind 77"},
 		{"Seq", hdr(wire.Header{Kind: wire.KindFloat32, Len: 16, Seq: 5}), "sequence number 5, want 0"},
-		{"Control", hdr(wire.Header{Kind: wire.KindControl, Len: 16}), "control frame in the data stream"},
+		{"Control", append(hdr(wire.Header{Kind: wire.KindControl, Len: 16}), make([]byte, 16)...), "control frame in the data stream"},
+		{"Abort", func() []byte {
+			msg, _ := wire.Reject{Reason: "rank 1: out of memory"}.AppendBinary(nil)
+			return append(hdr(wire.Header{Kind: wire.KindControl, Len: uint64(len(msg))}), msg...)
+		}(), "aborted: rank 1: out of memory"},
+		{"HugeControl", hdr(wire.Header{Kind: wire.KindControl, Len: 1 << 30}), "control frame of"},
 		{"Ragged", hdr(wire.Header{Kind: wire.KindFloat32, Len: 15}), "not a whole number"},
 		{"Truncated", append(hdr(wire.Header{Kind: wire.KindFloat32, Len: 16}), 1, 2, 3), "connection closed mid-message, after 3 of 16"},
 		{"ShortHeader", []byte("dg\x01"), "connection closed mid-message"},
