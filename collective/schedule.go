@@ -112,10 +112,12 @@ type Schedule struct {
 	Steps      []Step
 }
 
-// DefaultSegment is the Segment generators set: 64 Ki floats (256 KiB),
-// large enough that per-message costs vanish, small enough for the
-// received segment to stay in a core's L2 cache until it is added.
-const DefaultSegment = 64 << 10
+// DefaultSegment is the Segment generators set: 1 Mi floats (4 MiB).
+// Measured with dsgd bench-comm on the 2-core development machine, it beat
+// 64 Ki and 256 Ki floats by 20-45 % at 16-64 MiB over TCP (fewer frames
+// and wake-ups outweigh the received segment falling out of L2 before it
+// is added) and was no worse below.
+const DefaultSegment = 1 << 20
 
 // Segments returns the number of messages a transfer of length floats
 // takes under the schedule's Segment: 0 for an inactive transfer, at least
