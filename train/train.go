@@ -445,7 +445,6 @@ type netComputer struct {
 	tops   [][]*tensor.Blob
 	ready  func(lo, hi int)
 	phases *metrics.Phases
-	iter   int
 }
 
 func newNetComputer(net *model.Net, feeds []Feed) *netComputer {

@@ -40,14 +40,6 @@ func hlClose(t *testing.T, what string, got, want []float32, tol float64) {
 	}
 }
 
-// hlSetParams copies the params of src into dst (same config, set up on
-// same-shaped bottoms), so two instances compute the same function.
-func hlSetParams(dst, src Layer) {
-	for i, p := range src.Params() {
-		copy(dst.Params()[i].Blob.Data, p.Blob.Data)
-	}
-}
-
 // hlErrContains fails unless err is non-nil and mentions want.
 func hlErrContains(t *testing.T, err error, want string) {
 	t.Helper()
