@@ -73,12 +73,14 @@ func TestTrainOverTCP(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "net.prototxt", tinyNet)
 	write(t, dir, "solver.prototxt", tinySolver)
-	for _, sch := range []string{"sync-ring", "sync-ps"} {
-		code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--transport", "tcp", "--scheme", sch, "--workers", "3", "--iters", "30", "--threads", "1")
+	for _, run := range [][]string{{"sync-ring"}, {"sync-ps"}, {"overlap", "--compress", "fp16"}} {
+		sch := run[0]
+		args := append([]string{"train", "--solver", "solver.prototxt", "--transport", "tcp", "--scheme", sch, "--workers", "3", "--iters", "30", "--threads", "1"}, run[1:]...)
+		code, out, errs := runCmd(t, dir, args...)
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s\n%s", sch, code, out, errs)
 		}
-		for _, want := range []string{"over tcp", "final test:", "communication (rank 0)"} {
+		for _, want := range []string{"over tcp", "final test:", "accuracy 1.0000", "communication (rank 0)"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s: output lacks %q:\n%s", sch, want, out)
 			}
