@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"dsgd/collective"
@@ -82,10 +83,14 @@ func (r *Rank) Run(ctx context.Context) error {
 		defer close(commDone)
 		r.commLoop(ctx, comm, events)
 	}()
+	// computing tracks the compute goroutine, which Run waits for before
+	// returning, so the caller may read what Compute wrote.
+	var computeWG sync.WaitGroup
 	defer func() {
 		close(comm)
 		cancel()
 		<-commDone
+		computeWG.Wait()
 	}()
 
 	computing := false
@@ -102,7 +107,9 @@ func (r *Rank) Run(ctx context.Context) error {
 				}
 				computing = true
 				watch := a.WatchGrads
+				computeWG.Add(1)
 				go func() {
+					defer computeWG.Done()
 					var ready func(lo, hi int)
 					if watch {
 						ready = func(lo, hi int) {
