@@ -108,31 +108,7 @@ func TestInprocNoAllocs(t *testing.T) {
 func BenchmarkInprocSendRecv(b *testing.B) {
 	for _, mib := range []int{1, 4, 16, 64} {
 		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
-			eps := transport.NewInproc(2)
-			ctx := context.Background()
-			n := mib << 20 / 4
-			src, dst := make([]float32, n), make([]float32, n)
-			errc := make(chan error, 1)
-			b.SetBytes(int64(4 * n))
-			b.ReportAllocs()
-			b.ResetTimer()
-			go func() {
-				for range b.N {
-					if err := eps[1].Recv(ctx, 0, 0, dst); err != nil {
-						errc <- err
-						return
-					}
-				}
-				errc <- nil
-			}()
-			for range b.N {
-				if err := eps[0].Send(ctx, 1, 0, src); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := <-errc; err != nil {
-				b.Fatal(err)
-			}
+			transporttest.BenchmarkStream(b, transport.NewInproc(2), mib<<20/4)
 		})
 	}
 }
