@@ -25,6 +25,10 @@ type Options struct {
 	// ShareWith under the same name with the same param shapes. This is how
 	// a TEST net sees the weights the TRAIN net learns, as in Caffe.
 	ShareWith *Net
+	// OwnGrads, with ShareWith, shares only the weights: the new net
+	// gets a gradient buffer of its own (Hogwild's workers, which update
+	// one set of weights from their own gradients).
+	OwnGrads bool
 	// OnGradReady, when set, is called during Backward as soon as the
 	// gradients of the given blocks (indices into Blocks) are final: once
 	// per layer that owns params, in backward order. The callback runs on
@@ -270,6 +274,9 @@ func (n *Net) layoutParams(opt Options) error {
 	if o := opt.ShareWith; o != nil {
 		if err := n.shareFrom(o); err != nil {
 			return err
+		}
+		if opt.OwnGrads {
+			n.grads = make([]float32, len(o.grads))
 		}
 	} else {
 		n.params = make([]float32, total)

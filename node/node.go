@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"dsgd/center"
 	"dsgd/collective"
 	"dsgd/scheme"
 	"dsgd/tensor"
@@ -34,9 +35,14 @@ type Rank struct {
 	Scheme scheme.Rank
 	// Ep connects the rank to the others; nil for a group of one.
 	Ep transport.Endpoint
-	// Buffers are the rank's Params, Grads and Aux buffers (Aux may be
-	// nil if the scheme does not use it).
-	Params, Grads, Aux []float32
+	// Buffers are the rank's Params and Grads. The scratch buffers (Aux,
+	// Delta, Spare) may be left nil: the rank allocates one, as long as
+	// Params, the first time its scheme names it.
+	Params, Grads, Aux, Delta, Spare []float32
+	// Center is the shared state of an asynchronous scheme, and CenterID
+	// this rank's worker id there; nil for the other schemes.
+	Center   center.Center
+	CenterID int
 	// Computer computes gradients; nil on a server rank.
 	Computer Computer
 	// Update applies the solver at iteration iter to Params from Grads.
@@ -52,6 +58,8 @@ type Rank struct {
 
 	// Stats accumulates the rank's time account.
 	Stats Stats
+
+	groups map[string]*collective.Executor // sub-group executors, by member list
 }
 
 // Stats is a rank's time account.
@@ -69,6 +77,12 @@ type event struct {
 	ev   scheme.Event
 	err  error
 	busy time.Duration // communication time behind a Done
+}
+
+// answer is what a communication action reports back to its scheme.
+type answer struct {
+	iter          int
+	dropped, stop bool
 }
 
 // Run drives the rank until its scheme finishes, an action fails, or ctx
@@ -181,6 +195,8 @@ func (r *Rank) local(a scheme.Action) error {
 		r.Update(a.Iter)
 	case scheme.Copy:
 		copy(r.slice(a.R), r.slice(a.Src))
+	case scheme.Axpy:
+		tensor.Axpy(a.Factor, r.slice(a.Src), r.slice(a.R))
 	case scheme.IterDone:
 		r.Stats.Iters++
 		if r.OnIter != nil {
@@ -193,16 +209,25 @@ func (r *Rank) local(a scheme.Action) error {
 }
 
 func (r *Rank) slice(rg scheme.Range) []float32 {
-	var b []float32
+	var b *[]float32
 	switch rg.Buf {
 	case scheme.Params:
-		b = r.Params
+		b = &r.Params
 	case scheme.Grads:
-		b = r.Grads
+		b = &r.Grads
 	case scheme.Aux:
-		b = r.Aux
+		b = &r.Aux
+	case scheme.Delta:
+		b = &r.Delta
+	case scheme.Spare:
+		b = &r.Spare
+	default:
+		panic(fmt.Sprintf("node: unknown buffer %v", rg.Buf))
 	}
-	return b[rg.Lo:rg.Hi]
+	if *b == nil {
+		*b = make([]float32, len(r.Params))
+	}
+	return (*b)[rg.Lo:rg.Hi]
 }
 
 // commLoop runs communication actions one at a time, in issue order.
@@ -213,20 +238,25 @@ func (r *Rank) commLoop(ctx context.Context, in <-chan scheme.Action, events cha
 		exec = collective.NewExecutor(r.Ep)
 		defer exec.Close()
 	}
+	defer func() {
+		for _, e := range r.groups {
+			e.Close()
+		}
+	}()
 	for a := range in {
 		t0 := time.Now()
 		cctx, cancel := ctx, context.CancelFunc(func() {})
 		if r.Timeout > 0 {
 			cctx, cancel = context.WithTimeout(ctx, r.Timeout)
 		}
-		err := r.comm(cctx, exec, a, &scratch)
+		ans, err := r.comm(cctx, exec, a, &scratch)
 		cancel()
 		busy := time.Since(t0)
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("%v %v with rank %d: no answer within %v: %w", a.Op, a.R.Buf, a.Peer, r.Timeout, err)
 		}
 		select {
-		case events <- event{ev: scheme.Event{Kind: scheme.Done, ID: a.ID}, err: err, busy: busy}:
+		case events <- event{ev: scheme.Event{Kind: scheme.Done, ID: a.ID, Iter: ans.iter, Dropped: ans.dropped, Stop: ans.stop}, err: err, busy: busy}:
 		case <-ctx.Done():
 			return
 		}
@@ -236,35 +266,113 @@ func (r *Rank) commLoop(ctx context.Context, in <-chan scheme.Action, events cha
 	}
 }
 
-func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Action, scratch *[]float32) error {
+func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Action, scratch *[]float32) (answer, error) {
+	if a.Op.IsCenter() {
+		return r.center(ctx, a)
+	}
 	buf := r.slice(a.R)
+	if a.Group != nil && r.Ep != nil {
+		var err error
+		if exec, err = r.groupExecutor(a.Group); err != nil {
+			return answer{}, err
+		}
+	}
 	switch a.Op {
 	case scheme.Allreduce:
 		if r.Ep == nil {
-			return nil
+			return answer{}, nil
 		}
 		alg := collective.Auto
 		if r.Algo != nil {
 			alg = r.Algo(a.Algo)
 		}
-		return exec.Allreduce(ctx, buf, alg)
+		return answer{}, exec.Allreduce(ctx, buf, alg)
 	case scheme.Broadcast:
-		return exec.Broadcast(ctx, a.Peer, buf)
+		if r.Ep == nil {
+			return answer{}, nil
+		}
+		return answer{}, exec.Broadcast(ctx, r.groupRank(a.Group, a.Peer), buf)
+	case scheme.Reduce:
+		if r.Ep == nil {
+			return answer{}, nil
+		}
+		return answer{}, exec.Reduce(ctx, r.groupRank(a.Group, a.Peer), buf)
 	case scheme.Send:
-		return r.Ep.Send(ctx, a.Peer, a.Tag, buf)
+		return answer{}, r.Ep.Send(ctx, a.Peer, a.Tag, buf)
 	case scheme.Recv:
 		if !a.Add {
-			return r.Ep.Recv(ctx, a.Peer, a.Tag, buf)
+			return answer{}, r.Ep.Recv(ctx, a.Peer, a.Tag, buf)
 		}
 		if cap(*scratch) < len(buf) {
 			*scratch = make([]float32, len(buf))
 		}
 		s := (*scratch)[:len(buf)]
 		if err := r.Ep.Recv(ctx, a.Peer, a.Tag, s); err != nil {
-			return err
+			return answer{}, err
 		}
 		tensor.AddTo(buf, s)
-		return nil
+		return answer{}, nil
 	}
-	return fmt.Errorf("node: %v is not a communication action", a.Op)
+	return answer{}, fmt.Errorf("node: %v is not a communication action", a.Op)
+}
+
+// center carries out a center operation.
+func (r *Rank) center(ctx context.Context, a scheme.Action) (answer, error) {
+	c, w := r.Center, r.CenterID
+	if c == nil {
+		return answer{}, fmt.Errorf("node: the scheme asked for %v but the rank has no center", a.Op)
+	}
+	var ans answer
+	var err error
+	switch a.Op {
+	case scheme.Join:
+		ans.iter, err = c.Join(ctx, w)
+	case scheme.Pull:
+		err = c.Pull(ctx, w, r.slice(a.R))
+	case scheme.Push:
+		err = c.Push(ctx, w, r.slice(a.R))
+	case scheme.Elastic:
+		err = c.Elastic(ctx, w, r.slice(a.R), a.Factor)
+	case scheme.Round:
+		ans.iter, ans.dropped, err = c.Round(ctx, w, a.Iter, r.slice(a.R))
+	case scheme.Clock:
+		ans.stop, err = c.Clock(ctx, w, a.Iter, a.Staleness)
+	case scheme.Leave:
+		err = c.Leave(ctx, w, nil)
+	}
+	if err != nil {
+		err = fmt.Errorf("center %v: %w", a.Op, err)
+	}
+	return ans, err
+}
+
+// groupRank maps rank peer of the whole group to its index in group.
+func (r *Rank) groupRank(group []int, peer int) int {
+	if group == nil {
+		return peer
+	}
+	for i, g := range group {
+		if g == peer {
+			return i
+		}
+	}
+	panic(fmt.Sprintf("node: rank %d is not in group %v", peer, group))
+}
+
+// groupExecutor returns the executor of a sub-group, made on first use.
+func (r *Rank) groupExecutor(group []int) (*collective.Executor, error) {
+	key := fmt.Sprint(group)
+	if e, ok := r.groups[key]; ok {
+		return e, nil
+	}
+	ep, err := transport.Sub(r.Ep, group)
+	if err != nil {
+		return nil, err
+	}
+	if r.groups == nil {
+		r.groups = map[string]*collective.Executor{}
+	}
+	e := collective.NewExecutor(ep)
+	r.groups[key] = e
+	return e, nil
 }

@@ -15,6 +15,11 @@ const (
 	// Aux is a scratch buffer of the same length that a scheme may use
 	// (a parameter server's accumulator, an elastic center).
 	Aux
+	// Delta and Spare are two more scratch buffers of the same length
+	// (an elastic difference, a reduction's operand). A driver allocates
+	// a scratch buffer when a scheme first names it.
+	Delta
+	Spare
 	numBuffers
 )
 
@@ -26,6 +31,10 @@ func (b Buffer) String() string {
 		return "grads"
 	case Aux:
 		return "aux"
+	case Delta:
+		return "delta"
+	case Spare:
+		return "spare"
 	}
 	return fmt.Sprintf("buffer(%d)", int(b))
 }
@@ -69,9 +78,39 @@ const (
 	IterDone
 	// Finish ends the rank's run.
 	Finish
+	// Reduce sums R over every rank of the group into rank Peer's R (the
+	// other ranks' R is left undefined).
+	Reduce
+	// Axpy adds Factor·Src to R (same length).
+	Axpy
+
+	// The center operations (package center): a worker of an
+	// asynchronous scheme and the shared state it talks to. They run on
+	// the communication goroutine, in issue order, like transfers.
+
+	// Join registers the worker with the center; Done carries the
+	// iteration to continue from in Iter.
+	Join
+	// Pull copies the center weights into R.
+	Pull
+	// Push adds R into the center weights.
+	Push
+	// Elastic exchanges R (the worker's weights) with the center: both
+	// move toward each other by Factor·(R − center).
+	Elastic
+	// Round hands R (gradients) in for weed-out round Iter; Done carries
+	// the next round in Iter and Dropped when they came too late.
+	Round
+	// Clock reports iteration Iter done and waits while the worker is
+	// more than Staleness iterations ahead of the slowest (Staleness < 0:
+	// no wait); Done carries Stop when the run should end.
+	Clock
+	// Leave tells the center this worker is finished.
+	Leave
 )
 
-var opNames = [...]string{"compute", "allreduce", "broadcast", "send", "recv", "scale", "update", "copy", "iter-done", "finish"}
+var opNames = [...]string{"compute", "allreduce", "broadcast", "send", "recv", "scale", "update", "copy", "iter-done", "finish",
+	"reduce", "axpy", "join", "pull", "push", "elastic", "round", "clock", "leave"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -83,7 +122,16 @@ func (o Op) String() string {
 // IsComm reports whether the op moves data between ranks. The driver runs
 // communication ops one at a time, in issue order, on a communication
 // goroutine, so every rank's collectives line up; the others run at once.
-func (o Op) IsComm() bool { return o == Allreduce || o == Broadcast || o == Send || o == Recv }
+func (o Op) IsComm() bool {
+	switch o {
+	case Allreduce, Broadcast, Send, Recv, Reduce:
+		return true
+	}
+	return o.IsCenter()
+}
+
+// IsCenter reports whether the op talks to the center (package center).
+func (o Op) IsCenter() bool { return o >= Join && o <= Leave }
 
 // Action is one request from a scheme to its driver. Compute is answered
 // by ComputeDone, and each communication op by a Done event carrying its
@@ -94,12 +142,17 @@ type Action struct {
 	ID     int
 	R      Range
 	Src    Range   // Copy
-	Peer   int     // Send, Recv, Broadcast (root)
+	Peer   int     // Send, Recv, Broadcast and Reduce (root)
 	Add    bool    // Recv
 	Tag    uint32  // Send, Recv
-	Factor float32 // Scale
-	Iter   int     // Update, IterDone
+	Factor float32 // Scale, Axpy, Elastic (alpha)
+	Iter   int     // Update, IterDone, Round, Clock
 	Loss   float64 // IterDone
+	// Staleness is Clock's bound.
+	Staleness int
+	// Group, when set, runs Allreduce, Broadcast or Reduce among these
+	// ranks only (ascending; Peer is then a rank of the whole group).
+	Group []int
 	// WatchGrads asks Compute for GradsReady events.
 	WatchGrads bool
 	// Algo picks the allreduce algorithm.
@@ -139,6 +192,13 @@ type Event struct {
 	ID     int     // Done
 	Lo, Hi int     // GradsReady
 	Loss   float64 // ComputeDone
+	// Iter answers Join (the iteration to continue from) and Round (the
+	// next round).
+	Iter int
+	// Dropped answers Round: the gradients came after the round closed.
+	Dropped bool
+	// Stop answers Clock: the run should end now.
+	Stop bool
 }
 
 // Rank is one rank's scheme logic: a state machine that turns events into

@@ -23,18 +23,67 @@ type Config struct {
 	// consecutive layers before one allreduce starts (as PyTorch DDP's
 	// buckets); 0 sends every parameter block as soon as it is final.
 	Bucket int
+
+	// Interval is how many iterations a worker of an asynchronous scheme
+	// runs between exchanges with the center: SpeeDO's S, ShmCaffe's
+	// update_interval, EASGD's tau (0 counts as 1).
+	Interval int
+	// Staleness is ssp's bound s: a worker more than s iterations ahead of
+	// the slowest waits.
+	Staleness int
+	// Alpha is the elastic moving rate of the EASGD family (SC17's η·ρ,
+	// ShmCaffe's moving_rate).
+	Alpha float32
+	// Variant is sync-easgd's implementation (SC17 6.1): 1 keeps the
+	// center on a separate master rank, 2 on worker 0, 3 as 2 with the
+	// exchange overlapped with the next forward and backward.
+	Variant int
+	// Groups is hybrid's number of synchronous groups (Workers must be a
+	// multiple); their roots are the center's workers.
+	Groups int
+	// Aligned makes the workers of an asynchronous scheme run until the
+	// center's finish rule stops them (ShmCaffe III.E), instead of each
+	// stopping after MaxIter.
+	Aligned bool
 }
 
 // Names lists the schemes New knows, in the order the help text shows them.
-func Names() []string { return []string{"seq", "sync-ps", "sync-tree", "sync-ring", "overlap"} }
+func Names() []string {
+	return []string{"seq", "sync-ps", "sync-tree", "sync-ring", "overlap",
+		"async", "ssp", "weedout", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "hogwild",
+		"sync-easgd", "seasgd", "hybrid"}
+}
 
 // Ranks is the number of ranks a scheme with this config runs on: the
-// workers, plus the parameter server for sync-ps.
+// workers, plus the parameter server for sync-ps and the master of
+// sync-easgd's variant 1.
 func (c Config) Ranks() int {
-	if c.Name == "sync-ps" {
+	if c.Name == "sync-ps" || (c.Name == "sync-easgd" && c.Variant == 1) {
 		return c.Workers + 1
 	}
 	return c.Workers
+}
+
+// UsesCenter reports whether the scheme's workers talk to a center
+// (package center), and how many of them do: every worker, or for hybrid
+// each group's root.
+func (c Config) UsesCenter() (bool, int) {
+	switch c.Name {
+	case "async", "ssp", "weedout", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "seasgd":
+		return true, c.Workers
+	case "hybrid":
+		return true, c.Groups
+	}
+	return false, 0
+}
+
+// Elastic reports whether the scheme uses the elastic moving rate Alpha.
+func (c Config) Elastic() bool {
+	switch c.Name {
+	case "easgd-rr", "easgd", "measgd", "hogwild-easgd", "sync-easgd", "seasgd", "hybrid":
+		return true
+	}
+	return false
 }
 
 // Validate checks the config.
@@ -54,6 +103,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("scheme: iterations %d..%d are empty or negative", c.StartIter, c.MaxIter)
 	case c.Layout.N <= 0:
 		return fmt.Errorf("scheme: the model has no parameters")
+	case c.Interval < 0:
+		return fmt.Errorf("scheme: interval %d is negative", c.Interval)
+	case c.Name == "ssp" && c.Staleness < 0:
+		return fmt.Errorf("scheme: ssp needs a staleness bound >= 0, got %d", c.Staleness)
+	case c.Elastic() && (c.Alpha <= 0 || c.Alpha >= 1):
+		return fmt.Errorf("scheme: %s needs a moving rate alpha in (0,1), got %g", c.Name, c.Alpha)
+	case c.Name == "sync-easgd" && (c.Variant < 1 || c.Variant > 3):
+		return fmt.Errorf("scheme: sync-easgd variant %d; choose 1 (separate master), 2 (center on worker 0) or 3 (2, overlapped)", c.Variant)
+	case c.Name == "hybrid" && (c.Groups < 1 || c.Workers%c.Groups != 0):
+		return fmt.Errorf("scheme: hybrid splits %d workers into %d groups; the workers must be a multiple of the groups", c.Workers, c.Groups)
+	case c.Aligned && (c.Name == "weedout" || c.Name == "hybrid"):
+		return fmt.Errorf("scheme: %s does not support aligned termination", c.Name)
 	}
 	return nil
 }
@@ -66,6 +127,12 @@ func New(c Config) ([]Rank, error) {
 	ranks := make([]Rank, c.Ranks())
 	for r := 0; r < c.Workers; r++ {
 		switch c.Name {
+		case "async", "ssp", "weedout", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "hogwild", "seasgd", "hybrid":
+			ranks[r] = newCenterWorker(c, r)
+			continue
+		case "sync-easgd":
+			ranks[r] = newSyncEASGD(c, r)
+			continue
 		case "sync-ps":
 			ranks[r] = &psWorker{cfg: c, server: c.Workers, iter: c.StartIter}
 		default:
@@ -80,6 +147,9 @@ func New(c Config) ([]Rank, error) {
 	}
 	if c.Name == "sync-ps" {
 		ranks[c.Workers] = &psServer{cfg: c, iter: c.StartIter}
+	}
+	if c.Name == "sync-easgd" && c.Variant == 1 {
+		ranks[c.Workers] = newSyncEASGD(c, c.Workers)
 	}
 	return ranks, nil
 }

@@ -1,0 +1,272 @@
+package scheme
+
+// centerWorker runs the schemes whose workers talk to a center (package
+// center): SpeeDO's async, ssp and weedout, the EASGD family (easgd-rr,
+// easgd, measgd, hogwild-easgd), ShmCaffe's seasgd and hybrid, and
+// hogwild, which shares its weights with the other workers in memory and
+// so needs no center at all.
+type centerWorker struct {
+	program
+	cfg  Config
+	rank int
+	id   int // the worker's id at the center
+	iter int
+	stop bool
+	next int // weedout: the round after this one
+
+	// hybrid: this worker's group, its root, and whether it is the root.
+	group []int
+	root  int
+}
+
+func newCenterWorker(c Config, rank int) *centerWorker {
+	w := &centerWorker{cfg: c, rank: rank, id: rank, iter: c.StartIter, root: rank}
+	if c.Name == "hybrid" {
+		size := c.Workers / c.Groups
+		g := rank / size
+		w.id, w.root = g, g*size
+		if size > 1 {
+			for r := g * size; r < (g+1)*size; r++ {
+				w.group = append(w.group, r)
+			}
+		}
+	}
+	return w
+}
+
+// talks reports whether this worker exchanges with the center.
+func (w *centerWorker) talks() bool { return w.cfg.Name != "hogwild" && w.rank == w.root }
+
+// exchange reports whether iteration iter ends with an exchange.
+func (w *centerWorker) exchange(iter int) bool {
+	s := max(w.cfg.Interval, 1)
+	return (iter-w.cfg.StartIter+1)%s == 0
+}
+
+func (w *centerWorker) Step(ev Event) []Action {
+	if ev.Kind == Start {
+		w.start()
+	}
+	return w.step(ev)
+}
+
+func (w *centerWorker) start() {
+	p := Range{Params, 0, w.cfg.Layout.N}
+	if w.talks() {
+		w.do(Action{Op: Join}, true)
+		w.then(func() {
+			if w.ans.Iter > w.iter {
+				w.iter = w.ans.Iter // a restarted worker continues its count
+			}
+		})
+		w.do(Action{Op: Pull, R: p}, true)
+		if w.cfg.Name == "async" || w.cfg.Name == "ssp" {
+			w.local(Action{Op: Copy, R: Range{Aux, 0, w.cfg.Layout.N}, Src: p})
+		}
+	}
+	if w.group != nil {
+		w.do(Action{Op: Broadcast, R: p, Peer: w.root, Group: w.group}, true)
+	}
+	w.then(w.iteration)
+}
+
+// iteration appends one iteration's steps, or the end of the run.
+func (w *centerWorker) iteration() {
+	n := w.cfg.Layout.N
+	p, g := Range{Params, 0, n}, Range{Grads, 0, n}
+	aux, delta := Range{Aux, 0, n}, Range{Delta, 0, n}
+	if w.stop || (!w.cfg.Aligned && w.iter >= w.cfg.MaxIter) {
+		if w.talks() {
+			w.do(Action{Op: Leave}, true)
+		}
+		w.then(func() { w.emit(Action{Op: Finish}) })
+		return
+	}
+	it := w.iter
+	xch := w.exchange(it) && w.talks()
+	switch w.cfg.Name {
+	case "async", "ssp":
+		// SpeeDO 3.2–3.3: train locally; every S iterations merge the
+		// weights' change since the last pull into the center (Downpour)
+		// and continue from the center.
+		w.do(Action{Op: Compute}, true)
+		w.local(Action{Op: Update, Iter: it})
+		if xch {
+			w.local(Action{Op: Copy, R: delta, Src: p})
+			w.local(Action{Op: Axpy, R: delta, Src: aux, Factor: -1})
+			w.do(Action{Op: Push, R: delta}, false)
+			w.do(Action{Op: Pull, R: p}, true)
+			w.local(Action{Op: Copy, R: aux, Src: p})
+		}
+	case "weedout":
+		// SpeeDO 3.4: a synchronous round that closes at a deadline;
+		// gradients that miss it are dropped and their worker restarts
+		// from the fresh weights.
+		w.do(Action{Op: Compute}, true)
+		w.do(Action{Op: Round, R: g, Iter: it}, true)
+		w.then(func() { w.next = w.ans.Iter })
+		w.do(Action{Op: Pull, R: p}, true)
+	case "easgd-rr", "easgd", "measgd", "hogwild-easgd":
+		// SC17 Eq. 1–2 (5–6 for measgd, whose momentum is the solver's):
+		// the elastic term uses the weights the gradient was computed on.
+		w.do(Action{Op: Compute}, true)
+		if xch {
+			w.do(Action{Op: Elastic, R: p, Factor: w.cfg.Alpha}, true)
+		}
+		w.local(Action{Op: Update, Iter: it})
+	case "hogwild":
+		w.do(Action{Op: Compute}, true)
+		w.local(Action{Op: Update, Iter: it})
+	case "seasgd":
+		// ShmCaffe III.G, Fig. 6: read the global weights (T1), move
+		// toward them by ΔW = α(W − W_g) (T2, Eq. 5–6), and let the update
+		// thread write ΔW and accumulate it into W_g (T3, Eq. 7) while
+		// this iteration computes (T4) and updates (T5). The next read
+		// waits for that accumulation: transfers run in issue order.
+		if xch {
+			w.seasgdExchange()
+		}
+		w.do(Action{Op: Compute}, true)
+		w.local(Action{Op: Update, Iter: it})
+	case "hybrid":
+		// ShmCaffe III.D: synchronous SGD inside the group, SEASGD between
+		// the groups' roots, which broadcast the result to their group.
+		w.do(Action{Op: Compute}, true)
+		if w.group != nil {
+			w.do(Action{Op: Allreduce, R: g, Group: w.group, Algo: AlgoRing}, true)
+			w.local(Action{Op: Scale, R: g, Factor: 1 / float32(len(w.group))})
+		}
+		w.local(Action{Op: Update, Iter: it})
+		if w.exchange(it) {
+			if w.talks() {
+				w.do(Action{Op: Pull, R: aux}, true)
+				w.elasticStep()
+			}
+			if w.group != nil {
+				w.do(Action{Op: Broadcast, R: p, Peer: w.root, Group: w.group}, true)
+			}
+			if w.talks() {
+				w.do(Action{Op: Push, R: delta}, false)
+			}
+		}
+	}
+	if w.talks() && w.cfg.Name != "weedout" {
+		s := -1
+		if w.cfg.Name == "ssp" {
+			s = w.cfg.Staleness
+		}
+		w.do(Action{Op: Clock, Iter: it, Staleness: s}, true)
+		w.then(func() { w.stop = w.ans.Stop })
+	}
+	w.then(func() {
+		w.emit(Action{Op: IterDone, Iter: it, Loss: w.loss})
+		w.iter++
+		if w.cfg.Name == "weedout" {
+			w.iter = w.next
+		}
+		w.iteration()
+	})
+}
+
+// seasgdExchange reads W_g into Aux, moves the weights toward it and
+// pushes the increment without waiting.
+func (w *centerWorker) seasgdExchange() {
+	n := w.cfg.Layout.N
+	w.do(Action{Op: Pull, R: Range{Aux, 0, n}}, true)
+	w.elasticStep()
+	w.do(Action{Op: Push, R: Range{Delta, 0, n}}, false)
+}
+
+// elasticStep computes ΔW = α(W − Aux) into Delta and subtracts it from
+// the weights (ShmCaffe Eq. 5–6).
+func (w *centerWorker) elasticStep() {
+	n := w.cfg.Layout.N
+	p, aux, delta := Range{Params, 0, n}, Range{Aux, 0, n}, Range{Delta, 0, n}
+	w.local(Action{Op: Copy, R: delta, Src: p})
+	w.local(Action{Op: Axpy, R: delta, Src: aux, Factor: -1})
+	w.local(Action{Op: Scale, R: delta, Factor: w.cfg.Alpha})
+	w.local(Action{Op: Axpy, R: p, Src: delta, Factor: -1})
+}
+
+// syncEASGD is Sync EASGD (SC17 5, Alg. 2–3): every iteration the master
+// broadcasts the center, the workers' differences from it are summed by a
+// tree reduction, each worker applies Eq. 1 and the master Eq. 2. The
+// result is deterministic. Variant 1 keeps the center on a separate master
+// rank, 2 on worker 0, and 3 overlaps the exchange — which needs only the
+// weights the gradient is computed on — with forward and backward.
+type syncEASGD struct {
+	program
+	cfg    Config
+	rank   int
+	master int
+	iter   int
+}
+
+func newSyncEASGD(c Config, rank int) *syncEASGD {
+	s := &syncEASGD{cfg: c, rank: rank, iter: c.StartIter}
+	if c.Variant == 1 {
+		s.master = c.Workers
+	}
+	return s
+}
+
+func (s *syncEASGD) Step(ev Event) []Action {
+	if ev.Kind == Start {
+		if s.rank == s.master && s.cfg.Variant != 1 {
+			// Worker 0 keeps the center in Aux, starting from the
+			// weights every replica starts from.
+			n := s.cfg.Layout.N
+			s.local(Action{Op: Copy, R: Range{Aux, 0, n}, Src: Range{Params, 0, n}})
+		}
+		s.then(s.iteration)
+	}
+	return s.step(ev)
+}
+
+func (s *syncEASGD) iteration() {
+	if s.iter >= s.cfg.MaxIter {
+		s.then(func() { s.emit(Action{Op: Finish}) })
+		return
+	}
+	n, it, a := s.cfg.Layout.N, s.iter, s.cfg.Alpha
+	p, g := Range{Params, 0, n}, Range{Grads, 0, n}
+	aux, delta, spare := Range{Aux, 0, n}, Range{Delta, 0, n}, Range{Spare, 0, n}
+	switch {
+	case s.cfg.Variant == 1 && s.rank == s.master:
+		// The master holds the center in its Params and contributes
+		// zeros to the sum of differences.
+		s.do(Action{Op: Broadcast, R: p, Peer: s.master}, true)
+		s.local(Action{Op: Scale, R: g, Factor: 0})
+		s.do(Action{Op: Reduce, R: g, Peer: s.master}, true)
+		s.local(Action{Op: Axpy, R: p, Src: g, Factor: a})
+	case s.cfg.Variant == 3:
+		s.do(Action{Op: Compute}, false)
+		s.do(Action{Op: Broadcast, R: aux, Peer: s.master}, true)
+		s.local(Action{Op: Copy, R: delta, Src: p})
+		s.local(Action{Op: Axpy, R: delta, Src: aux, Factor: -1})
+		s.local(Action{Op: Copy, R: spare, Src: delta})
+		s.do(Action{Op: Reduce, R: spare, Peer: s.master}, false)
+		s.barrier()
+		s.local(Action{Op: Axpy, R: p, Src: delta, Factor: -a})
+		s.local(Action{Op: Update, Iter: it})
+		if s.rank == s.master {
+			s.local(Action{Op: Axpy, R: aux, Src: spare, Factor: a})
+		}
+	default:
+		s.do(Action{Op: Compute}, true)
+		s.do(Action{Op: Broadcast, R: aux, Peer: s.master}, true)
+		s.local(Action{Op: Copy, R: delta, Src: p})
+		s.local(Action{Op: Axpy, R: delta, Src: aux, Factor: -1})
+		s.local(Action{Op: Axpy, R: p, Src: delta, Factor: -a})
+		s.local(Action{Op: Update, Iter: it})
+		s.do(Action{Op: Reduce, R: delta, Peer: s.master}, true)
+		if s.rank == s.master {
+			s.local(Action{Op: Axpy, R: aux, Src: delta, Factor: a})
+		}
+	}
+	s.then(func() {
+		s.emit(Action{Op: IterDone, Iter: it, Loss: s.loss})
+		s.iter++
+		s.iteration()
+	})
+}

@@ -1,0 +1,93 @@
+package scheme
+
+// program runs a scheme's steps strictly in order: a step that waits
+// holds the next until its answer (ComputeDone, or the Done of its ID)
+// arrives; a step that does not wait lets the program go on while the
+// driver works on it (a transfer overlapped with compute). Callbacks
+// decide at run time what comes next, reading the last answer. The
+// asynchronous schemes are written as programs; the synchronous ones
+// predate it and keep their own bookkeeping.
+type program struct {
+	issuer
+	steps     []step
+	waitID    int  // the Done this program waits for (0: none)
+	waitComp  bool // waiting for ComputeDone
+	waitAll   bool // waiting until nothing is in flight
+	computing bool
+	ans       Event // the answer that released the last wait
+	loss      float64
+}
+
+type step struct {
+	a    Action
+	wait bool
+	fn   func()
+	all  bool // a barrier: wait until compute and every transfer are done
+}
+
+// do appends an action; wait holds the program until it is answered.
+func (p *program) do(a Action, wait bool) { p.steps = append(p.steps, step{a: a, wait: wait}) }
+
+// then appends a callback.
+func (p *program) then(fn func()) { p.steps = append(p.steps, step{fn: fn}) }
+
+// barrier appends a wait for everything in flight.
+func (p *program) barrier() { p.steps = append(p.steps, step{all: true}) }
+
+// local appends a local action.
+func (p *program) local(a Action) { p.do(a, false) }
+
+// step feeds an event to the program and returns the actions it emits.
+func (p *program) step(ev Event) []Action {
+	p.out = p.out[:0]
+	switch ev.Kind {
+	case ComputeDone:
+		p.computing = false
+		p.loss = ev.Loss
+		if p.waitComp {
+			p.waitComp = false
+			p.ans = ev
+		}
+	case Done:
+		p.pending--
+		if p.waitID == ev.ID {
+			p.waitID = 0
+			p.ans = ev
+		}
+	}
+	p.run()
+	return p.out
+}
+
+func (p *program) blocked() bool {
+	return p.waitID != 0 || p.waitComp || (p.waitAll && (p.computing || p.pending > 0))
+}
+
+func (p *program) run() {
+	for !p.blocked() && len(p.steps) > 0 {
+		p.waitAll = false
+		s := p.steps[0]
+		p.steps = p.steps[1:]
+		switch {
+		case s.fn != nil:
+			s.fn()
+		case s.all:
+			p.waitAll = true
+		case s.a.Op == Compute:
+			p.computing = true
+			p.emit(s.a)
+			p.waitComp = s.wait
+		case s.a.Op.IsComm():
+			p.comm(s.a)
+			if s.wait {
+				p.waitID = p.nextID
+			}
+		default:
+			p.emit(s.a)
+		}
+	}
+	if len(p.steps) == 0 {
+		// Reuse the backing array once drained.
+		p.steps = p.steps[:0]
+	}
+}
