@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
+	"dsgd/center"
 	"dsgd/checkpoint"
 	"dsgd/collective"
 	"dsgd/metrics"
@@ -113,6 +115,31 @@ type Config struct {
 	// Metrics, when set, receives one JSON line per iteration per worker
 	// (see IterMetrics).
 	Metrics io.Writer
+
+	// The asynchronous and elastic schemes' settings (scheme.Config):
+	// exchange interval, ssp's staleness, the elastic moving rate,
+	// sync-easgd's variant and hybrid's groups.
+	Interval, Staleness, Variant, Groups int
+	Alpha                                float32
+	// Finish is the asynchronous schemes' aligned-termination rule.
+	Finish center.Finish
+	// RoundDeadline is how long a weed-out round waits after its first
+	// gradients (0: for every worker).
+	RoundDeadline time.Duration
+	// Center, when set, is the center the asynchronous schemes' workers
+	// talk to (a parameter server's client); otherwise the trainer makes
+	// an in-process one, which CenterStats then reports on.
+	Center center.Center
+	// Straggle slows workers down for experiments (nil: none).
+	Straggle *Straggler
+}
+
+// Straggler delays a worker's computation: rank Rank every iteration, or,
+// with Rank < 0, any worker with probability Prob per iteration.
+type Straggler struct {
+	Rank  int
+	Prob  float64
+	Delay time.Duration
 }
 
 // Group places a trainer in a multi-process group. Rank and Size are
@@ -187,6 +214,10 @@ type Result struct {
 	// weights; IdenticalKnown whether that could be checked (all ranks in
 	// this process).
 	Identical, IdenticalKnown bool
+	// Center counts what the in-process center did (asynchronous schemes).
+	Center center.Stats
+	// Straggled counts the iterations a straggler delay was injected.
+	Straggled int64
 }
 
 // Final is the last test pass, or the zero TestResult.
@@ -358,7 +389,7 @@ func (t *Trainer) buildRanks() error {
 		cfg.Scheme = "seq"
 	}
 	workers := max(cfg.Workers, 1)
-	sc := scheme.Config{Name: cfg.Scheme, Workers: workers, MaxIter: cfg.MaxIter, Pack: cfg.Pack}
+	sc := t.schemeConfig(0)
 	nranks := sc.Ranks()
 	local := make([]int, nranks)
 	for r := range local {
@@ -380,6 +411,10 @@ func (t *Trainer) buildRanks() error {
 	if cfg.Scheme == "sync-ps" {
 		t.updater = nranks - 1
 	}
+	hogwild := cfg.Scheme == "hogwild"
+	if hogwild && cfg.Group != nil {
+		return errors.New("train: hogwild shares weights in memory; it runs with --transport inproc only")
+	}
 	if local[0] != 0 {
 		t.test = nil // only rank 0 tests
 	}
@@ -387,7 +422,13 @@ func (t *Trainer) buildRanks() error {
 		net, sv := t.net, t.solver
 		if i > 0 || threads != cfg.Threads {
 			var err error
-			net, err = model.Build(cfg.Train, cfg.TrainShapes, model.Options{Phase: layers.Train, Threads: threads, Seed: cfg.Seed})
+			opt := model.Options{Phase: layers.Train, Threads: threads, Seed: cfg.Seed}
+			if hogwild && i > 0 {
+				// Hogwild: every worker updates rank 0's weights, with
+				// no lock, from gradients of its own.
+				opt.ShareWith, opt.OwnGrads = t.ranks[0].net, true
+			}
+			net, err = model.Build(cfg.Train, cfg.TrainShapes, opt)
 			if err != nil {
 				return fmt.Errorf("train: TRAIN net of rank %d: %w", r, err)
 			}
@@ -422,6 +463,15 @@ func (t *Trainer) buildRanks() error {
 				return err
 			}
 			rs.comp = newNetComputer(net, rs.feeds)
+			if st := cfg.Straggle; st != nil && (st.Rank == r || st.Rank < 0) {
+				rng := rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
+				rs.comp.delay = func() time.Duration {
+					if st.Rank < 0 && rng.Float64() >= st.Prob {
+						return 0
+					}
+					return st.Delay
+				}
+			}
 		}
 		t.ranks = append(t.ranks, rs)
 	}
@@ -445,6 +495,10 @@ type netComputer struct {
 	tops   [][]*tensor.Blob
 	ready  func(lo, hi int)
 	phases *metrics.Phases
+	// delay, when set, says how long to stall this iteration (a
+	// straggler); straggled counts the stalls.
+	delay     func() time.Duration
+	straggled int64
 }
 
 func newNetComputer(net *model.Net, feeds []Feed) *netComputer {
@@ -479,6 +533,16 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 		}
 	}
 	t1 := c.phases.Since(PhaseData, t0)
+	if c.delay != nil {
+		if d := c.delay(); d > 0 {
+			c.straggled++
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+	}
 	loss := c.net.Forward()
 	t2 := c.phases.Since(PhaseForward, t1)
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
@@ -515,7 +579,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		res.Tests = append(res.Tests, tr)
 		prog.Printf("%s\n", tr)
 	}
-	sc := scheme.Config{Name: cfg.Scheme, Workers: workers, StartIter: t.start, MaxIter: cfg.MaxIter, Pack: cfg.Pack, Bucket: cfg.Bucket, Layout: schemeLayout(t.net)}
+	sc := t.schemeConfig(t.start)
 	schemes, err := scheme.New(sc)
 	if err != nil {
 		return res, fmt.Errorf("train: %w", err)
@@ -530,6 +594,30 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		eps[cfg.Group.Rank] = cfg.Group.Endpoint
 	case len(t.ranks) > 1:
 		eps = transport.NewInproc(len(t.ranks))
+	}
+	cen, local, err := t.makeCenter(sc)
+	if err != nil {
+		return res, err
+	}
+	nodes := make([]*node.Rank, len(t.ranks))
+	weights := t.modelWeights(sc, cen, nodes)
+	var saved []float32
+	// withModel runs fn with rank 0's weights replaced by the model the
+	// scheme trains (the center, for the elastic and asynchronous
+	// schemes), so tests and snapshots see that model. It runs between
+	// rank 0's iterations, when nothing reads its weights.
+	withModel := func(fn func() error) error {
+		if weights == nil {
+			return fn()
+		}
+		p := t.net.Params()
+		saved = append(saved[:0], p...)
+		if err := weights(ctx, p); err != nil {
+			return fmt.Errorf("train: fetching the model's weights: %w", err)
+		}
+		err := fn()
+		copy(p, saved)
+		return err
 	}
 	updater := t.rank(t.updater)
 	var smooth, trainSecs float64
@@ -554,7 +642,11 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			prog.Line(metrics.Status{Iter: done, Loss: smooth, LR: t.solver.LR(iter), ImagesSec: ips})
 		}
 		if t.test != nil && cfg.TestInterval > 0 && done%cfg.TestInterval == 0 && done < cfg.MaxIter {
-			tr, err := t.Test(ctx, done)
+			var tr TestResult
+			err := withModel(func() (err error) {
+				tr, err = t.Test(ctx, done)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -568,7 +660,11 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	// The updating rank (rank 0, or the parameter server) snapshots.
 	snapIter := func(iter int, _ float64) error {
 		if n := iter + 1; cfg.SnapshotPrefix != "" && cfg.Snapshot > 0 && n%cfg.Snapshot == 0 && n < cfg.MaxIter {
-			p, err := t.snapshot(n)
+			var p string
+			err := withModel(func() (err error) {
+				p, err = t.snapshot(n)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -582,16 +678,17 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		done = iter + 1
 		return nil
 	}
-	nodes := make([]*node.Rank, len(t.ranks))
 	for i, rs := range t.ranks {
 		r := rs.rank
 		n := &node.Rank{
-			Scheme:  schemes[r],
-			Params:  rs.net.Params(),
-			Grads:   rs.net.Grads(),
-			Update:  func(iter int) { rs.solver.Step(iter, rs.net.Params(), rs.net.Grads()) },
-			Timeout: cfg.CommTimeout,
-			Algo:    t.algo,
+			Scheme:   schemes[r],
+			Params:   rs.net.Params(),
+			Grads:    rs.net.Grads(),
+			Update:   func(iter int) { rs.solver.Step(iter, rs.net.Params(), rs.net.Grads()) },
+			Timeout:  cfg.CommTimeout,
+			Algo:     t.algo,
+			Center:   cen,
+			CenterID: centerID(sc, r),
 		}
 		if rs.comp != nil {
 			n.Computer = rs.comp
@@ -649,6 +746,14 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		res.Phases.Iter()
 	}
 	res.CommBusy, res.CommExposed = nodes[0].Stats.CommBusy, nodes[0].Stats.Phase[node.PhaseComm]
+	if local != nil {
+		res.Center = local.Stats()
+	}
+	for _, rs := range t.ranks {
+		if rs.comp != nil {
+			res.Straggled += rs.comp.straggled
+		}
+	}
 	if err := firstError(ctx, errs); err != nil {
 		if cfg.Group != nil {
 			// Tell the other ranks why this one leaves, so the error that
@@ -663,10 +768,20 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	if trainSecs > 0 {
 		res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
 	}
-	res.Identical, res.IdenticalKnown = cfg.Group == nil, cfg.Group == nil
+	replicated := !sc.Elastic() && cfg.Scheme != "hogwild"
+	if uses, _ := sc.UsesCenter(); uses {
+		replicated = false
+	}
+	res.Identical, res.IdenticalKnown = cfg.Group == nil && replicated, cfg.Group == nil && replicated
 	for _, rs := range t.ranks[1:] {
 		if !slices.Equal(rs.net.Params(), t.net.Params()) {
 			res.Identical = false
+		}
+	}
+	if weights != nil && t.ranks[0].rank == 0 {
+		// The model is the center: keep it as the final weights.
+		if err := weights(ctx, t.net.Params()); err != nil {
+			return res, fmt.Errorf("train: fetching the model's final weights: %w", err)
 		}
 	}
 	if cfg.SnapshotPrefix != "" && updater != nil {
@@ -685,6 +800,100 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	res.Wall = time.Since(begin)
 	return res, nil
+}
+
+// schemeConfig is the scheme's configuration for a run from start.
+func (t *Trainer) schemeConfig(start int) scheme.Config {
+	cfg := t.cfg
+	sc := scheme.Config{Name: cfg.Scheme, Workers: max(cfg.Workers, 1), StartIter: start, MaxIter: cfg.MaxIter,
+		Pack: cfg.Pack, Bucket: cfg.Bucket, Interval: cfg.Interval, Staleness: cfg.Staleness, Alpha: cfg.Alpha,
+		Variant: cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn}
+	if sc.Name == "" {
+		sc.Name = "seq"
+	}
+	if t.net != nil {
+		sc.Layout = schemeLayout(t.net)
+	}
+	return sc
+}
+
+// centerID is rank r's worker id at the center: its rank, or for hybrid
+// its group.
+func centerID(sc scheme.Config, r int) int {
+	if sc.Name == "hybrid" && sc.Groups > 0 {
+		return r / (sc.Workers / sc.Groups)
+	}
+	return r
+}
+
+// makeCenter returns the center the scheme's workers talk to: the
+// configured one, or a new in-process one (returned as local too).
+func (t *Trainer) makeCenter(sc scheme.Config) (center.Center, *center.Local, error) {
+	uses, n := sc.UsesCenter()
+	if !uses {
+		return nil, nil, nil
+	}
+	if t.cfg.Center != nil {
+		return t.cfg.Center, nil, nil
+	}
+	if t.cfg.Group != nil {
+		return nil, nil, fmt.Errorf("train: %s over a multi-process group needs a center (a parameter server)", sc.Name)
+	}
+	lc, err := center.NewLocal(t.CenterConfig(sc, n))
+	if err != nil {
+		return nil, nil, fmt.Errorf("train: %w", err)
+	}
+	return lc, lc, nil
+}
+
+// CenterConfig is the configuration of the center for scheme sc with n
+// workers, starting from rank 0's weights; a parameter server process
+// builds its center from it.
+func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
+	cc := center.Config{Workers: n, Weights: t.net.Params(), Finish: t.cfg.Finish, MaxIter: t.cfg.MaxIter,
+		StartIter: sc.StartIter, Deadline: t.cfg.RoundDeadline}
+	switch sc.Name {
+	case "easgd-rr":
+		cc.Policy = center.RoundRobin
+	case "hogwild-easgd":
+		cc.Policy = center.Hogwild
+	case "weedout":
+		// The center applies each round's mean gradient with a solver of
+		// its own, as a synchronous parameter server does.
+		sv, err := solver.New(t.cfg.Solver, len(t.net.Params()), Segments(t.net.Blocks()))
+		if err == nil {
+			sv.SetThreads(t.cfg.Threads)
+			cc.Update = func(w, g []float32, iter int) { sv.Step(iter, w, g) }
+		}
+	}
+	return cc
+}
+
+// modelWeights returns how to fetch the weights a scheme trains when
+// they are not rank 0's own (the center), or nil.
+func (t *Trainer) modelWeights(sc scheme.Config, cen center.Center, nodes []*node.Rank) func(context.Context, []float32) error {
+	if uses, _ := sc.UsesCenter(); uses {
+		return func(ctx context.Context, dst []float32) error { return cen.Pull(ctx, 0, dst) }
+	}
+	if sc.Name != "sync-easgd" {
+		return nil
+	}
+	if sc.Variant == 1 {
+		m := t.rank(sc.Workers)
+		if m == nil {
+			return nil
+		}
+		return func(_ context.Context, dst []float32) error { copy(dst, m.net.Params()); return nil }
+	}
+	if t.ranks[0].rank != 0 {
+		return nil
+	}
+	return func(_ context.Context, dst []float32) error {
+		if aux := nodes[0].Aux; aux != nil {
+			copy(dst, aux)
+		}
+		return nil
+	}
 }
 
 // metricsHook wraps next so that rank r also writes a metrics line after

@@ -3,14 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
+	"dsgd/center"
 	"dsgd/collective"
 	"dsgd/scheme"
 	"dsgd/train"
@@ -27,6 +30,12 @@ type trainFlags struct {
 	pack                              *bool
 	bucketKiB                         *int
 	commTimeout                       *time.Duration
+
+	// the asynchronous and elastic schemes
+	interval, staleness, variant, groups *int
+	alpha, rho, momentum                 *float64
+	finish, straggle                     *string
+	roundDeadline                        *time.Duration
 }
 
 func (f *trainFlags) register(fs *flag.FlagSet) {
@@ -48,6 +57,102 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations")
 	f.compress = fs.String("compress", "none", "float encoding on the wire with --transport tcp: none or fp16 (half the bytes)")
 	f.commTimeout = fs.Duration("comm-timeout", time.Minute, "give up on a peer that does not answer within this")
+	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center (SpeeDO's S, ShmCaffe's update_interval, EASGD's tau)")
+	fs.Var(intAlias{f.interval}, "update-interval", "same as --interval (ShmCaffe's name)")
+	f.staleness = fs.Int("staleness", 3, "ssp: a worker more than this many iterations ahead of the slowest waits")
+	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate alpha (ShmCaffe's moving_rate, SC17's eta*rho); default 0.9/workers (EASGD's beta = 0.9)")
+	f.rho = fs.Float64("rho", 0, "elastic schemes: SC17's rho; sets alpha = base_lr * rho")
+	f.momentum = fs.Float64("momentum", -1, "solver momentum (default: the solver's; 0 for easgd, easgd-rr and hogwild-easgd, whose Eq. 1 is plain SGD)")
+	f.variant = fs.Int("variant", 3, "sync-easgd: 1 center on a separate master, 2 center on worker 0, 3 as 2 with the exchange overlapped with compute (SC17 6.1)")
+	f.groups = fs.Int("groups", 0, "hybrid: number of synchronous groups (default: 2, or 1 for an odd worker count)")
+	f.finish = fs.String("finish", "own", "asynchronous schemes: when workers stop: own (each after its iterations), master (when worker 0 finishes), first (when the first finishes), average (when the mean count reaches the iterations)")
+	f.roundDeadline = fs.Duration("round-deadline", 0, "weedout: close a round this long after its first gradients arrive (default: 2x the first round's compute time is not known, so 0 waits for every worker; set it to weed stragglers out)")
+	f.straggle = fs.String("straggle", "", "inject a straggler: RANK:DELAY (that worker is slower by DELAY every iteration) or p=PROB:DELAY (any worker, with that probability per iteration)")
+}
+
+// intAlias is a second flag name for an int flag.
+type intAlias struct{ p *int }
+
+func (a intAlias) String() string {
+	if a.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*a.p)
+}
+
+func (a intAlias) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return err
+	}
+	*a.p = v
+	return nil
+}
+
+// parseStraggle parses --straggle.
+func parseStraggle(s string, workers int) (*train.Straggler, error) {
+	if s == "" {
+		return nil, nil
+	}
+	who, delay, ok := strings.Cut(s, ":")
+	if !ok {
+		return nil, fmt.Errorf("--straggle %q: want RANK:DELAY or p=PROB:DELAY", s)
+	}
+	d, err := time.ParseDuration(delay)
+	if err != nil || d < 0 {
+		return nil, fmt.Errorf("--straggle %q: delay %q is not a duration such as 50ms", s, delay)
+	}
+	st := &train.Straggler{Rank: -1, Delay: d}
+	if p, isProb := strings.CutPrefix(who, "p="); isProb {
+		if st.Prob, err = strconv.ParseFloat(p, 64); err != nil || st.Prob <= 0 || st.Prob > 1 {
+			return nil, fmt.Errorf("--straggle %q: probability %q is not in (0,1]", s, p)
+		}
+		return st, nil
+	}
+	if st.Rank, err = strconv.Atoi(who); err != nil || st.Rank < 0 || st.Rank >= workers {
+		return nil, fmt.Errorf("--straggle %q: rank %q is not a worker in [0,%d)", s, who, workers)
+	}
+	return st, nil
+}
+
+// asyncConfig applies the asynchronous schemes' flags to cfg.
+func (f *trainFlags) asyncConfig(cfg *train.Config) error {
+	var err error
+	cfg.Interval, cfg.Staleness, cfg.Variant, cfg.RoundDeadline = *f.interval, *f.staleness, *f.variant, *f.roundDeadline
+	if *f.interval < 1 {
+		return fmt.Errorf("--interval must be at least 1, got %d", *f.interval)
+	}
+	if cfg.Finish, err = center.ParseFinish(*f.finish); err != nil {
+		return fmt.Errorf("--finish: %w", err)
+	}
+	cfg.Groups = *f.groups
+	if cfg.Groups == 0 {
+		cfg.Groups = 1
+		if cfg.Workers%2 == 0 {
+			cfg.Groups = 2
+		}
+	}
+	alpha := *f.alpha
+	switch {
+	case *f.rho > 0 && alpha > 0:
+		return errors.New("--alpha and --rho both set; give one (alpha = base_lr * rho)")
+	case *f.rho > 0:
+		alpha = cfg.Solver.BaseLR * *f.rho
+	case alpha == 0:
+		alpha = 0.9 / float64(cfg.Workers)
+		if cfg.Scheme == "hybrid" {
+			alpha = 0.9 / float64(cfg.Groups)
+		}
+	}
+	cfg.Alpha = float32(alpha)
+	switch {
+	case *f.momentum >= 0:
+		cfg.Solver.Momentum = *f.momentum
+	case cfg.Scheme == "easgd" || cfg.Scheme == "easgd-rr" || cfg.Scheme == "hogwild-easgd":
+		cfg.Solver.Momentum = 0
+	}
+	cfg.Straggle, err = parseStraggle(*f.straggle, cfg.Workers)
+	return err
 }
 
 // schemeName is the scheme the flags ask for, with the default applied.
@@ -156,6 +261,10 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return errUsage
 	}
 	cfg.Bucket = *f.bucketKiB << 10 / 4
+	if err := f.asyncConfig(&cfg); err != nil {
+		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+		return errUsage
+	}
 	switch *f.lrScale {
 	case "none":
 	case "linear":
@@ -277,6 +386,13 @@ func printSummary(w io.Writer, res *train.Result) {
 		if res.IdenticalKnown {
 			fmt.Fprintf(w, "replicas identical at the end: %v\n", res.Identical)
 		}
+	}
+	if c := res.Center; c != (center.Stats{}) {
+		fmt.Fprintf(w, "center: %d pulls, %d pushes, %d elastic exchanges, %d rounds, %d gradients dropped (weed-out), %d waits for a slower worker (ssp)\n",
+			c.Pulls, c.Pushes, c.Exchanges, c.Rounds, c.Dropped, c.Waits)
+	}
+	if res.Straggled > 0 {
+		fmt.Fprintf(w, "straggler: %d iterations delayed\n", res.Straggled)
 	}
 	for _, s := range res.Snapshots {
 		fmt.Fprintf(w, "snapshot: %s\n", s)
