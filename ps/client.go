@@ -1,0 +1,203 @@
+package ps
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"dsgd/center"
+	"dsgd/rpc"
+)
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// Token is the server's shared secret.
+	Token string
+	// Timeout bounds every read and write, and the wait for an answer or
+	// a keep-alive (rpc.Config.Timeout); zero means rpc.DefaultTimeout.
+	Timeout time.Duration
+	// MaxFrame bounds a message in bytes; zero means rpc.DefaultMaxFrame.
+	MaxFrame int
+	// Store, when set, moves Push and Pull through the blob store; the
+	// server must have one too.
+	Store BlobStore
+}
+
+// Client is a center.Center whose operations run on a parameter server.
+// It is safe for concurrent use; its calls are serialised on one
+// connection.
+type Client struct {
+	rpc     *rpc.Client
+	n       int
+	store   BlobStore
+	suffix  string
+	version atomic.Int64
+}
+
+var _ center.Center = (*Client)(nil)
+
+// Dial connects to the parameter server at addr and asks it for the
+// number of parameters it holds.
+func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Client, error) {
+	rc, err := rpc.Dial(ctx, addr, rpc.Config{Token: cfg.Token, Timeout: cfg.Timeout, MaxFrame: cfg.MaxFrame})
+	if err != nil {
+		return nil, fmt.Errorf("ps: %w", err)
+	}
+	var resp rpc.Response
+	if err := rc.Call(ctx, &rpc.Request{Op: opInfo}, &resp); err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("ps: %w", err)
+	}
+	c := &Client{rpc: rc, n: int(resp.Ints[0]), store: cfg.Store, suffix: resp.Text}
+	if c.n <= 0 {
+		rc.Close()
+		return nil, fmt.Errorf("ps: server %s holds %d parameters", addr, c.n)
+	}
+	if cfg.Store != nil && resp.Ints[2] == 0 {
+		rc.Close()
+		return nil, fmt.Errorf("ps: the client has a blob store but server %s has none; start both with the same --store", addr)
+	}
+	c.version.Store(resp.Ints[1])
+	return c, nil
+}
+
+// N returns the number of parameters the server holds.
+func (c *Client) N() int { return c.n }
+
+// Addr returns the server's address.
+func (c *Client) Addr() string { return c.rpc.Addr() }
+
+// Version returns the version of the center weights the last Pull got
+// in blob store mode (each server publication is one version).
+func (c *Client) Version() int64 { return c.version.Load() }
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.rpc.Close() }
+
+func (c *Client) checkLen(what string, n int) error {
+	if n != c.n {
+		return fmt.Errorf("ps: %s of %d values for server %s, which holds %d", what, n, c.rpc.Addr(), c.n)
+	}
+	return nil
+}
+
+func (c *Client) call(ctx context.Context, req *rpc.Request, resp *rpc.Response) error {
+	if err := c.rpc.Call(ctx, req, resp); err != nil {
+		return fmt.Errorf("ps: %w", err)
+	}
+	return nil
+}
+
+// Join implements center.Center.
+func (c *Client) Join(ctx context.Context, w int) (int, error) {
+	var resp rpc.Response
+	if err := c.call(ctx, &rpc.Request{Op: opJoin, Ints: [rpc.NumInts]int64{int64(w)}}, &resp); err != nil {
+		return 0, err
+	}
+	return int(resp.Ints[0]), nil
+}
+
+// Pull implements center.Center. In blob store mode it asks the server
+// for the current version and gets the weights from the store.
+func (c *Client) Pull(ctx context.Context, w int, dst []float32) error {
+	if err := c.checkLen("pull into a buffer", len(dst)); err != nil {
+		return err
+	}
+	req := rpc.Request{Op: opPull, Ints: [rpc.NumInts]int64{int64(w)}}
+	if c.store != nil {
+		req.Op = opVersion
+		var resp rpc.Response
+		if err := c.call(ctx, &req, &resp); err != nil {
+			return err
+		}
+		if err := c.store.GetFloats(ctx, WeightsKey+c.suffix, dst); err != nil {
+			return fmt.Errorf("ps: getting the center weights from %s: %w", WeightsKey+c.suffix, err)
+		}
+		c.version.Store(resp.Ints[0])
+		return nil
+	}
+	resp := rpc.Response{Data: dst[:0]}
+	if err := c.call(ctx, &req, &resp); err != nil {
+		return err
+	}
+	return c.landed(resp.Data, dst)
+}
+
+// landed checks that a response payload arrived in dst, whole.
+func (c *Client) landed(got, dst []float32) error {
+	if len(got) != len(dst) || (len(dst) > 0 && &got[0] != &dst[0]) {
+		return fmt.Errorf("ps: server %s answered %d values, expected %d", c.rpc.Addr(), len(got), len(dst))
+	}
+	return nil
+}
+
+// Push implements center.Center. In blob store mode the delta goes
+// through the store under DeltaKey(w).
+func (c *Client) Push(ctx context.Context, w int, delta []float32) error {
+	if err := c.checkLen("push of a delta", len(delta)); err != nil {
+		return err
+	}
+	req := rpc.Request{Op: opPush, Ints: [rpc.NumInts]int64{int64(w)}, Data: delta}
+	if c.store != nil {
+		key := DeltaKey(w) + c.suffix
+		if err := c.store.PutFloats(ctx, key, delta); err != nil {
+			return fmt.Errorf("ps: putting worker %d's delta under %s: %w", w, key, err)
+		}
+		req = rpc.Request{Op: opPushKey, Ints: req.Ints, Text: key}
+	}
+	var resp rpc.Response
+	return c.call(ctx, &req, &resp)
+}
+
+// Elastic implements center.Center: x travels to the server and comes
+// back updated.
+func (c *Client) Elastic(ctx context.Context, w int, x []float32, alpha float32) error {
+	if err := c.checkLen("elastic exchange of weights", len(x)); err != nil {
+		return err
+	}
+	req := rpc.Request{Op: opElastic, Ints: [rpc.NumInts]int64{int64(w)}, Floats: [rpc.NumFloats]float64{float64(alpha)}, Data: x}
+	resp := rpc.Response{Data: x[:0]}
+	if err := c.call(ctx, &req, &resp); err != nil {
+		return err
+	}
+	return c.landed(resp.Data, x)
+}
+
+// Round implements center.Center.
+func (c *Client) Round(ctx context.Context, w, iter int, grads []float32) (int, bool, error) {
+	if err := c.checkLen("round of gradients", len(grads)); err != nil {
+		return 0, false, err
+	}
+	var resp rpc.Response
+	req := rpc.Request{Op: opRound, Ints: [rpc.NumInts]int64{int64(w), int64(iter)}, Data: grads}
+	if err := c.call(ctx, &req, &resp); err != nil {
+		return 0, false, err
+	}
+	return int(resp.Ints[0]), resp.Ints[1] != 0, nil
+}
+
+// Clock implements center.Center.
+func (c *Client) Clock(ctx context.Context, w, iter, s int) (bool, error) {
+	var resp rpc.Response
+	if err := c.call(ctx, &rpc.Request{Op: opClock, Ints: [rpc.NumInts]int64{int64(w), int64(iter), int64(s)}}, &resp); err != nil {
+		return false, err
+	}
+	return resp.Ints[0] != 0, nil
+}
+
+// Leave implements center.Center; the cause travels as its message.
+func (c *Client) Leave(ctx context.Context, w int, cause error) error {
+	req := rpc.Request{Op: opLeave, Ints: [rpc.NumInts]int64{int64(w)}}
+	if cause != nil {
+		req.Text = cause.Error()
+		if req.Text == "" {
+			req.Text = "worker failed"
+		}
+		if len(req.Text) > rpc.MaxText {
+			req.Text = req.Text[:rpc.MaxText]
+		}
+	}
+	var resp rpc.Response
+	return c.call(ctx, &req, &resp)
+}

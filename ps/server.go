@@ -1,0 +1,221 @@
+package ps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"dsgd/center"
+	"dsgd/rpc"
+)
+
+// ServerConfig configures a parameter server.
+type ServerConfig struct {
+	// Token is the shared secret clients must present.
+	Token string
+	// Timeout bounds every read and write (rpc.Config.Timeout); zero
+	// means rpc.DefaultTimeout.
+	Timeout time.Duration
+	// MaxFrame bounds a message in bytes; zero means rpc.DefaultMaxFrame.
+	// It must hold the N parameters (4N bytes plus a little).
+	MaxFrame int
+	// N is the number of parameters the center holds. Zero takes it from
+	// the center's N method (center.Local has one).
+	N int
+	// Store, when set, turns on the blob store mode (see the package
+	// documentation). Serve publishes the initial center under WeightsKey
+	// before it accepts anyone.
+	Store BlobStore
+	// KeySuffix is appended to WeightsKey and told to clients for their
+	// delta keys, so that shard servers sharing one store keep apart.
+	KeySuffix string
+	// ErrorLog receives the errors that closed a client's connection
+	// (rpc.Config.ErrorLog); nil discards them.
+	ErrorLog func(error)
+}
+
+// Server serves a center.Center over rpc. Its methods are safe for
+// concurrent use.
+type Server struct {
+	c      center.Center
+	n      int
+	store  BlobStore
+	suffix string
+	rpc    *rpc.Server
+
+	dirty atomic.Bool // the center changed since the last publication
+	// pubMu guards version and pub, and orders publications.
+	pubMu   sync.Mutex
+	version int64
+	pub     []float32
+}
+
+// sized is what a center offers to tell its parameter count.
+type sized interface{ N() int }
+
+// Listen listens on addr (an empty host means 127.0.0.1) for clients of
+// the center c, which must be safe for concurrent use.
+func Listen(addr string, c center.Center, cfg ServerConfig) (*Server, error) {
+	n := cfg.N
+	if n == 0 {
+		if s, ok := c.(sized); ok {
+			n = s.N()
+		}
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("ps: the center's parameter count is unknown (%d): set ServerConfig.N", n)
+	}
+	if need := 4*n + 4096; cfg.MaxFrame != 0 && cfg.MaxFrame < need {
+		return nil, fmt.Errorf("ps: max frame %d bytes cannot carry %d parameters (need %d)", cfg.MaxFrame, n, need)
+	}
+	s := &Server{c: c, n: n, store: cfg.Store, suffix: cfg.KeySuffix}
+	var err error
+	s.rpc, err = rpc.Listen(addr, rpc.Config{Token: cfg.Token, Timeout: cfg.Timeout, MaxFrame: cfg.MaxFrame, ErrorLog: cfg.ErrorLog}, s.handle)
+	if err != nil {
+		return nil, fmt.Errorf("ps: %w", err)
+	}
+	return s, nil
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.rpc.Addr() }
+
+// N returns the number of parameters served.
+func (s *Server) N() int { return s.n }
+
+// Serve serves clients until ctx is done or Close is called (then it
+// returns nil). In blob store mode it first publishes the center.
+func (s *Server) Serve(ctx context.Context) error {
+	if s.store != nil {
+		if err := s.publish(ctx, 0); err != nil {
+			s.rpc.Close()
+			return err
+		}
+	}
+	return s.rpc.Serve(ctx)
+}
+
+// Close stops the server.
+func (s *Server) Close() error { return s.rpc.Close() }
+
+// publish puts the current center under the weights key as a new
+// version. Worker w's id is the one Pull is called with.
+func (s *Server) publish(ctx context.Context, w int) error {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	s.dirty.Store(false)
+	if s.pub == nil {
+		s.pub = make([]float32, s.n)
+	}
+	if err := s.c.Pull(ctx, w, s.pub); err != nil {
+		s.dirty.Store(true)
+		return err
+	}
+	if err := s.store.PutFloats(ctx, WeightsKey+s.suffix, s.pub); err != nil {
+		s.dirty.Store(true)
+		return fmt.Errorf("ps: publishing the center weights under %s: %w", WeightsKey+s.suffix, err)
+	}
+	s.version++
+	return nil
+}
+
+func (s *Server) checkLen(what string, w, n int) error {
+	if n != s.n {
+		return fmt.Errorf("ps: worker %d sent %s of %d values, the server holds %d", w, what, n, s.n)
+	}
+	return nil
+}
+
+func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Response) error {
+	w := int(req.Ints[0])
+	if int64(w) != req.Ints[0] {
+		return fmt.Errorf("ps: worker id %d out of range", req.Ints[0])
+	}
+	switch req.Op {
+	case opInfo:
+		resp.Ints[0] = int64(s.n)
+		if s.store != nil {
+			s.pubMu.Lock()
+			resp.Ints[1] = s.version
+			s.pubMu.Unlock()
+			resp.Ints[2] = 1
+			resp.Text = s.suffix
+		}
+	case opJoin:
+		iter, err := s.c.Join(ctx, w)
+		resp.Ints[0] = int64(iter)
+		return err
+	case opPull:
+		buf := resp.Buffer(s.n)
+		if err := s.c.Pull(ctx, w, buf); err != nil {
+			return err
+		}
+		resp.Data = buf
+	case opPush:
+		if err := s.checkLen("a delta", w, len(req.Data)); err != nil {
+			return err
+		}
+		defer s.dirty.Store(true)
+		return s.c.Push(ctx, w, req.Data)
+	case opElastic:
+		if err := s.checkLen("weights", w, len(req.Data)); err != nil {
+			return err
+		}
+		defer s.dirty.Store(true)
+		if err := s.c.Elastic(ctx, w, req.Data, float32(req.Floats[0])); err != nil {
+			return err
+		}
+		resp.Data = req.Data
+	case opRound:
+		if err := s.checkLen("gradients", w, len(req.Data)); err != nil {
+			return err
+		}
+		defer s.dirty.Store(true)
+		next, dropped, err := s.c.Round(ctx, w, int(req.Ints[1]), req.Data)
+		resp.Ints[0], resp.Ints[1] = int64(next), b2i(dropped)
+		return err
+	case opClock:
+		stop, err := s.c.Clock(ctx, w, int(req.Ints[1]), int(req.Ints[2]))
+		resp.Ints[0] = b2i(stop)
+		return err
+	case opLeave:
+		var cause error
+		if req.Text != "" {
+			cause = errors.New(req.Text)
+		}
+		return s.c.Leave(ctx, w, cause)
+	case opPushKey:
+		if s.store == nil {
+			return errors.New("ps: this server has no blob store")
+		}
+		buf := resp.Buffer(s.n)
+		if err := s.store.GetFloats(ctx, req.Text, buf); err != nil {
+			return fmt.Errorf("ps: getting worker %d's delta from %s: %w", w, req.Text, err)
+		}
+		if err := s.c.Push(ctx, w, buf); err != nil {
+			return err
+		}
+		s.dirty.Store(true)
+		if err := s.publish(ctx, w); err != nil {
+			return err
+		}
+	case opVersion:
+		if s.store == nil {
+			return errors.New("ps: this server has no blob store")
+		}
+		if s.dirty.Load() {
+			if err := s.publish(ctx, w); err != nil {
+				return err
+			}
+		}
+		s.pubMu.Lock()
+		resp.Ints[0] = s.version
+		s.pubMu.Unlock()
+	default:
+		return fmt.Errorf("ps: unknown operation %d", req.Op)
+	}
+	return nil
+}
