@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"dsgd/smb"
+)
+
+// serveSMB runs the shared buffer server (ShmCaffe's SMB) on addr until
+// ctx is done: a fresh in-memory store, served to clients that present
+// token. It prints the address it listens on, then one line per
+// connection that ended in an error. The store refuses buffers past 3/4
+// of this machine's memory (smbMemLimit).
+func serveSMB(ctx context.Context, addr, token string, timeout time.Duration, maxFrame int, stdout io.Writer) error {
+	var mu sync.Mutex // serialises the error log's writes
+	cfg := smb.Config{
+		Token:    token,
+		Timeout:  timeout,
+		MaxFrame: maxFrame,
+		ErrorLog: func(err error) {
+			mu.Lock()
+			fmt.Fprintf(stdout, "smb: %v\n", err)
+			mu.Unlock()
+		},
+	}
+	srv, err := smb.Listen(addr, smb.NewStore(smbMemLimit()), cfg)
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	fmt.Fprintf(stdout, "smb: serving on %s\n", srv.Addr())
+	mu.Unlock()
+	return srv.Serve(ctx)
+}
+
+// benchSMB measures the server's aggregate read/write bandwidth on
+// loopback for each number of clients, each with its own buffer of bytes
+// (ShmCaffe IV.B, Fig. 7), beside this machine's memcpy bandwidth for the
+// same size, and prints a table.
+func benchSMB(ctx context.Context, clients []int, bytes int64, stdout io.Writer) error {
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "clients\tbuffer\tGB/s aggregate\tmemcpy GB/s\tratio\t\n")
+	for _, k := range clients {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := smb.Bandwidth(ctx, smb.BenchConfig{Clients: k, Bytes: bytes})
+		if err != nil {
+			return fmt.Errorf("smb bandwidth with %d clients: %w", k, err)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.2f\t%.1f%%\t\n", k, smbSizeString(r.Bytes), r.GBps, r.MemcpyGBps, 100*r.Ratio())
+	}
+	return tw.Flush()
+}
+
+// smbSizeString prints a byte count in the largest binary unit that divides it.
+func smbSizeString(b int64) string {
+	switch {
+	case b >= 1<<30 && b%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", b>>30)
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", b>>20)
+	case b >= 1<<10 && b%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", b>>10)
+	}
+	return fmt.Sprintf("%dB", b)
+}
+
+// smbMemLimit is 3/4 of MemTotal in /proc/meminfo, so that clients
+// creating buffers get an error rather than the server being killed for
+// memory; 0 (no limit) where that file cannot be read.
+func smbMemLimit() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "MemTotal:" {
+			kib, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil || kib <= 0 {
+				return 0
+			}
+			return kib * 1024 / 4 * 3
+		}
+	}
+	return 0
+}

@@ -1,0 +1,337 @@
+package smb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"dsgd/center"
+)
+
+// The buffer keys of the SEASGD layout (ShmCaffe Fig. 5). One server
+// holds one run's buffers and control area.
+const (
+	// KeyGlobal names the global weight buffer W_g.
+	KeyGlobal = "W_g"
+	// KeyDeltaPrefix, followed by the worker id, names a worker's
+	// increment buffer ΔW_x.
+	KeyDeltaPrefix = "dW_"
+)
+
+// CenterConfig configures a Center.
+type CenterConfig struct {
+	// Workers is the number of workers (ids 0..Workers-1). Required.
+	Workers int
+	// N is the number of weights. Required.
+	N int
+	// Weights are the initial weights (len N) that the worker which
+	// creates W_g writes into it; nil means zeros. Every worker should
+	// pass the same ones.
+	Weights []float32
+	// Finish is the aligned-termination rule Clock applies.
+	Finish center.Finish
+	// MaxIter is the iteration count the finish rule compares with;
+	// required (> 0) unless Finish is FinishOwn.
+	MaxIter int
+	// Poll bounds each wait for a change of the control area (Join
+	// waiting for W_g's initialisation, Clock waiting under SSP), after
+	// which the condition is read again. Default 1s.
+	Poll time.Duration
+}
+
+// Center is the SEASGD adapter: center.Center over a shared buffer
+// server's Buffers, laid out as ShmCaffe Fig. 5. The global weights live
+// in buffer W_g, worker w's increments in dW_<w>, and the control area
+// holds Workers+1 slots: slot w is worker w's iteration count (−1−count
+// once it left), and slot Workers is 1 once W_g holds the initial weights.
+//
+// Pull reads W_g; Push writes the increment into dW_<w> and has the
+// server accumulate it into W_g (Eq. 7). Elastic and Round are refused:
+// the server has no update logic (ShmCaffe III.C).
+//
+// A Center is safe for concurrent use; each process (or each worker) may
+// hold its own over the same server.
+type Center struct {
+	b       Buffers
+	cfg     CenterConfig
+	global  string
+	deltas  []string
+	workers []workerState
+}
+
+// workerState is one worker's locks and scratch space, so that Clock and
+// Push do not allocate.
+type workerState struct {
+	// pushMu serialises the worker's Write+Accumulate on dW_w.
+	pushMu sync.Mutex
+	// mu guards counts and one (Join, Clock, Leave).
+	mu     sync.Mutex
+	counts []int64
+	one    [1]int64
+}
+
+var _ center.Center = (*Center)(nil)
+
+// NewCenter returns the adapter over b. It only checks cfg; the buffers
+// are made by Join.
+func NewCenter(b Buffers, cfg CenterConfig) (*Center, error) {
+	if cfg.Workers < 1 || cfg.Workers >= maxSlots {
+		return nil, fmt.Errorf("smb: center of %d workers; need 1 to %d", cfg.Workers, maxSlots-1)
+	}
+	if cfg.N < 1 {
+		return nil, fmt.Errorf("smb: center of %d weights; need at least 1", cfg.N)
+	}
+	if cfg.Weights != nil && len(cfg.Weights) != cfg.N {
+		return nil, fmt.Errorf("smb: center of %d weights given %d initial weights", cfg.N, len(cfg.Weights))
+	}
+	if cfg.Finish != center.FinishOwn && cfg.MaxIter < 1 {
+		return nil, fmt.Errorf("smb: finish rule %s needs a max iteration > 0, have %d", cfg.Finish, cfg.MaxIter)
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	c := &Center{
+		b:       b,
+		cfg:     cfg,
+		global:  KeyGlobal,
+		deltas:  make([]string, cfg.Workers),
+		workers: make([]workerState, cfg.Workers),
+	}
+	for w := range c.deltas {
+		c.deltas[w] = KeyDeltaPrefix + strconv.Itoa(w)
+		c.workers[w].counts = make([]int64, cfg.Workers)
+	}
+	return c, nil
+}
+
+func (c *Center) checkWorker(w int) {
+	if w < 0 || w >= c.cfg.Workers {
+		panic(fmt.Sprintf("smb: worker %d of a center of %d workers", w, c.cfg.Workers))
+	}
+}
+
+func (c *Center) checkLen(what string, n int) {
+	if n != c.cfg.N {
+		panic(fmt.Sprintf("smb: %s of %d values for a center of %d weights", what, n, c.cfg.N))
+	}
+}
+
+// readySlot is the control slot that says W_g holds the initial weights.
+func (c *Center) readySlot() int { return c.cfg.Workers }
+
+// Join implements center.Center: it makes the control area and the
+// buffers (the worker that creates W_g fills it with cfg.Weights; the
+// others wait until it has), marks w live and returns its iteration
+// count, or the slowest live worker's when w's count is 0.
+func (c *Center) Join(ctx context.Context, w int) (int, error) {
+	c.checkWorker(w)
+	if _, err := c.b.CreateControl(ctx, c.cfg.Workers+1); err != nil {
+		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
+	}
+	created, err := c.b.Create(ctx, c.global, c.cfg.N)
+	if err != nil {
+		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
+	}
+	if created {
+		if c.cfg.Weights != nil {
+			if err := c.b.Write(ctx, c.global, 0, c.cfg.Weights); err != nil {
+				return 0, fmt.Errorf("smb: worker %d initialising %s: %w", w, c.global, err)
+			}
+		}
+		if err := c.b.WriteControl(ctx, c.readySlot(), []int64{1}); err != nil {
+			return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
+		}
+	} else if err := c.waitReady(ctx); err != nil {
+		return 0, fmt.Errorf("smb: worker %d waiting for %s's initial weights: %w", w, c.global, err)
+	}
+	if _, err := c.b.Create(ctx, c.deltas[w], c.cfg.N); err != nil {
+		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
+	}
+	ws := &c.workers[w]
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if _, err := c.b.ReadControl(ctx, 0, ws.counts); err != nil {
+		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
+	}
+	iter := countOf(ws.counts[w])
+	if iter == 0 {
+		iter = -1
+		for i, v := range ws.counts {
+			if i != w && v >= 0 && (iter < 0 || v < iter) {
+				iter = v
+			}
+		}
+		iter = max(iter, 0)
+	}
+	ws.one[0] = iter
+	if err := c.b.WriteControl(ctx, w, ws.one[:]); err != nil {
+		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
+	}
+	return int(iter), nil
+}
+
+// countOf decodes a control slot: a left worker's −1−count is its count.
+func countOf(v int64) int64 {
+	if v < 0 {
+		return -1 - v
+	}
+	return v
+}
+
+func (c *Center) waitReady(ctx context.Context) error {
+	var flag [1]int64
+	for {
+		ver, err := c.b.ReadControl(ctx, c.readySlot(), flag[:])
+		if err != nil {
+			return err
+		}
+		if flag[0] != 0 {
+			return nil
+		}
+		if err := c.waitControl(ctx, ver); err != nil {
+			return err
+		}
+	}
+}
+
+// waitControl waits for a change of the control area for at most Poll.
+func (c *Center) waitControl(ctx context.Context, ver uint64) error {
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.Poll)
+	_, err := c.b.WaitControl(wctx, ver)
+	cancel()
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// Pull implements center.Center: it reads W_g into dst (ShmCaffe T1).
+// Over a network client that splits W_g into several requests, an
+// accumulate may land between them.
+func (c *Center) Pull(ctx context.Context, w int, dst []float32) error {
+	c.checkWorker(w)
+	c.checkLen("pull", len(dst))
+	if err := c.b.Read(ctx, c.global, 0, dst); err != nil {
+		return fmt.Errorf("smb: worker %d pulling: %w", w, err)
+	}
+	return nil
+}
+
+// Push implements center.Center: it writes delta into dW_<w> (T.A1) and
+// has the server accumulate dW_<w> into W_g (T.A2–T.A4, Eq. 7).
+func (c *Center) Push(ctx context.Context, w int, delta []float32) error {
+	c.checkWorker(w)
+	c.checkLen("push", len(delta))
+	ws := &c.workers[w]
+	ws.pushMu.Lock()
+	defer ws.pushMu.Unlock()
+	if err := c.b.Write(ctx, c.deltas[w], 0, delta); err != nil {
+		return fmt.Errorf("smb: worker %d pushing: %w", w, err)
+	}
+	if err := c.b.Accumulate(ctx, c.global, c.deltas[w]); err != nil {
+		return fmt.Errorf("smb: worker %d pushing: %w", w, err)
+	}
+	return nil
+}
+
+// errNoUpdateLogic is what Elastic and Round return.
+func errNoUpdateLogic(op string) error {
+	return fmt.Errorf("smb: %s is not available on the shared buffer server: it has no update logic, only buffers and accumulation (ShmCaffe III.C); use the parameter server or the in-process center for easgd, easgd-rr, hogwild-easgd, measgd and weedout", op)
+}
+
+// Elastic implements center.Center by refusing: SEASGD computes the
+// elastic term on the worker and pushes it (Eq. 5–7).
+func (c *Center) Elastic(context.Context, int, []float32, float32) error {
+	return errNoUpdateLogic("the elastic exchange")
+}
+
+// Round implements center.Center by refusing.
+func (c *Center) Round(context.Context, int, int, []float32) (int, bool, error) {
+	return 0, false, errNoUpdateLogic("a weed-out round")
+}
+
+// Clock implements center.Center: it writes iter into w's control slot,
+// then returns stop when the finish rule says so, and with s >= 0 waits
+// while iter is more than s ahead of the slowest live worker.
+func (c *Center) Clock(ctx context.Context, w, iter, s int) (bool, error) {
+	c.checkWorker(w)
+	ws := &c.workers[w]
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.one[0] = int64(iter)
+	if err := c.b.WriteControl(ctx, w, ws.one[:]); err != nil {
+		return false, fmt.Errorf("smb: worker %d clocking iteration %d: %w", w, iter, err)
+	}
+	for {
+		ver, err := c.b.ReadControl(ctx, 0, ws.counts)
+		if err != nil {
+			return false, fmt.Errorf("smb: worker %d clocking iteration %d: %w", w, iter, err)
+		}
+		if c.finished(ws.counts) {
+			return true, nil
+		}
+		if s < 0 {
+			return false, nil
+		}
+		slowest := int64(-1)
+		for _, v := range ws.counts {
+			if v >= 0 && (slowest < 0 || v < slowest) {
+				slowest = v
+			}
+		}
+		if slowest < 0 || int64(iter)-slowest <= int64(s) {
+			return false, nil
+		}
+		if err := c.waitControl(ctx, ver); err != nil {
+			return false, fmt.Errorf("smb: worker %d waiting at iteration %d (staleness %d, slowest at %d): %w", w, iter, s, slowest, err)
+		}
+	}
+}
+
+// finished applies the finish rule to the control slots.
+func (c *Center) finished(counts []int64) bool {
+	max := int64(c.cfg.MaxIter)
+	switch c.cfg.Finish {
+	case center.FinishMaster:
+		return countOf(counts[0]) >= max
+	case center.FinishFirst:
+		for _, v := range counts {
+			if countOf(v) >= max {
+				return true
+			}
+		}
+	case center.FinishAverage:
+		var sum int64
+		for _, v := range counts {
+			sum += countOf(v)
+		}
+		return sum >= max*int64(len(counts))
+	}
+	return false
+}
+
+// Leave implements center.Center: it marks w's slot as left (−1−count),
+// so it no longer holds back SSP; a later Join makes it live again.
+func (c *Center) Leave(ctx context.Context, w int, _ error) error {
+	c.checkWorker(w)
+	ws := &c.workers[w]
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if _, err := c.b.ReadControl(ctx, w, ws.one[:]); err != nil {
+		return fmt.Errorf("smb: worker %d leaving: %w", w, err)
+	}
+	if ws.one[0] < 0 {
+		return nil
+	}
+	ws.one[0] = -1 - ws.one[0]
+	if err := c.b.WriteControl(ctx, w, ws.one[:]); err != nil {
+		return fmt.Errorf("smb: worker %d leaving: %w", w, err)
+	}
+	return nil
+}
