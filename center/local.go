@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -60,6 +61,8 @@ type Local struct {
 	nIn     int
 	timer   *time.Timer
 	stats   Stats
+	joined  []bool
+	allLeft chan struct{} // closed once every worker has joined and finished
 }
 
 // NewLocal returns a center holding a copy of cfg.Weights.
@@ -80,6 +83,8 @@ func NewLocal(cfg Config) (*Local, error) {
 		live:    make([]bool, cfg.Workers),
 		left:    make([]bool, cfg.Workers),
 		in:      make([]bool, cfg.Workers),
+		joined:  make([]bool, cfg.Workers),
+		allLeft: make(chan struct{}),
 		round:   cfg.StartIter,
 	}
 	for i := range l.clocks {
@@ -149,7 +154,7 @@ func (l *Local) Join(ctx context.Context, w int) (int, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.live[w], l.left[w] = true, false
+	l.live[w], l.left[w], l.joined[w] = true, false, true
 	l.broadcast()
 	return l.clocks[w], nil
 }
@@ -386,8 +391,19 @@ func (l *Local) Leave(ctx context.Context, w int, cause error) error {
 		l.closeRound()
 	}
 	l.broadcast()
+	if !slices.Contains(l.left, false) {
+		select {
+		case <-l.allLeft:
+		default:
+			close(l.allLeft)
+		}
+	}
 	return nil
 }
+
+// Finished is closed once every worker has left after finishing its run;
+// a server may stop then.
+func (l *Local) Finished() <-chan struct{} { return l.allLeft }
 
 func addTo(dst, src []float32) {
 	src = src[:len(dst)]

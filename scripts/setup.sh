@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Installs what dsgd needs on a Debian machine: OpenBLAS (GEMM) and the
-# Fashion-MNIST data set. Does nothing when both are present; says exactly
-# what to install when it cannot install them itself.
+# Fashion-MNIST data set; with the argument "test", also what the tests
+# start: Open MPI's mpirun and redis-server. Does nothing when all are
+# present; says exactly what to install when it cannot install them itself.
 set -u
 need=()
+if [ "${1:-}" = test ]; then
+  command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
+  command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+fi
 [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || [ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] || need+=(libopenblas-dev)
 [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
 if [ "${#need[@]}" -eq 0 ]; then

@@ -132,7 +132,14 @@ type Config struct {
 	Center center.Center
 	// Straggle slows workers down for experiments (nil: none).
 	Straggle *Straggler
+	// TimeBudget, when positive, ends training at the first iteration
+	// after this much training time (testing excluded), as a normal end
+	// with the final test and snapshot.
+	TimeBudget time.Duration
 }
+
+// errBudget ends a run whose time budget is spent.
+var errBudget = errors.New("time budget spent")
 
 // Straggler delays a worker's computation: rank Rank every iteration, or,
 // with Rank < 0, any worker with probability Prob per iteration.
@@ -170,6 +177,8 @@ type IterMetrics struct {
 type TestResult struct {
 	Iter    int
 	Outputs []NamedValue
+	// Elapsed is the training time (tests excluded) when the test ran.
+	Elapsed time.Duration
 }
 
 // NamedValue is one reported figure.
@@ -571,11 +580,14 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	prog := metrics.NewProgress(t.out, cfg.MaxIter, cfg.TTY)
 	defer prog.Done()
 	begin := time.Now()
+	var testing time.Duration // time spent testing, not training
 	if t.test != nil && cfg.TestInitialization && t.start == 0 && cfg.TestInterval > 0 {
+		t0 := time.Now()
 		tr, err := t.Test(ctx, 0)
 		if err != nil {
 			return res, err
 		}
+		testing += time.Since(t0)
 		res.Tests = append(res.Tests, tr)
 		prog.Printf("%s\n", tr)
 	}
@@ -587,7 +599,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	var eps []transport.Endpoint // indexed by rank
 	switch {
 	case cfg.Group != nil:
-		if cfg.Group.Endpoint == nil {
+		if cfg.Group.Endpoint == nil && !t.centerOnly(sc) {
 			return res, errors.New("train: the group's endpoint is not connected")
 		}
 		eps = make([]transport.Endpoint, cfg.Group.Size)
@@ -643,6 +655,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 		if t.test != nil && cfg.TestInterval > 0 && done%cfg.TestInterval == 0 && done < cfg.MaxIter {
 			var tr TestResult
+			t0 := time.Now()
 			err := withModel(func() (err error) {
 				tr, err = t.Test(ctx, done)
 				return err
@@ -650,11 +663,16 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			if err != nil {
 				return err
 			}
+			tr.Elapsed = t0.Sub(begin) - testing
+			testing += time.Since(t0)
 			res.Tests = append(res.Tests, tr)
 			prog.Printf("%s\n", tr)
 			lastDisplayTime = lastDisplayTime.Add(time.Since(now))
 		}
 		lastIter = time.Now()
+		if cfg.TimeBudget > 0 && lastIter.Sub(begin)-testing >= cfg.TimeBudget {
+			return errBudget
+		}
 		return nil
 	}
 	// The updating rank (rank 0, or the parameter server) snapshots.
@@ -754,7 +772,11 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			res.Straggled += rs.comp.straggled
 		}
 	}
-	if err := firstError(ctx, errs); err != nil {
+	err = firstError(ctx, errs)
+	if errors.Is(err, errBudget) {
+		err = nil
+	}
+	if err != nil {
 		if cfg.Group != nil {
 			// Tell the other ranks why this one leaves, so the error that
 			// cascades through the group keeps naming its first cause.
@@ -792,10 +814,12 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		res.Snapshots = append(res.Snapshots, p)
 	}
 	if t.test != nil {
+		trained := time.Since(begin) - testing
 		tr, err := t.Test(ctx, done)
 		if err != nil {
 			return res, err
 		}
+		tr.Elapsed = trained
 		res.Tests = append(res.Tests, tr)
 	}
 	res.Wall = time.Since(begin)
@@ -815,6 +839,39 @@ func (t *Trainer) schemeConfig(start int) scheme.Config {
 		sc.Layout = schemeLayout(t.net)
 	}
 	return sc
+}
+
+// centerOnly reports whether the scheme's workers talk only to the
+// center, never to each other: a process of such a scheme needs no
+// group endpoint.
+func (t *Trainer) centerOnly(sc scheme.Config) bool {
+	uses, _ := sc.UsesCenter()
+	return uses && sc.Name != "hybrid"
+}
+
+// CenterOnly reports whether the configured scheme's workers talk only to
+// a center (so a worker process needs a center and no group endpoint).
+func (t *Trainer) CenterOnly() bool { return t.centerOnly(t.schemeConfig(t.start)) }
+
+// Finish is the configured aligned-termination rule.
+func (t *Trainer) Finish() center.Finish { return t.cfg.Finish }
+
+// MaxIter is the iteration the run stops at.
+func (t *Trainer) MaxIter() int { return t.cfg.MaxIter }
+
+// SetCenter sets the center the workers talk to (Config.Center), for a
+// worker process that can dial it only once the model is built.
+func (t *Trainer) SetCenter(c center.Center) { t.cfg.Center = c }
+
+// NewCenter makes the in-process center of the configured scheme, for a
+// parameter server process to serve; nil if the scheme has none.
+func (t *Trainer) NewCenter() (*center.Local, error) {
+	sc := t.schemeConfig(t.start)
+	uses, n := sc.UsesCenter()
+	if !uses {
+		return nil, nil
+	}
+	return center.NewLocal(t.CenterConfig(sc, n))
 }
 
 // centerID is rank r's worker id at the center: its rank, or for hybrid

@@ -35,7 +35,8 @@ func commands() []command {
 		{"time", "per-layer forward/backward times, like caffe time", runTime},
 		{"bench", "iteration time beside the PyTorch peer's, as a ratio", runBench},
 		{"worker", "run one rank of a multi-process job (mpirun, srun, or by hand)", runWorker},
-		{"ps", "run the parameter server of a multi-process sync-ps job", runPS},
+		{"ps", "run a parameter server: the last rank of sync-ps, or the center of an asynchronous scheme", runPS},
+		{"smb", "run ShmCaffe's shared buffer server (seasgd), or measure its bandwidth", runSMB},
 		{"bench-comm", "allreduce bandwidth beside gloo's; parameter server vs tree", runBenchComm},
 	}
 }

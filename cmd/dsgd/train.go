@@ -36,6 +36,7 @@ type trainFlags struct {
 	alpha, rho, momentum                 *float64
 	finish, straggle                     *string
 	roundDeadline                        *time.Duration
+	center                               centerFlags
 }
 
 func (f *trainFlags) register(fs *flag.FlagSet) {
@@ -67,6 +68,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.groups = fs.Int("groups", 0, "hybrid: number of synchronous groups (default: 2, or 1 for an odd worker count)")
 	f.finish = fs.String("finish", "own", "asynchronous schemes: when workers stop: own (each after its iterations), master (when worker 0 finishes), first (when the first finishes), average (when the mean count reaches the iterations)")
 	f.roundDeadline = fs.Duration("round-deadline", 0, "weedout: close a round this long after its first gradients arrive (default: 2x the first round's compute time is not known, so 0 waits for every worker; set it to weed stragglers out)")
+	f.center.register(fs)
 	f.straggle = fs.String("straggle", "", "inject a straggler: RANK:DELAY (that worker is slower by DELAY every iteration) or p=PROB:DELAY (any worker, with that probability per iteration)")
 }
 
@@ -328,7 +330,17 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	if g != nil {
+	switch {
+	case g != nil && g.serve:
+		return serveCenter(ctx, f, tr, g.listen, g.token, stdout)
+	case g != nil && tr.CenterOnly():
+		c, closer, err := dialCenter(ctx, f, tr, g.token, cfg.Workers, *f.commTimeout)
+		if err != nil {
+			return err
+		}
+		defer closer()
+		tr.SetCenter(c)
+	case g != nil:
 		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress)
 		if err != nil {
 			return err

@@ -30,6 +30,9 @@ type groupFlags struct {
 	token       string
 	listen      string
 	env         string // where rank and world came from, for messages
+	// serve makes the process the parameter server of an asynchronous
+	// scheme, listening on listen.
+	serve bool
 }
 
 func (g *groupFlags) register(fs *flag.FlagSet) {
@@ -128,6 +131,26 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	if name == "ps" && centerScheme(*f.scheme, *f.workers) {
+		if *f.workers < 1 {
+			fmt.Fprintf(stderr, "dsgd ps: --scheme %s needs --workers N\n", *f.scheme)
+			return errUsage
+		}
+		g.rank, g.world, g.serve = 0, *f.workers, true
+		if g.listen == "127.0.0.1:0" {
+			g.listen = "127.0.0.1:7077"
+		}
+		if g.token == "" {
+			g.token = os.Getenv("DSGD_TOKEN")
+		}
+		if g.token == "" {
+			g.token = "dsgd"
+		}
+		return execute(ctx, &f, &g, stdout, stderr)
+	}
+	if centerScheme(*f.scheme, *f.workers) && g.rendezvous == "" {
+		g.rendezvous = "-" // the workers meet at the center, not at a rendezvous
+	}
 	if name == "ps" {
 		if *f.scheme == "" {
 			*f.scheme = "sync-ps"
@@ -164,6 +187,12 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	return execute(ctx, &f, &g, stdout, stderr)
 }
 
+// centerScheme reports whether scheme's workers talk only to a center.
+func centerScheme(name string, workers int) bool {
+	uses, _ := scheme.Config{Name: name, Workers: max(workers, 1), Groups: 1}.UsesCenter()
+	return uses && name != "hybrid"
+}
+
 // launch runs a --transport tcp job on this host: one child process per
 // rank, joined over loopback TCP. Rank 0's output is ours; the others'
 // errors are shown with their rank.
@@ -185,11 +214,41 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	base := append(stripFlag(args, "transport"), "--threads", strconv.Itoa(max(1, f.m.threads/world))) // the cores are shared
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	token := hex.EncodeToString(tok)
+	// An asynchronous scheme's workers meet at their center: a parameter
+	// server (or, for seasgd, a shared buffer server) in a process of its
+	// own, which this launcher stops once the workers are done.
+	var serverDone chan error
+	var serverOut bytes.Buffer
+	centerAddr := ""
+	if centerScheme(sc.Name, sc.Workers) {
+		sargs := append([]string{"ps", "--listen", addr, "--token", token}, base...)
+		centerAddr = addr
+		if sc.Name == "seasgd" {
+			sargs = []string{"smb", "--listen", addr, "--token", token}
+			centerAddr = "smb://" + addr
+		}
+		scmd := exec.CommandContext(ctx, exe, sargs...)
+		scmd.Env = append(os.Environ(), "DSGD_CHILD=1")
+		scmd.WaitDelay = 5 * time.Second
+		scmd.Stdout, scmd.Stderr = &serverOut, &serverOut
+		if err := scmd.Start(); err != nil {
+			return fmt.Errorf("--transport tcp: starting the center: %w", err)
+		}
+		serverDone = make(chan error, 1)
+		go func() { serverDone <- scmd.Wait() }()
+		if addr, err = freeLoopbackAddr(); err != nil {
+			return fmt.Errorf("--transport tcp: %w", err)
+		}
+	}
 	errs := make([]error, world)
 	outs := make([]*bytes.Buffer, world)
 	var wg sync.WaitGroup
 	for r := 0; r < world; r++ {
-		cargs := append([]string{"worker", "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world), "--rendezvous", addr, "--token", hex.EncodeToString(tok)}, base...)
+		cargs := append([]string{"worker", "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world), "--rendezvous", addr, "--token", token}, base...)
+		if centerAddr != "" {
+			cargs = append(cargs, "--center", centerAddr)
+		}
 		cmd := exec.CommandContext(ctx, exe, cargs...)
 		cmd.Env = append(os.Environ(), "DSGD_CHILD=1")
 		cmd.WaitDelay = 5 * time.Second
@@ -213,6 +272,14 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		}()
 	}
 	wg.Wait()
+	if serverDone != nil {
+		select {
+		case <-serverDone:
+		case <-time.After(2 * time.Second):
+			cancel() // the shared buffer server does not stop by itself
+			<-serverDone
+		}
+	}
 	var msgs []string
 	for r, err := range errs {
 		if err == nil {

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"dsgd/center"
+	"dsgd/ps"
+	"dsgd/redisstore"
+	"dsgd/smb"
+	"dsgd/train"
+)
+
+// centerFlags say where a worker process of an asynchronous scheme finds
+// its center.
+type centerFlags struct {
+	addr, store *string
+}
+
+func (c *centerFlags) register(fs interface {
+	String(name, value, usage string) *string
+}) {
+	c.addr = fs.String("center", "", "asynchronous schemes in worker processes: the parameter server `HOST:PORT` (several, comma-separated, for a sharded one), or smb://HOST:PORT for the shared buffer server (seasgd)")
+	c.store = fs.String("store", "", "asynchronous schemes: carry the weights through a Redis server, redis://HOST:PORT (SpeeDO); the parameter server needs the same flag")
+}
+
+// dialCenter connects a worker process to its center, retrying until the
+// server answers or timeout passes (a launcher starts both at once).
+func dialCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, token string, workers int, timeout time.Duration) (center.Center, func(), error) {
+	addr := *f.center.addr
+	if addr == "" {
+		return nil, nil, errors.New("--center: this scheme's workers need the address of their parameter server (dsgd ps) or shared buffer server (dsgd smb)")
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		c, closer, err := dialCenterOnce(ctx, f, tr, token, workers, timeout)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil || !isDialRefused(err) {
+			return c, closer, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func isDialRefused(err error) bool {
+	return strings.Contains(err.Error(), "connection refused")
+}
+
+func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token string, workers int, timeout time.Duration) (center.Center, func(), error) {
+	addr := *f.center.addr
+	if rest, ok := strings.CutPrefix(addr, "smb://"); ok {
+		cl, err := smb.Dial(ctx, rest, smb.Config{Token: token, Timeout: timeout})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--center %s: %w", addr, err)
+		}
+		w := tr.Net().Params()
+		c, err := smb.NewCenter(cl, smb.CenterConfig{Workers: workers, N: len(w), Weights: w, Finish: tr.Finish(), MaxIter: tr.MaxIter()})
+		if err != nil {
+			cl.Close()
+			return nil, nil, fmt.Errorf("--center %s: %w", addr, err)
+		}
+		return c, func() { cl.Close() }, nil
+	}
+	cfg := ps.ClientConfig{Token: token, Timeout: timeout}
+	var st *redisstore.Store
+	if *f.center.store != "" {
+		var err error
+		if st, err = redisstore.Open(ctx, *f.center.store, redisstore.Config{Timeout: timeout}); err != nil {
+			return nil, nil, fmt.Errorf("--store: %w", err)
+		}
+		cfg.Store = st
+	}
+	c, err := ps.DialSharded(ctx, strings.Split(addr, ","), cfg)
+	if err != nil {
+		if st != nil {
+			st.Close()
+		}
+		return nil, nil, fmt.Errorf("--center %s: %w", addr, err)
+	}
+	if c.N() != len(tr.Net().Params()) {
+		c.Close()
+		return nil, nil, fmt.Errorf("--center %s serves %d parameters, this model has %d: the server runs another model", addr, c.N(), len(tr.Net().Params()))
+	}
+	return c, func() {
+		c.Close()
+		if st != nil {
+			st.Close()
+		}
+	}, nil
+}
+
+// serveCenter runs the parameter server of an asynchronous scheme: the
+// center made from the model's initial weights, served until every worker
+// has finished or ctx ends.
+func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, token string, stdout io.Writer) error {
+	local, err := tr.NewCenter()
+	if err != nil {
+		return err
+	}
+	if local == nil {
+		return fmt.Errorf("scheme %s has no center to serve", *f.scheme)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-local.Finished():
+			time.Sleep(200 * time.Millisecond) // let the last answers go out
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if *f.center.store != "" {
+		st, err := redisstore.Open(ctx, *f.center.store, redisstore.Config{Timeout: *f.commTimeout})
+		if err != nil {
+			return fmt.Errorf("--store: %w", err)
+		}
+		defer st.Close()
+		return servePSStore(ctx, listen, token, local, *f.commTimeout, st, stdout)
+	}
+	if err := servePS(ctx, listen, token, local, *f.commTimeout, 0, stdout); err != nil {
+		return err
+	}
+	st := local.Stats()
+	fmt.Fprintf(stdout, "ps: done: %d pulls, %d pushes, %d elastic exchanges, %d rounds, %d dropped, %d waits\n", st.Pulls, st.Pushes, st.Exchanges, st.Rounds, st.Dropped, st.Waits)
+	return nil
+}
+
+// servePSStore is servePS with the weights carried through a blob store.
+func servePSStore(ctx context.Context, addr, token string, c *center.Local, timeout time.Duration, st ps.BlobStore, stdout io.Writer) error {
+	srv, err := ps.Listen(addr, c, ps.ServerConfig{Token: token, Timeout: timeout, Store: st,
+		ErrorLog: func(err error) { fmt.Fprintf(stdout, "ps: %v\n", err) }})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "ps: serving %d parameters on %s, weights through %s\n", srv.N(), srv.Addr(), "redis")
+	return srv.Serve(ctx)
+}
+
+// runSMB runs ShmCaffe's shared buffer server, or with --bench measures
+// its aggregate read/write bandwidth on loopback beside memcpy.
+func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("smb", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:7078", "`HOST:PORT` to serve on (loopback unless told otherwise)")
+	token := fs.String("token", "", "shared secret the workers present (default: DSGD_TOKEN, else \"dsgd\")")
+	timeout := fs.Duration("comm-timeout", time.Minute, "deadline of every read and write")
+	bench := fs.Bool("bench", false, "measure aggregate read/write bandwidth for --clients clients instead of serving")
+	clients := fs.String("clients", "2,4,8,16", "--bench: client counts")
+	size := fs.String("bytes", "64MiB", "--bench: each client's buffer")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *bench {
+		ks, err := parseIntList(*clients, 1)
+		if err != nil {
+			fmt.Fprintf(stderr, "dsgd smb: --clients: %v\n", err)
+			return errUsage
+		}
+		b, err := parseByteSize(*size)
+		if err != nil {
+			fmt.Fprintf(stderr, "dsgd smb: --bytes: %v\n", err)
+			return errUsage
+		}
+		return benchSMB(ctx, ks, b, stdout)
+	}
+	tok := *token
+	if tok == "" {
+		tok = os.Getenv("DSGD_TOKEN")
+	}
+	if tok == "" {
+		tok = "dsgd"
+	}
+	return serveSMB(ctx, *listen, tok, *timeout, 0, stdout)
+}
