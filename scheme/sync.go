@@ -107,8 +107,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("scheme: interval %d is negative", c.Interval)
 	case c.Name == "ssp" && c.Staleness < 0:
 		return fmt.Errorf("scheme: ssp needs a staleness bound >= 0, got %d", c.Staleness)
-	case c.Elastic() && (c.Alpha <= 0 || c.Alpha >= 1):
-		return fmt.Errorf("scheme: %s needs a moving rate alpha in (0,1), got %g", c.Name, c.Alpha)
+	case c.Elastic() && (c.Alpha < 0 || c.Alpha >= 1):
+		return fmt.Errorf("scheme: %s needs a moving rate alpha in [0,1), got %g", c.Name, c.Alpha)
 	case c.Name == "sync-easgd" && (c.Variant < 1 || c.Variant > 3):
 		return fmt.Errorf("scheme: sync-easgd variant %d; choose 1 (separate master), 2 (center on worker 0) or 3 (2, overlapped)", c.Variant)
 	case c.Name == "hybrid" && (c.Groups < 1 || c.Workers%c.Groups != 0):
