@@ -37,6 +37,7 @@ func commands() []command {
 		{"worker", "run one rank of a multi-process job (mpirun, srun, or by hand)", runWorker},
 		{"ps", "run a parameter server: the last rank of sync-ps, or the center of an asynchronous scheme", runPS},
 		{"smb", "run ShmCaffe's shared buffer server (seasgd), or measure its bandwidth", runSMB},
+		{"compare", "train several schemes for the same time; table and plot of test error vs time", runCompare},
 		{"bench-comm", "allreduce bandwidth beside gloo's; parameter server vs tree", runBenchComm},
 	}
 }

@@ -37,6 +37,10 @@ type trainFlags struct {
 	finish, straggle                     *string
 	roundDeadline                        *time.Duration
 	center                               centerFlags
+	timeBudget                           *time.Duration
+
+	// result is the finished run's, for dsgd compare.
+	result *train.Result
 }
 
 func (f *trainFlags) register(fs *flag.FlagSet) {
@@ -69,6 +73,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.finish = fs.String("finish", "own", "asynchronous schemes: when workers stop: own (each after its iterations), master (when worker 0 finishes), first (when the first finishes), average (when the mean count reaches the iterations)")
 	f.roundDeadline = fs.Duration("round-deadline", 0, "weedout: close a round this long after its first gradients arrive (default: 2x the first round's compute time is not known, so 0 waits for every worker; set it to weed stragglers out)")
 	f.center.register(fs)
+	f.timeBudget = fs.Duration("time-budget", 0, "stop training after this much training time (tests excluded), with the final test and snapshot (0: no limit)")
 	f.straggle = fs.String("straggle", "", "inject a straggler: RANK:DELAY (that worker is slower by DELAY every iteration) or p=PROB:DELAY (any worker, with that probability per iteration)")
 }
 
@@ -263,6 +268,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return errUsage
 	}
 	cfg.Bucket = *f.bucketKiB << 10 / 4
+	cfg.TimeBudget = *f.timeBudget
 	if err := f.asyncConfig(&cfg); err != nil {
 		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
 		return errUsage
@@ -361,6 +367,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		fmt.Fprintf(out, "dsgd: resuming from %s\n", cfg.Resume)
 	}
 	res, err := tr.Run(ctx)
+	f.result = res
 	if err != nil {
 		return err
 	}
