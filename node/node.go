@@ -27,6 +27,12 @@ type Computer interface {
 const (
 	PhaseComm   = iota // exposed communication: waiting with no compute running
 	PhaseUpdate        // scale, update and copies
+	// PhaseWait is exposed time in the center operations that wait for
+	// other workers by design (SSP's clock, a weed-out round): time lost
+	// to slower workers rather than to moving data. A synchronous
+	// collective's wait for a straggler cannot be told apart from its
+	// transfers and stays in PhaseComm.
+	PhaseWait
 )
 
 // Rank is everything a driver needs to run one rank of a scheme.
@@ -64,8 +70,8 @@ type Rank struct {
 
 // Stats is a rank's time account.
 type Stats struct {
-	// Time per phase (PhaseComm, PhaseUpdate).
-	Phase [2]time.Duration
+	// Time per phase (PhaseComm, PhaseUpdate, PhaseWait).
+	Phase [3]time.Duration
 	// CommBusy is the time the communication goroutine spent working,
 	// hidden or not.
 	CommBusy time.Duration
@@ -109,6 +115,7 @@ func (r *Rank) Run(ctx context.Context) error {
 
 	computing := false
 	pendingComm := 0
+	var inFlight []scheme.Op // pending communication, oldest (running) first
 	var ctxDone <-chan struct{} = ctx.Done()
 	dispatch := func(acts []scheme.Action) (bool, error) {
 		for _, a := range acts {
@@ -141,6 +148,7 @@ func (r *Rank) Run(ctx context.Context) error {
 				}()
 			case a.Op.IsComm():
 				pendingComm++
+				inFlight = append(inFlight, a.Op)
 				comm <- a
 			default:
 				t0 := time.Now()
@@ -167,7 +175,11 @@ func (r *Rank) Run(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if !computing && pendingComm > 0 {
-			r.Stats.Phase[PhaseComm] += time.Since(t0)
+			ph := PhaseComm
+			if op := inFlight[0]; op == scheme.Clock || op == scheme.Round {
+				ph = PhaseWait
+			}
+			r.Stats.Phase[ph] += time.Since(t0)
 		}
 		if e.err != nil {
 			return e.err
@@ -177,6 +189,7 @@ func (r *Rank) Run(ctx context.Context) error {
 			computing = false
 		case scheme.Done:
 			pendingComm--
+			inFlight = inFlight[1:]
 			r.Stats.CommBusy += e.busy
 		}
 		fin, err := dispatch(r.Scheme.Step(e.ev))

@@ -170,6 +170,7 @@ type IterMetrics struct {
 	CommMS    float64 `json:"comm_exposed_ms"`
 	CommBusy  float64 `json:"comm_busy_ms"`
 	UpdateMS  float64 `json:"update_ms"`
+	WaitMS    float64 `json:"wait_ms"`
 	WallMS    float64 `json:"wall_ms"`
 }
 
@@ -576,7 +577,7 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	cfg := t.cfg
 	workers := max(cfg.Workers, 1)
-	res := &Result{Start: t.start, Phases: metrics.NewPhases(append(PhaseNames, "comm (exposed)")...), Params: t.net.Params(), Workers: workers, Scheme: cfg.Scheme}
+	res := &Result{Start: t.start, Phases: metrics.NewPhases(append(PhaseNames, "comm (exposed)", "wait")...), Params: t.net.Params(), Workers: workers, Scheme: cfg.Scheme}
 	prog := metrics.NewProgress(t.out, cfg.MaxIter, cfg.TTY)
 	defer prog.Done()
 	begin := time.Now()
@@ -760,6 +761,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	res.Phases.Add(PhaseUpdate, nodes[0].Stats.Phase[node.PhaseUpdate])
 	res.Phases.Add(len(PhaseNames), nodes[0].Stats.Phase[node.PhaseComm])
+	res.Phases.Add(len(PhaseNames)+1, nodes[0].Stats.Phase[node.PhaseWait])
 	for i := 0; i < res.Iters; i++ {
 		res.Phases.Iter()
 	}
@@ -971,6 +973,7 @@ func (t *Trainer) metricsHook(r int, n *node.Rank, comp *netComputer, next func(
 		st := n.Stats
 		m.CommMS = ms(st.Phase[node.PhaseComm] - lastStats.Phase[node.PhaseComm])
 		m.UpdateMS = ms(st.Phase[node.PhaseUpdate] - lastStats.Phase[node.PhaseUpdate])
+		m.WaitMS = ms(st.Phase[node.PhaseWait] - lastStats.Phase[node.PhaseWait])
 		m.CommBusy = ms(st.CommBusy - lastStats.CommBusy)
 		last, lastStats, lastT = cur, st, now
 		line, err := json.Marshal(m)
