@@ -41,6 +41,9 @@ type Stats struct {
 	Rounds, Dropped int64
 	// Waits counts Clock calls that had to wait for a slower worker (SSP).
 	Waits int64
+	// Values counts the float32 values that crossed the center's
+	// interface, both ways: N per pull, push or round, 2N per exchange.
+	Values int64
 }
 
 // Local is the in-process center: every operation is a method call on
@@ -167,6 +170,7 @@ func (l *Local) Pull(ctx context.Context, w int, dst []float32) error {
 	l.mu.Lock()
 	copy(dst, l.w)
 	l.stats.Pulls++
+	l.stats.Values += int64(len(dst))
 	l.mu.Unlock()
 	return nil
 }
@@ -179,6 +183,7 @@ func (l *Local) Push(ctx context.Context, w int, delta []float32) error {
 	l.mu.Lock()
 	addTo(l.w, delta)
 	l.stats.Pushes++
+	l.stats.Values += int64(len(delta))
 	l.mu.Unlock()
 	return nil
 }
@@ -195,6 +200,7 @@ func (l *Local) Elastic(ctx context.Context, w int, x []float32, alpha float32) 
 		elastic(l.w, x, alpha)
 		l.mu.Lock()
 		l.stats.Exchanges++
+		l.stats.Values += 2 * int64(len(x))
 		l.mu.Unlock()
 		return nil
 	case RoundRobin:
@@ -205,6 +211,7 @@ func (l *Local) Elastic(ctx context.Context, w int, x []float32, alpha float32) 
 		}
 		elastic(l.w, x, alpha)
 		l.stats.Exchanges++
+		l.stats.Values += 2 * int64(len(x))
 		l.turn = (l.turn + 1) % l.cfg.Workers
 		l.broadcast()
 		return nil
@@ -212,6 +219,7 @@ func (l *Local) Elastic(ctx context.Context, w int, x []float32, alpha float32) 
 		l.mu.Lock()
 		elastic(l.w, x, alpha)
 		l.stats.Exchanges++
+		l.stats.Values += 2 * int64(len(x))
 		l.mu.Unlock()
 		return nil
 	}
@@ -258,6 +266,7 @@ func (l *Local) Round(ctx context.Context, w, iter int, grads []float32) (int, b
 		l.acc = make([]float32, len(l.w))
 	}
 	addTo(l.acc, grads)
+	l.stats.Values += int64(len(grads))
 	l.in[w] = true
 	l.nIn++
 	if l.nIn == 1 && l.cfg.Deadline > 0 {
