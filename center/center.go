@@ -14,8 +14,9 @@ import (
 // package's SEASGD adapter (Pull and Push only).
 type Center interface {
 	// Join registers worker w (again, after a restart) and returns the
-	// iteration it should continue from: the control area's count for w,
-	// or the slowest live worker's when w starts afresh.
+	// iteration it should continue from: the control area's count for w.
+	// Until it joins, a worker counts as present: turns, rounds and SSP
+	// wait for it.
 	Join(ctx context.Context, w int) (iter int, err error)
 	// Pull copies the center weights into dst (len N).
 	Pull(ctx context.Context, w int, dst []float32) error

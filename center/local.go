@@ -228,7 +228,7 @@ func (l *Local) Elastic(ctx context.Context, w int, x []float32, alpha float32) 
 // skipGone moves the round-robin turn past workers that have left; l.mu
 // is held.
 func (l *Local) skipGone() {
-	for i := 0; i < l.cfg.Workers && !l.live[l.turn]; i++ {
+	for i := 0; i < l.cfg.Workers && !l.active(l.turn); i++ {
 		l.turn = (l.turn + 1) % l.cfg.Workers
 	}
 }
@@ -288,10 +288,15 @@ func (l *Local) Round(ctx context.Context, w, iter int, grads []float32) (int, b
 	return l.round, false, nil
 }
 
+// active reports whether worker w holds back turns, rounds and SSP: it
+// has joined and not left, or has not joined yet (a worker that is still
+// starting is not gone); l.mu is held.
+func (l *Local) active(w int) bool { return l.live[w] || !l.joined[w] }
+
 func (l *Local) liveCount() int {
 	n := 0
-	for _, v := range l.live {
-		if v {
+	for w := range l.live {
+		if l.active(w) {
 			n++
 		}
 	}
@@ -355,7 +360,7 @@ func (l *Local) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 func (l *Local) minLive() int {
 	m := -1
 	for i, c := range l.clocks {
-		if l.live[i] && (m < 0 || c < m) {
+		if l.active(i) && (m < 0 || c < m) {
 			m = c
 		}
 	}

@@ -562,3 +562,39 @@ func TestParseFinish(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestWaitsForWorkersNotYetJoined: at the start of a run a worker that
+// has not joined yet is not gone: round-robin keeps its turn for it
+// (SC17 Alg. 1 serves workers in rank order from the first exchange) and
+// a weed-out round waits for it as for any live worker.
+func TestWaitsForWorkersNotYetJoined(t *testing.T) {
+	ctx := context.Background()
+	t.Run("round-robin", func(t *testing.T) {
+		l := newLocal(t, Config{Workers: 2, Weights: []float32{0}, Policy: RoundRobin})
+		join(t, l, 1)
+		ch := async(func() error { return l.Elastic(ctx, 1, []float32{8}, 0.5) })
+		mustBlock(t, ch, "worker 1's exchange before worker 0 joined and exchanged")
+		join(t, l, 0)
+		if err := l.Elastic(ctx, 0, []float32{4}, 0.5); err != nil {
+			t.Fatal(err)
+		}
+		if err := mustReturn(t, ch, "worker 1's exchange"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("round", func(t *testing.T) {
+		rec := &recorder{}
+		l := newLocal(t, Config{Workers: 2, Weights: []float32{0}, Update: rec.update})
+		join(t, l, 0)
+		ch := round(l, ctx, 0, 0, []float32{2})
+		mustBlockRound(t, ch)
+		join(t, l, 1)
+		r1 := waitRound(t, round(l, ctx, 1, 0, []float32{4}))
+		if r := waitRound(t, ch); r.err != nil || r.dropped || r1.err != nil || r1.dropped {
+			t.Fatalf("worker 0 %+v, worker 1 %+v: want both in round 0", r, r1)
+		}
+		if calls := rec.get(); len(calls) != 1 || !near(calls[0].grads, []float32{3}) {
+			t.Fatalf("update calls %+v, want one with mean [3]", calls)
+		}
+	})
+}
