@@ -75,6 +75,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		base = append(base, "--snapshot-prefix=none")
 	}
 	fmt.Fprintf(stdout, "dsgd compare: %d schemes, %d workers (seq: 1), %v of training each, target accuracy %.2f%%\n", len(names), workers, *f.timeBudget, 100**target)
+	if !set["lr-scale"] {
+		fmt.Fprintln(stdout, "  async, ssp and hogwild run with --lr-scale inverse (base_lr / workers): their workers' steps all land in the same weights")
+	}
 	var runs []report.Run
 	for _, name := range names {
 		w := workers
@@ -90,7 +93,13 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		tfs := flag.NewFlagSet("train", flag.ContinueOnError)
 		tf.register(tfs)
 		tfs.SetOutput(io.Discard)
-		if err := tfs.Parse(append(append([]string(nil), base...), "--scheme="+name, "--workers="+strconv.Itoa(w))); err != nil {
+		sargs := append(append([]string(nil), base...), "--scheme="+name, "--workers="+strconv.Itoa(w))
+		if sharedWeights(name) && !set["lr-scale"] {
+			// Every worker's steps land in the same weights: one worker's
+			// step size overall (Downpour, Hogwild).
+			sargs = append(sargs, "--lr-scale=inverse")
+		}
+		if err := tfs.Parse(sargs); err != nil {
 			return fmt.Errorf("flags for %s: %w", name, err)
 		}
 		fmt.Fprintf(stdout, "  %-14s ", name)
@@ -123,6 +132,10 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	return nil
 }
+
+// sharedWeights reports whether every worker of the scheme applies its
+// own steps to one set of weights.
+func sharedWeights(name string) bool { return name == "async" || name == "ssp" || name == "hogwild" }
 
 // compareLog opens where a scheme's training output goes.
 func compareLog(dir, name string) (io.Writer, func(), error) {

@@ -58,7 +58,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.bucketKiB = fs.Int("bucket", 1024, "overlap: gather this many KiB of consecutive layers' gradients before each allreduce (0: every parameter blob on its own)")
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling)")
 	f.metrics = fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
-	f.lrScale = fs.String("lr-scale", "none", "learning rate scaling with the global batch: none, or linear (base_lr x workers, FireCaffe 7.2)")
+	f.lrScale = fs.String("lr-scale", "none", "learning rate scaling: none, linear (base_lr x workers, for the global batch of the synchronous schemes, FireCaffe 7.2), or inverse (base_lr / workers, for async, ssp and hogwild, where every worker's steps land in the same weights)")
 	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations")
 	f.compress = fs.String("compress", "none", "float encoding on the wire with --transport tcp: none or fp16 (half the bytes)")
 	f.commTimeout = fs.Duration("comm-timeout", time.Minute, "give up on a peer that does not answer within this")
@@ -277,8 +277,10 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	case "none":
 	case "linear":
 		cfg.Solver.BaseLR *= lrFactor
+	case "inverse":
+		cfg.Solver.BaseLR /= float64(cfg.Workers)
 	default:
-		fmt.Fprintf(stderr, "dsgd train: --lr-scale %q: choose none or linear\n", *f.lrScale)
+		fmt.Fprintf(stderr, "dsgd train: --lr-scale %q: choose none, linear or inverse\n", *f.lrScale)
 		return errUsage
 	}
 	if *f.warmup < 0 {
