@@ -25,6 +25,7 @@ import (
 	"dsgd/scheme"
 	"dsgd/solver"
 	"dsgd/tensor"
+	"dsgd/timeline"
 	"dsgd/transport"
 )
 
@@ -115,6 +116,10 @@ type Config struct {
 	// Metrics, when set, receives one JSON line per iteration per worker
 	// (see IterMetrics).
 	Metrics io.Writer
+	// Timeline, when set, receives a trace of every local rank's work
+	// (see traceRank): per-layer forward and backward, communication,
+	// updates and waits. The caller closes it after Run.
+	Timeline *timeline.Writer
 
 	// The asynchronous and elastic schemes' settings (scheme.Config):
 	// exchange interval, ssp's staleness, the elastic moving rate,
@@ -505,6 +510,9 @@ type netComputer struct {
 	tops   [][]*tensor.Blob
 	ready  func(lo, hi int)
 	phases *metrics.Phases
+	// trace, when set, records the data and compute spans of the rank's
+	// timeline track.
+	trace func(name, cat string, start time.Time, dur time.Duration)
 	// delay, when set, says how long to stall this iteration (a
 	// straggler); straggled counts the stalls.
 	delay     func() time.Duration
@@ -543,6 +551,9 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 		}
 	}
 	t1 := c.phases.Since(PhaseData, t0)
+	if c.trace != nil {
+		c.trace("data", "data", t0, t1.Sub(t0))
+	}
 	if c.delay != nil {
 		if d := c.delay(); d > 0 {
 			c.straggled++
@@ -555,6 +566,9 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 	}
 	loss := c.net.Forward()
 	t2 := c.phases.Since(PhaseForward, t1)
+	if c.trace != nil {
+		c.trace("forward", "compute", t1, t2.Sub(t1))
+	}
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		where := c.net.NonFinite()
 		if where == "" {
@@ -565,7 +579,10 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 	c.ready = ready
 	c.net.Backward()
 	c.ready = nil
-	c.phases.Since(PhaseBackward, t2)
+	t3 := c.phases.Since(PhaseBackward, t2)
+	if c.trace != nil {
+		c.trace("backward", "compute", t2, t3.Sub(t2))
+	}
 	c.phases.Iter()
 	return loss, nil
 }
@@ -729,6 +746,9 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		if cfg.Metrics != nil && rs.comp != nil {
 			n.OnIter = t.metricsHook(r, n, rs.comp, n.OnIter)
 		}
+		if cfg.Timeline != nil {
+			t.traceRank(rs, n)
+		}
 		nodes[i] = n
 	}
 	rctx, cancel := context.WithCancel(ctx)
@@ -779,7 +799,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		err = nil
 	}
 	if err != nil {
-		if cfg.Group != nil {
+		if cfg.Group != nil && cfg.Group.Endpoint != nil {
 			// Tell the other ranks why this one leaves, so the error that
 			// cascades through the group keeps naming its first cause.
 			transport.Abort(cfg.Group.Endpoint, fmt.Errorf("rank %d: %w", cfg.Group.Rank, err))
