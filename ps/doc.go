@@ -29,6 +29,10 @@
 // puts the new center under WeightsKey; a Pull asks the server for the
 // current version, then gets WeightsKey from the store.
 //
+// A worker whose connection closes without its Leave (a killed process)
+// leaves the center with an error, so that the others stop waiting for it;
+// restarted, it joins again and continues its iteration count.
+//
 // Client and Sharded are safe for concurrent use. A Client's calls are
 // serialised on one connection: give each worker its own Client.
 package ps

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,18 +34,33 @@ type ServerConfig struct {
 	// delta keys, so that shard servers sharing one store keep apart.
 	KeySuffix string
 	// ErrorLog receives the errors that closed a client's connection
-	// (rpc.Config.ErrorLog); nil discards them.
+	// (rpc.Config.ErrorLog), and one error per worker whose connection
+	// closed without a Leave; nil discards them.
 	ErrorLog func(error)
 }
 
 // Server serves a center.Center over rpc. Its methods are safe for
 // concurrent use.
+//
+// A worker that joined over a connection which then closes without the
+// worker's Leave (its process was killed, its host lost) leaves the center
+// with an error at once, so that it no longer holds back SSP waits,
+// weed-out rounds or round-robin turns. Joining again, over a new
+// connection, makes it live again with its iteration count.
 type Server struct {
 	c      center.Center
 	n      int
 	store  BlobStore
 	suffix string
 	rpc    *rpc.Server
+	elog   func(error)
+
+	// ownMu guards owner and watched.
+	ownMu sync.Mutex
+	// owner is the connection each live worker last joined over.
+	owner map[int]*rpc.Conn
+	// watched holds the connections whose end is watched (OnClose).
+	watched map[*rpc.Conn]bool
 
 	dirty atomic.Bool // the center changed since the last publication
 	// pubMu guards version and pub, and orders publications.
@@ -71,7 +87,8 @@ func Listen(addr string, c center.Center, cfg ServerConfig) (*Server, error) {
 	if need := 4*n + 4096; cfg.MaxFrame != 0 && cfg.MaxFrame < need {
 		return nil, fmt.Errorf("ps: max frame %d bytes cannot carry %d parameters (need %d)", cfg.MaxFrame, n, need)
 	}
-	s := &Server{c: c, n: n, store: cfg.Store, suffix: cfg.KeySuffix}
+	s := &Server{c: c, n: n, store: cfg.Store, suffix: cfg.KeySuffix, elog: cfg.ErrorLog,
+		owner: map[int]*rpc.Conn{}, watched: map[*rpc.Conn]bool{}}
 	var err error
 	s.rpc, err = rpc.Listen(addr, rpc.Config{Token: cfg.Token, Timeout: cfg.Timeout, MaxFrame: cfg.MaxFrame, ErrorLog: cfg.ErrorLog}, s.handle)
 	if err != nil {
@@ -145,7 +162,7 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 			resp.Text = s.suffix
 		}
 	case opJoin:
-		iter, err := s.c.Join(ctx, w)
+		iter, err := s.join(ctx, w)
 		resp.Ints[0] = int64(iter)
 		return err
 	case opPull:
@@ -186,6 +203,7 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		if req.Text != "" {
 			cause = errors.New(req.Text)
 		}
+		s.left(w)
 		return s.c.Leave(ctx, w, cause)
 	case opPushKey:
 		if s.store == nil {
@@ -218,4 +236,63 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		return fmt.Errorf("ps: unknown operation %d", req.Op)
 	}
 	return nil
+}
+
+// join joins worker w to the center and records that it did so over the
+// connection of ctx, whose end it watches. ownMu is held across the Join
+// so that a connection's departure (dropConn) cannot undo a newer join.
+func (s *Server) join(ctx context.Context, w int) (int, error) {
+	conn := rpc.ConnFrom(ctx)
+	s.ownMu.Lock()
+	iter, err := s.c.Join(ctx, w)
+	watch := false
+	if err == nil && conn != nil {
+		s.owner[w] = conn
+		watch = !s.watched[conn]
+		s.watched[conn] = true
+	}
+	s.ownMu.Unlock()
+	if watch {
+		conn.OnClose(func() { s.dropConn(ctx, conn) })
+	}
+	return iter, err
+}
+
+// left forgets worker w's connection: it left in order.
+func (s *Server) left(w int) {
+	s.ownMu.Lock()
+	delete(s.owner, w)
+	s.ownMu.Unlock()
+}
+
+// dropConn makes every worker still owned by the closed connection conn
+// leave the center with an error, and reports each to the error log. A
+// worker that has joined again over another connection since is not
+// touched. ctx is the server's, which ends when the server closes.
+func (s *Server) dropConn(ctx context.Context, conn *rpc.Conn) {
+	var msgs []error
+	s.ownMu.Lock()
+	var gone []int
+	for w, c := range s.owner {
+		if c == conn {
+			gone = append(gone, w)
+		}
+	}
+	slices.Sort(gone)
+	for _, w := range gone {
+		delete(s.owner, w)
+		cause := fmt.Errorf("ps: worker %d's connection from %s closed without a leave", w, conn.RemoteAddr())
+		if err := s.c.Leave(ctx, w, cause); err != nil {
+			msgs = append(msgs, fmt.Errorf("%w; making it leave the center: %w", cause, err))
+		} else {
+			msgs = append(msgs, fmt.Errorf("%w: it left the center", cause))
+		}
+	}
+	delete(s.watched, conn)
+	s.ownMu.Unlock()
+	if s.elog != nil {
+		for _, err := range msgs {
+			s.elog(err)
+		}
+	}
 }

@@ -32,6 +32,14 @@
 //	})
 //	go srv.Serve(ctx) // until ctx is done or srv.Close
 //
+// A handler that ties state to its client's connection (a worker that
+// joined over it) learns of the connection's end, orderly or not, through
+// ConnFrom and OnClose:
+//
+//	if c := rpc.ConnFrom(ctx); c != nil {
+//		c.OnClose(func() { forget(who) }) // after the connection's last call
+//	}
+//
 // Calling:
 //
 //	cl, err := rpc.Dial(ctx, srv.Addr(), rpc.Config{Token: tok})

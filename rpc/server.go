@@ -17,7 +17,9 @@ import (
 // Handler serves one request by filling resp, or returns an error that
 // the client receives as a *RemoteError. Handlers of different
 // connections run concurrently; one connection's calls run one at a time.
-// ctx is the one given to Serve, cancelled also when the server closes.
+// ctx is derived from the one given to Serve, cancelled also when the
+// server closes, and stays valid after the call; ConnFrom(ctx) is the
+// connection the request came on.
 type Handler func(ctx context.Context, req *Request, resp *Response) error
 
 // Server accepts connections and serves each with the handler on its own
@@ -98,10 +100,13 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer s.untrack(c)
-			if err := s.serveConn(ctx, c); err != nil && s.cfg.ErrorLog != nil {
+			rc := &Conn{peer: c.RemoteAddr().String()}
+			err := s.serveConn(context.WithValue(ctx, connKey{}, rc), c)
+			s.untrack(c)
+			if err != nil && s.cfg.ErrorLog != nil {
 				s.cfg.ErrorLog(err)
 			}
+			rc.closed()
 		}()
 	}
 	s.mu.Lock()
