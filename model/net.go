@@ -101,6 +101,8 @@ type Net struct {
 	dangling []*tensor.Blob // tops nobody consumes and with no loss weight: their diffs stay zero
 	outputs  []*tensor.Blob // tops nobody consumes (Caffe's net outputs)
 	hook     func([]int)
+	// layerHook, when set, is told each layer's forward and backward time.
+	layerHook func(layer string, backward bool, start time.Time, dur time.Duration)
 	// blocks per (layer name, param index), for ShareWith.
 	byLayer map[string][]int
 }
@@ -594,7 +596,11 @@ func (n *Net) Forward() float64 {
 	for _, nd := range n.nodes {
 		t0 := time.Now()
 		nd.layer.Forward(nd.bottom, nd.top)
-		nd.fwd += time.Since(t0)
+		d := time.Since(t0)
+		nd.fwd += d
+		if n.layerHook != nil {
+			n.layerHook(nd.spec.Name, false, t0, d)
+		}
 		for j, w := range nd.lossWeight {
 			if w != 0 {
 				var s float64
@@ -644,7 +650,11 @@ func (n *Net) Backward() {
 		if nd.backward {
 			t0 := time.Now()
 			nd.layer.Backward(nd.top, nd.propDown, nd.bottom)
-			nd.bwd += time.Since(t0)
+			d := time.Since(t0)
+			nd.bwd += d
+			if n.layerHook != nil {
+				n.layerHook(nd.spec.Name, true, t0, d)
+			}
 		}
 		if n.hook != nil && len(nd.blocks) > 0 {
 			n.hook(nd.blocks)
@@ -655,6 +665,16 @@ func (n *Net) Backward() {
 // SetGradHook replaces Options.OnGradReady: the callback Backward calls
 // as each layer's parameter gradients become final (nil: none).
 func (n *Net) SetGradHook(hook func(blocks []int)) { n.hook = hook }
+
+// SetLayerHook sets a callback that Forward and Backward call after each
+// layer's pass with the layer's name, which pass it was, and when it
+// started and how long it took (the time Layers accumulates); nil, the
+// default, turns it off. It runs on the goroutine that called Forward or
+// Backward, between layers, so it should be quick; a timeline records
+// these as per-layer spans.
+func (n *Net) SetLayerHook(hook func(layer string, backward bool, start time.Time, dur time.Duration)) {
+	n.layerHook = hook
+}
 
 // ForwardBackward runs Forward then Backward and returns the loss.
 func (n *Net) ForwardBackward() float64 {

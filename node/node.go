@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -61,6 +62,16 @@ type Rank struct {
 	Algo func(scheme.Algo) collective.Algorithm
 	// Timeout bounds a wait for a peer (0: none beyond ctx).
 	Timeout time.Duration
+	// Trace, when set, is told of each span of the rank's own work, for a
+	// timeline: every communication action when it finishes (cat "comm",
+	// or "center" for a center operation; the name is the op and its
+	// range, as in "allreduce grads[0:431080]"), every local action but
+	// IterDone (cat "update"), and every exposed wait for communication
+	// or the center (cat "wait", named "wait " and the op waited for).
+	// It is called from the rank's loop and from its communication
+	// goroutine, possibly at once. nil (the default) turns tracing off at
+	// no cost.
+	Trace func(name, cat string, start time.Time, dur time.Duration)
 
 	// Stats accumulates the rank's time account.
 	Stats Stats
@@ -154,7 +165,11 @@ func (r *Rank) Run(ctx context.Context) error {
 				t0 := time.Now()
 				err := r.local(a)
 				if a.Op != scheme.IterDone { // the hook's tests and snapshots are not update time
-					r.Stats.Phase[PhaseUpdate] += time.Since(t0)
+					d := time.Since(t0)
+					r.Stats.Phase[PhaseUpdate] += d
+					if r.Trace != nil {
+						r.Trace(ActionName(a), "update", t0, d)
+					}
 				}
 				if err != nil {
 					return false, err
@@ -179,7 +194,11 @@ func (r *Rank) Run(ctx context.Context) error {
 			if op := inFlight[0]; op == scheme.Clock || op == scheme.Round {
 				ph = PhaseWait
 			}
-			r.Stats.Phase[ph] += time.Since(t0)
+			d := time.Since(t0)
+			r.Stats.Phase[ph] += d
+			if r.Trace != nil {
+				r.Trace("wait "+inFlight[0].String(), "wait", t0, d)
+			}
 		}
 		if e.err != nil {
 			return e.err
@@ -265,6 +284,13 @@ func (r *Rank) commLoop(ctx context.Context, in <-chan scheme.Action, events cha
 		ans, err := r.comm(cctx, exec, a, &scratch)
 		cancel()
 		busy := time.Since(t0)
+		if r.Trace != nil {
+			cat := "comm"
+			if a.Op.IsCenter() {
+				cat = "center"
+			}
+			r.Trace(ActionName(a), cat, t0, busy)
+		}
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("%v %v with rank %d: no answer within %v: %w", a.Op, a.R.Buf, a.Peer, r.Timeout, err)
 		}
@@ -388,4 +414,30 @@ func (r *Rank) groupExecutor(group []int) (*collective.Executor, error) {
 	e := collective.NewExecutor(ep)
 	r.groups[key] = e
 	return e, nil
+}
+
+// ActionName names an action for a timeline or a log: the op, the range
+// it works on, and the peer of a transfer, as in "allreduce
+// grads[0:431080]", "send grads[0:10] to 3" or "clock".
+func ActionName(a scheme.Action) string {
+	b := make([]byte, 0, 48)
+	b = append(b, a.Op.String()...)
+	if a.R.Hi > a.R.Lo {
+		b = append(b, ' ')
+		b = append(b, a.R.Buf.String()...)
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(a.R.Lo), 10)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(a.R.Hi), 10)
+		b = append(b, ']')
+	}
+	switch a.Op {
+	case scheme.Send, scheme.Reduce:
+		b = append(b, " to "...)
+		b = strconv.AppendInt(b, int64(a.Peer), 10)
+	case scheme.Recv, scheme.Broadcast:
+		b = append(b, " from "...)
+		b = strconv.AppendInt(b, int64(a.Peer), 10)
+	}
+	return string(b)
 }

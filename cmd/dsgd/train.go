@@ -16,6 +16,7 @@ import (
 	"dsgd/center"
 	"dsgd/collective"
 	"dsgd/scheme"
+	"dsgd/timeline"
 	"dsgd/train"
 )
 
@@ -30,6 +31,7 @@ type trainFlags struct {
 	pack                              *bool
 	bucketKiB                         *int
 	commTimeout                       *time.Duration
+	timeline                          *string
 
 	// the asynchronous and elastic schemes
 	interval, staleness, variant, groups *int
@@ -58,6 +60,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.bucketKiB = fs.Int("bucket", 1024, "overlap: gather this many KiB of consecutive layers' gradients before each allreduce (0: every parameter blob on its own)")
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling)")
 	f.metrics = fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
+	f.timeline = fs.String("timeline", "", "write a Chrome trace of every rank's work (per-layer forward and backward, communication, updates, waits) to `FILE`, for Perfetto or chrome://tracing (a worker process of rank N > 0 writes FILE.rankN)")
 	f.lrScale = fs.String("lr-scale", "none", "learning rate scaling: none, linear (base_lr x workers, for the global batch of the synchronous schemes, FireCaffe 7.2), or inverse (base_lr / workers, for async, ssp and hogwild, where every worker's steps land in the same weights)")
 	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations")
 	f.compress = fs.String("compress", "none", "float encoding on the wire with --transport tcp: none or fp16 (half the bytes)")
@@ -319,6 +322,27 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 			mf.Close()
 		}()
 		cfg.Metrics = bw
+	}
+	if *f.timeline != "" {
+		path := *f.timeline
+		if g != nil && rank > 0 {
+			path = fmt.Sprintf("%s.rank%d", path, rank)
+		}
+		tf, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("--timeline: cannot create the trace file: %w", err)
+		}
+		tl := timeline.New(tf, time.Time{})
+		cfg.Timeline = tl
+		defer func() {
+			err := tl.Close()
+			if cerr := tf.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "dsgd: --timeline %s: the trace is incomplete: %v\n", path, err)
+			}
+		}()
 	}
 	if g == nil {
 		err = j.openData(m, len(cfg.Test.Layers) > 0, cfg.Workers)
