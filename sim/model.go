@@ -1,0 +1,70 @@
+package sim
+
+import (
+	"time"
+
+	"dsgd/scheme"
+)
+
+// Layer is one layer's compute: forward and backward time and its
+// parameter count (0 for none), in forward order.
+type Layer struct {
+	Name              string
+	Forward, Backward time.Duration
+	Params            int
+}
+
+// Model is what the simulator knows of a net: per-layer times, the
+// solver update time per iteration, and the reduction rate.
+type Model struct {
+	Name   string
+	Layers []Layer
+	// Update is the time of one solver step (a scheme's Update action,
+	// and a weed-out center's round).
+	Update time.Duration
+	// AddRate is float32 additions per second, the cost of a collective's
+	// reduction, a Recv with Add, Scale and Axpy (one operation per
+	// element) and the center's Push, Elastic and Round accumulation;
+	// 0 makes them free. Copy is always free.
+	AddRate float64
+}
+
+// Params is the total parameter count.
+func (m Model) Params() int {
+	n := 0
+	for _, l := range m.Layers {
+		n += l.Params
+	}
+	return n
+}
+
+// Layout is one block per layer with params, in forward order,
+// contiguous from 0.
+func (m Model) Layout() scheme.Layout {
+	l := scheme.Layout{}
+	for _, ly := range m.Layers {
+		if ly.Params > 0 {
+			l.Blocks = append(l.Blocks, scheme.Range{Lo: l.N, Hi: l.N + ly.Params})
+			l.N += ly.Params
+		}
+	}
+	return l
+}
+
+// Uniform is a model of one layer holding params parameters whose
+// forward and backward take compute together: a third forward, two
+// thirds backward (backward computes gradients for both the data and the
+// weights, about twice the forward's work).
+func Uniform(params int, compute time.Duration) Model {
+	f := compute / 3
+	return Model{Name: "uniform", Layers: []Layer{{Name: "all", Forward: f, Backward: compute - f, Params: params}}}
+}
+
+// compute returns the model's forward and backward time in seconds.
+func (m Model) compute() (fwd, bwd float64) {
+	for _, l := range m.Layers {
+		fwd += l.Forward.Seconds()
+		bwd += l.Backward.Seconds()
+	}
+	return fwd, bwd
+}
