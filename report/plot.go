@@ -64,11 +64,11 @@ func build(runs []Run, title string) (*plot.Plot, error) {
 	p.Y.Label.Text = "test error"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.TickerFunc(logTicks)
-	// Error falls with time, so the bottom-left corner is where curves
-	// are least likely to be.
-	p.Legend.Left = true
-	p.Legend.XOffs = vg.Points(8)
-	p.Legend.YOffs = vg.Points(8)
+	// Error falls with time, so the top-right corner (high error, late)
+	// is where curves are least likely to be.
+	p.Legend.Top = true
+	p.Legend.XOffs = vg.Points(-8)
+	p.Legend.YOffs = vg.Points(-8)
 	p.Add(plotter.NewGrid())
 
 	var lines []any

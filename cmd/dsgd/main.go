@@ -1,5 +1,6 @@
 // Command dsgd trains deep neural networks written in Caffe's prototxt
-// format, and will run them under every well-known parallel SGD scheme.
+// format under every well-known parallel SGD scheme, and simulates those
+// schemes past one machine.
 //
 // Usage:
 //
@@ -7,7 +8,10 @@
 //	dsgd time [flags]    per-layer forward and backward times, like caffe time
 //	dsgd bench [flags]   our iteration time beside the PyTorch peer's
 //	dsgd worker [flags]  one rank of a multi-process job
-//	dsgd ps [flags]      the parameter server of a multi-process sync-ps job
+//	dsgd ps [flags]      a parameter server: sync-ps's last rank, or an asynchronous scheme's center
+//	dsgd smb [flags]     ShmCaffe's shared buffer server (seasgd), or its bandwidth
+//	dsgd compare         every scheme for the same time: table and plot of test error
+//	dsgd simulate        the schemes in virtual time at any worker count
 //	dsgd bench-comm      allreduce bandwidth beside gloo's; parameter server vs tree
 //
 // Run "dsgd COMMAND -h" for a command's flags.
@@ -38,6 +42,7 @@ func commands() []command {
 		{"ps", "run a parameter server: the last rank of sync-ps, or the center of an asynchronous scheme", runPS},
 		{"smb", "run ShmCaffe's shared buffer server (seasgd), or measure its bandwidth", runSMB},
 		{"compare", "train several schemes for the same time; table and plot of test error vs time", runCompare},
+		{"simulate", "simulate schemes in virtual time at any worker count, calibrated on this machine", runSimulate},
 		{"bench-comm", "allreduce bandwidth beside gloo's; parameter server vs tree", runBenchComm},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"dsgd/calib"
 	"dsgd/model"
 	"dsgd/nn/layers"
 	"dsgd/tensor"
@@ -25,46 +26,22 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "dsgd time: --iters must be positive")
 		return errUsage
 	}
-	j, err := m.load()
+	j, net, err := loadNet(ctx, &m, m.threads)
 	if err != nil {
-		return err
-	}
-	if err := j.openData(&m, false, 1); err != nil {
 		return err
 	}
 	defer j.close()
-	net, err := model.Build(j.train.Spec, j.trainShapes, model.Options{Phase: layers.Train, Threads: m.threads, Seed: j.seed})
+	j.printHeader(stdout, net, m.threads, *iters)
+	tm, err := calib.Time(ctx, net, max(*warmup, 0), *iters)
 	if err != nil {
 		return err
 	}
-	for _, f := range j.trainFeeds {
-		tops := make([]*tensor.Blob, len(f.Tops))
-		for i, name := range f.Tops {
-			tops[i] = net.Input(name)
-		}
-		if err := f.Source.Fill(ctx, tops); err != nil {
-			return err
-		}
-	}
-	j.printHeader(stdout, net, m.threads, *iters)
-	for i := 0; i < *warmup; i++ {
-		net.ForwardBackward()
-	}
-	net.ResetTimes()
-	t0 := time.Now()
-	for i := 0; i < *iters; i++ {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		net.ForwardBackward()
-	}
-	wall := time.Since(t0)
 	n := float64(*iters)
 	perIter := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / n }
 	fmt.Fprintf(stdout, "\naverage over %d iterations (after %d warm-up), ms:\n", *iters, *warmup)
 	fmt.Fprintf(stdout, "  %-16s %-16s %-20s %9s %9s\n", "layer", "type", "top shape", "forward", "backward")
 	var fwd, bwd time.Duration
-	for _, li := range net.Layers() {
+	for _, li := range tm.Layers {
 		shape := ""
 		if len(li.Tops) > 0 {
 			shape = fmt.Sprint([]int(li.Tops[0]))
@@ -78,6 +55,36 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		bwd += li.Backward
 	}
 	fmt.Fprintf(stdout, "  %-54s %9.3f %9.3f\n", "total", perIter(fwd), perIter(bwd))
-	fmt.Fprintf(stdout, "forward-backward: %.3f ms per iteration (wall)\n", perIter(wall))
+	fmt.Fprintf(stdout, "forward-backward: %.3f ms per iteration (wall)\n", perIter(tm.Wall))
 	return nil
+}
+
+// loadNet builds the TRAIN net the model flags describe, with threads
+// goroutines per layer, and fills its inputs with one batch: what `dsgd
+// time` times and `dsgd simulate` calibrates. The caller closes the job.
+func loadNet(ctx context.Context, m *modelFlags, threads int) (*job, *model.Net, error) {
+	j, err := m.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := j.openData(m, false, 1); err != nil {
+		j.close()
+		return nil, nil, err
+	}
+	net, err := model.Build(j.train.Spec, j.trainShapes, model.Options{Phase: layers.Train, Threads: threads, Seed: j.seed})
+	if err != nil {
+		j.close()
+		return nil, nil, err
+	}
+	for _, f := range j.trainFeeds {
+		tops := make([]*tensor.Blob, len(f.Tops))
+		for i, name := range f.Tops {
+			tops[i] = net.Input(name)
+		}
+		if err := f.Source.Fill(ctx, tops); err != nil {
+			j.close()
+			return nil, nil, err
+		}
+	}
+	return j, net, nil
 }

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func runSim(args ...string) (string, string, error) {
+	var out, errb bytes.Buffer
+	err := runSimulate(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func TestSimulateSweep(t *testing.T) {
+	dir := t.TempDir()
+	prefix, trace := filepath.Join(dir, "sweep"), filepath.Join(dir, "trace.json")
+	out, stderr, err := runSim("--params", "1000000", "--compute-ms", "10", "--scheme", "sync-ps,sync-tree",
+		"--workers", "1,2,...,8", "--network", "fdr-ib", "--iters", "3", "--plot", prefix, "--timeline", trace)
+	if err != nil {
+		t.Fatalf("err %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+	}
+	type row struct {
+		p                           int
+		iter, speedup, eff, commPct float64
+	}
+	rows := map[string][]row{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 9 || (f[0] != "sync-ps" && f[0] != "sync-tree") {
+			continue
+		}
+		num := func(s string) float64 {
+			v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+			if err != nil {
+				t.Fatalf("row %q: %q is not a number", line, s)
+			}
+			return v
+		}
+		p, _ := strconv.Atoi(f[1])
+		rows[f[0]] = append(rows[f[0]], row{p, num(f[2]), num(f[7]), num(f[8]), num(f[6])})
+	}
+	for _, name := range []string{"sync-ps", "sync-tree"} {
+		rs := rows[name]
+		var ps []int
+		for _, r := range rs {
+			ps = append(ps, r.p)
+			// speedup = P * efficiency, as the header says.
+			if d := r.speedup - float64(r.p)*r.eff; d > 0.01*float64(r.p) || d < -0.01*float64(r.p) {
+				t.Errorf("%s P=%d: speedup %g is not P x efficiency %g", name, r.p, r.speedup, r.eff)
+			}
+			if r.iter <= 0 || r.eff <= 0 || r.eff > 1.001 || r.commPct < 0 || r.commPct > 100 {
+				t.Errorf("%s P=%d: implausible row %+v", name, r.p, r)
+			}
+		}
+		if !slices.Equal(ps, []int{1, 2, 4, 8}) {
+			t.Errorf("%s: rows for P = %v, want 1, 2, 4, 8\n%s", name, ps, out)
+		}
+		// Communication only grows with P: iteration time does not fall.
+		for i := 1; i < len(rs); i++ {
+			if rs[i].iter < rs[i-1].iter {
+				t.Errorf("%s: iteration time falls from %g ms at P=%d to %g at P=%d", name, rs[i-1].iter, rs[i-1].p, rs[i].iter, rs[i].p)
+			}
+		}
+	}
+	if ps, tree := rows["sync-ps"], rows["sync-tree"]; len(ps) == 4 && len(tree) == 4 && ps[3].iter <= tree[3].iter {
+		t.Errorf("at P=8 sync-ps takes %g ms, sync-tree %g: the parameter server's link should be the bottleneck", ps[3].iter, tree[3].iter)
+	}
+	for _, want := range []string{"speedup = P*T1/T(P)", "efficiency = T1/T(P)", "fdr-ib"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"-time.png", "-time.svg", "-efficiency.png", "-efficiency.svg"} {
+		if st, err := os.Stat(prefix + f); err != nil || st.Size() == 0 {
+			t.Errorf("plot %s: %v", prefix+f, err)
+		}
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Ph  string `json:"ph"`
+			PID int    `json:"pid"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatalf("timeline is not JSON: %v", err)
+	}
+	pids, spans := map[int]bool{}, 0
+	for _, e := range tr.TraceEvents {
+		pids[e.PID] = true
+		if e.Ph == "X" {
+			spans++
+		}
+	}
+	if len(pids) != 8 || spans == 0 {
+		t.Errorf("timeline has %d processes and %d spans; want 8 runs with spans", len(pids), spans)
+	}
+}
+
+func TestSimulateBadFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad network", []string{"--params", "100", "--compute-ms", "1", "--network", "token-ring"}, "--network"},
+		{"bad network key", []string{"--params", "100", "--compute-ms", "1", "--network", "alpha=1us,gamma=2"}, "--network"},
+		{"workers not a number", []string{"--params", "100", "--compute-ms", "1", "--workers", "1,two"}, "--workers"},
+		{"workers zero", []string{"--params", "100", "--compute-ms", "1", "--workers", "0"}, "--workers"},
+		{"workers not increasing", []string{"--params", "100", "--compute-ms", "1", "--workers", "4,2"}, "--workers"},
+		{"unknown scheme", []string{"--params", "100", "--compute-ms", "1", "--scheme", "sync-tree,gossip"}, "--scheme gossip"},
+		{"seq with many workers", []string{"--params", "100", "--compute-ms", "1", "--scheme", "seq", "--workers", "1,2"}, "--scheme seq with --workers 2"},
+		{"params without compute", []string{"--params", "100"}, "--compute-ms"},
+		{"compute without params", []string{"--compute-ms", "5"}, "--params"},
+		{"params and model", []string{"--params", "100", "--compute-ms", "1", "--model", "lenet"}, "not both"},
+		{"bad straggler", []string{"--params", "100", "--compute-ms", "1", "--straggle", "3"}, "--straggle"},
+		{"straggler rank out of range", []string{"--params", "100", "--compute-ms", "1", "--workers", "1,2", "--straggle", "5:1ms"}, "--straggle"},
+		{"iters zero", []string{"--params", "100", "--compute-ms", "1", "--iters", "0"}, "--iters"},
+		{"bad interval", []string{"--params", "100", "--compute-ms", "1", "--interval", "0"}, "--interval"},
+		{"bad alpha", []string{"--params", "100", "--compute-ms", "1", "--scheme", "easgd", "--alpha", "1.5"}, "--alpha"},
+		{"bad allreduce", []string{"--params", "100", "--compute-ms", "1", "--allreduce", "butterfly"}, "--allreduce"},
+		{"positional", []string{"sync-ps"}, "unexpected argument"},
+		{"validate with network", []string{"--validate", "--network", "fdr-ib"}, "--validate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, stderr, err := runSim(tt.args...)
+			if !errors.Is(err, errUsage) {
+				t.Fatalf("err = %v, want errUsage\nstdout:\n%s", err, out)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr %q does not name %q", stderr, tt.want)
+			}
+			if out != "" {
+				t.Errorf("printed before failing: %q", out)
+			}
+		})
+	}
+}
+
+func TestParseWorkers(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []int
+		err  string
+	}{
+		{"4", []int{4}, ""},
+		{"1,2,4", []int{1, 2, 4}, ""},
+		{" 1, 3 ,9", []int{1, 3, 9}, ""},
+		{"1,2,...,4096", []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}, ""},
+		{"1,2,…,16", []int{1, 2, 4, 8, 16}, ""},
+		{"4,6,...,12", []int{4, 6, 8, 10, 12}, ""},
+		{"4,8,...,20", []int{4, 8, 16, 20}, ""},
+		{"1,2,...,5", []int{1, 2, 4, 5}, ""},
+		{"2,4,...,8,100", []int{2, 4, 8, 100}, ""},
+		{"", nil, "not a worker count"},
+		{"0", nil, "outside"},
+		{"1,1", nil, "does not increase"},
+		{"1,...,8", nil, "two counts before"},
+		{"1,2,...", nil, "two counts before it and one after"},
+		{"1,2,...,x", nil, "not a worker count"},
+		{"1,2,...,4,2", nil, "does not increase"},
+		{"1,2,...,100000", nil, "outside"},
+		{"1,2,...,65536", []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}, ""},
+		{"1,2,...,1000", []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000}, ""},
+	}
+	for _, tt := range tests {
+		got, err := parseWorkers(tt.in)
+		switch {
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("parseWorkers(%q) = %v, %v; want error containing %q", tt.in, got, err, tt.err)
+		case tt.err == "" && err != nil:
+			t.Errorf("parseWorkers(%q): %v", tt.in, err)
+		case tt.err == "" && tt.want != nil && !slices.Equal(got, tt.want):
+			t.Errorf("parseWorkers(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func FuzzParseWorkers(f *testing.F) {
+	for _, s := range []string{"1", "1,2,...,4096", "4,8,...,20", "1,...", "…", "3,2", "1,2,...,99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ps, err := parseWorkers(s)
+		if err != nil {
+			return
+		}
+		if len(ps) == 0 || len(ps) > maxSweep {
+			t.Fatalf("parseWorkers(%q) = %d counts", s, len(ps))
+		}
+		for i, p := range ps {
+			if p < 1 || p > maxWorkers || (i > 0 && p <= ps[i-1]) {
+				t.Fatalf("parseWorkers(%q) = %v: not increasing within [1,%d]", s, ps, maxWorkers)
+			}
+		}
+	})
+}
