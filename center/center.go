@@ -45,7 +45,12 @@ type Center interface {
 	Leave(ctx context.Context, w int, cause error) error
 }
 
-// Policy is how the center serialises elastic exchanges.
+// Observer is the worker id of a reader that takes no part in the run
+// (tests and snapshots of the center's weights): Pull accepts it and never
+// waits for a turn.
+const Observer = -1
+
+// Policy is how the center serialises the workers.
 type Policy int
 
 const (
@@ -53,7 +58,9 @@ const (
 	// (Async EASGD, SC17 5).
 	FCFS Policy = iota
 	// RoundRobin serves workers one at a time in rank order (Original
-	// EASGD, SC17 Alg. 1).
+	// EASGD, SC17 Alg. 1): a worker's turn starts with its Pull, which
+	// waits for it, and ends with its Clock, which passes it on; only one
+	// worker works at a time.
 	RoundRobin
 	// Hogwild updates the center with no lock (Hogwild EASGD, SC17 5):
 	// concurrent exchanges may interleave element by element.

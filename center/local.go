@@ -162,16 +162,30 @@ func (l *Local) Join(ctx context.Context, w int) (int, error) {
 	return l.clocks[w], nil
 }
 
-// Pull implements Center.
+// Pull implements Center. Under RoundRobin it waits for w's turn.
 func (l *Local) Pull(ctx context.Context, w int, dst []float32) error {
+	if w == Observer {
+		if len(dst) != len(l.w) {
+			return fmt.Errorf("center: an observer asked for %d values, the center has %d", len(dst), len(l.w))
+		}
+		l.mu.Lock()
+		copy(dst, l.w)
+		l.mu.Unlock()
+		return nil
+	}
 	if err := l.check(w, len(dst)); err != nil {
 		return err
 	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cfg.Policy == RoundRobin {
+		if err := l.wait(ctx, func() bool { l.skipGone(); return l.turn == w }); err != nil {
+			return err
+		}
+	}
 	copy(dst, l.w)
 	l.stats.Pulls++
 	l.stats.Values += int64(len(dst))
-	l.mu.Unlock()
 	return nil
 }
 
@@ -212,8 +226,6 @@ func (l *Local) Elastic(ctx context.Context, w int, x []float32, alpha float32) 
 		elastic(l.w, x, alpha)
 		l.stats.Exchanges++
 		l.stats.Values += 2 * int64(len(x))
-		l.turn = (l.turn + 1) % l.cfg.Workers
-		l.broadcast()
 		return nil
 	default:
 		l.mu.Lock()
@@ -334,6 +346,10 @@ func (l *Local) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 	defer l.mu.Unlock()
 	if iter+1 > l.clocks[w] {
 		l.clocks[w] = iter + 1
+		l.broadcast()
+	}
+	if l.cfg.Policy == RoundRobin && l.turn == w {
+		l.turn = (l.turn + 1) % l.cfg.Workers
 		l.broadcast()
 	}
 	if s >= 0 {

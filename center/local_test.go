@@ -153,38 +153,61 @@ func TestElasticFormula(t *testing.T) {
 	}
 }
 
-// TestRoundRobinOrder: worker 1's exchange waits for worker 0's, and a
-// worker that has left is skipped.
+// TestRoundRobinOrder: SC17 Alg. 1's turns. Worker 1's turn (its Pull)
+// waits until worker 0's turn, which starts with its Pull, ends with its
+// Clock; the center's weights go through the turns in rank order; a
+// worker that has left is skipped; an observer never waits.
 func TestRoundRobinOrder(t *testing.T) {
 	l := newLocal(t, Config{Workers: 2, Weights: []float32{0}, Policy: RoundRobin})
 	join(t, l, 0, 1)
 	ctx := context.Background()
-	x0, x1 := []float32{4}, []float32{8}
-	done1 := async(func() error { return l.Elastic(ctx, 1, x1, 0.5) })
-	mustBlock(t, done1, "worker 1's exchange before worker 0's")
-	if err := l.Elastic(ctx, 0, x0, 0.5); err != nil {
+	c0, c1 := []float32{0}, []float32{0}
+	done1 := async(func() error { return l.Pull(ctx, 1, c1) })
+	mustBlock(t, done1, "worker 1's pull before worker 0's turn")
+	if err := l.Pull(ctx, 0, c0); err != nil {
 		t.Fatal(err)
 	}
-	if err := mustReturn(t, done1, "worker 1's exchange after worker 0's"); err != nil {
+	if err := l.Push(ctx, 0, []float32{2}); err != nil {
 		t.Fatal(err)
 	}
-	// In order: c = 0 + 0.5·(4 − 0) = 2, then c = 2 + 0.5·(8 − 2) = 5.
-	if !near(l.Weights(), []float32{5}) || !near(x0, []float32{2}) || !near(x1, []float32{5}) {
-		t.Fatalf("center %v, x0 %v, x1 %v; want 5, 2, 5", l.Weights(), x0, x1)
+	mustBlock(t, done1, "worker 1's pull during worker 0's turn")
+	obs := []float32{-1}
+	if err := l.Pull(ctx, Observer, obs); err != nil || obs[0] != 2 {
+		t.Fatalf("observer read %v, %v during worker 0's turn; want 2", obs, err)
 	}
-	// Worker 0 again before worker 1 would wait; worker 0's turn now.
-	// After worker 0 leaves, worker 1 is served on every turn.
+	if _, err := l.Clock(ctx, 0, 0, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := mustReturn(t, done1, "worker 1's pull after worker 0's clock"); err != nil {
+		t.Fatal(err)
+	}
+	if c1[0] != 2 {
+		t.Fatalf("worker 1 pulled %v, want worker 0's push applied (2)", c1)
+	}
+	// Worker 0's next turn waits for worker 1's clock.
+	done0 := async(func() error { return l.Pull(ctx, 0, c0) })
+	mustBlock(t, done0, "worker 0's pull during worker 1's turn")
+	if _, err := l.Clock(ctx, 1, 0, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := mustReturn(t, done0, "worker 0's pull after worker 1's clock"); err != nil {
+		t.Fatal(err)
+	}
+	// After worker 0 leaves (in its turn), worker 1 is served every turn.
 	if err := l.Leave(ctx, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		done := async(func() error { return l.Elastic(ctx, 1, x1, 0.5) })
-		if err := mustReturn(t, done, "worker 1's exchange after worker 0 left"); err != nil {
+		done := async(func() error {
+			if err := l.Pull(ctx, 1, c1); err != nil {
+				return err
+			}
+			_, err := l.Clock(ctx, 1, 1+i, -1)
+			return err
+		})
+		if err := mustReturn(t, done, "worker 1's turn after worker 0 left"); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if st := l.Stats(); st.Exchanges != 4 {
-		t.Fatalf("%d exchanges, want 4", st.Exchanges)
 	}
 }
 
@@ -572,13 +595,16 @@ func TestWaitsForWorkersNotYetJoined(t *testing.T) {
 	t.Run("round-robin", func(t *testing.T) {
 		l := newLocal(t, Config{Workers: 2, Weights: []float32{0}, Policy: RoundRobin})
 		join(t, l, 1)
-		ch := async(func() error { return l.Elastic(ctx, 1, []float32{8}, 0.5) })
-		mustBlock(t, ch, "worker 1's exchange before worker 0 joined and exchanged")
+		ch := async(func() error { return l.Pull(ctx, 1, []float32{0}) })
+		mustBlock(t, ch, "worker 1's turn before worker 0 joined and had its turn")
 		join(t, l, 0)
-		if err := l.Elastic(ctx, 0, []float32{4}, 0.5); err != nil {
+		if err := l.Pull(ctx, 0, []float32{0}); err != nil {
 			t.Fatal(err)
 		}
-		if err := mustReturn(t, ch, "worker 1's exchange"); err != nil {
+		if _, err := l.Clock(ctx, 0, 0, -1); err != nil {
+			t.Fatal(err)
+		}
+		if err := mustReturn(t, ch, "worker 1's turn"); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -106,7 +106,25 @@ func (w *centerWorker) iteration() {
 		w.do(Action{Op: Round, R: g, Iter: it}, true)
 		w.then(func() { w.next = w.ans.Iter })
 		w.do(Action{Op: Pull, R: p}, true)
-	case "easgd-rr", "easgd", "measgd", "hogwild-easgd":
+	case "easgd-rr":
+		// SC17 Alg. 1: one worker at a time, in rank order. The turn
+		// starts with the center sent to the worker (line 10; the Pull
+		// waits for it), spans forward and backward (11), the elastic
+		// update of both sides (12–14, Eq. 1–2) and ends with the Clock,
+		// which passes it on. The center cannot move within a turn, so
+		// pulling it and pushing α(W − W̄) is Eq. 1–2 exactly.
+		if xch {
+			w.do(Action{Op: Pull, R: aux}, true)
+		}
+		w.do(Action{Op: Compute}, true)
+		if xch {
+			w.elasticStep()
+		}
+		w.local(Action{Op: Update, Iter: it})
+		if xch {
+			w.do(Action{Op: Push, R: delta}, false)
+		}
+	case "easgd", "measgd", "hogwild-easgd":
 		// SC17 Eq. 1–2 (5–6 for measgd, whose momentum is the solver's):
 		// the elastic term uses the weights the gradient was computed on.
 		w.do(Action{Op: Compute}, true)

@@ -28,8 +28,9 @@ type server struct {
 	size    int // N
 	clocks  []int
 	live    []bool
+	joined  []bool
 	turn    int
-	rr      []func() // round-robin: the exchange waiting for its turn, per worker
+	rr      []func() // round-robin: the pull waiting for its turn, per worker
 	round   int
 	in      []bool
 	nIn     int
@@ -52,7 +53,7 @@ type clockWait struct {
 
 func newServer(s *sim, node, n int) *server {
 	sv := &server{s: s, node: node, n: n, size: s.sc.Layout.N, clocks: make([]int, n), live: make([]bool, n),
-		rr: make([]func(), n), in: make([]bool, n)}
+		joined: make([]bool, n), rr: make([]func(), n), in: make([]bool, n)}
 	switch s.sc.Name {
 	case "easgd-rr":
 		sv.policy = center.RoundRobin
@@ -94,14 +95,22 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 	switch a.Op {
 	case scheme.Join:
 		sv.to(d, ctrlBytes, now, func(t float64) {
-			sv.live[w] = true
+			sv.live[w], sv.joined[w] = true, true
 			iter := sv.clocks[w]
 			sv.changed(t)
 			sv.back(d, ctrlBytes, t, func() { fin(answer{iter: iter}) })
 		})
 	case scheme.Pull:
 		sv.to(d, ctrlBytes, now, func(t float64) {
-			sv.back(d, nb, t, func() { fin(answer{}) })
+			pull := func() { sv.back(d, nb, s.eng.now, func() { fin(answer{}) }) }
+			if sv.policy != center.RoundRobin {
+				pull()
+				return
+			}
+			// SC17 Alg. 1: a worker's turn starts with the center sent
+			// to it and ends with its clock.
+			sv.rr[w] = pull
+			sv.serveTurns()
 		})
 	case scheme.Push:
 		sv.to(d, nb, now, func(t float64) {
@@ -110,16 +119,8 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 		})
 	case scheme.Elastic:
 		sv.to(d, nb, now, func(t float64) {
-			exchange := func() {
-				end := sv.work("elastic", s.eng.now, s.addCost(3*sv.size))
-				s.eng.at(end, func() { sv.back(d, nb, end, func() { fin(answer{}) }) })
-			}
-			if sv.policy != center.RoundRobin {
-				exchange()
-				return
-			}
-			sv.rr[w] = exchange
-			sv.serveTurns()
+			end := sv.work("elastic", t, s.addCost(3*sv.size))
+			s.eng.at(end, func() { sv.back(d, nb, end, func() { fin(answer{}) }) })
 		})
 	case scheme.Round:
 		sv.to(d, nb, now, func(t float64) { sv.roundIn(d, w, a.Iter, t, fin) })
@@ -127,6 +128,9 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 		sv.to(d, ctrlBytes, now, func(t float64) {
 			if a.Iter+1 > sv.clocks[w] {
 				sv.clocks[w] = a.Iter + 1
+			}
+			if sv.policy == center.RoundRobin && sv.turn == w {
+				sv.turn = (sv.turn + 1) % sv.n
 			}
 			reply := func(stop bool) {
 				sv.maxGap = max(sv.maxGap, sv.clocks[w]-sv.minLive())
@@ -171,21 +175,21 @@ func (sv *server) changed(t float64) {
 	sv.clockW = keep
 }
 
-// serveTurns serves round-robin exchanges whose turn it is.
+// serveTurns starts the round-robin turn of the worker whose turn it is,
+// if its pull is waiting; a clock passes the turn on.
 func (sv *server) serveTurns() {
-	for {
-		for i := 0; i < sv.n && !sv.live[sv.turn]; i++ {
-			sv.turn = (sv.turn + 1) % sv.n
-		}
-		x := sv.rr[sv.turn]
-		if x == nil {
-			return
-		}
-		sv.rr[sv.turn] = nil
+	for i := 0; i < sv.n && !sv.active(sv.turn); i++ {
 		sv.turn = (sv.turn + 1) % sv.n
+	}
+	if x := sv.rr[sv.turn]; x != nil {
+		sv.rr[sv.turn] = nil
 		x()
 	}
 }
+
+// active reports whether worker w holds the others back: joined and not
+// left, or not joined yet (center.Local's rule).
+func (sv *server) active(w int) bool { return sv.live[w] || !sv.joined[w] }
 
 func (sv *server) roundIn(d *driver, w, iter int, t float64, fin func(answer)) {
 	s := sv.s
@@ -243,8 +247,8 @@ func (sv *server) closeRound(t float64) {
 
 func (sv *server) liveCount() int {
 	n := 0
-	for _, v := range sv.live {
-		if v {
+	for w := range sv.live {
+		if sv.active(w) {
 			n++
 		}
 	}
@@ -255,7 +259,7 @@ func (sv *server) liveCount() int {
 func (sv *server) minLive() int {
 	m := -1
 	for i, c := range sv.clocks {
-		if sv.live[i] && (m < 0 || c < m) {
+		if sv.active(i) && (m < 0 || c < m) {
 			m = c
 		}
 	}

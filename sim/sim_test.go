@@ -122,13 +122,12 @@ func TestOverlapHidesAllButLastLayer(t *testing.T) {
 	t.Logf("exposed communication: overlap %v, sync-tree %v (TRL Table 3)", ov.Comm+ov.Wait, tree.Comm+tree.Wait)
 }
 
-// TestSyncEASGDBeatsRoundRobin: at 8 workers with a large model, Sync
-// EASGD3, whose tree broadcast and reduction run during forward and
-// backward, has a communication ratio far below the round-robin EASGD's,
-// whose center takes the workers' exchanges one at a time (SC17 Table 3:
-// 87% against 14%). Variants 1 and 2 do not overlap, and move 2·log2(p)
-// (variant 1: 2·log2(p+1)) copies of the weights per iteration against
-// the center's p, so at 8 workers they are not far from it.
+// TestSyncEASGDBeatsRoundRobin: at 8 workers with a large model, the
+// round-robin EASGD of SC17 Alg. 1 (one worker at a time: its turn spans
+// the center sent to it, its forward and backward, and the exchange) is
+// mostly waiting, while Sync EASGD's workers compute together and reduce
+// by a tree (SC17 Table 3: 87% against 14%); variant 3, whose broadcast
+// and reduction run during forward and backward, hides nearly all of it.
 func TestSyncEASGDBeatsRoundRobin(t *testing.T) {
 	m := Uniform(61_000_000, 500*time.Millisecond) // AlexNet's 249 MB
 	nw := Presets["qdr-ib"]
@@ -139,8 +138,13 @@ func TestSyncEASGDBeatsRoundRobin(t *testing.T) {
 		ratio[v] = se.CommRatio
 	}
 	t.Logf("communication ratio at 8 workers, 249 MB, qdr-ib: easgd-rr %.2f; sync-easgd 1: %.2f, 2: %.2f, 3: %.2f", rr.CommRatio, ratio[1], ratio[2], ratio[3])
-	if ratio[3] > rr.CommRatio/3 {
-		t.Errorf("sync-easgd variant 3: communication ratio %.2f, want far below easgd-rr's %.2f", ratio[3], rr.CommRatio)
+	if rr.CommRatio < 0.8 {
+		t.Errorf("easgd-rr: communication ratio %.2f at 8 workers, want above 0.8 (one worker works at a time)", rr.CommRatio)
+	}
+	for v := 1; v <= 3; v++ {
+		if ratio[v] > rr.CommRatio*0.6 {
+			t.Errorf("sync-easgd variant %d: communication ratio %.2f, want far below easgd-rr's %.2f", v, ratio[v], rr.CommRatio)
+		}
 	}
 	if ratio[3] >= min(ratio[1], ratio[2]) {
 		t.Errorf("sync-easgd ratios %v: want variant 3's the lowest", ratio)

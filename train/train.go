@@ -952,7 +952,7 @@ func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
 // they are not rank 0's own (the center), or nil.
 func (t *Trainer) modelWeights(sc scheme.Config, cen center.Center, nodes []*node.Rank) func(context.Context, []float32) error {
 	if uses, _ := sc.UsesCenter(); uses {
-		return func(ctx context.Context, dst []float32) error { return cen.Pull(ctx, 0, dst) }
+		return func(ctx context.Context, dst []float32) error { return cen.Pull(ctx, center.Observer, dst) }
 	}
 	if sc.Name != "sync-easgd" {
 		return nil
