@@ -41,6 +41,12 @@ func Plot(runs []Run, title, pngPath, svgPath string) error {
 	if err != nil {
 		return err
 	}
+	return save(p, pngPath, svgPath)
+}
+
+// save renders p as PNG and SVG, each written atomically; an empty path
+// skips that file.
+func save(p *plot.Plot, pngPath, svgPath string) error {
 	for _, f := range []struct{ path, format string }{{pngPath, "png"}, {svgPath, "svg"}} {
 		if f.path == "" {
 			continue

@@ -32,19 +32,7 @@ func PlotXY(series []Series, title, xLabel, yLabel string, logX, logY bool, pngP
 	if err != nil {
 		return err
 	}
-	for _, f := range []struct{ path, format string }{{pngPath, "png"}, {svgPath, "svg"}} {
-		if f.path == "" {
-			continue
-		}
-		wt, err := p.WriterTo(plotWidth, plotHeight, f.format)
-		if err != nil {
-			return fmt.Errorf("report: render %s: %w", f.path, err)
-		}
-		if err := writeAtomic(f.path, wt); err != nil {
-			return err
-		}
-	}
-	return nil
+	return save(p, pngPath, svgPath)
 }
 
 // buildXY lays out the plot of series.
