@@ -102,7 +102,13 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 		})
 	case scheme.Pull:
 		sv.to(d, ctrlBytes, now, func(t float64) {
-			pull := func() { sv.back(d, nb, s.eng.now, func() { fin(answer{}) }) }
+			pull := func() {
+				data := s.ex.pull(w)
+				sv.back(d, nb, s.eng.now, func() {
+					d.land(a.R, data, false)
+					fin(answer{})
+				})
+			}
 			if sv.policy != center.RoundRobin {
 				pull()
 				return
@@ -113,17 +119,27 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 			sv.serveTurns()
 		})
 	case scheme.Push:
+		data := d.snapshot(a.R)
 		sv.to(d, nb, now, func(t float64) {
+			s.ex.push(w, data)
 			end := sv.work("push", t, s.addCost(sv.size))
 			s.eng.at(end, func() { fin(answer{}) })
 		})
 	case scheme.Elastic:
+		x := d.snapshot(a.R)
 		sv.to(d, nb, now, func(t float64) {
+			s.ex.elastic(w, x, a.Factor)
 			end := sv.work("elastic", t, s.addCost(3*sv.size))
-			s.eng.at(end, func() { sv.back(d, nb, end, func() { fin(answer{}) }) })
+			s.eng.at(end, func() {
+				sv.back(d, nb, end, func() {
+					d.land(a.R, x, false)
+					fin(answer{})
+				})
+			})
 		})
 	case scheme.Round:
-		sv.to(d, nb, now, func(t float64) { sv.roundIn(d, w, a.Iter, t, fin) })
+		g := d.snapshot(a.R)
+		sv.to(d, nb, now, func(t float64) { sv.roundIn(d, w, a.Iter, t, g, fin) })
 	case scheme.Clock:
 		sv.to(d, ctrlBytes, now, func(t float64) {
 			if a.Iter+1 > sv.clocks[w] {
@@ -191,7 +207,7 @@ func (sv *server) serveTurns() {
 // left, or not joined yet (center.Local's rule).
 func (sv *server) active(w int) bool { return sv.live[w] || !sv.joined[w] }
 
-func (sv *server) roundIn(d *driver, w, iter int, t float64, fin func(answer)) {
+func (sv *server) roundIn(d *driver, w, iter int, t float64, grads []float32, fin func(answer)) {
 	s := sv.s
 	switch {
 	case iter < sv.round:
@@ -207,6 +223,7 @@ func (sv *server) roundIn(d *driver, w, iter int, t float64, fin func(answer)) {
 		return
 	}
 	sv.work("round add", t, s.addCost(sv.size))
+	s.ex.roundAdd(grads)
 	sv.in[w] = true
 	sv.nIn++
 	sv.roundW = append(sv.roundW, func(next int) {
@@ -231,6 +248,7 @@ func (sv *server) closeRound(t float64) {
 	s := sv.s
 	if sv.nIn > 0 {
 		t = sv.work("round update", t, s.addCost(sv.size)+s.cfg.Model.Update.Seconds())
+		s.ex.roundClose(sv.nIn, sv.round)
 	}
 	clear(sv.in)
 	sv.nIn = 0

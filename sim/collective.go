@@ -5,6 +5,7 @@ import (
 
 	"dsgd/collective"
 	"dsgd/scheme"
+	"dsgd/tensor"
 )
 
 // groupKey names the group of a collective: nil (every rank) or a
@@ -137,7 +138,7 @@ func (d *driver) collective(op *commOp, now float64, fin func(answer)) {
 	switch a.Op {
 	case scheme.Allreduce:
 		alg := s.algorithm(a.Algo, size, n)
-		if alg == collective.Ring && !s.cfg.ringMessages {
+		if alg == collective.Ring && !s.cfg.ringMessages && s.ex == nil {
 			if in.ring == nil {
 				in.ring = &ringRun{n: n, members: a.Group, entry: make([]float64, size), fins: make([]func(), size)}
 			}
@@ -154,6 +155,9 @@ func (d *driver) collective(op *commOp, now float64, fin func(answer)) {
 		sched, tag = collective.TreeReduce(me, size, root(), n), tagReduce
 	}
 	r := &runner{s: s, group: a.Group, sched: sched, tag: tag, done: done}
+	if s.ex != nil {
+		r.buf = d.slice(a.R)
+	}
 	r.next(now)
 }
 
@@ -165,6 +169,7 @@ type runner struct {
 	tag       uint32
 	step, seg int
 	done      func()
+	buf       []float32 // exact mode: the rank's range; nil otherwise
 }
 
 func (r *runner) node(i int) int {
@@ -191,7 +196,12 @@ func (r *runner) next(t float64) {
 		me := r.node(sc.Rank)
 		sent := t
 		if k < ns {
-			sent = r.s.net.send(me, r.node(st.Send.Peer), tag, 4*int64(segLen(sc.Segment, st.Send.Len(), k)), t)
+			var data []float32
+			if r.buf != nil {
+				lo, hi := segRange(sc.Segment, st.Send, k)
+				data = append([]float32(nil), r.buf[lo:hi]...)
+			}
+			sent = r.s.net.send(me, r.node(st.Send.Peer), tag, 4*int64(segLen(sc.Segment, st.Send.Len(), k)), t, data)
 		}
 		if k >= nr {
 			r.s.eng.at(sent, func() { r.next(sent) })
@@ -201,7 +211,15 @@ func (r *runner) next(t float64) {
 		if st.Op == collective.Add {
 			add = r.s.addCost(segLen(sc.Segment, st.Recv.Len(), k))
 		}
-		r.s.net.recv(r.node(st.Recv.Peer), me, tag, t, func(got float64) {
+		r.s.net.recv(r.node(st.Recv.Peer), me, tag, t, func(got float64, data []float32) {
+			if r.buf != nil {
+				lo, hi := segRange(sc.Segment, st.Recv, k)
+				if st.Op == collective.Add {
+					tensor.AddTo(r.buf[lo:hi], data)
+				} else {
+					copy(r.buf[lo:hi], data)
+				}
+			}
 			end := max(got, sent) + add
 			r.s.eng.at(end, func() { r.next(end) })
 		})
@@ -216,6 +234,16 @@ func segLen(seg, n, k int) int {
 		return n
 	}
 	return min(seg, n-k*seg)
+}
+
+// segRange is the range of segment k of transfer t, as the executor cuts
+// it.
+func segRange(seg int, t collective.Transfer, k int) (lo, hi int) {
+	if seg <= 0 {
+		return t.Lo, t.Hi
+	}
+	lo = min(t.Lo+k*seg, t.Hi)
+	return lo, min(lo+seg, t.Hi)
 }
 
 // segments is the number of messages a transfer of n floats takes (0 for

@@ -30,6 +30,15 @@
 // send completes when its last byte has left, whether or not the receive
 // was posted) and a receive completes when its message has arrived.
 //
+// By default no data moves: the simulator allocates no buffers and does
+// no arithmetic. With Config.Exact, for at most MaxExactRanks ranks, every
+// action also does its arithmetic on real buffers as node.Rank does (the
+// data of a message as it was when sent, collectives by their real
+// schedules, the center as a center.Local called when each request
+// reaches it), and Result.Weights holds the final weights: a synchronous
+// scheme's are bitwise those of real ranks (TestExactMatchesNode), which
+// checks the numbers as well as the time.
+//
 // Memory stays bounded at thousands of ranks: a rank's schedule is
 // generated when its collective starts and dropped when it ends, and a
 // ring allreduce, whose schedules hold O(p) steps per rank, is computed by

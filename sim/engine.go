@@ -94,20 +94,24 @@ func (n *network) reserve(from, to int, bytes int64, t float64) (sent, arrive fl
 type box struct {
 	msgs   []msg
 	head   int
-	waiter func(t float64)
+	waiter func(t float64, data []float32)
 	wtag   uint32
 }
 
+// msg is a message in a mailbox: its tag, arrival and, in exact mode,
+// the data as it was when sent (nil otherwise).
 type msg struct {
 	tag    uint32
 	arrive float64
+	data   []float32
 }
 
 func (n *network) key(from, to int) int64 { return int64(from)*n.nodes + int64(to) }
 
 // send sends a tagged message into from→to's mailbox and returns when the
-// send completes.
-func (n *network) send(from, to int, tag uint32, bytes int64, t float64) float64 {
+// send completes; data (nil but in exact mode) travels with it to the
+// receive.
+func (n *network) send(from, to int, tag uint32, bytes int64, t float64, data []float32) float64 {
 	sent, arrive := n.reserve(from, to, bytes, t)
 	k := n.key(from, to)
 	b := n.boxes[k]
@@ -119,17 +123,17 @@ func (n *network) send(from, to int, tag uint32, bytes int64, t float64) float64
 		b.waiter = nil
 		n.checkTag(from, to, b.wtag, tag)
 		delete(n.boxes, k)
-		n.eng.at(arrive, func() { w(arrive) })
+		n.eng.at(arrive, func() { w(arrive, data) })
 		return sent
 	}
-	b.msgs = append(b.msgs, msg{tag, arrive})
+	b.msgs = append(b.msgs, msg{tag, arrive, data})
 	return sent
 }
 
 // recv waits, from time t, for the next message from→to and calls done
-// (from an event) at the time it is received: its arrival, or t if it
-// had already arrived.
-func (n *network) recv(from, to int, tag uint32, t float64, done func(t float64)) {
+// (from an event) at the time it is received, its arrival or t if it had
+// already arrived, with the message's data.
+func (n *network) recv(from, to int, tag uint32, t float64, done func(t float64, data []float32)) {
 	k := n.key(from, to)
 	b := n.boxes[k]
 	if b == nil || b.head == len(b.msgs) {
@@ -151,7 +155,7 @@ func (n *network) recv(from, to int, tag uint32, t float64, done func(t float64)
 	}
 	n.checkTag(from, to, tag, m.tag)
 	at := max(t, m.arrive)
-	n.eng.at(at, func() { done(at) })
+	n.eng.at(at, func() { done(at, m.data) })
 }
 
 func (n *network) checkTag(from, to int, want, got uint32) {

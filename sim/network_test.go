@@ -81,11 +81,11 @@ func TestMessageCost(t *testing.T) {
 		n := newNetwork(&eng, nw, 4)
 		var got []float64
 		for _, s := range tc.sends {
-			n.send(s[0], s[1], 7, m, 0)
+			n.send(s[0], s[1], 7, m, 0, nil)
 		}
 		eng.at(tc.recvAt, func() {
 			for _, s := range tc.sends {
-				n.recv(s[0], s[1], 7, tc.recvAt, func(at float64) { got = append(got, at) })
+				n.recv(s[0], s[1], 7, tc.recvAt, func(at float64, _ []float32) { got = append(got, at) })
 			}
 		})
 		eng.run(func() bool { return false })

@@ -53,6 +53,11 @@ type Config struct {
 	// work with a cost, and the center's work. Rank is the scheme rank,
 	// or for the center its node (Scheme.Ranks()).
 	Trace func(ev TraceEvent)
+	// Exact, when set, carries out every action's arithmetic on real
+	// buffers for a run of at most MaxExactRanks ranks (see Exact); nil
+	// (the default) moves no data and allocates no buffers, so thousands
+	// of ranks fit in memory.
+	Exact *Exact
 
 	// ringMessages runs ring allreduces message by message instead of by
 	// the compact recurrence (tests compare the two).
@@ -94,6 +99,20 @@ type Result struct {
 	// sent by all nodes.
 	Iters    int
 	Messages int64
+	// Weights is the final weights, with Exact only (nil otherwise, so
+	// that Results stay comparable with ==).
+	Weights *Weights
+}
+
+// Weights is what an Exact run ends with.
+type Weights struct {
+	// Params is every rank's weights, Scheme.Ranks() of them (a parameter
+	// server's and sync-easgd's master's too).
+	Params [][]float32
+	// Center is the center's weights for a scheme with one (nil for the
+	// others; sync-easgd keeps its center in worker 0's Aux, or variant
+	// 1's master's Params).
+	Center []float32
 }
 
 // ctrlBytes is the size of a control message (a center request or
@@ -122,6 +141,7 @@ type sim struct {
 	err     error
 	done    int
 	end     float64
+	ex      *exactState // nil: no arithmetic
 }
 
 func newSim(cfg Config) (*sim, error) {
@@ -187,6 +207,14 @@ func newSim(cfg Config) (*sim, error) {
 			d.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
 		}
 		s.drivers = append(s.drivers, d)
+	}
+	if cfg.Exact != nil {
+		if err := cfg.Exact.validate(sc, len(ranks), sc.Layout.N); err != nil {
+			return nil, err
+		}
+		if err := s.newExact(); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -270,6 +298,15 @@ func (s *sim) result() (Result, error) {
 	if s.srv != nil {
 		res.Dropped, res.Waits = s.srv.dropped, s.srv.waits
 	}
+	if s.ex != nil {
+		res.Weights = &Weights{}
+		for _, d := range s.drivers {
+			res.Weights.Params = append(res.Weights.Params, d.bufs[scheme.Params])
+		}
+		if s.ex.center != nil {
+			res.Weights.Center = append([]float32(nil), s.ex.center.Weights()...)
+		}
+	}
 	return res, nil
 }
 
@@ -313,6 +350,11 @@ type driver struct {
 	iters     int // IterDone actions so far
 	counters  map[groupKey]int
 	p2pIter   int // the iteration+1 whose sync-ps exchange this rank entered
+
+	// exact mode: the rank's buffers (by scheme.Buffer; nil until used)
+	// and its Computes so far.
+	bufs     [5][]float32
+	computes int
 
 	// worker 0's account
 	stats   []iterStat
@@ -415,6 +457,9 @@ func (d *driver) dispatch(acts []scheme.Action, now float64) {
 			d.kick(now)
 		default:
 			c := d.local(a)
+			if d.s.ex != nil {
+				d.apply(a)
+			}
 			if a.Op == scheme.IterDone {
 				if d.rank == 0 {
 					d.cur()
@@ -454,6 +499,10 @@ func (d *driver) compute(a scheme.Action, now float64) {
 	s := d.s
 	d.computing = true
 	t := now
+	loss := 0.0
+	if s.ex != nil {
+		loss = d.grad()
+	}
 	if d.rng != nil {
 		st := s.cfg.Straggle
 		if st.Rank >= 0 || d.rng.Float64() < st.Prob {
@@ -480,7 +529,7 @@ func (d *driver) compute(a scheme.Action, now float64) {
 	if d.rank == 0 {
 		d.cur().compute += t - now
 	}
-	s.eng.at(t, func() { d.post(scheme.Event{Kind: scheme.ComputeDone}) })
+	s.eng.at(t, func() { d.post(scheme.Event{Kind: scheme.ComputeDone, Loss: loss}) })
 }
 
 // kick starts the next communication action if the comm goroutine is
@@ -524,11 +573,12 @@ func (d *driver) comm(op *commOp, now float64, fin func(answer)) {
 		d.collective(op, now, fin)
 	case scheme.Send:
 		d.enterP2P(op, now)
-		sent := s.net.send(d.rank, a.Peer, a.Tag, 4*int64(a.R.Len()), now)
+		sent := s.net.send(d.rank, a.Peer, a.Tag, 4*int64(a.R.Len()), now, d.snapshot(a.R))
 		s.eng.at(sent, func() { fin(answer{}) })
 	case scheme.Recv:
 		d.enterP2P(op, now)
-		s.net.recv(a.Peer, d.rank, a.Tag, now, func(t float64) {
+		s.net.recv(a.Peer, d.rank, a.Tag, now, func(t float64, data []float32) {
+			d.land(a.R, data, a.Add)
 			if a.Add {
 				s.eng.at(t+s.addCost(a.R.Len()), func() { fin(answer{}) })
 				return
