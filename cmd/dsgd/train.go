@@ -43,6 +43,8 @@ type trainFlags struct {
 
 	// result is the finished run's, for dsgd compare.
 	result *train.Result
+	// note is what the flags changed that the header should say.
+	note string
 }
 
 func (f *trainFlags) register(fs *flag.FlagSet) {
@@ -70,7 +72,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.staleness = fs.Int("staleness", 3, "ssp: a worker more than this many iterations ahead of the slowest waits")
 	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate alpha (ShmCaffe's moving_rate, SC17's eta*rho); default 0.9/workers (EASGD's beta = 0.9)")
 	f.rho = fs.Float64("rho", 0, "elastic schemes: SC17's rho; sets alpha = base_lr * rho")
-	f.momentum = fs.Float64("momentum", -1, "solver momentum (default: the solver's; 0 for easgd, easgd-rr and hogwild-easgd, whose Eq. 1 is plain SGD)")
+	f.momentum = fs.Float64("momentum", -1, "solver momentum (default: the solver's; for easgd, easgd-rr and hogwild-easgd, whose Eq. 1 is plain SGD, 0 with base_lr / (1 - the solver's momentum))")
 	f.variant = fs.Int("variant", 3, "sync-easgd: 1 center on a separate master, 2 center on worker 0, 3 as 2 with the exchange overlapped with compute (SC17 6.1)")
 	f.groups = fs.Int("groups", 0, "hybrid: number of synchronous groups (default: 2, or 1 for an odd worker count)")
 	f.finish = fs.String("finish", "own", "asynchronous schemes: when workers stop: own (each after its iterations), master (when worker 0 finishes), first (when the first finishes), average (when the mean count reaches the iterations)")
@@ -159,6 +161,12 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	case *f.momentum >= 0:
 		cfg.Solver.Momentum = *f.momentum
 	case cfg.Scheme == "easgd" || cfg.Scheme == "easgd-rr" || cfg.Scheme == "hogwild-easgd":
+		// SC17 Eq. 1 is plain SGD. Momentum mu multiplies SGD's
+		// steady-state step by 1/(1-mu); keep the solver's step size.
+		if mu := cfg.Solver.Momentum; mu > 0 && mu < 1 {
+			cfg.Solver.BaseLR /= 1 - mu
+			f.note = fmt.Sprintf("dsgd: %s is plain SGD (SC17 Eq. 1): momentum 0 and base_lr %g / (1 - %g) = %.4g, the solver's step size (--momentum to choose)\n", cfg.Scheme, cfg.Solver.BaseLR*(1-mu), mu, cfg.Solver.BaseLR)
+		}
 		cfg.Solver.Momentum = 0
 	}
 	cfg.Straggle, err = parseStraggle(*f.straggle, cfg.Workers)
@@ -389,6 +397,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	fmt.Fprintf(out, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Scheme, cfg.Workers, where, threads, cfg.Pack)
 	fmt.Fprint(out, autoNote)
+	fmt.Fprint(out, f.note)
 	if cfg.Resume != "" {
 		fmt.Fprintf(out, "dsgd: resuming from %s\n", cfg.Resume)
 	}
