@@ -888,12 +888,26 @@ func (t *Trainer) SetCenter(c center.Center) { t.cfg.Center = c }
 // NewCenter makes the in-process center of the configured scheme, for a
 // parameter server process to serve; nil if the scheme has none.
 func (t *Trainer) NewCenter() (*center.Local, error) {
+	return t.NewCenterRange(0, len(t.net.Params()))
+}
+
+// NewCenterRange makes the center of parameters [lo,hi) only: one shard
+// of a parameter server split over several processes (ps.Sharded). Weed-
+// out's solver step needs every parameter, so it cannot be sharded.
+func (t *Trainer) NewCenterRange(lo, hi int) (*center.Local, error) {
 	sc := t.schemeConfig(t.start)
 	uses, n := sc.UsesCenter()
 	if !uses {
 		return nil, nil
 	}
-	return center.NewLocal(t.CenterConfig(sc, n))
+	cc := t.CenterConfig(sc, n)
+	if lo != 0 || hi != len(cc.Weights) {
+		if sc.Name == "weedout" {
+			return nil, errors.New("train: weedout's center applies a solver step to all parameters; it cannot be sharded")
+		}
+		cc.Weights = cc.Weights[lo:hi]
+	}
+	return center.NewLocal(cc)
 }
 
 // centerID is rank r's worker id at the center: its rank, or for hybrid

@@ -20,13 +20,14 @@ import (
 // centerFlags say where a worker process of an asynchronous scheme finds
 // its center.
 type centerFlags struct {
-	addr, store *string
+	addr, store, shard *string
 }
 
 func (c *centerFlags) register(fs interface {
 	String(name, value, usage string) *string
 }) {
 	c.addr = fs.String("center", "", "asynchronous schemes in worker processes: the parameter server `HOST:PORT` (several, comma-separated, for a sharded one), or smb://HOST:PORT for the shared buffer server (seasgd)")
+	c.shard = fs.String("shard", "", "dsgd ps: serve shard `I/K` of the parameters (the I-th of K even ranges, from 0; the workers list the K servers in order in --center)")
 	c.store = fs.String("store", "", "asynchronous schemes: carry the weights through a Redis server, redis://HOST:PORT (SpeeDO); the parameter server needs the same flag")
 }
 
@@ -98,7 +99,16 @@ func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token
 // center made from the model's initial weights, served until every worker
 // has finished or ctx ends.
 func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, token string, stdout io.Writer) error {
-	local, err := tr.NewCenter()
+	lo, hi := 0, len(tr.Net().Params())
+	if *f.center.shard != "" {
+		var i, k int
+		if _, err := fmt.Sscanf(*f.center.shard, "%d/%d", &i, &k); err != nil || k < 1 || i < 0 || i >= k || k > hi {
+			return fmt.Errorf("--shard %q: want I/K with 0 <= I < K <= %d (the parameter count)", *f.center.shard, hi)
+		}
+		b := ps.EvenBounds(hi, k)
+		lo, hi = b[i], b[i+1]
+	}
+	local, err := tr.NewCenterRange(lo, hi)
 	if err != nil {
 		return err
 	}
