@@ -162,7 +162,10 @@ func fillRun(run *report.Run, res *train.Result) {
 	}
 	run.CommRatio = -1
 	if total := res.Phases.Sum(); total > 0 && res.Workers > 1 {
-		run.CommRatio = float64(res.CommExposed) / float64(total)
+		// Exposed communication and waiting for other workers (SSP's
+		// clock, weed-out's round), as the papers' ratios count them.
+		wait := res.Phases.Total(len(train.PhaseNames) + 1)
+		run.CommRatio = float64(res.CommExposed+wait) / float64(total)
 	}
 	run.Dropped, run.Stale = res.Center.Dropped, res.Center.Waits
 }
