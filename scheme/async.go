@@ -148,13 +148,10 @@ func (w *centerWorker) iteration() {
 		w.local(Action{Op: Update, Iter: it})
 	case "hybrid":
 		// ShmCaffe III.D: synchronous SGD inside the group, SEASGD between
-		// the groups' roots, which broadcast the result to their group.
-		w.do(Action{Op: Compute}, true)
-		if w.group != nil {
-			w.do(Action{Op: Allreduce, R: g, Group: w.group, Algo: AlgoRing}, true)
-			w.local(Action{Op: Scale, R: g, Factor: 1 / float32(len(w.group))})
-		}
-		w.local(Action{Op: Update, Iter: it})
+		// the groups' roots. As in SEASGD (Fig. 6) the root reads the
+		// global weights when an iteration starts and moves toward them;
+		// it broadcasts the result to its group, and its push of ΔW runs
+		// while the group computes.
 		if w.exchange(it) {
 			if w.talks() {
 				w.do(Action{Op: Pull, R: aux}, true)
@@ -167,6 +164,12 @@ func (w *centerWorker) iteration() {
 				w.do(Action{Op: Push, R: delta}, false)
 			}
 		}
+		w.do(Action{Op: Compute}, true)
+		if w.group != nil {
+			w.do(Action{Op: Allreduce, R: g, Group: w.group, Algo: AlgoRing}, true)
+			w.local(Action{Op: Scale, R: g, Factor: 1 / float32(len(w.group))})
+		}
+		w.local(Action{Op: Update, Iter: it})
 	}
 	if w.talks() && w.cfg.Name != "weedout" {
 		s := -1

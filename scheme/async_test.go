@@ -151,20 +151,25 @@ func TestAsyncSchemesTrace(t *testing.T) {
 			},
 		},
 		{
-			// Hybrid: the root of a group of 2 allreduces inside the
-			// group, then exchanges with the center and broadcasts.
+			// Hybrid: the root of a group of 2 reads the center when the
+			// iteration starts, moves toward it, broadcasts to its group
+			// and pushes its increment while the group computes; then the
+			// group allreduces and updates, and the root clocks.
 			name:   "hybrid root",
 			cfg:    Config{Name: "hybrid", Workers: 4, Groups: 2, MaxIter: 1, Alpha: 0.5, Layout: small},
 			rank:   2,
-			events: []Event{done(1), done(2), done(3), {Kind: ComputeDone}, done(4), done(5)},
+			events: []Event{done(1), done(2), done(3), done(4), done(5), {Kind: ComputeDone}, done(6), done(7), done(8)},
 			want: []string{
 				"join#1",
 				"pull#2(params[0:4])",
 				"broadcast#3(params[0:4],2)",
-				"compute",
-				"allreduce#4(grads[0:4])",
-				"scale(grads[0:4]*=0.5) update(0) pull#5(aux[0:4])",
-				"copy(delta[0:4]<-params[0:4]) axpy(delta[0:4]+=-1*aux[0:4]) scale(delta[0:4]*=0.5) axpy(params[0:4]+=-1*delta[0:4]) broadcast#6(params[0:4],2)",
+				"pull#4(aux[0:4])",
+				"copy(delta[0:4]<-params[0:4]) axpy(delta[0:4]+=-1*aux[0:4]) scale(delta[0:4]*=0.5) axpy(params[0:4]+=-1*delta[0:4]) broadcast#5(params[0:4],2)",
+				"push#6(delta[0:4]) compute",
+				"allreduce#7(grads[0:4])",
+				"",
+				"scale(grads[0:4]*=0.5) update(0) clock#8(0,-1)",
+				"iter-done(0) leave#9",
 			},
 		},
 		{

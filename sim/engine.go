@@ -61,7 +61,9 @@ func (e *engine) run(stop func() bool) {
 // time. A message of m bytes from a to b issued at t starts at the first
 // time both a's out-link and b's in-link are free (reservations are made
 // in issue order, first come first served), holds both for Beta·m and
-// arrives Alpha after it leaves. Messages between a pair keep their order.
+// arrives Alpha after it leaves; a message of at most smallMsg bytes
+// interleaves with the others and takes Alpha + Beta·m from its issue.
+// Messages between a pair keep their order.
 type network struct {
 	eng      *engine
 	nw       Network
@@ -78,9 +80,22 @@ func newNetwork(eng *engine, nw Network, nodes int) *network {
 		boxes: map[int64]*box{}, nodes: int64(nodes)}
 }
 
+// smallMsg is the largest message that does not queue for a link (the
+// center's control requests and replies are 64 bytes).
+const smallMsg = 4096
+
 // reserve books the links for a message and returns when it has left the
 // sender (its send is complete) and when it arrives.
 func (n *network) reserve(from, to int, bytes int64, t float64) (sent, arrive float64) {
+	if bytes <= smallMsg {
+		// A control message is a packet or two: on a real link it slips
+		// between the packets of the bulk transfers in flight instead of
+		// queueing behind them, so it neither waits for nor holds a link.
+		sent = t + n.nw.Beta*float64(bytes)
+		n.bytes += bytes
+		n.msgs++
+		return sent, sent + n.nw.Alpha
+	}
 	start := max(t, n.out[from], n.in[to])
 	sent = start + n.nw.Beta*float64(bytes)
 	n.out[from], n.in[to] = sent, sent

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"time"
 
 	"dsgd/scheme"
@@ -57,7 +58,7 @@ func (m Model) Layout() scheme.Layout {
 // weights, about twice the forward's work).
 func Uniform(params int, compute time.Duration) Model {
 	f := compute / 3
-	return Model{Name: "uniform", Layers: []Layer{{Name: "all", Forward: f, Backward: compute - f, Params: params}}}
+	return Model{Name: fmt.Sprintf("uniform %.3g M params, %v", float64(params)/1e6, compute), Layers: []Layer{{Name: "all", Forward: f, Backward: compute - f, Params: params}}}
 }
 
 // compute returns the model's forward and backward time in seconds.

@@ -26,7 +26,7 @@ var Presets = map[string]Network{
 func (n Network) Cost(bytes int64) float64 { return n.Alpha + n.Beta*float64(bytes) }
 
 func (n Network) String() string {
-	return fmt.Sprintf("%s (alpha=%gus, beta=%gns/B)", n.Name, n.Alpha*1e6, n.Beta*1e9)
+	return fmt.Sprintf("%s (alpha=%.4gus, beta=%.4gns/B)", n.Name, n.Alpha*1e6, n.Beta*1e9)
 }
 
 // ParseNetwork reads a preset name (fdr-ib, qdr-ib, 10gbe) or a model
