@@ -135,6 +135,7 @@ func TestKilledWorkerRejoins(t *testing.T) {
 	}{
 		{"async", nil},
 		{"ssp", []string{"--staleness", "2"}},
+		{"easgd", nil},
 		{"seasgd", nil},
 	}
 	for _, c := range cases {
