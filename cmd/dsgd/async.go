@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"dsgd/center"
@@ -48,9 +49,9 @@ func dialCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, token str
 	}
 }
 
-func isDialRefused(err error) bool {
-	return strings.Contains(err.Error(), "connection refused")
-}
+// isDialRefused reports whether err is a refused connection: the server
+// is not listening yet.
+func isDialRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
 func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token string, workers int, timeout time.Duration) (center.Center, func(), error) {
 	addr := *f.center.addr
