@@ -13,6 +13,11 @@
 //	nw, err := calib.Network(ctx, "tcp", calib.NetworkOptions{})
 //	res, err := sim.Run(sim.Config{Model: m, Network: nw, ...})
 //
+// To model P workers sharing this machine, Concurrent measures P copies
+// at once and in lockstep, as `dsgd simulate --validate` does, and adds
+// the compute jitter (Model.Jitter in package sim) that a synchronous
+// exchange waits on.
+//
 // Time is the per-layer timing loop behind `dsgd time` (Caffe's `caffe
 // time`); Model builds on it. Fit is the least-squares fit of t = α + β·bytes
 // that Network applies to its ping-pong times.

@@ -28,6 +28,17 @@ type Model struct {
 	// element) and the center's Push, Elastic and Round accumulation;
 	// 0 makes them free. Copy is always free.
 	AddRate float64
+	// Jitter is the standard deviation of one worker's forward+backward
+	// time from iteration to iteration, independent between workers (0:
+	// every iteration of every worker takes exactly the layers' times).
+	// Each worker draws, each iteration, a scale s = 1 + z·Jitter/C, C the
+	// layers' forward+backward time and z standard normal, redrawn until s
+	// is positive (a normal truncated at 0, whose mean moves off 1 only
+	// when Jitter is a sizeable fraction of C), and every layer's time of
+	// that iteration is multiplied by s. Synchronous schemes then wait
+	// for the slowest worker each iteration, as real ones do: with two
+	// workers, E[max] exceeds the mean by Jitter/√π.
+	Jitter time.Duration
 }
 
 // Params is the total parameter count.

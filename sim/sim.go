@@ -38,7 +38,9 @@ type Config struct {
 	// Straggle slows workers down (nil: none).
 	Straggle *Straggler
 	// Seed drives the straggler draws (rank r draws from PCG(Seed, r+1),
-	// as the trainer does).
+	// as the trainer does) and the jitter draws (rank r from
+	// PCG(Seed, ^(r+1)), a stream apart, so that adding jitter leaves the
+	// straggled iterations as they were).
 	Seed uint64
 	// Algo overrides the allreduce algorithm of every allreduce (Auto:
 	// the scheme's choice, resolved by size as collective.Resolve does).
@@ -138,6 +140,7 @@ type sim struct {
 	insts   map[instKey]*inst
 	fwd     float64
 	bwd     []float64 // per layer
+	jitter  float64   // Model.Jitter relative to fwd + sum(bwd)
 	err     error
 	done    int
 	end     float64
@@ -160,8 +163,8 @@ func newSim(cfg Config) (*sim, error) {
 	if cfg.Network.Alpha < 0 || cfg.Network.Beta < 0 {
 		return nil, fmt.Errorf("sim: network %s has a negative alpha or beta", cfg.Network.Name)
 	}
-	if cfg.Model.AddRate < 0 || cfg.Model.Update < 0 {
-		return nil, fmt.Errorf("sim: model %q has a negative add rate or update time", cfg.Model.Name)
+	if cfg.Model.AddRate < 0 || cfg.Model.Update < 0 || cfg.Model.Jitter < 0 {
+		return nil, fmt.Errorf("sim: model %q has a negative add rate, update time or jitter", cfg.Model.Name)
 	}
 	for _, l := range cfg.Model.Layers {
 		if l.Forward < 0 || l.Backward < 0 || l.Params < 0 {
@@ -189,6 +192,9 @@ func newSim(cfg Config) (*sim, error) {
 		s.fwd += l.Forward.Seconds()
 		s.bwd = append(s.bwd, l.Backward.Seconds())
 	}
+	if c := s.fwd + sum(s.bwd); c > 0 {
+		s.jitter = cfg.Model.Jitter.Seconds() / c
+	}
 	nodes := len(ranks)
 	uses, nc := sc.UsesCenter()
 	if uses {
@@ -205,6 +211,9 @@ func newSim(cfg Config) (*sim, error) {
 		}
 		if st := cfg.Straggle; st != nil && d.worker && (st.Rank == r || st.Rank < 0) {
 			d.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
+		}
+		if s.jitter > 0 && d.worker {
+			d.jit = rand.New(rand.NewPCG(cfg.Seed, ^(uint64(r) + 1)))
 		}
 		s.drivers = append(s.drivers, d)
 	}
@@ -336,7 +345,8 @@ type driver struct {
 	sch      scheme.Rank
 	worker   bool
 	centerID int
-	rng      *rand.Rand
+	rng      *rand.Rand // straggler draws; nil: none
+	jit      *rand.Rand // jitter draws; nil: none
 
 	inbox     []scheme.Event
 	draining  bool
@@ -510,14 +520,18 @@ func (d *driver) compute(a scheme.Action, now float64) {
 			t += st.Delay.Seconds()
 		}
 	}
-	s.trace(d.rank, "forward", "compute", t, t+s.fwd)
-	t += s.fwd
+	scale := 1.0
+	if d.jit != nil {
+		scale = d.jitterScale()
+	}
+	s.trace(d.rank, "forward", "compute", t, t+scale*s.fwd)
+	t += scale * s.fwd
 	blocks := s.sc.Layout.Blocks
 	bi := len(blocks)
 	for i := len(s.cfg.Model.Layers) - 1; i >= 0; i-- {
 		l := s.cfg.Model.Layers[i]
-		s.trace(d.rank, "backward "+l.Name, "compute", t, t+s.bwd[i])
-		t += s.bwd[i]
+		s.trace(d.rank, "backward "+l.Name, "compute", t, t+scale*s.bwd[i])
+		t += scale * s.bwd[i]
 		if l.Params > 0 {
 			bi--
 			if a.WatchGrads {
@@ -530,6 +544,24 @@ func (d *driver) compute(a scheme.Action, now float64) {
 		d.cur().compute += t - now
 	}
 	s.eng.at(t, func() { d.post(scheme.Event{Kind: scheme.ComputeDone, Loss: loss}) })
+}
+
+// jitterScale draws this iteration's compute scale: 1 + z·jitter, z
+// standard normal, redrawn until positive (see Model.Jitter).
+func (d *driver) jitterScale() float64 {
+	for {
+		if s := 1 + d.jit.NormFloat64()*d.s.jitter; s > 0 {
+			return s
+		}
+	}
+}
+
+func sum(xs []float64) float64 {
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t
 }
 
 // kick starts the next communication action if the comm goroutine is

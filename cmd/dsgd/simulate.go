@@ -1,8 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,15 +11,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"dsgd/calib"
 	"dsgd/center"
 	"dsgd/collective"
+	"dsgd/model"
 	"dsgd/report"
 	"dsgd/scheme"
 	"dsgd/sim"
+	"dsgd/solver"
 	"dsgd/timeline"
 	"dsgd/train"
 )
@@ -32,7 +33,7 @@ type simFlags struct {
 	computeMS                  *float64
 	calibrate, validate, pack  *bool
 	straggle, plot, timeline   *string
-	iters, warmup              *int
+	iters, warmup, repeat      *int
 	interval, staleness        *int
 	variant, groups, bucketKiB *int
 	alpha                      *float64
@@ -64,6 +65,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	f.plot = fs.String("plot", "", "write iteration time and weak-scaling efficiency against P to `PREFIX`-time.{png,svg} and PREFIX-efficiency.{png,svg}")
 	f.timeline = fs.String("timeline", "", "write every run's virtual-time trace to `FILE` (Chrome trace JSON: one process per scheme and P, one track per rank)")
 	f.validate = fs.Bool("validate", false, "train sync-ps, sync-tree, sync-ring and overlap for real with 2 workers here, simulate the same with the calibrated model and inproc network, and print measured against predicted")
+	f.repeat = fs.Int("repeat", 3, "with --validate: real runs per scheme, interleaved; the median one is compared")
 }
 
 // simRun is one simulated (scheme, P).
@@ -95,6 +97,9 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if *f.warmup < 0 {
 		return bad("--warmup must not be negative, got %d", *f.warmup)
+	}
+	if *f.repeat < 1 {
+		return bad("--repeat must be at least 1, got %d", *f.repeat)
 	}
 	if *f.validate {
 		return runValidate(ctx, &f, given, stdout, stderr)
@@ -318,6 +323,34 @@ func measureModel(ctx context.Context, m *modelFlags, threads int) (sim.Model, e
 	return model, nil
 }
 
+// measureModels calibrates copies nets of the model flags' model at once
+// and in lockstep (calib.Concurrent), threads goroutines each, as that
+// many synchronous workers run: the model carries their compute jitter.
+func measureModels(ctx context.Context, m *modelFlags, threads, copies int) (sim.Model, error) {
+	nets := make([]*model.Net, copies)
+	var name string
+	var sc solver.Config
+	for i := range nets {
+		j, net, err := loadNet(ctx, m, threads)
+		if err != nil {
+			return sim.Model{}, err
+		}
+		defer j.close()
+		nets[i], name, sc = net, j.name, j.solver.Solver
+	}
+	mod, err := calib.Concurrent(ctx, nets, calib.ModelOptions{Warmup: 3, Iters: validateCalibIters, Solver: &sc, Threads: threads})
+	if err != nil {
+		return sim.Model{}, err
+	}
+	mod.Name = name
+	return mod, nil
+}
+
+// validateCalibIters is the lockstep passes --validate calibrates on:
+// enough for the jitter's estimate (a mean of |a-b| over the passes) to
+// be within about 10%.
+const validateCalibIters = 100
+
 // simWarmup is sim.Config.Warmup for w warm-up iterations (sim reads 0
 // as its default and a negative count as none).
 func simWarmup(w int) int {
@@ -497,7 +530,7 @@ func runValidate(ctx context.Context, f *simFlags, given map[string]string, stdo
 	}
 	iters := *f.iters
 	if !set("iters") {
-		iters = 40
+		iters = 150
 	}
 	// The real run: every flag given that train knows, plus the scheme,
 	// two workers and no tests or snapshots.
@@ -517,70 +550,76 @@ func runValidate(ctx context.Context, f *simFlags, given map[string]string, stdo
 	}
 	base = append(base, "--workers=2", "--iters="+strconv.Itoa(iters), "--test-interval=0", "--test-iter=1", "--snapshot-prefix=none", "--display=0")
 	threads := max(1, f.m.threads/workers)
-	fmt.Fprintf(stdout, "dsgd simulate --validate: %d workers over inproc, %d thread(s) each, %d iterations per scheme\n", workers, threads, iters)
+	reps := *f.repeat
+	fmt.Fprintf(stdout, "dsgd simulate --validate: %d workers over inproc, %d thread(s) each, %d iterations per scheme, %d run(s) each (interleaved; the median is compared)\n", workers, threads, iters, reps)
 
 	type row struct {
 		name                       string
 		measured, comm, compute    time.Duration
 		predicted, simComm, simCmp time.Duration
 	}
-	var rows []row
-	for _, name := range names {
-		var tf trainFlags
-		tfs := flag.NewFlagSet("train", flag.ContinueOnError)
-		tf.register(tfs)
-		tfs.SetOutput(io.Discard)
-		if err := tfs.Parse(append(append([]string(nil), base...), "--scheme="+name)); err != nil {
-			return fmt.Errorf("flags for %s: %w", name, err)
+	// The runs go round the schemes reps times, so that a busy spell on
+	// this machine lands on several schemes' runs rather than all of one.
+	runs := make([][]row, len(names))
+	for k := range reps {
+		for i, name := range names {
+			var tf trainFlags
+			tfs := flag.NewFlagSet("train", flag.ContinueOnError)
+			tf.register(tfs)
+			tfs.SetOutput(io.Discard)
+			if err := tfs.Parse(append(append([]string(nil), base...), "--scheme="+name)); err != nil {
+				return fmt.Errorf("flags for %s: %w", name, err)
+			}
+			fmt.Fprintf(stdout, "  training %-10s (run %d) ", name, k+1)
+			if err := execute(ctx, &tf, nil, io.Discard, io.Discard); err != nil {
+				fmt.Fprintln(stdout)
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			res := tf.result
+			if res == nil || res.Iters == 0 {
+				return fmt.Errorf("%s: the run did no iteration", name)
+			}
+			n := time.Duration(res.Iters)
+			r := row{name: name, measured: res.Phases.Sum() / n, comm: res.CommExposed / n,
+				compute: (res.Phases.Total(train.PhaseForward) + res.Phases.Total(train.PhaseBackward)) / n}
+			runs[i] = append(runs[i], r)
+			fmt.Fprintf(stdout, "%.3f ms per iteration\n", ms(r.measured))
 		}
-		fmt.Fprintf(stdout, "  training %-10s ", name)
-		if err := execute(ctx, &tf, nil, io.Discard, io.Discard); err != nil {
-			fmt.Fprintln(stdout)
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		res := tf.result
-		if res == nil || res.Iters == 0 {
-			return fmt.Errorf("%s: the run did no iteration", name)
-		}
-		n := time.Duration(res.Iters)
-		r := row{name: name, measured: res.Phases.Sum() / n, comm: res.CommExposed / n,
-			compute: (res.Phases.Total(train.PhaseForward) + res.Phases.Total(train.PhaseBackward)) / n}
-		rows = append(rows, r)
-		fmt.Fprintf(stdout, "%.3f ms per iteration\n", ms(r.measured))
+	}
+	rows := make([]row, len(names))
+	for i, rs := range runs {
+		rows[i] = medianRun(rs, func(r row) time.Duration { return r.measured })
 	}
 
-	fmt.Fprintf(stdout, "  measuring the model (%d copies at once, as the workers run, %d thread(s) each) and the inproc transport...\n", workers, threads)
-	models := make([]sim.Model, workers)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			models[w], errs[w] = measureModel(ctx, &f.m, threads)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	fmt.Fprintf(stdout, "  measuring the model (%d copies at once and in lockstep, as synchronous workers run, %d thread(s) each, %d passes) and the inproc transport...\n", workers, threads, validateCalibIters)
+	model, err := measureModels(ctx, &f.m, threads, workers)
+	if err != nil {
 		return err
 	}
-	model := models[0]
 	nw, err := calib.Network(ctx, "inproc", calib.NetworkOptions{})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "  model %s: compute %.3f ms, update %.3f ms, %.2f G adds/s; network %s\n\n", model.Name, ms(modelCompute(model)), ms(model.Update), model.AddRate/1e9, nw)
-	fmt.Fprintf(stdout, "%-12s %12s %12s %8s %16s %16s\n", "scheme", "measured ms", "predicted ms", "error", "compute ms m/p", "comm ms m/p")
+	fmt.Fprintf(stdout, "  model %s: compute %.3f ms, jitter %.3f ms (one worker's standard deviation per iteration, from the two copies' differences), update %.3f ms, %.2f G adds/s; network %s\n",
+		model.Name, ms(modelCompute(model)), ms(model.Jitter), ms(model.Update), model.AddRate/1e9, nw)
+	// The prediction is an expectation: the simulator draws the jitter
+	// over at least validateSimIters iterations.
+	simIters := max(iters, validateSimIters)
+	fmt.Fprintf(stdout, "  simulating %d iterations per scheme, seed 1\n\n", simIters)
+	fmt.Fprintf(stdout, "%-12s %12s %12s %8s %16s %16s\n", "scheme", "measured ms", "predicted ms", "error", "compute ms m/p", "comm+wait ms m/p")
 	worst := 0.0
 	for i := range rows {
 		r := &rows[i]
-		cfg := sim.Config{Model: model, Network: nw, Iters: *f.warmup + iters, Warmup: simWarmup(*f.warmup), Seed: 1, Algo: opts.algo, Finish: opts.finish, RoundDeadline: opts.roundDeadline}
-		cfg.Scheme = opts.schemeConfig(r.name, workers, model.Layout(), *f.warmup+iters)
+		cfg := sim.Config{Model: model, Network: nw, Iters: *f.warmup + simIters, Warmup: simWarmup(*f.warmup), Seed: 1, Algo: opts.algo, Finish: opts.finish, RoundDeadline: opts.roundDeadline}
+		cfg.Scheme = opts.schemeConfig(r.name, workers, model.Layout(), *f.warmup+simIters)
 		res, err := sim.Run(cfg)
 		if err != nil {
 			return fmt.Errorf("simulating %s: %w", r.name, err)
 		}
-		r.predicted, r.simComm, r.simCmp = res.Iter, res.Comm, res.Compute
+		// The real node books waiting for the other worker's gradients as
+		// exposed communication (it cannot tell them apart); the simulator
+		// splits it into Comm and Wait, so the comparison adds them.
+		r.predicted, r.simComm, r.simCmp = res.Iter, res.Comm+res.Wait, res.Compute
 		e := 100 * (float64(r.predicted) - float64(r.measured)) / float64(r.measured)
 		worst = max(worst, abs(e))
 		fmt.Fprintf(stdout, "%-12s %12.3f %12.3f %7.1f%% %7.3f/%-8.3f %7.3f/%-8.3f\n", r.name, ms(r.measured), ms(r.predicted), e, ms(r.compute), ms(r.simCmp), ms(r.comm), ms(r.simComm))
@@ -589,8 +628,21 @@ func runValidate(ctx context.Context, f *simFlags, given map[string]string, stdo
 	if worst > 25 {
 		verdict = "NOT within"
 	}
-	fmt.Fprintf(stdout, "\nworst error %.1f%%: %s the 25%% the simulator aims for (measured: rank 0's phases per iteration, data loading included; m/p: measured/predicted; the real workers share this machine's cores, and so may other jobs: repeat before trusting one run)\n", worst, verdict)
+	fmt.Fprintf(stdout, "\nworst error %.1f%%: %s the 25%% the simulator aims for (measured: rank 0's phases per iteration, data loading included, in the run of median time; m/p: measured/predicted; the real workers share this machine's cores, and so may other jobs: repeat before trusting one run)\n", worst, verdict)
 	return nil
+}
+
+// validateSimIters is the fewest iterations --validate simulates, so
+// that the jitter's draws average out (the mean of max(a,b) over n
+// draws has a standard error of about 0.83·jitter/√n).
+const validateSimIters = 2000
+
+// medianRun is the run whose key is the median of rs (the lower of the
+// two middle ones for an even count).
+func medianRun[T any](rs []T, key func(T) time.Duration) T {
+	s := slices.Clone(rs)
+	slices.SortFunc(s, func(a, b T) int { return cmp.Compare(key(a), key(b)) })
+	return s[(len(s)-1)/2]
 }
 
 func abs(x float64) float64 {

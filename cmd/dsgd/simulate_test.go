@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func runSim(args ...string) (string, string, error) {
@@ -132,6 +133,7 @@ func TestSimulateBadFlags(t *testing.T) {
 		{"bad allreduce", []string{"--params", "100", "--compute-ms", "1", "--allreduce", "butterfly"}, "--allreduce"},
 		{"positional", []string{"sync-ps"}, "unexpected argument"},
 		{"validate with network", []string{"--validate", "--network", "fdr-ib"}, "--validate"},
+		{"validate repeat zero", []string{"--validate", "--repeat", "0"}, "--repeat"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,4 +208,25 @@ func FuzzParseWorkers(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSimulateMedianRun(t *testing.T) {
+	type run struct {
+		name string
+		d    time.Duration
+	}
+	key := func(r run) time.Duration { return r.d }
+	for _, tc := range []struct {
+		runs []run
+		want string
+	}{
+		{[]run{{"a", 3}}, "a"},
+		{[]run{{"a", 5}, {"b", 1}, {"c", 3}}, "c"},
+		{[]run{{"a", 5}, {"b", 1}, {"c", 3}, {"d", 4}}, "c"},
+		{[]run{{"a", 2}, {"b", 2}, {"c", 9}}, "b"},
+	} {
+		if got := medianRun(tc.runs, key); got.name != tc.want {
+			t.Errorf("medianRun(%v) = %v, want %s", tc.runs, got, tc.want)
+		}
+	}
 }
