@@ -21,7 +21,10 @@
 //	// res.Iter, res.Compute, res.Comm, res.Wait, res.CommRatio ...
 //
 // What costs time: Compute (forward, then backward last layer first, with
-// GradsReady as each layer with parameters finishes), Update
+// GradsReady as each layer with parameters finishes; with Model.Jitter
+// each worker's compute is scaled every iteration by a seeded,
+// positive-truncated normal draw, so synchronous schemes wait for the
+// slowest as real ones do), Update
 // (Model.Update), Scale and Axpy (one add per element at Model.AddRate;
 // Copy is free), every message (Alpha + Beta·bytes on its links, waiting
 // for the sender's out-link and the receiver's in-link), a collective's
