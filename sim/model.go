@@ -68,9 +68,40 @@ func (m Model) Layout() scheme.Layout {
 // thirds backward (backward computes gradients for both the data and the
 // weights, about twice the forward's work).
 func Uniform(params int, compute time.Duration) Model {
-	f := compute / 3
-	return Model{Name: fmt.Sprintf("uniform %.3g M params, %v", float64(params)/1e6, compute), Layers: []Layer{{Name: "all", Forward: f, Backward: compute - f, Params: params}}}
+	return Layered(params, compute, 1)
 }
+
+// Layered is Uniform over layers equal layers: each holds params/layers
+// parameters (the first takes the remainder) and an equal share of the
+// forward and backward time, so overlap has layers to overlap.
+func Layered(params int, compute time.Duration, layers int) Model {
+	if layers < 1 || (layers > 1 && layers > params) {
+		panic(fmt.Sprintf("sim: %d layers of %d parameters", layers, params))
+	}
+	f := compute / 3
+	name := fmt.Sprintf("uniform %.3g M params, %v", float64(params)/1e6, compute)
+	if layers > 1 {
+		name = fmt.Sprintf("%d layers, %.3g M params, %v", layers, float64(params)/1e6, compute)
+	}
+	m := Model{Name: name}
+	per, L := params/layers, time.Duration(layers)
+	fl, bl := f/L, (compute-f)/L
+	for i := 0; i < layers; i++ {
+		ly := Layer{Name: fmt.Sprintf("layer%d", i+1), Forward: fl, Backward: bl, Params: per}
+		if i == 0 {
+			ly.Params += params - per*layers
+		}
+		if i == layers-1 { // the rounding remainders, so the times add up
+			ly.Forward, ly.Backward = f-fl*(L-1), compute-f-bl*(L-1)
+		}
+		m.Layers = append(m.Layers, ly)
+	}
+	if layers == 1 {
+		m.Layers[0].Name = "all"
+	}
+	return m
+}
+
 
 // compute returns the model's forward and backward time in seconds.
 func (m Model) compute() (fwd, bwd float64) {

@@ -29,7 +29,7 @@ import (
 type simFlags struct {
 	m                          modelFlags
 	schemes, workers, network  *string
-	params                     *int
+	params, layers             *int
 	computeMS                  *float64
 	calibrate, validate, pack  *bool
 	straggle, plot, timeline   *string
@@ -47,6 +47,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	f.workers = fs.String("workers", "1,2,4,8,16", "worker count `P`, or a sweep: 1,2,4,8 or 1,2,4,...,4096 (\"...\" continues the doubling, or the step, of the two counts before it)")
 	f.params = fs.Int("params", 0, "a model of `N` parameters in one layer, instead of --model (needs --compute-ms)")
 	f.computeMS = fs.Float64("compute-ms", 0, "with --params: forward plus backward time of one iteration in `ms`")
+	f.layers = fs.Int("layers", 1, "with --params: split the parameters and the compute into `L` equal layers (so overlap has layers to overlap)")
 	f.network = fs.String("network", "", "the interconnect: fdr-ib, qdr-ib, 10gbe (SC17 Table 2) or alpha=7.2us,beta=0.9ns (default 10gbe; with --calibrate, this machine's tcp transport as measured)")
 	f.calibrate = fs.Bool("calibrate", false, "measure this machine: the model's per-layer times with the real engine (always done for --model), the add rate, and with no --network the tcp transport's alpha and beta")
 	f.straggle = fs.String("straggle", "", "a straggler: RANK:DELAY (that worker slower by DELAY every iteration) or p=PROB:DELAY (any worker, with that probability per iteration)")
@@ -136,7 +137,11 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return bad("--compute-ms must be a positive time in ms (with --params), got %g", *f.computeMS)
 		case set["model"] || set["net"] || set["solver"]:
 			return bad("--params and --compute-ms describe the model; give them or --model/--solver, not both")
+		case *f.layers < 1 || *f.layers > *f.params:
+			return bad("--layers must be between 1 and --params, got %d", *f.layers)
 		}
+	} else if set["layers"] {
+		return bad("--layers splits a --params model; a --model has its own layers")
 	}
 	// Every (scheme, P) is checked on a stand-in layout before anything is
 	// measured; the real layout is the model's.
@@ -291,7 +296,7 @@ func (o simOptions) schemeConfig(name string, workers int, layout scheme.Layout,
 // --compute-ms, else the --model (or --solver) net measured here.
 func (f *simFlags) simModel(ctx context.Context, set map[string]bool, stdout io.Writer) (sim.Model, error) {
 	if set["params"] {
-		m := sim.Uniform(*f.params, time.Duration(*f.computeMS*float64(time.Millisecond)))
+		m := sim.Layered(*f.params, time.Duration(*f.computeMS*float64(time.Millisecond)), *f.layers)
 		if *f.calibrate {
 			m.AddRate = calib.AddRate(calib.DefaultAddLen, 50*time.Millisecond)
 			fmt.Fprintf(stdout, "dsgd simulate: measured the add rate here: %.2f G float32 adds/s\n", m.AddRate/1e9)

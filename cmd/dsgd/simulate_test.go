@@ -116,6 +116,8 @@ func TestSimulateBadFlags(t *testing.T) {
 		want string
 	}{
 		{"bad network", []string{"--params", "100", "--compute-ms", "1", "--network", "token-ring"}, "--network"},
+		{"more layers than params", []string{"--params", "10", "--compute-ms", "1", "--layers", "11"}, "--layers"},
+		{"layers of a model", []string{"--model", "lenet", "--layers", "3"}, "--layers"},
 		{"bad network key", []string{"--params", "100", "--compute-ms", "1", "--network", "alpha=1us,gamma=2"}, "--network"},
 		{"workers not a number", []string{"--params", "100", "--compute-ms", "1", "--workers", "1,two"}, "--workers"},
 		{"workers zero", []string{"--params", "100", "--compute-ms", "1", "--workers", "0"}, "--workers"},
