@@ -49,6 +49,10 @@ type Config struct {
 	// MaxFrame is the largest frame payload accepted or sent, in bytes.
 	// Zero means DefaultMaxFrame.
 	MaxFrame int
+	// IdleTimeout, on a server, is how long a connection may wait between
+	// two requests before the server closes it (a worker calls its center
+	// at least once an iteration). Zero means 10 × Timeout.
+	IdleTimeout time.Duration
 	// ErrorLog, when set on a server, receives every error that closed a
 	// connection (each names the peer's address). It is called from the
 	// connection goroutines, concurrently. Nil discards them.
@@ -62,8 +66,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxFrame == 0 {
 		c.MaxFrame = DefaultMaxFrame
 	}
-	if c.Timeout < 0 {
-		return c, fmt.Errorf("rpc: negative timeout %v", c.Timeout)
+	if c.Timeout < 0 || c.IdleTimeout < 0 {
+		return c, fmt.Errorf("rpc: negative timeout %v or idle timeout %v", c.Timeout, c.IdleTimeout)
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 10 * c.Timeout
 	}
 	if c.MaxFrame < fixedSize {
 		return c, fmt.Errorf("rpc: max frame %d bytes is below the %d-byte message minimum", c.MaxFrame, fixedSize)

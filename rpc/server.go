@@ -188,7 +188,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) error {
 	)
 	arm := func() { c.SetReadDeadline(time.Now().Add(s.cfg.Timeout)) }
 	for {
-		c.SetReadDeadline(time.Time{}) // idle between requests: no deadline
+		c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout)) // idle between requests
 		n, err := rd.readHead(&m, arm)
 		if err == nil && m.status != statusRequest {
 			err = fmt.Errorf("%w: status %d where a request was expected", wire.ErrMalformed, m.status)
