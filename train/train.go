@@ -871,6 +871,13 @@ func (t *Trainer) centerOnly(sc scheme.Config) bool {
 	return uses && sc.Name != "hybrid"
 }
 
+// CenterWorkers is the number of workers the configured scheme's center
+// serves: every worker, or hybrid's groups (0 without a center).
+func (t *Trainer) CenterWorkers() int {
+	_, n := t.schemeConfig(t.start).UsesCenter()
+	return n
+}
+
 // CenterOnly reports whether the configured scheme's workers talk only to
 // a center (so a worker process needs a center and no group endpoint).
 func (t *Trainer) CenterOnly() bool { return t.centerOnly(t.schemeConfig(t.start)) }

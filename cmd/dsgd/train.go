@@ -380,6 +380,20 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 		defer closer()
 		tr.SetCenter(c)
+	case g != nil && cfg.Scheme == "hybrid":
+		// The group's roots talk to the center; every rank to its group.
+		c, closer, err := dialCenter(ctx, f, tr, g.token, tr.CenterWorkers(), *f.commTimeout)
+		if err != nil {
+			return err
+		}
+		defer closer()
+		tr.SetCenter(c)
+		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress)
+		if err != nil {
+			return err
+		}
+		defer ep.Close()
+		cfg.Group.Endpoint = ep
 	case g != nil:
 		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress)
 		if err != nil {

@@ -173,8 +173,8 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	// The world size fixes the worker count: every rank, or all but the
 	// server under sync-ps.
 	ws := g.world
-	if f.schemeName() == "sync-ps" || (*f.scheme == "" && name == "ps") {
-		ws--
+	if f.schemeName() == "sync-ps" || (*f.scheme == "" && name == "ps") || (f.schemeName() == "sync-easgd" && *f.variant == 1) {
+		ws-- // the server, or sync-easgd's separate master, is the last rank
 	}
 	if *f.workers > 1 && *f.workers != ws {
 		fmt.Fprintf(stderr, "dsgd %s: --workers %d disagrees with a world of %d ranks under %s\n", name, *f.workers, g.world, f.schemeName())
@@ -197,7 +197,7 @@ func centerScheme(name string, workers int) bool {
 // rank, joined over loopback TCP. Rank 0's output is ours; the others'
 // errors are shown with their rank.
 func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io.Writer) error {
-	sc := scheme.Config{Name: f.schemeName(), Workers: *f.workers}
+	sc := scheme.Config{Name: f.schemeName(), Workers: *f.workers, Variant: *f.variant}
 	world := sc.Ranks()
 	exe, err := os.Executable()
 	if err != nil {
@@ -216,15 +216,16 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	defer cancel()
 	token := hex.EncodeToString(tok)
 	// An asynchronous scheme's workers meet at their center: a parameter
-	// server (or, for seasgd, a shared buffer server) in a process of its
-	// own, which this launcher stops once the workers are done.
+	// server (or, for seasgd and hybrid's group roots, a shared buffer
+	// server) in a process of its own, which this launcher stops once the
+	// workers are done. Hybrid's workers also form a group.
 	var serverDone chan error
 	var serverOut bytes.Buffer
 	centerAddr := ""
-	if centerScheme(sc.Name, sc.Workers) {
+	if centerScheme(sc.Name, sc.Workers) || sc.Name == "hybrid" {
 		sargs := append([]string{"ps", "--listen", addr, "--token", token}, base...)
 		centerAddr = addr
-		if sc.Name == "seasgd" {
+		if sc.Name == "seasgd" || sc.Name == "hybrid" {
 			sargs = []string{"smb", "--listen", addr, "--token", token}
 			centerAddr = "smb://" + addr
 		}

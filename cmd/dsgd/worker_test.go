@@ -73,7 +73,10 @@ func TestTrainOverTCP(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "net.prototxt", tinyNet)
 	write(t, dir, "solver.prototxt", tinySolver)
-	for _, run := range [][]string{{"sync-ring"}, {"sync-ps"}, {"overlap", "--compress", "fp16"}} {
+	// hybrid needs both a group (inside each group) and a shared buffer
+	// server (between the roots); async and sync-easgd one of each.
+	for _, run := range [][]string{{"sync-ring"}, {"sync-ps"}, {"overlap", "--compress", "fp16"},
+		{"hybrid", "--workers", "4", "--groups", "2"}, {"async"}, {"sync-easgd", "--variant", "1"}} {
 		sch := run[0]
 		args := append([]string{"train", "--solver", "solver.prototxt", "--transport", "tcp", "--scheme", sch, "--workers", "3", "--iters", "30", "--threads", "1"}, run[1:]...)
 		code, out, errs := runCmd(t, dir, args...)
