@@ -79,8 +79,9 @@ type Config struct {
 	// snapshots.
 	Snapshot       int
 	SnapshotPrefix string
-	// Resume, when set, is a snapshot to continue from.
-	Resume string
+	// Resume, when set, is a snapshot to continue from; ResumeFlag names
+	// it in errors ("--resume" when empty).
+	Resume, ResumeFlag string
 	// Seed seeds the parameter fillers and every random layer.
 	Seed uint64
 	// Threads is how many goroutines the layers use.
@@ -372,20 +373,31 @@ func checkWritable(prefix string) error {
 func (t *Trainer) resume(path string) error {
 	st, err := checkpoint.Read(path)
 	if err != nil {
-		return fmt.Errorf("train: --resume: %w", err)
+		return fmt.Errorf("train: %s: %w", t.resumeFlag(), err)
 	}
 	if st.Layout != t.layout || len(st.Params) != len(t.net.Params()) {
-		return fmt.Errorf("train: --resume %s: the snapshot was taken from a different net (%d parameters, layout %016x; this net has %d, layout %016x)", path, len(st.Params), st.Layout, len(t.net.Params()), t.layout)
+		return fmt.Errorf("train: %s %s: the snapshot was taken from a different net (%d parameters, layout %016x; this net has %d, layout %016x)", t.resumeFlag(), path, len(st.Params), st.Layout, len(t.net.Params()), t.layout)
 	}
 	for _, r := range t.ranks {
 		if err := r.solver.ReadState(bytes.NewReader(st.Solver)); err != nil {
-			return fmt.Errorf("train: --resume %s: solver state: %w", path, err)
+			return fmt.Errorf("train: %s %s: solver state: %w", t.resumeFlag(), path, err)
 		}
 		copy(r.net.Params(), st.Params)
 	}
 	t.start = st.Iter
 	return nil
 }
+
+func (t *Trainer) resumeFlag() string {
+	if t.cfg.ResumeFlag != "" {
+		return t.cfg.ResumeFlag
+	}
+	return "--resume"
+}
+
+// StartIter is the iteration the trainer starts from: that of the
+// snapshot it resumed, else 0.
+func (t *Trainer) StartIter() int { return t.start }
 
 // LayoutHash identifies the model's parameter layout; ranks of a group
 // must agree on it.

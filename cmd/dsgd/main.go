@@ -5,6 +5,7 @@
 // Usage:
 //
 //	dsgd train [flags]   train a model (default: LeNet on Fashion-MNIST)
+//	dsgd test [flags]    a snapshot's test accuracy and loss, like caffe test
 //	dsgd time [flags]    per-layer forward and backward times, like caffe time
 //	dsgd bench [flags]   our iteration time beside the PyTorch peer's
 //	dsgd worker [flags]  one rank of a multi-process job
@@ -36,6 +37,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"train", "train a model (default: LeNet on Fashion-MNIST)", runTrain},
+		{"test", "score a snapshot's weights on the test set, like caffe test", runTest},
 		{"time", "per-layer forward/backward times, like caffe time", runTime},
 		{"bench", "iteration time beside the PyTorch peer's, as a ratio", runBench},
 		{"worker", "run one rank of a multi-process job (mpirun, srun, or by hand)", runWorker},

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"dsgd/train"
+)
+
+// runTest scores a snapshot's weights on the TEST net, as `caffe test
+// -weights` does: the mean of each scalar output (accuracy, loss) over
+// --test-iter batches of the test split.
+func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	var m modelFlags
+	m.register(fs)
+	weights := fs.String("weights", "", "snapshot `FILE` (.dsgdsnap) whose weights to test (required)")
+	iters := fs.Int("test-iter", 0, "test batches (default: the solver's test_iter, else 100)")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *weights == "" {
+		fmt.Fprintln(stderr, "dsgd test: --weights FILE is required: the snapshot to test")
+		return errUsage
+	}
+	if *iters < 0 {
+		fmt.Fprintf(stderr, "dsgd test: --test-iter must not be negative, got %d\n", *iters)
+		return errUsage
+	}
+	j, err := m.load()
+	if err != nil {
+		return err
+	}
+	if len(j.test.Spec.Layers) == 0 {
+		return fmt.Errorf("the net has no TEST phase to test with")
+	}
+	sd := j.solver
+	n := *iters
+	if n == 0 {
+		n = sd.TestIter
+	}
+	if n == 0 {
+		n = 100
+	}
+	if err := j.openData(&m, true, 1); err != nil {
+		return err
+	}
+	defer j.close()
+	cfg := train.Config{
+		Train: j.train.Spec, Test: j.test.Spec, Solver: sd.Solver,
+		TrainShapes: j.trainShapes, TrainFeeds: j.trainFeeds,
+		TestShapes: j.testShapes, TestFeeds: j.testFeeds,
+		MaxIter: 1, TestIter: n, Resume: *weights, ResumeFlag: "--weights", Seed: j.seed, Threads: m.threads, Out: io.Discard,
+	}
+	tr, err := train.New(cfg)
+	if err != nil {
+		return err
+	}
+	res, err := tr.Test(ctx, tr.StartIter())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "dsgd test: %s, %d batches of the test split\n", *weights, n)
+	for _, o := range res.Outputs {
+		fmt.Fprintf(stdout, "  %-10s %.4f\n", o.Name, o.Value)
+	}
+	return nil
+}
