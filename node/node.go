@@ -208,7 +208,10 @@ func (r *Rank) Run(ctx context.Context) error {
 			computing = false
 		case scheme.Done:
 			pendingComm--
-			inFlight = inFlight[1:]
+			// Shift rather than reslice, so the backing array is reused
+			// and the steady state does not allocate.
+			n := copy(inFlight, inFlight[1:])
+			inFlight = inFlight[:n]
 			r.Stats.CommBusy += e.busy
 		}
 		fin, err := dispatch(r.Scheme.Step(e.ev))
