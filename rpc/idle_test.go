@@ -11,7 +11,7 @@ import (
 // longer than IdleTimeout is closed by the server, which logs it; one
 // that keeps calling within it is served throughout.
 func TestIdleTimeout(t *testing.T) {
-	srv, log := startServer(t, Config{Timeout: time.Second, IdleTimeout: 150 * time.Millisecond})
+	srv, log := startServer(t, Config{Timeout: time.Second, IdleTimeout: 400 * time.Millisecond})
 	busy := dial(t, srv.Addr(), Config{Timeout: time.Second})
 	idle := dial(t, srv.Addr(), Config{Timeout: time.Second})
 	var resp Response
@@ -19,18 +19,18 @@ func TestIdleTimeout(t *testing.T) {
 
 	ctx, stop := context.WithCancel(context.Background())
 	busyErr := make(chan error, 1)
-	go func() { // calls 30 ms apart stay under the idle limit
+	go func() { // calls 20 ms apart stay far under the idle limit
 		var r Response
 		for ctx.Err() == nil {
 			if err := busy.Call(ctx, &Request{Op: opEcho, Data: make([]float32, 4)}, &r); err != nil && ctx.Err() == nil {
 				busyErr <- err
 				return
 			}
-			time.Sleep(30 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond)
 		}
 		busyErr <- nil
 	}()
-	time.Sleep(450 * time.Millisecond)
+	time.Sleep(1300 * time.Millisecond)
 	if err := idle.Call(context.Background(), &Request{Op: opEcho}, &resp); err == nil {
 		t.Fatal("a call on a connection idle for 3x the idle timeout succeeded")
 	}
