@@ -107,7 +107,10 @@ func (s *Server) N() int { return s.n }
 // returns nil). In blob store mode it first publishes the center.
 func (s *Server) Serve(ctx context.Context) error {
 	if s.store != nil {
-		if err := s.publish(ctx, 0); err != nil {
+		s.pubMu.Lock()
+		err := s.publish(ctx)
+		s.pubMu.Unlock()
+		if err != nil {
 			s.rpc.Close()
 			return err
 		}
@@ -119,15 +122,14 @@ func (s *Server) Serve(ctx context.Context) error {
 func (s *Server) Close() error { return s.rpc.Close() }
 
 // publish puts the current center under the weights key as a new
-// version. Worker w's id is the one Pull is called with.
-func (s *Server) publish(ctx context.Context, w int) error {
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
+// version; s.pubMu is held. It reads the center as an observer, so it
+// never waits for a round-robin turn.
+func (s *Server) publish(ctx context.Context) error {
 	s.dirty.Store(false)
 	if s.pub == nil {
 		s.pub = make([]float32, s.n)
 	}
-	if err := s.c.Pull(ctx, w, s.pub); err != nil {
+	if err := s.c.Pull(ctx, center.Observer, s.pub); err != nil {
 		s.dirty.Store(true)
 		return err
 	}
@@ -213,25 +215,28 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		if err := s.store.GetFloats(ctx, req.Text, buf); err != nil {
 			return fmt.Errorf("ps: getting worker %d's delta from %s: %w", w, req.Text, err)
 		}
+		// The push and its publication are one step for the pulls, so
+		// a pull never republishes a push that is being published.
+		s.pubMu.Lock()
+		defer s.pubMu.Unlock()
 		if err := s.c.Push(ctx, w, buf); err != nil {
 			return err
 		}
-		s.dirty.Store(true)
-		if err := s.publish(ctx, w); err != nil {
+		if err := s.publish(ctx); err != nil {
 			return err
 		}
 	case opVersion:
 		if s.store == nil {
 			return errors.New("ps: this server has no blob store")
 		}
+		s.pubMu.Lock()
+		defer s.pubMu.Unlock()
 		if s.dirty.Load() {
-			if err := s.publish(ctx, w); err != nil {
+			if err := s.publish(ctx); err != nil {
 				return err
 			}
 		}
-		s.pubMu.Lock()
 		resp.Ints[0] = s.version
-		s.pubMu.Unlock()
 	default:
 		return fmt.Errorf("ps: unknown operation %d", req.Op)
 	}
