@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"math"
-	"sync"
 	"testing"
 	"time"
 
@@ -79,16 +78,7 @@ func runRanks(t *testing.T, sc scheme.Config, cen center.Center, mu float32) []*
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	errs := make([]error, len(ranks))
-	var wg sync.WaitGroup
-	for r, rk := range ranks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[r] = rk.Run(ctx)
-		}()
-	}
-	wg.Wait()
+	errs := RunAll(ctx, ranks)
 	for _, ep := range eps {
 		ep.Close()
 	}

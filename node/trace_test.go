@@ -57,16 +57,7 @@ func TestTraceSpans(t *testing.T) {
 				}
 			}
 			begin := time.Now()
-			var wg sync.WaitGroup
-			errs := make([]error, len(ranks))
-			for r, rk := range ranks {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					errs[r] = rk.Run(context.Background())
-				}()
-			}
-			wg.Wait()
+			errs := RunAll(context.Background(), ranks)
 			end := time.Now()
 			for r, err := range errs {
 				if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -153,16 +152,7 @@ func realRun(t *testing.T, sc scheme.Config, m Model, iters int) ([][]float32, [
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	errs := make([]error, len(ranks))
-	var wg sync.WaitGroup
-	for r, rk := range ranks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[r] = rk.Run(ctx)
-		}()
-	}
-	wg.Wait()
+	errs := node.RunAll(ctx, ranks)
 	for _, ep := range eps {
 		ep.Close()
 	}

@@ -763,21 +763,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 		nodes[i] = n
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for r, n := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := n.Run(rctx); err != nil {
-				errs[r] = err
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
+	errs := node.RunAll(ctx, nodes)
 	if cfg.Group == nil {
 		for _, ep := range eps {
 			ep.Close()
