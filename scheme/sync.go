@@ -77,6 +77,14 @@ func (c Config) UsesCenter() (bool, int) {
 	return false, 0
 }
 
+// CenterOnly reports whether the scheme's workers talk only to a center,
+// never to each other (every center scheme but hybrid, whose groups
+// also reduce among themselves).
+func (c Config) CenterOnly() bool {
+	uses, _ := c.UsesCenter()
+	return uses && c.Name != "hybrid"
+}
+
 // Elastic reports whether the scheme uses the elastic moving rate Alpha.
 func (c Config) Elastic() bool {
 	switch c.Name {

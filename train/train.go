@@ -629,7 +629,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	var eps []transport.Endpoint // indexed by rank
 	switch {
 	case cfg.Group != nil:
-		if cfg.Group.Endpoint == nil && !t.centerOnly(sc) {
+		if cfg.Group.Endpoint == nil && !sc.CenterOnly() {
 			return res, errors.New("train: the group's endpoint is not connected")
 		}
 		eps = make([]transport.Endpoint, cfg.Group.Size)
@@ -861,14 +861,6 @@ func (t *Trainer) schemeConfig(start int) scheme.Config {
 	return sc
 }
 
-// centerOnly reports whether the scheme's workers talk only to the
-// center, never to each other: a process of such a scheme needs no
-// group endpoint.
-func (t *Trainer) centerOnly(sc scheme.Config) bool {
-	uses, _ := sc.UsesCenter()
-	return uses && sc.Name != "hybrid"
-}
-
 // CenterWorkers is the number of workers the configured scheme's center
 // serves: every worker, or hybrid's groups (0 without a center).
 func (t *Trainer) CenterWorkers() int {
@@ -878,7 +870,7 @@ func (t *Trainer) CenterWorkers() int {
 
 // CenterOnly reports whether the configured scheme's workers talk only to
 // a center (so a worker process needs a center and no group endpoint).
-func (t *Trainer) CenterOnly() bool { return t.centerOnly(t.schemeConfig(t.start)) }
+func (t *Trainer) CenterOnly() bool { return t.schemeConfig(t.start).CenterOnly() }
 
 // Finish is the configured aligned-termination rule.
 func (t *Trainer) Finish() center.Finish { return t.cfg.Finish }

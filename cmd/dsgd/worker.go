@@ -189,8 +189,7 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 
 // centerScheme reports whether scheme's workers talk only to a center.
 func centerScheme(name string, workers int) bool {
-	uses, _ := scheme.Config{Name: name, Workers: max(workers, 1), Groups: 1}.UsesCenter()
-	return uses && name != "hybrid"
+	return scheme.Config{Name: name, Workers: max(workers, 1)}.CenterOnly()
 }
 
 // launch runs a --transport tcp job on this host: one child process per
