@@ -55,8 +55,10 @@ func (w *centerWorker) start() {
 	if w.talks() {
 		w.do(Action{Op: Join}, true)
 		w.then(func() {
-			if w.ans.Iter > w.iter {
-				w.iter = w.ans.Iter // a restarted worker continues its count
+			// A restarted worker continues its count; a hybrid root
+			// stays in step with its group instead.
+			if w.ans.Iter > w.iter && w.group == nil {
+				w.iter = w.ans.Iter
 			}
 		})
 		w.do(Action{Op: Pull, R: p}, true)

@@ -124,8 +124,8 @@ func (c *Center) readySlot() int { return c.cfg.Workers }
 
 // Join implements center.Center: it makes the control area and the
 // buffers (the worker that creates W_g fills it with cfg.Weights; the
-// others wait until it has), marks w live and returns its iteration
-// count, or the slowest live worker's when w's count is 0.
+// others wait until it has), marks w live and returns its own iteration
+// count, as center.Local does (a restarted worker continues it).
 func (c *Center) Join(ctx context.Context, w int) (int, error) {
 	c.checkWorker(w)
 	if _, err := c.b.CreateControl(ctx, c.cfg.Workers+1); err != nil {
@@ -157,15 +157,6 @@ func (c *Center) Join(ctx context.Context, w int) (int, error) {
 		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
 	}
 	iter := countOf(ws.counts[w])
-	if iter == 0 {
-		iter = -1
-		for i, v := range ws.counts {
-			if i != w && v >= 0 && (iter < 0 || v < iter) {
-				iter = v
-			}
-		}
-		iter = max(iter, 0)
-	}
 	ws.one[0] = iter
 	if err := c.b.WriteControl(ctx, w, ws.one[:]); err != nil {
 		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)

@@ -260,7 +260,7 @@ func TestCenterJoin(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	// A fresh worker starts from the slowest live worker's count; a
+	// Every worker continues its own count, as center.Local's do; a
 	// worker that left rejoins at its own.
 	if err := s.WriteControl(ctx, 0, []int64{7, -1 - 4, 9}); err != nil {
 		t.Fatal(err)
@@ -285,8 +285,8 @@ func TestCenterJoin(t *testing.T) {
 	if err := s.WriteControl(ctx, 2, []int64{0}); err != nil {
 		t.Fatal(err)
 	}
-	if it, err := c.Join(ctx, 2); err != nil || it != 4 {
-		t.Errorf("fresh Join(2) = %d, %v; want the slowest live count 4", it, err)
+	if it, err := c.Join(ctx, 2); err != nil || it != 0 {
+		t.Errorf("fresh Join(2) = %d, %v; want its own count 0, not another worker's", it, err)
 	}
 	// A server whose W_g has another size is refused with its name.
 	c2 := newCenter(t, s, CenterConfig{Workers: 3, N: 5})
