@@ -21,14 +21,12 @@ func TestShardedParameterServer(t *testing.T) {
 	const tok, iters = "shard-test", 40
 	model := []string{"--scheme", "async", "--solver", "solver.prototxt", "--iters", strconv.Itoa(iters),
 		"--threads", "1", "--snapshot-prefix", "none", "--test-interval", "0", "--comm-timeout", "30s"}
-	var addrs []string
+	addrs, err := freeLoopbackAddrs(2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var servers []*child
-	for i := 0; i < 2; i++ {
-		addr, err := freeLoopbackAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, addr)
+	for i, addr := range addrs {
 		args := append([]string{"ps", "--workers", "2", "--listen", addr, "--token", tok, "--shard", fmt.Sprintf("%d/2", i)}, model...)
 		servers = append(servers, startChild(t, dir, fmt.Sprintf("ps %d", i), args...))
 	}

@@ -202,10 +202,13 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	if err != nil {
 		return fmt.Errorf("--transport tcp: cannot find this program to start the workers: %w", err)
 	}
-	addr, err := freeLoopbackAddr()
+	// Two addresses at once: the rendezvous, and the center's when the
+	// scheme has one (picked apart, so they cannot coincide).
+	two, err := freeLoopbackAddrs(2)
 	if err != nil {
 		return fmt.Errorf("--transport tcp: %w", err)
 	}
+	addr := two[0]
 	tok := make([]byte, 16)
 	if _, err := rand.Read(tok); err != nil {
 		return err
@@ -237,9 +240,7 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		}
 		serverDone = make(chan error, 1)
 		go func() { serverDone <- scmd.Wait() }()
-		if addr, err = freeLoopbackAddr(); err != nil {
-			return fmt.Errorf("--transport tcp: %w", err)
-		}
+		addr = two[1] // the workers' rendezvous
 	}
 	errs := make([]error, world)
 	outs := make([]*bytes.Buffer, world)
@@ -316,10 +317,24 @@ func stripFlag(args []string, name string) []string {
 }
 
 func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeLoopbackAddrs(1)
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return a[0], nil
+}
+
+// freeLoopbackAddrs returns n distinct free loopback addresses: all n are
+// held open at once, so none is handed out twice.
+func freeLoopbackAddrs(n int) ([]string, error) {
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs, nil
 }
