@@ -101,12 +101,3 @@ func Layered(params int, compute time.Duration, layers int) Model {
 	}
 	return m
 }
-
-// compute returns the model's forward and backward time in seconds.
-func (m Model) compute() (fwd, bwd float64) {
-	for _, l := range m.Layers {
-		fwd += l.Forward.Seconds()
-		bwd += l.Backward.Seconds()
-	}
-	return fwd, bwd
-}
