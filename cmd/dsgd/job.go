@@ -237,7 +237,8 @@ func (j *job) printHeader(w io.Writer, net *model.Net, threads, maxIter int) {
 	}
 	sc := j.solver.Solver
 	fmt.Fprintf(w, "dsgd: solver %s, base_lr %g, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), sc.BaseLR, sc.LRPolicy, sc.Momentum, sc.WeightDecay, maxIter)
-	fmt.Fprintf(w, "dsgd: %d threads, GEMM %s, seed %d\n", threads, tensor.Backend, j.seed)
+	fmt.Fprintf(w, "dsgd: %d threads, seed %d\n", threads, j.seed)
+	printEngine(w)
 	for _, wn := range j.warnings {
 		fmt.Fprintf(w, "dsgd: warning: %s\n", wn)
 	}
