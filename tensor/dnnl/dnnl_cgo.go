@@ -1,0 +1,474 @@
+//go:build !purego
+
+package dnnl
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <oneapi/dnnl/dnnl.h>
+
+// The header gives the types and prototypes; the functions are looked up
+// at run time so that the binary starts without the library.
+#define DSGD_FN(f) static __typeof__(f) *p_##f;
+DSGD_FN(dnnl_engine_create)
+DSGD_FN(dnnl_stream_create)
+DSGD_FN(dnnl_stream_destroy)
+DSGD_FN(dnnl_memory_desc_init_by_tag)
+DSGD_FN(dnnl_memory_desc_equal)
+DSGD_FN(dnnl_memory_create)
+DSGD_FN(dnnl_memory_set_data_handle)
+DSGD_FN(dnnl_memory_destroy)
+DSGD_FN(dnnl_primitive_desc_create)
+DSGD_FN(dnnl_primitive_desc_destroy)
+DSGD_FN(dnnl_primitive_desc_query_md)
+DSGD_FN(dnnl_primitive_create)
+DSGD_FN(dnnl_primitive_execute)
+DSGD_FN(dnnl_primitive_destroy)
+DSGD_FN(dnnl_reorder_primitive_desc_create)
+DSGD_FN(dnnl_dilated_convolution_forward_desc_init)
+DSGD_FN(dnnl_dilated_convolution_backward_data_desc_init)
+DSGD_FN(dnnl_dilated_convolution_backward_weights_desc_init)
+DSGD_FN(dnnl_primitive_attr_create)
+DSGD_FN(dnnl_primitive_attr_destroy)
+DSGD_FN(dnnl_primitive_attr_set_scratchpad_mode)
+DSGD_FN(dnnl_get_effective_cpu_isa)
+DSGD_FN(dnnl_version)
+static void (*p_omp_set_num_threads)(int);
+static dnnl_engine_t eng;
+
+#define DSGD_LOAD(f) p_##f = (__typeof__(p_##f))dlsym(h, #f); if (!p_##f) return "symbol " #f " missing";
+
+static const char *dsgd_dnnl_load(const char *name) {
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (!h) return dlerror();
+	DSGD_LOAD(dnnl_engine_create)
+	DSGD_LOAD(dnnl_stream_create)
+	DSGD_LOAD(dnnl_stream_destroy)
+	DSGD_LOAD(dnnl_memory_desc_init_by_tag)
+	DSGD_LOAD(dnnl_memory_desc_equal)
+	DSGD_LOAD(dnnl_memory_create)
+	DSGD_LOAD(dnnl_memory_set_data_handle)
+	DSGD_LOAD(dnnl_memory_destroy)
+	DSGD_LOAD(dnnl_primitive_desc_create)
+	DSGD_LOAD(dnnl_primitive_desc_destroy)
+	DSGD_LOAD(dnnl_primitive_desc_query_md)
+	DSGD_LOAD(dnnl_primitive_create)
+	DSGD_LOAD(dnnl_primitive_execute)
+	DSGD_LOAD(dnnl_primitive_destroy)
+	DSGD_LOAD(dnnl_reorder_primitive_desc_create)
+	DSGD_LOAD(dnnl_dilated_convolution_forward_desc_init)
+	DSGD_LOAD(dnnl_dilated_convolution_backward_data_desc_init)
+	DSGD_LOAD(dnnl_dilated_convolution_backward_weights_desc_init)
+	DSGD_LOAD(dnnl_primitive_attr_create)
+	DSGD_LOAD(dnnl_primitive_attr_destroy)
+	DSGD_LOAD(dnnl_primitive_attr_set_scratchpad_mode)
+	DSGD_LOAD(dnnl_get_effective_cpu_isa)
+	DSGD_LOAD(dnnl_version)
+	// oneDNN's OpenMP runtime came with it; dsgd holds it to one thread.
+	void *g = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (g) p_omp_set_num_threads = (void (*)(int))dlsym(g, "omp_set_num_threads");
+	if (p_omp_set_num_threads) p_omp_set_num_threads(1);
+	if (p_dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success) return "dnnl_engine_create failed";
+	return NULL;
+}
+
+static int dsgd_dnnl_isa(void) { return (int)p_dnnl_get_effective_cpu_isa(); }
+static void dsgd_dnnl_version(int *v) {
+	const dnnl_version_t *ver = p_dnnl_version();
+	v[0] = ver->major; v[1] = ver->minor; v[2] = ver->patch;
+}
+
+// A port connects a tensor in the caller's layout to the layout a
+// primitive wants: a user memory whose handle is set per call and, when
+// the layouts differ, an inner memory and a reorder between them.
+typedef struct {
+	dnnl_memory_t user, inner;
+	dnnl_primitive_t reorder;
+} port_t;
+
+static dnnl_status_t port_init(port_t *p, const dnnl_memory_desc_t *user_md, const dnnl_memory_desc_t *want, int out) {
+	dnnl_status_t st = p_dnnl_memory_create(&p->user, user_md, eng, DNNL_MEMORY_NONE);
+	if (st != dnnl_success) return st;
+	if (p_dnnl_memory_desc_equal(user_md, want)) return dnnl_success;
+	st = p_dnnl_memory_create(&p->inner, want, eng, DNNL_MEMORY_ALLOCATE);
+	if (st != dnnl_success) return st;
+	dnnl_primitive_desc_t rpd;
+	st = out ? p_dnnl_reorder_primitive_desc_create(&rpd, want, eng, user_md, eng, NULL)
+	         : p_dnnl_reorder_primitive_desc_create(&rpd, user_md, eng, want, eng, NULL);
+	if (st != dnnl_success) return st;
+	st = p_dnnl_primitive_create(&p->reorder, rpd);
+	p_dnnl_primitive_desc_destroy(rpd);
+	return st;
+}
+
+static void port_free(port_t *p) {
+	if (p->reorder) p_dnnl_primitive_destroy(p->reorder);
+	if (p->inner) p_dnnl_memory_destroy(p->inner);
+	if (p->user) p_dnnl_memory_destroy(p->user);
+}
+
+static dnnl_memory_t port_mem(port_t *p) { return p->inner ? p->inner : p->user; }
+
+static void port_run(port_t *p, dnnl_stream_t s, int out) {
+	if (!p->inner) return;
+	dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, out ? p->inner : p->user}, {DNNL_ARG_TO, out ? p->user : p->inner}};
+	p_dnnl_primitive_execute(p->reorder, s, 2, a);
+}
+
+// port_in sets the caller's buffer and brings it into the primitive's layout.
+static void port_in(port_t *p, dnnl_stream_t s, void *ptr) {
+	p_dnnl_memory_set_data_handle(p->user, ptr);
+	port_run(p, s, 0);
+}
+
+typedef struct {
+	dnnl_stream_t s;
+	int bias;
+	dnnl_primitive_t fwd, bwd_d, bwd_w;
+	port_t f_src, f_wei, f_bia, f_dst;
+	port_t d_ddst, d_wei, d_dsrc;
+	port_t w_src, w_ddst, w_dwei, w_dbia;
+	dnnl_memory_t pad_f, pad_d, pad_w; // each primitive's scratchpad, owned here
+	int w_src_from_fwd;   // the weights pass reads the forward pass's reordered src
+	int w_ddst_from_data; // the weights pass reads the data pass's reordered diff_dst
+} conv_t;
+
+static const dnnl_memory_desc_t *qmd(dnnl_primitive_desc_t pd, dnnl_query_t q) {
+	return p_dnnl_primitive_desc_query_md(pd, q, 0);
+}
+
+// dsgd_conv_create builds the three primitives of one convolution. g is 0
+// for an ungrouped convolution. It returns NULL and sets *why on failure.
+static conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, const char **why) {
+	// v: N C H W OC OH OW KH KW SH SW PT PL PB PR DH DW
+	int64_t N = v[0], C = v[1], H = v[2], W = v[3], OC = v[4], OH = v[5], OW = v[6];
+	dnnl_dims_t src_d = {N, C, H, W}, dst_d = {N, OC, OH, OW}, bia_d = {OC};
+	dnnl_dims_t strides = {v[9], v[10]}, dil = {v[15] - 1, v[16] - 1}, pl = {v[11], v[12]}, pr = {v[13], v[14]};
+	dnnl_memory_desc_t u_src, u_dst, u_wei, u_bia, a_src, a_dst, a_wei;
+	if (g > 1) {
+		dnnl_dims_t wd = {g, OC / g, C / g, v[7], v[8]};
+		p_dnnl_memory_desc_init_by_tag(&u_wei, 5, wd, dnnl_f32, dnnl_goihw);
+		p_dnnl_memory_desc_init_by_tag(&a_wei, 5, wd, dnnl_f32, dnnl_format_tag_any);
+	} else {
+		dnnl_dims_t wd = {OC, C, v[7], v[8]};
+		p_dnnl_memory_desc_init_by_tag(&u_wei, 4, wd, dnnl_f32, dnnl_oihw);
+		p_dnnl_memory_desc_init_by_tag(&a_wei, 4, wd, dnnl_f32, dnnl_format_tag_any);
+	}
+	p_dnnl_memory_desc_init_by_tag(&u_src, 4, src_d, dnnl_f32, dnnl_nchw);
+	p_dnnl_memory_desc_init_by_tag(&a_src, 4, src_d, dnnl_f32, dnnl_format_tag_any);
+	p_dnnl_memory_desc_init_by_tag(&u_dst, 4, dst_d, dnnl_f32, dnnl_nchw);
+	p_dnnl_memory_desc_init_by_tag(&a_dst, 4, dst_d, dnnl_f32, dnnl_format_tag_any);
+	p_dnnl_memory_desc_init_by_tag(&u_bia, 1, bia_d, dnnl_f32, dnnl_x);
+
+	conv_t *c = calloc(1, sizeof(conv_t));
+	// Scratchpads owned by the Conv (not oneDNN's per-thread ones): a
+	// goroutine's calls land on whichever OS thread runs it.
+	dnnl_primitive_attr_t attr = NULL;
+	if (p_dnnl_primitive_attr_create(&attr) != dnnl_success ||
+	    p_dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) {
+		*why = "attributes";
+		return c;
+	}
+	c->bias = bias;
+	dnnl_convolution_desc_t fd, dd, wd;
+	dnnl_primitive_desc_t fpd = NULL, dpd = NULL, wpd = NULL;
+	*why = "stream";
+	if (p_dnnl_stream_create(&c->s, eng, dnnl_stream_default_flags) != dnnl_success) goto fail;
+	*why = "forward descriptor";
+	if (p_dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct,
+	        &a_src, &a_wei, bias ? &u_bia : NULL, &a_dst, strides, dil, pl, pr) != dnnl_success) goto fail;
+	if (p_dnnl_primitive_desc_create(&fpd, &fd, attr, eng, NULL) != dnnl_success) goto fail;
+	*why = "backward-data descriptor";
+	if (p_dnnl_dilated_convolution_backward_data_desc_init(&dd, dnnl_convolution_direct,
+	        &a_src, &a_wei, &a_dst, strides, dil, pl, pr) != dnnl_success) goto fail;
+	if (p_dnnl_primitive_desc_create(&dpd, &dd, attr, eng, fpd) != dnnl_success) goto fail;
+	*why = "backward-weights descriptor";
+	if (p_dnnl_dilated_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct,
+	        &a_src, &a_wei, bias ? &u_bia : NULL, &a_dst, strides, dil, pl, pr) != dnnl_success) goto fail;
+	if (p_dnnl_primitive_desc_create(&wpd, &wd, attr, eng, fpd) != dnnl_success) goto fail;
+	*why = "primitives";
+	if (p_dnnl_primitive_create(&c->fwd, fpd) != dnnl_success) goto fail;
+	if (p_dnnl_primitive_create(&c->bwd_d, dpd) != dnnl_success) goto fail;
+	if (p_dnnl_primitive_create(&c->bwd_w, wpd) != dnnl_success) goto fail;
+	*why = "scratchpads";
+	if (p_dnnl_memory_create(&c->pad_f, qmd(fpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_ALLOCATE)) goto fail;
+	if (p_dnnl_memory_create(&c->pad_d, qmd(dpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_ALLOCATE)) goto fail;
+	if (p_dnnl_memory_create(&c->pad_w, qmd(wpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_ALLOCATE)) goto fail;
+	*why = "reorders";
+	if (port_init(&c->f_src, &u_src, qmd(fpd, dnnl_query_src_md), 0)) goto fail;
+	if (port_init(&c->f_wei, &u_wei, qmd(fpd, dnnl_query_weights_md), 0)) goto fail;
+	if (port_init(&c->f_dst, &u_dst, qmd(fpd, dnnl_query_dst_md), 1)) goto fail;
+	if (bias && port_init(&c->f_bia, &u_bia, &u_bia, 0)) goto fail;
+	if (port_init(&c->d_ddst, &u_dst, qmd(dpd, dnnl_query_diff_dst_md), 0)) goto fail;
+	if (port_init(&c->d_wei, &u_wei, qmd(dpd, dnnl_query_weights_md), 0)) goto fail;
+	if (port_init(&c->d_dsrc, &u_src, qmd(dpd, dnnl_query_diff_src_md), 1)) goto fail;
+	if (port_init(&c->w_src, &u_src, qmd(wpd, dnnl_query_src_md), 0)) goto fail;
+	if (port_init(&c->w_ddst, &u_dst, qmd(wpd, dnnl_query_diff_dst_md), 0)) goto fail;
+	if (port_init(&c->w_dwei, &u_wei, qmd(wpd, dnnl_query_diff_weights_md), 1)) goto fail;
+	if (bias && port_init(&c->w_dbia, &u_bia, &u_bia, 1)) goto fail;
+	c->w_src_from_fwd = p_dnnl_memory_desc_equal(qmd(wpd, dnnl_query_src_md), qmd(fpd, dnnl_query_src_md));
+	c->w_ddst_from_data = p_dnnl_memory_desc_equal(qmd(wpd, dnnl_query_diff_dst_md), qmd(dpd, dnnl_query_diff_dst_md));
+	p_dnnl_primitive_desc_destroy(fpd);
+	p_dnnl_primitive_desc_destroy(dpd);
+	p_dnnl_primitive_desc_destroy(wpd);
+	p_dnnl_primitive_attr_destroy(attr);
+	*why = NULL;
+	return c;
+fail:
+	p_dnnl_primitive_attr_destroy(attr);
+	if (fpd) p_dnnl_primitive_desc_destroy(fpd);
+	if (dpd) p_dnnl_primitive_desc_destroy(dpd);
+	if (wpd) p_dnnl_primitive_desc_destroy(wpd);
+	return c; // caller frees with dsgd_conv_free
+}
+
+static void dsgd_conv_free(conv_t *c) {
+	if (!c) return;
+	port_t *ports[] = {&c->f_src, &c->f_wei, &c->f_bia, &c->f_dst, &c->d_ddst, &c->d_wei, &c->d_dsrc,
+	                   &c->w_src, &c->w_ddst, &c->w_dwei, &c->w_dbia};
+	for (int i = 0; i < 11; i++) port_free(ports[i]);
+	if (c->fwd) p_dnnl_primitive_destroy(c->fwd);
+	if (c->bwd_d) p_dnnl_primitive_destroy(c->bwd_d);
+	if (c->bwd_w) p_dnnl_primitive_destroy(c->bwd_w);
+	if (c->pad_f) p_dnnl_memory_destroy(c->pad_f);
+	if (c->pad_d) p_dnnl_memory_destroy(c->pad_d);
+	if (c->pad_w) p_dnnl_memory_destroy(c->pad_w);
+	if (c->s) p_dnnl_stream_destroy(c->s);
+	free(c);
+}
+
+static void one_thread(void) {
+	if (p_omp_set_num_threads) p_omp_set_num_threads(1);
+}
+
+static void dsgd_conv_forward(conv_t *c, float *src, float *wei, float *bia, float *dst) {
+	one_thread();
+	port_in(&c->f_src, c->s, src);
+	port_in(&c->f_wei, c->s, wei);
+	p_dnnl_memory_set_data_handle(c->f_dst.user, dst);
+	dnnl_exec_arg_t a[5] = {{DNNL_ARG_SRC, port_mem(&c->f_src)}, {DNNL_ARG_WEIGHTS, port_mem(&c->f_wei)},
+	                        {DNNL_ARG_DST, port_mem(&c->f_dst)}, {DNNL_ARG_SCRATCHPAD, c->pad_f}, {DNNL_ARG_BIAS, NULL}};
+	int n = 4;
+	if (c->bias) {
+		p_dnnl_memory_set_data_handle(c->f_bia.user, bia);
+		a[4].memory = port_mem(&c->f_bia);
+		n = 5;
+	}
+	p_dnnl_primitive_execute(c->fwd, c->s, n, a);
+	port_run(&c->f_dst, c->s, 1);
+}
+
+// dsgd_conv_backward computes the weight (and bias) gradients of this
+// batch into dwei/dbia, overwriting them, and, when dsrc is not NULL, the
+// input gradient. src must be the tensor of the last forward call.
+static void dsgd_conv_backward(conv_t *c, float *src, float *ddst, float *wei, float *dsrc, float *dwei, float *dbia) {
+	one_thread();
+	dnnl_memory_t ddst_d = NULL;
+	if (dsrc) {
+		port_in(&c->d_ddst, c->s, ddst);
+		port_in(&c->d_wei, c->s, wei);
+		p_dnnl_memory_set_data_handle(c->d_dsrc.user, dsrc);
+		ddst_d = port_mem(&c->d_ddst);
+		dnnl_exec_arg_t a[4] = {{DNNL_ARG_DIFF_DST, ddst_d}, {DNNL_ARG_WEIGHTS, port_mem(&c->d_wei)},
+		                        {DNNL_ARG_DIFF_SRC, port_mem(&c->d_dsrc)}, {DNNL_ARG_SCRATCHPAD, c->pad_d}};
+		p_dnnl_primitive_execute(c->bwd_d, c->s, 4, a);
+		port_run(&c->d_dsrc, c->s, 1);
+	}
+	dnnl_memory_t srcm, ddstm;
+	if (c->w_src_from_fwd) {
+		srcm = port_mem(&c->f_src);
+		if (!c->f_src.inner) p_dnnl_memory_set_data_handle(c->f_src.user, src);
+	} else {
+		port_in(&c->w_src, c->s, src);
+		srcm = port_mem(&c->w_src);
+	}
+	if (ddst_d && c->w_ddst_from_data) {
+		ddstm = ddst_d;
+	} else {
+		port_in(&c->w_ddst, c->s, ddst);
+		ddstm = port_mem(&c->w_ddst);
+	}
+	p_dnnl_memory_set_data_handle(c->w_dwei.user, dwei);
+	dnnl_exec_arg_t a[5] = {{DNNL_ARG_SRC, srcm}, {DNNL_ARG_DIFF_DST, ddstm},
+	                        {DNNL_ARG_DIFF_WEIGHTS, port_mem(&c->w_dwei)}, {DNNL_ARG_SCRATCHPAD, c->pad_w}, {DNNL_ARG_DIFF_BIAS, NULL}};
+	int n = 4;
+	if (c->bias) {
+		p_dnnl_memory_set_data_handle(c->w_dbia.user, dbia);
+		a[4].memory = port_mem(&c->w_dbia);
+		n = 5;
+	}
+	p_dnnl_primitive_execute(c->bwd_w, c->s, n, a);
+	port_run(&c->w_dwei, c->s, 1);
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+var (
+	loadOnce sync.Once
+	loadErr  error
+	info     string
+)
+
+// libNames are the sonames tried: Debian bookworm's libdnnl2, then a
+// source build's.
+var libNames = []string{"libdnnl.so.2", "libdnnl.so"}
+
+// Load opens oneDNN once; later calls return the first call's result. The
+// error says what is missing and how to install it.
+func Load() error {
+	loadOnce.Do(func() {
+		var errs []string
+		for _, name := range libNames {
+			cs := C.CString(name)
+			msg := C.dsgd_dnnl_load(cs)
+			C.free(unsafe.Pointer(cs))
+			if msg == nil {
+				var v [3]C.int
+				C.dsgd_dnnl_version(&v[0])
+				info = fmt.Sprintf("oneDNN %d.%d.%d, ISA %s", v[0], v[1], v[2], isaName(int(C.dsgd_dnnl_isa())))
+				return
+			}
+			errs = append(errs, C.GoString(msg))
+		}
+		loadErr = fmt.Errorf("oneDNN could not be loaded (%v); install it with apt-get install libdnnl2", errs)
+	})
+	return loadErr
+}
+
+// Info describes the loaded library: version and the instruction set its
+// kernels were generated for. Empty before a successful Load.
+func Info() string { return info }
+
+func isaName(isa int) string {
+	switch isa {
+	case C.dnnl_cpu_isa_avx512_core_amx:
+		return "avx512_core_amx"
+	case C.dnnl_cpu_isa_avx512_core_bf16:
+		return "avx512_core_bf16"
+	case C.dnnl_cpu_isa_avx512_core_vnni:
+		return "avx512_core_vnni"
+	case C.dnnl_cpu_isa_avx512_core:
+		return "avx512_core"
+	case C.dnnl_cpu_isa_avx2_vnni:
+		return "avx2_vnni"
+	case C.dnnl_cpu_isa_avx2:
+		return "avx2"
+	case C.dnnl_cpu_isa_avx:
+		return "avx"
+	case C.dnnl_cpu_isa_sse41:
+		return "sse41"
+	}
+	return fmt.Sprintf("0x%x", isa)
+}
+
+// Conv is one convolution, forward and backward, for one ConvSpec. It is
+// not safe for concurrent use: give each goroutine its own.
+type Conv struct {
+	spec ConvSpec
+	c    *C.conv_t
+}
+
+// NewConv builds the oneDNN primitives for s. It fails when oneDNN is not
+// loaded or has no implementation for s.
+func NewConv(s ConvSpec) (*Conv, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
+	if !s.Valid() {
+		return nil, fmt.Errorf("dnnl: invalid convolution %+v", s)
+	}
+	v := [17]C.int64_t{C.int64_t(s.N), C.int64_t(s.C), C.int64_t(s.H), C.int64_t(s.W),
+		C.int64_t(s.OC), C.int64_t(s.OH), C.int64_t(s.OW), C.int64_t(s.KH), C.int64_t(s.KW),
+		C.int64_t(s.SH), C.int64_t(s.SW), C.int64_t(s.PT), C.int64_t(s.PL), C.int64_t(s.PB), C.int64_t(s.PR),
+		C.int64_t(s.DH), C.int64_t(s.DW)}
+	g, bias := 0, 0
+	if s.Groups > 1 {
+		g = s.Groups
+	}
+	if s.Bias {
+		bias = 1
+	}
+	var why *C.char
+	c := C.dsgd_conv_create(&v[0], C.int(g), C.int(bias), &why)
+	if why != nil {
+		msg := C.GoString(why)
+		C.dsgd_conv_free(c)
+		return nil, fmt.Errorf("dnnl: no convolution for %+v: %s failed", s, msg)
+	}
+	conv := &Conv{spec: s, c: c}
+	runtime.SetFinalizer(conv, (*Conv).Close)
+	return conv, nil
+}
+
+// Spec is the geometry the Conv was built for.
+func (c *Conv) Spec() ConvSpec { return c.spec }
+
+// Close frees the primitives. A closed Conv must not be used.
+func (c *Conv) Close() {
+	if c.c != nil {
+		C.dsgd_conv_free(c.c)
+		c.c = nil
+	}
+}
+
+var errLen = errors.New("dnnl: buffer shorter than the convolution's geometry")
+
+func (c *Conv) check(name string, x []float32, n int) {
+	if len(x) < n {
+		panic(fmt.Sprintf("%v: %s has %d elements, needs %d", errLen, name, len(x), n))
+	}
+}
+
+func (c *Conv) sizes() (src, wei, dst int) {
+	s := c.spec
+	return s.N * s.C * s.H * s.W, s.OC * (s.C / s.Groups) * s.KH * s.KW, s.N * s.OC * s.OH * s.OW
+}
+
+func ptr(x []float32) *C.float {
+	if len(x) == 0 {
+		return nil
+	}
+	return (*C.float)(unsafe.Pointer(&x[0]))
+}
+
+// Forward writes dst = conv(src, wei) + bias (bias ignored without Bias).
+func (c *Conv) Forward(src, wei, bias, dst []float32) {
+	ns, nw, nd := c.sizes()
+	c.check("src", src, ns)
+	c.check("weights", wei, nw)
+	c.check("dst", dst, nd)
+	if c.spec.Bias {
+		c.check("bias", bias, c.spec.OC)
+	}
+	C.dsgd_conv_forward(c.c, ptr(src), ptr(wei), ptr(bias), ptr(dst))
+	runtime.KeepAlive(c)
+}
+
+// Backward overwrites dwei (and dbias, with Bias) with this batch's
+// weight gradients and, when dsrc is not nil, dsrc with the input
+// gradient. src must be what the last Forward read, unchanged.
+func (c *Conv) Backward(src, ddst, wei, dsrc, dwei, dbias []float32) {
+	ns, nw, nd := c.sizes()
+	c.check("src", src, ns)
+	c.check("diff dst", ddst, nd)
+	c.check("weights", wei, nw)
+	c.check("diff weights", dwei, nw)
+	if dsrc != nil {
+		c.check("diff src", dsrc, ns)
+	}
+	if c.spec.Bias {
+		c.check("diff bias", dbias, c.spec.OC)
+	}
+	C.dsgd_conv_backward(c.c, ptr(src), ptr(ddst), ptr(wei), ptr(dsrc), ptr(dwei), ptr(dbias))
+	runtime.KeepAlive(c)
+}

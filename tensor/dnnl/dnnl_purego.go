@@ -1,0 +1,29 @@
+//go:build purego
+
+package dnnl
+
+import "errors"
+
+// Load reports that this build has no oneDNN.
+func Load() error { return errors.New("oneDNN is not in the purego build") }
+
+// Info is empty: no oneDNN in this build.
+func Info() string { return "" }
+
+// Conv is not available in the purego build.
+type Conv struct{ spec ConvSpec }
+
+// NewConv fails in the purego build.
+func NewConv(s ConvSpec) (*Conv, error) { return nil, Load() }
+
+// Spec is the geometry the Conv was built for.
+func (c *Conv) Spec() ConvSpec { return c.spec }
+
+// Close does nothing.
+func (c *Conv) Close() {}
+
+// Forward is never reached: NewConv fails.
+func (c *Conv) Forward(src, wei, bias, dst []float32) { panic("dnnl: purego build") }
+
+// Backward is never reached: NewConv fails.
+func (c *Conv) Backward(src, ddst, wei, dsrc, dwei, dbias []float32) { panic("dnnl: purego build") }
