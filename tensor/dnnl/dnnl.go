@@ -27,3 +27,9 @@ func (s ConvSpec) Valid() bool {
 func PadAfter(in, pad, k, s, d, out int) int {
 	return (out-1)*s + (k-1)*d + 1 - in - pad
 }
+
+// Sizes returns the element counts of the input, the weights and the
+// output.
+func (s ConvSpec) Sizes() (src, wei, dst int) {
+	return s.N * s.C * s.H * s.W, s.OC * (s.C / s.Groups) * s.KH * s.KW, s.N * s.OC * s.OH * s.OW
+}

@@ -262,8 +262,9 @@ static void dsgd_conv_forward(conv_t *c, float *src, float *wei, float *bia, flo
 
 // dsgd_conv_backward computes the weight (and bias) gradients of this
 // batch into dwei/dbia, overwriting them, and, when dsrc is not NULL, the
-// input gradient. src must be the tensor of the last forward call.
-static void dsgd_conv_backward(conv_t *c, float *src, float *ddst, float *wei, float *dsrc, float *dwei, float *dbia) {
+// input gradient. fresh says src is what the last forward call read,
+// unchanged, so its reordered copy can be reused.
+static void dsgd_conv_backward(conv_t *c, float *src, float *ddst, float *wei, float *dsrc, float *dwei, float *dbia, int fresh) {
 	one_thread();
 	dnnl_memory_t ddst_d = NULL;
 	if (dsrc) {
@@ -277,9 +278,8 @@ static void dsgd_conv_backward(conv_t *c, float *src, float *ddst, float *wei, f
 		port_run(&c->d_dsrc, c->s, 1);
 	}
 	dnnl_memory_t srcm, ddstm;
-	if (c->w_src_from_fwd) {
-		srcm = port_mem(&c->f_src);
-		if (!c->f_src.inner) p_dnnl_memory_set_data_handle(c->f_src.user, src);
+	if (c->w_src_from_fwd && c->f_src.inner && fresh) {
+		srcm = c->f_src.inner;
 	} else {
 		port_in(&c->w_src, c->s, src);
 		srcm = port_mem(&c->w_src);
@@ -429,11 +429,6 @@ func (c *Conv) check(name string, x []float32, n int) {
 	}
 }
 
-func (c *Conv) sizes() (src, wei, dst int) {
-	s := c.spec
-	return s.N * s.C * s.H * s.W, s.OC * (s.C / s.Groups) * s.KH * s.KW, s.N * s.OC * s.OH * s.OW
-}
-
 func ptr(x []float32) *C.float {
 	if len(x) == 0 {
 		return nil
@@ -443,7 +438,7 @@ func ptr(x []float32) *C.float {
 
 // Forward writes dst = conv(src, wei) + bias (bias ignored without Bias).
 func (c *Conv) Forward(src, wei, bias, dst []float32) {
-	ns, nw, nd := c.sizes()
+	ns, nw, nd := c.spec.Sizes()
 	c.check("src", src, ns)
 	c.check("weights", wei, nw)
 	c.check("dst", dst, nd)
@@ -456,9 +451,11 @@ func (c *Conv) Forward(src, wei, bias, dst []float32) {
 
 // Backward overwrites dwei (and dbias, with Bias) with this batch's
 // weight gradients and, when dsrc is not nil, dsrc with the input
-// gradient. src must be what the last Forward read, unchanged.
-func (c *Conv) Backward(src, ddst, wei, dsrc, dwei, dbias []float32) {
-	ns, nw, nd := c.sizes()
+// gradient. fresh promises that src is what the last Forward of this Conv
+// read, unchanged since (Caffe's contract between a layer's Forward and
+// Backward), which saves reordering it again.
+func (c *Conv) Backward(src, ddst, wei, dsrc, dwei, dbias []float32, fresh bool) {
+	ns, nw, nd := c.spec.Sizes()
 	c.check("src", src, ns)
 	c.check("diff dst", ddst, nd)
 	c.check("weights", wei, nw)
@@ -469,6 +466,10 @@ func (c *Conv) Backward(src, ddst, wei, dsrc, dwei, dbias []float32) {
 	if c.spec.Bias {
 		c.check("diff bias", dbias, c.spec.OC)
 	}
-	C.dsgd_conv_backward(c.c, ptr(src), ptr(ddst), ptr(wei), ptr(dsrc), ptr(dwei), ptr(dbias))
+	f := C.int(0)
+	if fresh {
+		f = 1
+	}
+	C.dsgd_conv_backward(c.c, ptr(src), ptr(ddst), ptr(wei), ptr(dsrc), ptr(dwei), ptr(dbias), f)
 	runtime.KeepAlive(c)
 }

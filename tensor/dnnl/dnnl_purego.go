@@ -26,4 +26,6 @@ func (c *Conv) Close() {}
 func (c *Conv) Forward(src, wei, bias, dst []float32) { panic("dnnl: purego build") }
 
 // Backward is never reached: NewConv fails.
-func (c *Conv) Backward(src, ddst, wei, dsrc, dwei, dbias []float32) { panic("dnnl: purego build") }
+func (c *Conv) Backward(src, ddst, wei, dsrc, dwei, dbias []float32, fresh bool) {
+	panic("dnnl: purego build")
+}

@@ -77,7 +77,7 @@ func TestConvAgainstReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			ns, nw, nd := c.sizes()
+			ns, nw, nd := s.Sizes()
 			src, wei, bias := randSlice(r, ns), randSlice(r, nw), randSlice(r, s.OC)
 			ddst := randSlice(r, nd)
 			dst := make([]float32, nd)
@@ -86,7 +86,7 @@ func TestConvAgainstReference(t *testing.T) {
 			for j := range dwei {
 				dwei[j] = 99 // overwritten, not accumulated
 			}
-			c.Backward(src, ddst, wei, dsrc, dwei, dbias)
+			c.Backward(src, ddst, wei, dsrc, dwei, dbias, true)
 
 			want := make([]float64, nd)
 			wsrc := make([]float64, ns)
@@ -119,10 +119,20 @@ func TestConvAgainstReference(t *testing.T) {
 			if s.Bias {
 				near(t, "diff bias", dbias, wbias)
 			}
-			// Without dsrc the weight gradients are the same.
-			dwei2 := make([]float32, nw)
-			c.Backward(src, ddst, wei, nil, dwei2, dbias)
-			near(t, "diff weights without diff src", dwei2, wwei)
+			// Without dsrc, and with src reordered again, the weight
+			// gradients are the same.
+			for _, fresh := range []bool{true, false} {
+				dwei2 := make([]float32, nw)
+				c.Backward(src, ddst, wei, nil, dwei2, dbias, fresh)
+				near(t, fmt.Sprintf("diff weights without diff src, fresh %v", fresh), dwei2, wwei)
+			}
+			// A src changed since Forward, not promised fresh, is read anew.
+			src2 := randSlice(r, ns)
+			c.Backward(src2, ddst, wei, nil, dwei, dbias, false)
+			c.Forward(src2, wei, bias, dst)
+			dwei3 := make([]float32, nw)
+			c.Backward(src2, ddst, wei, nil, dwei3, dbias, true)
+			near(t, "diff weights of a new src", dwei, float64s(dwei3))
 		})
 	}
 }
@@ -138,6 +148,14 @@ func near(t *testing.T, name string, got []float32, want []float64) {
 			t.Fatalf("%s[%d] = %g, want %g (scale %g)", name, i, got[i], want[i], scale)
 		}
 	}
+}
+
+func float64s(x []float32) []float64 {
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = float64(v)
+	}
+	return y
 }
 
 func TestPadAfter(t *testing.T) {
