@@ -36,6 +36,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&m.seed, "seed", -1, "random seed for weights, shuffling and dropout (default: the solver's random_seed, else 1)")
 	fs.BoolVar(&m.shuffle, "shuffle", true, "reshuffle the training set every epoch (Caffe reads it in file order)")
 	fs.IntVar(&m.batch, "batch", 0, "override the TRAIN Data layers' batch_size")
+	registerKernels(fs)
 }
 
 // job is a resolved model: both phases, the solver and the data feeding

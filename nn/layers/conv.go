@@ -29,6 +29,8 @@ func (c *ConvolutionConfig) Build(ctx Context) (Layer, error) {
 	l := &convLayer{cfg: *c, threads: ctx.NumThreads(), pool: ctx.Pool, blockCols: blockColumns}
 	l.fwdFn = l.forwardImages
 	l.bwdFn = l.backwardImages
+	l.dnFwdFn = l.dnnlForward
+	l.dnBwdFn = l.dnnlBackward
 	return l, nil
 }
 
@@ -82,6 +84,10 @@ type convLayer struct {
 	in, out      *tensor.Blob
 	propDown     bool
 	fwdFn, bwdFn func(lo, hi, worker int)
+
+	// dn is the oneDNN side (conv_dnnl.go), used when dn.on.
+	dn               dnnlState
+	dnFwdFn, dnBwdFn func(lo, hi, worker int)
 }
 
 // blockColumns is the number of GEMM columns a block of images aims for,
@@ -116,7 +122,9 @@ func (l *convLayer) Setup(bottom, top []*tensor.Blob) error {
 	}
 	l.wdiff = make([][]float32, l.threads)
 	l.bdiff = make([][]float32, l.threads)
-	for w := 1; w < l.threads; w++ {
+	// Worker 0 accumulates into the param diffs on im2col; on oneDNN,
+	// which overwrites, every worker has its own buffer.
+	for w := 0; w < l.threads; w++ {
 		l.wdiff[w] = make([]float32, l.weight.Count())
 		if l.bias != nil {
 			l.bdiff[w] = make([]float32, l.cfg.NumOutput)
@@ -157,6 +165,10 @@ func (l *convLayer) Reshape(bottom, top []*tensor.Blob) error {
 	l.num = b.Shape[0]
 	l.oneByOne = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0
 	top[0].Reshape(l.num, c.NumOutput, g.oh, g.ow)
+	if l.dnnlSetup(); l.dn.on {
+		l.cache, l.cached = nil, false
+		return nil
+	}
 
 	ohw, k := g.colCols(), g.colRows()
 	l.blk = 1
@@ -192,6 +204,11 @@ func (l *convLayer) blocks() int { return (l.num + l.blk - 1) / l.blk }
 
 func (l *convLayer) Forward(bottom, top []*tensor.Blob) {
 	l.in, l.out = bottom[0], top[0]
+	if l.dn.on {
+		l.dnnlForwardAll()
+		l.in, l.out = nil, nil
+		return
+	}
 	l.cached = false
 	l.pool.For(l.blocks(), l.threads, l.fwdFn)
 	l.cached = l.cache != nil
@@ -263,6 +280,11 @@ func (l *convLayer) forwardImages(lo, hi, w int) {
 func (l *convLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {
 	l.in, l.out = bottom[0], top[0]
 	l.propDown = propagateDown[0]
+	if l.dn.on {
+		l.dnnlBackwardAll()
+		l.in, l.out = nil, nil
+		return
+	}
 	clear(l.used)
 	l.pool.For(l.blocks(), l.threads, l.bwdFn)
 	for w := 1; w < len(l.used); w++ {

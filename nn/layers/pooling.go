@@ -44,6 +44,7 @@ func (c *PoolingConfig) Build(ctx Context) (Layer, error) {
 	} else {
 		l.fwdFn, l.bwdFn = l.aveForward, l.aveBackward
 	}
+	l.dnFwdFn, l.dnBwdFn = l.dnnlForward, l.dnnlBackward
 	return l, nil
 }
 
@@ -85,6 +86,10 @@ type poolLayer struct {
 
 	in, out      *tensor.Blob
 	fwdFn, bwdFn func(lo, hi, worker int)
+
+	// dn is the oneDNN side (pooling_dnnl.go), used when dn.on.
+	dn               poolDnnl
+	dnFwdFn, dnBwdFn func(lo, hi, worker int)
 }
 
 func (l *poolLayer) Type() string { return "Pooling" }
@@ -130,6 +135,9 @@ func (l *poolLayer) Reshape(bottom, top []*tensor.Blob) error {
 	l.ys, l.ye, l.yn = poolWindows(l.ys, l.ye, l.yn, g.oh, g.h, g.kh, g.sh, g.ph)
 	l.xs, l.xe, l.xn = poolWindows(l.xs, l.xe, l.xn, g.ow, g.w, g.kw, g.sw, g.pw)
 	top[0].Reshape(l.num, g.c, g.oh, g.ow)
+	if l.dnnlSetup(); l.dn.on {
+		return nil
+	}
 	if c.Method == PoolMax {
 		n := top[0].Count()
 		if cap(l.mask) < n {
@@ -172,6 +180,11 @@ func (l *poolLayer) poolThreads(work int) int {
 func (l *poolLayer) Forward(bottom, top []*tensor.Blob) {
 	l.in, l.out = bottom[0], top[0]
 	g := &l.geom
+	if l.dn.on {
+		l.pool.For(l.num, l.dnnlThreads(), l.dnFwdFn)
+		l.in, l.out = nil, nil
+		return
+	}
 	planes := l.num * g.c
 	l.pool.For(planes, l.poolThreads(planes*g.oh*g.ow*g.kh*g.kw), l.fwdFn)
 	l.in, l.out = nil, nil
@@ -183,6 +196,11 @@ func (l *poolLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 	}
 	l.in, l.out = bottom[0], top[0]
 	g := &l.geom
+	if l.dn.on {
+		l.pool.For(l.num, l.dnnlThreads(), l.dnBwdFn)
+		l.in, l.out = nil, nil
+		return
+	}
 	planes := l.num * g.c
 	// Clearing the bottom diff is cheap per element; MAX then touches one
 	// element per output, AVE a whole window.

@@ -189,12 +189,18 @@ func TestPoolForwardMatchesReference(t *testing.T) {
 				}
 				hlClose(t, "top", top.Data, want, 1e-6)
 				if tc.cfg.Method == PoolMax {
-					got := l.(*poolLayer).mask
-					for i := range mask {
-						if got[i] != mask[i] {
-							t.Fatalf("mask[%d] = %d, want %d", i, got[i], mask[i])
-						}
+					// Each top diff must reach its window's first maximum
+					// (the ties planted above decide it), whichever engine
+					// keeps the argmaxes.
+					for i := range top.Diff {
+						top.Diff[i] = float32(i + 1)
 					}
+					l.Backward([]*tensor.Blob{top}, []bool{true}, []*tensor.Blob{bottom})
+					wantDiff := make([]float32, bottom.Count())
+					for i, m := range mask {
+						wantDiff[i/(oh*ow)*tc.h*tc.w+int(m)] += top.Diff[i]
+					}
+					hlClose(t, "bottom diff (routed to the argmax)", bottom.Diff, wantDiff, 0)
 				}
 			})
 		}
@@ -356,6 +362,9 @@ func refMax2x2(x []float32, planes, h, w int) ([]float32, []int32) {
 }
 
 func TestMaxPool2x2MatchesScan(t *testing.T) {
+	// The Go kernel's own test: oneDNN has no tiled path to check.
+	defer func(off bool) { dnnlOff = off }(dnnlOff)
+	dnnlOff = true
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	levels := []float32{-1, 0, float32(math.Copysign(0, -1)), 1, 2, nan, inf, -inf}
 	r := rand.New(rand.NewPCG(41, 42))

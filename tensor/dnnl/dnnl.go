@@ -33,3 +33,27 @@ func PadAfter(in, pad, k, s, d, out int) int {
 func (s ConvSpec) Sizes() (src, wei, dst int) {
 	return s.N * s.C * s.H * s.W, s.OC * (s.C / s.Groups) * s.KH * s.KW, s.N * s.OC * s.OH * s.OW
 }
+
+// PoolSpec is one 2-D pooling's geometry: Caffe's, with the far-side
+// padding that makes OH and OW come out as Caffe's ceil rule says. Max
+// selects MAX pooling; otherwise it is the average over each window's part
+// inside the image, which is Caffe's AVE exactly when there is no padding.
+type PoolSpec struct {
+	N, C, H, W     int
+	OH, OW         int
+	KH, KW         int
+	SH, SW         int
+	PT, PL, PB, PR int
+	Max            bool
+}
+
+// Valid reports whether the spec is one a Pool can be made for.
+func (s PoolSpec) Valid() bool {
+	return s.N > 0 && s.C > 0 && s.H > 0 && s.W > 0 && s.OH > 0 && s.OW > 0 && s.KH > 0 && s.KW > 0 &&
+		s.SH > 0 && s.SW > 0 && s.PT >= 0 && s.PL >= 0 && s.PB >= 0 && s.PR >= 0
+}
+
+// Sizes returns the element counts of the input and the output.
+func (s PoolSpec) Sizes() (src, dst int) {
+	return s.N * s.C * s.H * s.W, s.N * s.C * s.OH * s.OW
+}

@@ -33,6 +33,8 @@ DSGD_FN(dnnl_dilated_convolution_backward_weights_desc_init)
 DSGD_FN(dnnl_primitive_attr_create)
 DSGD_FN(dnnl_primitive_attr_destroy)
 DSGD_FN(dnnl_primitive_attr_set_scratchpad_mode)
+DSGD_FN(dnnl_pooling_forward_desc_init)
+DSGD_FN(dnnl_pooling_backward_desc_init)
 DSGD_FN(dnnl_get_effective_cpu_isa)
 DSGD_FN(dnnl_version)
 static void (*p_omp_set_num_threads)(int);
@@ -64,6 +66,8 @@ static const char *dsgd_dnnl_load(const char *name) {
 	DSGD_LOAD(dnnl_primitive_attr_create)
 	DSGD_LOAD(dnnl_primitive_attr_destroy)
 	DSGD_LOAD(dnnl_primitive_attr_set_scratchpad_mode)
+	DSGD_LOAD(dnnl_pooling_forward_desc_init)
+	DSGD_LOAD(dnnl_pooling_backward_desc_init)
 	DSGD_LOAD(dnnl_get_effective_cpu_isa)
 	DSGD_LOAD(dnnl_version)
 	// oneDNN's OpenMP runtime came with it; dsgd holds it to one thread.
@@ -72,6 +76,14 @@ static const char *dsgd_dnnl_load(const char *name) {
 	if (p_omp_set_num_threads) p_omp_set_num_threads(1);
 	if (p_dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success) return "dnnl_engine_create failed";
 	return NULL;
+}
+
+// one_thread holds oneDNN's OpenMP runtime to the calling thread. OpenMP's
+// thread count is per OS thread and a goroutine moves between OS threads,
+// so every call that creates or runs a primitive sets it first: a
+// primitive plans its work for the thread count it was created under.
+static void one_thread(void) {
+	if (p_omp_set_num_threads) p_omp_set_num_threads(1);
 }
 
 static int dsgd_dnnl_isa(void) { return (int)p_dnnl_get_effective_cpu_isa(); }
@@ -162,6 +174,7 @@ static conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, const char **
 	p_dnnl_memory_desc_init_by_tag(&a_dst, 4, dst_d, dnnl_f32, dnnl_format_tag_any);
 	p_dnnl_memory_desc_init_by_tag(&u_bia, 1, bia_d, dnnl_f32, dnnl_x);
 
+	one_thread();
 	conv_t *c = calloc(1, sizeof(conv_t));
 	// Scratchpads owned by the Conv (not oneDNN's per-thread ones): a
 	// goroutine's calls land on whichever OS thread runs it.
@@ -239,10 +252,6 @@ static void dsgd_conv_free(conv_t *c) {
 	free(c);
 }
 
-static void one_thread(void) {
-	if (p_omp_set_num_threads) p_omp_set_num_threads(1);
-}
-
 static void dsgd_conv_forward(conv_t *c, float *src, float *wei, float *bia, float *dst) {
 	one_thread();
 	port_in(&c->f_src, c->s, src);
@@ -301,6 +310,91 @@ static void dsgd_conv_backward(conv_t *c, float *src, float *ddst, float *wei, f
 	}
 	p_dnnl_primitive_execute(c->bwd_w, c->s, n, a);
 	port_run(&c->w_dwei, c->s, 1);
+}
+
+typedef struct {
+	dnnl_stream_t s;
+	dnnl_primitive_t fwd, bwd;
+	port_t src, dst, ddst, dsrc;
+	dnnl_memory_t ws, pad_f, pad_b;
+} pool_t;
+
+static void dsgd_pool_free(pool_t *p) {
+	if (!p) return;
+	port_free(&p->src); port_free(&p->dst); port_free(&p->ddst); port_free(&p->dsrc);
+	if (p->ws) p_dnnl_memory_destroy(p->ws);
+	if (p->pad_f) p_dnnl_memory_destroy(p->pad_f);
+	if (p->pad_b) p_dnnl_memory_destroy(p->pad_b);
+	if (p->fwd) p_dnnl_primitive_destroy(p->fwd);
+	if (p->bwd) p_dnnl_primitive_destroy(p->bwd);
+	if (p->s) p_dnnl_stream_destroy(p->s);
+	free(p);
+}
+
+// dsgd_pool_create builds forward and backward pooling; v: N C H W OH OW
+// KH KW SH SW PT PL PB PR; alg 1 max, 0 average over the window's part
+// inside the image.
+static pool_t *dsgd_pool_create(const int64_t *v, int max, const char **why) {
+	dnnl_dims_t src_d = {v[0], v[1], v[2], v[3]}, dst_d = {v[0], v[1], v[4], v[5]};
+	dnnl_dims_t k = {v[6], v[7]}, st = {v[8], v[9]}, pl = {v[10], v[11]}, pr = {v[12], v[13]};
+	dnnl_memory_desc_t u_src, u_dst, a_dst;
+	p_dnnl_memory_desc_init_by_tag(&u_src, 4, src_d, dnnl_f32, dnnl_nchw);
+	p_dnnl_memory_desc_init_by_tag(&u_dst, 4, dst_d, dnnl_f32, dnnl_nchw);
+	p_dnnl_memory_desc_init_by_tag(&a_dst, 4, dst_d, dnnl_f32, dnnl_nchw);
+	dnnl_alg_kind_t alg = max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding;
+	one_thread();
+	pool_t *p = calloc(1, sizeof(pool_t));
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
+	dnnl_pooling_desc_t fd, bd;
+	*why = "attributes";
+	if (p_dnnl_primitive_attr_create(&attr) != dnnl_success ||
+	    p_dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) goto fail;
+	*why = "stream";
+	if (p_dnnl_stream_create(&p->s, eng, dnnl_stream_default_flags) != dnnl_success) goto fail;
+	*why = "forward descriptor";
+	if (p_dnnl_pooling_forward_desc_init(&fd, dnnl_forward_training, alg, &u_src, &a_dst, st, k, pl, pr) != dnnl_success) goto fail;
+	if (p_dnnl_primitive_desc_create(&fpd, &fd, attr, eng, NULL) != dnnl_success) goto fail;
+	*why = "backward descriptor";
+	if (p_dnnl_pooling_backward_desc_init(&bd, alg, &u_src, qmd(fpd, dnnl_query_dst_md), st, k, pl, pr) != dnnl_success) goto fail;
+	if (p_dnnl_primitive_desc_create(&bpd, &bd, attr, eng, fpd) != dnnl_success) goto fail;
+	*why = "primitives";
+	if (p_dnnl_primitive_create(&p->fwd, fpd) != dnnl_success) goto fail;
+	if (p_dnnl_primitive_create(&p->bwd, bpd) != dnnl_success) goto fail;
+	*why = "memories";
+	if (p_dnnl_memory_create(&p->pad_f, qmd(fpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_ALLOCATE)) goto fail;
+	if (p_dnnl_memory_create(&p->pad_b, qmd(bpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_ALLOCATE)) goto fail;
+	if (max && p_dnnl_memory_create(&p->ws, qmd(fpd, dnnl_query_workspace_md), eng, DNNL_MEMORY_ALLOCATE)) goto fail;
+	if (port_init(&p->src, &u_src, qmd(fpd, dnnl_query_src_md), 0)) goto fail;
+	if (port_init(&p->dst, &u_dst, qmd(fpd, dnnl_query_dst_md), 1)) goto fail;
+	if (port_init(&p->ddst, &u_dst, qmd(bpd, dnnl_query_diff_dst_md), 0)) goto fail;
+	if (port_init(&p->dsrc, &u_src, qmd(bpd, dnnl_query_diff_src_md), 1)) goto fail;
+	*why = NULL;
+fail:
+	if (fpd) p_dnnl_primitive_desc_destroy(fpd);
+	if (bpd) p_dnnl_primitive_desc_destroy(bpd);
+	if (attr) p_dnnl_primitive_attr_destroy(attr);
+	return p;
+}
+
+static void dsgd_pool_forward(pool_t *p, float *src, float *dst) {
+	one_thread();
+	port_in(&p->src, p->s, src);
+	p_dnnl_memory_set_data_handle(p->dst.user, dst);
+	dnnl_exec_arg_t a[4] = {{DNNL_ARG_SRC, port_mem(&p->src)}, {DNNL_ARG_DST, port_mem(&p->dst)},
+	                        {DNNL_ARG_SCRATCHPAD, p->pad_f}, {DNNL_ARG_WORKSPACE, p->ws}};
+	p_dnnl_primitive_execute(p->fwd, p->s, p->ws ? 4 : 3, a);
+	port_run(&p->dst, p->s, 1);
+}
+
+static void dsgd_pool_backward(pool_t *p, float *ddst, float *dsrc) {
+	one_thread();
+	port_in(&p->ddst, p->s, ddst);
+	p_dnnl_memory_set_data_handle(p->dsrc.user, dsrc);
+	dnnl_exec_arg_t a[4] = {{DNNL_ARG_DIFF_DST, port_mem(&p->ddst)}, {DNNL_ARG_DIFF_SRC, port_mem(&p->dsrc)},
+	                        {DNNL_ARG_SCRATCHPAD, p->pad_b}, {DNNL_ARG_WORKSPACE, p->ws}};
+	p_dnnl_primitive_execute(p->bwd, p->s, p->ws ? 4 : 3, a);
+	port_run(&p->dsrc, p->s, 1);
 }
 */
 import "C"
@@ -423,7 +517,9 @@ func (c *Conv) Close() {
 
 var errLen = errors.New("dnnl: buffer shorter than the convolution's geometry")
 
-func (c *Conv) check(name string, x []float32, n int) {
+func (c *Conv) check(name string, x []float32, n int) { checkLen(name, x, n) }
+
+func checkLen(name string, x []float32, n int) {
 	if len(x) < n {
 		panic(fmt.Sprintf("%v: %s has %d elements, needs %d", errLen, name, len(x), n))
 	}
@@ -472,4 +568,69 @@ func (c *Conv) Backward(src, ddst, wei, dsrc, dwei, dbias []float32, fresh bool)
 	}
 	C.dsgd_conv_backward(c.c, ptr(src), ptr(ddst), ptr(wei), ptr(dsrc), ptr(dwei), ptr(dbias), f)
 	runtime.KeepAlive(c)
+}
+
+// Pool is one pooling layer geometry, forward and backward. It is not safe
+// for concurrent use: give each goroutine its own.
+type Pool struct {
+	spec PoolSpec
+	p    *C.pool_t
+}
+
+// NewPool builds oneDNN's pooling for s.
+func NewPool(s PoolSpec) (*Pool, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
+	if !s.Valid() {
+		return nil, fmt.Errorf("dnnl: invalid pooling %+v", s)
+	}
+	v := [14]C.int64_t{C.int64_t(s.N), C.int64_t(s.C), C.int64_t(s.H), C.int64_t(s.W),
+		C.int64_t(s.OH), C.int64_t(s.OW), C.int64_t(s.KH), C.int64_t(s.KW),
+		C.int64_t(s.SH), C.int64_t(s.SW), C.int64_t(s.PT), C.int64_t(s.PL), C.int64_t(s.PB), C.int64_t(s.PR)}
+	m := C.int(0)
+	if s.Max {
+		m = 1
+	}
+	var why *C.char
+	p := C.dsgd_pool_create(&v[0], m, &why)
+	if why != nil {
+		msg := C.GoString(why)
+		C.dsgd_pool_free(p)
+		return nil, fmt.Errorf("dnnl: no pooling for %+v: %s failed", s, msg)
+	}
+	pool := &Pool{spec: s, p: p}
+	runtime.SetFinalizer(pool, (*Pool).Close)
+	return pool, nil
+}
+
+// Spec is the geometry the Pool was built for.
+func (p *Pool) Spec() PoolSpec { return p.spec }
+
+// Close frees the primitives. A closed Pool must not be used.
+func (p *Pool) Close() {
+	if p.p != nil {
+		C.dsgd_pool_free(p.p)
+		p.p = nil
+	}
+}
+
+// Forward pools src into dst and, for MAX, records each window's argmax
+// for Backward.
+func (p *Pool) Forward(src, dst []float32) {
+	ns, nd := p.spec.Sizes()
+	checkLen("src", src, ns)
+	checkLen("dst", dst, nd)
+	C.dsgd_pool_forward(p.p, ptr(src), ptr(dst))
+	runtime.KeepAlive(p)
+}
+
+// Backward overwrites dsrc with the input gradient of ddst, using the
+// argmaxes of the last Forward for MAX.
+func (p *Pool) Backward(ddst, dsrc []float32) {
+	ns, nd := p.spec.Sizes()
+	checkLen("diff dst", ddst, nd)
+	checkLen("diff src", dsrc, ns)
+	C.dsgd_pool_backward(p.p, ptr(ddst), ptr(dsrc))
+	runtime.KeepAlive(p)
 }

@@ -29,3 +29,21 @@ func (c *Conv) Forward(src, wei, bias, dst []float32) { panic("dnnl: purego buil
 func (c *Conv) Backward(src, ddst, wei, dsrc, dwei, dbias []float32, fresh bool) {
 	panic("dnnl: purego build")
 }
+
+// Pool is not available in the purego build.
+type Pool struct{ spec PoolSpec }
+
+// NewPool fails in the purego build.
+func NewPool(s PoolSpec) (*Pool, error) { return nil, Load() }
+
+// Spec is the geometry the Pool was built for.
+func (p *Pool) Spec() PoolSpec { return p.spec }
+
+// Close does nothing.
+func (p *Pool) Close() {}
+
+// Forward is never reached: NewPool fails.
+func (p *Pool) Forward(src, dst []float32) { panic("dnnl: purego build") }
+
+// Backward is never reached: NewPool fails.
+func (p *Pool) Backward(ddst, dsrc []float32) { panic("dnnl: purego build") }

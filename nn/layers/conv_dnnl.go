@@ -1,0 +1,201 @@
+package layers
+
+import (
+	"fmt"
+	"sync"
+
+	"dsgd/tensor"
+	"dsgd/tensor/dnnl"
+)
+
+// Convolutions run on oneDNN's kernels when the library loads and has an
+// implementation for the geometry, else on im2col and GEMM. The choice is
+// per layer, made in Reshape, and ConvEngine says what the process has.
+//
+// On oneDNN a batch is split into one contiguous chunk of images per worker
+// goroutine (tensor.Pool's chunks), each with its own dnnl.Conv run on one
+// thread. Forward outputs and bottom diffs are per image, so they do not
+// depend on the thread count; weight and bias gradients are summed over the
+// workers' chunks in worker order, like the im2col path's.
+
+// dnnlOff keeps every layer on dsgd's own kernels (convolutions on
+// im2col+GEMM, pooling on the Go loops): SetKernels("own"), and tests.
+var dnnlOff bool
+
+var (
+	dnnlOnce sync.Once
+	dnnlErr  error
+)
+
+func dnnlReady() bool {
+	if dnnlOff {
+		return false
+	}
+	dnnlOnce.Do(func() { dnnlErr = dnnl.Load() })
+	return dnnlErr == nil
+}
+
+// SetKernels chooses the kernels of the layers built after it:
+// "auto" (oneDNN where it loads and has an implementation, else dsgd's
+// own), "onednn" (the same, but an error when oneDNN cannot be loaded) or
+// "own" (im2col+GEMM convolutions and the Go pooling loops).
+func SetKernels(k string) error {
+	switch k {
+	case "auto":
+		dnnlOff = false
+	case "own":
+		dnnlOff = true
+	case "onednn":
+		dnnlOff = false
+		if !dnnlReady() {
+			return dnnlErr
+		}
+	default:
+		return fmt.Errorf("unknown kernels %q: want auto, onednn or own", k)
+	}
+	return nil
+}
+
+// ConvEngine describes the convolution and pooling kernels this process
+// uses, and why when it is not oneDNN: the run header prints it.
+func ConvEngine() (engine string, why string) {
+	if dnnlReady() {
+		return dnnl.Info(), ""
+	}
+	if dnnlOff {
+		return "im2col + GEMM", "--kernels own"
+	}
+	return "im2col + GEMM", dnnlErr.Error()
+}
+
+// dnnlState is a convolution layer's oneDNN side.
+type dnnlState struct {
+	on    bool
+	spec  dnnl.ConvSpec // whole batch; each worker's Conv has its chunk's N
+	convs []*dnnl.Conv  // per worker
+	fresh []bool        // per worker: its Conv's last Forward read the current bottom
+}
+
+// dnnlSetup decides, for the geometry Reshape just computed, whether
+// oneDNN runs this layer, and builds the first worker's Conv to find out.
+func (l *convLayer) dnnlSetup() {
+	d := &l.dn
+	for _, c := range d.convs {
+		if c != nil {
+			c.Close()
+		}
+	}
+	d.on = false
+	d.convs = make([]*dnnl.Conv, l.threads)
+	d.fresh = make([]bool, l.threads)
+	if !dnnlReady() || l.num == 0 {
+		return
+	}
+	g := &l.geom
+	dh, dw := 1, 1
+	s := dnnl.ConvSpec{N: l.num, C: g.c, H: g.h, W: g.w, OC: l.cfg.NumOutput, OH: g.oh, OW: g.ow,
+		KH: g.kh, KW: g.kw, SH: g.sh, SW: g.sw, PT: g.ph, PL: g.pw,
+		PB: dnnl.PadAfter(g.h, g.ph, g.kh, g.sh, dh, g.oh), PR: dnnl.PadAfter(g.w, g.pw, g.kw, g.sw, dw, g.ow),
+		DH: dh, DW: dw, Groups: l.cfg.Group, Bias: l.bias != nil}
+	if !s.Valid() {
+		return
+	}
+	d.spec = s
+	lo, hi := chunkOf(l.num, l.threads, 0)
+	c, err := l.newDnnlConv(hi - lo)
+	if err != nil {
+		return
+	}
+	d.convs[0] = c
+	d.on = true
+}
+
+func (l *convLayer) newDnnlConv(n int) (*dnnl.Conv, error) {
+	s := l.dn.spec
+	s.N = n
+	return dnnl.NewConv(s)
+}
+
+// chunkOf is chunk w of n items over threads workers, as tensor.Pool.For
+// cuts them.
+func chunkOf(n, threads, w int) (lo, hi int) {
+	threads = max(1, min(threads, n))
+	size, rem := n/threads, n%threads
+	lo = w*size + min(w, rem)
+	hi = lo + size
+	if w < rem {
+		hi++
+	}
+	return lo, hi
+}
+
+// dnnlConv returns worker w's Conv for a chunk of n images.
+func (l *convLayer) dnnlConv(w, n int) *dnnl.Conv {
+	c := l.dn.convs[w]
+	if c != nil && c.Spec().N == n {
+		return c
+	}
+	if c != nil {
+		c.Close()
+	}
+	c, err := l.newDnnlConv(n)
+	if err != nil {
+		// The same geometry was accepted for another batch size in
+		// Reshape; oneDNN refusing this one is a library fault.
+		panic(fmt.Sprintf("layers: Convolution: oneDNN accepted %d images but not %d: %v", l.dn.spec.N, n, err))
+	}
+	l.dn.convs[w] = c
+	l.dn.fresh[w] = false
+	return c
+}
+
+func (l *convLayer) dnnlForward(lo, hi, w int) {
+	if lo >= hi {
+		return
+	}
+	inSize, outSize := l.geom.c*l.geom.h*l.geom.w, l.cfg.NumOutput*l.geom.oh*l.geom.ow
+	c := l.dnnlConv(w, hi-lo)
+	var bias []float32
+	if l.bias != nil {
+		bias = l.bias.Data
+	}
+	c.Forward(l.in.Data[lo*inSize:hi*inSize], l.weight.Data, bias, l.out.Data[lo*outSize:hi*outSize])
+	l.dn.fresh[w] = true
+}
+
+func (l *convLayer) dnnlBackward(lo, hi, w int) {
+	if lo >= hi {
+		return
+	}
+	inSize, outSize := l.geom.c*l.geom.h*l.geom.w, l.cfg.NumOutput*l.geom.oh*l.geom.ow
+	c := l.dnnlConv(w, hi-lo)
+	var dsrc []float32
+	if l.propDown {
+		dsrc = l.in.Diff[lo*inSize : hi*inSize]
+	}
+	c.Backward(l.in.Data[lo*inSize:hi*inSize], l.out.Diff[lo*outSize:hi*outSize], l.weight.Data,
+		dsrc, l.wdiff[w], l.bdiff[w], l.dn.fresh[w])
+	l.used[w] = true
+}
+
+// dnnlForwardAll and dnnlBackwardAll are Forward and Backward on oneDNN.
+func (l *convLayer) dnnlForwardAll() {
+	l.pool.For(l.num, l.threads, l.dnFwdFn)
+}
+
+func (l *convLayer) dnnlBackwardAll() {
+	clear(l.used)
+	l.pool.For(l.num, l.threads, l.dnBwdFn)
+	for w, used := range l.used {
+		if !used {
+			continue
+		}
+		tensor.AddTo(l.weight.Diff, l.wdiff[w])
+		if l.bias != nil {
+			tensor.AddTo(l.bias.Diff, l.bdiff[w])
+		}
+	}
+	for w := range l.dn.fresh {
+		l.dn.fresh[w] = false
+	}
+}

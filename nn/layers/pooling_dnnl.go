@@ -1,0 +1,101 @@
+package layers
+
+import (
+	"fmt"
+
+	"dsgd/tensor/dnnl"
+)
+
+// Pooling runs on oneDNN for MAX, and for AVE without padding (where
+// oneDNN's average over the window's part inside the image is Caffe's
+// divisor exactly); otherwise, or without the library, on the Go loops in
+// pooling.go. A batch is split by images, one dnnl.Pool per worker, as
+// convolutions are (conv_dnnl.go); pooling sums nothing across images, so
+// results do not depend on the thread count.
+type poolDnnl struct {
+	on    bool
+	spec  dnnl.PoolSpec
+	pools []*dnnl.Pool
+}
+
+func (l *poolLayer) dnnlSetup() {
+	d := &l.dn
+	for _, p := range d.pools {
+		if p != nil {
+			p.Close()
+		}
+	}
+	d.on = false
+	d.pools = make([]*dnnl.Pool, l.threads)
+	g := &l.geom
+	if !dnnlReady() || l.num == 0 || (l.cfg.Method != PoolMax && (g.ph != 0 || g.pw != 0)) {
+		return
+	}
+	if l.cfg.Method != PoolMax && l.cfg.Method != PoolAve {
+		return
+	}
+	s := dnnl.PoolSpec{N: l.num, C: g.c, H: g.h, W: g.w, OH: g.oh, OW: g.ow, KH: g.kh, KW: g.kw,
+		SH: g.sh, SW: g.sw, PT: g.ph, PL: g.pw,
+		PB: dnnl.PadAfter(g.h, g.ph, g.kh, g.sh, 1, g.oh), PR: dnnl.PadAfter(g.w, g.pw, g.kw, g.sw, 1, g.ow),
+		Max: l.cfg.Method == PoolMax}
+	// A window must start inside the image or its near padding and end
+	// past its start (Caffe's pooled-size rule guarantees both).
+	if !s.Valid() {
+		return
+	}
+	d.spec = s
+	lo, hi := chunkOf(l.num, l.threads, 0)
+	p, err := l.newDnnlPool(hi - lo)
+	if err != nil {
+		return
+	}
+	d.pools[0] = p
+	d.on = true
+}
+
+func (l *poolLayer) newDnnlPool(n int) (*dnnl.Pool, error) {
+	s := l.dn.spec
+	s.N = n
+	return dnnl.NewPool(s)
+}
+
+func (l *poolLayer) dnnlPool(w, n int) *dnnl.Pool {
+	p := l.dn.pools[w]
+	if p != nil && p.Spec().N == n {
+		return p
+	}
+	if p != nil {
+		p.Close()
+	}
+	p, err := l.newDnnlPool(n)
+	if err != nil {
+		panic(fmt.Sprintf("layers: Pooling: oneDNN accepted %d images but not %d: %v", l.dn.spec.N, n, err))
+	}
+	l.dn.pools[w] = p
+	return p
+}
+
+func (l *poolLayer) dnnlForward(lo, hi, w int) {
+	if lo >= hi {
+		return
+	}
+	g := &l.geom
+	in, out := g.c*g.h*g.w, g.c*g.oh*g.ow
+	l.dnnlPool(w, hi-lo).Forward(l.in.Data[lo*in:hi*in], l.out.Data[lo*out:hi*out])
+}
+
+func (l *poolLayer) dnnlBackward(lo, hi, w int) {
+	if lo >= hi {
+		return
+	}
+	g := &l.geom
+	in, out := g.c*g.h*g.w, g.c*g.oh*g.ow
+	l.dnnlPool(w, hi-lo).Backward(l.out.Diff[lo*out:hi*out], l.in.Diff[lo*in:hi*in])
+}
+
+// dnnlThreads is the worker count of both passes: Backward must cut the
+// batch as Forward did, since each worker's Pool keeps its chunk's argmaxes.
+func (l *poolLayer) dnnlThreads() int {
+	g := &l.geom
+	return l.poolThreads(l.num * g.c * g.oh * g.ow * g.kh * g.kw)
+}
