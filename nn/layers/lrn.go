@@ -27,6 +27,7 @@ func (c *LRNConfig) Build(ctx Context) (Layer, error) {
 	} else {
 		l.fwdFn, l.bwdFn = l.withinForward, l.withinBackward
 	}
+	l.dnFwdFn, l.dnBwdFn = l.dnnlForward, l.dnnlBackward
 	return l, nil
 }
 
@@ -51,6 +52,10 @@ type lrnLayer struct {
 
 	in, out      *tensor.Blob
 	fwdFn, bwdFn func(lo, hi, worker int)
+
+	// dn is the oneDNN side (lrn_dnnl.go), used when dn.on.
+	dn               lrnDnnl
+	dnFwdFn, dnBwdFn func(lo, hi, worker int)
 }
 
 func (l *lrnLayer) Type() string { return "LRN" }
@@ -78,6 +83,9 @@ func (l *lrnLayer) Reshape(bottom, top []*tensor.Blob) error {
 	}
 	l.num, l.c, l.h, l.w = b.Shape[0], b.Shape[1], b.Shape[2], b.Shape[3]
 	top[0].ReshapeLike(b)
+	if l.dnnlSetup(); l.dn.on {
+		return nil
+	}
 	n := b.Count()
 	l.scale, l.norm = fitBuf(l.scale, n), fitBuf(l.norm, n)
 	hw := l.h * l.w
@@ -95,6 +103,11 @@ func (l *lrnLayer) Reshape(bottom, top []*tensor.Blob) error {
 
 func (l *lrnLayer) Forward(bottom, top []*tensor.Blob) {
 	l.in, l.out = bottom[0], top[0]
+	if l.dn.on {
+		l.dnnlParallel(l.dnFwdFn)
+		l.in, l.out = nil, nil
+		return
+	}
 	l.parallel(l.fwdFn)
 	l.in, l.out = nil, nil
 }
@@ -104,6 +117,11 @@ func (l *lrnLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*
 		return
 	}
 	l.in, l.out = bottom[0], top[0]
+	if l.dn.on {
+		l.dnnlParallel(l.dnBwdFn)
+		l.in, l.out = nil, nil
+		return
+	}
 	l.parallel(l.bwdFn)
 	l.in, l.out = nil, nil
 }

@@ -47,3 +47,21 @@ func (p *Pool) Forward(src, dst []float32) { panic("dnnl: purego build") }
 
 // Backward is never reached: NewPool fails.
 func (p *Pool) Backward(ddst, dsrc []float32) { panic("dnnl: purego build") }
+
+// LRN is not available in the purego build.
+type LRN struct{}
+
+// NewLRN fails in the purego build.
+func NewLRN(n, c, h, w, size int, alpha, beta, k float32) (*LRN, error) { return nil, Load() }
+
+// Num is 0: no LRN is ever built.
+func (l *LRN) Num() int { return 0 }
+
+// Close does nothing.
+func (l *LRN) Close() {}
+
+// Forward is never reached: NewLRN fails.
+func (l *LRN) Forward(src, dst []float32) { panic("dnnl: purego build") }
+
+// Backward is never reached: NewLRN fails.
+func (l *LRN) Backward(src, ddst, dsrc []float32) { panic("dnnl: purego build") }

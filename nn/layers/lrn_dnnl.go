@@ -1,0 +1,76 @@
+package layers
+
+import (
+	"fmt"
+
+	"dsgd/tensor"
+	"dsgd/tensor/dnnl"
+)
+
+// LRN across channels runs on oneDNN when it loads: its formula is Caffe's
+// (k + α/n·Σx² over the n channels centred on each, clipped to the image's
+// channels). A batch is split by images, one dnnl.LRN per worker, as
+// convolutions are; nothing is summed across images, so results do not
+// depend on the thread count. WITHIN_CHANNEL stays on the Go loops.
+type lrnDnnl struct {
+	on   bool
+	lrns []*dnnl.LRN
+}
+
+func (l *lrnLayer) dnnlSetup() {
+	d := &l.dn
+	for _, x := range d.lrns {
+		if x != nil {
+			x.Close()
+		}
+	}
+	d.on = false
+	d.lrns = make([]*dnnl.LRN, l.threads)
+	if !dnnlReady() || l.num == 0 || l.cfg.NormRegion != AcrossChannels {
+		return
+	}
+	lo, hi := chunkOf(l.num, l.threads, 0)
+	x, err := dnnl.NewLRN(hi-lo, l.c, l.h, l.w, l.cfg.LocalSize, l.cfg.Alpha, l.cfg.Beta, l.cfg.K)
+	if err != nil {
+		return
+	}
+	d.lrns[0] = x
+	d.on = true
+}
+
+func (l *lrnLayer) dnnlLRN(w, n int) *dnnl.LRN {
+	x := l.dn.lrns[w]
+	if x != nil && x.Num() == n {
+		return x
+	}
+	if x != nil {
+		x.Close()
+	}
+	x, err := dnnl.NewLRN(n, l.c, l.h, l.w, l.cfg.LocalSize, l.cfg.Alpha, l.cfg.Beta, l.cfg.K)
+	if err != nil {
+		panic(fmt.Sprintf("layers: LRN: oneDNN accepted the layer for one batch size but not %d: %v", n, err))
+	}
+	l.dn.lrns[w] = x
+	return x
+}
+
+func (l *lrnLayer) dnnlForward(lo, hi, w int) {
+	if lo >= hi {
+		return
+	}
+	sz := l.c * l.h * l.w
+	l.dnnlLRN(w, hi-lo).Forward(l.in.Data[lo*sz:hi*sz], l.out.Data[lo*sz:hi*sz])
+}
+
+func (l *lrnLayer) dnnlBackward(lo, hi, w int) {
+	if lo >= hi {
+		return
+	}
+	sz := l.c * l.h * l.w
+	l.dnnlLRN(w, hi-lo).Backward(l.in.Data[lo*sz:hi*sz], l.out.Diff[lo*sz:hi*sz], l.in.Diff[lo*sz:hi*sz])
+}
+
+// dnnlParallel runs fn over the batch's images in l.threads chunks.
+func (l *lrnLayer) dnnlParallel(fn func(lo, hi, w int)) {
+	tensor.ParallelFor(l.num, l.threads, fn)
+}
