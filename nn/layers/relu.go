@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"dsgd/tensor"
+	"dsgd/tensor/simd"
 )
 
 // Type returns "ReLU".
@@ -12,11 +13,13 @@ func (*ReLUConfig) Type() string { return "ReLU" }
 
 // Build returns a ReLU layer: top = max(x, 0) + NegativeSlope·min(x, 0). It
 // takes one bottom and one top and may run in place.
-func (c *ReLUConfig) Build(Context) (Layer, error) {
+func (c *ReLUConfig) Build(ctx Context) (Layer, error) {
 	if s := float64(c.NegativeSlope); math.IsNaN(s) || math.IsInf(s, 0) {
 		return nil, fmt.Errorf("layers: ReLU: negative_slope %v is not finite", c.NegativeSlope)
 	}
-	return &reluLayer{slope: c.NegativeSlope}, nil
+	l := &reluLayer{slope: c.NegativeSlope, threads: ctx.NumThreads(), pool: ctx.Pool}
+	l.fn = l.chunk
+	return l, nil
 }
 
 // reluLayer is a (leaky) rectifier. With a non-negative slope the output has
@@ -27,8 +30,30 @@ func (c *ReLUConfig) Build(Context) (Layer, error) {
 // floats, about 50 µs) across two threads measured no faster, the
 // hand-off costing what the split saves.
 type reluLayer struct {
-	slope float32
-	in    []float32 // copy of the input, only when slope < 0
+	slope   float32
+	in      []float32 // copy of the input, only when slope < 0
+	threads int
+	pool    *tensor.Pool
+
+	// The current pass's operands, read by the workers; fn is chunk,
+	// bound once so passing it allocates nothing.
+	dst, ref, v []float32
+	fn          func(lo, hi, worker int)
+}
+
+// reluPerThread is the element count below which another thread costs more
+// than it saves on this memory-bound loop.
+const reluPerThread = 1 << 16
+
+// run computes dst = ref > 0 ? v : slope·v over the worker threads.
+func (l *reluLayer) run(dst, ref, v []float32) {
+	l.dst, l.ref, l.v = dst[:len(ref)], ref, v[:len(ref)]
+	l.pool.For(len(ref), max(1, min(l.threads, len(ref)/reluPerThread)), l.fn)
+	l.dst, l.ref, l.v = nil, nil, nil
+}
+
+func (l *reluLayer) chunk(lo, hi, _ int) {
+	simd.SelectScaled(l.dst[lo:hi], l.ref[lo:hi], l.v[lo:hi], l.slope)
 }
 
 func (*reluLayer) Type() string    { return "ReLU" }
@@ -49,49 +74,25 @@ func (l *reluLayer) Reshape(bottom, top []*tensor.Blob) error {
 }
 
 func (l *reluLayer) Forward(bottom, top []*tensor.Blob) {
-	x, y, s := bottom[0].Data, top[0].Data, l.slope
-	y = y[:len(x)]
-	if s < 0 {
+	x, y := bottom[0].Data, top[0].Data
+	if l.slope < 0 {
 		copy(l.in, x)
 	}
-	reluSelect(y, x, x, s)
+	l.run(y, x, x)
 }
 
 func (l *reluLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {
 	if !propagateDown[0] {
 		return
 	}
-	dy, dx, s := top[0].Diff, bottom[0].Diff, l.slope
+	dy, dx := top[0].Diff, bottom[0].Diff
 	// The sign of the input: from the saved copy, or, when the slope is
 	// non-negative, from the output, which has the same sign.
 	ref := top[0].Data
-	if s < 0 {
+	if l.slope < 0 {
 		ref = l.in
 	}
-	reluSelect(dx, ref, dy, s)
-}
-
-// reluSelect sets dst[i] = v[i] where ref[i] > 0 and s·v[i] elsewhere
-// (NaN in ref selects s·v[i]), for i < len(ref); dst may alias ref or v.
-//
-// It selects with a bit mask instead of a branch: activations have random
-// signs, which defeat the branch predictor. Both candidates are computed
-// exactly as the branchy form would, so results are bit for bit the same.
-func reluSelect(dst, ref, v []float32, s float32) {
-	dst, v = dst[:len(ref)], v[:len(ref)]
-	for i, r := range ref {
-		x := v[i]
-		m := -b2u32(r > 0) // all ones where ref > 0
-		dst[i] = math.Float32frombits(math.Float32bits(x)&m | math.Float32bits(s*x)&^m)
-	}
-}
-
-// b2u32 is 1 for true and 0 for false, without a branch.
-func b2u32(b bool) uint32 {
-	if b {
-		return 1
-	}
-	return 0
+	l.run(dx, ref, dy)
 }
 
 // checkBlobCount checks that a layer got between minBottom and maxBottom

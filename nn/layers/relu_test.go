@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"dsgd/tensor"
+	"dsgd/tensor/simd"
 )
 
 // newBlobData returns a blob of the given shape holding data (zeros when
@@ -269,7 +270,7 @@ func TestElementwiseNoAllocs(t *testing.T) {
 	}
 }
 
-// reluBranchy is the obvious form of reluSelect, the reference it must match
+// reluBranchy is the obvious form of the ReLU select (simd.SelectScaled), the reference it must match
 // bit for bit.
 func reluBranchy(dst, ref, v []float32, s float32) {
 	for i, r := range ref {
@@ -301,7 +302,7 @@ func TestReLUSelectMatchesBranchy(t *testing.T) {
 			want := make([]float32, len(ref))
 			reluBranchy(want, ref, v, s)
 			got := make([]float32, len(ref))
-			reluSelect(got, ref, v, s)
+			simd.SelectScaled(got, ref, v, s)
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 					t.Fatalf("slope %v: ref %v, v %v: got %v (%#x), want %v (%#x)",
@@ -310,7 +311,7 @@ func TestReLUSelectMatchesBranchy(t *testing.T) {
 			}
 			// In place, as Forward runs when bottom == top.
 			inPlace := slices.Clone(ref)
-			reluSelect(inPlace, inPlace, inPlace, s)
+			simd.SelectScaled(inPlace, inPlace, inPlace, s)
 			reluBranchy(want, ref, ref, s)
 			for i := range want {
 				if math.Float32bits(inPlace[i]) != math.Float32bits(want[i]) {
@@ -322,7 +323,7 @@ func TestReLUSelectMatchesBranchy(t *testing.T) {
 }
 
 // BenchmarkReLU times LeNet's relu1 (64×500) forward and backward, and
-// the branchy loop reluSelect replaced.
+// the branchy loop the select replaced.
 func BenchmarkReLU(b *testing.B) {
 	x := randBlob([]int{64, 500}, 1)
 	y := tensor.NewBlob("y", 64, 500)
