@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -56,7 +55,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.testIter = fs.Int("test-iter", 0, "test batches per test pass (default: the solver's test_iter)")
 	f.display = fs.Int("display", -1, "print progress every N iterations (default: the solver's display)")
 	f.scheme = fs.String("scheme", "", "parallel scheme: "+strings.Join(scheme.Names(), ", ")+" (default: seq for one worker, sync-tree for more)")
-	f.workers = fs.Int("workers", 0, "number of workers, each reading its own shard of the training set with the solver's batch_size (default: one per core under sync-ring, sharing the solver's batch when it divides evenly, so the global batch and learning rate stay those of one worker)")
+	f.workers = fs.Int("workers", 0, "number of workers, each reading its own shard of the training set with the solver's batch_size (default 1: one worker computing on every core, which on one machine beats several workers; see the run header)")
 	f.transport = fs.String("transport", "inproc", "how workers talk: inproc (goroutines in this process) or tcp (one process per rank on loopback)")
 	f.pack = fs.Bool("pack", true, "send all layers as one contiguous message (off: one message per layer)")
 	f.bucketKiB = fs.Int("bucket", 1024, "overlap: gather this many KiB of consecutive layers' gradients before each allreduce (0: every parameter blob on its own)")
@@ -222,10 +221,8 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	autoNote := ""
 	if *f.workers == 0 {
 		*f.workers = 1
-		n, b := runtime.NumCPU(), j.trainBatch(m)
-		if n > 1 && *f.scheme == "" && b >= n && b%n == 0 {
-			*f.workers, *f.scheme, m.batch, lrFactor = n, "sync-ring", b/n, 1
-			autoNote = fmt.Sprintf("dsgd: %d cores: %d workers under sync-ring share the batch of %d (%d each): the global batch and learning rate of one worker (--workers 1 for one)\n", n, n, b, b/n)
+		if *f.scheme == "" {
+			autoNote = defaultLayoutNote(m.threads)
 		}
 	}
 	cfg := train.Config{
