@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what dsgd needs on a Debian machine: OpenBLAS (GEMM) and the
-# Fashion-MNIST data set; with the argument "test", also what the tests
+# Installs what dsgd needs on a Debian machine: OpenBLAS (GEMM), oneDNN
+# (convolution, pooling, LRN) and the Fashion-MNIST data set; with the argument "test", also what the tests
 # start: Open MPI's mpirun and redis-server. Does nothing when all are
 # present; says exactly what to install when it cannot install them itself.
 set -u
@@ -9,7 +9,10 @@ if [ "${1:-}" = test ]; then
   command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
   command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 fi
-[ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || [ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] || need+=(libopenblas-dev)
+# OpenBLAS and oneDNN are opened at run time (dsgd runs without them, on
+# slower pure-Go kernels, and says so); oneDNN's header is needed to build.
+[ -e /usr/lib/x86_64-linux-gnu/libopenblas.so.0 ] || [ -e /usr/lib/libopenblas.so.0 ] || need+=(libopenblas0)
+[ -e /usr/include/oneapi/dnnl/dnnl.h ] || need+=(libdnnl-dev)
 [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
 if [ "${#need[@]}" -eq 0 ]; then
   exit 0
@@ -23,7 +26,7 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: missing ${need[*]} and no apt-get here; install OpenBLAS (with cblas.h) and the Fashion-MNIST IDX files (pass --data DIR), or build with -tags purego" >&2
+  echo "setup: missing ${need[*]} and no apt-get here; install OpenBLAS, oneDNN 2.x (with its headers) and the Fashion-MNIST IDX files (pass --data DIR), or build with -tags purego" >&2
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
