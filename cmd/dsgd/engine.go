@@ -26,10 +26,16 @@ func printEngine(w io.Writer) {
 	if g.Warning != "" {
 		fmt.Fprintf(w, "dsgd: warning: %s\n", g.Warning)
 	}
+	if g.CPU == "SSE" || g.CPU == "AVX" {
+		fmt.Fprintf(w, "dsgd: warning: this CPU has no AVX2/FMA (widest: %s): every kernel runs at a fraction of a current CPU's speed\n", g.CPU)
+	}
 	conv, why := layers.ConvEngine()
-	fmt.Fprintf(w, "dsgd: convolution and pooling: %s\n", conv)
-	if why != "" {
-		fmt.Fprintf(w, "dsgd:   not oneDNN: %s\n", why)
+	fmt.Fprintf(w, "dsgd: convolution, pooling and LRN: %s\n", conv)
+	switch {
+	case why == "--kernels own":
+		fmt.Fprintf(w, "dsgd:   dsgd's own kernels, as --kernels own asks\n")
+	case why != "":
+		fmt.Fprintf(w, "dsgd: warning: %s; dsgd's own kernels run instead, several times slower on convolutional nets\n", why)
 	}
 }
 
