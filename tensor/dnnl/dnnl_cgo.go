@@ -221,12 +221,15 @@ static conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, const char **
 	if (port_init(&c->d_ddst, &u_dst, qmd(dpd, dnnl_query_diff_dst_md), 0)) goto fail;
 	if (port_init(&c->d_wei, &u_wei, qmd(dpd, dnnl_query_weights_md), 0)) goto fail;
 	if (port_init(&c->d_dsrc, &u_src, qmd(dpd, dnnl_query_diff_src_md), 1)) goto fail;
-	if (port_init(&c->w_src, &u_src, qmd(wpd, dnnl_query_src_md), 0)) goto fail;
-	if (port_init(&c->w_ddst, &u_dst, qmd(wpd, dnnl_query_diff_dst_md), 0)) goto fail;
-	if (port_init(&c->w_dwei, &u_wei, qmd(wpd, dnnl_query_diff_weights_md), 1)) goto fail;
-	if (bias && port_init(&c->w_dbia, &u_bia, &u_bia, 1)) goto fail;
+	// The weights pass shares the forward pass's src buffer and the data
+	// pass's diff_dst buffer when the layouts agree (they do on the JIT
+	// kernels): one copy of each, not two.
 	c->w_src_from_fwd = p_dnnl_memory_desc_equal(qmd(wpd, dnnl_query_src_md), qmd(fpd, dnnl_query_src_md));
 	c->w_ddst_from_data = p_dnnl_memory_desc_equal(qmd(wpd, dnnl_query_diff_dst_md), qmd(dpd, dnnl_query_diff_dst_md));
+	if (!c->w_src_from_fwd && port_init(&c->w_src, &u_src, qmd(wpd, dnnl_query_src_md), 0)) goto fail;
+	if (!c->w_ddst_from_data && port_init(&c->w_ddst, &u_dst, qmd(wpd, dnnl_query_diff_dst_md), 0)) goto fail;
+	if (port_init(&c->w_dwei, &u_wei, qmd(wpd, dnnl_query_diff_weights_md), 1)) goto fail;
+	if (bias && port_init(&c->w_dbia, &u_bia, &u_bia, 1)) goto fail;
 	p_dnnl_primitive_desc_destroy(fpd);
 	p_dnnl_primitive_desc_destroy(dpd);
 	p_dnnl_primitive_desc_destroy(wpd);
@@ -291,13 +294,18 @@ static void dsgd_conv_backward(conv_t *c, float *src, float *ddst, float *wei, f
 		port_run(&c->d_dsrc, c->s, 1);
 	}
 	dnnl_memory_t srcm, ddstm;
-	if (c->w_src_from_fwd && c->f_src.inner && fresh) {
-		srcm = c->f_src.inner;
+	if (c->w_src_from_fwd) {
+		if (!(fresh && c->f_src.inner)) port_in(&c->f_src, c->s, src);
+		srcm = port_mem(&c->f_src);
 	} else {
 		port_in(&c->w_src, c->s, src);
 		srcm = port_mem(&c->w_src);
 	}
-	if (ddst_d && c->w_ddst_from_data) {
+	if (c->w_ddst_from_data) {
+		if (!ddst_d) {
+			port_in(&c->d_ddst, c->s, ddst);
+			ddst_d = port_mem(&c->d_ddst);
+		}
 		ddstm = ddst_d;
 	} else {
 		port_in(&c->w_ddst, c->s, ddst);
