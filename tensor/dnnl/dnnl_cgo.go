@@ -452,6 +452,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -478,7 +479,12 @@ func Load() error {
 			if msg == nil {
 				var v [3]C.int
 				C.dsgd_dnnl_version(&v[0])
-				info = fmt.Sprintf("oneDNN %d.%d.%d, ISA %s", v[0], v[1], v[2], isaName(int(C.dsgd_dnnl_isa())))
+				isa := isaName(int(C.dsgd_dnnl_isa()))
+				info = fmt.Sprintf("oneDNN %d.%d.%d, ISA %s", v[0], v[1], v[2], isa)
+				block = 8
+				if strings.HasPrefix(isa, "avx512") {
+					block = 16
+				}
 				return
 			}
 			errs = append(errs, C.GoString(msg))
@@ -487,6 +493,14 @@ func Load() error {
 	})
 	return loadErr
 }
+
+// Block is the channel block of oneDNN's convolution kernels on this CPU:
+// 16 floats on AVX-512, 8 below. A channel count that is not a multiple of
+// it is padded to one, and the padding is computed like real channels.
+// 0 before a successful Load.
+func Block() int { return block }
+
+var block int
 
 // Info describes the loaded library: version and the instruction set its
 // kernels were generated for. Empty before a successful Load.

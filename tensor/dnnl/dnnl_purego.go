@@ -7,6 +7,9 @@ import "errors"
 // Load reports that this build has no oneDNN.
 func Load() error { return errors.New("oneDNN is not in the purego build") }
 
+// Block is 0: no oneDNN in this build.
+func Block() int { return 0 }
+
 // Info is empty: no oneDNN in this build.
 func Info() string { return "" }
 
