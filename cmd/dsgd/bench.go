@@ -47,8 +47,8 @@ func (n benchNet) trains() bool { return n.data == "" }
 var benchNets = []benchNet{
 	{name: "lenet", batch: 64, iters: 200, warmup: 20},
 	{name: "cifar10_quick", batch: 100, data: "synthetic:N=100,C=3,H=32,W=32,classes=10", iters: 10, warmup: 2},
-	{name: "caffenet", batch: 32, data: "synthetic:N=32,C=3,H=256,W=256,classes=256", iters: 3, warmup: 1},
-	{name: "googlenet", batch: 32, data: "synthetic:N=32,C=3,H=256,W=256,classes=256", iters: 3, warmup: 1},
+	{name: "caffenet", batch: 32, data: "synthetic:N=32,C=3,H=256,W=256,classes=256", iters: 2, warmup: 1},
+	{name: "googlenet", batch: 32, data: "synthetic:N=32,C=3,H=256,W=256,classes=256", iters: 2, warmup: 1},
 }
 
 func benchNetNames() []string {
@@ -252,7 +252,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if n.trains() {
 			what = "training: forward, backward, update and data"
 		}
-		fmt.Fprintf(stdout, "\n%s, batch %d: %s; %d timed iterations after %d untimed, %d repetitions\n", n.name, n.batch, what, n.iters, n.warmup, c.reps)
+		fmt.Fprintf(stdout, "\n%s, batch %d: %s; %s after %d untimed, %s\n", n.name, n.batch, what, plural(n.iters, "timed iteration"), n.warmup, plural(c.reps, "repetition"))
 		byThreads := map[int]*benchRow{}
 		for _, t := range c.threads {
 			r := &benchRow{net: n, threads: t}
@@ -330,6 +330,13 @@ func msRange(v []float64) string {
 		return fmt.Sprintf("%.2f", v[0])
 	}
 	return fmt.Sprintf("%.2f (%.2f-%.2f)", median(v), slices.Min(v), slices.Max(v))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func median(v []float64) float64 {
