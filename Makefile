@@ -19,10 +19,13 @@ test:
 	@./scripts/setup.sh test
 	$(GO) vet ./...
 	$(GO) test ./...
-	$(GO) test -tags purego ./tensor/... ./nn/... ./model/...
+	$(GO) test -tags purego ./tensor/... ./nn/... ./model/... ./cpuinfo/...
 	$(GO) test -race ./data/... ./train/... ./node/... ./collective/... ./transport/... ./center/... ./rpc/... ./ps/... ./smb/... ./redisstore/... ./timeline/... ./calib/... ./cmd/...
 
-# Our per-iteration time against PyTorch's on the same LeNet, same batch and
-# threads, in one invocation.
+# Our per-iteration time against PyTorch's on the same nets (LeNet,
+# cifar10_quick, CaffeNet, GoogLeNet), same batch and threads (1 and 2),
+# interleaved in one invocation; FLOP rate against the measured FMA peak.
+# Narrow it with BENCH_FLAGS, e.g. BENCH_FLAGS="--nets caffenet --reps 5".
+BENCH_FLAGS ?=
 bench-engine: build
-	./dsgd bench --peer ../shared/peer/torch_lenet.py
+	./dsgd bench --peer ../shared/peer/torch_lenet.py --peer-nets ../shared/peer/torch_nets.py $(BENCH_FLAGS)

@@ -31,7 +31,9 @@ type Model struct {
 func catalog() [][2]string {
 	return [][2]string{
 		{"alexnet", "a small AlexNet for 28x28 or 32x32 images: 5 conv + LRN + max pool, 2 fc with dropout, Fashion-MNIST"},
+		{"caffenet", "BVLC's reference CaffeNet: 5 conv + LRN, 3 fc with dropout, 227x227 crops, 1000 classes; synthetic 256x256 data"},
 		{"cifar10_quick", "Caffe's cifar10_quick: 3 conv + pool, 2 fc, CIFAR-10"},
+		{"googlenet", "BVLC's GoogLeNet: 9 inception modules, 2 auxiliary losses at 0.3, 224x224 crops, 1000 classes; synthetic 256x256 data"},
 		{"lenet", "Caffe's MNIST LeNet: 2 conv + max pool, 2 fc, Fashion-MNIST"},
 		{"mlp", "a multilayer perceptron 784-512-256-10 with ReLU, Fashion-MNIST"},
 		{"nin", "a small Network in Network: conv + 1x1 conv blocks, global average pooling, Fashion-MNIST"},

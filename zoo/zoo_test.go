@@ -17,7 +17,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	want := []string{"alexnet", "cifar10_quick", "lenet", "mlp", "nin"}
+	want := []string{"alexnet", "caffenet", "cifar10_quick", "googlenet", "lenet", "mlp", "nin"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %q, want %q", got, want)
 	}
@@ -43,7 +43,7 @@ func TestNames(t *testing.T) {
 func TestLookupUnknown(t *testing.T) {
 	_, _, err := Get("resnet")
 	if err == nil || !strings.Contains(err.Error(), `"resnet"`) ||
-		!strings.Contains(err.Error(), "alexnet, cifar10_quick, lenet, mlp, nin") {
+		!strings.Contains(err.Error(), "alexnet, caffenet, cifar10_quick, googlenet, lenet, mlp, nin") {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := Lookup(""); err == nil {
@@ -94,8 +94,18 @@ func parse(t *testing.T, name string) parsed {
 	return p
 }
 
+// imagenet holds the models of BVLC's ImageNet nets, fed synthetic
+// 256x256 images: the accuracy layers they carry per classifier and the
+// images they test on.
+var imagenet = map[string]struct{ accuracies, testImages int }{
+	"caffenet":  {1, 250},
+	"googlenet": {6, 250},
+}
+
+const imagenetSource = "synthetic:N=250,C=3,H=256,W=256,classes=256"
+
 func TestModelsParse(t *testing.T) {
-	sources := map[string]string{"cifar10_quick": "cifar10"}
+	sources := map[string]string{"cifar10_quick": "cifar10", "caffenet": imagenetSource, "googlenet": imagenetSource}
 	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
 			p := parse(t, name)
@@ -119,17 +129,25 @@ func TestModelsParse(t *testing.T) {
 				if len(pn.Data) != 1 || pn.Data[0].Source != source || !slices.Equal(pn.Spec.Inputs, []string{"data", "label"}) {
 					t.Errorf("%v data %+v inputs %q", ph, pn.Data, pn.Spec.Inputs)
 				}
-				last := pn.Spec.Layers[len(pn.Spec.Layers)-1]
+				ls := pn.Spec.Layers
+				for len(ls) > 1 && isAccuracy(ls[len(ls)-1]) {
+					ls = ls[:len(ls)-1] // GoogLeNet's TEST net ends in its top-1 and top-5
+				}
+				last := ls[len(ls)-1]
 				if _, ok := last.Config.(*layers.SoftmaxWithLossConfig); !ok {
 					t.Errorf("%v: last layer %s is not the loss", ph, last.Name)
 				}
 			}
 			testData := p.phases[layers.Test].Data[0]
-			if p.solver.TestIter*testData.BatchSize != 10000 {
-				t.Errorf("test_iter %d x batch %d does not cover the 10000 test images", p.solver.TestIter, testData.BatchSize)
+			testImages, accuracies := 10000, 1
+			if in, ok := imagenet[name]; ok {
+				testImages, accuracies = in.testImages, in.accuracies
 			}
-			if n := len(p.phases[layers.Test].Spec.Layers) - len(p.phases[layers.Train].Spec.Layers); n != 1 {
-				t.Errorf("TEST has %d more layers than TRAIN, want 1 (accuracy)", n)
+			if p.solver.TestIter*testData.BatchSize != testImages {
+				t.Errorf("test_iter %d x batch %d does not cover the %d test images", p.solver.TestIter, testData.BatchSize, testImages)
+			}
+			if n := len(p.phases[layers.Test].Spec.Layers) - len(p.phases[layers.Train].Spec.Layers); n != accuracies {
+				t.Errorf("TEST has %d more layers than TRAIN, want %d (accuracy)", n, accuracies)
 			}
 		})
 	}
@@ -250,6 +268,9 @@ func TestModelsLearn(t *testing.T) {
 		t.Skip("trains five nets")
 	}
 	for _, name := range Names() {
+		if _, ok := imagenet[name]; ok {
+			continue // ImageNet-sized: too big to train in a unit test (see TestImageNetModels)
+		}
 		t.Run(name, func(t *testing.T) {
 			p := parse(t, name)
 			chw := []int{1, 28, 28}
@@ -308,6 +329,84 @@ func TestModelsLearn(t *testing.T) {
 			t.Logf("mean loss of the first 10 iterations %.4f, of the last 10 %.4f", first, last)
 			if !(last < 0.5*first) || !(last < 1) {
 				t.Errorf("mean loss %.4f -> %.4f after %d iterations: not learning", first, last, iters)
+			}
+		})
+	}
+}
+
+func isAccuracy(l model.LayerSpec) bool {
+	_, ok := l.Config.(*layers.AccuracyConfig)
+	return ok
+}
+
+// TestImageNetModels pins caffenet and googlenet to BVLC's files: the
+// parameter counts are what PyTorch counts for the same nets built layer
+// for layer in /work/shared/peer/torch_nets.py (sum of numel over
+// parameters: 60,965,224 and 13,378,280); the layer census, the loss
+// weights and the shapes where the pooling arithmetic (Caffe rounds up)
+// could go wrong are from BVLC's train_val.prototxt.
+func TestImageNetModels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds CaffeNet's 61M parameters")
+	}
+	tests := []struct {
+		name   string
+		chw    []int
+		params int
+		census map[string]int // TRAIN layers by type
+		losses map[string]float32
+		shapes map[string]tensor.Shape // batch 1
+	}{
+		{"caffenet", []int{3, 227, 227}, 60965224,
+			map[string]int{"Convolution": 5, "ReLU": 7, "Pooling": 3, "LRN": 2, "InnerProduct": 3, "Dropout": 2, "SoftmaxWithLoss": 1},
+			map[string]float32{"loss": 1},
+			map[string]tensor.Shape{"conv1": {1, 96, 55, 55}, "pool1": {1, 96, 27, 27}, "conv2": {1, 256, 27, 27},
+				"pool2": {1, 256, 13, 13}, "pool5": {1, 256, 6, 6}, "fc8": {1, 1000}}},
+		{"googlenet", []int{3, 224, 224}, 13378280,
+			// 3 stem + 9 inceptions x 6 + 2 auxiliary convolutions; 9
+			// inception pools, pool1-5 and 2 auxiliary pools.
+			map[string]int{"Convolution": 59, "ReLU": 61, "Pooling": 16, "LRN": 2, "Concat": 9, "InnerProduct": 5, "Dropout": 3, "SoftmaxWithLoss": 3},
+			map[string]float32{"loss1/loss": 0.3, "loss2/loss": 0.3, "loss3/loss3": 1},
+			map[string]tensor.Shape{"conv1/7x7_s2": {1, 64, 112, 112}, "pool1/3x3_s2": {1, 64, 56, 56}, "pool2/3x3_s2": {1, 192, 28, 28},
+				"inception_3b/output": {1, 480, 28, 28}, "pool3/3x3_s2": {1, 480, 14, 14}, "inception_4a/output": {1, 512, 14, 14},
+				"loss1/ave_pool": {1, 512, 4, 4}, "loss2/ave_pool": {1, 528, 4, 4}, "pool4/3x3_s2": {1, 832, 7, 7},
+				"inception_5b/output": {1, 1024, 7, 7}, "pool5/7x7_s1": {1, 1024, 1, 1}, "loss3/classifier": {1, 1000}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := parse(t, tt.name)
+			train := p.phases[layers.Train]
+			census := map[string]int{}
+			losses := map[string]float32{}
+			for _, l := range train.Spec.Layers {
+				typ := strings.TrimSuffix(strings.TrimPrefix(reflect.TypeOf(l.Config).String(), "*layers."), "Config")
+				census[typ]++
+				if typ == "SoftmaxWithLoss" {
+					w := float32(1)
+					if len(l.LossWeight) > 0 {
+						w = l.LossWeight[0]
+					}
+					losses[l.Name] = w
+				}
+			}
+			if !reflect.DeepEqual(census, tt.census) {
+				t.Errorf("TRAIN layers by type %v, want %v", census, tt.census)
+			}
+			if !reflect.DeepEqual(losses, tt.losses) {
+				t.Errorf("loss weights %v, want %v", losses, tt.losses)
+			}
+			d := train.Data[0]
+			if d.Transform.CropSize != tt.chw[1] || !d.Transform.Mirror || !slices.Equal(d.Transform.MeanValue, []float32{104, 117, 123}) {
+				t.Errorf("TRAIN transform %+v", d.Transform)
+			}
+			n := build(t, p, layers.Train, 1, tt.chw, 1)
+			if got := paramCount(n); got != tt.params {
+				t.Errorf("%d params, want %d", got, tt.params)
+			}
+			for name, want := range tt.shapes {
+				if b := n.Blob(name); b == nil || !slices.Equal(b.Shape, want) {
+					t.Errorf("blob %s: %v, want %v", name, b, want)
+				}
 			}
 		})
 	}

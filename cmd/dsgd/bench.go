@@ -4,100 +4,377 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"dsgd/model"
+	"dsgd/calib"
+	"dsgd/cpuinfo"
 	"dsgd/tensor"
 	"dsgd/train"
 )
 
-// runBench trains LeNet with dsgd and with the PyTorch peer, same batch,
-// same thread counts, interleaved in one invocation, and prints the ratio
-// of per-iteration times.
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// benchNet is one net of `dsgd bench`: a zoo model, the batch it is timed
+// at, its default iteration counts and how its peer runs it.
+type benchNet struct {
+	name  string // zoo model, and torch_nets.py's --model
+	batch int
+	// data is the synthetic set dsgd feeds it: the net's input shape
+	// (before the zoo file's crop), batch images. "" for LeNet, which
+	// trains on its real data set as its peer does.
+	data          string
+	iters, warmup int // timed and untimed iterations per run
+}
+
+// trains says whether the net is timed training (forward, backward, the
+// solver's update and the data pipeline: LeNet against torch_lenet.py,
+// which trains) rather than forward+backward on one batch of synthetic
+// data (the others, against torch_nets.py).
+func (n benchNet) trains() bool { return n.data == "" }
+
+// benchNets are the nets `dsgd bench` can compare, in the order it runs
+// them. The iteration counts keep a run of all four at 1 and 2 threads,
+// three repetitions, to a few minutes.
+var benchNets = []benchNet{
+	{name: "lenet", batch: 64, iters: 200, warmup: 20},
+	{name: "cifar10_quick", batch: 100, data: "synthetic:N=100,C=3,H=32,W=32,classes=10", iters: 10, warmup: 2},
+	{name: "caffenet", batch: 32, data: "synthetic:N=32,C=3,H=256,W=256,classes=256", iters: 2, warmup: 1},
+	{name: "googlenet", batch: 32, data: "synthetic:N=32,C=3,H=256,W=256,classes=256", iters: 2, warmup: 1},
+}
+
+func benchNetNames() []string {
+	var s []string
+	for _, n := range benchNets {
+		s = append(s, n.name)
+	}
+	return s
+}
+
+// benchConfig is what `dsgd bench`'s flags ask for.
+type benchConfig struct {
+	nets      []benchNet // with the iteration counts resolved
+	threads   []int
+	reps      int
+	peerLeNet string // "none" runs dsgd alone
+	peerNets  string
+	python    string
+	data      string // LeNet's data set ("" for its zoo source)
+	seed      int64
+	peakTime  time.Duration
+}
+
+func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	var m modelFlags
-	m.register(fs)
-	peer := fs.String("peer", "../shared/peer/torch_lenet.py", "the peer's LeNet script (\"none\" to run dsgd only)")
-	python := fs.String("python", "/usr/bin/python3", "the Python that has torch")
-	iters := fs.Int("iters", 1000, "iterations per run")
-	warmup := fs.Int("warmup", 20, "iterations excluded from timing (as the peer)")
-	threadList := fs.String("thread-list", "1,2", "comma-separated thread counts to compare at")
-	reps := fs.Int("reps", 1, "repeat each pair of runs this many times")
+	nets := fs.String("nets", strings.Join(benchNetNames(), ","), "comma-separated nets to compare: "+strings.Join(benchNetNames(), ", "))
+	threadList := fs.String("thread-list", "1,2", "comma-separated thread counts to compare at (dsgd's --threads, the peer's --threads)")
+	reps := fs.Int("reps", 3, "repetitions of each dsgd/peer pair of runs; the table shows their medians and ranges")
+	iters := fs.String("iters", "", "timed iterations per run: N for every net, or NET=N,... (defaults: "+perNetDefaults(func(n benchNet) int { return n.iters })+")")
+	warmup := fs.String("warmup", "", "untimed iterations before them, the same way (defaults: "+perNetDefaults(func(n benchNet) int { return n.warmup })+")")
+	var c benchConfig
+	fs.StringVar(&c.peerLeNet, "peer", "../shared/peer/torch_lenet.py", "the PyTorch peer's LeNet script (\"none\": time dsgd alone)")
+	fs.StringVar(&c.peerNets, "peer-nets", "../shared/peer/torch_nets.py", "the PyTorch peer's script for the other nets (\"none\": time dsgd alone)")
+	fs.StringVar(&c.python, "python", "/usr/bin/python3", "the Python that has torch")
+	fs.StringVar(&c.data, "data", "", "LeNet's data set (default: its zoo source, fashion-mnist); the other nets get synthetic data of their shape")
+	fs.Int64Var(&c.seed, "seed", -1, "random seed for weights and data order (default: each solver's)")
+	fs.DurationVar(&c.peakTime, "peak-time", 200*time.Millisecond, "length of each FMA peak run (best of 5)")
 	if err := parseFlags(fs, args, stderr); err != nil {
-		return err
+		return c, err
 	}
-	if m.model != "lenet" || m.net != "" || m.solver != "" {
-		fmt.Fprintln(stderr, "dsgd bench: the peer trains LeNet only; bench takes no --model, --net or --solver")
-		return errUsage
+	bad := func(format string, a ...any) (benchConfig, error) {
+		fmt.Fprintf(stderr, "dsgd bench: "+format+"\n", a...)
+		return c, errUsage
 	}
-	var threads []int
 	for _, f := range strings.Split(*threadList, ",") {
 		t, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || t <= 0 {
-			fmt.Fprintf(stderr, "dsgd bench: --thread-list: bad thread count %q\n", f)
-			return errUsage
+			return bad("--thread-list: bad thread count %q", f)
 		}
-		threads = append(threads, t)
+		c.threads = append(c.threads, t)
 	}
-	if *iters <= *warmup {
-		fmt.Fprintln(stderr, "dsgd bench: --iters must exceed --warmup")
-		return errUsage
+	if *reps < 1 {
+		return bad("--reps %d: want at least 1", *reps)
 	}
-	if *peer != "none" {
-		if _, err := os.Stat(*peer); err != nil {
-			return fmt.Errorf("--peer: %w (run from the repository root, or pass --peer PATH, or --peer none)", err)
+	c.reps = *reps
+	if c.peakTime <= 0 {
+		return bad("--peak-time %v: want a positive duration", c.peakTime)
+	}
+	for _, f := range strings.Split(*nets, ",") {
+		name := strings.TrimSpace(f)
+		i := slices.IndexFunc(benchNets, func(n benchNet) bool { return n.name == name })
+		if i < 0 {
+			return bad("--nets: no net %q; the nets are %s", name, strings.Join(benchNetNames(), ", "))
+		}
+		if slices.ContainsFunc(c.nets, func(n benchNet) bool { return n.name == name }) {
+			return bad("--nets: %s given twice", name)
+		}
+		c.nets = append(c.nets, benchNets[i])
+	}
+	it, err := parsePerNet(*iters, 1)
+	if err != nil {
+		return bad("--iters: %v", err)
+	}
+	wu, err := parsePerNet(*warmup, 0)
+	if err != nil {
+		return bad("--warmup: %v", err)
+	}
+	for i := range c.nets {
+		n := &c.nets[i]
+		if v, ok := it[n.name]; ok {
+			n.iters = v
+		} else if v, ok := it[""]; ok {
+			n.iters = v
+		}
+		if v, ok := wu[n.name]; ok {
+			n.warmup = v
+		} else if v, ok := wu[""]; ok {
+			n.warmup = v
 		}
 	}
-	fmt.Fprintf(stdout, "bench: LeNet, batch 64, %d iterations per run (first %d untimed), GEMM %s; peer %s\n", *iters, *warmup, tensor.Backend, *peer)
+	return c, nil
+}
+
+func perNetDefaults(f func(benchNet) int) string {
+	var s []string
+	for _, n := range benchNets {
+		s = append(s, fmt.Sprintf("%s=%d", n.name, f(n)))
+	}
+	return strings.Join(s, ",")
+}
+
+// parsePerNet parses an iteration count given for every net ("5", key "")
+// or per net ("caffenet=2,googlenet=2"); every value must be at least min.
+// "" gives an empty map.
+func parsePerNet(s string, min int) (map[string]int, error) {
+	out := map[string]int{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	atoi := func(v string) (int, error) {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < min {
+			return 0, fmt.Errorf("%q is not an integer of at least %d", v, min)
+		}
+		return n, nil
+	}
+	if !strings.Contains(s, "=") {
+		n, err := atoi(s)
+		if err != nil {
+			return nil, err
+		}
+		out[""] = n
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not NET=N", kv)
+		}
+		if !slices.Contains(benchNetNames(), k) {
+			return nil, fmt.Errorf("no net %q; the nets are %s", k, strings.Join(benchNetNames(), ", "))
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("%s given twice", k)
+		}
+		n, err := atoi(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", k, err)
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
+// benchRow collects one net at one thread count over the repetitions.
+type benchRow struct {
+	net        benchNet
+	threads    int
+	dsgd, peer []float64 // per repetition: median ms per iteration
+	flops      float64   // per iteration, forward+backward
+}
+
+// runBench times the nets with dsgd and with the PyTorch peer, same batch,
+// same thread counts, interleaved in one invocation, and prints per net
+// and thread count the medians, their ratio and the achieved FLOP rate
+// against the chip's FMA peak.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseBenchFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	needLeNet, needNets := false, false
+	for _, n := range c.nets {
+		needLeNet = needLeNet || n.trains()
+		needNets = needNets || !n.trains()
+	}
+	for _, p := range []struct {
+		flag, path string
+		need       bool
+	}{{"--peer", c.peerLeNet, needLeNet}, {"--peer-nets", c.peerNets, needNets}} {
+		if p.need && p.path != "none" {
+			if _, err := os.Stat(p.path); err != nil {
+				return fmt.Errorf("%s: %w (run from the repository root, or pass %s PATH, or %s none)", p.flag, err, p.flag, p.flag)
+			}
+		}
+	}
+	netsBLAS := c.peerNets != "none" && needNets && peerTakesBLASThreads(c.peerNets)
+
+	model := cpuinfo.ModelName()
+	if model == "" {
+		model = "unknown model"
+	}
+	fmt.Fprintf(stdout, "bench: %s, CPU %s (%d logical CPUs; %v), GEMM %s, %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), model, runtime.NumCPU(), cpuinfo.Detect(), tensor.Backend, runtime.Version())
+	fmt.Fprintf(stdout, "bench: peers: LeNet %s, other nets %s, with %s\n", c.peerLeNet, c.peerNets, c.python)
+	if needNets && c.peerNets != "none" && !netsBLAS {
+		fmt.Fprintf(stdout, "bench: warning: %s takes no --blas-threads: at more than one thread its OpenBLAS (fully connected layers) runs as many threads as torch's OpenMP\n", c.peerNets)
+	}
+	peaks := measurePeaks(c.threads, c.peakTime, stdout)
 	gf := gemmPeak()
-	fmt.Fprintf(stdout, "bench: OpenBLAS-path sgemm peak, one thread, n=512: %.1f GFLOP/s\n", gf)
-	type row struct {
-		threads          int
-		ours, peer       stats
-		oursFlops, peerA float64
-		oursAcc          float64
+	fmt.Fprintf(stdout, "bench: sgemm n=512 through tensor.Gemm (%s), one thread: %.1f GFLOP/s", tensor.Backend, gf)
+	if p, ok := peaks[1]; ok {
+		fmt.Fprintf(stdout, ", %.0f%% of the one-thread FMA peak", 100*gf/p)
 	}
-	var rows []row
-	for r := 0; r < *reps; r++ {
-		for _, t := range threads {
-			m.threads = t
-			ours, flops, acc, err := benchOurs(ctx, &m, *iters, *warmup)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "dsgd  threads %d: mean %.3f ms  median %.3f ms  p95 %.3f ms  (%.1f GFLOP/s, %.1f%% of one-thread peak x %d)  test acc %.4f\n",
-				t, ours.mean, ours.median, ours.p95, flops/ours.median/1e6, 100*flops/ours.median/1e6/(gf*float64(t)), t, acc)
-			rw := row{threads: t, ours: ours, oursFlops: flops, oursAcc: acc}
-			if *peer != "none" {
-				ps, acc, err := benchPeer(ctx, *python, *peer, t, *iters, *warmup, m.data)
+	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "bench: FLOPs per iteration: %s\n", flopsHow)
+
+	var rows []*benchRow
+	for _, n := range c.nets {
+		what := "forward+backward on one synthetic batch (" + n.data + ")"
+		if n.trains() {
+			what = "training: forward, backward, update and data"
+		}
+		fmt.Fprintf(stdout, "\n%s, batch %d: %s; %s after %d untimed, %s\n", n.name, n.batch, what, plural(n.iters, "timed iteration"), n.warmup, plural(c.reps, "repetition"))
+		byThreads := map[int]*benchRow{}
+		for _, t := range c.threads {
+			r := &benchRow{net: n, threads: t}
+			byThreads[t] = r
+			rows = append(rows, r)
+		}
+		for rep := 1; rep <= c.reps; rep++ {
+			for _, t := range c.threads {
+				r := byThreads[t]
+				ours, flops, err := benchOurs(ctx, c, n, t)
 				if err != nil {
-					return err
+					return fmt.Errorf("%s, %d threads: %w", n.name, t, err)
 				}
-				fmt.Fprintf(stdout, "torch threads %d: mean %.3f ms  median %.3f ms  p95 %.3f ms  test acc %.4f\n", t, ps.mean, ps.median, ps.p95, acc)
-				rw.peer, rw.peerA = ps, acc
+				r.flops = flops
+				r.dsgd = append(r.dsgd, ours.median)
+				fmt.Fprintf(stdout, "  rep %d threads %d  dsgd  median %9.3f ms  mean %9.3f  p95 %9.3f\n", rep, t, ours.median, ours.mean, ours.p95)
+				var ps stats
+				switch {
+				case n.trains() && c.peerLeNet != "none":
+					ps, err = benchPeerLeNet(ctx, c, n, t)
+				case !n.trains() && c.peerNets != "none":
+					ps, err = benchPeerNet(ctx, c, n, t, netsBLAS)
+				default:
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("%s, %d threads: %w", n.name, t, err)
+				}
+				r.peer = append(r.peer, ps.median)
+				fmt.Fprintf(stdout, "  rep %d threads %d  peer  median %9.3f ms\n", rep, t, ps.median)
 			}
-			rows = append(rows, rw)
 		}
 	}
-	if *peer == "none" {
-		return nil
-	}
-	fmt.Fprintf(stdout, "\n%-8s %12s %12s %14s %12s\n", "threads", "dsgd ms", "torch ms", "ratio (median)", "ratio (mean)")
-	for _, r := range rows {
-		fmt.Fprintf(stdout, "%-8d %12.3f %12.3f %14.3f %12.3f\n", r.threads, r.ours.median, r.peer.median, r.ours.median/r.peer.median, r.ours.mean/r.peer.mean)
-	}
-	fmt.Fprintln(stdout, "ratio = dsgd time / torch time per iteration: below 1 means dsgd is faster")
+	fmt.Fprintln(stdout)
+	printBenchTable(stdout, rows, peaks)
 	return nil
+}
+
+// flopsHow says how the FLOP column is counted, for the output.
+const flopsHow = "2 per multiply-add of every Convolution and InnerProduct layer, from its output and weight shapes " +
+	"(conv: output elements x in/group x kh x kw; inner product: output elements x inputs); forward once, " +
+	"backward twice (weight and input gradients; no input gradient for a layer reading the net's input); " +
+	"biases, pooling, LRN, ReLU, concat, dropout and softmax (under 1%) not counted"
+
+// printBenchTable prints the summary: per net and thread count the
+// medians over repetitions with their ranges, the ratio of medians, the
+// FLOPs of one iteration, dsgd's achieved rate and its share of the FMA
+// peak at that thread count.
+func printBenchTable(w io.Writer, rows []*benchRow, peaks map[int]float64) {
+	fmt.Fprintf(w, "%-14s %5s %7s %-8s %23s %23s %7s %9s %8s %7s\n", "net", "batch", "threads", "timed", "dsgd ms (range)", "peer ms (range)", "ratio", "GFLOP/it", "GFLOP/s", "% peak")
+	for _, r := range rows {
+		timed := "fwd+bwd"
+		if r.net.trains() {
+			timed = "train"
+		}
+		ours := median(r.dsgd)
+		peer, ratio := "-", "-"
+		if len(r.peer) > 0 {
+			peer = msRange(r.peer)
+			ratio = fmt.Sprintf("%.3f", ours/median(r.peer))
+		}
+		rate := r.flops / ours / 1e6 // FLOP per ms -> GFLOP/s
+		pct := "-"
+		if p, ok := peaks[r.threads]; ok && p > 0 {
+			pct = fmt.Sprintf("%.1f%%", 100*rate/p)
+		}
+		fmt.Fprintf(w, "%-14s %5d %7d %-8s %23s %23s %7s %9.2f %8.1f %7s\n", r.net.name, r.net.batch, r.threads, timed, msRange(r.dsgd), peer, ratio, r.flops/1e9, rate, pct)
+	}
+	fmt.Fprintln(w, "ratio = dsgd median / peer median per iteration: below 1 means dsgd is faster; % peak = dsgd's GFLOP/s over the FMA peak measured at that thread count")
+}
+
+// msRange formats the median of per-repetition medians and their range.
+func msRange(v []float64) string {
+	if len(v) == 1 {
+		return fmt.Sprintf("%.2f", v[0])
+	}
+	return fmt.Sprintf("%.2f (%.2f-%.2f)", median(v), slices.Min(v), slices.Max(v))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// measurePeaks measures the FMA peak at each thread count of the list
+// that this process can run at once, and at all cores, printing each with
+// its formula; it returns GFLOP/s by thread count (empty, with the reason
+// printed, where no kernel can run).
+func measurePeaks(threads []int, runFor time.Duration, w io.Writer) map[int]float64 {
+	out := map[int]float64{}
+	counts := append([]int{1}, threads...)
+	counts = append(counts, runtime.GOMAXPROCS(0))
+	slices.Sort(counts)
+	for _, t := range slices.Compact(counts) {
+		if t > runtime.GOMAXPROCS(0) {
+			fmt.Fprintf(w, "bench: FMA peak at %d threads: not measured (GOMAXPROCS %d)\n", t, runtime.GOMAXPROCS(0))
+			continue
+		}
+		p, err := cpuinfo.MeasurePeak(t, runFor, 5)
+		if errors.Is(err, cpuinfo.ErrNoKernel) {
+			fmt.Fprintf(w, "bench: FMA peak: not measured: %v\n", err)
+			return out
+		}
+		if err != nil {
+			fmt.Fprintf(w, "bench: FMA peak at %d threads: %v\n", t, err)
+			continue
+		}
+		out[t] = p.GFLOPS()
+		fmt.Fprintf(w, "bench: FMA peak: %s\n", p.Formula())
+	}
+	return out
 }
 
 type stats struct{ mean, median, p95 float64 }
@@ -109,18 +386,47 @@ func summarize(ms []float64) stats {
 	for _, v := range s {
 		sum += v
 	}
-	return stats{mean: sum / float64(len(s)), median: s[len(s)/2], p95: s[len(s)*95/100]}
+	return stats{mean: sum / float64(len(s)), median: median(s), p95: s[len(s)*95/100]}
 }
 
-// benchOurs trains LeNet for iters iterations and returns the per-iteration
-// times after warmup, the FLOPs of one iteration and the test accuracy.
-func benchOurs(ctx context.Context, m *modelFlags, iters, warmup int) (stats, float64, float64, error) {
+// benchOurs runs one dsgd run of net at threads threads and returns its
+// per-iteration times after warm-up and the FLOPs of one iteration.
+func benchOurs(ctx context.Context, c benchConfig, n benchNet, threads int) (stats, float64, error) {
+	m := modelFlags{model: n.name, data: n.data, threads: threads, seed: c.seed, batch: n.batch}
+	if n.trains() {
+		m.data, m.shuffle = c.data, true
+		return benchTrain(ctx, &m, n.iters+n.warmup, n.warmup)
+	}
+	j, net, err := loadNet(ctx, &m, threads)
+	if err != nil {
+		return stats{}, 0, err
+	}
+	defer j.close()
+	var ms []float64
+	for i := range n.iters {
+		w := 0
+		if i == 0 {
+			w = n.warmup
+		}
+		tm, err := calib.Time(ctx, net, w, 1)
+		if err != nil {
+			return stats{}, 0, err
+		}
+		ms = append(ms, float64(tm.Wall)/float64(time.Millisecond))
+	}
+	return summarize(ms), iterFlops(j.train.Spec, net), nil
+}
+
+// benchTrain trains the model for iters iterations and returns the
+// per-iteration times after warmup and the FLOPs of one iteration's
+// forward and backward passes.
+func benchTrain(ctx context.Context, m *modelFlags, iters, warmup int) (stats, float64, error) {
 	j, err := m.load()
 	if err != nil {
-		return stats{}, 0, 0, err
+		return stats{}, 0, err
 	}
 	if err := j.openData(m, true, 1); err != nil {
-		return stats{}, 0, 0, err
+		return stats{}, 0, err
 	}
 	defer j.close()
 	var times []float64
@@ -128,7 +434,7 @@ func benchOurs(ctx context.Context, m *modelFlags, iters, warmup int) (stats, fl
 		Train: j.train.Spec, Test: j.test.Spec,
 		TrainShapes: j.trainShapes, TestShapes: j.testShapes,
 		TrainFeeds: j.trainFeeds, TestFeeds: j.testFeeds,
-		Solver: j.solver.Solver, MaxIter: iters, TestIter: 100,
+		Solver: j.solver.Solver, MaxIter: iters, TestIter: 1,
 		Seed: j.seed, Threads: m.threads,
 		OnIter: func(iter int, _ float64, d time.Duration) {
 			if iter >= warmup {
@@ -138,57 +444,19 @@ func benchOurs(ctx context.Context, m *modelFlags, iters, warmup int) (stats, fl
 	}
 	tr, err := train.New(cfg)
 	if err != nil {
-		return stats{}, 0, 0, err
+		return stats{}, 0, err
 	}
-	res, err := tr.Run(ctx)
-	if err != nil {
-		return stats{}, 0, 0, err
+	if _, err := tr.Run(ctx); err != nil {
+		return stats{}, 0, err
 	}
-	acc, _ := res.Final().Get("accuracy")
-	return summarize(times), iterFlops(tr.Net()), acc, nil
+	if len(times) == 0 {
+		return stats{}, 0, errors.New("no iteration was timed")
+	}
+	return summarize(times), iterFlops(j.train.Spec, tr.Net()), nil
 }
 
-// iterFlops estimates the floating-point operations of one training
-// iteration from the convolution and inner-product layers: 2 per
-// multiply-add forward, and twice that backward (weight and data
-// gradients), less the data gradient of a first layer that reads the input.
-func iterFlops(net *model.Net) float64 {
-	blocks := net.Blocks()
-	var total float64
-	first := true
-	for _, li := range net.Layers() {
-		if li.Type != "Convolution" && li.Type != "InnerProduct" {
-			continue
-		}
-		var w tensor.Shape
-		for _, b := range blocks {
-			if b.Layer == li.Name {
-				w = b.Shape
-				break
-			}
-		}
-		if w == nil || len(li.Tops) == 0 {
-			continue
-		}
-		top := li.Tops[0]
-		var macs float64
-		if li.Type == "Convolution" {
-			macs = float64(top.Count()) * float64(w.CountFrom(1))
-		} else {
-			macs = float64(top.Count()) * float64(w.Count()) / float64(top[len(top)-1])
-		}
-		f := 2 * macs * 3
-		if first {
-			f = 2 * macs * 2
-			first = false
-		}
-		total += f
-	}
-	return total
-}
-
-// gemmPeak measures one-thread sgemm at n=512, the reference the GEMM
-// efficiency is reported against.
+// gemmPeak measures one-thread sgemm at n=512 through tensor.Gemm, the
+// rate the GEMM backend reaches on a square product that fits the caches.
 func gemmPeak() float64 {
 	const n = 512
 	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
@@ -205,41 +473,77 @@ func gemmPeak() float64 {
 }
 
 var (
-	peerTimes = regexp.MustCompile(`iter ms \(excluding first \d+\): mean ([0-9.]+)\s+median ([0-9.]+)\s+std [0-9.]+\s+p95 ([0-9.]+)`)
-	peerAcc   = regexp.MustCompile(`final TEST acc ([0-9.]+)`)
+	peerLeNetTimes = regexp.MustCompile(`iter ms \(excluding first \d+\): mean ([0-9.]+)\s+median ([0-9.]+)\s+std [0-9.]+\s+p95 ([0-9.]+)`)
+	peerNetTimes   = regexp.MustCompile(`fwd\+bwd median ([0-9.]+) ms \(min ([0-9.]+), max ([0-9.]+)\)`)
 )
 
-func benchPeer(ctx context.Context, python, script string, threads, iters, warmup int, dataDir string) (stats, float64, error) {
-	args := []string{script, "--iters", fmt.Sprint(iters), "--warmup", fmt.Sprint(warmup), "--threads", fmt.Sprint(threads), "--blas-threads", "1", "--display", "0"}
-	if dataDir != "" {
-		args = append(args, "--data", dataDir)
+// benchPeerLeNet trains LeNet with torch_lenet.py: the same iterations,
+// warm-up and threads, one OpenBLAS thread (the peer README's fair
+// setting), on the same data set.
+func benchPeerLeNet(ctx context.Context, c benchConfig, n benchNet, threads int) (stats, error) {
+	args := []string{c.peerLeNet, "--iters", fmt.Sprint(n.iters + n.warmup), "--warmup", fmt.Sprint(n.warmup), "--threads", fmt.Sprint(threads), "--blas-threads", "1", "--display", "0"}
+	if c.data != "" {
+		args = append(args, "--data", c.data)
 	}
+	out, err := runPeerScript(ctx, c.python, args)
+	if err != nil {
+		return stats{}, err
+	}
+	return parsePeerLeNet(c.peerLeNet, out)
+}
+
+func parsePeerLeNet(script, out string) (stats, error) {
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if mm := peerLeNetTimes.FindStringSubmatch(sc.Text()); mm != nil {
+			var st stats
+			st.mean, _ = strconv.ParseFloat(mm[1], 64)
+			st.median, _ = strconv.ParseFloat(mm[2], 64)
+			st.p95, _ = strconv.ParseFloat(mm[3], 64)
+			return st, nil
+		}
+	}
+	return stats{}, fmt.Errorf("peer %s: no timing line (\"iter ms (excluding first N): mean ... median ...\") in its output:\n%s", script, tail(out, 2000))
+}
+
+// benchPeerNet times net in torch_nets.py: forward+backward on random
+// data of the same shape, same batch, iterations and threads.
+func benchPeerNet(ctx context.Context, c benchConfig, n benchNet, threads int, blasThreads bool) (stats, error) {
+	args := []string{c.peerNets, "--model", n.name, "--batch", fmt.Sprint(n.batch), "--threads", fmt.Sprint(threads), "--iters", fmt.Sprint(n.iters), "--warmup", fmt.Sprint(n.warmup)}
+	if blasThreads {
+		args = append(args, "--blas-threads", "1")
+	}
+	out, err := runPeerScript(ctx, c.python, args)
+	if err != nil {
+		return stats{}, err
+	}
+	return parsePeerNet(c.peerNets, out)
+}
+
+func parsePeerNet(script, out string) (stats, error) {
+	mm := peerNetTimes.FindStringSubmatch(out)
+	if mm == nil {
+		return stats{}, fmt.Errorf("peer %s: no timing line (\"fwd+bwd median X ms (min Y, max Z)\") in its output:\n%s", script, tail(out, 2000))
+	}
+	med, _ := strconv.ParseFloat(mm[1], 64)
+	return stats{median: med, mean: med}, nil
+}
+
+// peerTakesBLASThreads says whether a peer script has a --blas-threads
+// flag (torch_lenet.py does; torch_nets.py did not when this was written).
+func peerTakesBLASThreads(script string) bool {
+	b, err := os.ReadFile(script)
+	return err == nil && bytes.Contains(b, []byte("--blas-threads"))
+}
+
+func runPeerScript(ctx context.Context, python string, args []string) (string, error) {
 	cmd := exec.CommandContext(ctx, python, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return stats{}, 0, fmt.Errorf("peer %s %s: %w\n%s", python, script, err, tail(out.String(), 2000))
+		return "", fmt.Errorf("peer %s %s: %w\n%s", python, strings.Join(args, " "), err, tail(out.String(), 2000))
 	}
-	var st stats
-	var acc float64
-	sc := bufio.NewScanner(&out)
-	found := false
-	for sc.Scan() {
-		line := sc.Text()
-		if mm := peerTimes.FindStringSubmatch(line); mm != nil {
-			st.mean, _ = strconv.ParseFloat(mm[1], 64)
-			st.median, _ = strconv.ParseFloat(mm[2], 64)
-			st.p95, _ = strconv.ParseFloat(mm[3], 64)
-			found = true
-		}
-		if mm := peerAcc.FindStringSubmatch(line); mm != nil {
-			acc, _ = strconv.ParseFloat(mm[1], 64)
-		}
-	}
-	if !found {
-		return stats{}, 0, fmt.Errorf("peer %s: no timing line in its output:\n%s", script, tail(out.String(), 2000))
-	}
-	return st, acc, nil
+	return out.String(), nil
 }
 
 func tail(s string, n int) string {

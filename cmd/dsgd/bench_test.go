@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"dsgd/config"
+	"dsgd/model"
+	"dsgd/nn/layers"
+	"dsgd/tensor"
+	"dsgd/zoo"
+)
+
+func TestParseBenchFlags(t *testing.T) {
+	iters := func(c benchConfig) map[string][2]int {
+		m := map[string][2]int{}
+		for _, n := range c.nets {
+			m[n.name] = [2]int{n.iters, n.warmup}
+		}
+		return m
+	}
+	defaults := map[string][2]int{"lenet": {200, 20}, "cifar10_quick": {10, 2}, "caffenet": {2, 1}, "googlenet": {2, 1}}
+	tests := []struct {
+		args    []string
+		iters   map[string][2]int // net -> iters, warmup
+		threads []int
+		reps    int
+		err     string // in stderr
+	}{
+		{args: nil, iters: defaults, threads: []int{1, 2}, reps: 3},
+		{args: []string{"--nets", "googlenet,caffenet", "--thread-list", "2", "--reps", "1"},
+			iters: map[string][2]int{"googlenet": {2, 1}, "caffenet": {2, 1}}, threads: []int{2}, reps: 1},
+		{args: []string{"--iters", "5", "--warmup", "0"},
+			iters: map[string][2]int{"lenet": {5, 0}, "cifar10_quick": {5, 0}, "caffenet": {5, 0}, "googlenet": {5, 0}}, threads: []int{1, 2}, reps: 3},
+		{args: []string{"--iters", "caffenet=2, googlenet=1", "--warmup", "lenet=0"},
+			iters: map[string][2]int{"lenet": {200, 0}, "cifar10_quick": {10, 2}, "caffenet": {2, 1}, "googlenet": {1, 1}}, threads: []int{1, 2}, reps: 3},
+		{args: []string{"--nets", "resnet"}, err: `no net "resnet"`},
+		{args: []string{"--nets", "lenet,lenet"}, err: "lenet given twice"},
+		{args: []string{"--nets", ""}, err: `no net ""`},
+		{args: []string{"--thread-list", "1,0"}, err: `bad thread count "0"`},
+		{args: []string{"--thread-list", "two"}, err: `bad thread count "two"`},
+		{args: []string{"--reps", "0"}, err: "--reps 0"},
+		{args: []string{"--iters", "0"}, err: "--iters: \"0\" is not an integer of at least 1"},
+		{args: []string{"--iters", "caffenet=0"}, err: "--iters: caffenet:"},
+		{args: []string{"--iters", "alexnet=2"}, err: `--iters: no net "alexnet"`},
+		{args: []string{"--iters", "3,caffenet=2"}, err: `"3" is not NET=N`},
+		{args: []string{"--iters", "caffenet=2,caffenet=3"}, err: "caffenet given twice"},
+		{args: []string{"--warmup", "-1"}, err: "--warmup:"},
+		{args: []string{"--peak-time", "0s"}, err: "--peak-time"},
+		{args: []string{"--model", "lenet"}, err: "flag provided but not defined: -model"},
+		{args: []string{"lenet"}, err: `unexpected argument "lenet"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stderr bytes.Buffer
+			c, err := parseBenchFlags(tt.args, &stderr)
+			if tt.err != "" {
+				if err != errUsage || !strings.Contains(stderr.String(), tt.err) {
+					t.Fatalf("err %v, stderr %q; want usage error with %q", err, stderr.String(), tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v: %s", err, stderr.String())
+			}
+			if got := iters(c); !reflect.DeepEqual(got, tt.iters) {
+				t.Errorf("nets %v, want %v", got, tt.iters)
+			}
+			if !reflect.DeepEqual(c.threads, tt.threads) || c.reps != tt.reps {
+				t.Errorf("threads %v reps %d", c.threads, c.reps)
+			}
+			if c.peerLeNet != "../shared/peer/torch_lenet.py" || c.peerNets != "../shared/peer/torch_nets.py" || c.python != "/usr/bin/python3" {
+				t.Errorf("peers %q %q %q", c.peerLeNet, c.peerNets, c.python)
+			}
+		})
+	}
+	// The nets run in the order given, with their batches.
+	c, err := parseBenchFlags([]string{"--nets", "googlenet,lenet"}, &bytes.Buffer{})
+	if err != nil || len(c.nets) != 2 || c.nets[0].name != "googlenet" || c.nets[0].batch != 32 || c.nets[1].batch != 64 || !c.nets[1].trains() || c.nets[0].trains() {
+		t.Errorf("nets %+v, err %v", c.nets, err)
+	}
+}
+
+// TestLayerFlops counts by hand: a convolution's output element is a dot
+// product over in/group x kh x kw, an inner product's over its inputs;
+// two FLOPs per multiply-add; backward twice forward (weights and input)
+// or once (weights only).
+func TestLayerFlops(t *testing.T) {
+	tests := []struct {
+		name     string
+		typ      string
+		top, w   tensor.Shape
+		dataGrad bool
+		fwd, bwd float64
+	}{
+		// 2x4x8x8 = 512 outputs, each 3x3x3 = 27 multiply-adds: 13,824.
+		{"conv", "Convolution", tensor.Shape{2, 4, 8, 8}, tensor.Shape{4, 3, 3, 3}, true, 27648, 55296},
+		{"conv on the data", "Convolution", tensor.Shape{2, 4, 8, 8}, tensor.Shape{4, 3, 3, 3}, false, 27648, 27648},
+		// CaffeNet's conv2, group 2: 256x27x27 = 186,624 outputs, each over
+		// 48 of the 96 input maps x 5x5 = 1,200: 223,948,800 multiply-adds.
+		{"grouped conv", "Convolution", tensor.Shape{1, 256, 27, 27}, tensor.Shape{256, 48, 5, 5}, true, 447897600, 895795200},
+		// LeNet's ip1 at batch 64: 64x500 outputs over 800 inputs: 25.6M.
+		{"inner product", "InnerProduct", tensor.Shape{64, 500}, tensor.Shape{500, 800}, true, 51.2e6, 102.4e6},
+		{"inner product, transposed weights", "InnerProduct", tensor.Shape{64, 500}, tensor.Shape{800, 500}, true, 51.2e6, 102.4e6},
+		{"relu", "ReLU", tensor.Shape{64, 500}, nil, true, 0, 0},
+		{"pooling", "Pooling", tensor.Shape{2, 4, 4, 4}, nil, true, 0, 0},
+		{"no top", "Convolution", nil, tensor.Shape{4, 3, 3, 3}, true, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fwd, bwd := layerFlops(tt.typ, tt.top, tt.w, tt.dataGrad)
+			if fwd != tt.fwd || bwd != tt.bwd {
+				t.Errorf("layerFlops = %v, %v; want %v, %v", fwd, bwd, tt.fwd, tt.bwd)
+			}
+		})
+	}
+}
+
+func zooNet(t *testing.T, name string, batch int, chw ...int) (model.Spec, *model.Net) {
+	t.Helper()
+	src, _, err := zoo.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := config.ParseNet(name+".prototxt", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn, err := def.Phase(layers.Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]tensor.Shape{"data": append(tensor.Shape{batch}, chw...), "label": {batch}}
+	net, err := model.Build(pn.Spec, in, model.Options{Phase: layers.Train, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pn.Spec, net
+}
+
+// TestIterFlops counts LeNet at batch 64 by hand. Multiply-adds: conv1
+// 64x20x24x24 outputs x 25 = 18,432,000 (it reads the data: no input
+// gradient); conv2 64x50x8x8 x 500 = 102,400,000; ip1 64x500 x 800 =
+// 25,600,000; ip2 64x10 x 500 = 320,000. FLOPs: 2 x (all) forward, 2 x
+// conv1 + 4 x (the rest) backward = 293,504,000 + 550,144,000.
+//
+// cifar10_quick at batch 100: conv1 100x32x32x32 x 75 = 245,760,000 (reads
+// the data); conv2 100x32x16x16 x 800 = 655,360,000; conv3 100x64x8x8 x 800
+// = 327,680,000; ip1 100x64 x 1024 = 6,553,600; ip2 100x10 x 64 = 64,000:
+// 4 x 245,760,000 + 6 x 989,657,600 = 6,920,985,600.
+func TestIterFlops(t *testing.T) {
+	spec, net := zooNet(t, "lenet", 64, 1, 28, 28)
+	if got, want := iterFlops(spec, net), 843648000.0; got != want {
+		t.Errorf("LeNet: %v FLOPs per iteration, want %v", got, want)
+	}
+	spec, net = zooNet(t, "cifar10_quick", 100, 3, 32, 32)
+	if got, want := iterFlops(spec, net), 6920985600.0; got != want {
+		t.Errorf("cifar10_quick: %v FLOPs per iteration, want %v", got, want)
+	}
+}
+
+func TestParsePeerOutputs(t *testing.T) {
+	st, err := parsePeerNet("p.py", "loading\ncifar10_quick batch 100 threads 2: fwd+bwd median 55.31 ms (min 54.90, max 60.02)\n")
+	if err != nil || st.median != 55.31 {
+		t.Errorf("parsePeerNet: %+v, %v", st, err)
+	}
+	if _, err := parsePeerNet("p.py", "Traceback: boom\n"); err == nil || !strings.Contains(err.Error(), "p.py") || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("parsePeerNet on no timing line: %v", err)
+	}
+	st, err = parsePeerLeNet("l.py", "iter ms (excluding first 20): mean 7.100  median 7.000  std 0.3  p95 7.900\nfinal TEST acc 0.8\n")
+	if err != nil || st.mean != 7.1 || st.median != 7 || st.p95 != 7.9 {
+		t.Errorf("parsePeerLeNet: %+v, %v", st, err)
+	}
+	if _, err := parsePeerLeNet("l.py", ""); err == nil {
+		t.Error("parsePeerLeNet on empty output succeeded")
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{[]float64{3}, 3}, {[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+// TestBenchEndToEnd runs the whole command on cifar10_quick with a fake
+// peer (a shell script printing torch_nets.py's line), one iteration.
+func TestBenchEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("times cifar10_quick")
+	}
+	// cifar10_quick at batch 4 rather than 100: the same code, a 25th of
+	// the time (this test runs under the race detector too).
+	saved := slices.Clone(benchNets)
+	defer func() { benchNets = saved }()
+	benchNets[1].batch, benchNets[1].data = 4, "synthetic:N=4,C=3,H=32,W=32,classes=10"
+	dir := t.TempDir()
+	peer := filepath.Join(dir, "peer.sh")
+	if err := os.WriteFile(peer, []byte("echo \"$2 batch $4 threads $6: fwd+bwd median 100.00 ms (min 99.00, max 101.00)\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"bench", "--nets", "cifar10_quick", "--reps", "2", "--iters", "1", "--warmup", "0", "--thread-list", "1",
+		"--peer-nets", peer, "--python", "/bin/sh", "--peak-time", "1ms"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr.String(), stdout.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"FMA peak", "sgemm n=512", "FLOPs per iteration: 2 per multiply-add", "takes no --blas-threads",
+		"rep 2 threads 1  peer  median   100.000 ms", "cifar10_quick      4       1 fwd+bwd"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// The table row: dsgd's median, the peer's 100 ms, their ratio and
+	// cifar10_quick's 0.28 GFLOP per iteration (6.92 at batch 100).
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "cifar10_quick ") {
+			continue
+		}
+		// name batch threads timed dsgd (range) peer (range) ratio GFLOP/it GFLOP/s %peak
+		f := strings.Fields(line)
+		if len(f) != 12 {
+			t.Fatalf("table row %q", line)
+		}
+		ours, err1 := strconv.ParseFloat(f[4], 64)
+		ratio, err2 := strconv.ParseFloat(f[8], 64)
+		if err1 != nil || err2 != nil || f[6] != "100.00" || f[7] != "(100.00-100.00)" || math.Abs(ratio-ours/100) > 0.0011 || f[9] != "0.28" {
+			t.Errorf("table row %q", line)
+		}
+	}
+	// A missing peer script is named, with the fix.
+	stderr.Reset()
+	code = run(ctx, []string{"bench", "--nets", "caffenet", "--peer-nets", filepath.Join(dir, "missing.py")}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "--peer-nets") || !strings.Contains(stderr.String(), "missing.py") {
+		t.Errorf("missing peer: exit %d, %q", code, stderr.String())
+	}
+}
+
+func TestParsePerNet(t *testing.T) {
+	tests := []struct {
+		in   string
+		min  int
+		want map[string]int
+		err  bool
+	}{
+		{"", 1, map[string]int{}, false},
+		{"  ", 1, map[string]int{}, false},
+		{"7", 1, map[string]int{"": 7}, false},
+		{"0", 0, map[string]int{"": 0}, false},
+		{"0", 1, nil, true},
+		{"lenet=5,googlenet=1", 1, map[string]int{"lenet": 5, "googlenet": 1}, false},
+		{" lenet = 5 ", 1, map[string]int{"lenet": 5}, false},
+		{"lenet=", 1, nil, true},
+		{"=5", 1, nil, true},
+		{"lenet=5,", 1, nil, true},
+		{"resnet=5", 1, nil, true},
+		{"lenet=x", 1, nil, true},
+		{"5,6", 1, nil, true},
+	}
+	for _, tt := range tests {
+		got, err := parsePerNet(tt.in, tt.min)
+		if (err != nil) != tt.err || !tt.err && !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("parsePerNet(%q, %d) = %v, %v; want %v (error %v)", tt.in, tt.min, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+// FuzzParsePerNet: any input gives a map of known nets (or "") to values
+// of at least min, or an error; never a panic.
+func FuzzParsePerNet(f *testing.F) {
+	for _, s := range []string{"", "3", "lenet=2,caffenet=1", "x=1", "=", ",,", "lenet=99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := parsePerNet(s, 1)
+		if err != nil {
+			return
+		}
+		for k, v := range m {
+			if k != "" && !slices.Contains(benchNetNames(), k) || v < 1 {
+				t.Fatalf("parsePerNet(%q) = %v", s, m)
+			}
+		}
+	})
+}
