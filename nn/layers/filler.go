@@ -18,6 +18,9 @@ const (
 	FillUniform  FillerType = "uniform"
 	FillXavier   FillerType = "xavier"
 	FillMSRA     FillerType = "msra"
+	// FillBilinear is Caffe's bilinear filler: the weights of bilinear
+	// upsampling, for a Deconvolution's 4-D kernel.
+	FillBilinear FillerType = "bilinear"
 )
 
 // VarianceNorm is Caffe's FillerParameter.VarianceNorm, used by xavier and
@@ -47,7 +50,7 @@ type Filler struct {
 // methods call it on every filler of their config.
 func (f Filler) Validate() error {
 	switch f.Type {
-	case "", FillConstant, FillXavier, FillMSRA:
+	case "", FillConstant, FillXavier, FillMSRA, FillBilinear:
 	case FillUniform:
 		if !(f.Min <= f.Max) {
 			return fmt.Errorf("layers: uniform filler: min %v greater than max %v", f.Min, f.Max)
@@ -57,7 +60,7 @@ func (f Filler) Validate() error {
 			return fmt.Errorf("layers: gaussian filler: negative std %v", f.Std)
 		}
 	default:
-		return fmt.Errorf("layers: unknown filler type %q (want constant, uniform, gaussian, xavier or msra)", f.Type)
+		return fmt.Errorf("layers: unknown filler type %q (want constant, uniform, gaussian, xavier, msra or bilinear)", f.Type)
 	}
 	if f.VarianceNorm < FanIn || f.VarianceNorm > Average {
 		return fmt.Errorf("layers: unknown filler variance_norm %d", f.VarianceNorm)
@@ -72,6 +75,7 @@ func (f Filler) Validate() error {
 //   - gaussian: normal with mean Mean and standard deviation Std;
 //   - xavier: uniform on ±sqrt(3/n);
 //   - msra: normal with mean 0 and standard deviation sqrt(2/n);
+//   - bilinear: bilinear upsampling weights (see fillBilinear);
 //
 // where n is fan_in = count/shape[0], fan_out = count/shape[1] (count for a
 // blob with one axis) or their mean, as VarianceNorm says. Fill panics on a
@@ -103,6 +107,25 @@ func (f Filler) Fill(b *tensor.Blob, r *rand.Rand) {
 		}
 	case FillMSRA:
 		fillNormal(data, 0, math.Sqrt(2/f.fan(b)), r)
+	case FillBilinear:
+		fillBilinear(b)
+	}
+}
+
+// fillBilinear writes bilinear-upsampling weights into every kh×kw plane
+// of b, as Caffe's BilinearFiller: with f = ceil(kw/2) and c = (2f − 1 −
+// f mod 2)/(2f), tap (y, x) is (1 − |x/f − c|)·(1 − |y/f − c|). A blob
+// with fewer than 2 axes is filled as one row.
+func fillBilinear(b *tensor.Blob) {
+	kh, kw := 1, b.Count()
+	if n := len(b.Shape); n >= 2 {
+		kh, kw = b.Shape[n-2], b.Shape[n-1]
+	}
+	f := math.Ceil(float64(kw) / 2)
+	c := (2*f - 1 - math.Mod(f, 2)) / (2 * f)
+	for i := range b.Data {
+		x, y := float64(i%kw), float64((i/kw)%kh)
+		b.Data[i] = float32((1 - math.Abs(x/f-c)) * (1 - math.Abs(y/f-c)))
 	}
 }
 
