@@ -25,6 +25,9 @@ type NetDef struct {
 	// Warnings lists the harmless fields that were ignored, each with its
 	// position and the reason.
 	Warnings []string
+	// Notes says what was upgraded from an old format on reading (a V1
+	// net), for the user to see, as Caffe logs its upgrades.
+	Notes []string
 }
 
 // LayerDef is one layer definition of a NetDef. Exactly one of Compute and
@@ -117,12 +120,16 @@ func ParseNet(filename string, src []byte) (*NetDef, error) {
 	if err != nil {
 		return nil, err
 	}
+	v1, err := upgradeV1(msg)
+	if err != nil {
+		return nil, err
+	}
 	d := &decoder{}
 	r := d.reader(msg, "net")
 	n := &NetDef{Name: r.str("name", ""), File: filename}
-	if v1 := r.all("layers"); len(v1) > 0 {
-		d.failf(v1[0].Pos, "'layers' is Caffe's V1 net format, which dsgd does not read; "+
-			"upgrade the file with Caffe's tools/upgrade_net_proto_text and use 'layer'")
+	if v1 {
+		n.Notes = append(n.Notes, fmt.Sprintf("%s: upgraded from Caffe's V1 net format in memory, as Caffe does; "+
+			"`dsgd upgrade %s NEW.prototxt` writes the current format", filename, filename))
 	}
 	if in := legacyInput(r); in != nil {
 		n.Layers = append(n.Layers, in)
@@ -242,18 +249,29 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 	r := d.reader(f.Msg, "layer")
 	l := &LayerDef{Pos: f.Pos}
 	l.Name = r.str("name", "")
+	l.Type = r.str("type", "")
 	if l.Name == "" && r.ok() {
-		d.failf(f.Pos, "layer has no name")
-		return nil
+		// Caffe accepts a layer without a name; give it one that says
+		// where it is, so errors and timings can name it.
+		l.Name = fmt.Sprintf("%s@%d", orType(l.Type), f.Pos.Line)
 	}
 	r.ctx = fmt.Sprintf("layer '%s'", l.Name)
-	l.Type = r.str("type", "")
 	if l.Type == "" && r.ok() {
 		d.failf(f.Pos, "layer '%s' has no type", l.Name)
 		return nil
 	}
+	if l.Type == "Python" && r.ok() {
+		d.failf(f.Pos, "layer '%s' is a Python layer (python_param module/layer), which runs only inside Caffe's own Python; "+
+			"dsgd cannot run it: replace it with a built-in layer (for data, a Data or Input layer)", l.Name)
+		return nil
+	}
 	l.Bottom = r.strs("bottom")
 	l.Top = r.strs("top")
+	if len(l.Top) == 0 && isLossType(l.Type) {
+		// Caffe gives a loss layer without a top an anonymous one
+		// (AutoTopBlobs), so that its loss still counts.
+		l.Top = []string{"(automatic) " + l.Name}
+	}
 	for _, m := range r.msgs("include") {
 		l.Include = append(l.Include, decodeRule(d, m, r.ctx, "include"))
 	}
@@ -296,6 +314,14 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 		return nil
 	}
 	return l
+}
+
+// orType is t, or "layer" when empty.
+func orType(t string) string {
+	if t == "" {
+		return "layer"
+	}
+	return t
 }
 
 // decodeRule decodes a NetStateRule; only phase is supported.

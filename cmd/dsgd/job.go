@@ -23,6 +23,8 @@ type modelFlags struct {
 	model, net, solver, data string
 	threads                  int
 	seed                     int64
+	// netOnly lets a net file be loaded without a solver (dsgd time).
+	netOnly bool
 	shuffle                  bool
 	batch                    int
 }
@@ -48,6 +50,11 @@ type job struct {
 	test     *config.PhaseNet
 	seed     uint64
 	warnings []string
+	// notes say what was upgraded from an old file format (stderr).
+	notes []string
+	// noSolver marks a net loaded without a solver (dsgd time on a
+	// deploy net); solver then holds an empty SolverDef.
+	noSolver bool
 
 	trainShapes, testShapes map[string]tensor.Shape
 	trainFeeds, testFeeds   []train.Feed
@@ -76,8 +83,20 @@ func (m *modelFlags) load() (*job, error) {
 		}
 		j.net, err = config.LoadNet(netPath)
 		j.name = netPath
+	case m.net != "" && m.netOnly, netFile(m.model) && m.netOnly:
+		// dsgd time, like caffe time, needs only the net.
+		path := m.net
+		if path == "" {
+			path = m.model
+		}
+		j.solver = &config.SolverDef{RandomSeed: -1}
+		j.noSolver = true
+		j.net, err = config.LoadNet(path)
+		j.name = path
 	case m.net != "":
 		return nil, errors.New("--net needs --solver FILE too (the solver says how to train); or use --model NAME")
+	case netFile(m.model):
+		return nil, fmt.Errorf("--model %s: a net file needs --solver FILE too (the solver says how to train); --model FILE alone works for dsgd time", m.model)
 	default:
 		netSrc, solverSrc, zerr := zoo.Get(m.model)
 		if zerr != nil {
@@ -94,6 +113,7 @@ func (m *modelFlags) load() (*job, error) {
 		return nil, err
 	}
 	j.warnings = append(append(j.warnings, j.solver.Warnings...), j.net.Warnings...)
+	j.notes = append(j.notes, j.net.Notes...)
 	if j.train, err = j.net.Phase(layers.Train); err != nil {
 		return nil, err
 	}
@@ -170,6 +190,19 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 	shapes := map[string]tensor.Shape{}
 	var feeds []train.Feed
 	for i, dl := range pn.Data {
+		if dl.Type == "Input" {
+			// An Input layer's blobs are filled by whoever runs the net;
+			// dsgd time leaves them at zero, as caffe time does.
+			in, err := inputFeed(dl, m.batch)
+			if err != nil {
+				return nil, nil, err
+			}
+			for i, t := range dl.Tops {
+				shapes[t] = tensor.Shape(in.Shapes[i])
+			}
+			feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: in})
+			continue
+		}
 		if dl.Type != "Data" {
 			return nil, nil, fmt.Errorf("%s: %s layer %q has no data source: dsgd trains from Data layers (data_param { source batch_size })", dl.Pos, dl.Type, dl.Name)
 		}
@@ -236,7 +269,9 @@ func (j *job) printHeader(w io.Writer, net *model.Net, threads, maxIter int) {
 		fmt.Fprintf(w, "dsgd: data %s\n", d)
 	}
 	sc := j.solver.Solver
-	fmt.Fprintf(w, "dsgd: solver %s, base_lr %g, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), sc.BaseLR, sc.LRPolicy, sc.Momentum, sc.WeightDecay, maxIter)
+	if !j.noSolver {
+		fmt.Fprintf(w, "dsgd: solver %s, base_lr %g, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), sc.BaseLR, sc.LRPolicy, sc.Momentum, sc.WeightDecay, maxIter)
+	}
 	fmt.Fprintf(w, "dsgd: %d threads, GEMM %s, seed %d\n", threads, tensor.Backend, j.seed)
 	for _, wn := range j.warnings {
 		fmt.Fprintf(w, "dsgd: warning: %s\n", wn)
