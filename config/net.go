@@ -249,13 +249,17 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 	r := d.reader(f.Msg, "layer")
 	l := &LayerDef{Pos: f.Pos}
 	l.Name = r.str("name", "")
-	l.Type = r.str("type", "")
 	if l.Name == "" && r.ok() {
 		// Caffe accepts a layer without a name; give it one that says
 		// where it is, so errors and timings can name it.
-		l.Name = fmt.Sprintf("%s@%d", orType(l.Type), f.Pos.Line)
+		t := "layer"
+		if tf := f.Msg.Get("type"); len(tf) == 1 && tf[0].Kind == prototxt.KindString && tf[0].Value != "" {
+			t = tf[0].Value
+		}
+		l.Name = fmt.Sprintf("%s@%d", t, f.Pos.Line)
 	}
 	r.ctx = fmt.Sprintf("layer '%s'", l.Name)
+	l.Type = r.str("type", "")
 	if l.Type == "" && r.ok() {
 		d.failf(f.Pos, "layer '%s' has no type", l.Name)
 		return nil
@@ -314,14 +318,6 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 		return nil
 	}
 	return l
-}
-
-// orType is t, or "layer" when empty.
-func orType(t string) string {
-	if t == "" {
-		return "layer"
-	}
-	return t
 }
 
 // decodeRule decodes a NetStateRule; only phase is supported.
