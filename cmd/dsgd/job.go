@@ -25,8 +25,8 @@ type modelFlags struct {
 	seed                     int64
 	// netOnly lets a net file be loaded without a solver (dsgd time).
 	netOnly bool
-	shuffle                  bool
-	batch                    int
+	shuffle bool
+	batch   int
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
