@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -69,8 +70,12 @@ func runUpgrade(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dsgd upgrade IN.prototxt OUT.prototxt\n\nWrites IN (a Caffe net or solver in any format dsgd reads) to OUT in the current format.")
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
-		return err
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
 	}
 	if fs.NArg() != 2 {
 		fs.Usage()
