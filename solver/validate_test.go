@@ -51,7 +51,7 @@ func TestValidate(t *testing.T) {
 		{"base_lr zero", base(func(c *Config) { c.BaseLR = 0 }), "base_lr must be > 0"},
 		{"base_lr negative", base(func(c *Config) { c.BaseLR = -1 }), "base_lr must be > 0"},
 		{"base_lr NaN", base(func(c *Config) { c.BaseLR = nan() }), "base_lr NaN is not a finite"},
-		{"unknown type", base(func(c *Config) { c.Type = "AdaDelta" }), `type "AdaDelta" is unknown`},
+		{"unknown type", base(func(c *Config) { c.Type = "Adadelta" }), `type "Adadelta" is unknown`},
 		{"type is case-sensitive", base(func(c *Config) { c.Type = "sgd" }), `type "sgd" is unknown`},
 		{"missing policy", base(func(c *Config) { c.LRPolicy = "" }), "lr_policy is missing"},
 		{"unknown policy", base(func(c *Config) { c.LRPolicy = "cosine" }), `lr_policy "cosine" is unknown`},
