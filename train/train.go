@@ -65,6 +65,11 @@ type Config struct {
 	TrainFeeds, TestFeeds []Feed
 
 	Solver solver.Config
+	// IterSize is Caffe's iter_size: each iteration's compute step runs
+	// forward and backward on IterSize batches and contributes the mean
+	// of their gradients (and of their losses), so one update sees
+	// IterSize×batch samples per worker (1 when zero).
+	IterSize int
 	// MaxIter is the iteration to stop at.
 	MaxIter int
 	// TestInterval runs the test net every TestInterval iterations (0:
@@ -490,6 +495,7 @@ func (t *Trainer) buildRanks() error {
 				return err
 			}
 			rs.comp = newNetComputer(net, rs.feeds)
+			rs.comp.iterSize = max(cfg.IterSize, 1)
 			if st := cfg.Straggle; st != nil && (st.Rank == r || st.Rank < 0) {
 				rng := rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
 				rs.comp.delay = func() time.Duration {
@@ -529,6 +535,13 @@ type netComputer struct {
 	// straggler); straggled counts the stalls.
 	delay     func() time.Duration
 	straggled int64
+	// iterSize is the number of forward/backward passes per Compute
+	// (Caffe's iter_size); acc sums the gradients of the passes before
+	// the last, and final marks the last pass, whose gradient hook adds
+	// acc to each block, averages it and only then reports it ready.
+	iterSize int
+	acc      []float32
+	final    bool
 }
 
 func newNetComputer(net *model.Net, feeds []Feed) *netComputer {
@@ -541,21 +554,60 @@ func newNetComputer(net *model.Net, feeds []Feed) *netComputer {
 		c.tops = append(c.tops, tops)
 	}
 	net.SetGradHook(func(blocks []int) {
-		if c.ready == nil {
+		if !c.final {
 			return
 		}
 		all := net.Blocks()
 		for _, bi := range blocks {
 			b := all[bi]
-			c.ready(b.Off, b.Off+b.Len())
+			lo, hi := b.Off, b.Off+b.Len()
+			if c.iterSize > 1 {
+				g := net.Grads()[lo:hi]
+				tensor.AddTo(g, c.acc[lo:hi])
+				tensor.Scale(1/float32(c.iterSize), g)
+			}
+			if c.ready != nil {
+				c.ready(lo, hi)
+			}
 		}
 	})
 	return c
 }
 
 // Compute fills the inputs, runs forward and backward, and stops on a
-// non-finite loss before anything is updated.
+// non-finite loss before anything is updated. With iter_size k > 1 it does
+// so k times, each pass on the next batch, and leaves in the net's
+// gradient the mean of the k passes' gradients (Caffe accumulates them and
+// scales by 1/k before the update); the loss returned is the mean loss.
+// Blocks are reported ready only in the last pass, once they hold the mean.
 func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (float64, error) {
+	k := max(c.iterSize, 1)
+	if k > 1 && len(c.acc) != len(c.net.Grads()) {
+		c.acc = make([]float32, len(c.net.Grads()))
+	}
+	var sum float64
+	for pass := range k {
+		loss, err := c.pass(ctx, ready, pass == k-1, pass == 0)
+		if err != nil {
+			return loss, err
+		}
+		sum += loss
+		if pass < k-1 {
+			if pass == 0 {
+				copy(c.acc, c.net.Grads())
+			} else {
+				tensor.AddTo(c.acc, c.net.Grads())
+			}
+		}
+	}
+	c.phases.Iter()
+	return sum / float64(k), nil
+}
+
+// pass is one forward/backward pass of Compute; last says whether it is
+// the pass whose gradients are final, first whether a straggler's delay
+// applies.
+func (c *netComputer) pass(ctx context.Context, ready func(lo, hi int), last, first bool) (float64, error) {
 	t0 := time.Now()
 	for i, f := range c.feeds {
 		if err := f.Source.Fill(ctx, c.tops[i]); err != nil {
@@ -566,7 +618,7 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 	if c.trace != nil {
 		c.trace("data", "data", t0, t1.Sub(t0))
 	}
-	if c.delay != nil {
+	if c.delay != nil && first {
 		if d := c.delay(); d > 0 {
 			c.straggled++
 			select {
@@ -588,14 +640,13 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 		}
 		return loss, fmt.Errorf("loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", loss, where)
 	}
-	c.ready = ready
+	c.ready, c.final = ready, last
 	c.net.Backward()
-	c.ready = nil
+	c.ready, c.final = nil, false
 	t3 := c.phases.Since(PhaseBackward, t2)
 	if c.trace != nil {
 		c.trace("backward", "compute", t2, t3.Sub(t2))
 	}
-	c.phases.Iter()
 	return loss, nil
 }
 
