@@ -28,6 +28,9 @@ type NetDef struct {
 	// Notes says what was upgraded from an old format on reading (a V1
 	// net), for the user to see, as Caffe logs its upgrades.
 	Notes []string
+	// State is the net's own state field: stages and level used when the
+	// solver and the command give none.
+	State NetState
 }
 
 // LayerDef is one layer definition of a NetDef. Exactly one of Compute and
@@ -47,23 +50,51 @@ type LayerDef struct {
 	Data *DataLayer
 }
 
-// PhaseRule is a Caffe NetStateRule reduced to what dsgd supports: the
-// phase. A rule without a phase matches every phase.
+// PhaseRule is a Caffe NetStateRule: the phase, the level range and the
+// stages a net's state must (or must not) have. A rule without a phase
+// matches every phase.
 type PhaseRule struct {
 	Phase    layers.Phase
 	HasPhase bool
+	// MinLevel and MaxLevel bound the state's level when set.
+	MinLevel, MaxLevel *int
+	// Stages must all be in the state; NotStages none of them.
+	Stages, NotStages []string
 }
 
-func (r PhaseRule) matches(p layers.Phase) bool { return !r.HasPhase || r.Phase == p }
-
-// InPhase reports whether the layer is part of the net in phase p, by
-// Caffe's rules: with include rules, when any matches; with exclude rules,
-// when none matches; with neither, always.
-func (l *LayerDef) InPhase(p layers.Phase) bool {
-	if len(l.Include) > 0 {
-		return slices.ContainsFunc(l.Include, func(r PhaseRule) bool { return r.matches(p) })
+// matches is Caffe's Net::StateMeetsRule.
+func (r PhaseRule) matches(p layers.Phase, st NetState) bool {
+	switch {
+	case r.HasPhase && r.Phase != p,
+		r.MinLevel != nil && st.Level < *r.MinLevel,
+		r.MaxLevel != nil && st.Level > *r.MaxLevel:
+		return false
 	}
-	return !slices.ContainsFunc(l.Exclude, func(r PhaseRule) bool { return r.matches(p) })
+	for _, s := range r.Stages {
+		if !slices.Contains(st.Stages, s) {
+			return false
+		}
+	}
+	for _, s := range r.NotStages {
+		if slices.Contains(st.Stages, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// InPhase reports whether the layer is part of the net in phase p with no
+// stages and level 0 (see InState).
+func (l *LayerDef) InPhase(p layers.Phase) bool { return l.InState(p, NetState{}) }
+
+// InState reports whether the layer is part of the net in phase p and
+// state st, by Caffe's rules: with include rules, when any matches; with
+// exclude rules, when none matches; with neither, always.
+func (l *LayerDef) InState(p layers.Phase, st NetState) bool {
+	if len(l.Include) > 0 {
+		return slices.ContainsFunc(l.Include, func(r PhaseRule) bool { return r.matches(p, st) })
+	}
+	return !slices.ContainsFunc(l.Exclude, func(r PhaseRule) bool { return r.matches(p, st) })
 }
 
 // DataLayer is a layer that feeds the net from outside: Caffe's Data layer
@@ -120,6 +151,12 @@ func ParseNet(filename string, src []byte) (*NetDef, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseNetMsg(filename, msg)
+}
+
+// parseNetMsg decodes a parsed NetParameter: a file's, or one written
+// inline in a solver (net_param); filename names it in the result.
+func parseNetMsg(filename string, msg *prototxt.Message) (*NetDef, error) {
 	v1, err := upgradeV1(msg)
 	if err != nil {
 		return nil, err
@@ -135,7 +172,14 @@ func ParseNet(filename string, src []byte) (*NetDef, error) {
 		n.Layers = append(n.Layers, in)
 	}
 	r.ignore("debug_info", "dsgd does not print per-layer debug information")
-	r.unsupported("state", "dsgd selects the phase itself; use include/exclude rules on layers")
+	if m := r.msg("state"); m != nil {
+		// A net's own state: its phase is overridden by the solver or the
+		// command, as Caffe's are; its stages and level are the default.
+		sr := d.reader(m, "state in net")
+		sr.ignore("phase", "the command and the solver choose the phase", "TRAIN", "TEST")
+		n.State = NetState{Level: sr.int("level", 0, -maxI32, maxI32), Stages: sr.strs("stage")}
+		sr.finish()
+	}
 	r.unsupported("force_backward", "dsgd computes bottom gradients only where a layer needs them")
 	for _, f := range r.all("layer") {
 		if !r.ok() {
@@ -320,7 +364,7 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 	return l
 }
 
-// decodeRule decodes a NetStateRule; only phase is supported.
+// decodeRule decodes a NetStateRule.
 func decodeRule(d *decoder, m *prototxt.Message, layerCtx, kind string) PhaseRule {
 	r := d.reader(m, kind+" of "+layerCtx)
 	var rule PhaseRule
@@ -328,11 +372,17 @@ func decodeRule(d *decoder, m *prototxt.Message, layerCtx, kind string) PhaseRul
 		rule.HasPhase = true
 		rule.Phase = layers.Phase(r.enum("phase", 0, "TRAIN", "TEST"))
 	}
-	const why = "dsgd selects layers by phase only"
-	r.unsupported("stage", why)
-	r.unsupported("not_stage", why)
-	r.unsupported("min_level", why)
-	r.unsupported("max_level", why)
+	for _, lv := range []struct {
+		name string
+		dst  **int
+	}{{"min_level", &rule.MinLevel}, {"max_level", &rule.MaxLevel}} {
+		if f := r.one(lv.name); f != nil {
+			v := int(r.intValue(f, -maxI32, maxI32))
+			*lv.dst = &v
+		}
+	}
+	rule.Stages = r.strs("stage")
+	rule.NotStages = r.strs("not_stage")
 	r.finish()
 	return rule
 }
@@ -465,13 +515,17 @@ func decodeTransform(r *reader) data.TransformConfig {
 //
 // The returned Spec's layer configs are shared with n and with other
 // phases' Specs: treat them as read-only.
-func (n *NetDef) Phase(p layers.Phase) (*PhaseNet, error) {
+func (n *NetDef) Phase(p layers.Phase) (*PhaseNet, error) { return n.PhaseState(p, NetState{}) }
+
+// PhaseState is Phase with the stages and level of st (Caffe's NetState)
+// also selecting layers.
+func (n *NetDef) PhaseState(p layers.Phase, st NetState) (*PhaseNet, error) {
 	pn := &PhaseNet{Phase: p, Spec: model.Spec{Name: n.Name}}
 	names := map[string]*LayerDef{}
 	blobs := map[string]bool{}
 	own := map[string]bool{} // the current layer's tops
 	for _, l := range n.Layers {
-		if !l.InPhase(p) {
+		if !l.InState(p, st) {
 			continue
 		}
 		if prev, dup := names[l.Name]; dup {

@@ -140,9 +140,7 @@ func (c *Config) Validate() error {
 		}
 		gammaNonNeg()
 	case "multistep":
-		if len(c.StepValues) == 0 {
-			bad("lr_policy \"multistep\" needs at least one stepvalue")
-		}
+		// No stepvalue is allowed: Caffe then keeps base_lr throughout.
 		for i, v := range c.StepValues {
 			if v < 0 {
 				bad("lr_policy \"multistep\": stepvalue %d must be >= 0 (got %d)", i, v)
