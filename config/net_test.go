@@ -486,8 +486,6 @@ func TestNetErrors(t *testing.T) {
 			"f.prototxt:7:67: tile_param of layer 't' needs tiles"},
 		{"no type", net(`layer { name: "r" bottom: "data" top: "data" }`), "f.prototxt:7:1: layer 'r' has no type"},
 		{"type not string", net(`layer { name: "r" type: ReLU }`), "f.prototxt:7:25: type in layer 'r': expected a quoted string, found identifier ReLU"},
-		{"stage", net(`layer { name: "r" type: "ReLU" bottom: "data" top: "data" include { stage: "x" } }`),
-			"f.prototxt:7:69: unsupported field 'stage' in include of layer 'r': dsgd selects layers by phase only"},
 		{"bad phase", net(`layer { name: "r" type: "ReLU" bottom: "data" top: "data" include { phase: VAL } }`),
 			"f.prototxt:7:76: phase in include of layer 'r': unknown value VAL; expected one of TRAIN, TEST"},
 		{"include and exclude", net(`layer { name: "r" type: "ReLU" bottom: "data" top: "data"
@@ -534,7 +532,9 @@ func TestNetErrors(t *testing.T) {
 		{"legacy input no shape", `input: "data"`, "f.prototxt:1:1: input in net needs input_shape or input_dim"},
 		{"legacy input_dim count", "input: \"data\"\ninput_dim: 1", "f.prototxt:2:1: net has 1 inputs, so it needs 4 input_dim"},
 		{"legacy shape without input", "input_shape { dim: 1 }", "f.prototxt:1:1: input_shape in net without any input"},
-		{"net state", `state { phase: TEST }`, "f.prototxt:1:1: unsupported field 'state' in net"},
+		{"net state", `state { phase: TEST stage: "x" foo: 1 }`, "f.prototxt:1:32: unsupported field 'foo' in state in net"},
+		{"rule level", net(`layer { name: "r" type: "ReLU" bottom: "data" top: "data" include { min_level: x } }`),
+			"f.prototxt:7:80: min_level in include of layer 'r': expected an integer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -181,3 +181,42 @@ func TestUpgradeFile(t *testing.T) {
 		t.Errorf("temporary files left: %d entries", len(ents))
 	}
 }
+
+func TestPhaseState(t *testing.T) {
+	src := `name: "s"
+layer { name: "in" type: "Input" top: "data" input_param { shape { dim: 1 dim: 4 } } }
+layer { name: "a" type: "ReLU" bottom: "data" top: "a" include { stage: "x" } }
+layer { name: "a" type: "TanH" bottom: "data" top: "a" exclude { stage: "x" } }
+layer { name: "b" type: "Sigmoid" bottom: "a" top: "b" include { phase: TRAIN min_level: 1 not_stage: "y" } }
+layer { name: "c" type: "AbsVal" bottom: "a" top: "c" include { stage: "x" stage: "y" } include { max_level: -1 } }
+`
+	n, err := ParseNet("s.prototxt", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		phase layers.Phase
+		st    NetState
+		want  []string
+		types []string
+	}{
+		{layers.Train, NetState{}, []string{"a"}, []string{"TanH"}},
+		{layers.Train, NetState{Stages: []string{"x"}}, []string{"a"}, []string{"ReLU"}},
+		{layers.Train, NetState{Stages: []string{"x"}, Level: 1}, []string{"a", "b"}, []string{"ReLU", "Sigmoid"}},
+		{layers.Test, NetState{Stages: []string{"x"}, Level: 1}, []string{"a"}, []string{"ReLU"}},
+		{layers.Train, NetState{Stages: []string{"y", "x"}, Level: 1}, []string{"a", "c"}, []string{"ReLU", "AbsVal"}},
+		{layers.Test, NetState{Level: -2}, []string{"a", "c"}, []string{"TanH", "AbsVal"}},
+	} {
+		pn, err := n.PhaseState(tc.phase, tc.st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, l := range pn.Spec.Layers {
+			types = append(types, l.Config.Type())
+		}
+		if got := layerNames(pn.Spec); !slices.Equal(got, tc.want) || !slices.Equal(types, tc.types) {
+			t.Errorf("%s %+v: layers %q %q, want %q %q", tc.phase, tc.st, got, types, tc.want, tc.types)
+		}
+	}
+}
