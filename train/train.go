@@ -79,6 +79,13 @@ type Config struct {
 	TestInitialization bool
 	// Display prints progress every Display iterations (0: never).
 	Display int
+	// AverageLoss, when > 0, makes the displayed loss the mean of the last
+	// AverageLoss iterations' losses (Caffe's average_loss); 0 keeps an
+	// exponential moving average.
+	AverageLoss int
+	// NoFinalSnapshot skips the snapshot at the end of training (Caffe's
+	// snapshot_after_train: false); interval snapshots are still written.
+	NoFinalSnapshot bool
 	// Snapshot writes a snapshot every Snapshot iterations (0: only at the
 	// end) to SnapshotPrefix + "_iter_N.dsgdsnap". An empty prefix disables
 	// snapshots.
@@ -312,7 +319,7 @@ func New(cfg Config) (*Trainer, error) {
 	t.solver.SetThreads(cfg.Threads)
 	t.layout = Layout(t.net.Blocks())
 	for _, name := range cfg.Train.Inputs {
-		t.batch = max(t.batch, cfg.TrainShapes[name].Count()/max(1, cfg.TrainShapes[name].CountFrom(1)))
+		t.batch = max(t.batch, cfg.TrainShapes[name].Count()/max(1, cfg.TrainShapes[name].CountFrom(1))*max(cfg.IterSize, 1))
 	}
 	if err := t.buildRanks(); err != nil {
 		return nil, err
@@ -714,15 +721,29 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	updater := t.rank(t.updater)
 	var smooth, trainSecs float64
+	var window []float64 // the last AverageLoss losses
 	done := t.start
 	lastDisplay, lastDisplayTime, lastIter := t.start, time.Now(), time.Now()
 	onIter := func(iter int, loss float64) error {
 		now := time.Now()
 		d := now.Sub(lastIter)
 		trainSecs += d.Seconds()
-		if iter == t.start {
+		switch {
+		case cfg.AverageLoss > 0:
+			// Caffe's UpdateSmoothedLoss: the mean over a window.
+			if len(window) < cfg.AverageLoss {
+				window = append(window, loss)
+			} else {
+				window[(iter-t.start)%cfg.AverageLoss] = loss
+			}
+			smooth = 0
+			for _, l := range window {
+				smooth += l
+			}
+			smooth /= float64(len(window))
+		case iter == t.start:
 			smooth = loss
-		} else {
+		default:
 			smooth = 0.98*smooth + 0.02*loss
 		}
 		done = iter + 1
@@ -877,7 +898,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			return res, fmt.Errorf("train: fetching the model's final weights: %w", err)
 		}
 	}
-	if cfg.SnapshotPrefix != "" && updater != nil {
+	if cfg.SnapshotPrefix != "" && updater != nil && !cfg.NoFinalSnapshot {
 		p, err := t.snapshot(done)
 		if err != nil {
 			return res, err

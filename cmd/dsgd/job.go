@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 
 	"dsgd/config"
@@ -25,6 +27,11 @@ type modelFlags struct {
 	seed                     int64
 	// netOnly lets a net file be loaded without a solver (dsgd time).
 	netOnly bool
+	// stages and level (when levelSet) are --stage and --level: the
+	// NetState the train net's layers are selected with, as caffe's flags.
+	stages   string
+	level    int
+	levelSet bool
 	shuffle bool
 	batch   int
 }
@@ -37,7 +44,65 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "goroutines each layer computes with")
 	fs.Int64Var(&m.seed, "seed", -1, "random seed for weights, shuffling and dropout (default: the solver's random_seed, else 1)")
 	fs.BoolVar(&m.shuffle, "shuffle", true, "reshuffle the training set every epoch (Caffe reads it in file order)")
-	fs.IntVar(&m.batch, "batch", 0, "override the TRAIN Data layers' batch_size")
+	fs.IntVar(&m.batch, "batch", 0, "override the TRAIN Data layers' batch_size (and the first axis of Input layers in dsgd time)")
+	fs.StringVar(&m.stages, "stage", "", "`STAGES` (comma-separated) of the net's state, selecting layers by include/exclude { stage }, as caffe's --stage")
+	fs.Func("level", "the net state's `LEVEL`, selecting layers by min_level/max_level, as caffe's --level", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("want an integer")
+		}
+		m.level, m.levelSet = n, true
+		return nil
+	})
+}
+
+// state is the NetState of the train net: the net's own state, then the
+// solver's train_state, then --stage and --level, merged as Caffe merges
+// them.
+func (m *modelFlags) state(netState, solverState config.NetState) config.NetState {
+	st := mergeState(netState, solverState)
+	for _, s := range strings.Split(m.stages, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			st.Stages = append(st.Stages, s)
+		}
+	}
+	if m.levelSet {
+		st.Level = m.level
+	}
+	return st
+}
+
+// mergeState is Caffe's NetState MergeFrom: stages appended, a set level
+// replacing.
+func mergeState(a, b config.NetState) config.NetState {
+	st := config.NetState{Level: a.Level, Stages: append(slices.Clone(a.Stages), b.Stages...)}
+	if b.Level != 0 {
+		st.Level = b.Level
+	}
+	return st
+}
+
+// loadTestNet loads the solver's first test net when it is another net
+// than the train net, and warns about test nets dsgd does not run.
+func (j *job) loadTestNet() error {
+	tns := j.solver.TestNets
+	if len(tns) == 0 {
+		return nil
+	}
+	if len(tns) > 1 {
+		j.warnings = append(j.warnings, fmt.Sprintf("the solver has %d test nets; dsgd tests with the first (%s, test_iter %d) only", len(tns), tns[0].Source, tns[0].Iter))
+	}
+	if tns[0].Source.Field == j.solver.TrainNet.Field && tns[0].Source.Pos == j.solver.TrainNet.Pos {
+		return nil
+	}
+	n, err := tns[0].Source.Load()
+	if err != nil {
+		return err
+	}
+	j.testNet = n
+	j.warnings = append(j.warnings, n.Warnings...)
+	j.notes = append(j.notes, n.Notes...)
+	return nil
 }
 
 // job is a resolved model: both phases, the solver and the data feeding
@@ -52,6 +117,10 @@ type job struct {
 	warnings []string
 	// notes say what was upgraded from an old file format (stderr).
 	notes []string
+	// testNet is the solver's first test net when it is not the train
+	// net's file (test_net, test_net_param, or a --net override); nil
+	// means the TEST phase of net.
+	testNet *config.NetDef
 	// noSolver marks a net loaded without a solver (dsgd time on a
 	// deploy net); solver then holds an empty SolverDef.
 	noSolver bool
@@ -74,15 +143,18 @@ func (m *modelFlags) load() (*job, error) {
 		if err != nil {
 			return nil, err
 		}
-		netPath := m.net
-		if netPath == "" {
-			netPath = j.solver.Net
+		src := j.solver.TrainNet
+		if m.net != "" {
+			src = config.NetSource{Field: "--net", Path: m.net}
 		}
-		if netPath == "" {
-			return nil, fmt.Errorf("--solver %s has no net field; pass --net FILE", m.solver)
+		if src.Field == "" {
+			return nil, fmt.Errorf("--solver %s names no train net (net, net_param, train_net or train_net_param); pass --net FILE", m.solver)
 		}
-		j.net, err = config.LoadNet(netPath)
-		j.name = netPath
+		j.net, err = src.Load()
+		j.name = src.String()
+		if err == nil && m.net == "" {
+			err = j.loadTestNet()
+		}
 	case m.net != "" && m.netOnly, netFile(m.model) && m.netOnly:
 		// dsgd time, like caffe time, needs only the net.
 		path := m.net
@@ -113,11 +185,15 @@ func (m *modelFlags) load() (*job, error) {
 		return nil, err
 	}
 	j.warnings = append(append(j.warnings, j.solver.Warnings...), j.net.Warnings...)
-	j.notes = append(j.notes, j.net.Notes...)
-	if j.train, err = j.net.Phase(layers.Train); err != nil {
+	j.notes = append(append(j.notes, j.solver.Notes...), j.net.Notes...)
+	if j.train, err = j.net.PhaseState(layers.Train, m.state(j.net.State, j.solver.TrainState)); err != nil {
 		return nil, err
 	}
-	if j.test, err = j.net.Phase(layers.Test); err != nil {
+	testDef, testState := j.net, j.net.State
+	if j.testNet != nil {
+		testDef, testState = j.testNet, mergeState(j.testNet.State, j.solver.TestNets[0].State)
+	}
+	if j.test, err = testDef.PhaseState(layers.Test, testState); err != nil {
 		return nil, err
 	}
 	j.seed = 1

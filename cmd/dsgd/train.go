@@ -218,6 +218,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return err
 	}
 	sd := j.solver
+	j.printNotes(stderr)
 	lrFactor := float64(max(*f.workers, 1))
 	autoNote := ""
 	if *f.workers == 0 {
@@ -237,6 +238,8 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		TestIter:           sd.TestIter,
 		TestInitialization: sd.TestInitialization,
 		Display:            sd.Display,
+		IterSize:           sd.IterSize,
+		NoFinalSnapshot:    !sd.SnapshotAfterTrain,
 		Snapshot:           sd.Snapshot,
 		SnapshotPrefix:     sd.SnapshotPrefix,
 		Resume:             *f.resume,
@@ -244,6 +247,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		Threads:            m.threads,
 		Out:                stdout,
 		TTY:                isTerminal(stdout),
+	}
+	if sd.AverageLoss > 1 {
+		cfg.AverageLoss = sd.AverageLoss // Caffe's window; 1 keeps dsgd's smoothing
 	}
 	if *f.iters > 0 {
 		cfg.MaxIter = *f.iters
