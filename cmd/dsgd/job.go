@@ -32,8 +32,8 @@ type modelFlags struct {
 	stages   string
 	level    int
 	levelSet bool
-	shuffle bool
-	batch   int
+	shuffle  bool
+	batch    int
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
