@@ -247,7 +247,7 @@ func decodeConv(p *reader) *layers.ConvolutionConfig {
 	if p.ok() && !p.has("num_output") {
 		p.d.failf(p.m.Pos, "%s needs num_output", p.ctx)
 	}
-	if c.NumOutput%c.Group != 0 && p.ok() {
+	if p.ok() && c.NumOutput%c.Group != 0 {
 		p.d.failf(p.m.Pos, "%s: num_output %d is not a multiple of group %d", p.ctx, c.NumOutput, c.Group)
 	}
 	c.KernelH, c.KernelW = hw(p, "kernel_size", "kernel_h", "kernel_w", true, -1, 1)
