@@ -337,8 +337,15 @@ func filler(p *reader, name string, def layers.Filler) layers.Filler {
 	f.Std = r.float32("std", 1)
 	f.VarianceNorm = layers.VarianceNorm(r.enum("variance_norm", 0, "FAN_IN", "FAN_OUT", "AVERAGE"))
 	if sf := r.one("sparse"); sf != nil {
-		if v := r.intValue(sf, math.MinInt32, maxI32); v != -1 && r.ok() {
-			r.d.failf(sf.Pos, "unsupported field 'sparse' in %s: dsgd fills densely", r.ctx)
+		v := r.intValue(sf, -1, maxI32)
+		switch {
+		case !r.ok() || v == -1:
+		case f.Type != layers.FillGaussian:
+			r.d.failf(sf.Pos, "unsupported field 'sparse' in %s: Caffe's sparse applies to the gaussian filler only", r.ctx)
+		case v == 0:
+			r.d.failf(sf.ValuePos, "sparse in %s: 0 would zero every weight; give -1 (dense) or a positive count", r.ctx)
+		default:
+			f.Sparse = int(v)
 		}
 	}
 	if r.ok() {

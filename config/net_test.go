@@ -431,8 +431,10 @@ func TestNetErrors(t *testing.T) {
 			`f.prototxt:13:65: unsupported field 'val' in bias_filler of convolution_param of layer 'conv1'`},
 		{"filler variance_norm", conv(`num_output: 2 kernel_size: 3 weight_filler { type: "xavier" variance_norm: FANIN }`),
 			`f.prototxt:13:80: variance_norm in weight_filler of convolution_param of layer 'conv1': unknown value FANIN; expected one of FAN_IN, FAN_OUT, AVERAGE`},
-		{"filler sparse", conv(`num_output: 2 kernel_size: 3 weight_filler { type: "gaussian" sparse: 5 }`),
-			`f.prototxt:13:67: unsupported field 'sparse' in weight_filler`},
+		{"filler sparse", conv(`num_output: 2 kernel_size: 3 weight_filler { type: "xavier" sparse: 5 }`),
+			`f.prototxt:13:65: unsupported field 'sparse' in weight_filler`},
+		{"filler sparse 0", conv(`num_output: 2 kernel_size: 3 weight_filler { type: "gaussian" sparse: 0 }`),
+			`f.prototxt:13:75: sparse in weight_filler`},
 		{"uniform min max", conv(`num_output: 2 kernel_size: 3 weight_filler { type: "uniform" min: 2 max: 1 }`),
 			`f.prototxt:13:48: weight_filler of convolution_param of layer 'conv1': uniform min 2 is greater than max 1`},
 		{"wrong param message", net(`layer { name: "r" type: "ReLU" bottom: "data" top: "r"

@@ -286,3 +286,20 @@ func TestCaffeLayersRefuse(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseGaussianFiller: Caffe's sparse gaussian keeps about sparse of
+// each output's inputs.
+func TestSparseGaussianFiller(t *testing.T) {
+	b := tensor.NewBlob("w", 100, 400)
+	Filler{Type: FillGaussian, Std: 1, Sparse: 15}.Fill(b, rand.New(rand.NewPCG(1, 2)))
+	nz := 0
+	for _, v := range b.Data {
+		if v != 0 {
+			nz++
+		}
+	}
+	// Each weight is kept with probability 15/100: 6000 of 40000 expected.
+	if nz < 5500 || nz > 6500 {
+		t.Errorf("%d non-zero weights, want about 6000", nz)
+	}
+}

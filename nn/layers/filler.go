@@ -43,6 +43,10 @@ type Filler struct {
 	Min, Max     float32    // uniform; Caffe default 0, 1
 	Mean, Std    float32    // gaussian; Caffe default 0, 1
 	VarianceNorm VarianceNorm
+	// Sparse, when positive, makes a gaussian filler keep each weight with
+	// probability Sparse/shape[0] (Caffe's sparse: about Sparse non-zero
+	// inputs per output) and zero the rest; 0 (Caffe's -1) is dense.
+	Sparse int
 }
 
 // Validate reports whether the filler's type and parameters make sense: a
@@ -72,7 +76,8 @@ func (f Filler) Validate() error {
 // using r for randomness (r may be nil for a constant filler):
 //   - constant: every element is Value;
 //   - uniform: uniform on [Min, Max];
-//   - gaussian: normal with mean Mean and standard deviation Std;
+//   - gaussian: normal with mean Mean and standard deviation Std, each
+//     kept with probability Sparse/shape[0] when Sparse > 0;
 //   - xavier: uniform on ±sqrt(3/n);
 //   - msra: normal with mean 0 and standard deviation sqrt(2/n);
 //   - bilinear: bilinear upsampling weights (see fillBilinear);
@@ -100,6 +105,16 @@ func (f Filler) Fill(b *tensor.Blob, r *rand.Rand) {
 		}
 	case FillGaussian:
 		fillNormal(data, float64(f.Mean), float64(f.Std), r)
+		if f.Sparse > 0 && len(b.Shape) > 0 && b.Shape[0] > 0 {
+			// Caffe's GaussianFiller: a Bernoulli mask of probability
+			// sparse / num_outputs, num_outputs being shape[0].
+			p := min(float64(f.Sparse)/float64(b.Shape[0]), 1)
+			for i := range data {
+				if r.Float64() >= p {
+					data[i] = 0
+				}
+			}
+		}
 	case FillXavier:
 		a := math.Sqrt(3 / f.fan(b))
 		for i := range data {
