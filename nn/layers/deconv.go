@@ -180,14 +180,12 @@ func (l *deconvLayer) backwardImages(lo, hi, w int) {
 	plane := g.h * g.w
 	for n := lo; n < hi; n++ {
 		dy := l.out.Diff[n*outSize : (n+1)*outSize]
-		if bd != nil {
-			for m := range bd {
-				var s float32
-				for _, v := range dy[m*plane : (m+1)*plane] {
-					s += v
-				}
-				bd[m] += s
+		for m := range bd { // no bias: bd is nil
+			var s float32
+			for _, v := range dy[m*plane : (m+1)*plane] {
+				s += v
 			}
+			bd[m] += s
 		}
 		im2col(col, dy, g, hw)
 		x := l.in.Data[n*inSize : (n+1)*inSize]
