@@ -77,6 +77,10 @@ type Config struct {
 	TestInterval, TestIter int
 	// TestInitialization tests before the first iteration, as Caffe does.
 	TestInitialization bool
+	// ExtraTests are further test nets (Caffe's second and later test_net
+	// with their test_iter), tested after Test at every test pass; their
+	// outputs are reported as "netK/NAME", K counting from 1.
+	ExtraTests []TestNet
 	// Display prints progress every Display iterations (0: never).
 	Display int
 	// AverageLoss, when > 0, makes the displayed loss the mean of the last
@@ -192,6 +196,15 @@ type IterMetrics struct {
 	WallMS    float64 `json:"wall_ms"`
 }
 
+// TestNet is one further test net of Config.ExtraTests.
+type TestNet struct {
+	Spec   model.Spec
+	Shapes map[string]tensor.Shape
+	Feeds  []Feed
+	// Iter is its test_iter: batches per test pass.
+	Iter int
+}
+
 // TestResult is the mean of each scalar net output over a test pass.
 type TestResult struct {
 	Iter    int
@@ -259,7 +272,8 @@ func (r *Result) Final() TestResult {
 // Trainer runs a Config. Build it with New, run it with Run.
 type Trainer struct {
 	cfg       Config
-	net, test *model.Net // rank 0's
+	net, test *model.Net   // rank 0's
+	extra     []*model.Net // rank 0's further test nets (Config.ExtraTests)
 	solver    *solver.Solver
 	layout    uint64
 	batch     int
@@ -311,6 +325,9 @@ func New(cfg Config) (*Trainer, error) {
 		if err := checkFeeds(t.test, cfg.TestFeeds, "TEST"); err != nil {
 			return nil, err
 		}
+	}
+	if err := t.buildExtraTests(t.net); err != nil {
+		return nil, err
 	}
 	t.solver, err = solver.New(cfg.Solver, len(t.net.Params()), Segments(t.net.Blocks()))
 	if err != nil {
@@ -455,7 +472,7 @@ func (t *Trainer) buildRanks() error {
 		return errors.New("train: hogwild shares weights in memory; it runs with --transport inproc only")
 	}
 	if local[0] != 0 {
-		t.test = nil // only rank 0 tests
+		t.test, t.extra = nil, nil // only rank 0 tests
 	}
 	for i, r := range local {
 		net, sv := t.net, t.solver
@@ -487,6 +504,9 @@ func (t *Trainer) buildRanks() error {
 				t.test, err = model.Build(cfg.Test, cfg.TestShapes, model.Options{Phase: layers.Test, Threads: cfg.Threads, Seed: cfg.Seed, ShareWith: net})
 				if err != nil {
 					return fmt.Errorf("train: TEST net: %w", err)
+				}
+				if err := t.buildExtraTests(net); err != nil {
+					return err
 				}
 			}
 		}
@@ -1219,7 +1239,51 @@ func (t *Trainer) Test(ctx context.Context, iter int) (TestResult, error) {
 			tr.Outputs = append(tr.Outputs, NamedValue{o.Name, sums[j] / float64(n)})
 		}
 	}
+	for k, net := range t.extra {
+		et := t.cfg.ExtraTests[k]
+		outs := net.Outputs()
+		sums := make([]float64, len(outs))
+		n := max(et.Iter, 1)
+		for range n {
+			for _, f := range et.Feeds {
+				if err := fill(ctx, net, f); err != nil {
+					return tr, fmt.Errorf("train: test net %d at iteration %d: %w", k+1, iter, err)
+				}
+			}
+			net.Forward()
+			for j, o := range outs {
+				if o.Count() == 1 {
+					sums[j] += float64(o.Data[0])
+				}
+			}
+		}
+		for j, o := range outs {
+			if o.Count() == 1 {
+				tr.Outputs = append(tr.Outputs, NamedValue{fmt.Sprintf("net%d/%s", k+1, o.Name), sums[j] / float64(n)})
+			}
+		}
+	}
 	return tr, nil
+}
+
+// buildExtraTests builds the further test nets, sharing the weights of
+// net; they run only beside the first test net.
+func (t *Trainer) buildExtraTests(net *model.Net) error {
+	t.extra = nil
+	if t.test == nil {
+		return nil
+	}
+	for k, et := range t.cfg.ExtraTests {
+		tn, err := model.Build(et.Spec, et.Shapes, model.Options{Phase: layers.Test, Threads: t.cfg.Threads, Seed: t.cfg.Seed, ShareWith: net})
+		if err != nil {
+			return fmt.Errorf("train: TEST net %d: %w", k+1, err)
+		}
+		if err := checkFeeds(tn, et.Feeds, fmt.Sprintf("TEST net %d", k+1)); err != nil {
+			return err
+		}
+		t.extra = append(t.extra, tn)
+	}
+	return nil
 }
 
 func (r TestResult) String() string {

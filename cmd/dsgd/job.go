@@ -82,26 +82,42 @@ func mergeState(a, b config.NetState) config.NetState {
 	return st
 }
 
-// loadTestNet loads the solver's first test net when it is another net
-// than the train net, and warns about test nets dsgd does not run.
+// loadTestNet loads the solver's test nets: the first, when it is another
+// net than the train net, and the TEST phase of every later one.
 func (j *job) loadTestNet() error {
 	tns := j.solver.TestNets
 	if len(tns) == 0 {
 		return nil
 	}
-	if len(tns) > 1 {
-		j.warnings = append(j.warnings, fmt.Sprintf("the solver has %d test nets; dsgd tests with the first (%s, test_iter %d) only", len(tns), tns[0].Source, tns[0].Iter))
+	load := func(src config.NetSource) (*config.NetDef, error) {
+		if src.Field == j.solver.TrainNet.Field && src.Pos == j.solver.TrainNet.Pos {
+			return j.net, nil
+		}
+		n, err := src.Load()
+		if err != nil {
+			return nil, err
+		}
+		j.warnings = append(j.warnings, n.Warnings...)
+		j.notes = append(j.notes, n.Notes...)
+		return n, nil
 	}
-	if tns[0].Source.Field == j.solver.TrainNet.Field && tns[0].Source.Pos == j.solver.TrainNet.Pos {
-		return nil
+	for i, tn := range tns {
+		n, err := load(tn.Source)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			if n != j.net {
+				j.testNet = n
+			}
+			continue
+		}
+		pn, err := n.PhaseState(layers.Test, mergeState(n.State, tn.State))
+		if err != nil {
+			return fmt.Errorf("test net %d: %w", i+1, err)
+		}
+		j.extraNets = append(j.extraNets, pn)
 	}
-	n, err := tns[0].Source.Load()
-	if err != nil {
-		return err
-	}
-	j.testNet = n
-	j.warnings = append(j.warnings, n.Warnings...)
-	j.notes = append(j.notes, n.Notes...)
 	return nil
 }
 
@@ -121,6 +137,10 @@ type job struct {
 	// net's file (test_net, test_net_param, or a --net override); nil
 	// means the TEST phase of net.
 	testNet *config.NetDef
+	// extraNets are the TEST phases of the solver's second and later
+	// test nets; extraTests their nets and data for train, once opened.
+	extraNets  []*config.PhaseNet
+	extraTests []train.TestNet
 	// noSolver marks a net loaded without a solver (dsgd time on a
 	// deploy net); solver then holds an empty SolverDef.
 	noSolver bool
@@ -227,6 +247,21 @@ func (j *job) openData(m *modelFlags, needTest bool, workers int) error {
 		if err != nil {
 			return err
 		}
+		return j.openExtraTests(m)
+	}
+	return nil
+}
+
+// openExtraTests opens the data of the solver's second and later test
+// nets.
+func (j *job) openExtraTests(m *modelFlags) error {
+	j.extraTests = nil
+	for i, pn := range j.extraNets {
+		shapes, feeds, err := j.feeds(m, pn, data.Test, 0, 1)
+		if err != nil {
+			return fmt.Errorf("test net %d: %w", i+2, err)
+		}
+		j.extraTests = append(j.extraTests, train.TestNet{Spec: pn.Spec, Shapes: shapes, Feeds: feeds, Iter: j.solver.TestNets[i+1].Iter})
 	}
 	return nil
 }
@@ -258,6 +293,9 @@ func (j *job) openShard(m *modelFlags, needTest bool, rank, workers int) error {
 	}
 	if needTest && len(j.test.Spec.Layers) > 0 {
 		j.testShapes, j.testFeeds, err = j.feeds(m, j.test, data.Test, 0, 1)
+		if err == nil {
+			err = j.openExtraTests(m)
+		}
 	}
 	return err
 }

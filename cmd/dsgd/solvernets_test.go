@@ -52,7 +52,7 @@ snapshot_after_train: false snapshot_prefix: "out/s"
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	for _, want := range []string{"final test:", "accuracy", "solver AdaDelta", "the solver has 2 test nets; dsgd tests with the first"} {
+	for _, want := range []string{"final test:", "accuracy", "solver AdaDelta", "net1/accuracy"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -368,7 +368,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	defer j.close()
 	cfg.TrainShapes, cfg.TrainFeeds, cfg.WorkerFeeds = j.trainShapes, j.trainFeeds, j.workerFeeds
-	cfg.TestShapes, cfg.TestFeeds = j.testShapes, j.testFeeds
+	cfg.TestShapes, cfg.TestFeeds, cfg.ExtraTests = j.testShapes, j.testFeeds, j.extraTests
 	if g != nil && rank >= cfg.Workers {
 		cfg.TrainFeeds = nil // the parameter server computes nothing
 	}
