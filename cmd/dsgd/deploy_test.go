@@ -97,3 +97,47 @@ func TestUpgradeCommand(t *testing.T) {
 		}
 	}
 }
+
+// Deploy nets in the styles of the model zoo's ResNet, SqueezeNet and FCN
+// (the last's score head: a bilinear Deconvolution and a Crop), at a
+// test's size.
+const zooStyle = `name: "zoo"
+input: "data"
+input_shape { dim: 2 dim: 3 dim: 32 dim: 32 }
+layer { bottom: "data" top: "conv1" name: "conv1" type: "Convolution"
+  convolution_param { num_output: 8 kernel_size: 3 pad: 1 stride: 2 bias_term: false } }
+layer { bottom: "conv1" top: "conv1" name: "bn_conv1" type: "BatchNorm" batch_norm_param { use_global_stats: true } }
+layer { bottom: "conv1" top: "conv1" name: "scale_conv1" type: "Scale" scale_param { bias_term: true } }
+layer { bottom: "conv1" top: "conv1" name: "conv1_relu" type: "ReLU" }
+layer { bottom: "conv1" top: "res2a" name: "res2a_branch2a" type: "Convolution"
+  convolution_param { num_output: 8 kernel_size: 3 pad: 1 bias_term: false } }
+layer { bottom: "conv1" bottom: "res2a" top: "res2a_sum" name: "res2a" type: "Eltwise" }
+layer { name: "fire2/squeeze1x1" type: "Convolution" bottom: "res2a_sum" top: "fire2/squeeze1x1"
+  convolution_param { num_output: 4 kernel_size: 1 weight_filler { type: "xavier" } } }
+layer { name: "fire2/expand1x1" type: "Convolution" bottom: "fire2/squeeze1x1" top: "fire2/expand1x1"
+  convolution_param { num_output: 8 kernel_size: 1 } }
+layer { name: "fire2/expand3x3" type: "Convolution" bottom: "fire2/squeeze1x1" top: "fire2/expand3x3"
+  convolution_param { num_output: 8 pad: 1 kernel_size: 3 } }
+layer { name: "fire2/concat" type: "Concat" bottom: "fire2/expand1x1" bottom: "fire2/expand3x3" top: "fire2/concat" }
+layer { name: "drop9" type: "Dropout" bottom: "fire2/concat" top: "fire2/concat" dropout_param { dropout_ratio: 0.5 } }
+layer { name: "score" type: "Convolution" bottom: "fire2/concat" top: "score" convolution_param { num_output: 5 kernel_size: 1 } }
+layer { name: "upscore" type: "Deconvolution" bottom: "score" top: "upscore" param { lr_mult: 0 }
+  convolution_param { num_output: 5 bias_term: false kernel_size: 4 stride: 2 group: 5 weight_filler { type: "bilinear" } } }
+layer { name: "crop" type: "Crop" bottom: "upscore" bottom: "data" top: "crop" crop_param { axis: 2 offset: 1 } }
+layer { name: "pool" type: "Pooling" bottom: "score" top: "pool" pooling_param { pool: AVE global_pooling: true } }
+layer { name: "prob" type: "Softmax" bottom: "pool" top: "prob" }
+`
+
+func TestTimeZooStyleNet(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "zoo.prototxt", zooStyle)
+	code, out, errs := runCmd(t, dir, "time", "-model", "zoo.prototxt", "--iters", "1", "--warmup", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"res2a", "fire2/concat", "[2 16 16 16]", "upscore", "[2 5 34 34]", "crop", "[2 5 32 32]", "[2 5 1 1]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
