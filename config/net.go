@@ -180,7 +180,13 @@ func parseNetMsg(filename string, msg *prototxt.Message) (*NetDef, error) {
 		n.State = NetState{Level: sr.int("level", 0, -maxI32, maxI32), Stages: sr.strs("stage")}
 		sr.finish()
 	}
-	r.unsupported("force_backward", "dsgd computes bottom gradients only where a layer needs them")
+	if f := r.one("force_backward"); f != nil && r.boolValue(f) && r.ok() {
+		// What Caffe computes beyond the need is never used by an update:
+		// training is the same; only dsgd time on a net without a loss
+		// then times no backward pass where caffe time would.
+		r.d.warnings = append(r.d.warnings, warning{f.Pos, fmt.Sprintf("%s: ignoring force_backward in net: dsgd computes "+
+			"gradients only where they reach a loss (training is unchanged; dsgd time shows no backward pass for a net without a loss)", f.Pos)})
+	}
 	for _, f := range r.all("layer") {
 		if !r.ok() {
 			break

@@ -220,3 +220,16 @@ layer { name: "c" type: "AbsVal" bottom: "a" top: "c" include { stage: "x" stage
 		}
 	}
 }
+
+func TestForceBackwardWarns(t *testing.T) {
+	n, err := ParseNet("f.prototxt", []byte("force_backward: true\ninput: \"x\" input_dim: [1, 1, 1, 1]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Warnings) != 1 || !strings.HasPrefix(n.Warnings[0], "f.prototxt:1:1: ignoring force_backward") {
+		t.Errorf("Warnings %q", n.Warnings)
+	}
+	if _, err := ParseNet("f.prototxt", []byte("force_backward: 3")); err == nil {
+		t.Error("force_backward: 3 accepted")
+	}
+}
