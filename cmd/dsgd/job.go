@@ -209,9 +209,13 @@ func (m *modelFlags) load() (*job, error) {
 	if j.train, err = j.net.PhaseState(layers.Train, m.state(j.net.State, j.solver.TrainState)); err != nil {
 		return nil, err
 	}
-	testDef, testState := j.net, j.net.State
+	testDef := j.net
 	if j.testNet != nil {
-		testDef, testState = j.testNet, mergeState(j.testNet.State, j.solver.TestNets[0].State)
+		testDef = j.testNet
+	}
+	testState := testDef.State
+	if tns := j.solver.TestNets; len(tns) > 0 && m.net == "" {
+		testState = mergeState(testDef.State, tns[0].State)
 	}
 	if j.test, err = testDef.PhaseState(layers.Test, testState); err != nil {
 		return nil, err

@@ -95,3 +95,34 @@ func TestTimeStage(t *testing.T) {
 		}
 	}
 }
+
+// TestConsolidatedSolver: one inline net whose TEST data layers are chosen
+// by stage, tested twice with different test_state, as Caffe's
+// lenet_consolidated_solver does.
+func TestConsolidatedSolver(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "solver.prototxt", `net_param {
+  name: "c"
+  layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TRAIN }
+    data_param { source: "synthetic:N=64,C=1,H=4,W=4,classes=2,seed=1" batch_size: 8 } }
+  layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TEST stage: "test-on-train" }
+    data_param { source: "synthetic:N=64,C=1,H=4,W=4,classes=2,seed=1" batch_size: 16 } }
+  layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TEST stage: "test-on-test" }
+    data_param { source: "synthetic:N=64,C=1,H=4,W=4,classes=2,seed=1" batch_size: 4 } }
+  layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 2 } }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+}
+test_iter: 3 test_state { stage: "test-on-train" }
+test_iter: 2 test_state { stage: "test-on-test" }
+test_interval: 10 base_lr: 0.1 lr_policy: "fixed" max_iter: 10
+`)
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "1", "--snapshot-prefix", "none")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	// Without its stage a TEST phase has no data layer and fails to
+	// build: both test nets ran, so both stages were applied.
+	if !strings.Contains(out, "final test:  loss") || !strings.Contains(out, "net1/loss") {
+		t.Errorf("output:\n%s", out)
+	}
+}
