@@ -150,6 +150,17 @@ func decodeNets(d *decoder, r *reader, filename string, s *SolverDef) {
 	switch {
 	case !r.ok():
 		return
+	case len(trains) == 0 && explicit == 0:
+		// No net at all: the command line gives it (--net), and the
+		// test_iter is its.
+		if len(its) > 0 {
+			s.TestIter = its[0]
+		}
+		if len(iters) > 1 {
+			d.failf(iters[1].Pos, "solver names no net but gives %d test_iter; give one, for the net passed with --net", len(iters))
+		}
+		r.msgs("test_state")
+		return
 	case generic == nil && len(iters) != explicit:
 		pos := r.m.Pos
 		if len(iters) > 0 {
