@@ -107,8 +107,10 @@ func TestIterSizeEveryScheme(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := append([]float32(nil), first.net.Params()...)
-	for _, name := range []string{"async", "ssp", "weedout", "easgd-rr", "easgd", "measgd", "hogwild-easgd",
-		"hogwild", "sync-easgd", "seasgd", "hybrid", "sync-tree"} {
+	// hogwild and hogwild-easgd (lock-free by design) are added by
+	// itersize_norace_test.go outside the race detector.
+	for _, name := range append([]string{"async", "ssp", "weedout", "easgd-rr", "easgd", "measgd",
+		"sync-easgd", "seasgd", "hybrid", "sync-tree"}, lockFreeSchemes...) {
 		t.Run(name, func(t *testing.T) {
 			got, fills := runIterSizeFills(t, name, 2, 4, 2, 4)
 			if fills != 2*4 {
