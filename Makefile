@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make train` and `make test`.
 GO ?= go
 
-.PHONY: train test build bench-engine setup
+.PHONY: train test build bench-engine setup torch-layers caffe-nets
 
 setup:
 	@./scripts/setup.sh
@@ -29,3 +29,15 @@ test:
 BENCH_FLAGS ?=
 bench-engine: build
 	./dsgd bench --peer ../shared/peer/torch_lenet.py --peer-nets ../shared/peer/torch_nets.py $(BENCH_FLAGS)
+
+# Regenerates the PyTorch float64 fixtures of the Caffe layers
+# (nn/layers/testdata/torch_layers.json; needs python3-torch) and checks
+# the layers against them and against finite differences.
+torch-layers:
+	/usr/bin/python3 scripts/torch_layers.py nn/layers/testdata/torch_layers.json
+	$(GO) test ./nn/layers -run 'TestTorchFixtures|TestCaffeLayers|TestBilinear' -v
+
+# Counts the Caffe net files under CAFFE_NETS (a folder of BVLC/caffe's
+# examples/ and models/ prototxt files) that `dsgd time` accepts unmodified.
+caffe-nets: build
+	./scripts/caffe_nets.sh $(CAFFE_NETS)

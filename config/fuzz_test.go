@@ -25,6 +25,8 @@ func FuzzParseNet(f *testing.F) {
 		net(`layer { name: "e" type: "Eltwise" bottom: "data" bottom: "data" top: "e" eltwise_param { coeff: [1, 2] } }`),
 		`input: "x" input_dim: [1, 2, 3, 4]`,
 		`layer { name: "d" type: "Input" top: "a" input_param { shape { dim: 1 } } }`,
+		"layers { name: \"r\" type: RELU bottom: \"x\" top: \"x\" }",
+		net(`layer { type: "Slice" bottom: "data" top: "a" top: "b" slice_param { axis: 1 } }`),
 	} {
 		f.Add([]byte(s))
 	}
@@ -73,6 +75,31 @@ func FuzzParseSolver(f *testing.F) {
 		}
 		if !(s.Solver.BaseLR > 0) || !slices.Contains(lrPolicies(), s.Solver.LRPolicy) || s.Solver.MaxIter != s.MaxIter {
 			t.Fatalf("accepted an invalid solver: %+v", s)
+		}
+	})
+}
+
+// FuzzUpgrade: Upgrade never panics, and what it returns reads back and
+// needs no further upgrade.
+func FuzzUpgrade(f *testing.F) {
+	addFile(f, v1CaffeNet)
+	addFile(f, "testdata/lenet_solver.prototxt")
+	for _, s := range []string{
+		"input: \"data\" input_dim: [1, 3, 4, 4]\nlayers { name: \"r\" type: RELU bottom: \"data\" top: \"data\" blobs_lr: 1 param: \"w\" }",
+		"layers { name: \"d\" type: DATA top: \"x\" data_param { source: \"s\" batch_size: 2 scale: 0.5 mirror: true } transform_param { crop_size: 1 } }",
+		"base_lr: 0.1 lr_policy: \"fixed\" solver_type: ADADELTA momentum: 0.9",
+		"layers { layer { name: \"a\" } }",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		out, _, err := Upgrade("fuzz.prototxt", src)
+		if err != nil {
+			return
+		}
+		again, notes, err := Upgrade("again.prototxt", out)
+		if err != nil || len(notes) != 0 || string(again) != string(out) {
+			t.Fatalf("upgraded text does not read back unchanged: notes %q err %v\n%s", notes, err, out)
 		}
 	})
 }

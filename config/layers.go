@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"dsgd/nn/layers"
@@ -10,11 +11,13 @@ import (
 
 // computeTypes lists the compute layer types dsgd supports, sorted.
 func computeTypes() []string {
-	return []string{
+	t := append([]string{
 		"Accuracy", "BatchNorm", "Concat", "Convolution", "Dropout", "Eltwise",
 		"Flatten", "InnerProduct", "LRN", "Pooling", "ReLU", "Scale", "Sigmoid",
 		"Softmax", "SoftmaxWithLoss", "TanH",
-	}
+	}, moreTypes()...)
+	slices.Sort(t)
+	return t
 }
 
 // supportedTypes lists every layer type, data layers included.
@@ -40,39 +43,7 @@ func decodeCompute(r *reader, l *LayerDef) layers.Config {
 	engines := []string{"DEFAULT", "CAFFE", "CUDNN"}
 	switch l.Type {
 	case "Convolution":
-		p := param("convolution_param")
-		c := &layers.ConvolutionConfig{
-			NumOutput: p.int("num_output", 0, 1, maxI32),
-			Group:     p.int("group", 1, 1, maxI32),
-			BiasTerm:  p.bool("bias_term", true),
-		}
-		if p.ok() && !p.has("num_output") {
-			p.d.failf(p.m.Pos, "%s needs num_output", p.ctx)
-		}
-		if c.NumOutput%c.Group != 0 && p.ok() {
-			p.d.failf(p.m.Pos, "%s: num_output %d is not a multiple of group %d", p.ctx, c.NumOutput, c.Group)
-		}
-		c.KernelH, c.KernelW = hw(p, "kernel_size", "kernel_h", "kernel_w", true, -1, 1)
-		c.StrideH, c.StrideW = hw(p, "stride", "stride_h", "stride_w", true, 1, 1)
-		c.PadH, c.PadW = hw(p, "pad", "pad_h", "pad_w", true, 0, 0)
-		for _, f := range p.all("dilation") {
-			if v := p.intValue(f, 0, maxI32); v != 1 && p.ok() {
-				p.d.failf(f.Pos, "unsupported field 'dilation' in %s: only dilation 1 is supported, got %d", p.ctx, v)
-			}
-		}
-		if f := p.one("axis"); f != nil {
-			if v := p.intValue(f, math.MinInt32, maxI32); v != 1 && p.ok() {
-				p.d.failf(f.Pos, "unsupported field 'axis' in %s: only axis 1 (NCHW) is supported, got %d", p.ctx, v)
-			}
-		}
-		if f := p.one("force_nd_im2col"); f != nil && p.boolValue(f) && p.ok() {
-			p.d.failf(f.Pos, "unsupported field 'force_nd_im2col' in %s: dsgd convolves in 2-D only", p.ctx)
-		}
-		c.WeightFiller = filler(p, "weight_filler", defaultFiller())
-		c.BiasFiller = filler(p, "bias_filler", defaultFiller())
-		p.ignore("engine", engine, engines...)
-		p.finish()
-		return c
+		return decodeConv(param("convolution_param"))
 	case "Pooling":
 		p := param("pooling_param")
 		c := &layers.PoolingConfig{GlobalPooling: p.bool("global_pooling", false)}
@@ -281,7 +252,7 @@ func decodeCompute(r *reader, l *LayerDef) layers.Config {
 		p.finish()
 		return c
 	}
-	panic("config: decodeCompute called with unsupported type " + l.Type)
+	return decodeMore(r, l, param)
 }
 
 // hw decodes a 2-D size given either as base (repeated when repeated: one
@@ -347,7 +318,7 @@ func filler(p *reader, name string, def layers.Filler) layers.Filler {
 	}
 	r := p.d.reader(m, name+" of "+p.ctx)
 	f := defaultFiller()
-	types := []layers.FillerType{layers.FillConstant, layers.FillGaussian, layers.FillUniform, layers.FillXavier, layers.FillMSRA}
+	types := []layers.FillerType{layers.FillConstant, layers.FillGaussian, layers.FillUniform, layers.FillXavier, layers.FillMSRA, layers.FillBilinear}
 	if tf := r.one("type"); tf != nil {
 		t := layers.FillerType(r.strValue(tf))
 		known := false
@@ -355,7 +326,7 @@ func filler(p *reader, name string, def layers.Filler) layers.Filler {
 			known = known || k == t
 		}
 		if !known && r.ok() {
-			r.d.failf(tf.ValuePos, "unsupported filler type %q in %s; dsgd supports constant, gaussian, uniform, xavier, msra", t, r.ctx)
+			r.d.failf(tf.ValuePos, "unsupported filler type %q in %s; dsgd supports constant, gaussian, uniform, xavier, msra, bilinear", t, r.ctx)
 		}
 		f.Type = t
 	}
@@ -366,8 +337,15 @@ func filler(p *reader, name string, def layers.Filler) layers.Filler {
 	f.Std = r.float32("std", 1)
 	f.VarianceNorm = layers.VarianceNorm(r.enum("variance_norm", 0, "FAN_IN", "FAN_OUT", "AVERAGE"))
 	if sf := r.one("sparse"); sf != nil {
-		if v := r.intValue(sf, math.MinInt32, maxI32); v != -1 && r.ok() {
-			r.d.failf(sf.Pos, "unsupported field 'sparse' in %s: dsgd fills densely", r.ctx)
+		v := r.intValue(sf, -1, maxI32)
+		switch {
+		case !r.ok() || v == -1:
+		case f.Type != layers.FillGaussian:
+			r.d.failf(sf.Pos, "unsupported field 'sparse' in %s: Caffe's sparse applies to the gaussian filler only", r.ctx)
+		case v == 0:
+			r.d.failf(sf.ValuePos, "sparse in %s: 0 would zero every weight; give -1 (dense) or a positive count", r.ctx)
+		default:
+			f.Sparse = int(v)
 		}
 	}
 	if r.ok() {

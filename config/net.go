@@ -25,6 +25,12 @@ type NetDef struct {
 	// Warnings lists the harmless fields that were ignored, each with its
 	// position and the reason.
 	Warnings []string
+	// Notes says what was upgraded from an old format on reading (a V1
+	// net), for the user to see, as Caffe logs its upgrades.
+	Notes []string
+	// State is the net's own state field: stages and level used when the
+	// solver and the command give none.
+	State NetState
 }
 
 // LayerDef is one layer definition of a NetDef. Exactly one of Compute and
@@ -44,23 +50,51 @@ type LayerDef struct {
 	Data *DataLayer
 }
 
-// PhaseRule is a Caffe NetStateRule reduced to what dsgd supports: the
-// phase. A rule without a phase matches every phase.
+// PhaseRule is a Caffe NetStateRule: the phase, the level range and the
+// stages a net's state must (or must not) have. A rule without a phase
+// matches every phase.
 type PhaseRule struct {
 	Phase    layers.Phase
 	HasPhase bool
+	// MinLevel and MaxLevel bound the state's level when set.
+	MinLevel, MaxLevel *int
+	// Stages must all be in the state; NotStages none of them.
+	Stages, NotStages []string
 }
 
-func (r PhaseRule) matches(p layers.Phase) bool { return !r.HasPhase || r.Phase == p }
-
-// InPhase reports whether the layer is part of the net in phase p, by
-// Caffe's rules: with include rules, when any matches; with exclude rules,
-// when none matches; with neither, always.
-func (l *LayerDef) InPhase(p layers.Phase) bool {
-	if len(l.Include) > 0 {
-		return slices.ContainsFunc(l.Include, func(r PhaseRule) bool { return r.matches(p) })
+// matches is Caffe's Net::StateMeetsRule.
+func (r PhaseRule) matches(p layers.Phase, st NetState) bool {
+	switch {
+	case r.HasPhase && r.Phase != p,
+		r.MinLevel != nil && st.Level < *r.MinLevel,
+		r.MaxLevel != nil && st.Level > *r.MaxLevel:
+		return false
 	}
-	return !slices.ContainsFunc(l.Exclude, func(r PhaseRule) bool { return r.matches(p) })
+	for _, s := range r.Stages {
+		if !slices.Contains(st.Stages, s) {
+			return false
+		}
+	}
+	for _, s := range r.NotStages {
+		if slices.Contains(st.Stages, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// InPhase reports whether the layer is part of the net in phase p with no
+// stages and level 0 (see InState).
+func (l *LayerDef) InPhase(p layers.Phase) bool { return l.InState(p, NetState{}) }
+
+// InState reports whether the layer is part of the net in phase p and
+// state st, by Caffe's rules: with include rules, when any matches; with
+// exclude rules, when none matches; with neither, always.
+func (l *LayerDef) InState(p layers.Phase, st NetState) bool {
+	if len(l.Include) > 0 {
+		return slices.ContainsFunc(l.Include, func(r PhaseRule) bool { return r.matches(p, st) })
+	}
+	return !slices.ContainsFunc(l.Exclude, func(r PhaseRule) bool { return r.matches(p, st) })
 }
 
 // DataLayer is a layer that feeds the net from outside: Caffe's Data layer
@@ -117,19 +151,42 @@ func ParseNet(filename string, src []byte) (*NetDef, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseNetMsg(filename, msg)
+}
+
+// parseNetMsg decodes a parsed NetParameter: a file's, or one written
+// inline in a solver (net_param); filename names it in the result.
+func parseNetMsg(filename string, msg *prototxt.Message) (*NetDef, error) {
+	v1, err := upgradeV1(msg)
+	if err != nil {
+		return nil, err
+	}
 	d := &decoder{}
 	r := d.reader(msg, "net")
 	n := &NetDef{Name: r.str("name", ""), File: filename}
-	if v1 := r.all("layers"); len(v1) > 0 {
-		d.failf(v1[0].Pos, "'layers' is Caffe's V1 net format, which dsgd does not read; "+
-			"upgrade the file with Caffe's tools/upgrade_net_proto_text and use 'layer'")
+	if v1 {
+		n.Notes = append(n.Notes, fmt.Sprintf("%s: upgraded from Caffe's V1 net format in memory, as Caffe does; "+
+			"`dsgd upgrade %s NEW.prototxt` writes the current format", filename, filename))
 	}
 	if in := legacyInput(r); in != nil {
 		n.Layers = append(n.Layers, in)
 	}
 	r.ignore("debug_info", "dsgd does not print per-layer debug information")
-	r.unsupported("state", "dsgd selects the phase itself; use include/exclude rules on layers")
-	r.unsupported("force_backward", "dsgd computes bottom gradients only where a layer needs them")
+	if m := r.msg("state"); m != nil {
+		// A net's own state: its phase is overridden by the solver or the
+		// command, as Caffe's are; its stages and level are the default.
+		sr := d.reader(m, "state in net")
+		sr.ignore("phase", "the command and the solver choose the phase", "TRAIN", "TEST")
+		n.State = NetState{Level: sr.int("level", 0, -maxI32, maxI32), Stages: sr.strs("stage")}
+		sr.finish()
+	}
+	if f := r.one("force_backward"); f != nil && r.boolValue(f) && r.ok() {
+		// What Caffe computes beyond the need is never used by an update:
+		// training is the same; only dsgd time on a net without a loss
+		// then times no backward pass where caffe time would.
+		r.d.warnings = append(r.d.warnings, warning{f.Pos, fmt.Sprintf("%s: ignoring force_backward in net: dsgd computes "+
+			"gradients only where they reach a loss (training is unchanged; dsgd time shows no backward pass for a net without a loss)", f.Pos)})
+	}
 	for _, f := range r.all("layer") {
 		if !r.ok() {
 			break
@@ -243,8 +300,13 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 	l := &LayerDef{Pos: f.Pos}
 	l.Name = r.str("name", "")
 	if l.Name == "" && r.ok() {
-		d.failf(f.Pos, "layer has no name")
-		return nil
+		// Caffe accepts a layer without a name; give it one that says
+		// where it is, so errors and timings can name it.
+		t := "layer"
+		if tf := f.Msg.Get("type"); len(tf) == 1 && tf[0].Kind == prototxt.KindString && tf[0].Value != "" {
+			t = tf[0].Value
+		}
+		l.Name = fmt.Sprintf("%s@%d", t, f.Pos.Line)
 	}
 	r.ctx = fmt.Sprintf("layer '%s'", l.Name)
 	l.Type = r.str("type", "")
@@ -252,8 +314,18 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 		d.failf(f.Pos, "layer '%s' has no type", l.Name)
 		return nil
 	}
+	if l.Type == "Python" && r.ok() {
+		d.failf(f.Pos, "layer '%s' is a Python layer (python_param module/layer), which runs only inside Caffe's own Python; "+
+			"dsgd cannot run it: replace it with a built-in layer (for data, a Data or Input layer)", l.Name)
+		return nil
+	}
 	l.Bottom = r.strs("bottom")
 	l.Top = r.strs("top")
+	if len(l.Top) == 0 && isLossType(l.Type) {
+		// Caffe gives a loss layer without a top an anonymous one
+		// (AutoTopBlobs), so that its loss still counts.
+		l.Top = []string{"(automatic) " + l.Name}
+	}
 	for _, m := range r.msgs("include") {
 		l.Include = append(l.Include, decodeRule(d, m, r.ctx, "include"))
 	}
@@ -298,7 +370,7 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 	return l
 }
 
-// decodeRule decodes a NetStateRule; only phase is supported.
+// decodeRule decodes a NetStateRule.
 func decodeRule(d *decoder, m *prototxt.Message, layerCtx, kind string) PhaseRule {
 	r := d.reader(m, kind+" of "+layerCtx)
 	var rule PhaseRule
@@ -306,11 +378,17 @@ func decodeRule(d *decoder, m *prototxt.Message, layerCtx, kind string) PhaseRul
 		rule.HasPhase = true
 		rule.Phase = layers.Phase(r.enum("phase", 0, "TRAIN", "TEST"))
 	}
-	const why = "dsgd selects layers by phase only"
-	r.unsupported("stage", why)
-	r.unsupported("not_stage", why)
-	r.unsupported("min_level", why)
-	r.unsupported("max_level", why)
+	for _, lv := range []struct {
+		name string
+		dst  **int
+	}{{"min_level", &rule.MinLevel}, {"max_level", &rule.MaxLevel}} {
+		if f := r.one(lv.name); f != nil {
+			v := int(r.intValue(f, -maxI32, maxI32))
+			*lv.dst = &v
+		}
+	}
+	rule.Stages = r.strs("stage")
+	rule.NotStages = r.strs("not_stage")
 	r.finish()
 	return rule
 }
@@ -443,13 +521,17 @@ func decodeTransform(r *reader) data.TransformConfig {
 //
 // The returned Spec's layer configs are shared with n and with other
 // phases' Specs: treat them as read-only.
-func (n *NetDef) Phase(p layers.Phase) (*PhaseNet, error) {
+func (n *NetDef) Phase(p layers.Phase) (*PhaseNet, error) { return n.PhaseState(p, NetState{}) }
+
+// PhaseState is Phase with the stages and level of st (Caffe's NetState)
+// also selecting layers.
+func (n *NetDef) PhaseState(p layers.Phase, st NetState) (*PhaseNet, error) {
 	pn := &PhaseNet{Phase: p, Spec: model.Spec{Name: n.Name}}
 	names := map[string]*LayerDef{}
 	blobs := map[string]bool{}
 	own := map[string]bool{} // the current layer's tops
 	for _, l := range n.Layers {
-		if !l.InPhase(p) {
+		if !l.InState(p, st) {
 			continue
 		}
 		if prev, dup := names[l.Name]; dup {

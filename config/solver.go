@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -18,11 +17,34 @@ type SolverDef struct {
 	// Solver is the update rule and learning-rate policy, Caffe's defaults
 	// applied.
 	Solver solver.Config
-	// Net is the net field, resolved relative to the solver file's
-	// directory; empty when absent.
+	// Net is the train net's file (net or train_net), resolved as Caffe
+	// does: relative to the working directory, or, when it is not there,
+	// beside the solver (with a note); empty when the net is inline or
+	// absent.
 	Net string
-	// TestIter is test_iter: test batches per test pass (0 when absent).
+	// TrainNet is where the train net comes from: net, net_param,
+	// train_net or train_net_param; its Field is "" when the solver names
+	// none (the command line then must).
+	TrainNet NetSource
+	// TrainState is train_state: the stages and level the train net's
+	// layers are selected with, beside the TRAIN phase.
+	TrainState NetState
+	// TestNets are the test nets in Caffe's order: test_net_param, then
+	// test_net, then one instance of the generic net (net or net_param)
+	// for each remaining test_iter; each with its test_iter and
+	// test_state.
+	TestNets []TestNet
+	// TestIter is test_iter of the first test net (0 when there is none).
 	TestIter int
+	// IterSize is iter_size: forward/backward passes whose gradients are
+	// averaged into each update (default 1).
+	IterSize int
+	// SnapshotAfterTrain is snapshot_after_train: write a snapshot when
+	// training ends (default true).
+	SnapshotAfterTrain bool
+	// Notes say what dsgd did that Caffe would not (a net found beside the
+	// solver), for the user to see.
+	Notes []string
 	// TestInterval is test_interval: iterations between test passes; 0
 	// means never.
 	TestInterval int
@@ -82,7 +104,6 @@ func ParseSolver(filename string, src []byte) (*SolverDef, error) {
 	d := &decoder{}
 	r := d.reader(msg, "solver")
 	s := &SolverDef{
-		Net:                r.str("net", ""),
 		TestInterval:       r.int("test_interval", 0, 0, maxI32),
 		TestInitialization: r.bool("test_initialization", true),
 		Display:            r.int("display", 0, 0, maxI32),
@@ -91,24 +112,12 @@ func ParseSolver(filename string, src []byte) (*SolverDef, error) {
 		Snapshot:           r.int("snapshot", 0, 0, maxI32),
 		SnapshotPrefix:     r.str("snapshot_prefix", ""),
 		RandomSeed:         -1,
+		IterSize:           r.int("iter_size", 1, 1, maxI32),
+		SnapshotAfterTrain: r.bool("snapshot_after_train", true),
 	}
-	if s.Net != "" && !filepath.IsAbs(s.Net) {
-		s.Net = filepath.Join(filepath.Dir(filename), s.Net)
-	}
-	if ti := r.all("test_iter"); len(ti) > 0 {
-		s.TestIter = int(r.intValue(ti[0], 0, maxI32))
-		if len(ti) > 1 && r.ok() {
-			d.failf(ti[1].Pos, "unsupported field 'test_iter' in solver: more than one test net; give test_iter once")
-		}
-	}
+	decodeNets(d, r, filename, s)
 	if f := r.one("random_seed"); f != nil {
 		s.RandomSeed = r.intValue(f, math.MinInt64, math.MaxInt64)
-	}
-	if f := r.one("iter_size"); f != nil {
-		if v := r.intValue(f, 1, maxI32); v != 1 && r.ok() {
-			d.failf(f.Pos, "unsupported field 'iter_size' in solver: only iter_size 1 is supported, got %d; "+
-				"raise the batch size instead", v)
-		}
 	}
 
 	c := &s.Solver
@@ -131,12 +140,7 @@ func ParseSolver(filename string, src []byte) (*SolverDef, error) {
 	r.ignore("solver_mode", "dsgd computes on the CPU", "CPU", "GPU")
 	r.ignore("device_id", "dsgd computes on the CPU")
 	r.ignore("snapshot_format", "dsgd writes its own snapshot format", "HDF5", "BINARYPROTO")
-	r.ignore("snapshot_after_train", "dsgd snapshots at the snapshot interval and at the end")
 	r.ignore("debug_info", "dsgd does not print per-layer debug information")
-	const oneNet = "give one net with 'net' and select layers with include { phase: ... }"
-	for _, name := range []string{"train_net", "test_net", "net_param", "train_net_param", "test_net_param", "train_state", "test_state"} {
-		r.unsupported(name, oneNet)
-	}
 	r.finish()
 	if d.err == nil {
 		validateSolver(d, r, s)
@@ -160,19 +164,12 @@ func solverType(r *reader) string {
 	case tf != nil:
 		t = r.strValue(tf)
 		if !slices.Contains(names, t) && r.ok() {
-			r.valueErr(tf, "unknown solver type %q; expected one of SGD, Nesterov, AdaGrad, RMSProp, Adam", t)
+			r.valueErr(tf, "unknown solver type %q; expected one of SGD, Nesterov, AdaGrad, RMSProp, AdaDelta, Adam", t)
 		}
 	case sf != nil:
 		if i := r.enumValue(sf, enum...); i >= 0 {
 			t = names[i]
 		}
-	}
-	if t == "AdaDelta" && r.ok() {
-		f := tf
-		if f == nil {
-			f = sf
-		}
-		r.d.failf(f.ValuePos, "unsupported solver type AdaDelta; dsgd supports SGD, Nesterov, AdaGrad, RMSProp, Adam")
 	}
 	return t
 }
@@ -207,6 +204,8 @@ func validateSolver(d *decoder, r *reader, s *SolverDef) {
 		d.failf(at("rms_decay"), "rms_decay in solver: must be in [0, 1), got %g", c.RMSDecay)
 	case c.Delta <= 0:
 		d.failf(at("delta"), "delta in solver: must be > 0, got %g", c.Delta)
+	case c.Type == "AdaDelta" && c.Momentum == 0 && !r.has("momentum"):
+		d.failf(file, "solver: type \"AdaDelta\" needs momentum (its decay rate, typically 0.95)")
 	case c.Momentum != 0 && (c.Type == "AdaGrad" || c.Type == "RMSProp"):
 		d.failf(at("momentum"), "momentum in solver: type %q takes no momentum (got %g), as in Caffe", c.Type, c.Momentum)
 	case c.Gamma < 0:
@@ -235,8 +234,10 @@ func validateSolver(d *decoder, r *reader, s *SolverDef) {
 			d.failf(at("stepsize"), "stepsize in solver: must be > 0 for %s", policy)
 		}
 	case "multistep":
-		need("stepvalue", policy)
-		need("gamma", policy)
+		// Caffe trains on with base_lr when there is no stepvalue.
+		if r.has("stepvalue") {
+			need("gamma", policy)
+		}
 		if fs := r.m.Get("stepvalue"); d.err == nil {
 			for i := 1; i < len(c.StepValues); i++ {
 				if c.StepValues[i] <= c.StepValues[i-1] {

@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -24,7 +23,11 @@ func TestLeNetSolver(t *testing.T) {
 			WeightDecay: 0.0005, Regularization: "L2", ClipGradients: -1,
 			LRPolicy: "inv", Gamma: 0.0001, Power: 0.75, MaxIter: 10000,
 		},
-		Net:      filepath.Join("testdata", "examples/mnist/lenet_train_test.prototxt"),
+		// Caffe resolves net from the working directory (its root).
+		Net:      "examples/mnist/lenet_train_test.prototxt",
+		TrainNet: NetSource{Field: "net", Pos: prototxt.Pos{File: file, Line: 2, Col: 1}, Path: "examples/mnist/lenet_train_test.prototxt"},
+		TestNets: []TestNet{{Source: NetSource{Field: "net", Pos: prototxt.Pos{File: file, Line: 2, Col: 1}, Path: "examples/mnist/lenet_train_test.prototxt"}, Iter: 100}},
+		IterSize: 1, SnapshotAfterTrain: true,
 		TestIter: 100, TestInterval: 500, TestInitialization: true, Display: 100, AverageLoss: 1,
 		MaxIter: 10000, Snapshot: 5000, SnapshotPrefix: "examples/mnist/lenet", RandomSeed: -1,
 		Warnings: []string{file + ":25:1: ignoring solver_mode in solver: dsgd computes on the CPU"},
@@ -82,7 +85,35 @@ func TestSolverFields(t *testing.T) {
 		{"absolute net", `net: "/abs/net.prototxt" base_lr: 1 lr_policy: "fixed"`,
 			func(s *SolverDef) bool { return s.Net == "/abs/net.prototxt" }},
 		{"relative net", `net: "net.prototxt" base_lr: 1 lr_policy: "fixed"`,
-			func(s *SolverDef) bool { return s.Net == filepath.Join("dir", "net.prototxt") }},
+			func(s *SolverDef) bool { return s.Net == "net.prototxt" && len(s.Notes) == 0 }},
+		{"adadelta", `base_lr: 1 lr_policy: "fixed" type: "AdaDelta" momentum: 0.95 delta: 1e-6`,
+			func(s *SolverDef) bool { return s.Solver.Type == "AdaDelta" && s.Solver.Momentum == 0.95 }},
+		{"solver_type adadelta", `base_lr: 1 lr_policy: "fixed" solver_type: ADADELTA momentum: 0.95`,
+			func(s *SolverDef) bool { return s.Solver.Type == "AdaDelta" }},
+		{"iter_size", `base_lr: 1 lr_policy: "fixed" iter_size: 16 snapshot_after_train: false`,
+			func(s *SolverDef) bool { return s.IterSize == 16 && !s.SnapshotAfterTrain }},
+		{"multistep without stepvalue", `base_lr: 0.1 lr_policy: "multistep"`,
+			func(s *SolverDef) bool { return s.Solver.LRPolicy == "multistep" && len(s.Solver.StepValues) == 0 }},
+		{"train and test nets", `train_net: "a.prototxt" test_net: "b.prototxt" test_net: "c.prototxt" test_iter: 5 test_iter: 7
+			base_lr: 1 lr_policy: "fixed" train_state { stage: "s1" level: 2 } test_state { stage: "t" } test_state { }`,
+			func(s *SolverDef) bool {
+				return s.Net == "a.prototxt" && s.TrainNet.Field == "train_net" && len(s.TestNets) == 2 &&
+					s.TestNets[0].Source.Path == "b.prototxt" && s.TestNets[0].Iter == 5 && s.TestNets[1].Iter == 7 &&
+					s.TestNets[1].Source.Path == "c.prototxt" && s.TestIter == 5 &&
+					slices.Equal(s.TrainState.Stages, []string{"s1"}) && s.TrainState.Level == 2 &&
+					slices.Equal(s.TestNets[0].State.Stages, []string{"t"}) && len(s.TestNets[1].State.Stages) == 0
+			}},
+		{"generic net twice", `net: "n.prototxt" test_iter: 3 test_iter: 4 base_lr: 1 lr_policy: "fixed"`,
+			func(s *SolverDef) bool {
+				return len(s.TestNets) == 2 && s.TestNets[1].Source.Path == "n.prototxt" && s.TestNets[1].Iter == 4
+			}},
+		{"inline nets", `train_net_param { name: "tr" layer { name: "d" type: "Input" top: "x" input_param { shape { dim: 1 } } } }
+			test_net_param { name: "te" layer { name: "d" type: "Input" top: "x" input_param { shape { dim: 2 } } } }
+			test_iter: 1 base_lr: 1 lr_policy: "fixed"`,
+			func(s *SolverDef) bool {
+				return s.Net == "" && s.TrainNet.Inline != nil && s.TrainNet.Inline.Name == "tr" &&
+					len(s.TestNets) == 1 && s.TestNets[0].Source.Inline.Name == "te"
+			}},
 		{"no net", `base_lr: 1 lr_policy: "fixed"`,
 			func(s *SolverDef) bool { return s.Net == "" && s.RandomSeed == -1 && s.Solver.Type == "SGD" }},
 	}
@@ -115,7 +146,6 @@ func TestSolverErrors(t *testing.T) {
 		{"step no stepsize", `base_lr: 0.1 lr_policy: "step" gamma: 0.1`, `s.prototxt:1:1: solver: lr_policy "step" needs stepsize`},
 		{"step no gamma", `base_lr: 0.1 lr_policy: "step" stepsize: 10`, `s.prototxt:1:1: solver: lr_policy "step" needs gamma`},
 		{"step zero", `base_lr: 0.1 lr_policy: "step" gamma: 0.1 stepsize: 0`, `s.prototxt:1:53: stepsize in solver: must be > 0`},
-		{"multistep none", `base_lr: 0.1 lr_policy: "multistep" gamma: 0.1`, `s.prototxt:1:1: solver: lr_policy "multistep" needs stepvalue`},
 		{"multistep order", "base_lr: 0.1 lr_policy: \"multistep\" gamma: 0.1\nstepvalue: 20\nstepvalue: 10",
 			`s.prototxt:3:12: stepvalue in solver: must increase, but 10 follows 20`},
 		{"inv no power", `base_lr: 0.1 lr_policy: "inv" gamma: 0.1`, `s.prototxt:1:1: solver: lr_policy "inv" needs power`},
@@ -129,13 +159,18 @@ func TestSolverErrors(t *testing.T) {
 		{"delta", ok + "delta: 0", "s.prototxt:1:40: delta in solver: must be > 0"},
 		{"regularization", ok + `regularization_type: "L3"`, `s.prototxt:1:54: regularization_type in solver: unknown value "L3"`},
 		{"type", ok + `type: "sgd"`, `s.prototxt:1:39: type in solver: unknown solver type "sgd"`},
-		{"adadelta", ok + `type: "AdaDelta"`, `s.prototxt:1:39: unsupported solver type AdaDelta`},
-		{"solver_type adadelta", ok + `solver_type: ADADELTA`, `s.prototxt:1:46: unsupported solver type AdaDelta`},
+		{"adadelta without momentum", ok + `type: "AdaDelta"`, `s.prototxt:1:1: solver: type "AdaDelta" needs momentum`},
 		{"both types", ok + `type: "SGD" solver_type: SGD`, `s.prototxt:1:45: solver gives both type and the legacy solver_type`},
 		{"solver_type unknown", ok + `solver_type: FOO`, `s.prototxt:1:46: solver_type in solver: unknown value FOO`},
-		{"iter_size", ok + "iter_size: 2", "s.prototxt:1:33: unsupported field 'iter_size' in solver: only iter_size 1"},
-		{"test_iter twice", ok + "test_iter: 1 test_iter: 2", "s.prototxt:1:46: unsupported field 'test_iter' in solver: more than one test net"},
-		{"train_net", ok + `train_net: "x"`, "s.prototxt:1:33: unsupported field 'train_net' in solver: give one net with 'net'"},
+		{"iter_size 0", ok + "iter_size: 0", "s.prototxt:1:44: iter_size in solver: must be at least 1, got 0"},
+		{"test_iter without net", ok + "test_iter: 1 test_iter: 2", "s.prototxt:1:46: solver names no net but gives 2 test_iter"},
+		{"test_iter without generic net", ok + `train_net: "t" test_iter: 1`, "s.prototxt:1:48: solver has 0 test nets (test_net, test_net_param) but 1 test_iter"},
+		{"two train nets", ok + `train_net: "x" net: "y"`, "s.prototxt:1:48: solver names its train net twice (train_net at s.prototxt:1:33 and net at s.prototxt:1:48)"},
+		{"net and net_param", ok + `net: "x" net_param { }`, "s.prototxt:1:42: solver gives both net (at s.prototxt:1:33) and net_param"},
+		{"test_state count", ok + `net: "x" test_iter: 1 test_state { } test_state { }`, "s.prototxt:1:66: solver has 2 test_state for 1 test nets"},
+		{"test_net without test_iter", ok + `test_net: "x"`, "s.prototxt:1:1: solver has 1 test nets (test_net, test_net_param) but 0 test_iter"},
+		{"bad inline net", ok + `net_param { layer { name: "x" type: "Nope" } }`, "s.prototxt:1:45: layer 'x' has unknown type 'Nope'"},
+		{"state phase", ok + `net: "x" train_state { phase: TEST }`, "s.prototxt:1:56: unsupported field 'phase' in train_state in solver"},
 		{"max_iter negative", ok + "max_iter: -5", "s.prototxt:1:43: max_iter in solver: must be at least 0, got -5"},
 		{"average_loss zero", ok + "average_loss: 0", "s.prototxt:1:47: average_loss in solver: must be at least 1, got 0"},
 		{"display twice", ok + "display: 1 display: 2", "s.prototxt:1:44: display in solver is given more than once"},
@@ -165,13 +200,12 @@ func TestSolverWarnings(t *testing.T) {
 solver_mode: CPU
 device_id: 0
 debug_info: false
-snapshot_after_train: true
 snapshot_format: BINARYPROTO`
 	s, err := ParseSolver("s.prototxt", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Warnings) != 5 {
+	if len(s.Warnings) != 4 {
 		t.Fatalf("Warnings = %q", s.Warnings)
 	}
 	for i, w := range s.Warnings {

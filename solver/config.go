@@ -4,15 +4,16 @@ package solver
 // config package fills it from a solver prototxt, applying Caffe's defaults;
 // Validate rejects what remains out of range.
 type Config struct {
-	// Type is "SGD", "Nesterov", "AdaGrad", "RMSProp" or "Adam".
+	// Type is "SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta" or "Adam".
 	Type string
 	// BaseLR is base_lr.
 	BaseLR float64
-	// Momentum is momentum (Adam's beta1).
+	// Momentum is momentum (Adam's beta1, AdaDelta's decay).
 	Momentum float64
 	// Momentum2 is Adam's beta2 (Caffe default 0.999).
 	Momentum2 float64
-	// Delta is the epsilon of AdaGrad, RMSProp and Adam (Caffe default 1e-8).
+	// Delta is the epsilon of AdaGrad, RMSProp, AdaDelta and Adam (Caffe
+	// default 1e-8).
 	Delta float64
 	// RMSDecay is RMSProp's rms_decay (Caffe default 0.99).
 	RMSDecay float64

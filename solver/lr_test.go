@@ -21,6 +21,8 @@ func TestLR(t *testing.T) {
 			[]at{{0, 0.1}, {2, 0.1}, {3, 0.05}, {5, 0.05}, {6, 0.025}, {10, 0.0125}}},
 		{"multistep", Config{BaseLR: 1, LRPolicy: "multistep", Gamma: 0.1, StepValues: []int{2, 5}},
 			[]at{{0, 1}, {1, 1}, {2, 0.1}, {4, 0.1}, {5, 0.01}, {100, 0.01}}},
+		{"multistep without stepvalue", Config{BaseLR: 1, LRPolicy: "multistep", Gamma: 0.1},
+			[]at{{0, 1}, {1, 1}, {1000, 1}}},
 		{"multistep adjacent", Config{BaseLR: 1, LRPolicy: "multistep", Gamma: 0.5, StepValues: []int{0, 1, 2}},
 			[]at{{0, 0.5}, {1, 0.25}, {2, 0.125}, {3, 0.125}}},
 		{"exp", Config{BaseLR: 2, LRPolicy: "exp", Gamma: 0.5},

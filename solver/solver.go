@@ -27,13 +27,14 @@ const (
 	ruleAdaGrad
 	ruleRMSProp
 	ruleAdam
+	ruleAdaDelta
 )
 
 var ruleNames = [...]string{ruleSGD: "SGD", ruleNesterov: "Nesterov", ruleAdaGrad: "AdaGrad",
-	ruleRMSProp: "RMSProp", ruleAdam: "Adam"}
+	ruleRMSProp: "RMSProp", ruleAdam: "Adam", ruleAdaDelta: "AdaDelta"}
 
 func (r rule) String() string {
-	if r >= ruleSGD && r <= ruleAdam {
+	if r >= ruleSGD && r <= ruleAdaDelta {
 		return ruleNames[r]
 	}
 	return fmt.Sprintf("rule(%d)", uint32(r))
@@ -41,8 +42,8 @@ func (r rule) String() string {
 
 // buffers is the number of history buffers a rule keeps.
 func (r rule) buffers() int {
-	if r == ruleAdam {
-		return 2 // m and v
+	if r == ruleAdam || r == ruleAdaDelta {
+		return 2 // Adam's m and v; AdaDelta's squared gradients and squared updates
 	}
 	return 1
 }
@@ -79,7 +80,8 @@ type Solver struct {
 	stepFn  func(lo, hi, worker int)
 	cur     stepArgs
 	// hist holds rule.buffers() slices of length n, indexed like w:
-	// SGD and Nesterov v; AdaGrad and RMSProp h; Adam m then v.
+	// SGD and Nesterov v; AdaGrad and RMSProp h; Adam m then v; AdaDelta
+	// the averages of g² then of the squared updates.
 	hist [][]float32
 
 	// Constants as Caffe computes them, in float from float operands.
@@ -210,7 +212,8 @@ func (s *Solver) Config() Config {
 // like the parameters: [v] for SGD and Nesterov, [h] (the squared-gradient
 // accumulator) for AdaGrad and RMSProp, [m, v] for Adam. The slices alias
 // the solver's state (ReadState and Reset keep them valid): schemes may
-// read, zero or average them between steps.
+// read, zero or average them between steps. AdaDelta keeps [h, u]: the
+// running averages of g² and of the squared updates.
 func (s *Solver) History() [][]float32 { return s.hist }
 
 // Reset zeroes all history, as a freshly made Solver has it.
@@ -247,6 +250,8 @@ func (s *Solver) CheckSegmentwise() error {
 //	RMSProp   h = d·h + (1−d)·g²;  w −= lr·g/(√h + δ)
 //	Adam      m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·g²;
 //	          w −= lr·√(1−β2^t)/(1−β1^t) · m/(√v + δ),  t = iter+1
+//	AdaDelta  h = (1−μ)·g² + μ·h;  d = g·√((u + δ)/(h + δ));
+//	          u = (1−μ)·d² + μ·u;  w −= lr·d
 //
 // Segments with lr_mult 0 are skipped entirely. Each element is computed in
 // float32 with every product rounded before it is added, as Caffe's
@@ -397,6 +402,8 @@ func (s *Solver) stepRange(rate float64, iter, seg int, scale float32, w, g []fl
 		correction := math.Sqrt(1-math.Pow(b2, t)) / (1 - math.Pow(b1, t))
 		step := float32(rate * float64(sg.LRMult) * correction)
 		adam(ws, gs, s.hist[0][lo:hi], s.hist[1][lo:hi], r, step, s.mom, s.mom2, s.delta)
+	case ruleAdaDelta:
+		adadelta(ws, gs, s.hist[0][lo:hi], s.hist[1][lo:hi], r, lr, s.mom, s.delta)
 	}
 }
 
@@ -456,5 +463,21 @@ func adam(w, g, m, v []float32, r reg, step, b1, b2, delta float32) {
 		vi := float32(b2*v[i]) + float32(oneMinus2*float32(gi*gi))
 		m[i], v[i] = mi, vi
 		w[i] = wi - float32(step*(mi/(sqrt32(vi)+delta)))
+	}
+}
+
+// adadelta is Caffe's AdaDeltaSolver::ComputeUpdateValue, its sequence of
+// BLAS calls element by element: h and u are the running averages of the
+// squared gradient and of the squared update, mom their decay.
+func adadelta(w, g, h, u []float32, r reg, lr, mom, delta float32) {
+	g, h, u = g[:len(w)], h[:len(w)], u[:len(w)]
+	oneMinus := 1 - mom
+	for i, wi := range w {
+		gi := r.grad(g[i], wi)
+		hi := float32(oneMinus*float32(gi*gi)) + float32(mom*h[i])
+		h[i] = hi
+		d := float32(gi * sqrt32((u[i]+delta)/(hi+delta)))
+		u[i] = float32(oneMinus*float32(d*d)) + float32(mom*u[i])
+		w[i] = wi - float32(lr*d)
 	}
 }

@@ -93,7 +93,7 @@ func newRef(t *testing.T, cfg Config, n int, segs []Segment) *refSolver {
 		t.Fatal(err)
 	}
 	r := &refSolver{cfg: cfg, segs: segs, hist: [][]float32{make([]float32, n)}}
-	if cfg.Type == "Adam" {
+	if cfg.Type == "Adam" || cfg.Type == "AdaDelta" {
 		r.hist = append(r.hist, make([]float32, n))
 	}
 	return r
@@ -195,13 +195,36 @@ func (r *refSolver) step(iter int, rate float64, w, g []float32) {
 			for i := range d {
 				d[i] = scale * upd[i]
 			}
+		case "AdaDelta":
+			// AdaDeltaSolver::ComputeUpdateValue, call by call.
+			h2 := r.hist[1][lo:hi]
+			tmp := make([]float32, len(d))
+			powx(d, 2, upd)
+			axpby(1-mom, upd, mom, h)
+			for i := range tmp {
+				tmp[i] = delta
+			}
+			for i := range upd {
+				upd[i] = tmp[i] + h2[i]
+				tmp[i] = tmp[i] + h[i]
+				upd[i] = upd[i] / tmp[i]
+			}
+			powx(upd, 0.5, upd)
+			for i := range d {
+				d[i] = d[i] * upd[i]
+			}
+			powx(d, 2, upd)
+			axpby(1-mom, upd, mom, h2)
+			for i := range d {
+				d[i] = localRate * d[i]
+			}
 		}
 		// Net::Update: data = data − diff.
 		axpy(-1, d, data)
 	}
 }
 
-var allTypes = []string{"SGD", "Nesterov", "AdaGrad", "RMSProp", "Adam"}
+var allTypes = []string{"SGD", "Nesterov", "AdaGrad", "RMSProp", "Adam", "AdaDelta"}
 
 // ruleConfig returns a config of the given type with momentum as the type
 // allows and a decaying policy.
@@ -215,6 +238,9 @@ func ruleConfig(typ string) Config {
 		c.Momentum2 = 0.99
 	case "RMSProp":
 		c.RMSDecay = 0.9
+	case "AdaDelta":
+		c.Momentum = 0.95
+		c.Delta = 1e-6
 	}
 	return c
 }
@@ -316,6 +342,8 @@ func TestStepByHand(t *testing.T) {
 		{"Adam 2 steps", Config{Type: "Adam", Momentum: 0.9, Momentum2: 0.999}, Segment{LRMult: 1}, 1, []float32{2, -1},
 			[]float64{0.9, 0.9 - 0.1*(math.Sqrt(1-0.999*0.999)/(1-0.81))*
 				(0.9*0.2+0.1*-1)/math.Sqrt(0.999*0.004+0.001*1)}},
+		{"AdaDelta", Config{Type: "AdaDelta", Momentum: 0.9, Delta: 1e-6}, Segment{LRMult: 1}, 1, []float32{2},
+			[]float64{1 - 0.1*2*math.Sqrt(1e-6/(0.4+1e-6))}},
 		{"L2 decay", Config{Type: "SGD", WeightDecay: 0.5}, Segment{LRMult: 1, DecayMult: 2}, 1, []float32{0},
 			[]float64{0.9}},
 		{"L1 decay", Config{Type: "SGD", WeightDecay: 0.5, Regularization: "L1"}, Segment{LRMult: 1, DecayMult: 2},

@@ -14,9 +14,9 @@ import (
 //	offset  size   field
 //	0       8      magic "DSGDSOLV"
 //	8       4      version, uint32 = 1
-//	12      4      rule, uint32: 1 SGD, 2 Nesterov, 3 AdaGrad, 4 RMSProp, 5 Adam
+//	12      4      rule, uint32: 1 SGD, 2 Nesterov, 3 AdaGrad, 4 RMSProp, 5 Adam, 6 AdaDelta
 //	16      8      n, uint64: parameters per buffer
-//	24      4      k, uint32: history buffers (1; 2 for Adam)
+//	24      4      k, uint32: history buffers (1; 2 for Adam and AdaDelta)
 //	28      4·k·n  the buffers in History order, float32 IEEE-754 bits
 //	28+4kn  4      CRC-32 (IEEE) of every byte before it
 //

@@ -98,6 +98,11 @@ func (c *Config) Validate() error {
 		if c.Type == "RMSProp" {
 			unit("rms_decay", c.RMSDecay)
 		}
+	case "AdaDelta":
+		unit("momentum", c.Momentum)
+		if c.Delta <= 0 {
+			bad("delta must be > 0 (got %v)", c.Delta)
+		}
 	case "Adam":
 		unit("momentum", c.Momentum)
 		unit("momentum2", c.Momentum2)
@@ -105,7 +110,7 @@ func (c *Config) Validate() error {
 			bad("delta must be > 0 (got %v)", c.Delta)
 		}
 	default:
-		bad("type %q is unknown (want SGD, Nesterov, AdaGrad, RMSProp or Adam)", c.Type)
+		bad("type %q is unknown (want SGD, Nesterov, AdaGrad, RMSProp, AdaDelta or Adam)", c.Type)
 	}
 
 	if c.StepSize < 0 {
@@ -135,9 +140,7 @@ func (c *Config) Validate() error {
 		}
 		gammaNonNeg()
 	case "multistep":
-		if len(c.StepValues) == 0 {
-			bad("lr_policy \"multistep\" needs at least one stepvalue")
-		}
+		// No stepvalue is allowed: Caffe then keeps base_lr throughout.
 		for i, v := range c.StepValues {
 			if v < 0 {
 				bad("lr_policy \"multistep\": stepvalue %d must be >= 0 (got %d)", i, v)

@@ -65,6 +65,11 @@ type Config struct {
 	TrainFeeds, TestFeeds []Feed
 
 	Solver solver.Config
+	// IterSize is Caffe's iter_size: each iteration's compute step runs
+	// forward and backward on IterSize batches and contributes the mean
+	// of their gradients (and of their losses), so one update sees
+	// IterSize×batch samples per worker (1 when zero).
+	IterSize int
 	// MaxIter is the iteration to stop at.
 	MaxIter int
 	// TestInterval runs the test net every TestInterval iterations (0:
@@ -72,8 +77,19 @@ type Config struct {
 	TestInterval, TestIter int
 	// TestInitialization tests before the first iteration, as Caffe does.
 	TestInitialization bool
+	// ExtraTests are further test nets (Caffe's second and later test_net
+	// with their test_iter), tested after Test at every test pass; their
+	// outputs are reported as "netK/NAME", K counting from 1.
+	ExtraTests []TestNet
 	// Display prints progress every Display iterations (0: never).
 	Display int
+	// AverageLoss, when > 0, makes the displayed loss the mean of the last
+	// AverageLoss iterations' losses (Caffe's average_loss); 0 keeps an
+	// exponential moving average.
+	AverageLoss int
+	// NoFinalSnapshot skips the snapshot at the end of training (Caffe's
+	// snapshot_after_train: false); interval snapshots are still written.
+	NoFinalSnapshot bool
 	// Snapshot writes a snapshot every Snapshot iterations (0: only at the
 	// end) to SnapshotPrefix + "_iter_N.dsgdsnap". An empty prefix disables
 	// snapshots.
@@ -180,6 +196,15 @@ type IterMetrics struct {
 	WallMS    float64 `json:"wall_ms"`
 }
 
+// TestNet is one further test net of Config.ExtraTests.
+type TestNet struct {
+	Spec   model.Spec
+	Shapes map[string]tensor.Shape
+	Feeds  []Feed
+	// Iter is its test_iter: batches per test pass.
+	Iter int
+}
+
 // TestResult is the mean of each scalar net output over a test pass.
 type TestResult struct {
 	Iter    int
@@ -247,7 +272,8 @@ func (r *Result) Final() TestResult {
 // Trainer runs a Config. Build it with New, run it with Run.
 type Trainer struct {
 	cfg       Config
-	net, test *model.Net // rank 0's
+	net, test *model.Net   // rank 0's
+	extra     []*model.Net // rank 0's further test nets (Config.ExtraTests)
 	solver    *solver.Solver
 	layout    uint64
 	batch     int
@@ -300,6 +326,9 @@ func New(cfg Config) (*Trainer, error) {
 			return nil, err
 		}
 	}
+	if err := t.buildExtraTests(t.net); err != nil {
+		return nil, err
+	}
 	t.solver, err = solver.New(cfg.Solver, len(t.net.Params()), Segments(t.net.Blocks()))
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -307,7 +336,7 @@ func New(cfg Config) (*Trainer, error) {
 	t.solver.SetThreads(cfg.Threads)
 	t.layout = Layout(t.net.Blocks())
 	for _, name := range cfg.Train.Inputs {
-		t.batch = max(t.batch, cfg.TrainShapes[name].Count()/max(1, cfg.TrainShapes[name].CountFrom(1)))
+		t.batch = max(t.batch, cfg.TrainShapes[name].Count()/max(1, cfg.TrainShapes[name].CountFrom(1))*max(cfg.IterSize, 1))
 	}
 	if err := t.buildRanks(); err != nil {
 		return nil, err
@@ -443,7 +472,7 @@ func (t *Trainer) buildRanks() error {
 		return errors.New("train: hogwild shares weights in memory; it runs with --transport inproc only")
 	}
 	if local[0] != 0 {
-		t.test = nil // only rank 0 tests
+		t.test, t.extra = nil, nil // only rank 0 tests
 	}
 	for i, r := range local {
 		net, sv := t.net, t.solver
@@ -476,6 +505,9 @@ func (t *Trainer) buildRanks() error {
 				if err != nil {
 					return fmt.Errorf("train: TEST net: %w", err)
 				}
+				if err := t.buildExtraTests(net); err != nil {
+					return err
+				}
 			}
 		}
 		rs := &rankState{rank: r, net: net, solver: sv}
@@ -490,6 +522,7 @@ func (t *Trainer) buildRanks() error {
 				return err
 			}
 			rs.comp = newNetComputer(net, rs.feeds)
+			rs.comp.iterSize = max(cfg.IterSize, 1)
 			if st := cfg.Straggle; st != nil && (st.Rank == r || st.Rank < 0) {
 				rng := rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
 				rs.comp.delay = func() time.Duration {
@@ -529,6 +562,13 @@ type netComputer struct {
 	// straggler); straggled counts the stalls.
 	delay     func() time.Duration
 	straggled int64
+	// iterSize is the number of forward/backward passes per Compute
+	// (Caffe's iter_size); acc sums the gradients of the passes before
+	// the last, and final marks the last pass, whose gradient hook adds
+	// acc to each block, averages it and only then reports it ready.
+	iterSize int
+	acc      []float32
+	final    bool
 }
 
 func newNetComputer(net *model.Net, feeds []Feed) *netComputer {
@@ -541,21 +581,60 @@ func newNetComputer(net *model.Net, feeds []Feed) *netComputer {
 		c.tops = append(c.tops, tops)
 	}
 	net.SetGradHook(func(blocks []int) {
-		if c.ready == nil {
+		if !c.final {
 			return
 		}
 		all := net.Blocks()
 		for _, bi := range blocks {
 			b := all[bi]
-			c.ready(b.Off, b.Off+b.Len())
+			lo, hi := b.Off, b.Off+b.Len()
+			if c.iterSize > 1 {
+				g := net.Grads()[lo:hi]
+				tensor.AddTo(g, c.acc[lo:hi])
+				tensor.Scale(1/float32(c.iterSize), g)
+			}
+			if c.ready != nil {
+				c.ready(lo, hi)
+			}
 		}
 	})
 	return c
 }
 
 // Compute fills the inputs, runs forward and backward, and stops on a
-// non-finite loss before anything is updated.
+// non-finite loss before anything is updated. With iter_size k > 1 it does
+// so k times, each pass on the next batch, and leaves in the net's
+// gradient the mean of the k passes' gradients (Caffe accumulates them and
+// scales by 1/k before the update); the loss returned is the mean loss.
+// Blocks are reported ready only in the last pass, once they hold the mean.
 func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (float64, error) {
+	k := max(c.iterSize, 1)
+	if k > 1 && len(c.acc) != len(c.net.Grads()) {
+		c.acc = make([]float32, len(c.net.Grads()))
+	}
+	var sum float64
+	for pass := range k {
+		loss, err := c.pass(ctx, ready, pass == k-1, pass == 0)
+		if err != nil {
+			return loss, err
+		}
+		sum += loss
+		if pass < k-1 {
+			if pass == 0 {
+				copy(c.acc, c.net.Grads())
+			} else {
+				tensor.AddTo(c.acc, c.net.Grads())
+			}
+		}
+	}
+	c.phases.Iter()
+	return sum / float64(k), nil
+}
+
+// pass is one forward/backward pass of Compute; last says whether it is
+// the pass whose gradients are final, first whether a straggler's delay
+// applies.
+func (c *netComputer) pass(ctx context.Context, ready func(lo, hi int), last, first bool) (float64, error) {
 	t0 := time.Now()
 	for i, f := range c.feeds {
 		if err := f.Source.Fill(ctx, c.tops[i]); err != nil {
@@ -566,7 +645,7 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 	if c.trace != nil {
 		c.trace("data", "data", t0, t1.Sub(t0))
 	}
-	if c.delay != nil {
+	if c.delay != nil && first {
 		if d := c.delay(); d > 0 {
 			c.straggled++
 			select {
@@ -588,14 +667,13 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 		}
 		return loss, fmt.Errorf("loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", loss, where)
 	}
-	c.ready = ready
+	c.ready, c.final = ready, last
 	c.net.Backward()
-	c.ready = nil
+	c.ready, c.final = nil, false
 	t3 := c.phases.Since(PhaseBackward, t2)
 	if c.trace != nil {
 		c.trace("backward", "compute", t2, t3.Sub(t2))
 	}
-	c.phases.Iter()
 	return loss, nil
 }
 
@@ -663,15 +741,29 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	updater := t.rank(t.updater)
 	var smooth, trainSecs float64
+	var window []float64 // the last AverageLoss losses
 	done := t.start
 	lastDisplay, lastDisplayTime, lastIter := t.start, time.Now(), time.Now()
 	onIter := func(iter int, loss float64) error {
 		now := time.Now()
 		d := now.Sub(lastIter)
 		trainSecs += d.Seconds()
-		if iter == t.start {
+		switch {
+		case cfg.AverageLoss > 0:
+			// Caffe's UpdateSmoothedLoss: the mean over a window.
+			if len(window) < cfg.AverageLoss {
+				window = append(window, loss)
+			} else {
+				window[(iter-t.start)%cfg.AverageLoss] = loss
+			}
+			smooth = 0
+			for _, l := range window {
+				smooth += l
+			}
+			smooth /= float64(len(window))
+		case iter == t.start:
 			smooth = loss
-		} else {
+		default:
 			smooth = 0.98*smooth + 0.02*loss
 		}
 		done = iter + 1
@@ -826,7 +918,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			return res, fmt.Errorf("train: fetching the model's final weights: %w", err)
 		}
 	}
-	if cfg.SnapshotPrefix != "" && updater != nil {
+	if cfg.SnapshotPrefix != "" && updater != nil && !cfg.NoFinalSnapshot {
 		p, err := t.snapshot(done)
 		if err != nil {
 			return res, err
@@ -1147,7 +1239,51 @@ func (t *Trainer) Test(ctx context.Context, iter int) (TestResult, error) {
 			tr.Outputs = append(tr.Outputs, NamedValue{o.Name, sums[j] / float64(n)})
 		}
 	}
+	for k, net := range t.extra {
+		et := t.cfg.ExtraTests[k]
+		outs := net.Outputs()
+		sums := make([]float64, len(outs))
+		n := max(et.Iter, 1)
+		for range n {
+			for _, f := range et.Feeds {
+				if err := fill(ctx, net, f); err != nil {
+					return tr, fmt.Errorf("train: test net %d at iteration %d: %w", k+1, iter, err)
+				}
+			}
+			net.Forward()
+			for j, o := range outs {
+				if o.Count() == 1 {
+					sums[j] += float64(o.Data[0])
+				}
+			}
+		}
+		for j, o := range outs {
+			if o.Count() == 1 {
+				tr.Outputs = append(tr.Outputs, NamedValue{fmt.Sprintf("net%d/%s", k+1, o.Name), sums[j] / float64(n)})
+			}
+		}
+	}
 	return tr, nil
+}
+
+// buildExtraTests builds the further test nets, sharing the weights of
+// net; they run only beside the first test net.
+func (t *Trainer) buildExtraTests(net *model.Net) error {
+	t.extra = nil
+	if t.test == nil {
+		return nil
+	}
+	for k, et := range t.cfg.ExtraTests {
+		tn, err := model.Build(et.Spec, et.Shapes, model.Options{Phase: layers.Test, Threads: t.cfg.Threads, Seed: t.cfg.Seed, ShareWith: net})
+		if err != nil {
+			return fmt.Errorf("train: TEST net %d: %w", k+1, err)
+		}
+		if err := checkFeeds(tn, et.Feeds, fmt.Sprintf("TEST net %d", k+1)); err != nil {
+			return err
+		}
+		t.extra = append(t.extra, tn)
+	}
+	return nil
 }
 
 func (r TestResult) String() string {

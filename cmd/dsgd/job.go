@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 
 	"dsgd/config"
@@ -23,8 +25,15 @@ type modelFlags struct {
 	model, net, solver, data string
 	threads                  int
 	seed                     int64
-	shuffle                  bool
-	batch                    int
+	// netOnly lets a net file be loaded without a solver (dsgd time).
+	netOnly bool
+	// stages and level (when levelSet) are --stage and --level: the
+	// NetState the train net's layers are selected with, as caffe's flags.
+	stages   string
+	level    int
+	levelSet bool
+	shuffle  bool
+	batch    int
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -35,8 +44,82 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "goroutines each layer computes with")
 	fs.Int64Var(&m.seed, "seed", -1, "random seed for weights, shuffling and dropout (default: the solver's random_seed, else 1)")
 	fs.BoolVar(&m.shuffle, "shuffle", true, "reshuffle the training set every epoch (Caffe reads it in file order)")
-	fs.IntVar(&m.batch, "batch", 0, "override the TRAIN Data layers' batch_size")
+	fs.IntVar(&m.batch, "batch", 0, "override the TRAIN Data layers' batch_size (and the first axis of Input layers in dsgd time)")
 	registerKernels(fs)
+	fs.StringVar(&m.stages, "stage", "", "`STAGES` (comma-separated) of the net's state, selecting layers by include/exclude { stage }, as caffe's --stage")
+	fs.Func("level", "the net state's `LEVEL`, selecting layers by min_level/max_level, as caffe's --level", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("want an integer")
+		}
+		m.level, m.levelSet = n, true
+		return nil
+	})
+}
+
+// state is the NetState of the train net: the net's own state, then the
+// solver's train_state, then --stage and --level, merged as Caffe merges
+// them.
+func (m *modelFlags) state(netState, solverState config.NetState) config.NetState {
+	st := mergeState(netState, solverState)
+	for _, s := range strings.Split(m.stages, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			st.Stages = append(st.Stages, s)
+		}
+	}
+	if m.levelSet {
+		st.Level = m.level
+	}
+	return st
+}
+
+// mergeState is Caffe's NetState MergeFrom: stages appended, a set level
+// replacing.
+func mergeState(a, b config.NetState) config.NetState {
+	st := config.NetState{Level: a.Level, Stages: append(slices.Clone(a.Stages), b.Stages...)}
+	if b.Level != 0 {
+		st.Level = b.Level
+	}
+	return st
+}
+
+// loadTestNet loads the solver's test nets: the first, when it is another
+// net than the train net, and the TEST phase of every later one.
+func (j *job) loadTestNet() error {
+	tns := j.solver.TestNets
+	if len(tns) == 0 {
+		return nil
+	}
+	load := func(src config.NetSource) (*config.NetDef, error) {
+		if src.Field == j.solver.TrainNet.Field && src.Pos == j.solver.TrainNet.Pos {
+			return j.net, nil
+		}
+		n, err := src.Load()
+		if err != nil {
+			return nil, err
+		}
+		j.warnings = append(j.warnings, n.Warnings...)
+		j.notes = append(j.notes, n.Notes...)
+		return n, nil
+	}
+	for i, tn := range tns {
+		n, err := load(tn.Source)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			if n != j.net {
+				j.testNet = n
+			}
+			continue
+		}
+		pn, err := n.PhaseState(layers.Test, mergeState(n.State, tn.State))
+		if err != nil {
+			return fmt.Errorf("test net %d: %w", i+1, err)
+		}
+		j.extraNets = append(j.extraNets, pn)
+	}
+	return nil
 }
 
 // job is a resolved model: both phases, the solver and the data feeding
@@ -49,6 +132,19 @@ type job struct {
 	test     *config.PhaseNet
 	seed     uint64
 	warnings []string
+	// notes say what was upgraded from an old file format (stderr).
+	notes []string
+	// testNet is the solver's first test net when it is not the train
+	// net's file (test_net, test_net_param, or a --net override); nil
+	// means the TEST phase of net.
+	testNet *config.NetDef
+	// extraNets are the TEST phases of the solver's second and later
+	// test nets; extraTests their nets and data for train, once opened.
+	extraNets  []*config.PhaseNet
+	extraTests []train.TestNet
+	// noSolver marks a net loaded without a solver (dsgd time on a
+	// deploy net); solver then holds an empty SolverDef.
+	noSolver bool
 
 	trainShapes, testShapes map[string]tensor.Shape
 	trainFeeds, testFeeds   []train.Feed
@@ -68,17 +164,32 @@ func (m *modelFlags) load() (*job, error) {
 		if err != nil {
 			return nil, err
 		}
-		netPath := m.net
-		if netPath == "" {
-			netPath = j.solver.Net
+		src := j.solver.TrainNet
+		if m.net != "" {
+			src = config.NetSource{Field: "--net", Path: m.net}
 		}
-		if netPath == "" {
-			return nil, fmt.Errorf("--solver %s has no net field; pass --net FILE", m.solver)
+		if src.Field == "" {
+			return nil, fmt.Errorf("--solver %s names no train net (net, net_param, train_net or train_net_param); pass --net FILE", m.solver)
 		}
-		j.net, err = config.LoadNet(netPath)
-		j.name = netPath
+		j.net, err = src.Load()
+		j.name = src.String()
+		if err == nil && m.net == "" {
+			err = j.loadTestNet()
+		}
+	case m.net != "" && m.netOnly, netFile(m.model) && m.netOnly:
+		// dsgd time, like caffe time, needs only the net.
+		path := m.net
+		if path == "" {
+			path = m.model
+		}
+		j.solver = &config.SolverDef{RandomSeed: -1}
+		j.noSolver = true
+		j.net, err = config.LoadNet(path)
+		j.name = path
 	case m.net != "":
 		return nil, errors.New("--net needs --solver FILE too (the solver says how to train); or use --model NAME")
+	case netFile(m.model):
+		return nil, fmt.Errorf("--model %s: a net file needs --solver FILE too (the solver says how to train); --model FILE alone works for dsgd time", m.model)
 	default:
 		netSrc, solverSrc, zerr := zoo.Get(m.model)
 		if zerr != nil {
@@ -95,10 +206,19 @@ func (m *modelFlags) load() (*job, error) {
 		return nil, err
 	}
 	j.warnings = append(append(j.warnings, j.solver.Warnings...), j.net.Warnings...)
-	if j.train, err = j.net.Phase(layers.Train); err != nil {
+	j.notes = append(append(j.notes, j.solver.Notes...), j.net.Notes...)
+	if j.train, err = j.net.PhaseState(layers.Train, m.state(j.net.State, j.solver.TrainState)); err != nil {
 		return nil, err
 	}
-	if j.test, err = j.net.Phase(layers.Test); err != nil {
+	testDef := j.net
+	if j.testNet != nil {
+		testDef = j.testNet
+	}
+	testState := testDef.State
+	if tns := j.solver.TestNets; len(tns) > 0 && m.net == "" {
+		testState = mergeState(testDef.State, tns[0].State)
+	}
+	if j.test, err = testDef.PhaseState(layers.Test, testState); err != nil {
 		return nil, err
 	}
 	j.seed = 1
@@ -132,6 +252,21 @@ func (j *job) openData(m *modelFlags, needTest bool, workers int) error {
 		if err != nil {
 			return err
 		}
+		return j.openExtraTests(m)
+	}
+	return nil
+}
+
+// openExtraTests opens the data of the solver's second and later test
+// nets.
+func (j *job) openExtraTests(m *modelFlags) error {
+	j.extraTests = nil
+	for i, pn := range j.extraNets {
+		shapes, feeds, err := j.feeds(m, pn, data.Test, 0, 1)
+		if err != nil {
+			return fmt.Errorf("test net %d: %w", i+2, err)
+		}
+		j.extraTests = append(j.extraTests, train.TestNet{Spec: pn.Spec, Shapes: shapes, Feeds: feeds, Iter: j.solver.TestNets[i+1].Iter})
 	}
 	return nil
 }
@@ -163,6 +298,9 @@ func (j *job) openShard(m *modelFlags, needTest bool, rank, workers int) error {
 	}
 	if needTest && len(j.test.Spec.Layers) > 0 {
 		j.testShapes, j.testFeeds, err = j.feeds(m, j.test, data.Test, 0, 1)
+		if err == nil {
+			err = j.openExtraTests(m)
+		}
 	}
 	return err
 }
@@ -171,6 +309,19 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 	shapes := map[string]tensor.Shape{}
 	var feeds []train.Feed
 	for i, dl := range pn.Data {
+		if dl.Type == "Input" {
+			// An Input layer's blobs are filled by whoever runs the net;
+			// dsgd time leaves them at zero, as caffe time does.
+			in, err := inputFeed(dl, m.batch)
+			if err != nil {
+				return nil, nil, err
+			}
+			for i, t := range dl.Tops {
+				shapes[t] = tensor.Shape(in.Shapes[i])
+			}
+			feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: in})
+			continue
+		}
 		if dl.Type != "Data" {
 			return nil, nil, fmt.Errorf("%s: %s layer %q has no data source: dsgd trains from Data layers (data_param { source batch_size })", dl.Pos, dl.Type, dl.Name)
 		}
@@ -237,7 +388,9 @@ func (j *job) printHeader(w io.Writer, net *model.Net, threads, maxIter int) {
 		fmt.Fprintf(w, "dsgd: data %s\n", d)
 	}
 	sc := j.solver.Solver
-	fmt.Fprintf(w, "dsgd: solver %s, base_lr %g, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), sc.BaseLR, sc.LRPolicy, sc.Momentum, sc.WeightDecay, maxIter)
+	if !j.noSolver {
+		fmt.Fprintf(w, "dsgd: solver %s, base_lr %g, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), sc.BaseLR, sc.LRPolicy, sc.Momentum, sc.WeightDecay, maxIter)
+	}
 	fmt.Fprintf(w, "dsgd: %d threads, seed %d\n", threads, j.seed)
 	printEngine(w)
 	for _, wn := range j.warnings {

@@ -7,6 +7,7 @@
 //	dsgd train [flags]   train a model (default: LeNet on Fashion-MNIST)
 //	dsgd test [flags]    a snapshot's test accuracy and loss, like caffe test
 //	dsgd time [flags]    per-layer forward and backward times, like caffe time
+//	dsgd upgrade IN OUT  an old Caffe net or solver file in the current format
 //	dsgd bench [flags]   our iteration time beside the PyTorch peer's
 //	dsgd worker [flags]  one rank of a multi-process job
 //	dsgd ps [flags]      a parameter server: sync-ps's last rank, or an asynchronous scheme's center
@@ -39,6 +40,7 @@ func commands() []command {
 		{"train", "train a model (default: LeNet on Fashion-MNIST)", runTrain},
 		{"test", "score a snapshot's weights on the test set, like caffe test", runTest},
 		{"time", "per-layer forward/backward times, like caffe time", runTime},
+		{"upgrade", "rewrite an old Caffe net or solver file (V1 layers, input_dim, solver_type) in the current format", runUpgrade},
 		{"bench", "iteration time beside the PyTorch peer's, as a ratio", runBench},
 		{"worker", "run one rank of a multi-process job (mpirun, srun, or by hand)", runWorker},
 		{"ps", "run a parameter server: the last rank of sync-ps, or the center of an asynchronous scheme", runPS},

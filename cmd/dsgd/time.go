@@ -17,6 +17,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("time", flag.ContinueOnError)
 	var m modelFlags
 	m.register(fs)
+	m.netOnly = true
 	iters := fs.Int("iters", 50, "timed forward-backward iterations")
 	warmup := fs.Int("warmup", 5, "untimed iterations first")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -31,6 +32,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer j.close()
+	j.printNotes(stderr)
 	j.printHeader(stdout, net, m.threads, *iters)
 	tm, err := calib.Time(ctx, net, max(*warmup, 0), *iters)
 	if err != nil {

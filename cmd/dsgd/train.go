@@ -217,6 +217,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return err
 	}
 	sd := j.solver
+	j.printNotes(stderr)
 	lrFactor := float64(max(*f.workers, 1))
 	autoNote := ""
 	if *f.workers == 0 {
@@ -234,6 +235,8 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		TestIter:           sd.TestIter,
 		TestInitialization: sd.TestInitialization,
 		Display:            sd.Display,
+		IterSize:           sd.IterSize,
+		NoFinalSnapshot:    !sd.SnapshotAfterTrain,
 		Snapshot:           sd.Snapshot,
 		SnapshotPrefix:     sd.SnapshotPrefix,
 		Resume:             *f.resume,
@@ -241,6 +244,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		Threads:            m.threads,
 		Out:                stdout,
 		TTY:                isTerminal(stdout),
+	}
+	if sd.AverageLoss > 1 {
+		cfg.AverageLoss = sd.AverageLoss // Caffe's window; 1 keeps dsgd's smoothing
 	}
 	if *f.iters > 0 {
 		cfg.MaxIter = *f.iters
@@ -359,7 +365,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	defer j.close()
 	cfg.TrainShapes, cfg.TrainFeeds, cfg.WorkerFeeds = j.trainShapes, j.trainFeeds, j.workerFeeds
-	cfg.TestShapes, cfg.TestFeeds = j.testShapes, j.testFeeds
+	cfg.TestShapes, cfg.TestFeeds, cfg.ExtraTests = j.testShapes, j.testFeeds, j.extraTests
 	if g != nil && rank >= cfg.Workers {
 		cfg.TrainFeeds = nil // the parameter server computes nothing
 	}

@@ -21,12 +21,15 @@ const (
 type ConvolutionConfig struct {
 	NumOutput        int
 	KernelH, KernelW int
-	StrideH, StrideW int  // default 1
-	PadH, PadW       int  // default 0
-	Group            int  // default 1
-	BiasTerm         bool // default true
-	WeightFiller     Filler
-	BiasFiller       Filler
+	StrideH, StrideW int // default 1
+	PadH, PadW       int // default 0
+	// DilationH and DilationW space the kernel's taps (Caffe's dilation);
+	// 0 or 1 is a plain convolution.
+	DilationH, DilationW int
+	Group                int  // default 1
+	BiasTerm             bool // default true
+	WeightFiller         Filler
+	BiasFiller           Filler
 }
 
 // PoolingConfig is Caffe's PoolingParameter. Output size uses Caffe's ceil

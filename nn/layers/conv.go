@@ -21,6 +21,8 @@ func (c *ConvolutionConfig) Build(ctx Context) (Layer, error) {
 		return nil, fmt.Errorf("layers: Convolution: stride must be positive, got %dx%d", c.StrideH, c.StrideW)
 	case c.PadH < 0 || c.PadW < 0:
 		return nil, fmt.Errorf("layers: Convolution: pad must not be negative, got %dx%d", c.PadH, c.PadW)
+	case c.DilationH < 0 || c.DilationW < 0:
+		return nil, fmt.Errorf("layers: Convolution: dilation must be positive, got %dx%d", c.DilationH, c.DilationW)
 	case c.Group <= 0:
 		return nil, fmt.Errorf("layers: Convolution: group must be positive, got %d", c.Group)
 	case c.NumOutput%c.Group != 0:
@@ -152,13 +154,15 @@ func (l *convLayer) Reshape(bottom, top []*tensor.Blob) error {
 		kh: c.KernelH, kw: c.KernelW,
 		sh: c.StrideH, sw: c.StrideW,
 		ph: c.PadH, pw: c.PadW,
+		dh: c.DilationH, dw: c.DilationW,
 	}
-	if g.h+2*g.ph < g.kh || g.w+2*g.pw < g.kw {
-		return fmt.Errorf("layers: Convolution: kernel %dx%d is larger than bottom %q padded to %dx%d",
-			g.kh, g.kw, b.Name, g.h+2*g.ph, g.w+2*g.pw)
+	eh, ew := g.extent()
+	if g.h+2*g.ph < eh || g.w+2*g.pw < ew {
+		return fmt.Errorf("layers: Convolution: kernel %dx%d (dilated to %dx%d) is larger than bottom %q padded to %dx%d",
+			g.kh, g.kw, eh, ew, b.Name, g.h+2*g.ph, g.w+2*g.pw)
 	}
-	g.oh = (g.h+2*g.ph-g.kh)/g.sh + 1
-	g.ow = (g.w+2*g.pw-g.kw)/g.sw + 1
+	g.oh = (g.h+2*g.ph-eh)/g.sh + 1
+	g.ow = (g.w+2*g.pw-ew)/g.sw + 1
 	g.ys, g.xs = l.geom.ys, l.geom.xs
 	g.initRanges()
 	l.geom = g

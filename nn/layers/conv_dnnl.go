@@ -92,7 +92,7 @@ func (l *convLayer) dnnlSetup() {
 		return
 	}
 	g := &l.geom
-	dh, dw := 1, 1
+	dh, dw := g.dilation()
 	s := dnnl.ConvSpec{N: l.num, C: g.c, H: g.h, W: g.w, OC: l.cfg.NumOutput, OH: g.oh, OW: g.ow,
 		KH: g.kh, KW: g.kw, SH: g.sh, SW: g.sw, PT: g.ph, PL: g.pw,
 		PB: dnnl.PadAfter(g.h, g.ph, g.kh, g.sh, dh, g.oh), PR: dnnl.PadAfter(g.w, g.pw, g.kw, g.sw, dw, g.ow),

@@ -31,6 +31,8 @@ func TestEnginesAgree(t *testing.T) {
 		{"lenet conv2", conv(50, 5, 1, 0, 1), []int{16, 20, 12, 12}},
 		{"conv 16->32", conv(32, 5, 1, 0, 1), []int{16, 16, 12, 12}},
 		{"caffenet conv2 (groups)", conv(64, 5, 1, 2, 2), []int{4, 32, 13, 13}},
+		{"dilated conv", &ConvolutionConfig{NumOutput: 32, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 2, PadW: 2,
+			DilationH: 2, DilationW: 2, Group: 1, BiasTerm: true}, []int{4, 16, 11, 11}},
 		{"strided first layer", conv(16, 11, 4, 0, 1), []int{4, 3, 51, 51}},
 		{"max pool 2/2, not tiling", &PoolingConfig{Method: PoolMax, KernelH: 2, KernelW: 2, StrideH: 2, StrideW: 2}, []int{8, 20, 25, 25}},
 		{"max pool 3/2 ceil", &PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}, []int{8, 32, 32, 32}},

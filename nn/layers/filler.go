@@ -18,6 +18,9 @@ const (
 	FillUniform  FillerType = "uniform"
 	FillXavier   FillerType = "xavier"
 	FillMSRA     FillerType = "msra"
+	// FillBilinear is Caffe's bilinear filler: the weights of bilinear
+	// upsampling, for a Deconvolution's 4-D kernel.
+	FillBilinear FillerType = "bilinear"
 )
 
 // VarianceNorm is Caffe's FillerParameter.VarianceNorm, used by xavier and
@@ -40,6 +43,10 @@ type Filler struct {
 	Min, Max     float32    // uniform; Caffe default 0, 1
 	Mean, Std    float32    // gaussian; Caffe default 0, 1
 	VarianceNorm VarianceNorm
+	// Sparse, when positive, makes a gaussian filler keep each weight with
+	// probability Sparse/shape[0] (Caffe's sparse: about Sparse non-zero
+	// inputs per output) and zero the rest; 0 (Caffe's -1) is dense.
+	Sparse int
 }
 
 // Validate reports whether the filler's type and parameters make sense: a
@@ -47,7 +54,7 @@ type Filler struct {
 // methods call it on every filler of their config.
 func (f Filler) Validate() error {
 	switch f.Type {
-	case "", FillConstant, FillXavier, FillMSRA:
+	case "", FillConstant, FillXavier, FillMSRA, FillBilinear:
 	case FillUniform:
 		if !(f.Min <= f.Max) {
 			return fmt.Errorf("layers: uniform filler: min %v greater than max %v", f.Min, f.Max)
@@ -57,7 +64,7 @@ func (f Filler) Validate() error {
 			return fmt.Errorf("layers: gaussian filler: negative std %v", f.Std)
 		}
 	default:
-		return fmt.Errorf("layers: unknown filler type %q (want constant, uniform, gaussian, xavier or msra)", f.Type)
+		return fmt.Errorf("layers: unknown filler type %q (want constant, uniform, gaussian, xavier, msra or bilinear)", f.Type)
 	}
 	if f.VarianceNorm < FanIn || f.VarianceNorm > Average {
 		return fmt.Errorf("layers: unknown filler variance_norm %d", f.VarianceNorm)
@@ -69,9 +76,11 @@ func (f Filler) Validate() error {
 // using r for randomness (r may be nil for a constant filler):
 //   - constant: every element is Value;
 //   - uniform: uniform on [Min, Max];
-//   - gaussian: normal with mean Mean and standard deviation Std;
+//   - gaussian: normal with mean Mean and standard deviation Std, each
+//     kept with probability Sparse/shape[0] when Sparse > 0;
 //   - xavier: uniform on ±sqrt(3/n);
 //   - msra: normal with mean 0 and standard deviation sqrt(2/n);
+//   - bilinear: bilinear upsampling weights (see fillBilinear);
 //
 // where n is fan_in = count/shape[0], fan_out = count/shape[1] (count for a
 // blob with one axis) or their mean, as VarianceNorm says. Fill panics on a
@@ -96,6 +105,16 @@ func (f Filler) Fill(b *tensor.Blob, r *rand.Rand) {
 		}
 	case FillGaussian:
 		fillNormal(data, float64(f.Mean), float64(f.Std), r)
+		if f.Sparse > 0 && len(b.Shape) > 0 && b.Shape[0] > 0 {
+			// Caffe's GaussianFiller: a Bernoulli mask of probability
+			// sparse / num_outputs, num_outputs being shape[0].
+			p := min(float64(f.Sparse)/float64(b.Shape[0]), 1)
+			for i := range data {
+				if r.Float64() >= p {
+					data[i] = 0
+				}
+			}
+		}
 	case FillXavier:
 		a := math.Sqrt(3 / f.fan(b))
 		for i := range data {
@@ -103,6 +122,25 @@ func (f Filler) Fill(b *tensor.Blob, r *rand.Rand) {
 		}
 	case FillMSRA:
 		fillNormal(data, 0, math.Sqrt(2/f.fan(b)), r)
+	case FillBilinear:
+		fillBilinear(b)
+	}
+}
+
+// fillBilinear writes bilinear-upsampling weights into every kh×kw plane
+// of b, as Caffe's BilinearFiller: with f = ceil(kw/2) and c = (2f − 1 −
+// f mod 2)/(2f), tap (y, x) is (1 − |x/f − c|)·(1 − |y/f − c|). A blob
+// with fewer than 2 axes is filled as one row.
+func fillBilinear(b *tensor.Blob) {
+	kh, kw := 1, b.Count()
+	if n := len(b.Shape); n >= 2 {
+		kh, kw = b.Shape[n-2], b.Shape[n-1]
+	}
+	f := math.Ceil(float64(kw) / 2)
+	c := (2*f - 1 - math.Mod(f, 2)) / (2 * f)
+	for i := range b.Data {
+		x, y := float64(i%kw), float64((i/kw)%kh)
+		b.Data[i] = float32((1 - math.Abs(x/f-c)) * (1 - math.Abs(y/f-c)))
 	}
 }
 

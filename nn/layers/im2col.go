@@ -5,12 +5,16 @@ import "unsafe"
 // convGeom is the geometry of a 2-D convolution (or pooling) window sliding
 // over one image: channels c of h×w pixels, a kh×kw kernel moved by
 // (sh, sw) over the image padded by (ph, pw) zeros, giving oh×ow outputs.
+// A dilated kernel (dh, dw > 1) reads every dh-th row and dw-th column:
+// kernel tap (ki, kj) reads the pixel ki·dh, kj·dw from the window's
+// corner; 0 means 1.
 type convGeom struct {
 	c, h, w int
 	kh, kw  int
 	sh, sw  int
 	ph, pw  int
 	oh, ow  int
+	dh, dw  int
 
 	// For each kernel row ki, the outputs [ys[2ki], ys[2ki+1]) whose input
 	// row lies inside the image; xs likewise for kernel columns. Set by
@@ -28,12 +32,22 @@ func (g *convGeom) initRanges() {
 		g.xs = make([]int, 2*g.kw)
 	}
 	g.ys, g.xs = g.ys[:2*g.kh], g.xs[:2*g.kw]
+	dh, dw := g.dilation()
 	for k := range g.kh {
-		g.ys[2*k], g.ys[2*k+1] = outRange(k, g.h, g.sh, g.ph, g.oh)
+		g.ys[2*k], g.ys[2*k+1] = outRange(k*dh, g.h, g.sh, g.ph, g.oh)
 	}
 	for k := range g.kw {
-		g.xs[2*k], g.xs[2*k+1] = outRange(k, g.w, g.sw, g.pw, g.ow)
+		g.xs[2*k], g.xs[2*k+1] = outRange(k*dw, g.w, g.sw, g.pw, g.ow)
 	}
+}
+
+// dilation is (dh, dw) with 0 read as 1.
+func (g *convGeom) dilation() (dh, dw int) { return max(g.dh, 1), max(g.dw, 1) }
+
+// extent is the size of the dilated kernel, (k−1)·d + 1, on each axis.
+func (g *convGeom) extent() (eh, ew int) {
+	dh, dw := g.dilation()
+	return (g.kh-1)*dh + 1, (g.kw-1)*dw + 1
 }
 
 // colRows is the number of rows of the column matrix: one per (channel,
@@ -65,7 +79,7 @@ func outRange(k, size, stride, pad, out int) (lo, hi int) {
 // im2col writes the patches of img (c×h×w) into col, a
 // (c·kh·kw)×(oh·ow) row-major matrix with leading dimension ld ≥ oh·ow:
 // row (ci·kh+ki)·kw+kj, column oy·ow+ox holds
-// img[ci][oy·sh−ph+ki][ox·sw−pw+kj], or 0 in the padding. It overwrites
+// img[ci][oy·sh−ph+ki·dh][ox·sw−pw+kj·dw], or 0 in the padding. It overwrites
 // every element of those rows' first oh·ow columns. g must have had
 // initRanges called since its geometry last changed.
 func im2col(col, img []float32, g *convGeom, ld int) {
@@ -74,6 +88,7 @@ func im2col(col, img []float32, g *convGeom, ld int) {
 	col = col[:(g.colRows()-1)*ld+ohw]
 	img = img[:g.c*hw]
 	ys, xs := g.ys[:2*g.kh], g.xs[:2*g.kw]
+	dh, dw := g.dilation()
 	r := 0
 	for ci := 0; ci < g.c; ci++ {
 		plane := img[ci*hw : (ci+1)*hw]
@@ -98,7 +113,7 @@ func im2col(col, img []float32, g *convGeom, ld int) {
 					}
 				}
 				// Source of output (oy, xLo); each output row moves sh rows down.
-				so := (yLo*g.sh-g.ph+ki)*w + xLo*g.sw - g.pw + kj
+				so := (yLo*g.sh-g.ph+ki*dh)*w + xLo*g.sw - g.pw + kj*dw
 				step := g.sh * w
 				if g.sw == 1 {
 					copyRuns(row[yLo*ow+xLo:], plane[so:], yHi-yLo, n, ow, step)
@@ -127,6 +142,7 @@ func col2im(img, col []float32, g *convGeom, ld int) {
 	col = col[:(g.colRows()-1)*ld+ohw]
 	img = img[:g.c*hw]
 	ys, xs := g.ys[:2*g.kh], g.xs[:2*g.kw]
+	dh, dw := g.dilation()
 	clear(img)
 	r := 0
 	for ci := 0; ci < g.c; ci++ {
@@ -141,7 +157,7 @@ func col2im(img, col []float32, g *convGeom, ld int) {
 				if n <= 0 || yLo >= yHi {
 					continue
 				}
-				so := (yLo*g.sh-g.ph+ki)*w + xLo*g.sw - g.pw + kj
+				so := (yLo*g.sh-g.ph+ki*dh)*w + xLo*g.sw - g.pw + kj*dw
 				step := g.sh * w
 				if g.sw == 1 {
 					addRuns(plane[so:], row[yLo*ow+xLo:], yHi-yLo, n, step, ow)

@@ -13,11 +13,15 @@ import (
 // padded image.
 func randGeom(r *rand.Rand) convGeom {
 	g := convGeom{c: 1 + r.IntN(3), kh: 1 + r.IntN(5), kw: 1 + r.IntN(5), sh: 1 + r.IntN(3), sw: 1 + r.IntN(3)}
-	g.ph, g.pw = r.IntN(g.kh+1), r.IntN(g.kw+1)
-	g.h = max(1, g.kh-2*g.ph+r.IntN(9))
-	g.w = max(1, g.kw-2*g.pw+r.IntN(9))
-	g.oh = (g.h+2*g.ph-g.kh)/g.sh + 1
-	g.ow = (g.w+2*g.pw-g.kw)/g.sw + 1
+	if r.IntN(2) == 0 { // half the geometries dilated
+		g.dh, g.dw = 1+r.IntN(3), 1+r.IntN(3)
+	}
+	eh, ew := g.extent()
+	g.ph, g.pw = r.IntN(eh+1), r.IntN(ew+1)
+	g.h = max(1, eh-2*g.ph+r.IntN(9))
+	g.w = max(1, ew-2*g.pw+r.IntN(9))
+	g.oh = (g.h+2*g.ph-eh)/g.sh + 1
+	g.ow = (g.w+2*g.pw-ew)/g.sw + 1
 	g.initRanges()
 	return g
 }
@@ -63,7 +67,8 @@ func TestIm2colDefinition(t *testing.T) {
 					row := (ci*g.kh+ki)*g.kw + kj
 					for oy := 0; oy < g.oh; oy++ {
 						for ox := 0; ox < g.ow; ox++ {
-							iy, ix := oy*g.sh-g.ph+ki, ox*g.sw-g.pw+kj
+							dh, dw := g.dilation()
+							iy, ix := oy*g.sh-g.ph+ki*dh, ox*g.sw-g.pw+kj*dw
 							var want float32
 							if iy >= 0 && iy < g.h && ix >= 0 && ix < g.w {
 								want = img[(ci*g.h+iy)*g.w+ix]
