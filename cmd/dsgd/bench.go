@@ -19,6 +19,7 @@ import (
 
 	"dsgd/calib"
 	"dsgd/cpuinfo"
+	"dsgd/nn/layers"
 	"dsgd/tensor"
 	"dsgd/train"
 )
@@ -232,7 +233,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if model == "" {
 		model = "unknown model"
 	}
-	fmt.Fprintf(stdout, "bench: %s, CPU %s (%d logical CPUs; %v), GEMM %s, %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), model, runtime.NumCPU(), cpuinfo.Detect(), tensor.Backend, runtime.Version())
+	fmt.Fprintf(stdout, "bench: %s, CPU %s (%d logical CPUs; %v), GEMM %s, %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), model, runtime.NumCPU(), cpuinfo.Detect(), tensor.Info(), runtime.Version())
+	conv, _ := layers.ConvEngine()
+	fmt.Fprintf(stdout, "bench: convolution, pooling and LRN: %s\n", conv)
+	for _, v := range peerUnsetEnv {
+		if val, ok := os.LookupEnv(v); ok {
+			fmt.Fprintf(stdout, "bench: the peers run without %s=%s from this environment, so their OpenBLAS picks its own kernel\n", v, val)
+		}
+	}
 	fmt.Fprintf(stdout, "bench: peers: LeNet %s, other nets %s, with %s\n", c.peerLeNet, c.peerNets, c.python)
 	if needNets && c.peerNets != "none" && !netsBLAS {
 		fmt.Fprintf(stdout, "bench: warning: %s takes no --blas-threads: at more than one thread its OpenBLAS (fully connected layers) runs as many threads as torch's OpenMP\n", c.peerNets)
@@ -536,8 +544,28 @@ func peerTakesBLASThreads(script string) bool {
 	return err == nil && bytes.Contains(b, []byte("--blas-threads"))
 }
 
+// peerUnsetEnv are the variables a peer runs without: some machines pin
+// OpenBLAS's kernel and L2 size in the environment for old builds'
+// sake, which slows the peer's own OpenBLAS below what it would pick (here
+// Haswell where it picks Cooperlake). dsgd chooses its GEMM kernel itself,
+// so the peer gets its best too.
+var peerUnsetEnv = []string{"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}
+
+// peerEnv is this process's environment less peerUnsetEnv.
+func peerEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(peerUnsetEnv, name) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 func runPeerScript(ctx context.Context, python string, args []string) (string, error) {
 	cmd := exec.CommandContext(ctx, python, args...)
+	cmd.Env = peerEnv()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
