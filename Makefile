@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make train` and `make test`.
 GO ?= go
 
-.PHONY: train test build bench-engine setup
+.PHONY: train test build bench-engine setup proto
 
 setup:
 	@./scripts/setup.sh
@@ -26,3 +26,9 @@ test:
 # threads, in one invocation.
 bench-engine: build
 	./dsgd bench --peer ../shared/peer/torch_lenet.py
+
+# Regenerates caffepb/caffe.pb.go from caffepb/caffe.proto (needs Debian's
+# protobuf-compiler; protoc-gen-go comes from the Go module proxy).
+proto:
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	cd caffepb && PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc --go_out=. --go_opt=paths=source_relative caffe.proto
