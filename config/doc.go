@@ -13,7 +13,7 @@
 // field 'dilation' in convolution_param of layer 'conv1': ..."); so is a
 // value of the wrong type, an unknown enum value, or a value out of range.
 // A short list of harmless fields (solver_mode, snapshot_format, device_id,
-// snapshot_after_train, debug_info, data_param backend and prefetch, the
+// snapshot_after_train, debug_info, data_param prefetch, the
 // engine of a layer) is accepted and ignored, each with a warning in
 // NetDef.Warnings or SolverDef.Warnings that the caller should show.
 //

@@ -41,6 +41,10 @@ type LoaderConfig struct {
 	// Prefetch is the number of batches prepared ahead by the background
 	// goroutine; 0 means DefaultPrefetch.
 	Prefetch int
+	// RandSkip, when positive, starts the first epoch at a random
+	// position below RandSkip drawn from Seed, as Caffe's
+	// data_param.rand_skip skips that many records at the start.
+	RandSkip int
 }
 
 // Batch is one batch of transformed images. A Batch is owned by its Loader
@@ -82,6 +86,8 @@ type Loader struct {
 	done      chan struct{} // closed when the goroutine has returned
 	closeOnce sync.Once
 	stalls    atomic.Int64
+	broken    chan struct{} // closed when the producer failed; err says why
+	err       error
 }
 
 // NewLoader checks cfg against ds and starts the background goroutine.
@@ -107,6 +113,8 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 		return nil, fmt.Errorf("%s: rank %d out of range 0..%d", name, cfg.Rank, cfg.World-1)
 	case cfg.World > ds.N:
 		return nil, fmt.Errorf("%s: %d workers but only %d images; every shard needs at least one", name, cfg.World, ds.N)
+	case cfg.RandSkip < 0:
+		return nil, fmt.Errorf("%s: rand_skip %d is negative", name, cfg.RandSkip)
 	case cfg.Prefetch < 0:
 		return nil, fmt.Errorf("%s: prefetch %d, want at least 1 (0 means %d)", name, cfg.Prefetch, DefaultPrefetch)
 	}
@@ -122,6 +130,7 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 		ready:     make(chan *Batch, cfg.Prefetch),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
+		broken:    make(chan struct{}),
 	}
 	per := ds.C * t.oh * t.ow
 	for range cfg.Prefetch + 2 {
@@ -147,7 +156,11 @@ func (l *Loader) run(s *sampler) {
 		case <-l.stop:
 			return
 		}
-		s.fill(b)
+		if err := s.fill(b); err != nil {
+			l.err = err
+			close(l.broken)
+			return
+		}
 		select {
 		case l.ready <- b:
 		case <-l.stop:
@@ -170,7 +183,9 @@ func (l *Loader) Stalls() int64 { return l.stalls.Load() }
 // Next returns the next batch, waiting for it if none is ready. The batch
 // is the caller's until it is passed to Release. A caller may hold up to
 // Prefetch+1 batches at once; holding more makes Next wait until ctx ends.
-// Next returns ctx's error if ctx ends first, and ErrClosed after Close.
+// Next returns ctx's error if ctx ends first, ErrClosed after Close, and
+// the producer's error (an image that cannot be decoded, named by its key
+// or list line) once the batches before it are taken.
 func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	select {
 	case <-l.stop:
@@ -191,6 +206,14 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	case b := <-l.ready:
 		b.out = true
 		return b, nil
+	case <-l.broken:
+		select {
+		case b := <-l.ready:
+			b.out = true
+			return b, nil
+		default:
+		}
+		return nil, l.err
 	case <-l.stop:
 		return nil, ErrClosed
 	case <-ctx.Done():
@@ -262,6 +285,7 @@ type sampler struct {
 	// reseeded from the seed and the epoch or batch number alone.
 	orderPCG, augPCG *rand.PCG
 	orderRng, augRng *rand.Rand
+	scratch          []uint8 // one decoded image of an encoded Dataset
 }
 
 func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
@@ -290,7 +314,14 @@ func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
 	}
 	s.orderRng = rand.New(s.orderPCG)
 	s.augRng = rand.New(s.augPCG)
+	if ds.Encoded != nil {
+		s.scratch = make([]uint8, ds.ImageSize())
+	}
 	s.startEpoch(0)
+	if cfg.RandSkip > 0 {
+		r := rand.New(rand.NewPCG(mix(cfg.Seed, tagSkip), uint64(cfg.Rank)))
+		s.pos = r.IntN(cfg.RandSkip) % len(s.order)
+	}
 	return s
 }
 
@@ -310,8 +341,8 @@ func (s *sampler) startEpoch(e int) {
 }
 
 // fill writes the next batch into b, running on into the next epoch when
-// this one ends.
-func (s *sampler) fill(b *Batch) {
+// this one ends. Its only error is an encoded image that does not decode.
+func (s *sampler) fill(b *Batch) error {
 	if s.pos == len(s.order) {
 		s.startEpoch(s.epoch + 1)
 	}
@@ -326,9 +357,19 @@ func (s *sampler) fill(b *Batch) {
 		s.pos++
 		hOff, wOff := s.t.offsets(s.augRng)
 		mirror := s.t.mirror && s.augRng.IntN(2) == 1
-		s.t.apply(b.Data[i*per:(i+1)*per], s.ds.Image(idx), hOff, wOff, mirror)
+		var img []uint8
+		if s.scratch != nil {
+			if err := s.ds.decodeInto(idx, s.scratch); err != nil {
+				return err
+			}
+			img = s.scratch
+		} else {
+			img = s.ds.Image(idx)
+		}
+		s.t.apply(b.Data[i*per:(i+1)*per], img, hOff, wOff, mirror)
 		b.Labels[i] = float32(s.ds.Labels[idx])
 		b.Index[i] = idx
 	}
 	s.seq++
+	return nil
 }
