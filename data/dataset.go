@@ -49,6 +49,9 @@ type Dataset struct {
 	// place of Pixels, which is then nil: image i is decoded with
 	// Decoding when a Loader reads it, and must come out C×H×W.
 	Encoded [][]byte
+	// Floats, when not nil, holds the N images as float32 values in place
+	// of Pixels (HDF5 data), fed to the net as they are.
+	Floats []float32
 	// Decoding says how Encoded images are decoded.
 	Decoding Decoding
 	// Keys, when not nil, names each image for errors: its database key
@@ -90,9 +93,12 @@ func (d *Dataset) Subset(n int) *Dataset {
 		Labels:   d.Labels[:n:n],
 		Decoding: d.Decoding,
 	}
-	if d.Encoded != nil {
+	switch {
+	case d.Encoded != nil:
 		s.Encoded = d.Encoded[:n:n]
-	} else {
+	case d.Floats != nil:
+		s.Floats = d.Floats[: n*sz : n*sz]
+	default:
 		s.Pixels = d.Pixels[: n*sz : n*sz]
 	}
 	if len(d.Keys) >= n {
@@ -112,11 +118,16 @@ func (d *Dataset) Check() error {
 		return fmt.Errorf("data: dataset %q: %d classes, want 1..256", d.Name, d.Classes)
 	}
 	size, ok := mulInts(d.N, d.C, d.H, d.W)
-	if d.Encoded != nil {
-		if len(d.Encoded) != d.N || d.Pixels != nil {
+	switch {
+	case d.Encoded != nil:
+		if len(d.Encoded) != d.N || d.Pixels != nil || d.Floats != nil {
 			return fmt.Errorf("data: dataset %q: %d encoded images and %d pixel bytes for %d images; want N encoded and no pixels", d.Name, len(d.Encoded), len(d.Pixels), d.N)
 		}
-	} else if !ok || len(d.Pixels) != size {
+	case d.Floats != nil:
+		if !ok || len(d.Floats) != size || d.Pixels != nil {
+			return fmt.Errorf("data: dataset %q: %d float values, want %dx%dx%dx%d and no pixels", d.Name, len(d.Floats), d.N, d.C, d.H, d.W)
+		}
+	case !ok || len(d.Pixels) != size:
 		return fmt.Errorf("data: dataset %q: %d pixel bytes, want %dx%dx%dx%d", d.Name, len(d.Pixels), d.N, d.C, d.H, d.W)
 	}
 	if len(d.Labels) != d.N {

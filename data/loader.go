@@ -118,6 +118,9 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 	case cfg.Prefetch < 0:
 		return nil, fmt.Errorf("%s: prefetch %d, want at least 1 (0 means %d)", name, cfg.Prefetch, DefaultPrefetch)
 	}
+	if ds.Floats != nil && !isIdentity(cfg.Transform) {
+		return nil, fmt.Errorf("%s: float data (HDF5) takes no transform_param, as in Caffe", name)
+	}
 	t, err := newTransformer(name, cfg.Transform, ds.C, ds.H, ds.W, cfg.Train)
 	if err != nil {
 		return nil, err
@@ -357,6 +360,13 @@ func (s *sampler) fill(b *Batch) error {
 		s.pos++
 		hOff, wOff := s.t.offsets(s.augRng)
 		mirror := s.t.mirror && s.augRng.IntN(2) == 1
+		if s.ds.Floats != nil {
+			sz := s.ds.ImageSize()
+			copy(b.Data[i*per:(i+1)*per], s.ds.Floats[idx*sz:(idx+1)*sz])
+			b.Labels[i] = float32(s.ds.Labels[idx])
+			b.Index[i] = idx
+			continue
+		}
 		var img []uint8
 		if s.scratch != nil {
 			if err := s.ds.decodeInto(idx, s.scratch); err != nil {
@@ -372,4 +382,9 @@ func (s *sampler) fill(b *Batch) error {
 	}
 	s.seq++
 	return nil
+}
+
+// isIdentity reports whether t changes nothing.
+func isIdentity(t TransformConfig) bool {
+	return (t.Scale == 0 || t.Scale == 1) && len(t.MeanValue) == 0 && t.MeanFile == "" && t.CropSize == 0 && !t.Mirror
 }

@@ -10,6 +10,7 @@ import (
 
 	"dsgd/config"
 	"dsgd/data"
+	"dsgd/data/db"
 	"dsgd/model"
 	"dsgd/nn/layers"
 	"dsgd/tensor"
@@ -54,12 +55,13 @@ type job struct {
 	workerFeeds             [][]train.Feed // workers 1..N-1
 	loaders                 []*data.Loader
 	sets                    map[string]*data.Dataset
+	labelSources            map[string]string // label blob -> the data layer and source feeding it
 	dataDesc                []string
 }
 
 // load parses the net and solver the flags name.
 func (m *modelFlags) load() (*job, error) {
-	j := &job{sets: map[string]*data.Dataset{}}
+	j := &job{sets: map[string]*data.Dataset{}, labelSources: map[string]string{}}
 	var err error
 	switch {
 	case m.solver != "":
@@ -170,18 +172,34 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 	shapes := map[string]tensor.Shape{}
 	var feeds []train.Feed
 	for i, dl := range pn.Data {
-		if dl.Type != "Data" {
-			return nil, nil, fmt.Errorf("%s: %s layer %q has no data source: dsgd trains from Data layers (data_param { source batch_size })", dl.Pos, dl.Type, dl.Name)
+		if dl.Type == "DummyData" {
+			for k, t := range dl.Tops {
+				shapes[t] = tensor.Shape(dl.Shapes[k])
+			}
+			feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: &data.Dummy{Name: dl.Name, Fillers: dummyFillers(dl.Fillers), Seed: j.seed + uint64(i) + uint64(rank)<<32}})
+			continue
+		}
+		if dl.Type == "Input" {
+			return nil, nil, fmt.Errorf("%s: %s layer %q has no data source: dsgd trains from Data, ImageData, HDF5Data and DummyData layers", dl.Pos, dl.Type, dl.Name)
 		}
 		src := dl.Source
+		typ := dl.Type
 		if m.data != "" {
-			src = m.data
+			src, typ = m.data, "Data"
 		}
-		key := src + "\x00" + split.String()
+		key := typ + "\x00" + src + "\x00" + split.String()
 		ds, ok := j.sets[key]
 		if !ok {
-			var err error
-			ds, err = data.Open(src, split)
+			backend, err := db.ParseBackend(orDefault(dl.Backend, "LEVELDB"))
+			if err != nil {
+				return nil, nil, err
+			}
+			ds, err = data.OpenSource(data.SourceConfig{
+				Type: typ, Path: src, Split: split,
+				Backend: backend, AnyBackend: m.data != "",
+				Channels: dl.Channels, RootFolder: dl.RootFolder,
+				NewHeight: dl.NewHeight, NewWidth: dl.NewWidth,
+			})
 			if err != nil {
 				if m.data == "" {
 					return nil, nil, fmt.Errorf("%s: data layer %q: %w (override the source with --data)", dl.Pos, dl.Name, err)
@@ -198,7 +216,8 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		l, err := data.NewLoader(ds, data.LoaderConfig{
 			BatchSize: batch,
 			Train:     split == data.Train,
-			Shuffle:   split == data.Train && m.shuffle,
+			Shuffle:   split == data.Train && (m.shuffle || dl.Shuffle),
+			RandSkip:  dl.RandSkip,
 			Seed:      j.seed + uint64(i),
 			Rank:      rank,
 			World:     world,
@@ -217,6 +236,9 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		}
 		if len(dl.Tops) > 2 {
 			return nil, nil, fmt.Errorf("%s: data layer %q has %d tops; dsgd's Data layer has data and label", dl.Pos, dl.Name, len(dl.Tops))
+		}
+		if len(dl.Tops) > 1 {
+			j.labelSources[dl.Tops[1]] = fmt.Sprintf("data layer %q (source %s, labels 0..%d)", dl.Name, src, ds.Classes-1)
 		}
 
 		feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: train.Loader{L: l, Name: dl.Name}})
@@ -248,4 +270,12 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+func dummyFillers(fs []config.Filler) []data.DummyFiller {
+	out := make([]data.DummyFiller, len(fs))
+	for i, f := range fs {
+		out[i] = data.DummyFiller{Type: f.Type, Value: f.Value, Min: f.Min, Max: f.Max, Mean: f.Mean, Std: f.Std}
+	}
+	return out
 }

@@ -108,7 +108,10 @@ func createLMDB(path string) (Writer, error) {
 	}
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
-	if rc := C.mdb_env_open(w.env, cpath, 0, 0o664); rc != 0 {
+	// MDB_NOLOCK: the database is new and ours alone, and a write
+	// transaction's mutex must otherwise be released by the OS thread
+	// that took it, which goroutines do not promise.
+	if rc := C.mdb_env_open(w.env, cpath, C.MDB_NOLOCK, 0o664); rc != 0 {
 		C.mdb_env_close(w.env)
 		return nil, lmdbErr(path, "create", rc)
 	}
