@@ -147,6 +147,11 @@ func writeFileAtomic(path string, b []byte) error {
 		return err
 	}
 	tmp := f.Name()
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
 	if _, err := f.Write(b); err != nil {
 		f.Close()
 		os.Remove(tmp)
