@@ -10,6 +10,13 @@ import (
 	"math"
 )
 
+// Bounds on an image to decode, so that a corrupt header cannot make the
+// decoder allocate without limit.
+const (
+	maxImageSide   = 1 << 16
+	maxImagePixels = 1 << 27
+)
+
 // Decoding is how a Dataset's encoded images become C×H×W bytes.
 type Decoding struct {
 	// Channels is 1 (gray) or 3 (BGR, Caffe's channel order from OpenCV);
@@ -27,6 +34,13 @@ type Decoding struct {
 // image's own: 1 for gray, 3 otherwise), 1 or 3; height and width, when
 // both positive, resize the image. It returns the bytes and their shape.
 func DecodeImage(b []byte, channels, height, width int) (pix []uint8, c, h, w int, err error) {
+	ic, _, err := image.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		return nil, 0, 0, 0, fmt.Errorf("cannot decode image (%d bytes): %v", len(b), err)
+	}
+	if ic.Width < 1 || ic.Height < 1 || ic.Width > maxImageSide || ic.Height > maxImageSide || ic.Width*ic.Height > maxImagePixels {
+		return nil, 0, 0, 0, fmt.Errorf("image claims %dx%d pixels; dsgd decodes images of at most %d pixels", ic.Width, ic.Height, maxImagePixels)
+	}
 	img, _, err := image.Decode(bytes.NewReader(b))
 	if err != nil {
 		return nil, 0, 0, 0, fmt.Errorf("cannot decode image (%d bytes): %v", len(b), err)
