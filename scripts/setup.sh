@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what dsgd needs on a Debian machine: OpenBLAS (GEMM) and the
-# Fashion-MNIST data set; with the argument "test", also what the tests
+# Installs what dsgd needs on a Debian machine: OpenBLAS (GEMM), LMDB,
+# LevelDB and HDF5 (Caffe's data formats) and the Fashion-MNIST data set; with the argument "test", also what the tests
 # start: Open MPI's mpirun and redis-server. Does nothing when all are
 # present; says exactly what to install when it cannot install them itself.
 set -u
@@ -11,6 +11,12 @@ if [ "${1:-}" = test ]; then
 fi
 [ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] || [ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] || need+=(libopenblas-dev)
 [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
+# Caffe's data formats, through their C libraries (cgo): LMDB, LevelDB,
+# HDF5 (found with pkg-config).
+[ -e /usr/include/lmdb.h ] || need+=(liblmdb-dev)
+[ -e /usr/include/leveldb/c.h ] || need+=(libleveldb-dev)
+[ -e /usr/include/hdf5/serial/hdf5.h ] || [ -e /usr/include/hdf5.h ] || need+=(libhdf5-dev)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 if [ "${#need[@]}" -eq 0 ]; then
   exit 0
 fi
@@ -23,7 +29,7 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: missing ${need[*]} and no apt-get here; install OpenBLAS (with cblas.h) and the Fashion-MNIST IDX files (pass --data DIR), or build with -tags purego" >&2
+  echo "setup: missing ${need[*]} and no apt-get here; install OpenBLAS (with cblas.h), liblmdb, libleveldb and libhdf5 with their headers, and the Fashion-MNIST IDX files (pass --data DIR), or build with -tags purego" >&2
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
