@@ -262,3 +262,16 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
 		t.Fatalf("loss %s at 10, %s at 30: want it falling on constant labels\n%s", m[1], m[2], out)
 	}
 }
+
+// TestLabelOutOfRange: labels past a loss layer's classes are refused
+// before training, naming the data layer, its source and the layer.
+func TestLabelOutOfRange(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", strings.Replace(logreg("Data", caffeFixtures+"/idx", caffeFixtures+"/idx", ""), "num_output: 4", "num_output: 3", 1))
+	write(t, dir, "solver.prototxt", logregSolver)
+	code, _, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--net", "net.prototxt", "--threads", "1", "--workers", "1", "--snapshot-prefix", "none")
+	want := `data layer "d" (source ` + caffeFixtures + `/idx): labels up to 3 but layer "loss" (SoftmaxWithLoss) scores 3 classes in "ip"`
+	if code != 1 || !strings.Contains(errs, want) {
+		t.Fatalf("exit %d, stderr %q; want %q", code, errs, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 
 	"dsgd/config"
@@ -56,12 +57,13 @@ type job struct {
 	loaders                 []*data.Loader
 	sets                    map[string]*data.Dataset
 	labelSources            map[string]string // label blob -> the data layer and source feeding it
+	labelMax                map[string]int    // label blob -> the largest label fed to it
 	dataDesc                []string
 }
 
 // load parses the net and solver the flags name.
 func (m *modelFlags) load() (*job, error) {
-	j := &job{sets: map[string]*data.Dataset{}, labelSources: map[string]string{}}
+	j := &job{sets: map[string]*data.Dataset{}, labelSources: map[string]string{}, labelMax: map[string]int{}}
 	var err error
 	switch {
 	case m.solver != "":
@@ -238,7 +240,8 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 			return nil, nil, fmt.Errorf("%s: data layer %q has %d tops; dsgd's Data layer has data and label", dl.Pos, dl.Name, len(dl.Tops))
 		}
 		if len(dl.Tops) > 1 {
-			j.labelSources[dl.Tops[1]] = fmt.Sprintf("data layer %q (source %s, labels 0..%d)", dl.Name, src, ds.Classes-1)
+			j.labelSources[dl.Tops[1]] = fmt.Sprintf("data layer %q (source %s)", dl.Name, src)
+			j.labelMax[dl.Tops[1]] = max(j.labelMax[dl.Tops[1]], int(slices.Max(ds.Labels)))
 		}
 
 		feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: train.Loader{L: l, Name: dl.Name}})
@@ -278,4 +281,48 @@ func dummyFillers(fs []config.Filler) []data.DummyFiller {
 		out[i] = data.DummyFiller{Type: f.Type, Value: f.Value, Min: f.Min, Max: f.Max, Mean: f.Mean, Std: f.Std}
 	}
 	return out
+}
+
+// checkLabels refuses, before training, a data set whose labels reach
+// past the classes of a loss or accuracy layer they feed (which would
+// stop the run mid-way), naming the data layer, its source and the layer.
+func (j *job) checkLabels(net *model.Net, specs ...model.Spec) error {
+	for _, spec := range specs {
+		for _, l := range spec.Layers {
+			axis := 1
+			switch c := l.Config.(type) {
+			case *layers.SoftmaxWithLossConfig:
+				if c.IgnoreLabel != nil {
+					continue
+				}
+				axis = c.Axis
+			case *layers.AccuracyConfig:
+				if c.IgnoreLabel != nil {
+					continue
+				}
+				axis = c.Axis
+			default:
+				continue
+			}
+			if len(l.Bottom) < 2 {
+				continue
+			}
+			src, ok := j.labelSources[l.Bottom[1]]
+			scores := net.Blob(l.Bottom[0])
+			if !ok || scores == nil {
+				continue
+			}
+			if axis < 0 {
+				axis += len(scores.Shape)
+			}
+			if axis < 0 || axis >= len(scores.Shape) {
+				continue
+			}
+			if classes := scores.Shape[axis]; j.labelMax[l.Bottom[1]] >= classes {
+				return fmt.Errorf("%s: labels up to %d but layer %q (%s) scores %d classes in %q: a label must be below %d (raise num_output of the layer producing %q, or check the data)",
+					src, j.labelMax[l.Bottom[1]], l.Name, l.Config.Type(), classes, l.Bottom[0], classes, l.Bottom[0])
+			}
+		}
+	}
+	return nil
 }

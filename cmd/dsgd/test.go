@@ -65,6 +65,9 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if err := j.checkLabels(tr.Net(), j.train.Spec, j.test.Spec); err != nil {
+		return err
+	}
 	res, err := tr.Test(ctx, tr.StartIter())
 	if err != nil {
 		return err

@@ -384,6 +384,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	if err := j.checkLabels(tr.Net(), j.train.Spec, j.test.Spec); err != nil {
+		return err
+	}
 	switch {
 	case g != nil && g.serve:
 		return serveCenter(ctx, f, tr, g.listen, g.token, stdout)
