@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make train` and `make test`.
 GO ?= go
 
-.PHONY: train test build bench-engine setup proto
+.PHONY: train test build bench-engine setup proto caffe-crosscheck
 
 setup:
 	@./scripts/setup.sh
@@ -32,3 +32,8 @@ bench-engine: build
 proto:
 	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 	cd caffepb && PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc --go_out=. --go_opt=paths=source_relative caffe.proto
+
+# Caffe's formats against independent readers and writers (Python's lmdb,
+# plyvel, h5py, protobuf): remakes data/testdata/caffe and checks both ways.
+caffe-crosscheck: setup
+	GO=$(GO) ./scripts/caffe_crosscheck.sh
