@@ -22,7 +22,7 @@ func DecodeDatum(b []byte) (*caffepb.Datum, error) {
 		return nil, fmt.Errorf("not a Caffe Datum: %v", err)
 	}
 	if len(d.FloatData) > 0 {
-		return nil, errors.New("Datum holds float_data; dsgd reads byte images (data) only")
+		return nil, errors.New("the Datum holds float_data; dsgd reads byte images (data) only")
 	}
 	if d.GetEncoded() {
 		if len(d.Data) == 0 {
@@ -32,11 +32,11 @@ func DecodeDatum(b []byte) (*caffepb.Datum, error) {
 	}
 	c, h, w := int(d.GetChannels()), int(d.GetHeight()), int(d.GetWidth())
 	if c < 1 || h < 1 || w < 1 {
-		return nil, fmt.Errorf("Datum has shape %dx%dx%d (CxHxW); want all positive (is this a database of Caffe Datum records?)", c, h, w)
+		return nil, fmt.Errorf("the Datum has shape %dx%dx%d (CxHxW); want all positive (is this a database of Caffe Datum records?)", c, h, w)
 	}
 	n, ok := mulInts(c, h, w)
 	if !ok || n != len(d.Data) {
-		return nil, fmt.Errorf("Datum shape %dx%dx%d (CxHxW) needs %s bytes but data holds %d", c, h, w, countString(n, ok), len(d.Data))
+		return nil, fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) needs %s bytes but data holds %d", c, h, w, countString(n, ok), len(d.Data))
 	}
 	return &d, nil
 }
