@@ -353,3 +353,44 @@ func TestReadDBErrors(t *testing.T) {
 		t.Fatalf("Next: %v, want the bad key named", err)
 	}
 }
+
+func TestBadHDF5(t *testing.T) {
+	dir := t.TempDir()
+	good, err := os.ReadFile(filepath.Join(fixtures, "train.h5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trunc := filepath.Join(dir, "trunc.h5")
+	os.WriteFile(trunc, good[:len(good)/2], 0o644)
+	junk := filepath.Join(dir, "junk.h5")
+	os.WriteFile(junk, []byte("not hdf5 at all"), 0o644)
+	for _, c := range []struct{ name, file, want string }{
+		{"truncated", trunc, "trunc.h5"},
+		{"not hdf5", junk, "junk.h5 is not a readable HDF5 file"},
+		{"missing", filepath.Join(dir, "nope.h5"), "nope.h5: no such file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			list := filepath.Join(dir, c.name+".txt")
+			os.WriteFile(list, []byte(c.file+"\n"), 0o644)
+			_, err := ReadHDF5List(list)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), list) {
+				t.Fatalf("ReadHDF5List: %v; want an error naming %s with %q", err, list, c.want)
+			}
+		})
+	}
+}
+
+func TestLockedLevelDB(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "db")
+	w, err := db.Create(p, db.LevelDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.Put([]byte("k"), []byte("v"))
+	// The writer holds LevelDB's lock: a reader is refused, not hung.
+	_, err = ReadDB(p, DBConfig{Backend: db.LevelDB})
+	if err == nil || !strings.Contains(err.Error(), "is another program using it?") || !strings.Contains(err.Error(), p) {
+		t.Fatalf("ReadDB of a locked LevelDB: %v", err)
+	}
+}
