@@ -151,7 +151,7 @@ func decodeDummyData(r *reader, l *LayerDef, dl *DataLayer) {
 	}
 	switch {
 	case len(dl.Fillers) == 0:
-		dl.Fillers = []Filler{{Type: "constant"}}
+		dl.Fillers = []Filler{{Type: "constant", Max: 1, Std: 1}} // Caffe's FillerParameter defaults
 		fallthrough
 	case len(dl.Fillers) == 1:
 		for len(dl.Fillers) < len(l.Top) {
