@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -105,7 +106,15 @@ func TestMeanFileWithCrop(t *testing.T) {
 func BenchmarkLoaderJPEG(b *testing.B) {
 	ds := jpegSet(b, 64)
 	mf, _ := meanFile(b)
-	benchLoader(b, ds, TransformConfig{MeanFile: mf, CropSize: 227, Mirror: true}, 32)
+	benchLoader(b, ds, TransformConfig{MeanFile: mf, CropSize: 227, Mirror: true}, 32, 1)
+}
+
+// BenchmarkLoaderJPEG2 is BenchmarkLoaderJPEG with two decoding
+// goroutines.
+func BenchmarkLoaderJPEG2(b *testing.B) {
+	ds := jpegSet(b, 64)
+	mf, _ := meanFile(b)
+	benchLoader(b, ds, TransformConfig{MeanFile: mf, CropSize: 227, Mirror: true}, 32, 2)
 }
 
 // BenchmarkLoaderRaw is the same for LeNet's raw 1×28×28 bytes with
@@ -115,11 +124,11 @@ func BenchmarkLoaderRaw(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchLoader(b, ds, TransformConfig{Scale: 1.0 / 256}, 64)
+	benchLoader(b, ds, TransformConfig{Scale: 1.0 / 256}, 64, 1)
 }
 
-func benchLoader(b *testing.B, ds *Dataset, tc TransformConfig, batch int) {
-	l, err := NewLoader(ds, LoaderConfig{BatchSize: batch, Train: true, Shuffle: true, Seed: 1, Transform: tc, Prefetch: 2})
+func benchLoader(b *testing.B, ds *Dataset, tc TransformConfig, batch, threads int) {
+	l, err := NewLoader(ds, LoaderConfig{BatchSize: batch, Train: true, Shuffle: true, Seed: 1, Transform: tc, Prefetch: 2, DecodeThreads: threads})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -134,4 +143,31 @@ func benchLoader(b *testing.B, ds *Dataset, tc TransformConfig, batch int) {
 		l.Release(bt)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
+}
+
+// TestDecodeThreadsSameBatches: the batches do not depend on how many
+// goroutines decode them.
+func TestDecodeThreadsSameBatches(t *testing.T) {
+	ds := jpegSet(t, 12)
+	var first [][]float32
+	for _, threads := range []int{1, 3} {
+		l, err := NewLoader(ds, LoaderConfig{BatchSize: 5, Train: true, Shuffle: true, Seed: 4, DecodeThreads: threads,
+			Transform: TransformConfig{CropSize: 200, Mirror: true, Scale: 0.5}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 4 {
+			b, err := l.Next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if threads == 1 {
+				first = append(first, slices.Clone(b.Data))
+			} else if !slices.Equal(first[k], b.Data) {
+				t.Fatalf("batch %d differs between 1 and %d decoding goroutines", k, threads)
+			}
+			l.Release(b)
+		}
+		l.Close()
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,10 @@ type LoaderConfig struct {
 	// Prefetch is the number of batches prepared ahead by the background
 	// goroutine; 0 means DefaultPrefetch.
 	Prefetch int
+	// DecodeThreads is how many goroutines decode the encoded images
+	// (JPEG, PNG) of each batch; 0 means the number of cores, at most 4.
+	// Raw images need no decoding and ignore it.
+	DecodeThreads int
 	// RandSkip, when positive, starts the first epoch at a random
 	// position below RandSkip drawn from Seed, as Caffe's
 	// data_param.rand_skip skips that many records at the start.
@@ -113,6 +118,8 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 		return nil, fmt.Errorf("%s: rank %d out of range 0..%d", name, cfg.Rank, cfg.World-1)
 	case cfg.World > ds.N:
 		return nil, fmt.Errorf("%s: %d workers but only %d images; every shard needs at least one", name, cfg.World, ds.N)
+	case cfg.DecodeThreads < 0:
+		return nil, fmt.Errorf("%s: %d decode threads, want at least 1 (0 means one per core)", name, cfg.DecodeThreads)
 	case cfg.RandSkip < 0:
 		return nil, fmt.Errorf("%s: rand_skip %d is negative", name, cfg.RandSkip)
 	case cfg.Prefetch < 0:
@@ -288,7 +295,11 @@ type sampler struct {
 	// reseeded from the seed and the epoch or batch number alone.
 	orderPCG, augPCG *rand.PCG
 	orderRng, augRng *rand.Rand
-	scratch          []uint8 // one decoded image of an encoded Dataset
+	// For an encoded Dataset: one decoded image per decoding goroutine,
+	// and the batch's images with their errors.
+	scratch [][]uint8
+	jobs    []decodeJob
+	errs    []error
 }
 
 func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
@@ -318,7 +329,16 @@ func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
 	s.orderRng = rand.New(s.orderPCG)
 	s.augRng = rand.New(s.augPCG)
 	if ds.Encoded != nil {
-		s.scratch = make([]uint8, ds.ImageSize())
+		threads := cfg.DecodeThreads
+		if threads == 0 {
+			threads = min(runtime.GOMAXPROCS(0), 4)
+		}
+		threads = min(threads, cfg.BatchSize)
+		for range threads {
+			s.scratch = append(s.scratch, make([]uint8, ds.ImageSize()))
+		}
+		s.jobs = make([]decodeJob, cfg.BatchSize)
+		s.errs = make([]error, cfg.BatchSize)
 	}
 	s.startEpoch(0)
 	if cfg.RandSkip > 0 {
@@ -367,20 +387,68 @@ func (s *sampler) fill(b *Batch) error {
 			b.Index[i] = idx
 			continue
 		}
-		var img []uint8
-		if s.scratch != nil {
-			if err := s.ds.decodeInto(idx, s.scratch); err != nil {
-				return err
-			}
-			img = s.scratch
-		} else {
-			img = s.ds.Image(idx)
-		}
-		s.t.apply(b.Data[i*per:(i+1)*per], img, hOff, wOff, mirror)
 		b.Labels[i] = float32(s.ds.Labels[idx])
 		b.Index[i] = idx
+		if s.scratch != nil {
+			s.jobs[i] = decodeJob{idx, hOff, wOff, mirror}
+			continue
+		}
+		s.t.apply(b.Data[i*per:(i+1)*per], s.ds.Image(idx), hOff, wOff, mirror)
 	}
 	s.seq++
+	if s.scratch != nil {
+		return s.decodeBatch(b.Data, per)
+	}
+	return nil
+}
+
+// decodeJob is one encoded image of a batch and how to place it.
+type decodeJob struct {
+	idx, hOff, wOff int
+	mirror          bool
+}
+
+// decodeBatch decodes and transforms the batch's encoded images (s.jobs)
+// into data, on len(s.scratch) goroutines. The crops and flips were drawn
+// in order beforehand, so the result does not depend on the goroutines'
+// timing; of several bad images, the first in the batch is reported.
+func (s *sampler) decodeBatch(data []float32, per int) error {
+	work := func(scratch []uint8, i int) {
+		j := s.jobs[i]
+		if s.errs[i] = s.ds.decodeInto(j.idx, scratch); s.errs[i] == nil {
+			s.t.apply(data[i*per:(i+1)*per], scratch, j.hOff, j.wOff, j.mirror)
+		}
+	}
+	if len(s.scratch) == 1 {
+		for i := range s.jobs {
+			work(s.scratch[0], i)
+			if s.errs[i] != nil {
+				return s.errs[i]
+			}
+		}
+		return nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for _, sc := range s.scratch {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(s.jobs) {
+					return
+				}
+				work(sc, i)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range s.errs {
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
