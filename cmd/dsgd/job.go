@@ -209,6 +209,9 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 				return nil, nil, fmt.Errorf("--data: %w", err)
 			}
 			j.sets[key] = ds
+			if _, isDB := db.Detect(src); isDB && m.data != "" && split == data.Test {
+				j.warnings = append(j.warnings, fmt.Sprintf("--data %s is one database (one split): the TEST phase reads it too; give each layer its own source to test on held-out data", src))
+			}
 			j.dataDesc = append(j.dataDesc, fmt.Sprintf("%s %s: %d images %dx%dx%d", src, split, ds.N, ds.C, ds.H, ds.W))
 		}
 		batch := dl.BatchSize
