@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,7 +111,7 @@ func TestReadHDF5MatchesIDX(t *testing.T) {
 	if err := os.WriteFile(list, []byte(abs+"\n"+abs+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadHDF5List(list)
+	got, err := ReadHDF5List(list, "data", "label")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,11 +373,24 @@ func TestBadHDF5(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			list := filepath.Join(dir, c.name+".txt")
 			os.WriteFile(list, []byte(c.file+"\n"), 0o644)
-			_, err := ReadHDF5List(list)
+			_, err := ReadHDF5List(list, "data", "label")
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), list) {
 				t.Fatalf("ReadHDF5List: %v; want an error naming %s with %q", err, list, c.want)
 			}
 		})
+	}
+}
+
+func TestHDF5DatasetsNamedByTops(t *testing.T) {
+	abs, _ := filepath.Abs(filepath.Join(fixtures, "test.h5"))
+	list := filepath.Join(t.TempDir(), "l.txt")
+	os.WriteFile(list, []byte(abs+"\n"), 0o644)
+	if _, err := ReadHDF5List(list, "pixels", "label"); err == nil || !strings.Contains(err.Error(), `has no dataset "pixels" (HDF5Data reads the datasets named by its tops)`) {
+		t.Fatalf("a top naming no dataset: %v", err)
+	}
+	ds, err := ReadHDF5List(list, "data", "")
+	if err != nil || ds.N != 200 || slices.Max(ds.Labels) != 0 {
+		t.Fatalf("data without labels: %v", err)
 	}
 }
 

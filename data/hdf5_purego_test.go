@@ -12,7 +12,7 @@ import (
 func TestHDF5PuregoRefuses(t *testing.T) {
 	list := filepath.Join(t.TempDir(), "l.txt")
 	os.WriteFile(list, []byte("x.h5\n"), 0o644)
-	if _, err := ReadHDF5List(list); err == nil || !strings.Contains(err.Error(), "-tags purego") {
+	if _, err := ReadHDF5List(list, "data", "label"); err == nil || !strings.Contains(err.Error(), "-tags purego") {
 		t.Fatalf("ReadHDF5List under purego: %v", err)
 	}
 }

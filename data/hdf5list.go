@@ -7,11 +7,12 @@ import (
 )
 
 // ReadHDF5List reads the .h5 files a Caffe HDF5Data source lists (one path
-// a line) into a float Dataset: each file's "data" dataset (N×C×H×W, or N×D
-// read as D×1×1) and "label" dataset (N or N×1, whole numbers 0..255 for
-// dsgd's classifiers). All files must agree on the item shape. Relative
-// paths are taken as written, from the working directory, as Caffe does.
-func ReadHDF5List(list string) (*Dataset, error) {
+// a line) into a float Dataset. As in Caffe, the datasets are named by the
+// layer's tops: dataName (N×C×H×W, or N×D read as D×1×1) and labelName
+// (N or N×1, whole numbers 0..255 for dsgd's classifiers; "" for none,
+// giving labels 0). All files must agree on the item shape. Relative paths
+// are taken as written, from the working directory, as Caffe does.
+func ReadHDF5List(list, dataName, labelName string) (*Dataset, error) {
 	files, err := listLines(list)
 	if err != nil {
 		return nil, err
@@ -19,7 +20,7 @@ func ReadHDF5List(list string) (*Dataset, error) {
 	d := &Dataset{Name: list}
 	maxL := 0
 	for _, p := range files {
-		vals, dims, labels, err := readH5File(p, "data", "label")
+		vals, dims, labels, err := readH5File(p, dataName, labelName)
 		if err != nil {
 			return nil, fmt.Errorf("HDF5Data source %s: %w", list, err)
 		}
@@ -43,6 +44,9 @@ func ReadHDF5List(list string) (*Dataset, error) {
 			}
 			d.Labels = append(d.Labels, uint8(l))
 			maxL = max(maxL, int(l))
+		}
+		if labelName == "" {
+			d.Labels = append(d.Labels, make([]uint8, dims[0])...)
 		}
 		d.Floats = append(d.Floats, vals...)
 		d.N += dims[0]

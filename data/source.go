@@ -28,6 +28,9 @@ type SourceConfig struct {
 	// backend the database directory turns out to hold is used instead.
 	Backend    db.Backend
 	AnyBackend bool
+	// Tops are the layer's tops: HDF5Data reads the datasets they name
+	// (default "data" and "label").
+	Tops []string
 	// Channels, RootFolder, NewHeight and NewWidth decode ImageData's
 	// images (and Channels a database's encoded ones): see DataSettings
 	// in package config.
@@ -43,7 +46,12 @@ func OpenSource(cfg SourceConfig) (*Dataset, error) {
 	case "ImageData":
 		return ReadImageList(cfg.Path, cfg.RootFolder, Decoding{Channels: cfg.Channels, Height: cfg.NewHeight, Width: cfg.NewWidth})
 	case "HDF5Data":
-		return ReadHDF5List(cfg.Path)
+		names := append(append([]string{}, cfg.Tops...), "data", "label")
+		label := names[1]
+		if len(cfg.Tops) == 1 {
+			label = ""
+		}
+		return ReadHDF5List(cfg.Path, names[0], label)
 	case "Data":
 	default:
 		return nil, fmt.Errorf("data source %s: layer type %q reads no data source", cfg.Path, cfg.Type)

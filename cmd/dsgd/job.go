@@ -197,7 +197,7 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 				return nil, nil, err
 			}
 			ds, err = data.OpenSource(data.SourceConfig{
-				Type: typ, Path: src, Split: split,
+				Type: typ, Path: src, Split: split, Tops: dl.Tops,
 				Backend: backend, AnyBackend: m.data != "",
 				Channels: dl.Channels, RootFolder: dl.RootFolder,
 				NewHeight: dl.NewHeight, NewWidth: dl.NewWidth,
