@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"dsgd/caffemodel"
 	"dsgd/data"
 )
 
@@ -273,5 +274,33 @@ func TestLabelOutOfRange(t *testing.T) {
 	want := `data layer "d" (source ` + caffeFixtures + `/idx): labels up to 3 but layer "loss" (SoftmaxWithLoss) scores 3 classes in "ip"`
 	if code != 1 || !strings.Contains(errs, want) {
 		t.Fatalf("exit %d, stderr %q; want %q", code, errs, want)
+	}
+}
+
+// TestCaffeSnapshotAdam: an Adam snapshot holds Caffe's 2N history blobs
+// (every first moment, then every second) and resumes.
+func TestCaffeSnapshotAdam(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", logreg("Data", caffeFixtures+"/idx", caffeFixtures+"/idx", ""))
+	write(t, dir, "solver.prototxt", strings.Replace(logregSolver, `lr_policy: "fixed"`, `lr_policy: "fixed" type: "Adam" snapshot_format: BINARYPROTO`, 1))
+	args := []string{"--solver", "solver.prototxt", "--net", "net.prototxt", "--threads", "1", "--workers", "1"}
+	code, out, errs := runCmd(t, dir, append([]string{"train", "--iters", "10"}, args...)...)
+	if code != 0 {
+		t.Fatalf("train: exit %d\n%s\n%s", code, out, errs)
+	}
+	st, err := caffemodel.ReadState(filepath.Join(dir, "out/logreg_iter_10.solverstate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shapes []string
+	for _, h := range st.History {
+		shapes = append(shapes, fmt.Sprint(h.Shape))
+	}
+	if st.Iter != 10 || strings.Join(shapes, " ") != "[4 144] [4] [4 144] [4]" {
+		t.Fatalf("solverstate iter %d, history shapes %v", st.Iter, shapes)
+	}
+	code, out, errs = runCmd(t, dir, append([]string{"train", "--iters", "12", "--snapshot-prefix", "none", "--resume", "out/logreg_iter_10.solverstate"}, args...)...)
+	if code != 0 || !strings.Contains(out, "(from 10)") {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errs)
 	}
 }
