@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make train` and `make test`.
 GO ?= go
 
-.PHONY: train test build bench-engine setup torch-layers caffe-nets
+.PHONY: train test build bench-engine setup torch-layers caffe-nets proto caffe-crosscheck
 
 setup:
 	@./scripts/setup.sh
@@ -19,7 +19,7 @@ test:
 	@./scripts/setup.sh test
 	$(GO) vet ./...
 	$(GO) test ./...
-	$(GO) test -tags purego ./tensor/... ./nn/... ./model/... ./cpuinfo/...
+	$(GO) test -tags purego ./tensor/... ./nn/... ./model/... ./cpuinfo/... ./data/... ./caffemodel/...
 	$(GO) test -race ./data/... ./train/... ./node/... ./collective/... ./transport/... ./center/... ./rpc/... ./ps/... ./smb/... ./redisstore/... ./timeline/... ./calib/... ./cmd/...
 
 # Our per-iteration time against PyTorch's on the same nets (LeNet,
@@ -41,3 +41,14 @@ torch-layers:
 # examples/ and models/ prototxt files) that `dsgd time` accepts unmodified.
 caffe-nets: build
 	./scripts/caffe_nets.sh $(CAFFE_NETS)
+
+# Regenerates caffepb/caffe.pb.go from caffepb/caffe.proto (needs Debian's
+# protobuf-compiler; protoc-gen-go comes from the Go module proxy).
+proto:
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	cd caffepb && PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc --go_out=. --go_opt=paths=source_relative caffe.proto
+
+# Caffe's formats against independent readers and writers (Python's lmdb,
+# plyvel, h5py, protobuf): remakes data/testdata/caffe and checks both ways.
+caffe-crosscheck: setup
+	GO=$(GO) ./scripts/caffe_crosscheck.sh

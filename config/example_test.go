@@ -41,7 +41,6 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
 		fmt.Println()
 	}
 	// Output:
-	// warning: tiny.prototxt:6:62: ignoring backend in data_param of layer 'd': dsgd reads datasets by source name
 	// TRAIN: batch 64 of fashion-mnist into [data label]; ip(InnerProduct) loss(SoftmaxWithLoss)
 	// TEST: batch 100 of fashion-mnist into [data label]; ip(InnerProduct) acc(Accuracy) loss(SoftmaxWithLoss)
 }

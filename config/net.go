@@ -102,7 +102,7 @@ func (l *LayerDef) InState(p layers.Phase, st NetState) bool {
 // that the caller fills).
 type DataLayer struct {
 	Name string
-	// Type is "Data" or "Input".
+	// Type is "Data", "ImageData", "HDF5Data" or "Input".
 	Type string
 	// Tops names the blobs the layer fills, in order ("data", "label").
 	Tops []string
@@ -117,6 +117,9 @@ type DataLayer struct {
 	// Transform is the Data layer's transform_param, Caffe's defaults
 	// applied (Scale 1).
 	Transform data.TransformConfig
+	// Caffe data layer settings beyond source and batch size: see
+	// DataSettings.
+	DataSettings
 	// Pos is "file:line:col" of the layer definition.
 	Pos string
 }
@@ -341,8 +344,11 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 		return nil
 	}
 	switch l.Type {
-	case "Data", "Input":
+	case "Data", "Input", "ImageData", "HDF5Data", "DummyData":
 		l.Data = decodeDataLayer(r, l)
+	case "WindowData", "Python":
+		d.failf(f.Pos, "layer '%s' has type '%s', which dsgd does not run: %s", l.Name, l.Type, refusedWhy[l.Type])
+		return nil
 	default:
 		if !slices.Contains(computeTypes(), l.Type) {
 			d.failf(f.Pos, "layer '%s' has unknown type '%s'; dsgd supports %s", l.Name, l.Type, supportedTypes())
@@ -422,12 +428,14 @@ func decodeDataLayer(r *reader, l *LayerDef) *DataLayer {
 	r.unsupported("loss_weight", why)
 	r.unsupported("propagate_down", why)
 	switch l.Type {
+	case "ImageData", "HDF5Data":
+		decodeFileData(r, l, dl)
 	case "Data":
 		if len(l.Top) < 1 || len(l.Top) > 2 {
 			r.d.failf(l.Pos, "Data layer '%s' has %d tops; it needs 1 or 2 (data, label)", l.Name, len(l.Top))
 			return nil
 		}
-		dl.Transform = decodeTransform(r)
+		dl.Transform = decodeTransform(r, dl)
 		m := r.msg("data_param")
 		if m == nil {
 			if r.ok() {
@@ -438,9 +446,9 @@ func decodeDataLayer(r *reader, l *LayerDef) *DataLayer {
 		dr := r.d.reader(m, "data_param of "+r.ctx)
 		dl.Source = dr.str("source", "")
 		dl.BatchSize = dr.int("batch_size", 0, 1, math.MaxInt32)
-		dr.ignore("backend", "dsgd reads datasets by source name", "LEVELDB", "LMDB")
+		dl.Backend = []string{"LEVELDB", "LMDB"}[max(0, dr.enum("backend", 0, "LEVELDB", "LMDB"))]
 		dr.ignore("prefetch", "dsgd's loaders prefetch on their own")
-		dr.unsupported("rand_skip", "dsgd shuffles with the run's seed instead")
+		dl.RandSkip = dr.int("rand_skip", 0, 0, math.MaxInt32)
 		const old = "use transform_param in the layer instead"
 		for _, name := range []string{"scale", "mean_file", "crop_size", "mirror", "force_encoded_color"} {
 			dr.unsupported(name, old)
@@ -454,6 +462,8 @@ func decodeDataLayer(r *reader, l *LayerDef) *DataLayer {
 			}
 		}
 		dr.finish()
+	case "DummyData":
+		decodeDummyData(r, l, dl)
 	case "Input":
 		if len(l.Top) == 0 {
 			r.d.failf(l.Pos, "Input layer '%s' has no top", l.Name)
@@ -486,7 +496,7 @@ func decodeDataLayer(r *reader, l *LayerDef) *DataLayer {
 }
 
 // decodeTransform decodes the optional transform_param.
-func decodeTransform(r *reader) data.TransformConfig {
+func decodeTransform(r *reader, dl *DataLayer) data.TransformConfig {
 	t := data.TransformConfig{Scale: 1}
 	m := r.msg("transform_param")
 	if m == nil {
@@ -506,8 +516,15 @@ func decodeTransform(r *reader) data.TransformConfig {
 	}
 	t.CropSize = tr.int("crop_size", 0, 0, math.MaxInt32)
 	t.Mirror = tr.bool("mirror", false)
-	tr.unsupported("force_color", "dsgd does not decode images")
-	tr.unsupported("force_gray", "dsgd does not decode images")
+	if tr.bool("force_color", false) {
+		dl.Channels = 3
+	}
+	if tr.bool("force_gray", false) {
+		if dl.Channels == 3 && tr.ok() {
+			r.d.failf(m.Pos, "transform_param of %s sets both force_color and force_gray", r.ctx)
+		}
+		dl.Channels = 1
+	}
 	tr.finish()
 	return t
 }

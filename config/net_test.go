@@ -69,20 +69,17 @@ func TestLeNet(t *testing.T) {
 	if n.Name != "LeNet" || n.File != file || len(n.Layers) != 11 {
 		t.Errorf("Name %q File %q, %d layers", n.Name, n.File, len(n.Layers))
 	}
-	wantWarn := []string{
-		file + ":16:5: ignoring backend in data_param of layer 'mnist': dsgd reads datasets by source name",
-		file + ":33:5: ignoring backend in data_param of layer 'mnist': dsgd reads datasets by source name",
-	}
-	if !slices.Equal(n.Warnings, wantWarn) {
-		t.Errorf("Warnings = %q, want %q", n.Warnings, wantWarn)
+	if len(n.Warnings) != 0 {
+		t.Errorf("Warnings = %q, want none", n.Warnings)
 	}
 
 	train := mustPhase(t, n, layers.Train)
 	wantData := []DataLayer{{
 		Name: "mnist", Type: "Data", Tops: []string{"data", "label"},
 		Source: "examples/mnist/mnist_train_lmdb", BatchSize: 64,
-		Transform: data.TransformConfig{Scale: 0.00390625},
-		Pos:       file + ":2:1",
+		Transform:    data.TransformConfig{Scale: 0.00390625},
+		DataSettings: DataSettings{Backend: "LMDB"},
+		Pos:          file + ":2:1",
 	}}
 	if !reflect.DeepEqual(train.Data, wantData) {
 		t.Errorf("train Data = %+v\nwant %+v", train.Data, wantData)
@@ -142,7 +139,7 @@ func TestCifar10Quick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Name != "CIFAR10_quick" || len(n.Warnings) != 2 {
+	if n.Name != "CIFAR10_quick" || len(n.Warnings) != 0 {
 		t.Errorf("Name %q, warnings %q", n.Name, n.Warnings)
 	}
 	train := mustPhase(t, n, layers.Train)
@@ -477,7 +474,7 @@ func TestNetErrors(t *testing.T) {
 		{"loss normalization", net(`layer { name: "l" type: "SoftmaxWithLoss" bottom: "data" bottom: "label" top: "l"
   loss_param { normalization: MEAN } }`), "f.prototxt:8:31: normalization in loss_param of layer 'l': unknown value MEAN"},
 		{"unknown type", net(`layer { name: "u" type: "LSTM" bottom: "data" top: "u" }`),
-			"f.prototxt:7:1: layer 'u' has unknown type 'LSTM'; dsgd supports Data, Input, AbsVal, Accuracy, ArgMax"},
+			"f.prototxt:7:1: layer 'u' has unknown type 'LSTM'; dsgd supports Data, ImageData, HDF5Data, DummyData, Input, AbsVal, Accuracy, ArgMax"},
 		{"python", net(`layer { name: "py" type: 'Python' top: "x" python_param { module: "m" layer: "L" } }`),
 			"f.prototxt:7:1: layer 'py' is a Python layer"},
 		{"infogain without H", net(`layer { name: "ig" type: "InfogainLoss" bottom: "data" bottom: "label" }`),

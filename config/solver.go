@@ -63,6 +63,9 @@ type SolverDef struct {
 	Snapshot int
 	// SnapshotPrefix is snapshot_prefix.
 	SnapshotPrefix string
+	// SnapshotFormat is "BINARYPROTO" when the solver asks for Caffe's
+	// .caffemodel and .solverstate snapshots, else "" (dsgd's own).
+	SnapshotFormat string
 	// RandomSeed is random_seed; negative (-1 when absent) means not set.
 	RandomSeed int64
 	// Warnings lists the harmless fields that were ignored, each with its
@@ -139,7 +142,13 @@ func ParseSolver(filename string, src []byte) (*SolverDef, error) {
 
 	r.ignore("solver_mode", "dsgd computes on the CPU", "CPU", "GPU")
 	r.ignore("device_id", "dsgd computes on the CPU")
-	r.ignore("snapshot_format", "dsgd writes its own snapshot format", "HDF5", "BINARYPROTO")
+	if f := r.one("snapshot_format"); f != nil {
+		if i := r.enumValue(f, "HDF5", "BINARYPROTO"); i == 0 {
+			d.warnings = append(d.warnings, warning{f.Pos, fmt.Sprintf("%s: ignoring snapshot_format HDF5 in solver: dsgd writes its own format instead (BINARYPROTO writes Caffe's .caffemodel and .solverstate)", f.Pos)})
+		} else if i == 1 {
+			s.SnapshotFormat = "BINARYPROTO"
+		}
+	}
 	r.ignore("debug_info", "dsgd does not print per-layer debug information")
 	r.finish()
 	if d.err == nil {

@@ -49,8 +49,11 @@ func TestCifar10QuickSolver(t *testing.T) {
 		t.Errorf("got %+v", s)
 	}
 	want := []string{
-		file + ":23:1: ignoring snapshot_format in solver: dsgd writes its own snapshot format",
+		file + ":23:1: ignoring snapshot_format HDF5 in solver: dsgd writes its own format instead (BINARYPROTO writes Caffe's .caffemodel and .solverstate)",
 		file + ":26:1: ignoring solver_mode in solver: dsgd computes on the CPU",
+	}
+	if s.SnapshotFormat != "" {
+		t.Errorf("SnapshotFormat = %q, want \"\" for HDF5", s.SnapshotFormat)
 	}
 	if !slices.Equal(s.Warnings, want) {
 		t.Errorf("Warnings = %q\nwant %q", s.Warnings, want)
@@ -200,7 +203,7 @@ func TestSolverWarnings(t *testing.T) {
 solver_mode: CPU
 device_id: 0
 debug_info: false
-snapshot_format: BINARYPROTO`
+snapshot_format: HDF5`
 	s, err := ParseSolver("s.prototxt", []byte(src))
 	if err != nil {
 		t.Fatal(err)

@@ -29,8 +29,9 @@ func TestV1CaffeNet(t *testing.T) {
 	wantData := []DataLayer{{
 		Name: "data", Type: "Data", Tops: []string{"data", "label"},
 		Source: "ilsvrc12_train_leveldb", BatchSize: 256,
-		Transform: data.TransformConfig{Scale: 1, MeanFile: "../../data/ilsvrc12/imagenet_mean.binaryproto", CropSize: 227, Mirror: true},
-		Pos:       v1CaffeNet + ":2:1",
+		Transform:    data.TransformConfig{Scale: 1, MeanFile: "../../data/ilsvrc12/imagenet_mean.binaryproto", CropSize: 227, Mirror: true},
+		DataSettings: DataSettings{Backend: "LEVELDB"},
+		Pos:          v1CaffeNet + ":2:1",
 	}}
 	if !reflect.DeepEqual(train.Data, wantData) {
 		t.Errorf("train Data = %+v\nwant %+v", train.Data, wantData)

@@ -45,12 +45,25 @@ type Dataset struct {
 	Pixels []uint8
 	// Labels holds N labels.
 	Labels []uint8
+	// Encoded, when not nil, holds the N images encoded (JPEG or PNG) in
+	// place of Pixels, which is then nil: image i is decoded with
+	// Decoding when a Loader reads it, and must come out C×H×W.
+	Encoded [][]byte
+	// Floats, when not nil, holds the N images as float32 values in place
+	// of Pixels (HDF5 data), fed to the net as they are.
+	Floats []float32
+	// Decoding says how Encoded images are decoded.
+	Decoding Decoding
+	// Keys, when not nil, names each image for errors: its database key
+	// or its list file line.
+	Keys []string
 }
 
 // ImageSize returns C*H*W, the bytes in one image.
 func (d *Dataset) ImageSize() int { return d.C * d.H * d.W }
 
-// Image returns image i's C*H*W bytes; the slice aliases d.Pixels.
+// Image returns image i's C*H*W bytes; the slice aliases d.Pixels. It
+// must not be called on an encoded Dataset (see Encoded).
 func (d *Dataset) Image(i int) []uint8 {
 	if i < 0 || i >= d.N {
 		panic(fmt.Sprintf("data: Image(%d) out of range [0,%d)", i, d.N))
@@ -70,16 +83,28 @@ func (d *Dataset) Subset(n int) *Dataset {
 		return &c
 	}
 	sz := d.ImageSize()
-	return &Dataset{
-		Name:    fmt.Sprintf("%s[:%d]", d.Name, n),
-		N:       n,
-		C:       d.C,
-		H:       d.H,
-		W:       d.W,
-		Classes: d.Classes,
-		Pixels:  d.Pixels[: n*sz : n*sz],
-		Labels:  d.Labels[:n:n],
+	s := &Dataset{
+		Name:     fmt.Sprintf("%s[:%d]", d.Name, n),
+		N:        n,
+		C:        d.C,
+		H:        d.H,
+		W:        d.W,
+		Classes:  d.Classes,
+		Labels:   d.Labels[:n:n],
+		Decoding: d.Decoding,
 	}
+	switch {
+	case d.Encoded != nil:
+		s.Encoded = d.Encoded[:n:n]
+	case d.Floats != nil:
+		s.Floats = d.Floats[: n*sz : n*sz]
+	default:
+		s.Pixels = d.Pixels[: n*sz : n*sz]
+	}
+	if len(d.Keys) >= n {
+		s.Keys = d.Keys[:n:n]
+	}
+	return s
 }
 
 // Check reports whether d is consistent: positive sizes, buffers of the
@@ -93,7 +118,16 @@ func (d *Dataset) Check() error {
 		return fmt.Errorf("data: dataset %q: %d classes, want 1..256", d.Name, d.Classes)
 	}
 	size, ok := mulInts(d.N, d.C, d.H, d.W)
-	if !ok || len(d.Pixels) != size {
+	switch {
+	case d.Encoded != nil:
+		if len(d.Encoded) != d.N || d.Pixels != nil || d.Floats != nil {
+			return fmt.Errorf("data: dataset %q: %d encoded images and %d pixel bytes for %d images; want N encoded and no pixels", d.Name, len(d.Encoded), len(d.Pixels), d.N)
+		}
+	case d.Floats != nil:
+		if !ok || len(d.Floats) != size || d.Pixels != nil {
+			return fmt.Errorf("data: dataset %q: %d float values, want %dx%dx%dx%d and no pixels", d.Name, len(d.Floats), d.N, d.C, d.H, d.W)
+		}
+	case !ok || len(d.Pixels) != size:
 		return fmt.Errorf("data: dataset %q: %d pixel bytes, want %dx%dx%dx%d", d.Name, len(d.Pixels), d.N, d.C, d.H, d.W)
 	}
 	if len(d.Labels) != d.N {

@@ -1,6 +1,8 @@
 package data
 
 import (
+	"bufio"
+	"strings"
 	"testing"
 )
 
@@ -81,6 +83,49 @@ func FuzzParseSynthetic(f *testing.F) {
 		}
 		if full.N < 1 || full.C < 1 || full.H < 1 || full.W < 1 || full.Classes < 1 || full.Classes > 256 {
 			t.Fatalf("%q gave %+v", spec, full)
+		}
+	})
+}
+
+func FuzzDecodeDatum(f *testing.F) {
+	f.Add([]byte("\x08\x01\x10\x02\x18\x02\x22\x04abcd\x28\x03"))
+	f.Add([]byte("\x22\x03png\x38\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := DecodeDatum(b)
+		if err != nil || d.GetEncoded() {
+			return
+		}
+		if n := int(d.GetChannels()) * int(d.GetHeight()) * int(d.GetWidth()); n != len(d.Data) {
+			t.Fatalf("accepted a %dx%dx%d Datum with %d bytes", d.GetChannels(), d.GetHeight(), d.GetWidth(), len(d.Data))
+		}
+	})
+}
+
+func FuzzParseImageList(f *testing.F) {
+	f.Add("a.jpg 1\nb c.png 2\n")
+	f.Add("x\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		es, err := ParseImageList("l.txt", bufio.NewReader(strings.NewReader(s)))
+		if err != nil {
+			return
+		}
+		for _, e := range es {
+			if e.Path == "" || e.Label < 0 || e.Line < 1 {
+				t.Fatalf("bad entry %+v", e)
+			}
+		}
+	})
+}
+
+func FuzzDecodeImage(f *testing.F) {
+	f.Add(pngOf(f, []uint8{1, 2, 3, 4}, 2, 2))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 1<<16 {
+			return
+		}
+		pix, c, h, w, err := DecodeImage(b, 0, 0, 0)
+		if err == nil && len(pix) != c*h*w {
+			t.Fatalf("%d bytes for %dx%dx%d", len(pix), c, h, w)
 		}
 	})
 }

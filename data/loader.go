@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,14 @@ type LoaderConfig struct {
 	// Prefetch is the number of batches prepared ahead by the background
 	// goroutine; 0 means DefaultPrefetch.
 	Prefetch int
+	// DecodeThreads is how many goroutines decode the encoded images
+	// (JPEG, PNG) of each batch; 0 means the number of cores, at most 4.
+	// Raw images need no decoding and ignore it.
+	DecodeThreads int
+	// RandSkip, when positive, starts the first epoch at a random
+	// position below RandSkip drawn from Seed, as Caffe's
+	// data_param.rand_skip skips that many records at the start.
+	RandSkip int
 }
 
 // Batch is one batch of transformed images. A Batch is owned by its Loader
@@ -82,6 +91,8 @@ type Loader struct {
 	done      chan struct{} // closed when the goroutine has returned
 	closeOnce sync.Once
 	stalls    atomic.Int64
+	broken    chan struct{} // closed when the producer failed; err says why
+	err       error
 }
 
 // NewLoader checks cfg against ds and starts the background goroutine.
@@ -107,8 +118,15 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 		return nil, fmt.Errorf("%s: rank %d out of range 0..%d", name, cfg.Rank, cfg.World-1)
 	case cfg.World > ds.N:
 		return nil, fmt.Errorf("%s: %d workers but only %d images; every shard needs at least one", name, cfg.World, ds.N)
+	case cfg.DecodeThreads < 0:
+		return nil, fmt.Errorf("%s: %d decode threads, want at least 1 (0 means one per core)", name, cfg.DecodeThreads)
+	case cfg.RandSkip < 0:
+		return nil, fmt.Errorf("%s: rand_skip %d is negative", name, cfg.RandSkip)
 	case cfg.Prefetch < 0:
 		return nil, fmt.Errorf("%s: prefetch %d, want at least 1 (0 means %d)", name, cfg.Prefetch, DefaultPrefetch)
+	}
+	if ds.Floats != nil && !isIdentity(cfg.Transform) {
+		return nil, fmt.Errorf("%s: float data (HDF5) takes no transform_param, as in Caffe", name)
 	}
 	t, err := newTransformer(name, cfg.Transform, ds.C, ds.H, ds.W, cfg.Train)
 	if err != nil {
@@ -122,6 +140,7 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 		ready:     make(chan *Batch, cfg.Prefetch),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
+		broken:    make(chan struct{}),
 	}
 	per := ds.C * t.oh * t.ow
 	for range cfg.Prefetch + 2 {
@@ -147,7 +166,11 @@ func (l *Loader) run(s *sampler) {
 		case <-l.stop:
 			return
 		}
-		s.fill(b)
+		if err := s.fill(b); err != nil {
+			l.err = err
+			close(l.broken)
+			return
+		}
 		select {
 		case l.ready <- b:
 		case <-l.stop:
@@ -170,7 +193,9 @@ func (l *Loader) Stalls() int64 { return l.stalls.Load() }
 // Next returns the next batch, waiting for it if none is ready. The batch
 // is the caller's until it is passed to Release. A caller may hold up to
 // Prefetch+1 batches at once; holding more makes Next wait until ctx ends.
-// Next returns ctx's error if ctx ends first, and ErrClosed after Close.
+// Next returns ctx's error if ctx ends first, ErrClosed after Close, and
+// the producer's error (an image that cannot be decoded, named by its key
+// or list line) once the batches before it are taken.
 func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	select {
 	case <-l.stop:
@@ -191,6 +216,14 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	case b := <-l.ready:
 		b.out = true
 		return b, nil
+	case <-l.broken:
+		select {
+		case b := <-l.ready:
+			b.out = true
+			return b, nil
+		default:
+		}
+		return nil, l.err
 	case <-l.stop:
 		return nil, ErrClosed
 	case <-ctx.Done():
@@ -262,6 +295,11 @@ type sampler struct {
 	// reseeded from the seed and the epoch or batch number alone.
 	orderPCG, augPCG *rand.PCG
 	orderRng, augRng *rand.Rand
+	// For an encoded Dataset: one decoded image per decoding goroutine,
+	// and the batch's images with their errors.
+	scratch [][]uint8
+	jobs    []decodeJob
+	errs    []error
 }
 
 func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
@@ -290,7 +328,23 @@ func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
 	}
 	s.orderRng = rand.New(s.orderPCG)
 	s.augRng = rand.New(s.augPCG)
+	if ds.Encoded != nil {
+		threads := cfg.DecodeThreads
+		if threads == 0 {
+			threads = min(runtime.GOMAXPROCS(0), 4)
+		}
+		threads = min(threads, cfg.BatchSize)
+		for range threads {
+			s.scratch = append(s.scratch, make([]uint8, ds.ImageSize()))
+		}
+		s.jobs = make([]decodeJob, cfg.BatchSize)
+		s.errs = make([]error, cfg.BatchSize)
+	}
 	s.startEpoch(0)
+	if cfg.RandSkip > 0 {
+		r := rand.New(rand.NewPCG(mix(cfg.Seed, tagSkip), uint64(cfg.Rank)))
+		s.pos = r.IntN(cfg.RandSkip) % len(s.order)
+	}
 	return s
 }
 
@@ -310,8 +364,8 @@ func (s *sampler) startEpoch(e int) {
 }
 
 // fill writes the next batch into b, running on into the next epoch when
-// this one ends.
-func (s *sampler) fill(b *Batch) {
+// this one ends. Its only error is an encoded image that does not decode.
+func (s *sampler) fill(b *Batch) error {
 	if s.pos == len(s.order) {
 		s.startEpoch(s.epoch + 1)
 	}
@@ -326,9 +380,79 @@ func (s *sampler) fill(b *Batch) {
 		s.pos++
 		hOff, wOff := s.t.offsets(s.augRng)
 		mirror := s.t.mirror && s.augRng.IntN(2) == 1
-		s.t.apply(b.Data[i*per:(i+1)*per], s.ds.Image(idx), hOff, wOff, mirror)
+		if s.ds.Floats != nil {
+			sz := s.ds.ImageSize()
+			copy(b.Data[i*per:(i+1)*per], s.ds.Floats[idx*sz:(idx+1)*sz])
+			b.Labels[i] = float32(s.ds.Labels[idx])
+			b.Index[i] = idx
+			continue
+		}
 		b.Labels[i] = float32(s.ds.Labels[idx])
 		b.Index[i] = idx
+		if s.scratch != nil {
+			s.jobs[i] = decodeJob{idx, hOff, wOff, mirror}
+			continue
+		}
+		s.t.apply(b.Data[i*per:(i+1)*per], s.ds.Image(idx), hOff, wOff, mirror)
 	}
 	s.seq++
+	if s.scratch != nil {
+		return s.decodeBatch(b.Data, per)
+	}
+	return nil
+}
+
+// decodeJob is one encoded image of a batch and how to place it.
+type decodeJob struct {
+	idx, hOff, wOff int
+	mirror          bool
+}
+
+// decodeBatch decodes and transforms the batch's encoded images (s.jobs)
+// into data, on len(s.scratch) goroutines. The crops and flips were drawn
+// in order beforehand, so the result does not depend on the goroutines'
+// timing; of several bad images, the first in the batch is reported.
+func (s *sampler) decodeBatch(data []float32, per int) error {
+	work := func(scratch []uint8, i int) {
+		j := s.jobs[i]
+		if s.errs[i] = s.ds.decodeInto(j.idx, scratch); s.errs[i] == nil {
+			s.t.apply(data[i*per:(i+1)*per], scratch, j.hOff, j.wOff, j.mirror)
+		}
+	}
+	if len(s.scratch) == 1 {
+		for i := range s.jobs {
+			work(s.scratch[0], i)
+			if s.errs[i] != nil {
+				return s.errs[i]
+			}
+		}
+		return nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for _, sc := range s.scratch {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(s.jobs) {
+					return
+				}
+				work(sc, i)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range s.errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isIdentity reports whether t changes nothing.
+func isIdentity(t TransformConfig) bool {
+	return (t.Scale == 0 || t.Scale == 1) && len(t.MeanValue) == 0 && t.MeanFile == "" && t.CropSize == 0 && !t.Mirror
 }

@@ -113,7 +113,7 @@ func builtinHint(name string) string {
 }
 
 func lmdbError(dir string) error {
-	return fmt.Errorf("data set %s is a Caffe LMDB database (%s): LMDB is not supported; point --data at the directory holding %s", dir, lmdbFile, wantFiles)
+	return fmt.Errorf("data set %s is a Caffe LMDB database (%s): read it with OpenSource or ReadDB (a Data layer with backend: LMDB), not as a directory of %s", dir, lmdbFile, wantFiles)
 }
 
 // exists reports whether path names an existing regular file.

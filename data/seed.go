@@ -7,6 +7,7 @@ const (
 	tagAugment = 0x4155474d   // "AUGM": crop offsets and mirror flips
 	tagProto   = 0x50524f54   // "PROT": synthetic class patterns
 	tagSample  = 0x53414d50   // "SAMP": synthetic samples
+	tagSkip    = 0x534b4950   // "SKIP": rand_skip's start position
 )
 
 // mix hashes a seed with a stream tag (SplitMix64's finaliser), so that

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what dsgd needs on a Debian machine: OpenBLAS (GEMM), oneDNN
-# (convolution, pooling, LRN) and the Fashion-MNIST data set; with the argument "test", also what the tests
+# (convolution, pooling, LRN), LMDB, LevelDB and HDF5 (Caffe's data
+# formats) and the Fashion-MNIST data set; with the argument "test", also what the tests
 # start: Open MPI's mpirun and redis-server. Does nothing when all are
 # present; says exactly what to install when it cannot install them itself.
 set -u
@@ -14,6 +15,12 @@ fi
 [ -e /usr/lib/x86_64-linux-gnu/libopenblas.so.0 ] || [ -e /usr/lib/libopenblas.so.0 ] || need+=(libopenblas0)
 [ -e /usr/include/oneapi/dnnl/dnnl.h ] || need+=(libdnnl-dev)
 [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
+# Caffe's data formats, through their C libraries (cgo): LMDB, LevelDB,
+# HDF5 (found with pkg-config).
+[ -e /usr/include/lmdb.h ] || need+=(liblmdb-dev)
+[ -e /usr/include/leveldb/c.h ] || need+=(libleveldb-dev)
+[ -e /usr/include/hdf5/serial/hdf5.h ] || [ -e /usr/include/hdf5.h ] || need+=(libhdf5-dev)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 if [ "${#need[@]}" -eq 0 ]; then
   exit 0
 fi
@@ -26,7 +33,7 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: missing ${need[*]} and no apt-get here; install OpenBLAS, oneDNN 2.x (with its headers) and the Fashion-MNIST IDX files (pass --data DIR), or build with -tags purego" >&2
+  echo "setup: missing ${need[*]} and no apt-get here; install OpenBLAS, oneDNN 2.x, liblmdb, libleveldb and libhdf5 with their headers, and the Fashion-MNIST IDX files (pass --data DIR), or build with -tags purego" >&2
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,6 +96,11 @@ type Config struct {
 	// snapshots.
 	Snapshot       int
 	SnapshotPrefix string
+	// SnapshotFormat is FormatDsgd ("" too) or FormatCaffe.
+	SnapshotFormat string
+	// Weights lists .caffemodel files whose layers are copied into the
+	// initial weights by name, in order (caffe train --weights).
+	Weights []string
 	// Resume, when set, is a snapshot to continue from; ResumeFlag names
 	// it in errors ("--resume" when empty).
 	Resume, ResumeFlag string
@@ -341,8 +347,23 @@ func New(cfg Config) (*Trainer, error) {
 	if err := t.buildRanks(); err != nil {
 		return nil, err
 	}
+	switch f := cfg.SnapshotFormat; {
+	case f != "" && f != FormatDsgd && f != FormatCaffe:
+		return nil, fmt.Errorf("train: snapshot format %q: want %s or %s", f, FormatDsgd, FormatCaffe)
+	case len(cfg.Weights) > 0 && cfg.Resume != "":
+		return nil, errors.New("train: give --weights or --resume, not both (a snapshot already holds its weights)")
+	}
+	if len(cfg.Weights) > 0 {
+		if err := t.loadWeights(cfg.Weights); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Resume != "" {
-		if err := t.resume(cfg.Resume); err != nil {
+		resume := t.resume
+		if strings.HasSuffix(cfg.Resume, ".solverstate") {
+			resume = t.resumeCaffe
+		}
+		if err := resume(cfg.Resume); err != nil {
 			return nil, err
 		}
 	}
@@ -1198,6 +1219,9 @@ func SnapshotPath(prefix string, iter int) string {
 }
 
 func (t *Trainer) snapshot(iter int) (string, error) {
+	if t.cfg.SnapshotFormat == FormatCaffe {
+		return t.snapshotCaffe(iter)
+	}
 	u := t.rank(t.updater)
 	var sb bytes.Buffer
 	if err := u.solver.WriteState(&sb); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"dsgd/config"
 	"dsgd/data"
+	"dsgd/data/db"
 	"dsgd/model"
 	"dsgd/nn/layers"
 	"dsgd/tensor"
@@ -40,7 +41,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.model, "model", "lenet", "built-in model: "+strings.Join(zoo.Names(), ", ")+" (ignored when --net or --solver is given)")
 	fs.StringVar(&m.net, "net", "", "net `FILE` in Caffe's prototxt format (default: the solver's net field)")
 	fs.StringVar(&m.solver, "solver", "", "solver `FILE` in Caffe's prototxt format")
-	fs.StringVar(&m.data, "data", "", "data `SOURCE` for every Data layer: fashion-mnist, mnist, cifar10, synthetic[:N=..,C=..,H=..,W=..,classes=..,seed=..], or a directory of IDX / CIFAR-10 binary files (default: each layer's source)")
+	fs.StringVar(&m.data, "data", "", "data `SOURCE` for every data layer: a Caffe LMDB or LevelDB of Datum records (its backend detected), fashion-mnist, mnist, cifar10, synthetic[:N=..,C=..,H=..,W=..,classes=..,seed=..], or a directory of IDX / CIFAR-10 binary files (default: each layer's source)")
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "goroutines each layer computes with")
 	fs.Int64Var(&m.seed, "seed", -1, "random seed for weights, shuffling and dropout (default: the solver's random_seed, else 1)")
 	fs.BoolVar(&m.shuffle, "shuffle", true, "reshuffle the training set every epoch (Caffe reads it in file order)")
@@ -151,12 +152,14 @@ type job struct {
 	workerFeeds             [][]train.Feed // workers 1..N-1
 	loaders                 []*data.Loader
 	sets                    map[string]*data.Dataset
+	labelSources            map[string]string // label blob -> the data layer and source feeding it
+	labelMax                map[string]int    // label blob -> the largest label fed to it
 	dataDesc                []string
 }
 
 // load parses the net and solver the flags name.
 func (m *modelFlags) load() (*job, error) {
-	j := &job{sets: map[string]*data.Dataset{}}
+	j := &job{sets: map[string]*data.Dataset{}, labelSources: map[string]string{}, labelMax: map[string]int{}}
 	var err error
 	switch {
 	case m.solver != "":
@@ -309,6 +312,13 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 	shapes := map[string]tensor.Shape{}
 	var feeds []train.Feed
 	for i, dl := range pn.Data {
+		if dl.Type == "DummyData" {
+			for k, t := range dl.Tops {
+				shapes[t] = tensor.Shape(dl.Shapes[k])
+			}
+			feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: &data.Dummy{Name: dl.Name, Fillers: dummyFillers(dl.Fillers), Seed: j.seed + uint64(i) + uint64(rank)<<32}})
+			continue
+		}
 		if dl.Type == "Input" {
 			// An Input layer's blobs are filled by whoever runs the net;
 			// dsgd time leaves them at zero, as caffe time does.
@@ -322,18 +332,24 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 			feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: in})
 			continue
 		}
-		if dl.Type != "Data" {
-			return nil, nil, fmt.Errorf("%s: %s layer %q has no data source: dsgd trains from Data layers (data_param { source batch_size })", dl.Pos, dl.Type, dl.Name)
-		}
 		src := dl.Source
+		typ := dl.Type
 		if m.data != "" {
-			src = m.data
+			src, typ = m.data, "Data"
 		}
-		key := src + "\x00" + split.String()
+		key := typ + "\x00" + src + "\x00" + split.String()
 		ds, ok := j.sets[key]
 		if !ok {
-			var err error
-			ds, err = data.Open(src, split)
+			backend, err := db.ParseBackend(orDefault(dl.Backend, "LEVELDB"))
+			if err != nil {
+				return nil, nil, err
+			}
+			ds, err = data.OpenSource(data.SourceConfig{
+				Type: typ, Path: src, Split: split, Tops: dl.Tops,
+				Backend: backend, AnyBackend: m.data != "",
+				Channels: dl.Channels, RootFolder: dl.RootFolder,
+				NewHeight: dl.NewHeight, NewWidth: dl.NewWidth,
+			})
 			if err != nil {
 				if m.data == "" {
 					return nil, nil, fmt.Errorf("%s: data layer %q: %w (override the source with --data)", dl.Pos, dl.Name, err)
@@ -341,6 +357,9 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 				return nil, nil, fmt.Errorf("--data: %w", err)
 			}
 			j.sets[key] = ds
+			if _, isDB := db.Detect(src); isDB && m.data != "" && split == data.Test {
+				j.warnings = append(j.warnings, fmt.Sprintf("--data %s is one database (one split): the TEST phase reads it too; give each layer its own source to test on held-out data", src))
+			}
 			j.dataDesc = append(j.dataDesc, fmt.Sprintf("%s %s: %d images %dx%dx%d", src, split, ds.N, ds.C, ds.H, ds.W))
 		}
 		batch := dl.BatchSize
@@ -350,7 +369,8 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		l, err := data.NewLoader(ds, data.LoaderConfig{
 			BatchSize: batch,
 			Train:     split == data.Train,
-			Shuffle:   split == data.Train && m.shuffle,
+			Shuffle:   split == data.Train && (m.shuffle || dl.Shuffle),
+			RandSkip:  dl.RandSkip,
 			Seed:      j.seed + uint64(i),
 			Rank:      rank,
 			World:     world,
@@ -369,6 +389,10 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		}
 		if len(dl.Tops) > 2 {
 			return nil, nil, fmt.Errorf("%s: data layer %q has %d tops; dsgd's Data layer has data and label", dl.Pos, dl.Name, len(dl.Tops))
+		}
+		if len(dl.Tops) > 1 {
+			j.labelSources[dl.Tops[1]] = fmt.Sprintf("data layer %q (source %s)", dl.Name, src)
+			j.labelMax[dl.Tops[1]] = max(j.labelMax[dl.Tops[1]], int(slices.Max(ds.Labels)))
 		}
 
 		feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: train.Loader{L: l, Name: dl.Name}})
@@ -403,4 +427,56 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+func dummyFillers(fs []config.Filler) []data.DummyFiller {
+	out := make([]data.DummyFiller, len(fs))
+	for i, f := range fs {
+		out[i] = data.DummyFiller{Type: f.Type, Value: f.Value, Min: f.Min, Max: f.Max, Mean: f.Mean, Std: f.Std}
+	}
+	return out
+}
+
+// checkLabels refuses, before training, a data set whose labels reach
+// past the classes of a loss or accuracy layer they feed (which would
+// stop the run mid-way), naming the data layer, its source and the layer.
+func (j *job) checkLabels(net *model.Net, specs ...model.Spec) error {
+	for _, spec := range specs {
+		for _, l := range spec.Layers {
+			axis := 1
+			switch c := l.Config.(type) {
+			case *layers.SoftmaxWithLossConfig:
+				if c.IgnoreLabel != nil {
+					continue
+				}
+				axis = c.Axis
+			case *layers.AccuracyConfig:
+				if c.IgnoreLabel != nil {
+					continue
+				}
+				axis = c.Axis
+			default:
+				continue
+			}
+			if len(l.Bottom) < 2 {
+				continue
+			}
+			src, ok := j.labelSources[l.Bottom[1]]
+			scores := net.Blob(l.Bottom[0])
+			if !ok || scores == nil {
+				continue
+			}
+			if axis < 0 {
+				axis += len(scores.Shape)
+			}
+			if axis < 0 || axis >= len(scores.Shape) {
+				continue
+			}
+			if classes := scores.Shape[axis]; j.labelMax[l.Bottom[1]] >= classes {
+				return fmt.Errorf("%s: labels up to %d but layer %q (%s) scores %d classes in %q: a label must be below %d (raise num_output of the layer producing %q, or check the data)",
+					src, j.labelMax[l.Bottom[1]], l.Name, l.Config.Type(), classes, l.Bottom[0], classes, l.Bottom[0])
+			}
+		}
+	}
+	return nil
 }

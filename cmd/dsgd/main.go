@@ -15,6 +15,9 @@
 //	dsgd compare         every scheme for the same time: table and plot of test error
 //	dsgd simulate        the schemes in virtual time at any worker count
 //	dsgd bench-comm      allreduce bandwidth beside gloo's; parameter server vs tree
+//	dsgd convert-mnist   IDX files to an LMDB/LevelDB of Caffe Datum records
+//	dsgd convert-imageset  a list of images to an LMDB/LevelDB of Datum records
+//	dsgd compute-image-mean  a Datum database's mean image as a .binaryproto
 //
 // Run "dsgd COMMAND -h" for a command's flags.
 package main
@@ -48,6 +51,9 @@ func commands() []command {
 		{"compare", "train several schemes for the same time; table and plot of test error vs time", runCompare},
 		{"simulate", "simulate schemes in virtual time at any worker count, calibrated on this machine", runSimulate},
 		{"bench-comm", "allreduce bandwidth beside gloo's; parameter server vs tree", runBenchComm},
+		{"convert-mnist", "MNIST-style IDX files to an LMDB/LevelDB of Caffe Datum records, as convert_mnist_data", runConvertMNIST},
+		{"convert-imageset", "a list of images to an LMDB/LevelDB of Caffe Datum records, as convert_imageset", runConvertImageset},
+		{"compute-image-mean", "the mean image of a Datum database as a .binaryproto, as compute_image_mean", runComputeImageMean},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"dsgd/train"
 )
@@ -16,7 +17,7 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	var m modelFlags
 	m.register(fs)
-	weights := fs.String("weights", "", "snapshot `FILE` (.dsgdsnap) whose weights to test (required)")
+	weights := fs.String("weights", "", "`FILE` whose weights to test: a .caffemodel, or a dsgd snapshot (.dsgdsnap) (required)")
 	iters := fs.Int("test-iter", 0, "test batches (default: the solver's test_iter, else 100)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -52,10 +53,19 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Train: j.train.Spec, Test: j.test.Spec, Solver: sd.Solver,
 		TrainShapes: j.trainShapes, TrainFeeds: j.trainFeeds,
 		TestShapes: j.testShapes, TestFeeds: j.testFeeds,
-		MaxIter: 1, TestIter: n, Resume: *weights, ResumeFlag: "--weights", Seed: j.seed, Threads: m.threads, Out: io.Discard,
+		MaxIter: 1, TestIter: n, Seed: j.seed, Threads: m.threads, Out: io.Discard,
+	}
+	if strings.HasSuffix(*weights, ".caffemodel") {
+		cfg.Weights = []string{*weights}
+		cfg.Out = stderr
+	} else {
+		cfg.Resume, cfg.ResumeFlag = *weights, "--weights"
 	}
 	tr, err := train.New(cfg)
 	if err != nil {
+		return err
+	}
+	if err := j.checkLabels(tr.Net(), j.train.Spec, j.test.Spec); err != nil {
 		return err
 	}
 	res, err := tr.Test(ctx, tr.StartIter())

@@ -31,6 +31,7 @@ type trainFlags struct {
 	bucketKiB                         *int
 	commTimeout                       *time.Duration
 	timeline                          *string
+	weights, snapFormat               *string
 
 	// the asynchronous and elastic schemes
 	interval, staleness, variant, groups *int
@@ -51,6 +52,8 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.iters = fs.Int("iters", 0, "iterations to train (default: the solver's max_iter)")
 	f.resume = fs.String("resume", "", "continue from this snapshot `FILE`")
 	f.prefix = fs.String("snapshot-prefix", "", "write snapshots to `PREFIX`_iter_N.dsgdsnap (default: the solver's snapshot_prefix; \"none\" disables them)")
+	f.weights = fs.String("weights", "", "start from the weights of these Caffe models (`A.caffemodel[,B.caffemodel]`), copied layer by layer by name as caffe train --weights")
+	f.snapFormat = fs.String("snapshot-format", "", "snapshot format: dsgd (PREFIX_iter_N.dsgdsnap) or caffe (PREFIX_iter_N.caffemodel and .solverstate, which Caffe reads; --resume takes the .solverstate) (default: caffe when the solver says snapshot_format: BINARYPROTO, else dsgd)")
 	f.testInterval = fs.Int("test-interval", -1, "test every N iterations (default: the solver's test_interval; 0: only at the end)")
 	f.testIter = fs.Int("test-iter", 0, "test batches per test pass (default: the solver's test_iter)")
 	f.display = fs.Int("display", -1, "print progress every N iterations (default: the solver's display)")
@@ -240,6 +243,8 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		Snapshot:           sd.Snapshot,
 		SnapshotPrefix:     sd.SnapshotPrefix,
 		Resume:             *f.resume,
+		Weights:            splitList(*f.weights),
+		SnapshotFormat:     train.FormatDsgd,
 		Seed:               j.seed,
 		Threads:            m.threads,
 		Out:                stdout,
@@ -250,6 +255,15 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	if *f.iters > 0 {
 		cfg.MaxIter = *f.iters
+	}
+	switch {
+	case *f.snapFormat == train.FormatDsgd || *f.snapFormat == train.FormatCaffe:
+		cfg.SnapshotFormat = *f.snapFormat
+	case *f.snapFormat != "":
+		fmt.Fprintf(stderr, "dsgd: --snapshot-format %q: want dsgd or caffe\n", *f.snapFormat)
+		return errUsage
+	case sd.SnapshotFormat == "BINARYPROTO":
+		cfg.SnapshotFormat = train.FormatCaffe
 	}
 	switch *f.prefix {
 	case "":
@@ -373,6 +387,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	if err := j.checkLabels(tr.Net(), j.train.Spec, j.test.Spec); err != nil {
+		return err
+	}
 	switch {
 	case g != nil && g.serve:
 		return serveCenter(ctx, f, tr, g.listen, g.token, stdout)
@@ -471,4 +488,15 @@ func printSummary(w io.Writer, res *train.Result) {
 	for _, s := range res.Snapshots {
 		fmt.Fprintf(w, "snapshot: %s\n", s)
 	}
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

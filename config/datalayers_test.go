@@ -1,0 +1,68 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestDataLayerSettings(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		want      DataLayer
+	}{
+		{"lmdb with rand_skip", `layer { name: "d" type: "Data" top: "data" top: "label"
+  transform_param { force_gray: true } data_param { source: "db" batch_size: 4 backend: LMDB rand_skip: 9 } }`,
+			DataLayer{Type: "Data", Source: "db", BatchSize: 4, DataSettings: DataSettings{Backend: "LMDB", RandSkip: 9, Channels: 1}}},
+		{"default backend", `layer { name: "d" type: "Data" top: "data" data_param { source: "db" batch_size: 4 } }`,
+			DataLayer{Type: "Data", Source: "db", BatchSize: 4, DataSettings: DataSettings{Backend: "LEVELDB"}}},
+		{"image data", `layer { name: "d" type: "ImageData" top: "data" top: "label"
+  transform_param { crop_size: 3 } image_data_param { source: "l.txt" batch_size: 2 root_folder: "r/" new_height: 8 new_width: 9 shuffle: true } }`,
+			DataLayer{Type: "ImageData", Source: "l.txt", BatchSize: 2, DataSettings: DataSettings{Channels: 3, RootFolder: "r/", NewHeight: 8, NewWidth: 9, Shuffle: true}}},
+		{"image data gray", `layer { name: "d" type: "ImageData" top: "data" image_data_param { source: "l.txt" batch_size: 2 is_color: false } }`,
+			DataLayer{Type: "ImageData", Source: "l.txt", BatchSize: 2, DataSettings: DataSettings{Channels: 1}}},
+		{"hdf5", `layer { name: "d" type: "HDF5Data" top: "data" top: "label" hdf5_data_param { source: "h.txt" batch_size: 5 } }`,
+			DataLayer{Type: "HDF5Data", Source: "h.txt", BatchSize: 5}},
+		{"dummy", `layer { name: "d" type: "DummyData" top: "a" top: "b" dummy_data_param { shape { dim: 2 dim: 3 } data_filler { type: "gaussian" std: 2 } } }`,
+			DataLayer{Type: "DummyData", Shapes: [][]int{{2, 3}, {2, 3}}, DataSettings: DataSettings{Fillers: []Filler{{Type: "gaussian", Max: 1, Std: 2}, {Type: "gaussian", Max: 1, Std: 2}}}}},
+		{"dummy legacy", `layer { name: "d" type: "DummyData" top: "a" dummy_data_param { num: 2 channels: 1 height: 3 width: 4 } }`,
+			DataLayer{Type: "DummyData", Shapes: [][]int{{2, 1, 3, 4}}, DataSettings: DataSettings{Fillers: []Filler{{Type: "constant", Max: 1, Std: 1}}}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n, err := ParseNet("f.prototxt", []byte(c.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := *n.Layers[0].Data
+			got.Name, got.Tops, got.Pos, got.Transform = "", nil, "", c.want.Transform
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("got  %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestDataLayerErrors(t *testing.T) {
+	for _, c := range []struct{ name, src, want string }{
+		{"window data", `layer { name: "w" type: "WindowData" top: "data" }`, "f.prototxt:1:1: layer 'w' has type 'WindowData', which dsgd does not run"},
+		{"python", `layer { name: "p" type: "Python" top: "data" }`, "f.prototxt:1:1: layer 'p' is a Python layer"},
+		{"one of new_height", `layer { name: "d" type: "ImageData" top: "data" image_data_param { source: "l" batch_size: 1 new_height: 3 } }`,
+			"sets only one of new_height and new_width"},
+		{"hdf5 transform", `layer { name: "d" type: "HDF5Data" top: "data" transform_param { scale: 2 } hdf5_data_param { source: "l" batch_size: 1 } }`,
+			"unsupported field 'transform_param' in layer 'd': Caffe's HDF5Data layer applies no transformation"},
+		{"image data no source", `layer { name: "d" type: "ImageData" top: "data" image_data_param { batch_size: 1 } }`, "image_data_param of layer 'd' needs a source"},
+		{"dummy shapes", `layer { name: "d" type: "DummyData" top: "a" top: "b" top: "c" dummy_data_param { shape { dim: 1 } shape { dim: 2 } } }`,
+			"has 2 shapes for 3 tops"},
+		{"dummy filler", `layer { name: "d" type: "DummyData" top: "a" dummy_data_param { shape { dim: 1 } data_filler { type: "xavier" } } }`,
+			"filler type 'xavier' in DummyData"},
+		{"both force", `layer { name: "d" type: "Data" top: "a" transform_param { force_color: true force_gray: true } data_param { source: "x" batch_size: 1 } }`,
+			"sets both force_color and force_gray"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseNet("f.prototxt", []byte(c.src))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+}

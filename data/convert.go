@@ -1,0 +1,258 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"dsgd/caffepb"
+	"dsgd/data/db"
+)
+
+// Progress is told how many records are done of how many (total 0 when
+// unknown); nil means no reports.
+type Progress func(done, total int)
+
+// ConvertStats summarises a conversion.
+type ConvertStats struct {
+	// Records is the number of records written.
+	Records int
+	// C, H and W are the shape of the first record (for encoded records,
+	// of the decoded image).
+	C, H, W int
+	// Bytes is the total size of the record values.
+	Bytes int64
+}
+
+// ConvertIDX writes an MNIST-style pair of IDX files as a database of
+// raw Datum records, as Caffe's convert_mnist_data does: keys %08d in file
+// order, one channel, the label as is.
+func ConvertIDX(imagesPath, labelsPath, out string, b db.Backend, progress Progress) (ConvertStats, error) {
+	ds, err := ReadIDXFiles(imagesPath, labelsPath)
+	if err != nil {
+		return ConvertStats{}, err
+	}
+	w, err := db.Create(out, b)
+	if err != nil {
+		return ConvertStats{}, err
+	}
+	st := ConvertStats{C: ds.C, H: ds.H, W: ds.W}
+	c, h, wd := int32(ds.C), int32(ds.H), int32(ds.W)
+	for i := range ds.N {
+		l := int32(ds.Labels[i])
+		v, err := proto.Marshal(&caffepb.Datum{Channels: &c, Height: &h, Width: &wd, Data: ds.Image(i), Label: &l})
+		if err != nil {
+			w.Close()
+			return st, err
+		}
+		if err := w.Put(fmt.Appendf(nil, "%08d", i), v); err != nil {
+			w.Close()
+			return st, err
+		}
+		st.Records++
+		st.Bytes += int64(len(v))
+		if progress != nil && (i+1)%1000 == 0 {
+			progress(i+1, ds.N)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return st, err
+	}
+	if progress != nil {
+		progress(ds.N, ds.N)
+	}
+	return st, nil
+}
+
+// ImagesetConfig is how ConvertImageset makes records, as the flags of
+// Caffe's convert_imageset.
+type ImagesetConfig struct {
+	// Root is prefixed to every path of the list (Caffe's ROOTFOLDER).
+	Root string
+	// Backend is the database kind to write.
+	Backend db.Backend
+	// Gray decodes images to one channel; otherwise three (BGR).
+	Gray bool
+	// Shuffle writes the lines in a random order drawn from Seed.
+	Shuffle bool
+	Seed    uint64
+	// ResizeHeight and ResizeWidth, when both positive, resize every
+	// image.
+	ResizeHeight, ResizeWidth int
+	// Encoded stores images encoded: the file's own bytes when no
+	// decoding is needed (no resize, colour kept), else re-encoded in the
+	// file's format (PNG for .png, JPEG otherwise). Without it, records
+	// hold raw C×H×W pixels, and every image must come out the same size.
+	Encoded bool
+}
+
+// ConvertImageset writes the images of a Caffe list file ("path label"
+// lines) as a database of Datum records, as Caffe's convert_imageset
+// does: keys %08d_PATH in written order. Errors name the list line.
+func ConvertImageset(list, out string, cfg ImagesetConfig, progress Progress) (ConvertStats, error) {
+	f, err := os.Open(list)
+	if err != nil {
+		return ConvertStats{}, fmt.Errorf("image list: %w", err)
+	}
+	entries, err := ParseImageList(list, bufio.NewReader(f))
+	f.Close()
+	if err != nil {
+		return ConvertStats{}, err
+	}
+	if len(entries) == 0 {
+		return ConvertStats{}, fmt.Errorf("image list %s names no images", list)
+	}
+	if cfg.Shuffle {
+		r := rand.New(rand.NewPCG(cfg.Seed, tagShard))
+		r.Shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
+	}
+	w, err := db.Create(out, cfg.Backend)
+	if err != nil {
+		return ConvertStats{}, err
+	}
+	fail := func(err error) (ConvertStats, error) {
+		w.Close()
+		os.RemoveAll(out)
+		return ConvertStats{}, err
+	}
+	var st ConvertStats
+	ch := 3
+	if cfg.Gray {
+		ch = 1
+	}
+	for i, e := range entries {
+		if e.Label > 1<<31-1 {
+			return fail(fmt.Errorf("%s:%d: label %d does not fit Caffe's int32", list, e.Line, e.Label))
+		}
+		p := cfg.Root + e.Path
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return fail(fmt.Errorf("%s:%d: %v", list, e.Line, err))
+		}
+		pix, c, h, wd, err := DecodeImage(raw, ch, cfg.ResizeHeight, cfg.ResizeWidth)
+		if err != nil {
+			return fail(fmt.Errorf("%s:%d (%s): %v", list, e.Line, p, err))
+		}
+		if i == 0 {
+			st.C, st.H, st.W = c, h, wd
+		} else if !cfg.Encoded && (c != st.C || h != st.H || wd != st.W) {
+			return fail(fmt.Errorf("%s:%d (%s): image is %dx%dx%d (CxHxW) but the first is %dx%dx%d; a raw database needs one size: pass --resize_height and --resize_width, or --encoded", list, e.Line, p, c, h, wd, st.C, st.H, st.W))
+		}
+		label := int32(e.Label)
+		d := &caffepb.Datum{Label: &label}
+		if cfg.Encoded {
+			enc := raw
+			own := 3
+			if ic, _, err := image.DecodeConfig(bytes.NewReader(raw)); err == nil && (ic.ColorModel == color.GrayModel || ic.ColorModel == color.Gray16Model) {
+				own = 1
+			}
+			if cfg.ResizeHeight > 0 || own != ch {
+				if enc, err = encodeLike(p, pix, c, h, wd); err != nil {
+					return fail(fmt.Errorf("%s:%d (%s): %v", list, e.Line, p, err))
+				}
+			}
+			t := true
+			d.Data, d.Encoded = enc, &t
+		} else {
+			ci, hi, wi := int32(c), int32(h), int32(wd)
+			d.Channels, d.Height, d.Width, d.Data = &ci, &hi, &wi, pix
+		}
+		v, err := proto.Marshal(d)
+		if err != nil {
+			return fail(err)
+		}
+		if err := w.Put([]byte(fmt.Sprintf("%08d_%s", i, e.Path)), v); err != nil {
+			return fail(err)
+		}
+		st.Records++
+		st.Bytes += int64(len(v))
+		if progress != nil && (i+1)%1000 == 0 {
+			progress(i+1, len(entries))
+		}
+	}
+	if err := w.Close(); err != nil {
+		os.RemoveAll(out)
+		return st, err
+	}
+	if progress != nil {
+		progress(len(entries), len(entries))
+	}
+	return st, nil
+}
+
+// encodeLike encodes C×H×W planes (BGR or gray) as PNG when name ends in
+// .png, else as JPEG of quality 95 (OpenCV's default).
+func encodeLike(name string, pix []uint8, c, h, w int) ([]byte, error) {
+	var img image.Image
+	if c == 1 {
+		g := image.NewGray(image.Rect(0, 0, w, h))
+		copy(g.Pix, pix)
+		img = g
+	} else {
+		m := image.NewNRGBA(image.Rect(0, 0, w, h))
+		n := h * w
+		for i := range n {
+			m.Pix[4*i], m.Pix[4*i+1], m.Pix[4*i+2], m.Pix[4*i+3] = pix[2*n+i], pix[n+i], pix[i], 255
+		}
+		img = m
+	}
+	var buf bytes.Buffer
+	var err error
+	if strings.EqualFold(filepath.Ext(name), ".png") {
+		err = png.Encode(&buf, img)
+	} else {
+		err = jpeg.Encode(&buf, img, &jpeg.Options{Quality: 95})
+	}
+	return buf.Bytes(), err
+}
+
+// ComputeImageMean averages every image of a Datum database, as Caffe's
+// compute_image_mean does, and returns it as a 1×C×H×W BlobProto ready to
+// be written as a .binaryproto mean file, with the per-channel means.
+func ComputeImageMean(path string, b db.Backend, progress Progress) (*caffepb.BlobProto, []float64, int, error) {
+	ds, err := ReadDB(path, DBConfig{Backend: b})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	sz := ds.ImageSize()
+	sum := make([]float64, sz)
+	img := make([]uint8, sz)
+	for i := range ds.N {
+		p := img
+		if ds.Encoded != nil {
+			if err := ds.decodeInto(i, img); err != nil {
+				return nil, nil, 0, err
+			}
+		} else {
+			p = ds.Image(i)
+		}
+		for j, v := range p {
+			sum[j] += float64(v)
+		}
+		if progress != nil && (i+1)%10000 == 0 {
+			progress(i+1, ds.N)
+		}
+	}
+	if progress != nil {
+		progress(ds.N, ds.N)
+	}
+	one, c, h, w := int32(1), int32(ds.C), int32(ds.H), int32(ds.W)
+	bp := &caffepb.BlobProto{Num: &one, Channels: &c, Height: &h, Width: &w, Data: make([]float32, sz)}
+	chans := make([]float64, ds.C)
+	for j, s := range sum {
+		m := s / float64(ds.N)
+		bp.Data[j] = float32(m)
+		chans[j/(ds.H*ds.W)] += m / float64(ds.H*ds.W)
+	}
+	return bp, chans, ds.N, nil
+}

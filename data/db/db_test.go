@@ -1,0 +1,108 @@
+//go:build !purego
+
+package db
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRoundTrip(t *testing.T) {
+	for _, b := range []Backend{LMDB, LevelDB} {
+		t.Run(b.String(), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "db")
+			w, err := Create(path, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 2500 // more than one commit batch
+			for i := n - 1; i >= 0; i-- {
+				if err := w.Put(fmt.Appendf(nil, "%08d", i), fmt.Appendf(nil, "value %d", i*i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := Detect(path); !ok || got != b {
+				t.Fatalf("Detect = %v, %v; want %v", got, ok, b)
+			}
+			i := 0
+			err = Scan(path, b, func(k, v []byte) error {
+				if want := fmt.Sprintf("%08d", i); string(k) != want {
+					return fmt.Errorf("key %d = %q, want %q (key order)", i, k, want)
+				}
+				if want := fmt.Sprintf("value %d", i*i); string(v) != want {
+					return fmt.Errorf("value %d = %q, want %q", i, v, want)
+				}
+				i++
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i != n {
+				t.Fatalf("scanned %d records, want %d", i, n)
+			}
+			if _, err := Create(path, b); err == nil || !strings.Contains(err.Error(), "already exists") {
+				t.Fatalf("Create over an existing database: %v", err)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	lm := filepath.Join(dir, "lm")
+	lv := filepath.Join(dir, "lv")
+	for _, c := range []struct {
+		path string
+		b    Backend
+	}{{lm, LMDB}, {lv, LevelDB}} {
+		w, err := Create(c.path, c.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Put([]byte("k"), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nop := func(k, v []byte) error { return nil }
+	for _, c := range []struct {
+		name string
+		path string
+		b    Backend
+		want string
+	}{
+		{"missing", filepath.Join(dir, "nope"), LMDB, "does not exist"},
+		{"lmdb as leveldb", lm, LevelDB, "is a lmdb database: set backend: LMDB"},
+		{"leveldb as lmdb", lv, LMDB, "is a leveldb database: set backend: LEVELDB"},
+		{"data.mdb file", filepath.Join(lm, "data.mdb"), LMDB, "name the directory holding data.mdb"},
+		{"empty dir", t.TempDir(), LMDB, "holds no database"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := Scan(c.path, c.b, nop)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
+				t.Fatalf("Scan: %v; want an error naming %s with %q", err, c.path, c.want)
+			}
+		})
+	}
+}
+
+func TestParseBackend(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Backend
+		ok   bool
+	}{{"lmdb", LMDB, true}, {"LMDB", LMDB, true}, {"LEVELDB", LevelDB, true}, {"rocksdb", 0, false}} {
+		got, err := ParseBackend(c.in)
+		if (err == nil) != c.ok || (c.ok && got != c.want) {
+			t.Errorf("ParseBackend(%q) = %v, %v", c.in, got, err)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The full Caffe-format cross-check (make caffe-crosscheck): rewrites the
+# Python-made fixtures and runs the Go tests that read them, then has
+# dsgd write databases, a mean file and a Caffe-format snapshot that
+# scripts/caffe_crosscheck.py reads back with Python's lmdb, plyvel and
+# protobuf. Needs /usr/bin/python3 with python3-lmdb, python3-plyvel,
+# python3-h5py, python3-protobuf, python3-pil and protobuf-compiler.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+/usr/bin/python3 scripts/caffe_fixtures.py
+$GO test ./data/... ./caffemodel/... 
+$GO test -run 'TestCaffe|TestLabelOutOfRange' ./cmd/dsgd
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+$GO build -o "$out/dsgd" ./cmd/dsgd
+fx=data/testdata/caffe
+"$out/dsgd" convert-mnist --images $fx/idx/train-images-idx3-ubyte --labels $fx/idx/train-labels-idx1-ubyte --out "$out/train_lmdb"
+"$out/dsgd" convert-mnist --images $fx/idx/train-images-idx3-ubyte --labels $fx/idx/train-labels-idx1-ubyte --out "$out/train_leveldb" --backend leveldb
+"$out/dsgd" convert-mnist --images $fx/idx/t10k-images-idx3-ubyte --labels $fx/idx/t10k-labels-idx1-ubyte --out "$out/test_lmdb"
+"$out/dsgd" compute-image-mean --db "$out/train_lmdb" --out "$out/mean.binaryproto"
+cat > "$out/net.prototxt" <<NET
+name: "logreg"
+layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TRAIN }
+  data_param { source: "$out/train_lmdb" batch_size: 20 backend: LMDB } transform_param { scale: 0.00390625 } }
+layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TEST }
+  data_param { source: "$out/test_lmdb" batch_size: 50 backend: LMDB } transform_param { scale: 0.00390625 } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 4 weight_filler { type: "xavier" } } }
+layer { name: "acc" type: "Accuracy" bottom: "ip" bottom: "label" top: "accuracy" include { phase: TEST } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+NET
+cat > "$out/solver.prototxt" <<SOLVER
+net: "$out/net.prototxt"
+test_iter: 4 test_interval: 1000 base_lr: 0.1 momentum: 0.9 lr_policy: "fixed" max_iter: 60 display: 0
+snapshot_prefix: "$out/snap" snapshot_format: BINARYPROTO
+SOLVER
+"$out/dsgd" train --solver "$out/solver.prototxt" --net "$out/net.prototxt" --workers 1
+"$out/dsgd" test --solver "$out/solver.prototxt" --net "$out/net.prototxt" --weights "$out/snap_iter_60.caffemodel" | tee "$out/dsgd_test.txt"
+/usr/bin/python3 scripts/caffe_crosscheck.py "$out"
