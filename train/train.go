@@ -147,6 +147,15 @@ type Config struct {
 // errBudget ends a run whose time budget is spent.
 var errBudget = errors.New("time budget spent")
 
+// ErrDiverged is wrapped by the error of a run whose loss or weights
+// became non-finite or exploded: no snapshot is written of such a state.
+var ErrDiverged = errors.New("training diverged")
+
+// MaxSnapshotWeight is the largest weight magnitude a snapshot may hold:
+// beyond it the run has exploded (a learning rate schedule that grows, a
+// gradient blow-up) and the weights are worth nothing to resume from.
+const MaxSnapshotWeight = 1e8
+
 // Straggler delays a worker's computation: rank Rank every iteration, or,
 // with Rank < 0, any worker with probability Prob per iteration.
 type Straggler struct {
@@ -586,7 +595,7 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 		if where == "" {
 			where = "the loss itself"
 		}
-		return loss, fmt.Errorf("loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", loss, where)
+		return loss, fmt.Errorf("%w: loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", ErrDiverged, loss, where)
 	}
 	c.ready = ready
 	c.net.Backward()
@@ -644,11 +653,11 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	nodes := make([]*node.Rank, len(t.ranks))
 	weights := t.modelWeights(sc, cen, nodes)
 	var saved []float32
-	// withModel runs fn with rank 0's weights replaced by the model the
-	// scheme trains (the center, for the elastic and asynchronous
+	// withModelCtx runs fn with rank 0's weights replaced by the model
+	// the scheme trains (the center, for the elastic and asynchronous
 	// schemes), so tests and snapshots see that model. It runs between
 	// rank 0's iterations, when nothing reads its weights.
-	withModel := func(fn func() error) error {
+	withModelCtx := func(ctx context.Context, fn func() error) error {
 		if weights == nil {
 			return fn()
 		}
@@ -661,6 +670,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		copy(p, saved)
 		return err
 	}
+	withModel := func(fn func() error) error { return withModelCtx(ctx, fn) }
 	updater := t.rank(t.updater)
 	var smooth, trainSecs float64
 	done := t.start
@@ -803,9 +813,17 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			transport.Abort(cfg.Group.Endpoint, fmt.Errorf("rank %d: %w", cfg.Group.Rank, err))
 		}
 		if ctx.Err() != nil {
-			return res, t.interrupted(res, done, ctx.Err())
+			err = ctx.Err()
+		} else {
+			err = fmt.Errorf("train: iteration %d: %w", done, err)
 		}
-		return res, fmt.Errorf("train: iteration %d: %w", done, err)
+		if errors.Is(err, ErrDiverged) {
+			return res, err
+		}
+		// Interrupted, or a peer failed: the weights are those of the
+		// last completed iteration (the update follows the exchange), so
+		// keep them.
+		return res, t.interrupted(ctx, res, done, err, withModelCtx)
 	}
 	if trainSecs > 0 {
 		res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
@@ -1080,16 +1098,32 @@ func schemeLayout(net *model.Net) scheme.Layout {
 	return l
 }
 
-func (t *Trainer) interrupted(res *Result, iter int, cause error) error {
+// interrupted writes the snapshot of iteration iter after a run ended
+// early with cause, and returns cause saying where it is. The model is
+// fetched from the center (within 10 s, ctx's cancellation aside) when
+// the scheme has one; if it cannot be, rank 0's replica is kept instead.
+func (t *Trainer) interrupted(ctx context.Context, res *Result, iter int, cause error, withModel func(context.Context, func() error) error) error {
 	if t.cfg.SnapshotPrefix == "" || iter == t.start || t.rank(t.updater) == nil {
 		return cause
 	}
-	p, err := t.snapshot(iter)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var p string
+	note := ""
+	err := withModel(fctx, func() (err error) {
+		p, err = t.snapshot(iter)
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrDiverged) && p == "" {
+		if p, err = t.snapshot(iter); err == nil {
+			note = "; rank 0's replica: the center could not be reached"
+		}
+	}
 	if err != nil {
 		return errors.Join(cause, err)
 	}
 	res.Snapshots = append(res.Snapshots, p)
-	return fmt.Errorf("%w (snapshot of iteration %d written to %s; continue with --resume %s)", cause, iter, p, p)
+	return fmt.Errorf("%w (snapshot of iteration %d written to %s%s; continue with --resume %s)", cause, iter, p, note, p)
 }
 
 func fill(ctx context.Context, net *model.Net, f Feed) error {
@@ -1111,12 +1145,29 @@ func (t *Trainer) snapshot(iter int) (string, error) {
 	if err := u.solver.WriteState(&sb); err != nil {
 		return "", fmt.Errorf("train: snapshot: solver state: %w", err)
 	}
+	if msg := insane(u.net); msg != "" {
+		return "", fmt.Errorf("train: %w: no snapshot of iteration %d: %s (the last good snapshot, if any, is kept; lower base_lr or check lr_policy)", ErrDiverged, iter, msg)
+	}
 	path := SnapshotPath(t.cfg.SnapshotPrefix, iter)
 	err := checkpoint.Write(path, checkpoint.State{Iter: iter, Layout: t.layout, Params: u.net.Params(), Solver: sb.Bytes()})
 	if err != nil {
 		return "", fmt.Errorf("train: %w", err)
 	}
 	return path, nil
+}
+
+// insane names the first weight of net that is non-finite or larger in
+// magnitude than MaxSnapshotWeight, or returns "".
+func insane(net *model.Net) string {
+	p := net.Params()
+	for _, b := range net.Blocks() {
+		for i, v := range p[b.Off : b.Off+b.Len()] {
+			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > MaxSnapshotWeight {
+				return fmt.Sprintf("weight %s[%d] is %g (beyond %g)", b.Name, i, v, MaxSnapshotWeight)
+			}
+		}
+	}
+	return ""
 }
 
 // Test runs the TEST net over TestIter batches and averages each scalar
