@@ -57,10 +57,32 @@ type State struct {
 	Solver []byte
 }
 
+// tempPattern is the pattern of Write's temporary files for path.
+func tempPattern(path string) string { return "." + filepath.Base(path) + ".tmp*" }
+
+// CleanTemps removes the temporary files that writes of snapshots
+// matching the glob pattern (a path such as "out/lenet_iter_*.dsgdsnap")
+// left behind when killed mid-write, and returns their names. A run
+// calls it before it starts writing its own.
+func CleanTemps(pattern string) ([]string, error) {
+	stale, err := filepath.Glob(filepath.Join(filepath.Dir(pattern), tempPattern(pattern)))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var removed []string
+	for _, p := range stale {
+		if err := os.Remove(p); err != nil {
+			return removed, fmt.Errorf("checkpoint: removing the stale %s: %w", p, err)
+		}
+		removed = append(removed, p)
+	}
+	return removed, nil
+}
+
 // Write atomically writes st to path (see the package comment).
 func Write(path string, st State) (err error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	f, err := os.CreateTemp(dir, tempPattern(path))
 	if err != nil {
 		return fmt.Errorf("checkpoint: cannot write snapshot %s: %w", path, err)
 	}

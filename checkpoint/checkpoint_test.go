@@ -122,3 +122,34 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestCleanTemps: the leftovers of killed writes of this run's snapshots
+// are removed; snapshots and other files are not.
+func TestCleanTemps(t *testing.T) {
+	dir := t.TempDir()
+	names := map[string]bool{ // name -> removed
+		".net_iter_100.dsgdsnap.tmp123": true,
+		".net_iter_7.dsgdsnap.tmp9":     true,
+		"net_iter_100.dsgdsnap":         false,
+		".other_iter_1.dsgdsnap.tmp1":   false,
+		"notes.txt":                     false,
+	}
+	for n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := CleanTemps(filepath.Join(dir, "net_iter_*.dsgdsnap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 2 {
+		t.Errorf("removed %v, want the two temporaries", removed)
+	}
+	for n, gone := range names {
+		_, err := os.Stat(filepath.Join(dir, n))
+		if gone != os.IsNotExist(err) {
+			t.Errorf("%s: removed %v, want %v", n, os.IsNotExist(err), gone)
+		}
+	}
+}

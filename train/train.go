@@ -330,6 +330,13 @@ func New(cfg Config) (*Trainer, error) {
 		if err := checkWritable(cfg.SnapshotPrefix); err != nil {
 			return nil, err
 		}
+		removed, err := checkpoint.CleanTemps(cfg.SnapshotPrefix + "_iter_*.dsgdsnap")
+		for _, p := range removed {
+			fmt.Fprintf(t.out, "dsgd: removed %s, left by a snapshot write that was killed\n", p)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
 	}
 	return t, nil
 }
@@ -392,6 +399,9 @@ func (t *Trainer) resume(path string) error {
 			return fmt.Errorf("train: %s %s: solver state: %w", t.resumeFlag(), path, err)
 		}
 		copy(r.net.Params(), st.Params)
+	}
+	if msg := insane(t.net); msg != "" {
+		return fmt.Errorf("train: %s %s: %w: %s; not weights to continue or test from", t.resumeFlag(), path, ErrDiverged, msg)
 	}
 	t.start = st.Iter
 	return nil
@@ -617,6 +627,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	workers := max(cfg.Workers, 1)
 	res := &Result{Start: t.start, Phases: metrics.NewPhases(append(PhaseNames, "comm (exposed)", "wait")...), Params: t.net.Params(), Workers: workers, Scheme: cfg.Scheme}
 	prog := metrics.NewProgress(t.out, cfg.MaxIter, cfg.TTY)
+	prog.From(t.start)
 	defer prog.Done()
 	begin := time.Now()
 	var testing time.Duration // time spent testing, not training
