@@ -2,6 +2,9 @@ package checkpoint
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,4 +155,55 @@ func TestCleanTemps(t *testing.T) {
 			t.Errorf("%s: removed %v, want %v", n, os.IsNotExist(err), gone)
 		}
 	}
+}
+
+// TestRunConfig: the run configuration round-trips, ReadRun reads it
+// alone, and a version 1 file (no configuration) still reads.
+func TestRunConfig(t *testing.T) {
+	dir := t.TempDir()
+	st := sample()
+	st.Run = []byte(`{"scheme":"easgd","workers":"4"}`)
+	path := filepath.Join(dir, "v2.dsgdsnap")
+	if err := Write(path, st); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(path)
+	if err != nil || string(got.Run) != string(st.Run) {
+		t.Fatalf("Read: run %q, %v", got.Run, err)
+	}
+	run, err := ReadRun(path)
+	if err != nil || string(run) != string(st.Run) {
+		t.Fatalf("ReadRun: %q, %v", run, err)
+	}
+
+	// A version 1 file, as dsgd wrote it before: no configuration.
+	v1 := v1Encode(sample())
+	p1 := filepath.Join(dir, "v1.dsgdsnap")
+	if err := os.WriteFile(p1, v1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err = Read(p1)
+	if err != nil || got.Iter != 1234 || len(got.Params) != 4 || got.Run != nil {
+		t.Fatalf("version 1: %+v, %v", got, err)
+	}
+	if run, err := ReadRun(p1); err != nil || run != nil {
+		t.Fatalf("ReadRun of version 1: %q, %v", run, err)
+	}
+}
+
+// v1Encode writes st in format version 1, independently of encode.
+func v1Encode(st State) []byte {
+	var b []byte
+	b = append(b, magic...)
+	b = binary.LittleEndian.AppendUint32(b, 1)
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, uint64(st.Iter))
+	b = binary.LittleEndian.AppendUint64(b, st.Layout)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(st.Params)))
+	for _, v := range st.Params {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(st.Solver)))
+	b = append(b, st.Solver...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
 }

@@ -82,6 +82,9 @@ type Config struct {
 	// Resume, when set, is a snapshot to continue from; ResumeFlag names
 	// it in errors ("--resume" when empty).
 	Resume, ResumeFlag string
+	// Run is the run's configuration, recorded in every snapshot for a
+	// resume to restore (opaque here; dsgd writes its flags as JSON).
+	Run []byte
 	// Seed seeds the parameter fillers and every random layer.
 	Seed uint64
 	// Threads is how many goroutines the layers use.
@@ -1160,7 +1163,7 @@ func (t *Trainer) snapshot(iter int) (string, error) {
 		return "", fmt.Errorf("train: %w: no snapshot of iteration %d: %s (the last good snapshot, if any, is kept; lower base_lr or check lr_policy)", ErrDiverged, iter, msg)
 	}
 	path := SnapshotPath(t.cfg.SnapshotPrefix, iter)
-	err := checkpoint.Write(path, checkpoint.State{Iter: iter, Layout: t.layout, Params: u.net.Params(), Solver: sb.Bytes()})
+	err := checkpoint.Write(path, checkpoint.State{Iter: iter, Layout: t.layout, Params: u.net.Params(), Solver: sb.Bytes(), Run: t.cfg.Run})
 	if err != nil {
 		return "", fmt.Errorf("train: %w", err)
 	}

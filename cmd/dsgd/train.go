@@ -43,11 +43,14 @@ type trainFlags struct {
 
 	// result is the finished run's, for dsgd compare.
 	result *train.Result
+	// fs is the flag set the flags are registered in.
+	fs *flag.FlagSet
 	// note is what the flags changed that the header should say.
 	note string
 }
 
 func (f *trainFlags) register(fs *flag.FlagSet) {
+	f.fs = fs
 	f.m.register(fs)
 	f.iters = fs.Int("iters", 0, "iterations to train (default: the solver's max_iter)")
 	f.resume = fs.String("resume", "", "continue from this snapshot `FILE`")
@@ -191,6 +194,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	if err := restoreRun(fs, *f.resume, stdout); err != nil {
+		return err
+	}
 	switch *f.transport {
 	case "inproc":
 		if *f.compress != "none" {
@@ -219,12 +225,13 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	sd := j.solver
 	lrFactor := float64(max(*f.workers, 1))
-	autoNote := ""
+	autoNote, autoBatch := "", 0
 	if *f.workers == 0 {
 		*f.workers = 1
 		n, b := runtime.NumCPU(), j.trainBatch(m)
 		if n > 1 && *f.scheme == "" && b >= n && b%n == 0 {
 			*f.workers, *f.scheme, m.batch, lrFactor = n, "sync-ring", b/n, 1
+			autoBatch = b / n
 			autoNote = fmt.Sprintf("dsgd: %d cores: %d workers under sync-ring share the batch of %d (%d each): the global batch and learning rate of one worker (--workers 1 for one)\n", n, n, b, b/n)
 		}
 	}
@@ -274,6 +281,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return errUsage
 	}
 	cfg.Scheme, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = f.schemeName(), *f.workers, *f.pack, algo, *f.commTimeout
+	cfg.Run = f.record(cfg.Scheme, cfg.Workers, autoBatch)
 	if *f.bucketKiB < 0 {
 		fmt.Fprintf(stderr, "dsgd train: --bucket must not be negative, got %d\n", *f.bucketKiB)
 		return errUsage

@@ -130,6 +130,10 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	// The launcher said what it restored; a rank restores the same.
+	if err := restoreRun(fs, *f.resume, io.Discard); err != nil {
+		return err
+	}
 	if name == "ps" && centerScheme(*f.scheme, *f.workers) {
 		if *f.workers < 1 {
 			fmt.Fprintf(stderr, "dsgd ps: --scheme %s needs --workers N\n", *f.scheme)
