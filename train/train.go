@@ -298,6 +298,9 @@ func New(cfg Config) (*Trainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: TRAIN net: %w", err)
 	}
+	if !t.net.HasLoss() {
+		return nil, fmt.Errorf("train: the TRAIN net %q has no loss: no loss layer (SoftmaxWithLoss, EuclideanLoss, ...) and no loss_weight, so there is nothing to minimise", cfg.Train.Name)
+	}
 	if len(cfg.Test.Layers) > 0 {
 		t.test, err = model.Build(cfg.Test, cfg.TestShapes, model.Options{Phase: layers.Test, Threads: cfg.Threads, Seed: cfg.Seed, ShareWith: t.net})
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 
@@ -180,6 +181,12 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		key := src + "\x00" + split.String()
 		ds, ok := j.sets[key]
 		if !ok {
+			if err := readableDir(src); err != nil {
+				if m.data == "" {
+					return nil, nil, fmt.Errorf("%s: data layer %q: %w", dl.Pos, dl.Name, err)
+				}
+				return nil, nil, fmt.Errorf("--data: %w", err)
+			}
 			var err error
 			ds, err = data.Open(src, split)
 			if err != nil {
@@ -222,6 +229,28 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: train.Loader{L: l, Name: dl.Name}})
 	}
 	return shapes, feeds, nil
+}
+
+// readableDir returns the error of listing src when src is a directory
+// this process may not read (permission denied), so that it is reported
+// as such rather than as a directory without a data set.
+func readableDir(src string) error {
+	fi, err := os.Stat(src)
+	if err != nil || !fi.IsDir() {
+		return nil // not a directory: data.Open says what it is
+	}
+	f, err := os.Open(src)
+	if err == nil {
+		_, err = f.Readdirnames(1)
+		f.Close()
+		if err == io.EOF {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read the data directory %s: %w", src, err)
+	}
+	return nil
 }
 
 func (j *job) close() {

@@ -23,6 +23,10 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	if err := m.validate(); err != nil {
+		fmt.Fprintf(stderr, "dsgd test: %v\n", err)
+		return errUsage
+	}
 	if *weights == "" {
 		fmt.Fprintln(stderr, "dsgd test: --weights FILE is required: the snapshot to test")
 		return errUsage

@@ -197,6 +197,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := restoreRun(fs, *f.resume, stdout); err != nil {
 		return err
 	}
+	if err := f.validate(); err != nil {
+		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+		return errUsage
+	}
 	switch *f.transport {
 	case "inproc":
 		if *f.compress != "none" {

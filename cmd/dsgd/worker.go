@@ -134,6 +134,10 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	if err := restoreRun(fs, *f.resume, io.Discard); err != nil {
 		return err
 	}
+	if err := f.validate(); err != nil {
+		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
+		return errUsage
+	}
 	if name == "ps" && centerScheme(*f.scheme, *f.workers) {
 		if *f.workers < 1 {
 			fmt.Fprintf(stderr, "dsgd ps: --scheme %s needs --workers N\n", *f.scheme)

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFlagsValidatedFirst: every bad flag value is refused, naming the
+// flag, before any data is loaded (the data source here does not exist,
+// so an error about it would mean the check came too late).
+func TestFlagsValidatedFirst(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"train", "--data", filepath.Join(dir, "no-such-data"), "--threads", "1"}
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--iters", "-5"}, "--iters"},
+		{[]string{"--threads", "-2"}, "--threads"},
+		{[]string{"--threads", "0"}, "--threads"},
+		{[]string{"--batch", "-1"}, "--batch"},
+		{[]string{"--batch", "1000000000"}, "--batch"},
+		{[]string{"--test-iter", "-1"}, "--test-iter"},
+		{[]string{"--time-budget", "-1s"}, "--time-budget"},
+		{[]string{"--workers", "-3"}, "--workers"},
+		{[]string{"--scheme", "nosuch"}, "--scheme \"nosuch\""},
+		{[]string{"--allreduce", "fastest"}, "--allreduce"},
+		{[]string{"--finish", "never"}, "--finish"},
+		{[]string{"--lr-scale", "sqrt"}, "--lr-scale"},
+		{[]string{"--compress", "zip"}, "--compress"},
+		{[]string{"--transport", "udp"}, "--transport"},
+		{[]string{"--comm-timeout", "0s"}, "--comm-timeout"},
+		{[]string{"--alpha", "1.5"}, "--alpha"},
+		{[]string{"--interval", "0"}, "--interval"},
+		{[]string{"--straggle", "x"}, "--straggle"},
+	} {
+		t.Run(strings.Join(tc.flags, " "), func(t *testing.T) {
+			code, out, errs := runCmd(t, "", append(base, tc.flags...)...)
+			if code != 2 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "no-such-data") {
+				t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 2 naming %s before the data", code, out, errs, tc.want)
+			}
+		})
+	}
+}
+
+// TestNoLossInTrain: a TRAIN net without a loss is refused, saying so.
+func TestNoLossInTrain(t *testing.T) {
+	dir := t.TempDir()
+	net := strings.Replace(tinyNet, `layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }`, `layer { name: "prob" type: "Softmax" bottom: "ip2" top: "prob" }`, 1)
+	if net == tinyNet {
+		t.Fatal("the loss layer was not replaced")
+	}
+	write(t, dir, "net.prototxt", net)
+	write(t, dir, "solver.prototxt", tinySolver)
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "1")
+	if code == 0 || !strings.Contains(errs, "no loss") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant a refusal: no loss", code, out, errs)
+	}
+}
+
+// TestUnreadableDataDir: a data directory this process may not read is
+// reported as permission denied.
+func TestUnreadableDataDir(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every directory")
+	}
+	dir := t.TempDir()
+	d := filepath.Join(dir, "data")
+	if err := os.Mkdir(d, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(d, 0o755)
+	code, _, errs := runCmd(t, "", "train", "--data", d, "--threads", "1", "--iters", "1")
+	if code == 0 || !strings.Contains(errs, "permission denied") {
+		t.Errorf("exit %d, stderr %q; want permission denied", code, errs)
+	}
+}
