@@ -225,6 +225,9 @@ type Result struct {
 	// ImagesPerSec counts training images per second of wall time spent
 	// in training iterations (testing excluded).
 	ImagesPerSec float64
+	// TrainTime is the time ImagesPerSec divides by: the iterations' own,
+	// without the tests and snapshots between them.
+	TrainTime time.Duration
 	Phases       *metrics.Phases
 	// Tests holds every test pass, the last one at the end of training.
 	Tests []TestResult
@@ -315,6 +318,16 @@ func New(cfg Config) (*Trainer, error) {
 			return nil, err
 		}
 	}
+	// Labels a loss or accuracy layer cannot take are an error naming the
+	// data layer and the consumer, not a panic inside the layer.
+	t.cfg.TrainFeeds = checkLabels(t.net, cfg.TrainFeeds)
+	for i, f := range cfg.WorkerFeeds {
+		t.cfg.WorkerFeeds[i] = checkLabels(t.net, f)
+	}
+	if t.test != nil {
+		t.cfg.TestFeeds = checkLabels(t.test, cfg.TestFeeds)
+	}
+	cfg = t.cfg
 	t.solver, err = solver.New(cfg.Solver, len(t.net.Params()), Segments(t.net.Blocks()))
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -844,6 +857,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	if trainSecs > 0 {
 		res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
+		res.TrainTime = time.Duration(trainSecs * float64(time.Second))
 	}
 	replicated := !sc.Elastic() && cfg.Scheme != "hogwild"
 	if uses, _ := sc.UsesCenter(); uses {

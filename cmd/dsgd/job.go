@@ -202,6 +202,15 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		if m.batch > 0 && split == data.Train {
 			batch = m.batch
 		}
+		// The loader's buffers (the batches in flight, and the one being
+		// filled) must fit: refuse with the figure rather than die of a
+		// fatal out-of-memory.
+		if lim := tensor.MemoryLimit(); lim > 0 && batch > 0 {
+			need := float64(batch) * float64(ds.ImageSize()+1) * 4 * float64(data.DefaultPrefetch+2)
+			if need > float64(lim) {
+				return nil, nil, fmt.Errorf("%s: data layer %q: batch_size %d of %dx%dx%d images needs %s of batch buffers, more than the %s this machine has", dl.Pos, dl.Name, batch, ds.C, ds.H, ds.W, tensor.HumanBytes(need), tensor.HumanBytes(float64(lim)))
+			}
+		}
 		l, err := data.NewLoader(ds, data.LoaderConfig{
 			BatchSize: batch,
 			Train:     split == data.Train,
@@ -226,7 +235,7 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 			return nil, nil, fmt.Errorf("%s: data layer %q has %d tops; dsgd's Data layer has data and label", dl.Pos, dl.Name, len(dl.Tops))
 		}
 
-		feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: train.Loader{L: l, Name: dl.Name}})
+		feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: train.Loader{L: l, Name: dl.Name, Source: src}})
 	}
 	return shapes, feeds, nil
 }

@@ -447,7 +447,9 @@ func snapshotPrefix(f *trainFlags, solverPrefix string) string {
 }
 
 func printSummary(w io.Writer, res *train.Result) {
-	fmt.Fprintf(w, "\ndone: %d iterations (from %d) in %s, %.0f images/s\n", res.Iters, res.Start, res.Wall.Round(time.Millisecond), res.ImagesPerSec)
+	// images/s and the time it divides by on one line, the wall time
+	// (tests and snapshots included) beside it, each named.
+	fmt.Fprintf(w, "\ndone: %d iterations (from %d): %.0f images/s over %s of training; %s wall with tests and snapshots\n", res.Iters, res.Start, res.ImagesPerSec, res.TrainTime.Round(time.Millisecond), res.Wall.Round(time.Millisecond))
 	if f := res.Final(); len(f.Outputs) > 0 {
 		fmt.Fprintf(w, "final test:")
 		for _, o := range f.Outputs {

@@ -77,3 +77,36 @@ func TestUnreadableDataDir(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want permission denied", code, errs)
 	}
 }
+
+// TestBadModelMessages: labels beyond num_output and batches beyond the
+// machine's memory are errors naming the layer and the data source, not
+// a panic or a fatal out-of-memory.
+func TestBadModelMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name, from, to string
+		want           []string
+	}{
+		{"label >= num_output", "num_output: 4 ", "num_output: 3 ", []string{`data layer "d"`, "source synthetic", "3 classes"}},
+		{"batch 1e9", "batch_size: 16 }", "batch_size: 1000000000 }", []string{`data layer "d"`, "batch_size 1000000000", "more than"}},
+		{"num_output 2e9", "num_output: 16 ", "num_output: 2000000000 ", []string{`layer "ip1"`, "more than"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			net := strings.Replace(tinyNet, tc.from, tc.to, 1)
+			if net == tinyNet {
+				t.Fatalf("%q not in the net", tc.from)
+			}
+			dir := t.TempDir()
+			write(t, dir, "net.prototxt", net)
+			write(t, dir, "solver.prototxt", tinySolver)
+			code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "1", "--iters", "3")
+			if code != 1 {
+				t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errs)
+				}
+			}
+		})
+	}
+}
