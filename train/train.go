@@ -228,7 +228,7 @@ type Result struct {
 	// TrainTime is the time ImagesPerSec divides by: the iterations' own,
 	// without the tests and snapshots between them.
 	TrainTime time.Duration
-	Phases       *metrics.Phases
+	Phases    *metrics.Phases
 	// Tests holds every test pass, the last one at the end of training.
 	Tests []TestResult
 	// Snapshots lists the snapshot files written.
