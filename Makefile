@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make train` and `make test`.
 GO ?= go
 
-.PHONY: train test build bench-engine setup
+.PHONY: train test build bench-engine setup faults
 
 setup:
 	@./scripts/setup.sh
@@ -20,7 +20,15 @@ test:
 	$(GO) vet ./...
 	$(GO) test ./...
 	$(GO) test -tags purego ./tensor/... ./nn/... ./model/...
-	$(GO) test -race ./data/... ./train/... ./node/... ./collective/... ./transport/... ./center/... ./rpc/... ./ps/... ./smb/... ./redisstore/... ./timeline/... ./calib/... ./cmd/...
+	$(GO) test -race ./data/... ./train/... ./node/... ./collective/... ./transport/... ./center/... ./rpc/... ./ps/... ./smb/... ./redisstore/... ./timeline/... ./calib/... ./cmd/... ./netguard/...
+	$(GO) build -o dsgd ./cmd/dsgd
+	$(GO) run ./cmd/faults -dsgd ./dsgd
+
+# The fault matrix: what a client, a bad file or Ctrl-C can do to dsgd, on
+# loopback, each case bounded in time; a table of case, expectation and
+# outcome (about 15 s).
+faults: build
+	$(GO) run ./cmd/faults -dsgd ./dsgd
 
 # Our per-iteration time against PyTorch's on the same LeNet, same batch and
 # threads, in one invocation.
