@@ -433,6 +433,14 @@ func (t *Trainer) resumeFlag() string {
 	return "--resume"
 }
 
+// SetOnIter sets Config.OnIter, for a caller that can build its hook only
+// once the trainer exists.
+func (t *Trainer) SetOnIter(f func(iter int, loss float64, d time.Duration)) { t.cfg.OnIter = f }
+
+// GlobalBatch is the number of training images one iteration consumes,
+// all workers together.
+func (t *Trainer) GlobalBatch() int { return t.batch * max(t.cfg.Workers, 1) }
+
 // StartIter is the iteration the trainer starts from: that of the
 // snapshot it resumed, else 0.
 func (t *Trainer) StartIter() int { return t.start }

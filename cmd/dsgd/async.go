@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"dsgd/center"
 	"dsgd/ps"
 	"dsgd/redisstore"
@@ -107,7 +109,7 @@ func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token
 // serveCenter runs the parameter server of an asynchronous scheme: the
 // center made from the model's initial weights, served until every worker
 // has finished or ctx ends.
-func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, token string, stdout io.Writer) error {
+func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, token string, stdout io.Writer, reg *prometheus.Registry) error {
 	lo, hi := 0, len(tr.Net().Params())
 	if *f.center.shard != "" {
 		var i, k int
@@ -123,6 +125,9 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 	}
 	if local == nil {
 		return fmt.Errorf("scheme %s has no center to serve", *f.scheme)
+	}
+	if reg != nil {
+		registerCenter(reg, local.Stats)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

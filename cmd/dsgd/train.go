@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"dsgd/center"
 	"dsgd/collective"
 	"dsgd/scheme"
@@ -32,6 +34,7 @@ type trainFlags struct {
 	bucketKiB                         *int
 	commTimeout                       *time.Duration
 	timeline                          *string
+	metricsListen                     *string
 
 	// the asynchronous and elastic schemes
 	interval, staleness, variant, groups *int
@@ -65,6 +68,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.bucketKiB = fs.Int("bucket", 1024, "overlap: gather this many KiB of consecutive layers' gradients before each allreduce (0: every parameter blob on its own)")
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling)")
 	f.metrics = fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
+	f.metricsListen = fs.String("metrics-listen", "", metricsListenUsage)
 	f.timeline = fs.String("timeline", "", "write a Chrome trace of every rank's work (per-layer forward and backward, communication, updates, waits) to `FILE`, for Perfetto or chrome://tracing (a worker process of rank N > 0 writes FILE.rankN)")
 	f.lrScale = fs.String("lr-scale", "none", "learning rate scaling: none, linear (base_lr x workers, for the global batch of the synchronous schemes, FireCaffe 7.2), or inverse (base_lr / workers, for async, ssp and hogwild, where every worker's steps land in the same weights)")
 	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations")
@@ -382,9 +386,24 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	var prom *promRun
+	if *f.metricsListen != "" && (g == nil || g.serve || rank == 0) {
+		prom = newPromRun()
+		mctx, stop := context.WithCancel(ctx)
+		defer stop()
+		addr, err := serveMetrics(mctx, *f.metricsListen, prom.reg, stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "dsgd: metrics on http://%s/metrics\n", addr)
+	}
 	switch {
 	case g != nil && g.serve:
-		return serveCenter(ctx, f, tr, g.listen, g.token, stdout)
+		var reg *prometheus.Registry
+		if prom != nil {
+			reg = prom.reg
+		}
+		return serveCenter(ctx, f, tr, g.listen, g.token, stdout, reg)
 	case g != nil && tr.CenterOnly():
 		c, closer, err := dialCenter(ctx, f, tr, g.token, cfg.Workers, *f.commTimeout)
 		if err != nil {
@@ -413,6 +432,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 		defer ep.Close()
 		cfg.Group.Endpoint = ep
+	}
+	if prom != nil {
+		tr.SetOnIter(prom.onIter(tr.GlobalBatch(), cfg.OnIter))
 	}
 	out := cfg.Out
 	j.printHeader(out, tr.Net(), m.threads, cfg.MaxIter)
