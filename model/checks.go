@@ -102,3 +102,7 @@ func checkWindows(nd *node) error {
 	}
 	return nil
 }
+
+// Bytes estimates the memory the net holds: its blobs' data and diffs,
+// and its parameters with their gradients and a solver's history.
+func (n *Net) Bytes() float64 { return n.bytes }

@@ -105,6 +105,9 @@ type Net struct {
 	layerHook func(layer string, backward bool, start time.Time, dur time.Duration)
 	// blocks per (layer name, param index), for ShareWith.
 	byLayer map[string][]int
+	// bytes estimates the net's memory: its blobs (data and diff), and
+	// its parameters with their gradients and a solver's history.
+	bytes float64
 }
 
 // Build builds a net for spec with the given input shapes (one per
@@ -220,6 +223,7 @@ func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (
 		}
 		n.nodes = append(n.nodes, nd)
 	}
+	n.bytes = bytes
 	*at = fmt.Sprintf("net %q: the parameter buffers", spec.Name)
 	if err := n.layoutParams(opt); err != nil {
 		return nil, err

@@ -491,6 +491,14 @@ func (t *Trainer) buildRanks() error {
 	if local[0] != 0 {
 		t.test = nil // only rank 0 tests
 	}
+	// Every local rank builds a net of its own: refuse now, with the
+	// figure, when they will not fit together.
+	if lim := tensor.MemoryLimit(); lim > 0 && len(local) > 1 {
+		if need := float64(len(local)) * t.net.Bytes(); need > float64(lim) {
+			return fmt.Errorf("train: %d ranks in this process need %s (%s each), more than the %s this machine has; use fewer workers, a smaller batch, or --transport tcp across machines",
+				len(local), tensor.HumanBytes(need), tensor.HumanBytes(t.net.Bytes()), tensor.HumanBytes(float64(lim)))
+		}
+	}
 	for i, r := range local {
 		net, sv := t.net, t.solver
 		if i > 0 || threads != cfg.Threads {

@@ -56,6 +56,7 @@ type job struct {
 	loaders                 []*data.Loader
 	sets                    map[string]*data.Dataset
 	dataDesc                []string
+	bufferBytes             float64 // the loaders' batch buffers so far
 }
 
 // load parses the net and solver the flags name.
@@ -207,8 +208,9 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		// fatal out-of-memory.
 		if lim := tensor.MemoryLimit(); lim > 0 && batch > 0 {
 			need := float64(batch) * float64(ds.ImageSize()+1) * 4 * float64(data.DefaultPrefetch+2)
-			if need > float64(lim) {
-				return nil, nil, fmt.Errorf("%s: data layer %q: batch_size %d of %dx%dx%d images needs %s of batch buffers, more than the %s this machine has", dl.Pos, dl.Name, batch, ds.C, ds.H, ds.W, tensor.HumanBytes(need), tensor.HumanBytes(float64(lim)))
+			j.bufferBytes += need
+			if j.bufferBytes > float64(lim) {
+				return nil, nil, fmt.Errorf("%s: data layer %q: batch_size %d of %dx%dx%d images needs %s of batch buffers per loader (%s for all %d so far), more than the %s this machine has", dl.Pos, dl.Name, batch, ds.C, ds.H, ds.W, tensor.HumanBytes(need), tensor.HumanBytes(j.bufferBytes), len(j.loaders)+1, tensor.HumanBytes(float64(lim)))
 			}
 		}
 		l, err := data.NewLoader(ds, data.LoaderConfig{

@@ -59,7 +59,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// A net too large for this machine is refused with the figure, not
 	// killed by a fatal out-of-memory.
-	tensor.SetMemoryLimit(machineMemory())
+	tensor.SetMemoryLimit(machineMemory(stderr))
 	helpOut = stdout
 	if len(args) == 0 {
 		usage(stderr)

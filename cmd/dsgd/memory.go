@@ -1,14 +1,25 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 )
 
-// machineMemory is MemTotal in /proc/meminfo, in bytes; 0 where that file
-// cannot be read (no limit then).
-func machineMemory() int64 {
+// machineMemory is the memory dsgd may plan for, in bytes: DSGD_MEMORY
+// when set (a size such as 8GiB, for a machine shared with other jobs),
+// else MemTotal in /proc/meminfo; 0 where neither is known (no limit
+// then).
+func machineMemory(stderr io.Writer) int64 {
+	if s := os.Getenv("DSGD_MEMORY"); s != "" {
+		v, err := parseByteSize(s)
+		if err == nil && v > 0 {
+			return v
+		}
+		fmt.Fprintf(stderr, "dsgd: DSGD_MEMORY=%q is not a size such as 8GiB; using the machine's\n", s)
+	}
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0

@@ -110,3 +110,19 @@ func TestBadModelMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestRanksMustFitTogether: in-process ranks each build a net; when they
+// would not fit in memory together the run is refused with the figure.
+func TestRanksMustFitTogether(t *testing.T) {
+	dir := t.TempDir()
+	// With 2000 hidden units the tiny net's parameters take about 2.7 MB
+	// a rank (weights, gradients, solver history): 8 MiB fits one rank
+	// and every data loader, not eight ranks.
+	write(t, dir, "net.prototxt", strings.Replace(tinyNet, "num_output: 16 ", "num_output: 2000 ", 1))
+	write(t, dir, "solver.prototxt", tinySolver)
+	t.Setenv("DSGD_MEMORY", "8MiB")
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "8", "--iters", "2", "--data", "synthetic:N=256,C=1,H=8,W=8,classes=4")
+	if code != 1 || !strings.Contains(errs, "8 ranks in this process need") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
