@@ -1210,7 +1210,7 @@ func insane(net *model.Net) string {
 	for _, b := range net.Blocks() {
 		for i, v := range p[b.Off : b.Off+b.Len()] {
 			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > MaxSnapshotWeight {
-				return fmt.Sprintf("weight %s[%d] is %g (beyond %g)", b.Name, i, v, MaxSnapshotWeight)
+				return fmt.Sprintf("layer %q: weight %s[%d] is %g (beyond %g)", b.Layer, b.Name, i, v, MaxSnapshotWeight)
 			}
 		}
 	}
