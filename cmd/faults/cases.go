@@ -57,6 +57,8 @@ func cases() []faultCase {
 		{"sighup-inproc", "SIGHUP: snapshot, exit 129", 60 * time.Second, ctrlC(syscall.SIGHUP, 129)},
 		{"ctrl-c-tcp", "SIGINT to a --transport tcp job: ranks stopped, not killed; snapshot; exit 130", 60 * time.Second, ctrlC(syscall.SIGINT, 130, "--transport", "tcp", "--workers", "2")},
 		{"ctrl-c-tcp-async", "SIGINT to an async tcp job: snapshot; exit 130", 60 * time.Second, ctrlC(syscall.SIGINT, 130, "--transport", "tcp", "--workers", "2", "--scheme", "async")},
+		{"async-worker-dies", "an async tcp worker SIGKILLed: the others finish all their iterations", 60 * time.Second, asyncWorkerDies},
+		{"sync-rank-dies", "a sync tcp rank SIGKILLed: rank 0 stops at once with a snapshot", 60 * time.Second, syncRankDies},
 		{"second-signal", "a second SIGINT exits at once", 60 * time.Second, secondSignal},
 		{"resume-restores-run", "--resume alone continues the snapshot's scheme, workers, iterations", 90 * time.Second, resumeRestores},
 		{"exploding-weights", "exp lr_policy gamma 1.5: no snapshot of |w| > 1e8, non-zero exit", 60 * time.Second, exploding},
@@ -427,4 +429,69 @@ func logPlain(h *harness, dir string) string {
 		return "terminal escapes in the log"
 	}
 	return ""
+}
+
+// rankPid finds the launcher's child running rank r ("worker --rank r").
+func rankPid(launcher, r int) int {
+	for _, k := range children(launcher) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", k))
+		if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), fmt.Sprintf("worker --rank %d ", r)) {
+			return k
+		}
+	}
+	return 0
+}
+
+func asyncWorkerDies(h *harness, dir string) string {
+	// Every worker takes 10 ms more an iteration: some 12 s for 1200,
+	// past the 10 s after which the launcher used to stop the others.
+	p := h.start(dir, nil, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "1200", "--test-interval", "0", "--display", "100",
+		"--transport", "tcp", "--workers", "3", "--scheme", "async", "--straggle", "p=1:10ms")
+	defer p.stop()
+	if !p.waitFor("  loss ", 40*time.Second) {
+		return "no progress: " + lastLines(p.out.String())
+	}
+	pid := rankPid(p.cmd.Process.Pid, 2)
+	if pid == 0 {
+		return "rank 2 not found"
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	code := p.wait(50 * time.Second)
+	out := p.out.String()
+	switch {
+	case code == -1:
+		return "still running"
+	case !strings.Contains(out, "done: 1200 iterations"):
+		return fmt.Sprintf("rank 0 did not finish (exit %d): %s", code, lastLines(out))
+	case !strings.Contains(out, "rank 2:"):
+		return "the dead rank is not reported"
+	}
+	return crashed(out)
+}
+
+func syncRankDies(h *harness, dir string) string {
+	p := h.start(dir, nil, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "1000000", "--test-interval", "0",
+		"--transport", "tcp", "--workers", "2", "--scheme", "sync-ring")
+	defer p.stop()
+	if !p.waitFor("  loss ", 40*time.Second) {
+		return "no progress: " + lastLines(p.out.String())
+	}
+	pid := rankPid(p.cmd.Process.Pid, 1)
+	if pid == 0 {
+		return "rank 1 not found"
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t0 := time.Now()
+	code := p.wait(30 * time.Second)
+	out := p.out.String()
+	snaps, _ := filepath.Glob(filepath.Join(dir, "out", "tiny_iter_*.dsgdsnap"))
+	switch {
+	case code == -1 || code == 0:
+		return fmt.Sprintf("exit %d", code)
+	case time.Since(t0) > 15*time.Second:
+		return fmt.Sprintf("took %v to stop", time.Since(t0).Round(time.Second))
+	case len(snaps) == 0 || !strings.Contains(out, "--resume"):
+		return "no snapshot of the last iteration: " + lastLines(out)
+	}
+	return crashed(out)
 }
