@@ -55,7 +55,13 @@ func graceFromEnv(stderr io.Writer) time.Duration {
 func (in *interrupter) watch(grace time.Duration, stderr io.Writer, exit func(int)) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), interrupterKey{}, in))
 	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, stopSignals...)
+	// A signal the process was started with ignored stays ignored: under
+	// nohup, a closed terminal's SIGHUP must not stop the run.
+	for _, s := range stopSignals {
+		if !signal.Ignored(s) {
+			signal.Notify(ch, s)
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		var timer <-chan time.Time

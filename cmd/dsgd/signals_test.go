@@ -141,3 +141,45 @@ func TestCtrlCSnapshots(t *testing.T) {
 		})
 	}
 }
+
+// TestNohupKeepsSIGHUPIgnored: started with SIGHUP ignored (nohup), a run
+// is not stopped by it.
+func TestNohupKeepsSIGHUPIgnored(t *testing.T) {
+	if _, err := exec.LookPath("nohup"); err != nil {
+		t.Skip("no nohup")
+	}
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("nohup", exe, "train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "1", "--iters", "1000000", "--test-interval", "0")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "DSGD_CHILD=1")
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	defer func() { cmd.Process.Kill(); <-done }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "  loss ") {
+		select {
+		case <-done:
+			t.Fatalf("exited before the signal:\n%s", out)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress in 60s:\n%s", out)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case <-done:
+		t.Fatalf("SIGHUP under nohup stopped the run:\n%s", out)
+	case <-time.After(500 * time.Millisecond):
+	}
+}
