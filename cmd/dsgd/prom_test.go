@@ -76,7 +76,10 @@ func TestMetricsListen(t *testing.T) {
 	// The server stops once its worker is done: scrape while it trains.
 	pulls := 0.0
 	for text := scrape(ps); ; {
-		pulls = max(pulls, value(text, "dsgd_center_pulls_total"))
+		// The center's counters appear once the server has built it.
+		if strings.Contains(text, "\ndsgd_center_pulls_total ") {
+			pulls = max(pulls, value(text, "dsgd_center_pulls_total"))
+		}
 		if pulls > 0 || !w.running() {
 			break
 		}
