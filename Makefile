@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make train` and `make test`.
 GO ?= go
 
-.PHONY: train test build bench-engine setup torch-layers caffe-nets proto caffe-crosscheck
+.PHONY: train test build bench-engine setup torch-layers caffe-nets proto caffe-crosscheck faults
 
 setup:
 	@./scripts/setup.sh
@@ -20,7 +20,15 @@ test:
 	$(GO) vet ./...
 	$(GO) test ./...
 	$(GO) test -tags purego ./tensor/... ./nn/... ./model/... ./cpuinfo/... ./data/... ./caffemodel/...
-	$(GO) test -race ./data/... ./train/... ./node/... ./collective/... ./transport/... ./center/... ./rpc/... ./ps/... ./smb/... ./redisstore/... ./timeline/... ./calib/... ./cmd/...
+	$(GO) test -race ./data/... ./train/... ./node/... ./collective/... ./transport/... ./center/... ./rpc/... ./ps/... ./smb/... ./redisstore/... ./timeline/... ./calib/... ./cmd/... ./netguard/...
+	$(GO) build -o dsgd ./cmd/dsgd
+	$(GO) run ./cmd/faults -dsgd ./dsgd
+
+# The fault matrix: what a client, a bad file or Ctrl-C can do to dsgd, on
+# loopback, each case bounded in time; a table of case, expectation and
+# outcome (about 30 s).
+faults: build
+	$(GO) run ./cmd/faults -dsgd ./dsgd
 
 # Our per-iteration time against PyTorch's on the same nets (LeNet,
 # cifar10_quick, CaffeNet, GoogLeNet), same batch and threads (1 and 2),

@@ -18,11 +18,14 @@ import (
 )
 
 const (
-	magic   = "DSGDSNAP"
-	version = 1
+	magic = "DSGDSNAP"
+	// version is the format written; every version from 1 is read.
+	version = 2
 	// maxState bounds the solver state a file may claim, so a corrupt
 	// header cannot make Read allocate without limit.
 	maxState = 1 << 34
+	// MaxRun bounds the run configuration a snapshot may carry.
+	MaxRun = 1 << 20
 )
 
 // Block names one parameter blob for the layout hash.
@@ -55,12 +58,38 @@ type State struct {
 	Params []float32
 	// Solver is the solver state as its WriteState produced it.
 	Solver []byte
+	// Run is the configuration of the run that wrote the snapshot, opaque
+	// to this package (dsgd writes its flags as JSON), at most MaxRun
+	// bytes; empty in a version 1 file.
+	Run []byte
+}
+
+// tempPattern is the pattern of Write's temporary files for path.
+func tempPattern(path string) string { return "." + filepath.Base(path) + ".tmp*" }
+
+// CleanTemps removes the temporary files that writes of snapshots
+// matching the glob pattern (a path such as "out/lenet_iter_*.dsgdsnap")
+// left behind when killed mid-write, and returns their names. A run
+// calls it before it starts writing its own.
+func CleanTemps(pattern string) ([]string, error) {
+	stale, err := filepath.Glob(filepath.Join(filepath.Dir(pattern), tempPattern(pattern)))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var removed []string
+	for _, p := range stale {
+		if err := os.Remove(p); err != nil {
+			return removed, fmt.Errorf("checkpoint: removing the stale %s: %w", p, err)
+		}
+		removed = append(removed, p)
+	}
+	return removed, nil
 }
 
 // Write atomically writes st to path (see the package comment).
 func Write(path string, st State) (err error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	f, err := os.CreateTemp(dir, tempPattern(path))
 	if err != nil {
 		return fmt.Errorf("checkpoint: cannot write snapshot %s: %w", path, err)
 	}
@@ -71,7 +100,11 @@ func Write(path string, st State) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(Encode(st)); err != nil {
+	b, err := encodeChecked(st)
+	if err != nil {
+		return err
+	}
+	if _, err = f.Write(b); err != nil {
 		return fmt.Errorf("checkpoint: writing %s: %w", tmp, err)
 	}
 	if err = f.Sync(); err != nil {
@@ -87,6 +120,9 @@ func Write(path string, st State) (err error) {
 }
 
 func encode(w io.Writer, st State) error {
+	if len(st.Run) > MaxRun {
+		return fmt.Errorf("checkpoint: run configuration of %d bytes, limit %d", len(st.Run), MaxRun)
+	}
 	var hdr [40]byte
 	copy(hdr[0:8], magic)
 	binary.LittleEndian.PutUint32(hdr[8:], version)
@@ -104,7 +140,14 @@ func encode(w io.Writer, st State) error {
 	if _, err := w.Write(m[:]); err != nil {
 		return err
 	}
-	_, err := w.Write(st.Solver)
+	if _, err := w.Write(st.Solver); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(m[:], uint64(len(st.Run)))
+	if _, err := w.Write(m[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(st.Run)
 	return err
 }
 
@@ -153,8 +196,9 @@ func Decode(r io.Reader, size int64) (State, error) {
 	if string(hdr[0:8]) != magic {
 		return State{}, errors.New("not a dsgd snapshot: bad magic")
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != version {
-		return State{}, fmt.Errorf("snapshot format version %d; this dsgd reads version %d", v, version)
+	v := binary.LittleEndian.Uint32(hdr[8:])
+	if v < 1 || v > version {
+		return State{}, fmt.Errorf("snapshot format version %d; this dsgd reads versions 1 to %d", v, version)
 	}
 	st := State{Iter: int(binary.LittleEndian.Uint64(hdr[16:])), Layout: binary.LittleEndian.Uint64(hdr[24:])}
 	n := binary.LittleEndian.Uint64(hdr[32:])
@@ -181,6 +225,19 @@ func Decode(r io.Reader, size int64) (State, error) {
 	if _, err := io.ReadFull(tr, st.Solver); err != nil {
 		return State{}, fmt.Errorf("truncated in the solver state: %w", err)
 	}
+	if v >= 2 {
+		if _, err := io.ReadFull(tr, mb[:]); err != nil {
+			return State{}, fmt.Errorf("truncated before the run configuration: %w", err)
+		}
+		k := binary.LittleEndian.Uint64(mb[:])
+		if k > MaxRun || k > uint64(size) {
+			return State{}, fmt.Errorf("corrupt header: run configuration of %d bytes in a %d-byte file", k, size)
+		}
+		st.Run = make([]byte, k)
+		if _, err := io.ReadFull(tr, st.Run); err != nil {
+			return State{}, fmt.Errorf("truncated in the run configuration: %w", err)
+		}
+	}
 	want := crc.Sum32()
 	var cb [4]byte
 	if _, err := io.ReadFull(r, cb[:]); err != nil {
@@ -197,11 +254,78 @@ func Decode(r io.Reader, size int64) (State, error) {
 }
 
 // Encode returns st in the snapshot format, checksum included (for tests
-// and for sending a snapshot over a stream).
+// and for sending a snapshot over a stream). A Run longer than MaxRun is
+// dropped.
 func Encode(st State) []byte {
+	if len(st.Run) > MaxRun {
+		st.Run = nil
+	}
+	b, _ := encodeChecked(st) // bytes.Buffer writes do not fail
+	return b
+}
+
+func encodeChecked(st State) ([]byte, error) {
 	var buf bytes.Buffer
 	crc := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	_ = encode(io.MultiWriter(&buf, crc), st) // bytes.Buffer writes do not fail
+	if err := encode(io.MultiWriter(&buf, crc), st); err != nil {
+		return nil, err
+	}
 	_ = binary.Write(&buf, binary.LittleEndian, crc.Sum32())
-	return buf.Bytes()
+	return buf.Bytes(), nil
+}
+
+// ReadRun returns the run configuration recorded in the snapshot at path
+// without reading its weights (nil for a version 1 file). It checks the
+// lengths, not the checksum: Read does that when the weights are loaded.
+func ReadRun(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	size := uint64(fi.Size())
+	fail := func(format string, args ...any) ([]byte, error) {
+		return nil, fmt.Errorf("checkpoint: %s: "+format, append([]any{path}, args...)...)
+	}
+	var hdr [40]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil || string(hdr[0:8]) != magic {
+		return fail("not a dsgd snapshot")
+	}
+	v := binary.LittleEndian.Uint32(hdr[8:])
+	if v < 1 || v > version {
+		return fail("snapshot format version %d; this dsgd reads versions 1 to %d", v, version)
+	}
+	if v < 2 {
+		return nil, nil
+	}
+	n := binary.LittleEndian.Uint64(hdr[32:])
+	if n > size/4 {
+		return fail("corrupt header: %d parameters do not fit in %d bytes", n, size)
+	}
+	var lb [8]byte
+	off := int64(40 + 4*n)
+	if _, err := f.ReadAt(lb[:], off); err != nil {
+		return fail("truncated before the solver state")
+	}
+	m := binary.LittleEndian.Uint64(lb[:])
+	if m > size {
+		return fail("corrupt header: solver state of %d bytes in a %d-byte file", m, size)
+	}
+	off += 8 + int64(m)
+	if _, err := f.ReadAt(lb[:], off); err != nil {
+		return fail("truncated before the run configuration")
+	}
+	k := binary.LittleEndian.Uint64(lb[:])
+	if k > MaxRun || k > size {
+		return fail("corrupt header: run configuration of %d bytes in a %d-byte file", k, size)
+	}
+	run := make([]byte, k)
+	if _, err := f.ReadAt(run, off+8); err != nil {
+		return fail("truncated in the run configuration")
+	}
+	return run, nil
 }

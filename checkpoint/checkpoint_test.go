@@ -2,6 +2,9 @@ package checkpoint
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,12 +116,116 @@ func TestFailedWriteLeavesNoTemp(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
+	withRun := sample()
+	withRun.Run = []byte(`{"version":1}`)
 	f.Add(Encode(sample()))
+	f.Add(Encode(withRun))
+	f.Add(v1Encode(sample()))
 	f.Add([]byte("DSGDSNAP"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st, err := Decode(bytes.NewReader(b), int64(len(b)))
-		if err == nil && !bytes.Equal(Encode(st), b) {
+		if err != nil {
+			return
+		}
+		// A current-version file re-encodes to itself; an older one to
+		// the current version of the same state.
+		if binary.LittleEndian.Uint32(b[8:]) == version && !bytes.Equal(Encode(st), b) {
 			t.Fatal("decoded snapshot does not re-encode to the same bytes")
 		}
+		again, err := Decode(bytes.NewReader(Encode(st)), int64(len(Encode(st))))
+		if err != nil || again.Iter != st.Iter || !bytes.Equal(again.Run, st.Run) || len(again.Params) != len(st.Params) {
+			t.Fatalf("re-encoded snapshot decodes to %+v, %v", again, err)
+		}
+		// ReadRun reads the same configuration without the weights.
+		path := filepath.Join(t.TempDir(), "s")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run, err := ReadRun(path)
+		if err != nil || !bytes.Equal(run, st.Run) {
+			t.Fatalf("ReadRun: %q, %v; Decode: %q", run, err, st.Run)
+		}
 	})
+}
+
+// TestCleanTemps: the leftovers of killed writes of this run's snapshots
+// are removed; snapshots and other files are not.
+func TestCleanTemps(t *testing.T) {
+	dir := t.TempDir()
+	names := map[string]bool{ // name -> removed
+		".net_iter_100.dsgdsnap.tmp123": true,
+		".net_iter_7.dsgdsnap.tmp9":     true,
+		"net_iter_100.dsgdsnap":         false,
+		".other_iter_1.dsgdsnap.tmp1":   false,
+		"notes.txt":                     false,
+	}
+	for n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := CleanTemps(filepath.Join(dir, "net_iter_*.dsgdsnap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 2 {
+		t.Errorf("removed %v, want the two temporaries", removed)
+	}
+	for n, gone := range names {
+		_, err := os.Stat(filepath.Join(dir, n))
+		if gone != os.IsNotExist(err) {
+			t.Errorf("%s: removed %v, want %v", n, os.IsNotExist(err), gone)
+		}
+	}
+}
+
+// TestRunConfig: the run configuration round-trips, ReadRun reads it
+// alone, and a version 1 file (no configuration) still reads.
+func TestRunConfig(t *testing.T) {
+	dir := t.TempDir()
+	st := sample()
+	st.Run = []byte(`{"scheme":"easgd","workers":"4"}`)
+	path := filepath.Join(dir, "v2.dsgdsnap")
+	if err := Write(path, st); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(path)
+	if err != nil || string(got.Run) != string(st.Run) {
+		t.Fatalf("Read: run %q, %v", got.Run, err)
+	}
+	run, err := ReadRun(path)
+	if err != nil || string(run) != string(st.Run) {
+		t.Fatalf("ReadRun: %q, %v", run, err)
+	}
+
+	// A version 1 file, as dsgd wrote it before: no configuration.
+	v1 := v1Encode(sample())
+	p1 := filepath.Join(dir, "v1.dsgdsnap")
+	if err := os.WriteFile(p1, v1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err = Read(p1)
+	if err != nil || got.Iter != 1234 || len(got.Params) != 4 || got.Run != nil {
+		t.Fatalf("version 1: %+v, %v", got, err)
+	}
+	if run, err := ReadRun(p1); err != nil || run != nil {
+		t.Fatalf("ReadRun of version 1: %q, %v", run, err)
+	}
+}
+
+// v1Encode writes st in format version 1, independently of encode.
+func v1Encode(st State) []byte {
+	var b []byte
+	b = append(b, magic...)
+	b = binary.LittleEndian.AppendUint32(b, 1)
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, uint64(st.Iter))
+	b = binary.LittleEndian.AppendUint64(b, st.Layout)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(st.Params)))
+	for _, v := range st.Params {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(st.Solver)))
+	b = append(b, st.Solver...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
 }

@@ -43,3 +43,16 @@ func TestProgressPlainAndTTY(t *testing.T) {
 		t.Fatalf("tty output: %q", got)
 	}
 }
+
+// TestProgressETAAfterResume: the ETA of a resumed run counts only the
+// iterations done since the resume.
+func TestProgressETAAfterResume(t *testing.T) {
+	var out bytes.Buffer
+	p := NewProgress(&out, 100, false)
+	p.From(90)
+	p.start = time.Now().Add(-10 * time.Second)
+	p.Line(Status{Iter: 95})
+	if got := out.String(); !strings.Contains(got, "ETA 10s") {
+		t.Fatalf("5 iterations in 10 s, 5 to go: %q, want ETA 10s", got)
+	}
+}

@@ -15,6 +15,7 @@ type Progress struct {
 	w     io.Writer
 	tty   bool
 	total int
+	from  int // the iteration the run started from (non-zero after a resume)
 	start time.Time
 	live  bool // a bar is on screen and must be cleared before other output
 }
@@ -24,6 +25,10 @@ type Progress struct {
 func NewProgress(w io.Writer, total int, tty bool) *Progress {
 	return &Progress{w: w, total: total, tty: tty, start: time.Now()}
 }
+
+// From tells p that the run started at iteration iter (a resumed run),
+// so that the ETA divides the time spent by the iterations done since.
+func (p *Progress) From(iter int) { p.from = iter }
 
 // Status is what one progress line shows.
 type Status struct {
@@ -37,8 +42,8 @@ type Status struct {
 func (p *Progress) Line(s Status) {
 	elapsed := time.Since(p.start)
 	eta := "?"
-	if s.Iter > 0 {
-		rest := time.Duration(float64(elapsed) / float64(s.Iter) * float64(p.total-s.Iter))
+	if done := s.Iter - p.from; done > 0 {
+		rest := time.Duration(float64(elapsed) / float64(done) * float64(p.total-s.Iter))
 		eta = rest.Round(time.Second).String()
 	}
 	text := fmt.Sprintf("iter %*d/%d  loss %.4f  lr %.5g  %.0f img/s  ETA %s", digits(p.total), s.Iter, p.total, s.Loss, s.LR, s.ImagesSec, eta)

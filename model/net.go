@@ -105,11 +105,31 @@ type Net struct {
 	layerHook func(layer string, backward bool, start time.Time, dur time.Duration)
 	// blocks per (layer name, param index), for ShareWith.
 	byLayer map[string][]int
+	// bytes estimates the net's memory: its blobs (data and diff), and
+	// its parameters with their gradients and a solver's history.
+	bytes float64
 }
 
 // Build builds a net for spec with the given input shapes (one per
 // spec.Inputs name). Errors name the layer and its position in the source.
-func Build(spec Spec, inputs map[string]tensor.Shape, opt Options) (*Net, error) {
+// A blob whose size overflows, or that with the blobs before it exceeds
+// tensor.MemoryLimit, is an error giving the figure, not a crash.
+func Build(spec Spec, inputs map[string]tensor.Shape, opt Options) (n *Net, err error) {
+	where := fmt.Sprintf("net %q", spec.Name)
+	defer func() {
+		if p := recover(); p != nil {
+			se, ok := p.(*tensor.SizeError)
+			if !ok {
+				panic(p)
+			}
+			n, err = nil, fmt.Errorf("model: %s: %w", where, se)
+		}
+	}()
+	return build(spec, inputs, opt, &where)
+}
+
+func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (*Net, error) {
+	var bytes float64 // the storage of the blobs so far, data and diff
 	n := &Net{
 		name:    spec.Name,
 		phase:   opt.Phase,
@@ -135,6 +155,7 @@ func Build(spec Spec, inputs map[string]tensor.Shape, opt Options) (*Net, error)
 	names := map[string]string{} // layer name -> where it was first defined
 	for i, ls := range spec.Layers {
 		where := layerWhere(ls)
+		*at = where
 		if first, dup := names[ls.Name]; dup {
 			// Blocks, ShareWith and diagnostics find layers by name.
 			return nil, fmt.Errorf("model: %s: a layer of that name is already defined: %s", where, first)
@@ -179,11 +200,31 @@ func Build(spec Spec, inputs map[string]tensor.Shape, opt Options) (*Net, error)
 		if err := l.Reshape(nd.bottom, nd.top); err != nil {
 			return nil, fmt.Errorf("model: %s: %w", where, err)
 		}
+		if err := checkWindows(nd); err != nil {
+			return nil, fmt.Errorf("model: %s: %w", where, err)
+		}
+		for j, t := range nd.top {
+			if j >= len(ls.Top) || !contains(ls.Bottom, ls.Top[j]) {
+				bytes += 8 * float64(t.Count())
+			}
+		}
+		for _, p := range l.Params() {
+			if p.Blob != nil {
+				// Data and diff, the flat parameter and gradient
+				// buffers, and the solver's history.
+				bytes += 20 * float64(p.Blob.Count())
+			}
+		}
+		if lim := tensor.MemoryLimit(); lim > 0 && bytes > float64(lim) {
+			return nil, fmt.Errorf("model: %s: the net needs at least %s for its blobs and parameters up to this layer, more than the %s this machine has", where, tensor.HumanBytes(bytes), tensor.HumanBytes(float64(lim)))
+		}
 		if err := nd.setLossWeights(); err != nil {
 			return nil, fmt.Errorf("model: %s: %w", where, err)
 		}
 		n.nodes = append(n.nodes, nd)
 	}
+	n.bytes = bytes
+	*at = fmt.Sprintf("net %q: the parameter buffers", spec.Name)
 	if err := n.layoutParams(opt); err != nil {
 		return nil, err
 	}

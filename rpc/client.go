@@ -67,7 +67,7 @@ func clientHello(c net.Conn, cfg Config, deadline time.Time) error {
 	if err := writeControl(c, wire.Hello{Version: Version, Token: cfg.Token}, 0, deadline); err != nil {
 		return fmt.Errorf("hello: %w", err)
 	}
-	m, err := readControl(c, 0, deadline)
+	m, err := readControl(c, 0, deadline, maxControl)
 	if err != nil {
 		return fmt.Errorf("hello: %w", err)
 	}

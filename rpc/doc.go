@@ -11,6 +11,11 @@
 // Reject. Every read and write has a deadline (Config.Timeout), every
 // frame a size bound (Config.MaxFrame). A frame that is malformed or too
 // large closes that one connection; the server goes on serving the others.
+// The hello itself is bounded tighter (wire.MaxHello, within
+// netguard.HelloTimeout), at most Config.MaxPending connections wait to
+// say it, an accept error (out of file descriptors) pauses the accept
+// loop instead of ending it, and a server beyond loopback demands a token
+// (package netguard).
 // While a handler runs longer than a third of the Timeout the server sends
 // keep-alive frames, so a client can tell a slow operation (an SSP wait)
 // from a server that stopped answering.

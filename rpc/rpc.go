@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"dsgd/netguard"
 	"dsgd/wire"
 )
 
@@ -53,6 +54,10 @@ type Config struct {
 	// two requests before the server closes it (a worker calls its center
 	// at least once an iteration). Zero means 10 × Timeout.
 	IdleTimeout time.Duration
+	// MaxPending, on a server, is how many accepted connections may wait
+	// to authenticate at once; past it the oldest is closed. Zero means
+	// netguard.DefaultPending.
+	MaxPending int
 	// ErrorLog, when set on a server, receives every error that closed a
 	// connection (each names the peer's address). It is called from the
 	// connection goroutines, concurrently. Nil discards them.
@@ -75,8 +80,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxFrame < fixedSize {
 		return c, fmt.Errorf("rpc: max frame %d bytes is below the %d-byte message minimum", c.MaxFrame, fixedSize)
 	}
-	if len(c.Token) > wire.MaxString {
-		return c, fmt.Errorf("rpc: token of %d bytes, limit %d", len(c.Token), wire.MaxString)
+	if len(c.Token) > wire.MaxToken {
+		return c, fmt.Errorf("rpc: token of %d bytes, limit %d", len(c.Token), wire.MaxToken)
+	}
+	if c.MaxPending < 0 {
+		return c, fmt.Errorf("rpc: negative MaxPending %d", c.MaxPending)
+	}
+	if c.MaxPending == 0 {
+		c.MaxPending = netguard.DefaultPending
 	}
 	return c, nil
 }
@@ -366,17 +377,18 @@ func writeControl(c net.Conn, m wire.Control, seq uint64, deadline time.Time) er
 	return err
 }
 
-// maxControl bounds a hello's frame.
+// maxControl bounds the frame of a server's answer to the hello.
 const maxControl = 4 * wire.MaxString
 
-// readControl reads one control frame with sequence number seq.
-func readControl(c net.Conn, seq uint64, deadline time.Time) (wire.Control, error) {
+// readControl reads one control frame with sequence number seq and a
+// payload of at most limit bytes.
+func readControl(c net.Conn, seq uint64, deadline time.Time, limit uint64) (wire.Control, error) {
 	c.SetReadDeadline(deadline)
 	var hdr [wire.HeaderSize]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil {
 		return nil, err
 	}
-	h, err := wire.ParseHeader(hdr[:], maxControl)
+	h, err := wire.ParseHeader(hdr[:], limit)
 	if err != nil {
 		return nil, err
 	}

@@ -333,7 +333,7 @@ func TestServerNeverAnswers(t *testing.T) {
 		}
 		defer c.Close()
 		d := time.Now().Add(5 * time.Second)
-		if _, err := readControl(c, 0, d); err != nil {
+		if _, err := readControl(c, 0, d, maxControl); err != nil {
 			return
 		}
 		writeControl(c, wire.Welcome{}, 0, d)

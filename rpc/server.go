@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"dsgd/netguard"
 	"dsgd/wire"
 )
 
@@ -51,6 +52,9 @@ func Listen(addr string, cfg Config, h Handler) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Token == "" && !netguard.IsLoopback(addr) {
+		return nil, fmt.Errorf("rpc: listening on %s, beyond loopback, needs a token (--token or DSGD_TOKEN): without one any host could connect", addr)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("rpc: listen: %w", err)
@@ -78,7 +82,10 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Serve accepts and serves connections until ctx is done or Close is
 // called, then closes every connection, waits for their goroutines and
-// returns nil. It returns an error if accepting fails otherwise.
+// returns nil. An accept error (out of file descriptors) is logged and
+// retried after a back-off, never the end of the server; at most
+// Config.MaxPending connections wait to say their hello at once (the
+// oldest is closed to make room), each for at most netguard.HelloTimeout.
 func (s *Server) Serve(ctx context.Context) error {
 	// Handlers see a context that ends with the server, so that one
 	// blocked in a wait lets Serve return.
@@ -87,9 +94,15 @@ func (s *Server) Serve(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
 	var err error
+	pending := netguard.NewPending(s.cfg.MaxPending)
+	logAccept := func(err error) {
+		if s.cfg.ErrorLog != nil {
+			s.cfg.ErrorLog(fmt.Errorf("rpc: accept on %s: %w (backing off, still serving)", s.Addr(), err))
+		}
+	}
 	for {
 		var c net.Conn
-		c, err = s.ln.Accept()
+		c, err = netguard.Accept(s.ln, logAccept)
 		if err != nil {
 			break
 		}
@@ -97,11 +110,12 @@ func (s *Server) Serve(ctx context.Context) error {
 			c.Close()
 			break
 		}
+		pending.Add(c)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			rc := &Conn{peer: c.RemoteAddr().String()}
-			err := s.serveConn(context.WithValue(ctx, connKey{}, rc), c)
+			err := s.serveConn(context.WithValue(ctx, connKey{}, rc), c, pending)
 			s.untrack(c)
 			if err != nil && s.cfg.ErrorLog != nil {
 				s.cfg.ErrorLog(err)
@@ -171,9 +185,13 @@ type sconn struct {
 
 // serveConn runs one connection until it fails or closes. It returns nil
 // when the client closed the connection between requests.
-func (s *Server) serveConn(ctx context.Context, c net.Conn) error {
+func (s *Server) serveConn(ctx context.Context, c net.Conn, pending *netguard.Pending) error {
 	peer := c.RemoteAddr().String()
-	if err := s.hello(c); err != nil {
+	err := s.hello(c)
+	if !pending.Done(c) && err == nil {
+		err = errors.New("closed to make room: too many connections waiting to authenticate")
+	}
+	if err != nil {
 		return fmt.Errorf("rpc: client %s: hello: %w", peer, err)
 	}
 	sc := &sconn{s: s, c: c, peer: peer, wseq: 1}
@@ -287,8 +305,8 @@ func truncate(s string) string {
 
 // hello checks the client's Hello and answers Welcome or Reject.
 func (s *Server) hello(c net.Conn) error {
-	deadline := time.Now().Add(s.cfg.Timeout)
-	m, err := readControl(c, 0, deadline)
+	deadline := netguard.HelloDeadline(time.Now().Add(s.cfg.Timeout))
+	m, err := readControl(c, 0, deadline, wire.MaxHello)
 	if err != nil {
 		return err
 	}

@@ -79,6 +79,7 @@ func (b *Blob) Reshape(shape ...int) {
 			panic(fmt.Sprintf("tensor: negative dimension in shape %v", shape))
 		}
 	}
+	checkSize(b.Name, shape)
 	b.Shape = Shape(shape).Clone()
 	n := b.Shape.Count()
 	if cap(b.Data) >= n {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"dsgd/data"
+	"dsgd/model"
 	"dsgd/tensor"
 )
 
@@ -12,8 +13,9 @@ import (
 // 1 (if present) the labels, as a Caffe Data layer's tops.
 type Loader struct {
 	L *data.Loader
-	// Name is the data layer's name, for error messages.
-	Name string
+	// Name is the data layer's name, and Source where it reads from, for
+	// error messages.
+	Name, Source string
 }
 
 // Fill copies the loader's next batch into the tops.
@@ -37,4 +39,49 @@ func (s Loader) Fill(ctx context.Context, tops []*tensor.Blob) error {
 		copy(tops[1].Data, b.Labels)
 	}
 	return nil
+}
+
+// labelChecked is a Source whose label top is checked against the layers
+// that read it, after every fill.
+type labelChecked struct {
+	Source
+	top  int // the index of the label top in the feed's tops
+	name string
+	uses []model.LabelUse
+}
+
+// Fill fills the tops, then checks the labels.
+func (s labelChecked) Fill(ctx context.Context, tops []*tensor.Blob) error {
+	if err := s.Source.Fill(ctx, tops); err != nil {
+		return err
+	}
+	if s.top < len(tops) {
+		if err := model.CheckLabels(tops[s.top].Data, s.uses); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// checkLabels returns feeds with every Source that fills a blob net reads
+// as class labels wrapped to check them.
+func checkLabels(net *model.Net, feeds []Feed) []Feed {
+	uses := net.LabelUses()
+	out := make([]Feed, len(feeds))
+	for i, f := range feeds {
+		out[i] = f
+		for j, top := range f.Tops {
+			if u := uses[top]; len(u) > 0 {
+				name := fmt.Sprintf("blob %q", top)
+				if l, ok := f.Source.(Loader); ok {
+					name = fmt.Sprintf("data layer %q", l.Name)
+					if l.Source != "" {
+						name += fmt.Sprintf(" (source %s)", l.Source)
+					}
+				}
+				out[i].Source = labelChecked{Source: f.Source, top: j, name: name, uses: u}
+			}
+		}
+	}
+	return out
 }

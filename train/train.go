@@ -104,6 +104,9 @@ type Config struct {
 	// Resume, when set, is a snapshot to continue from; ResumeFlag names
 	// it in errors ("--resume" when empty).
 	Resume, ResumeFlag string
+	// Run is the run's configuration, recorded in every snapshot for a
+	// resume to restore (opaque here; dsgd writes its flags as JSON).
+	Run []byte
 	// Seed seeds the parameter fillers and every random layer.
 	Seed uint64
 	// Threads is how many goroutines the layers use.
@@ -168,6 +171,15 @@ type Config struct {
 
 // errBudget ends a run whose time budget is spent.
 var errBudget = errors.New("time budget spent")
+
+// ErrDiverged is wrapped by the error of a run whose loss or weights
+// became non-finite or exploded: no snapshot is written of such a state.
+var ErrDiverged = errors.New("training diverged")
+
+// MaxSnapshotWeight is the largest weight magnitude a snapshot may hold:
+// beyond it the run has exploded (a learning rate schedule that grows, a
+// gradient blow-up) and the weights are worth nothing to resume from.
+const MaxSnapshotWeight = 1e8
 
 // Straggler delays a worker's computation: rank Rank every iteration, or,
 // with Rank < 0, any worker with probability Prob per iteration.
@@ -244,7 +256,10 @@ type Result struct {
 	// ImagesPerSec counts training images per second of wall time spent
 	// in training iterations (testing excluded).
 	ImagesPerSec float64
-	Phases       *metrics.Phases
+	// TrainTime is the time ImagesPerSec divides by: the iterations' own,
+	// without the tests and snapshots between them.
+	TrainTime time.Duration
+	Phases    *metrics.Phases
 	// Tests holds every test pass, the last one at the end of training.
 	Tests []TestResult
 	// Snapshots lists the snapshot files written.
@@ -318,6 +333,9 @@ func New(cfg Config) (*Trainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: TRAIN net: %w", err)
 	}
+	if !t.net.HasLoss() {
+		return nil, fmt.Errorf("train: the TRAIN net %q has no loss: no loss layer (SoftmaxWithLoss, EuclideanLoss, ...) and no loss_weight, so there is nothing to minimise", cfg.Train.Name)
+	}
 	if len(cfg.Test.Layers) > 0 {
 		t.test, err = model.Build(cfg.Test, cfg.TestShapes, model.Options{Phase: layers.Test, Threads: cfg.Threads, Seed: cfg.Seed, ShareWith: t.net})
 		if err != nil {
@@ -335,6 +353,16 @@ func New(cfg Config) (*Trainer, error) {
 	if err := t.buildExtraTests(t.net); err != nil {
 		return nil, err
 	}
+	// Labels a loss or accuracy layer cannot take are an error naming the
+	// data layer and the consumer, not a panic inside the layer.
+	t.cfg.TrainFeeds = checkLabels(t.net, cfg.TrainFeeds)
+	for i, f := range cfg.WorkerFeeds {
+		t.cfg.WorkerFeeds[i] = checkLabels(t.net, f)
+	}
+	if t.test != nil {
+		t.cfg.TestFeeds = checkLabels(t.test, cfg.TestFeeds)
+	}
+	cfg = t.cfg
 	t.solver, err = solver.New(cfg.Solver, len(t.net.Params()), Segments(t.net.Blocks()))
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -370,6 +398,13 @@ func New(cfg Config) (*Trainer, error) {
 	if cfg.SnapshotPrefix != "" {
 		if err := checkWritable(cfg.SnapshotPrefix); err != nil {
 			return nil, err
+		}
+		removed, err := checkpoint.CleanTemps(cfg.SnapshotPrefix + "_iter_*.dsgdsnap")
+		for _, p := range removed {
+			fmt.Fprintf(t.out, "dsgd: removed %s, left by a snapshot write that was killed\n", p)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
 		}
 	}
 	return t, nil
@@ -434,6 +469,9 @@ func (t *Trainer) resume(path string) error {
 		}
 		copy(r.net.Params(), st.Params)
 	}
+	if msg := insane(t.net); msg != "" {
+		return fmt.Errorf("train: %s %s: %w: %s; not weights to continue or test from", t.resumeFlag(), path, ErrDiverged, msg)
+	}
 	t.start = st.Iter
 	return nil
 }
@@ -444,6 +482,14 @@ func (t *Trainer) resumeFlag() string {
 	}
 	return "--resume"
 }
+
+// SetOnIter sets Config.OnIter, for a caller that can build its hook only
+// once the trainer exists.
+func (t *Trainer) SetOnIter(f func(iter int, loss float64, d time.Duration)) { t.cfg.OnIter = f }
+
+// GlobalBatch is the number of training images one iteration consumes,
+// all workers together.
+func (t *Trainer) GlobalBatch() int { return t.batch * max(t.cfg.Workers, 1) }
 
 // StartIter is the iteration the trainer starts from: that of the
 // snapshot it resumed, else 0.
@@ -494,6 +540,14 @@ func (t *Trainer) buildRanks() error {
 	}
 	if local[0] != 0 {
 		t.test, t.extra = nil, nil // only rank 0 tests
+	}
+	// Every local rank builds a net of its own: refuse now, with the
+	// figure, when they will not fit together.
+	if lim := tensor.MemoryLimit(); lim > 0 && len(local) > 1 {
+		if need := float64(len(local)) * t.net.Bytes(); need > float64(lim) {
+			return fmt.Errorf("train: %d ranks in this process need %s (%s each), more than the %s this machine has; use fewer workers, a smaller batch, or --transport tcp across machines",
+				len(local), tensor.HumanBytes(need), tensor.HumanBytes(t.net.Bytes()), tensor.HumanBytes(float64(lim)))
+		}
 	}
 	for i, r := range local {
 		net, sv := t.net, t.solver
@@ -686,7 +740,7 @@ func (c *netComputer) pass(ctx context.Context, ready func(lo, hi int), last, fi
 		if where == "" {
 			where = "the loss itself"
 		}
-		return loss, fmt.Errorf("loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", loss, where)
+		return loss, fmt.Errorf("%w: loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", ErrDiverged, loss, where)
 	}
 	c.ready, c.final = ready, last
 	c.net.Backward()
@@ -707,6 +761,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	workers := max(cfg.Workers, 1)
 	res := &Result{Start: t.start, Phases: metrics.NewPhases(append(PhaseNames, "comm (exposed)", "wait")...), Params: t.net.Params(), Workers: workers, Scheme: cfg.Scheme}
 	prog := metrics.NewProgress(t.out, cfg.MaxIter, cfg.TTY)
+	prog.From(t.start)
 	defer prog.Done()
 	begin := time.Now()
 	var testing time.Duration // time spent testing, not training
@@ -743,11 +798,11 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	nodes := make([]*node.Rank, len(t.ranks))
 	weights := t.modelWeights(sc, cen, nodes)
 	var saved []float32
-	// withModel runs fn with rank 0's weights replaced by the model the
-	// scheme trains (the center, for the elastic and asynchronous
+	// withModelCtx runs fn with rank 0's weights replaced by the model
+	// the scheme trains (the center, for the elastic and asynchronous
 	// schemes), so tests and snapshots see that model. It runs between
 	// rank 0's iterations, when nothing reads its weights.
-	withModel := func(fn func() error) error {
+	withModelCtx := func(ctx context.Context, fn func() error) error {
 		if weights == nil {
 			return fn()
 		}
@@ -760,6 +815,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		copy(p, saved)
 		return err
 	}
+	withModel := func(fn func() error) error { return withModelCtx(ctx, fn) }
 	updater := t.rank(t.updater)
 	var smooth, trainSecs float64
 	var window []float64 // the last AverageLoss losses
@@ -916,12 +972,21 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			transport.Abort(cfg.Group.Endpoint, fmt.Errorf("rank %d: %w", cfg.Group.Rank, err))
 		}
 		if ctx.Err() != nil {
-			return res, t.interrupted(res, done, ctx.Err())
+			err = ctx.Err()
+		} else {
+			err = fmt.Errorf("train: iteration %d: %w", done, err)
 		}
-		return res, fmt.Errorf("train: iteration %d: %w", done, err)
+		if errors.Is(err, ErrDiverged) {
+			return res, err
+		}
+		// Interrupted, or a peer failed: the weights are those of the
+		// last completed iteration (the update follows the exchange), so
+		// keep them.
+		return res, t.interrupted(ctx, res, done, err, withModelCtx)
 	}
 	if trainSecs > 0 {
 		res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
+		res.TrainTime = time.Duration(trainSecs * float64(time.Second))
 	}
 	replicated := !sc.Elastic() && cfg.Scheme != "hogwild"
 	if uses, _ := sc.UsesCenter(); uses {
@@ -1193,16 +1258,32 @@ func schemeLayout(net *model.Net) scheme.Layout {
 	return l
 }
 
-func (t *Trainer) interrupted(res *Result, iter int, cause error) error {
+// interrupted writes the snapshot of iteration iter after a run ended
+// early with cause, and returns cause saying where it is. The model is
+// fetched from the center (within 10 s, ctx's cancellation aside) when
+// the scheme has one; if it cannot be, rank 0's replica is kept instead.
+func (t *Trainer) interrupted(ctx context.Context, res *Result, iter int, cause error, withModel func(context.Context, func() error) error) error {
 	if t.cfg.SnapshotPrefix == "" || iter == t.start || t.rank(t.updater) == nil {
 		return cause
 	}
-	p, err := t.snapshot(iter)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var p string
+	note := ""
+	err := withModel(fctx, func() (err error) {
+		p, err = t.snapshot(iter)
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrDiverged) && p == "" {
+		if p, err = t.snapshot(iter); err == nil {
+			note = "; rank 0's replica: the center could not be reached"
+		}
+	}
 	if err != nil {
 		return errors.Join(cause, err)
 	}
 	res.Snapshots = append(res.Snapshots, p)
-	return fmt.Errorf("%w (snapshot of iteration %d written to %s; continue with --resume %s)", cause, iter, p, p)
+	return fmt.Errorf("%w (snapshot of iteration %d written to %s%s; continue with --resume %s)", cause, iter, p, note, p)
 }
 
 func fill(ctx context.Context, net *model.Net, f Feed) error {
@@ -1227,12 +1308,29 @@ func (t *Trainer) snapshot(iter int) (string, error) {
 	if err := u.solver.WriteState(&sb); err != nil {
 		return "", fmt.Errorf("train: snapshot: solver state: %w", err)
 	}
+	if msg := insane(u.net); msg != "" {
+		return "", fmt.Errorf("train: %w: no snapshot of iteration %d: %s (the last good snapshot, if any, is kept; lower base_lr or check lr_policy)", ErrDiverged, iter, msg)
+	}
 	path := SnapshotPath(t.cfg.SnapshotPrefix, iter)
-	err := checkpoint.Write(path, checkpoint.State{Iter: iter, Layout: t.layout, Params: u.net.Params(), Solver: sb.Bytes()})
+	err := checkpoint.Write(path, checkpoint.State{Iter: iter, Layout: t.layout, Params: u.net.Params(), Solver: sb.Bytes(), Run: t.cfg.Run})
 	if err != nil {
 		return "", fmt.Errorf("train: %w", err)
 	}
 	return path, nil
+}
+
+// insane names the first weight of net that is non-finite or larger in
+// magnitude than MaxSnapshotWeight, or returns "".
+func insane(net *model.Net) string {
+	p := net.Params()
+	for _, b := range net.Blocks() {
+		for i, v := range p[b.Off : b.Off+b.Len()] {
+			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > MaxSnapshotWeight {
+				return fmt.Sprintf("layer %q: weight %s[%d] is %g (beyond %g)", b.Layer, b.Name, i, v, MaxSnapshotWeight)
+			}
+		}
+	}
+	return ""
 }
 
 // Test runs the TEST net over TestIter batches and averages each scalar

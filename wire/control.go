@@ -9,6 +9,15 @@ import (
 // MaxString is the longest string a control message may carry, in bytes.
 const MaxString = 1 << 16
 
+// MaxToken is the longest token a Hello may carry, and MaxHello the
+// largest Hello frame payload a server reads from a peer that has not yet
+// authenticated: a hello is small, so a stranger cannot make a server
+// allocate more than this per connection.
+const (
+	MaxToken = 1024
+	MaxHello = 4096
+)
+
 // Control is one of the control messages of the rendezvous: Hello, Welcome
 // or Reject. The set is closed; DecodeControl returns one of them.
 type Control interface {

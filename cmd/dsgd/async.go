@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"dsgd/center"
 	"dsgd/ps"
 	"dsgd/redisstore"
@@ -29,7 +31,15 @@ func (c *centerFlags) register(fs interface {
 }) {
 	c.addr = fs.String("center", "", "asynchronous schemes in worker processes: the parameter server `HOST:PORT` (several, comma-separated, for a sharded one), or smb://HOST:PORT for the shared buffer server (seasgd)")
 	c.shard = fs.String("shard", "", "dsgd ps: serve shard `I/K` of the parameters (the I-th of K even ranges, from 0; the workers list the K servers in order in --center)")
-	c.store = fs.String("store", "", "asynchronous schemes: carry the weights through a Redis server, redis://HOST:PORT (SpeeDO); the parameter server needs the same flag")
+	c.store = fs.String("store", "", "asynchronous schemes: carry the weights through a Redis server, redis://[:PASSWORD@]HOST:PORT (SpeeDO); the parameter server needs the same (default: DSGD_STORE, which keeps a password out of the process list)")
+}
+
+// storeURL is --store, else DSGD_STORE.
+func (c *centerFlags) storeURL() string {
+	if *c.store != "" {
+		return *c.store
+	}
+	return os.Getenv("DSGD_STORE")
 }
 
 // dialCenter connects a worker process to its center, retrying until the
@@ -70,9 +80,9 @@ func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token
 	}
 	cfg := ps.ClientConfig{Token: token, Timeout: timeout}
 	var st *redisstore.Store
-	if *f.center.store != "" {
+	if url := f.center.storeURL(); url != "" {
 		var err error
-		if st, err = redisstore.Open(ctx, *f.center.store, redisstore.Config{Timeout: timeout}); err != nil {
+		if st, err = redisstore.Open(ctx, url, redisstore.Config{Timeout: timeout}); err != nil {
 			return nil, nil, fmt.Errorf("--store: %w", err)
 		}
 		cfg.Store = st
@@ -99,7 +109,7 @@ func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token
 // serveCenter runs the parameter server of an asynchronous scheme: the
 // center made from the model's initial weights, served until every worker
 // has finished or ctx ends.
-func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, token string, stdout io.Writer) error {
+func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, token string, stdout io.Writer, reg *prometheus.Registry) error {
 	lo, hi := 0, len(tr.Net().Params())
 	if *f.center.shard != "" {
 		var i, k int
@@ -116,6 +126,9 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 	if local == nil {
 		return fmt.Errorf("scheme %s has no center to serve", *f.scheme)
 	}
+	if reg != nil {
+		registerCenter(reg, local.Stats)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -126,8 +139,8 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 		case <-ctx.Done():
 		}
 	}()
-	if *f.center.store != "" {
-		st, err := redisstore.Open(ctx, *f.center.store, redisstore.Config{Timeout: *f.commTimeout})
+	if url := f.center.storeURL(); url != "" {
+		st, err := redisstore.Open(ctx, url, redisstore.Config{Timeout: *f.commTimeout})
 		if err != nil {
 			return fmt.Errorf("--store: %w", err)
 		}
@@ -158,7 +171,8 @@ func servePSStore(ctx context.Context, addr, token string, c *center.Local, time
 func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("smb", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:7078", "`HOST:PORT` to serve on (loopback unless told otherwise)")
-	token := fs.String("token", "", "shared secret the workers present (default: DSGD_TOKEN, else \"dsgd\")")
+	token := fs.String("token", "", tokenUsage)
+	tokenFile := fs.String("token-file", "", tokenFileUsage)
 	timeout := fs.Duration("comm-timeout", time.Minute, "deadline of every read and write")
 	bench := fs.Bool("bench", false, "measure aggregate read/write bandwidth for --clients clients instead of serving")
 	clients := fs.String("clients", "2,4,8,16", "--bench: client counts")
@@ -179,12 +193,10 @@ func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return benchSMB(ctx, ks, b, stdout)
 	}
-	tok := *token
-	if tok == "" {
-		tok = os.Getenv("DSGD_TOKEN")
-	}
-	if tok == "" {
-		tok = "dsgd"
+	tok, err := resolveToken(*token, *tokenFile, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsgd smb: %v\n", err)
+		return errUsage
 	}
 	return serveSMB(ctx, *listen, tok, *timeout, 0, stdout)
 }

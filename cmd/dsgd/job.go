@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -155,6 +156,7 @@ type job struct {
 	labelSources            map[string]string // label blob -> the data layer and source feeding it
 	labelMax                map[string]int    // label blob -> the largest label fed to it
 	dataDesc                []string
+	bufferBytes             float64 // the loaders' batch buffers so far
 }
 
 // load parses the net and solver the flags name.
@@ -340,6 +342,12 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		key := typ + "\x00" + src + "\x00" + split.String()
 		ds, ok := j.sets[key]
 		if !ok {
+			if err := readableDir(src); err != nil {
+				if m.data == "" {
+					return nil, nil, fmt.Errorf("%s: data layer %q: %w", dl.Pos, dl.Name, err)
+				}
+				return nil, nil, fmt.Errorf("--data: %w", err)
+			}
 			backend, err := db.ParseBackend(orDefault(dl.Backend, "LEVELDB"))
 			if err != nil {
 				return nil, nil, err
@@ -365,6 +373,16 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		batch := dl.BatchSize
 		if m.batch > 0 && split == data.Train {
 			batch = m.batch
+		}
+		// The loader's buffers (the batches in flight, and the one being
+		// filled) must fit: refuse with the figure rather than die of a
+		// fatal out-of-memory.
+		if lim := tensor.MemoryLimit(); lim > 0 && batch > 0 {
+			need := float64(batch) * float64(ds.ImageSize()+1) * 4 * float64(data.DefaultPrefetch+2)
+			j.bufferBytes += need
+			if j.bufferBytes > float64(lim) {
+				return nil, nil, fmt.Errorf("%s: data layer %q: batch_size %d of %dx%dx%d images needs %s of batch buffers per loader (%s for all %d so far), more than the %s this machine has", dl.Pos, dl.Name, batch, ds.C, ds.H, ds.W, tensor.HumanBytes(need), tensor.HumanBytes(j.bufferBytes), len(j.loaders)+1, tensor.HumanBytes(float64(lim)))
+			}
 		}
 		l, err := data.NewLoader(ds, data.LoaderConfig{
 			BatchSize: batch,
@@ -395,9 +413,31 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 			j.labelMax[dl.Tops[1]] = max(j.labelMax[dl.Tops[1]], int(slices.Max(ds.Labels)))
 		}
 
-		feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: train.Loader{L: l, Name: dl.Name}})
+		feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: train.Loader{L: l, Name: dl.Name, Source: src}})
 	}
 	return shapes, feeds, nil
+}
+
+// readableDir returns the error of listing src when src is a directory
+// this process may not read (permission denied), so that it is reported
+// as such rather than as a directory without a data set.
+func readableDir(src string) error {
+	fi, err := os.Stat(src)
+	if err != nil || !fi.IsDir() {
+		return nil // not a directory: data.Open says what it is
+	}
+	f, err := os.Open(src)
+	if err == nil {
+		_, err = f.Readdirnames(1)
+		f.Close()
+		if err == io.EOF {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read the data directory %s: %w", src, err)
+	}
+	return nil
 }
 
 func (j *job) close() {

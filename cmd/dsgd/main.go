@@ -29,8 +29,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"dsgd/tensor"
 )
 
 type command struct {
@@ -61,17 +61,20 @@ func commands() []command {
 var errUsage = errors.New("usage")
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(mainStatus(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	// A net too large for this machine is refused with the figure, not
+	// killed by a fatal out-of-memory.
+	tensor.SetMemoryLimit(machineMemory(stderr))
+	helpOut = stdout
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout) // asked for: it is the output
 		return 0
 	}
 	for _, c := range commands() {
@@ -91,8 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	fmt.Fprintf(stderr, "dsgd: unknown command %q\n", args[0])
-	usage(stderr)
+	fmt.Fprintf(stderr, "dsgd: unknown command %q (run \"dsgd help\" for the commands)\n", args[0])
 	return 2
 }
 
@@ -105,16 +107,26 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, `run "dsgd COMMAND -h" for a command's flags`)
 }
 
-// parseFlags parses args, printing flag errors to stderr and turning them
-// into errUsage; it rejects positional arguments.
+// helpOut is where -h prints a command's flags: the standard output of
+// the run in progress (help asked for is the output, not an error).
+var helpOut io.Writer = os.Stdout
+
+// parseFlags parses args. -h prints the flags to the standard output; a
+// bad flag prints one line, and how to get help, to stderr and becomes
+// errUsage. It rejects positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(helpOut)
+			fmt.Fprintf(helpOut, "usage: dsgd %s [flags]\n", fs.Name())
+			fs.PrintDefaults()
 			return err
 		}
+		fmt.Fprintf(stderr, "dsgd %s: %v (run \"dsgd %s -h\" for the flags)\n", fs.Name(), err, fs.Name())
 		return errUsage
 	}
+	fs.SetOutput(stderr)
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "dsgd %s: unexpected argument %q (flags start with -)\n", fs.Name(), fs.Arg(0))
 		return errUsage

@@ -181,7 +181,7 @@ func TestTrainWorkersAndMetrics(t *testing.T) {
 		}
 	}
 	code, _, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--scheme", "gossip", "--workers", "2")
-	if code != 1 || !strings.Contains(errs, "unknown scheme") {
+	if code != 2 || !strings.Contains(errs, `--scheme "gossip": unknown`) {
 		t.Fatalf("unknown scheme: exit %d: %s", code, errs)
 	}
 	code, _, errs = runCmd(t, dir, "train", "--solver", "solver.prototxt", "--allreduce", "butterfly")

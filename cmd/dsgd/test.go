@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"dsgd/train"
@@ -21,6 +22,10 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	iters := fs.Int("test-iter", 0, "test batches (default: the solver's test_iter, else 100)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if err := m.validate(); err != nil {
+		fmt.Fprintf(stderr, "dsgd test: %v\n", err)
+		return errUsage
 	}
 	if *weights == "" {
 		fmt.Fprintln(stderr, "dsgd test: --weights FILE is required: the snapshot to test")
@@ -73,8 +78,15 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintf(stdout, "dsgd test: %s, %d batches of the test split\n", *weights, n)
+	var bad []string
 	for _, o := range res.Outputs {
 		fmt.Fprintf(stdout, "  %-10s %.4f\n", o.Name, o.Value)
+		if math.IsNaN(o.Value) || math.IsInf(o.Value, 0) {
+			bad = append(bad, o.Name)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("--weights %s: %s is not finite: the weights are not a usable model", *weights, strings.Join(bad, ", "))
 	}
 	return nil
 }

@@ -23,6 +23,10 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	if err := m.validate(); err != nil {
+		fmt.Fprintf(stderr, "dsgd time: %v\n", err)
+		return errUsage
+	}
 	if *iters <= 0 {
 		fmt.Fprintln(stderr, "dsgd time: --iters must be positive")
 		return errUsage

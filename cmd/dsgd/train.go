@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"dsgd/center"
 	"dsgd/collective"
 	"dsgd/scheme"
@@ -32,6 +34,7 @@ type trainFlags struct {
 	commTimeout                       *time.Duration
 	timeline                          *string
 	weights, snapFormat               *string
+	metricsListen                     *string
 
 	// the asynchronous and elastic schemes
 	interval, staleness, variant, groups *int
@@ -43,11 +46,14 @@ type trainFlags struct {
 
 	// result is the finished run's, for dsgd compare.
 	result *train.Result
+	// fs is the flag set the flags are registered in.
+	fs *flag.FlagSet
 	// note is what the flags changed that the header should say.
 	note string
 }
 
 func (f *trainFlags) register(fs *flag.FlagSet) {
+	f.fs = fs
 	f.m.register(fs)
 	f.iters = fs.Int("iters", 0, "iterations to train (default: the solver's max_iter)")
 	f.resume = fs.String("resume", "", "continue from this snapshot `FILE`")
@@ -64,6 +70,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.bucketKiB = fs.Int("bucket", 1024, "overlap: gather this many KiB of consecutive layers' gradients before each allreduce (0: every parameter blob on its own)")
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling)")
 	f.metrics = fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
+	f.metricsListen = fs.String("metrics-listen", "", metricsListenUsage)
 	f.timeline = fs.String("timeline", "", "write a Chrome trace of every rank's work (per-layer forward and backward, communication, updates, waits) to `FILE`, for Perfetto or chrome://tracing (a worker process of rank N > 0 writes FILE.rankN)")
 	f.lrScale = fs.String("lr-scale", "none", "learning rate scaling: none, linear (base_lr x workers, for the global batch of the synchronous schemes, FireCaffe 7.2), or inverse (base_lr / workers, for async, ssp and hogwild, where every worker's steps land in the same weights)")
 	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations")
@@ -193,6 +200,13 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	if err := restoreRun(fs, *f.resume, stdout); err != nil {
+		return err
+	}
+	if err := f.validate(); err != nil {
+		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+		return errUsage
+	}
 	switch *f.transport {
 	case "inproc":
 		if *f.compress != "none" {
@@ -222,7 +236,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	sd := j.solver
 	j.printNotes(stderr)
 	lrFactor := float64(max(*f.workers, 1))
-	autoNote := ""
+	autoNote, autoBatch := "", 0
 	if *f.workers == 0 {
 		*f.workers = 1
 		if *f.scheme == "" {
@@ -291,6 +305,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return errUsage
 	}
 	cfg.Scheme, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = f.schemeName(), *f.workers, *f.pack, algo, *f.commTimeout
+	cfg.Run = f.record(cfg.Scheme, cfg.Workers, autoBatch)
 	if *f.bucketKiB < 0 {
 		fmt.Fprintf(stderr, "dsgd train: --bucket must not be negative, got %d\n", *f.bucketKiB)
 		return errUsage
@@ -390,9 +405,24 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err := j.checkLabels(tr.Net(), j.train.Spec, j.test.Spec); err != nil {
 		return err
 	}
+	var prom *promRun
+	if *f.metricsListen != "" && (g == nil || g.serve || rank == 0) {
+		prom = newPromRun()
+		mctx, stop := context.WithCancel(ctx)
+		defer stop()
+		addr, err := serveMetrics(mctx, *f.metricsListen, prom.reg, stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "dsgd: metrics on http://%s/metrics\n", addr)
+	}
 	switch {
 	case g != nil && g.serve:
-		return serveCenter(ctx, f, tr, g.listen, g.token, stdout)
+		var reg *prometheus.Registry
+		if prom != nil {
+			reg = prom.reg
+		}
+		return serveCenter(ctx, f, tr, g.listen, g.token, stdout, reg)
 	case g != nil && tr.CenterOnly():
 		c, closer, err := dialCenter(ctx, f, tr, g.token, cfg.Workers, *f.commTimeout)
 		if err != nil {
@@ -421,6 +451,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 		defer ep.Close()
 		cfg.Group.Endpoint = ep
+	}
+	if prom != nil {
+		tr.SetOnIter(prom.onIter(tr.GlobalBatch(), cfg.OnIter))
 	}
 	out := cfg.Out
 	j.printHeader(out, tr.Net(), m.threads, cfg.MaxIter)
@@ -455,7 +488,9 @@ func snapshotPrefix(f *trainFlags, solverPrefix string) string {
 }
 
 func printSummary(w io.Writer, res *train.Result) {
-	fmt.Fprintf(w, "\ndone: %d iterations (from %d) in %s, %.0f images/s\n", res.Iters, res.Start, res.Wall.Round(time.Millisecond), res.ImagesPerSec)
+	// images/s and the time it divides by on one line, the wall time
+	// (tests and snapshots included) beside it, each named.
+	fmt.Fprintf(w, "\ndone: %d iterations (from %d): %.0f images/s over %s of training; %s wall with tests and snapshots\n", res.Iters, res.Start, res.ImagesPerSec, res.TrainTime.Round(time.Millisecond), res.Wall.Round(time.Millisecond))
 	if f := res.Final(); len(f.Outputs) > 0 {
 		fmt.Fprintf(w, "final test:")
 		for _, o := range f.Outputs {

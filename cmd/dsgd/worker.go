@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"dsgd/scheme"
@@ -28,6 +29,7 @@ type groupFlags struct {
 	rank, world int
 	rendezvous  string
 	token       string
+	tokenFile   string
 	listen      string
 	env         string // where rank and world came from, for messages
 	// serve makes the process the parameter server of an asynchronous
@@ -39,7 +41,8 @@ func (g *groupFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.rank, "rank", -1, "this process's rank (default: from OMPI_COMM_WORLD_RANK, SLURM_PROCID or RANK)")
 	fs.IntVar(&g.world, "world", 0, "number of ranks in the group (default: from OMPI_COMM_WORLD_SIZE, SLURM_NTASKS or WORLD_SIZE)")
 	fs.StringVar(&g.rendezvous, "rendezvous", "", "`HOST:PORT` where rank 0 gathers the group (default: MASTER_ADDR:MASTER_PORT, or DSGD_RENDEZVOUS)")
-	fs.StringVar(&g.token, "token", "", "shared secret of the group (default: DSGD_TOKEN; keeps other jobs out, not an encryption)")
+	fs.StringVar(&g.token, "token", "", tokenUsage)
+	fs.StringVar(&g.tokenFile, "token-file", "", tokenFileUsage)
 	fs.StringVar(&g.listen, "listen", "127.0.0.1:0", "`HOST:PORT` for this rank's data connections (loopback unless told otherwise; 0.0.0.0:0 for multi-host)")
 }
 
@@ -90,13 +93,9 @@ func (g *groupFlags) resolve(getenv func(string) string) error {
 	if g.rendezvous == "" && g.world > 1 {
 		return errors.New("no rendezvous address: pass --rendezvous HOST:PORT, or set MASTER_ADDR and MASTER_PORT (or DSGD_RENDEZVOUS)")
 	}
-	if g.token == "" {
-		g.token = getenv("DSGD_TOKEN")
-	}
-	if g.token == "" {
-		g.token = "dsgd"
-	}
-	return nil
+	var err error
+	g.token, err = resolveToken(g.token, g.tokenFile, getenv)
+	return err
 }
 
 func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Duration, compress string) (transport.Endpoint, error) {
@@ -131,6 +130,14 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	// The launcher said what it restored; a rank restores the same.
+	if err := restoreRun(fs, *f.resume, io.Discard); err != nil {
+		return err
+	}
+	if err := f.validate(); err != nil {
+		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
+		return errUsage
+	}
 	if name == "ps" && centerScheme(*f.scheme, *f.workers) {
 		if *f.workers < 1 {
 			fmt.Fprintf(stderr, "dsgd ps: --scheme %s needs --workers N\n", *f.scheme)
@@ -140,12 +147,12 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		if g.listen == "127.0.0.1:0" {
 			g.listen = "127.0.0.1:7077"
 		}
-		if g.token == "" {
-			g.token = os.Getenv("DSGD_TOKEN")
+		tok, err := resolveToken(g.token, g.tokenFile, os.Getenv)
+		if err != nil {
+			fmt.Fprintf(stderr, "dsgd ps: %v\n", err)
+			return errUsage
 		}
-		if g.token == "" {
-			g.token = "dsgd"
-		}
+		g.token = tok
 		return execute(ctx, &f, &g, stdout, stderr)
 	}
 	if centerScheme(*f.scheme, *f.workers) && g.rendezvous == "" {
@@ -195,6 +202,15 @@ func centerScheme(name string, workers int) bool {
 // launch runs a --transport tcp job on this host: one child process per
 // rank, joined over loopback TCP. Rank 0's output is ours; the others'
 // errors are shown with their rank.
+//
+// The children run in a process group of their own, so a terminal's
+// Ctrl-C reaches the launcher alone, which forwards that signal once to
+// every rank (each snapshots and stops) and stops the center only once
+// the workers are done. They get the group's random token and any --store
+// URL through the environment, never the command line (other users can
+// read argv). Under a synchronous scheme a rank that dies takes the group
+// down (the others stop 10 s later at most, with a signal, not a kill);
+// under an asynchronous one the other workers train on.
 func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io.Writer) error {
 	sc := scheme.Config{Name: f.schemeName(), Workers: *f.workers, Variant: *f.variant}
 	world := sc.Ranks()
@@ -213,27 +229,49 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	if _, err := rand.Read(tok); err != nil {
 		return err
 	}
-	base := append(stripFlag(args, "transport"), "--threads", strconv.Itoa(max(1, f.m.threads/world))) // the cores are shared
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	token := hex.EncodeToString(tok)
+	base := append(stripFlag(stripFlag(args, "transport"), "store"), "--threads", strconv.Itoa(max(1, f.m.threads/world))) // the cores are shared
+	env := append(os.Environ(), "DSGD_CHILD=1", "DSGD_TOKEN="+hex.EncodeToString(tok))
+	if url := f.center.storeURL(); url != "" {
+		env = append(env, "DSGD_STORE="+url)
+	}
+	grace := graceFromEnv(stderr)
+	// stopChild is how a cancelled context stops a child: with the
+	// signal the launcher got (SIGTERM when none), so that it snapshots;
+	// it is killed only if it has not exited grace later.
+	stopChild := func(cmd *exec.Cmd) func() error {
+		return func() error {
+			sig := signalOf(ctx)
+			if sig == nil {
+				sig = syscall.SIGTERM
+			}
+			return cmd.Process.Signal(sig)
+		}
+	}
+	workCtx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+	// The center outlives ctx's cancellation: it is stopped once the
+	// workers have exited, so they can fetch the model to snapshot it.
+	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServer()
 	// An asynchronous scheme's workers meet at their center: a parameter
 	// server (or, for seasgd and hybrid's group roots, a shared buffer
 	// server) in a process of its own, which this launcher stops once the
 	// workers are done. Hybrid's workers also form a group.
+	async := centerScheme(sc.Name, sc.Workers)
 	var serverDone chan error
 	var serverOut bytes.Buffer
 	centerAddr := ""
-	if centerScheme(sc.Name, sc.Workers) || sc.Name == "hybrid" {
-		sargs := append([]string{"ps", "--listen", addr, "--token", token}, base...)
+	if async || sc.Name == "hybrid" {
+		sargs := append([]string{"ps", "--listen", addr}, base...)
 		centerAddr = addr
 		if sc.Name == "seasgd" || sc.Name == "hybrid" {
-			sargs = []string{"smb", "--listen", addr, "--token", token}
+			sargs = []string{"smb", "--listen", addr}
 			centerAddr = "smb://" + addr
 		}
-		scmd := exec.CommandContext(ctx, exe, sargs...)
-		scmd.Env = append(os.Environ(), "DSGD_CHILD=1")
-		scmd.WaitDelay = 5 * time.Second
+		scmd := exec.CommandContext(serverCtx, exe, sargs...)
+		scmd.Env = env
+		scmd.Cancel, scmd.WaitDelay = stopChild(scmd), grace
+		ownGroup(scmd)
 		scmd.Stdout, scmd.Stderr = &serverOut, &serverOut
 		if err := scmd.Start(); err != nil {
 			return fmt.Errorf("--transport tcp: starting the center: %w", err)
@@ -246,19 +284,22 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	outs := make([]*bytes.Buffer, world)
 	var wg sync.WaitGroup
 	for r := 0; r < world; r++ {
-		cargs := append([]string{"worker", "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world), "--rendezvous", addr, "--token", token}, base...)
+		cargs := append([]string{"worker", "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world), "--rendezvous", addr}, base...)
 		if centerAddr != "" {
 			cargs = append(cargs, "--center", centerAddr)
 		}
-		cmd := exec.CommandContext(ctx, exe, cargs...)
-		cmd.Env = append(os.Environ(), "DSGD_CHILD=1")
-		cmd.WaitDelay = 5 * time.Second
+		cmd := exec.CommandContext(workCtx, exe, cargs...)
+		cmd.Env = env
+		cmd.Cancel, cmd.WaitDelay = stopChild(cmd), grace
+		ownGroup(cmd)
 		outs[r] = &bytes.Buffer{}
 		cmd.Stderr = outs[r]
 		if r == 0 {
 			cmd.Stdout = stdout
 		}
 		if err := cmd.Start(); err != nil {
+			stopWorkers()
+			wg.Wait()
 			return fmt.Errorf("--transport tcp: starting rank %d: %w", r, err)
 		}
 		wg.Add(1)
@@ -266,9 +307,12 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 			defer wg.Done()
 			if err := cmd.Wait(); err != nil {
 				errs[r] = err
-				// Give the others a moment to report their own view,
-				// then stop them.
-				time.AfterFunc(10*time.Second, cancel)
+				if !async && ctx.Err() == nil {
+					// A synchronous group cannot go on without this
+					// rank: give the others a moment to report their own
+					// view, then stop them (they snapshot).
+					time.AfterFunc(10*time.Second, stopWorkers)
+				}
 			}
 		}()
 	}
@@ -277,7 +321,7 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		select {
 		case <-serverDone:
 		case <-time.After(2 * time.Second):
-			cancel() // the shared buffer server does not stop by itself
+			stopServer() // the shared buffer server does not stop by itself
 			<-serverDone
 		}
 	}
@@ -295,7 +339,7 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	if len(msgs) > 0 {
 		return errors.New(strings.Join(msgs, "\n"))
 	}
-	return nil
+	return ctx.Err()
 }
 
 // stripFlag removes -name/--name and its value from args.

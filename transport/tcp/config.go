@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"dsgd/netguard"
+	"dsgd/wire"
 )
 
 // Defaults filled in by Connect for zero Config fields.
@@ -104,6 +107,17 @@ func (c *Config) validate() error {
 	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
+	}
+	if len(c.Token) > wire.MaxToken {
+		return fmt.Errorf("tcp: token of %d bytes, limit %d", len(c.Token), wire.MaxToken)
+	}
+	if _, isTCP := c.Stream.(TCP); c.Token == "" && c.Size > 1 && (c.Stream == nil || isTCP) {
+		if !netguard.IsLoopback(c.Listen) {
+			return fmt.Errorf("tcp: rank %d listens on %s, beyond loopback, and needs a token (--token or DSGD_TOKEN): without one any host could join", c.Rank, c.Listen)
+		}
+		if c.Rank == 0 && !netguard.IsLoopback(c.Rendezvous) {
+			return fmt.Errorf("tcp: the rendezvous on %s, beyond loopback, needs a token (--token or DSGD_TOKEN): without one any host could join", c.Rendezvous)
+		}
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("tcp: negative timeout %v", c.Timeout)

@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -11,11 +12,14 @@ import (
 	"time"
 	"unsafe"
 
+	"dsgd/netguard"
 	"dsgd/transport"
 	"dsgd/wire"
 )
 
-// maxControl bounds the payload of a control frame during set-up.
+// maxControl bounds the payload of the welcome (every rank's address)
+// that a rank reads from rank 0, which it dialed itself. A hello, read
+// from a peer not yet authenticated, is bounded by wire.MaxHello.
 const maxControl = 1 << 24
 
 // Connect joins the group that cfg describes and returns this rank's
@@ -91,14 +95,14 @@ func writeControl(c net.Conn, m wire.Control, deadline time.Time) error {
 	return err
 }
 
-// readControl reads one control frame.
-func readControl(c net.Conn, deadline time.Time) (wire.Control, error) {
+// readControl reads one control frame of at most limit payload bytes.
+func readControl(c net.Conn, deadline time.Time, limit uint64) (wire.Control, error) {
 	c.SetReadDeadline(deadline)
 	var hdr [wire.HeaderSize]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil {
 		return nil, err
 	}
-	h, err := wire.ParseHeader(hdr[:], maxControl)
+	h, err := wire.ParseHeader(hdr[:], limit)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +166,7 @@ func (c *Config) hello(listen string) wire.Hello {
 // told, rather than waiting for a rank that will not come.
 func (c *Config) check(h wire.Hello) (reason string, fatal bool) {
 	switch {
-	case h.Token != c.Token:
+	case subtle.ConstantTimeCompare([]byte(h.Token), []byte(c.Token)) != 1:
 		return "bad token", false
 	case h.Version != wire.Version:
 		return fmt.Sprintf("protocol version mismatch: rank %d speaks version %d, rank %d version %d", h.Rank, h.Version, c.Rank, wire.Version), true
@@ -214,18 +218,25 @@ func serveRendezvous(ctx context.Context, cfg *Config, dataAddr string) ([]strin
 	defer stop()
 	deadline := deadlineOf(ctx)
 	attempts := make(chan joinAttempt)
+	pending := netguard.NewPending(netguard.DefaultPending)
 	go func() {
 		for {
-			c, err := ln.Accept()
+			// A burst of strangers that exhausts the file descriptors
+			// pauses the rendezvous; it does not end it.
+			c, err := netguard.Accept(ln, nil)
 			if err != nil {
 				return
 			}
 			if !set.add(c) {
 				return
 			}
+			pending.Add(c)
 			go func() {
 				a := joinAttempt{conn: c}
-				m, err := readControl(c, deadline)
+				m, err := readControl(c, netguard.HelloDeadline(deadline), wire.MaxHello)
+				if !pending.Done(c) && err == nil {
+					err = errors.New("closed to make room: too many connections waiting to say hello")
+				}
 				if h, ok := m.(wire.Hello); ok {
 					a.hello = h
 				} else if err == nil {
@@ -323,7 +334,7 @@ func joinRendezvous(ctx context.Context, cfg *Config, dataAddr string) ([]string
 	if err := writeControl(c, cfg.hello(dataAddr), deadline); err != nil {
 		return nil, fmt.Errorf("tcp: rank %d: saying hello at the rendezvous %s: %v", cfg.Rank, cfg.Rendezvous, err)
 	}
-	m, err := readControl(c, deadline)
+	m, err := readControl(c, deadline, maxControl)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%v while waiting for the other ranks", ctx.Err())
@@ -384,16 +395,18 @@ func buildMesh(ctx context.Context, cfg *Config, ln net.Listener, addrs []string
 		}
 	}
 	if cfg.Rank > 0 {
+		pending := netguard.NewPending(netguard.DefaultPending)
 		go func() {
 			for {
-				c, err := ln.Accept()
+				c, err := netguard.Accept(ln, nil)
 				if err != nil {
 					return
 				}
 				if !set.add(c) {
 					return
 				}
-				go func() { report(acceptPeer(cfg, c, deadline)) }()
+				pending.Add(c)
+				go func() { report(acceptPeer(cfg, c, deadline, pending)) }()
 			}
 		}()
 	}
@@ -461,7 +474,7 @@ func dialPeer(cfg *Config, c net.Conn, r int, deadline time.Time) meshResult {
 	if err := writeControl(c, cfg.hello(""), deadline); err != nil {
 		return fail("saying hello to rank %d: %v", r, err)
 	}
-	m, err := readControl(c, deadline)
+	m, err := readControl(c, deadline, wire.MaxHello)
 	if err != nil {
 		return fail("no hello back from rank %d at %s: %v", r, c.RemoteAddr(), err)
 	}
@@ -483,9 +496,12 @@ func dialPeer(cfg *Config, c net.Conn, r int, deadline time.Time) meshResult {
 // acceptPeer checks a data connection from a lower rank and says Hello
 // back. A refused connection is closed and noted, not fatal: it may be a
 // stranger.
-func acceptPeer(cfg *Config, c net.Conn, deadline time.Time) meshResult {
+func acceptPeer(cfg *Config, c net.Conn, deadline time.Time, pending *netguard.Pending) meshResult {
 	from := c.RemoteAddr().String()
-	m, err := readControl(c, deadline)
+	m, err := readControl(c, netguard.HelloDeadline(deadline), wire.MaxHello)
+	if !pending.Done(c) && err == nil {
+		err = errors.New("closed to make room: too many connections waiting to say hello")
+	}
 	h, ok := m.(wire.Hello)
 	if err != nil || !ok {
 		c.Close()

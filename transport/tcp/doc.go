@@ -9,6 +9,12 @@
 // message naming both sides, then hands everyone the data addresses. Each
 // rank then dials the ranks above it. Connect returns when the mesh is
 // complete, or fails within Config.Timeout.
+// Before a peer has said a valid Hello it is a stranger: its Hello may be
+// at most wire.MaxHello bytes and must come within netguard.HelloTimeout,
+// at most netguard.DefaultPending strangers wait at once (the oldest is
+// closed), accept errors back off instead of ending the rendezvous, tokens
+// are compared in constant time, and a rank listening beyond loopback
+// must have a token.
 //
 // Messages are frames in the wire package's format: a 24-byte header and
 // the payload. A float32 Send is one vectored write of the header and the

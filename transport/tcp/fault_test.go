@@ -174,7 +174,7 @@ func TestGarbageOnTheWire(t *testing.T) {
 // 1 is a net.Pipe, and the pipe's other end, where the test plays rank 1.
 func pipeEndpoint(t testing.TB, cfg Config) (*endpoint, net.Conn) {
 	t.Helper()
-	cfg.Rank, cfg.Size, cfg.Rendezvous = 0, 2, "pipe:0"
+	cfg.Rank, cfg.Size, cfg.Rendezvous, cfg.Token = 0, 2, "pipe:0", "test-token"
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}

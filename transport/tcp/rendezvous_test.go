@@ -116,7 +116,7 @@ func rawHello(t *testing.T, addr string, h wire.Hello) wire.Control {
 	if err := writeControl(c, h, deadline); err != nil {
 		t.Fatal(err)
 	}
-	m, err := readControl(c, deadline)
+	m, err := readControl(c, deadline, maxControl)
 	if err != nil {
 		t.Fatalf("no answer to %+v: %v", h, err)
 	}
@@ -245,7 +245,7 @@ func TestMeshStranger(t *testing.T) {
 	h.Token = "nope"
 	deadline := time.Now().Add(testTimeout)
 	writeControl(c, h, deadline)
-	m, err := readControl(c, deadline)
+	m, err := readControl(c, deadline, maxControl)
 	if r, ok := m.(wire.Reject); !ok || r.Reason != "bad token" {
 		t.Fatalf("stranger answered with %#v, %v", m, err)
 	}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"dsgd/center"
+	"dsgd/netguard"
+)
+
+// metricsListenUsage is --metrics-listen's usage line.
+const metricsListenUsage = "serve Prometheus metrics on `HOST:PORT` at /metrics (an empty host is 127.0.0.1; a host beyond loopback must be given explicitly)"
+
+// promRun holds the training metrics of one process.
+type promRun struct {
+	reg                   *prometheus.Registry
+	iter, loss, imagesSec prometheus.Gauge
+	iters, images         prometheus.Counter
+	iterSeconds           prometheus.Histogram
+}
+
+// newPromRun registers the training metrics, and the Go runtime's and
+// the process's, in a registry of their own.
+func newPromRun() *promRun {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p := &promRun{
+		reg:       reg,
+		iter:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "dsgd_iteration", Help: "Iterations completed (absolute, counting a resumed run's start)."}),
+		loss:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "dsgd_loss", Help: "Training loss of the last iteration (rank 0)."}),
+		imagesSec: prometheus.NewGauge(prometheus.GaugeOpts{Name: "dsgd_images_per_second", Help: "Training images per second over the last iteration, all workers."}),
+		iters:     prometheus.NewCounter(prometheus.CounterOpts{Name: "dsgd_iterations_total", Help: "Iterations run by this process."}),
+		images:    prometheus.NewCounter(prometheus.CounterOpts{Name: "dsgd_images_total", Help: "Training images consumed, all workers."}),
+		iterSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dsgd_iteration_seconds", Help: "Wall time of one training iteration of rank 0.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 20)}),
+	}
+	reg.MustRegister(p.iter, p.loss, p.imagesSec, p.iters, p.images, p.iterSeconds)
+	return p
+}
+
+// onIter returns the train.Config.OnIter hook that updates the metrics;
+// imagesPerIter is the global batch.
+func (p *promRun) onIter(imagesPerIter int, next func(int, float64, time.Duration)) func(int, float64, time.Duration) {
+	return func(iter int, loss float64, d time.Duration) {
+		p.iter.Set(float64(iter + 1))
+		p.loss.Set(loss)
+		p.iters.Inc()
+		p.images.Add(float64(imagesPerIter))
+		p.iterSeconds.Observe(d.Seconds())
+		if d > 0 {
+			p.imagesSec.Set(float64(imagesPerIter) / d.Seconds())
+		}
+		if next != nil {
+			next(iter, loss, d)
+		}
+	}
+}
+
+// registerCenter adds a center's counters, read at every scrape.
+func registerCenter(reg *prometheus.Registry, stats func() center.Stats) {
+	counter := func(name, help string, f func(center.Stats) int64) {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(stats())) }))
+	}
+	counter("dsgd_center_pulls_total", "Weight pulls served by the center.", func(s center.Stats) int64 { return s.Pulls })
+	counter("dsgd_center_pushes_total", "Updates pushed to the center.", func(s center.Stats) int64 { return s.Pushes })
+	counter("dsgd_center_exchanges_total", "Elastic exchanges with the center.", func(s center.Stats) int64 { return s.Exchanges })
+	counter("dsgd_center_rounds_total", "Weed-out rounds closed.", func(s center.Stats) int64 { return s.Rounds })
+	counter("dsgd_center_dropped_total", "Gradients dropped as late (weed-out).", func(s center.Stats) int64 { return s.Dropped })
+	counter("dsgd_center_waits_total", "Clock calls that waited for a slower worker (ssp).", func(s center.Stats) int64 { return s.Waits })
+	counter("dsgd_center_bytes_total", "Bytes of float32 values through the center, both ways.", func(s center.Stats) int64 { return 4 * s.Values })
+}
+
+// serveMetrics serves reg's metrics on addr until ctx ends and returns
+// the address it listens on. An empty host is loopback.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, stderr io.Writer) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("--metrics-listen %q: %v (want HOST:PORT)", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return "", fmt.Errorf("--metrics-listen: %w", err)
+	}
+	if !netguard.IsLoopback(ln.Addr().String()) {
+		fmt.Fprintf(stderr, "dsgd: warning: --metrics-listen %s serves metrics beyond loopback, without authentication\n", ln.Addr())
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(stderr, "dsgd: --metrics-listen: %v\n", err)
+		}
+	}()
+	context.AfterFunc(ctx, func() { srv.Close() })
+	return ln.Addr().String(), nil
+}

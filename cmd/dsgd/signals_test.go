@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestInterrupterSecondSignal: the first signal cancels the context, the
+// second exits at once with 128+N.
+func TestInterrupterSecondSignal(t *testing.T) {
+	var in interrupter
+	var code atomic.Int32
+	exited := make(chan struct{})
+	ctx, stop := in.watch(time.Minute, &bytes.Buffer{}, func(c int) { code.Store(int32(c)); close(exited) })
+	defer stop()
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("SIGHUP did not cancel the context")
+	}
+	if s := signalOf(ctx); s != syscall.SIGHUP {
+		t.Errorf("signalOf = %v, want SIGHUP", s)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a second signal did not exit")
+	}
+	if code.Load() != 143 {
+		t.Errorf("exit status %d after SIGTERM, want 143", code.Load())
+	}
+}
+
+// TestInterrupterGrace: a process that does not stop within the grace
+// period after the first signal exits anyway.
+func TestInterrupterGrace(t *testing.T) {
+	var in interrupter
+	var code atomic.Int32
+	exited := make(chan struct{})
+	_, stop := in.watch(200*time.Millisecond, &bytes.Buffer{}, func(c int) { code.Store(int32(c)); close(exited) })
+	defer stop()
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the grace period passed without an exit")
+	}
+	if code.Load() != 130 {
+		t.Errorf("exit status %d after SIGINT, want 130", code.Load())
+	}
+}
+
+// interruptRun starts `dsgd train args...` in dir in a process group of
+// its own, waits for its first progress line, sends sig to the whole
+// group (as a terminal's Ctrl-C does) and returns the exit status and
+// output.
+func interruptRun(t *testing.T, dir string, sig syscall.Signal, args ...string) (int, string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "DSGD_CHILD=1", "DSGD_GRACE=20s")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "  loss ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress in 60s:\n%s", out)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("exited before the signal: %v\n%s", err, out)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	syscall.Kill(-cmd.Process.Pid, sig)
+	select {
+	case err = <-done:
+	case <-time.After(40 * time.Second):
+		t.Fatalf("still running 40s after %v:\n%s", sig, out)
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String()
+}
+
+// TestCtrlCSnapshots: SIGINT or SIGTERM to a training run, in process and
+// over TCP, writes a snapshot, says how to resume, and exits 128+N.
+func TestCtrlCSnapshots(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+		args []string
+	}{
+		{"inproc SIGINT", syscall.SIGINT, []string{"--workers", "2"}},
+		{"inproc SIGTERM", syscall.SIGTERM, nil},
+		{"tcp SIGINT", syscall.SIGINT, []string{"--transport", "tcp", "--workers", "2"}},
+		{"tcp async SIGINT", syscall.SIGINT, []string{"--transport", "tcp", "--workers", "2", "--scheme", "async"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "net.prototxt", tinyNet)
+			write(t, dir, "solver.prototxt", tinySolver)
+			args := append([]string{"train", "--solver", "solver.prototxt", "--iters", "1000000", "--display", "10", "--threads", "1", "--test-interval", "0"}, tc.args...)
+			code, out := interruptRun(t, dir, tc.sig, args...)
+			if want := 128 + int(tc.sig); code != want {
+				t.Errorf("exit status %d, want %d", code, want)
+			}
+			t.Logf("exit %d:\n%s", code, out)
+			snaps, _ := filepath.Glob(filepath.Join(dir, "out", "tiny_iter_*.dsgdsnap"))
+			if len(snaps) == 0 {
+				t.Fatalf("no snapshot written:\n%s", out)
+			}
+			if !strings.Contains(out, "--resume") {
+				t.Errorf("output does not say how to resume:\n%s", out)
+			}
+			if strings.Contains(out, "signal: killed") {
+				t.Errorf("a rank was killed instead of stopped:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestNohupKeepsSIGHUPIgnored: started with SIGHUP ignored (nohup), a run
+// is not stopped by it.
+func TestNohupKeepsSIGHUPIgnored(t *testing.T) {
+	if _, err := exec.LookPath("nohup"); err != nil {
+		t.Skip("no nohup")
+	}
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("nohup", exe, "train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "1", "--iters", "1000000", "--test-interval", "0")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "DSGD_CHILD=1")
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	defer func() { cmd.Process.Kill(); <-done }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "  loss ") {
+		select {
+		case <-done:
+			t.Fatalf("exited before the signal:\n%s", out)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress in 60s:\n%s", out)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	select {
+	case <-done:
+		t.Fatalf("SIGHUP under nohup stopped the run:\n%s", out)
+	case <-time.After(500 * time.Millisecond):
+	}
+}

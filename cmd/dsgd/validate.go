@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"dsgd/center"
+	"dsgd/collective"
+	"dsgd/scheme"
+	"dsgd/transport/tcp"
+)
+
+// validate checks the model flags' values before any work is done.
+func (m *modelFlags) validate() error {
+	switch {
+	case m.threads < 1:
+		return fmt.Errorf("--threads must be at least 1, got %d", m.threads)
+	case m.batch < 0:
+		return fmt.Errorf("--batch must not be negative, got %d", m.batch)
+	case m.batch > maxBatch:
+		return fmt.Errorf("--batch %d is beyond %d images a batch", m.batch, maxBatch)
+	}
+	return nil
+}
+
+// maxBatch bounds --batch: beyond it a batch's input alone would not fit
+// in any machine's memory for the smallest images.
+const maxBatch = 1 << 24
+
+// validate checks every training flag's value before any work is done
+// (data loaded, nets built, processes started), so that a typo fails in
+// a moment with the flag's name.
+func (f *trainFlags) validate() error {
+	if err := f.m.validate(); err != nil {
+		return err
+	}
+	nonNeg := []struct {
+		name string
+		v    int
+	}{
+		{"iters", *f.iters}, {"test-iter", *f.testIter}, {"workers", *f.workers}, {"warmup", *f.warmup},
+		{"bucket", *f.bucketKiB}, {"staleness", *f.staleness}, {"groups", *f.groups},
+	}
+	for _, c := range nonNeg {
+		if c.v < 0 {
+			return fmt.Errorf("--%s must not be negative, got %d", c.name, c.v)
+		}
+	}
+	switch {
+	case *f.testInterval < -1:
+		return fmt.Errorf("--test-interval must not be negative, got %d", *f.testInterval)
+	case *f.display < -1:
+		return fmt.Errorf("--display must not be negative, got %d", *f.display)
+	case *f.interval < 1:
+		return fmt.Errorf("--interval must be at least 1, got %d", *f.interval)
+	case *f.timeBudget < 0:
+		return fmt.Errorf("--time-budget must not be negative, got %v", *f.timeBudget)
+	case *f.commTimeout <= 0:
+		return fmt.Errorf("--comm-timeout must be positive, got %v", *f.commTimeout)
+	case *f.roundDeadline < 0:
+		return fmt.Errorf("--round-deadline must not be negative, got %v", *f.roundDeadline)
+	case *f.alpha < 0 || *f.alpha >= 1:
+		return fmt.Errorf("--alpha must be in [0,1), got %g", *f.alpha)
+	case *f.rho < 0:
+		return fmt.Errorf("--rho must not be negative, got %g", *f.rho)
+	case *f.momentum < 0 && *f.momentum != -1:
+		return fmt.Errorf("--momentum must not be negative, got %g", *f.momentum)
+	case *f.variant < 1 || *f.variant > 3:
+		return fmt.Errorf("--variant must be 1, 2 or 3, got %d", *f.variant)
+	}
+	if *f.scheme != "" && !slices.Contains(scheme.Names(), *f.scheme) {
+		return fmt.Errorf("--scheme %q: unknown; choose one of %s", *f.scheme, strings.Join(scheme.Names(), ", "))
+	}
+	if _, err := collective.ParseAlgorithm(*f.algo); err != nil {
+		return fmt.Errorf("--allreduce: %v", err)
+	}
+	if _, err := center.ParseFinish(*f.finish); err != nil {
+		return fmt.Errorf("--finish: %v", err)
+	}
+	if _, err := tcp.ParseCompress(*f.compress); err != nil {
+		return fmt.Errorf("--compress: %v", err)
+	}
+	switch *f.lrScale {
+	case "none", "linear", "inverse":
+	default:
+		return fmt.Errorf("--lr-scale %q: choose none, linear or inverse", *f.lrScale)
+	}
+	switch *f.transport {
+	case "inproc", "tcp":
+	default:
+		return fmt.Errorf("--transport %q: choose inproc or tcp", *f.transport)
+	}
+	if *f.straggle != "" {
+		if _, err := parseStraggle(*f.straggle, max(*f.workers, 1<<30)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

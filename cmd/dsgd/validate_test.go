@@ -1,0 +1,128 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFlagsValidatedFirst: every bad flag value is refused, naming the
+// flag, before any data is loaded (the data source here does not exist,
+// so an error about it would mean the check came too late).
+func TestFlagsValidatedFirst(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"train", "--data", filepath.Join(dir, "no-such-data"), "--threads", "1"}
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--iters", "-5"}, "--iters"},
+		{[]string{"--threads", "-2"}, "--threads"},
+		{[]string{"--threads", "0"}, "--threads"},
+		{[]string{"--batch", "-1"}, "--batch"},
+		{[]string{"--batch", "1000000000"}, "--batch"},
+		{[]string{"--test-iter", "-1"}, "--test-iter"},
+		{[]string{"--time-budget", "-1s"}, "--time-budget"},
+		{[]string{"--workers", "-3"}, "--workers"},
+		{[]string{"--scheme", "nosuch"}, "--scheme \"nosuch\""},
+		{[]string{"--allreduce", "fastest"}, "--allreduce"},
+		{[]string{"--finish", "never"}, "--finish"},
+		{[]string{"--lr-scale", "sqrt"}, "--lr-scale"},
+		{[]string{"--compress", "zip"}, "--compress"},
+		{[]string{"--transport", "udp"}, "--transport"},
+		{[]string{"--comm-timeout", "0s"}, "--comm-timeout"},
+		{[]string{"--alpha", "1.5"}, "--alpha"},
+		{[]string{"--interval", "0"}, "--interval"},
+		{[]string{"--straggle", "x"}, "--straggle"},
+	} {
+		t.Run(strings.Join(tc.flags, " "), func(t *testing.T) {
+			code, out, errs := runCmd(t, "", append(base, tc.flags...)...)
+			if code != 2 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "no-such-data") {
+				t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 2 naming %s before the data", code, out, errs, tc.want)
+			}
+		})
+	}
+}
+
+// TestNoLossInTrain: a TRAIN net without a loss is refused, saying so.
+func TestNoLossInTrain(t *testing.T) {
+	dir := t.TempDir()
+	net := strings.Replace(tinyNet, `layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }`, `layer { name: "prob" type: "Softmax" bottom: "ip2" top: "prob" }`, 1)
+	if net == tinyNet {
+		t.Fatal("the loss layer was not replaced")
+	}
+	write(t, dir, "net.prototxt", net)
+	write(t, dir, "solver.prototxt", tinySolver)
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "1")
+	if code == 0 || !strings.Contains(errs, "no loss") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant a refusal: no loss", code, out, errs)
+	}
+}
+
+// TestUnreadableDataDir: a data directory this process may not read is
+// reported as permission denied.
+func TestUnreadableDataDir(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every directory")
+	}
+	dir := t.TempDir()
+	d := filepath.Join(dir, "data")
+	if err := os.Mkdir(d, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(d, 0o755)
+	code, _, errs := runCmd(t, "", "train", "--data", d, "--threads", "1", "--iters", "1")
+	if code == 0 || !strings.Contains(errs, "permission denied") {
+		t.Errorf("exit %d, stderr %q; want permission denied", code, errs)
+	}
+}
+
+// TestBadModelMessages: labels beyond num_output and batches beyond the
+// machine's memory are errors naming the layer and the data source, not
+// a panic or a fatal out-of-memory.
+func TestBadModelMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name, from, to string
+		want           []string
+	}{
+		{"label >= num_output", "num_output: 4 ", "num_output: 3 ", []string{`data layer "d"`, "source synthetic", "3 classes"}},
+		{"batch 1e9", "batch_size: 16 }", "batch_size: 1000000000 }", []string{`data layer "d"`, "batch_size 1000000000", "more than"}},
+		{"num_output 2e9", "num_output: 16 ", "num_output: 2000000000 ", []string{`layer "ip1"`, "more than"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			net := strings.Replace(tinyNet, tc.from, tc.to, 1)
+			if net == tinyNet {
+				t.Fatalf("%q not in the net", tc.from)
+			}
+			dir := t.TempDir()
+			write(t, dir, "net.prototxt", net)
+			write(t, dir, "solver.prototxt", tinySolver)
+			code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "1", "--iters", "3")
+			if code != 1 {
+				t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errs)
+				}
+			}
+		})
+	}
+}
+
+// TestRanksMustFitTogether: in-process ranks each build a net; when they
+// would not fit in memory together the run is refused with the figure.
+func TestRanksMustFitTogether(t *testing.T) {
+	dir := t.TempDir()
+	// With 2000 hidden units the tiny net's parameters take about 2.7 MB
+	// a rank (weights, gradients, solver history): 8 MiB fits one rank
+	// and every data loader, not eight ranks.
+	write(t, dir, "net.prototxt", strings.Replace(tinyNet, "num_output: 16 ", "num_output: 2000 ", 1))
+	write(t, dir, "solver.prototxt", tinySolver)
+	t.Setenv("DSGD_MEMORY", "8MiB")
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "8", "--iters", "2", "--data", "synthetic:N=256,C=1,H=8,W=8,classes=4")
+	if code != 1 || !strings.Contains(errs, "8 ranks in this process need") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
