@@ -20,6 +20,7 @@ import (
 var zooInputs = map[string][3]int{
 	"lenet": {1, 28, 28}, "mlp": {1, 28, 28}, "cifar10_quick": {3, 32, 32},
 	"alexnet": {3, 256, 256}, "nin": {3, 32, 32},
+	"caffenet": {3, 227, 227}, "googlenet": {3, 224, 224},
 }
 
 // forwardable are the models small enough to run a forward and backward

@@ -56,6 +56,10 @@ func restoreRun(fs *flag.FlagSet, path string, out io.Writer) error {
 	if path == "" {
 		return nil
 	}
+	if strings.HasSuffix(path, ".solverstate") {
+		fmt.Fprintf(out, "dsgd: --resume %s: a Caffe solver state records no dsgd run flags: give them again\n", path)
+		return nil
+	}
 	raw, err := checkpoint.ReadRun(path)
 	if err != nil {
 		return fmt.Errorf("--resume: %w", err)
