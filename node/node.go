@@ -127,6 +127,11 @@ func (r *Rank) Run(ctx context.Context) error {
 	computing := false
 	pendingComm := 0
 	var inFlight []scheme.Op // pending communication, oldest (running) first
+	// outbox holds communication actions not yet handed to the
+	// communication goroutine: a Step may issue any number, and blocking
+	// on a full comm channel while that goroutine blocks on a full events
+	// channel would deadlock.
+	var outbox []scheme.Action
 	var ctxDone <-chan struct{} = ctx.Done()
 	dispatch := func(acts []scheme.Action) (bool, error) {
 		for _, a := range acts {
@@ -160,7 +165,7 @@ func (r *Rank) Run(ctx context.Context) error {
 			case a.Op.IsComm():
 				pendingComm++
 				inFlight = append(inFlight, a.Op)
-				comm <- a
+				outbox = append(outbox, a)
 			default:
 				t0 := time.Now()
 				err := r.local(a)
@@ -184,7 +189,16 @@ func (r *Rank) Run(ctx context.Context) error {
 	for {
 		t0 := time.Now()
 		var e event
+		var send chan<- scheme.Action
+		var next scheme.Action
+		if len(outbox) > 0 {
+			send, next = comm, outbox[0]
+		}
 		select {
+		case send <- next:
+			n := copy(outbox, outbox[1:])
+			outbox = outbox[:n]
+			continue
 		case e = <-events:
 		case <-ctxDone:
 			return ctx.Err()
