@@ -31,6 +31,13 @@ type Config struct {
 	// center weights at iteration iter (the solver step). Round fails
 	// without it.
 	Update func(weights, grads []float32, iter int)
+	// ClockedReads makes Pull return the weights as of the slowest live
+	// worker's clock m: every push made in an iteration before m and
+	// none made after. A push belongs to the iteration its worker has not
+	// yet clocked. This is SSP's read with s = 0 (Petuum's server serves
+	// a table once every worker has clocked): BSP's weights, whatever
+	// the timing. Without it a pull sees every push so far.
+	ClockedReads bool
 }
 
 // Stats counts what a center has done.
@@ -66,6 +73,18 @@ type Local struct {
 	stats   Stats
 	joined  []bool
 	allLeft chan struct{} // closed once every worker has joined and finished
+
+	// ClockedReads: snap is the weights as of clock snapAt, and pending
+	// the pushes made since, with the iteration each belongs to.
+	snap    []float32
+	snapAt  int
+	pending []taggedPush
+	free    [][]float32 // spent pending buffers, for reuse
+}
+
+type taggedPush struct {
+	iter  int
+	delta []float32
 }
 
 // NewLocal returns a center holding a copy of cfg.Weights.
@@ -92,6 +111,10 @@ func NewLocal(cfg Config) (*Local, error) {
 	}
 	for i := range l.clocks {
 		l.clocks[i] = cfg.StartIter
+	}
+	if cfg.ClockedReads {
+		l.snap = append([]float32(nil), cfg.Weights...)
+		l.snapAt = cfg.StartIter
 	}
 	return l, nil
 }
@@ -129,6 +152,7 @@ func (l *Local) check(w, n int) error {
 
 // broadcast wakes every waiter; l.mu is held.
 func (l *Local) broadcast() {
+	l.settle()
 	close(l.changed)
 	l.changed = make(chan struct{})
 }
@@ -150,6 +174,43 @@ func (l *Local) wait(ctx context.Context, cond func() bool) error {
 	return nil
 }
 
+// settle moves the clocked snapshot up to the slowest live worker's
+// clock (to every push once no worker is live); l.mu is held.
+func (l *Local) settle() {
+	if !l.cfg.ClockedReads {
+		return
+	}
+	m, any := l.minActive()
+	if !any {
+		m = int(^uint(0) >> 1)
+	}
+	if m <= l.snapAt && any {
+		return
+	}
+	keep := l.pending[:0]
+	for _, p := range l.pending {
+		if p.iter < m {
+			addTo(l.snap, p.delta)
+			l.free = append(l.free, p.delta)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	clear(l.pending[len(keep):])
+	l.pending = keep
+	if any {
+		l.snapAt = m
+	}
+}
+
+// readable is the weights a pull returns; l.mu is held.
+func (l *Local) readable() []float32 {
+	if l.cfg.ClockedReads {
+		return l.snap
+	}
+	return l.w
+}
+
 // Join implements Center.
 func (l *Local) Join(ctx context.Context, w int) (int, error) {
 	if err := l.check(w, -1); err != nil {
@@ -169,7 +230,7 @@ func (l *Local) Pull(ctx context.Context, w int, dst []float32) error {
 			return fmt.Errorf("center: an observer asked for %d values, the center has %d", len(dst), len(l.w))
 		}
 		l.mu.Lock()
-		copy(dst, l.w)
+		copy(dst, l.readable())
 		l.mu.Unlock()
 		return nil
 	}
@@ -183,7 +244,7 @@ func (l *Local) Pull(ctx context.Context, w int, dst []float32) error {
 			return err
 		}
 	}
-	copy(dst, l.w)
+	copy(dst, l.readable())
 	l.stats.Pulls++
 	l.stats.Values += int64(len(dst))
 	return nil
@@ -196,6 +257,17 @@ func (l *Local) Push(ctx context.Context, w int, delta []float32) error {
 	}
 	l.mu.Lock()
 	addTo(l.w, delta)
+	if l.cfg.ClockedReads {
+		// The push belongs to the iteration w has not clocked yet.
+		var buf []float32
+		if k := len(l.free); k > 0 {
+			buf, l.free = l.free[k-1], l.free[:k-1]
+		} else {
+			buf = make([]float32, len(delta))
+		}
+		copy(buf, delta)
+		l.pending = append(l.pending, taggedPush{iter: l.clocks[w], delta: buf})
+	}
 	l.stats.Pushes++
 	l.stats.Values += int64(len(delta))
 	l.mu.Unlock()
@@ -374,6 +446,13 @@ func (l *Local) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 // minLive is the slowest live worker's count (the caller's own when it is
 // alone); l.mu is held.
 func (l *Local) minLive() int {
+	m, _ := l.minActive()
+	return m
+}
+
+// minActive is the slowest active worker's count, and whether any worker
+// is active; l.mu is held.
+func (l *Local) minActive() (int, bool) {
 	m := -1
 	for i, c := range l.clocks {
 		if l.active(i) && (m < 0 || c < m) {
@@ -381,9 +460,9 @@ func (l *Local) minLive() int {
 		}
 	}
 	if m < 0 {
-		return 0
+		return 0, false
 	}
-	return m
+	return m, true
 }
 
 // stop applies the finish rule; l.mu is held.

@@ -91,14 +91,18 @@ func (w *centerWorker) iteration() {
 		// SpeeDO 3.2–3.3: train locally; every S iterations merge the
 		// weights' change since the last pull into the center (Downpour)
 		// and continue from the center.
+		// ssp reads only after the clock admits it (Petuum's read rule),
+		// so its bound is s, and s = 0 is BSP.
 		w.do(Action{Op: Compute}, true)
 		w.local(Action{Op: Update, Iter: it})
 		if xch {
 			w.local(Action{Op: Copy, R: delta, Src: p})
 			w.local(Action{Op: Axpy, R: delta, Src: aux, Factor: -1})
 			w.do(Action{Op: Push, R: delta}, false)
-			w.do(Action{Op: Pull, R: p}, true)
-			w.local(Action{Op: Copy, R: aux, Src: p})
+			if w.cfg.Name == "async" {
+				w.do(Action{Op: Pull, R: p}, true)
+				w.local(Action{Op: Copy, R: aux, Src: p})
+			}
 		}
 	case "weedout":
 		// SpeeDO 3.4: a synchronous round that closes at a deadline;
@@ -180,6 +184,10 @@ func (w *centerWorker) iteration() {
 		}
 		w.do(Action{Op: Clock, Iter: it, Staleness: s}, true)
 		w.then(func() { w.stop = w.ans.Stop })
+		if w.cfg.Name == "ssp" && xch {
+			w.do(Action{Op: Pull, R: p}, true)
+			w.local(Action{Op: Copy, R: aux, Src: p})
+		}
 	}
 	w.then(func() {
 		w.emit(Action{Op: IterDone, Iter: it, Loss: w.loss})

@@ -82,13 +82,30 @@ func TestAsyncSchemesTrace(t *testing.T) {
 			// A restarted worker continues from the count Join returns.
 			name:   "ssp resumes from join",
 			cfg:    Config{Name: "ssp", Workers: 2, MaxIter: 10, Staleness: 3, Layout: small},
-			events: []Event{{Kind: Done, ID: 1, Iter: 9}, done(2), {Kind: ComputeDone}, {Kind: Done, ID: 3}},
+			events: []Event{{Kind: Done, ID: 1, Iter: 9}, done(2), {Kind: ComputeDone}, {Kind: Done, ID: 3}, done(4), done(5)},
 			want: []string{
 				"join#1",
 				"pull#2(params[0:4])",
 				"copy(aux[0:4]<-params[0:4]) compute",
-				"update(9) copy(delta[0:4]<-params[0:4]) axpy(delta[0:4]+=-1*aux[0:4]) push#3(delta[0:4]) pull#4(params[0:4])",
+				"update(9) copy(delta[0:4]<-params[0:4]) axpy(delta[0:4]+=-1*aux[0:4]) push#3(delta[0:4]) clock#4(9,3)",
 				"",
+				"pull#5(params[0:4])",
+				"copy(aux[0:4]<-params[0:4]) iter-done(9) leave#6",
+			},
+		},
+		{
+			// SSP reads after the clock admits it (s = 0 is BSP).
+			name:   "ssp reads after the clock",
+			cfg:    Config{Name: "ssp", Workers: 2, MaxIter: 10, Staleness: 0, Layout: small},
+			events: []Event{{Kind: Done, ID: 1, Iter: 0}, done(2), {Kind: ComputeDone}, done(3), done(4), done(5)},
+			want: []string{
+				"join#1",
+				"pull#2(params[0:4])",
+				"copy(aux[0:4]<-params[0:4]) compute",
+				"update(0) copy(delta[0:4]<-params[0:4]) axpy(delta[0:4]+=-1*aux[0:4]) push#3(delta[0:4]) clock#4(0,0)",
+				"",
+				"pull#5(params[0:4])",
+				"copy(aux[0:4]<-params[0:4]) iter-done(0) compute",
 			},
 		},
 		{

@@ -947,6 +947,9 @@ func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
 		cc.Policy = center.RoundRobin
 	case "hogwild-easgd":
 		cc.Policy = center.Hogwild
+	case "ssp":
+		// s = 0 is BSP: reads at the global clock, whatever the timing.
+		cc.ClockedReads = sc.Staleness == 0
 	case "weedout":
 		// The center applies each round's mean gradient with a solver of
 		// its own, as a synchronous parameter server does.
