@@ -249,15 +249,19 @@ func (c *Center) Round(context.Context, int, int, []float32) (int, bool, error) 
 	return 0, false, errNoUpdateLogic("a weed-out round")
 }
 
-// Clock implements center.Center: it writes iter into w's control slot,
-// then returns stop when the finish rule says so, and with s >= 0 waits
-// while iter is more than s ahead of the slowest live worker.
+// Clock implements center.Center: it records in w's control slot that
+// w has done iter+1 iterations (as center.Local counts: a rejoining worker
+// continues at the next iteration, and a finish rule stops after MaxIter
+// of them), then returns stop when the finish rule says so, and with
+// s >= 0 waits while w is more than s iterations ahead of the slowest
+// live worker.
 func (c *Center) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 	c.checkWorker(w)
 	ws := &c.workers[w]
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	ws.one[0] = int64(iter)
+	done := int64(iter) + 1
+	ws.one[0] = done
 	if err := c.b.WriteControl(ctx, w, ws.one[:]); err != nil {
 		return false, fmt.Errorf("smb: worker %d clocking iteration %d: %w", w, iter, err)
 	}
@@ -278,7 +282,7 @@ func (c *Center) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 				slowest = v
 			}
 		}
-		if slowest < 0 || int64(iter)-slowest <= int64(s) {
+		if slowest < 0 || done-slowest <= int64(s) {
 			return false, nil
 		}
 		if err := c.waitControl(ctx, ver); err != nil {

@@ -131,8 +131,8 @@ func TestCenterFinish(t *testing.T) {
 		{center.FinishMaster, []int64{-11, 0, 3}, true}, // master left after 10
 		{center.FinishFirst, []int64{1, 0, 10}, true},
 		{center.FinishFirst, []int64{9, 0, 9}, false},
-		{center.FinishAverage, []int64{12, 0, 13}, true},  // (12+5+13)/3 = 10
-		{center.FinishAverage, []int64{12, 0, 12}, false}, // 29/3 < 10
+		{center.FinishAverage, []int64{11, 0, 13}, true},  // (11+6+13)/3 = 10
+		{center.FinishAverage, []int64{11, 0, 12}, false}, // 29/3 < 10
 		{center.FinishAverage, []int64{-14, 0, 12}, true}, // a left worker's count counts
 	}
 	for _, tc := range tests {
@@ -153,8 +153,8 @@ func TestCenterFinish(t *testing.T) {
 			t.Errorf("%s with slots %v: Clock = %v, %v; want %v", tc.finish, tc.counts, stop, err, tc.stop)
 		}
 		slot := make([]int64, 1)
-		if _, err := s.ReadControl(ctx, 1, slot); err != nil || slot[0] != 5 {
-			t.Errorf("worker 1's slot = %v, %v; want 5", slot, err)
+		if _, err := s.ReadControl(ctx, 1, slot); err != nil || slot[0] != 6 {
+			t.Errorf("worker 1's slot = %v, %v; want 6 (iterations done)", slot, err)
 		}
 	}
 }
@@ -171,12 +171,12 @@ func TestCenterSSP(t *testing.T) {
 				}
 			}
 			// Within the bound: no wait.
-			if stop, err := c.Clock(ctx, 0, 2, 2); err != nil || stop {
+			if stop, err := c.Clock(ctx, 0, 1, 2); err != nil || stop {
 				t.Fatalf("Clock within the bound = %v, %v", stop, err)
 			}
 			done := make(chan error, 1)
 			go func() {
-				_, err := c.Clock(ctx, 0, 4, 2) // 4 − 0 > 2: waits
+				_, err := c.Clock(ctx, 0, 3, 2) // 4 done − 0 > 2: waits
 				done <- err
 			}()
 			select {
@@ -184,7 +184,7 @@ func TestCenterSSP(t *testing.T) {
 				t.Fatalf("Clock 3 ahead of the slowest returned (%v) without waiting", err)
 			case <-time.After(100 * time.Millisecond):
 			}
-			if _, err := c.Clock(ctx, 1, 1, 2); err != nil { // 4 − 1 > 2: still waits
+			if _, err := c.Clock(ctx, 1, 0, 2); err != nil { // 4 − 1 > 2: still waits
 				t.Fatal(err)
 			}
 			select {
@@ -192,7 +192,7 @@ func TestCenterSSP(t *testing.T) {
 				t.Fatalf("Clock returned (%v) while 3 ahead", err)
 			case <-time.After(100 * time.Millisecond):
 			}
-			if _, err := c.Clock(ctx, 1, 2, 2); err != nil {
+			if _, err := c.Clock(ctx, 1, 1, 2); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -313,5 +313,55 @@ func TestCenterNoAlloc(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per pull+push+clock, want 0", allocs)
+	}
+}
+
+// TestCenterCountsAsLocal: the adapter counts iterations as center.Local
+// does (the control slot holds the iterations done), so a finish rule
+// stops a run after the same number of iterations over TCP and in
+// process, and a worker that rejoins continues at the next iteration
+// instead of repeating one.
+func TestCenterCountsAsLocal(t *testing.T) {
+	ctx := context.Background()
+	const maxIter = 10
+	for _, finish := range []center.Finish{center.FinishMaster, center.FinishFirst, center.FinishAverage} {
+		l, err := center.NewLocal(center.Config{Workers: 1, Weights: []float32{0}, Finish: finish, MaxIter: maxIter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := newCenter(t, NewStore(0), CenterConfig{Workers: 1, N: 1, Finish: finish, MaxIter: maxIter})
+		for _, c := range []center.Center{l, m} {
+			// Three iterations, a restart, and on to the finish rule.
+			it, err := c.Join(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := 0
+			for ; it < 3; it++ {
+				if _, err := c.Clock(ctx, 0, it, -1); err != nil {
+					t.Fatal(err)
+				}
+				ran++
+			}
+			if err := c.Leave(ctx, 0, errors.New("killed")); err != nil {
+				t.Fatal(err)
+			}
+			if it, err = c.Join(ctx, 0); err != nil || it != 3 {
+				t.Fatalf("%T %s: rejoin at %d, %v; want 3, the next iteration", c, finish, it, err)
+			}
+			for ; ; it++ {
+				stop, err := c.Clock(ctx, 0, it, -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ran++
+				if stop {
+					break
+				}
+			}
+			if ran != maxIter {
+				t.Errorf("%T %s: ran %d iterations, want %d", c, finish, ran, maxIter)
+			}
+		}
 	}
 }
