@@ -342,6 +342,14 @@ func TestValidateAsync(t *testing.T) {
 		{with("async", func(c *Config) { c.Interval = -1 }), "interval -1"},
 		{with("weedout", func(c *Config) { c.Aligned = true }), "aligned"},
 		{with("hybrid", func(c *Config) { c.Aligned = true }), "aligned"},
+		// hogwild has no center to count at (it never ended), and the
+		// synchronous schemes are aligned by construction: --finish is
+		// refused rather than ignored.
+		{with("hogwild", func(c *Config) { c.Aligned = true }), "aligned"},
+		{with("sync-tree", func(c *Config) { c.Aligned = true }), "aligned"},
+		{with("sync-ps", func(c *Config) { c.Aligned = true }), "aligned"},
+		{with("sync-easgd", func(c *Config) { c.Aligned = true }), "aligned"},
+		{with("overlap", func(c *Config) { c.Aligned = true }), "aligned"},
 	}
 	for _, c := range cases {
 		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -356,6 +364,12 @@ func TestValidateAsync(t *testing.T) {
 		}
 		if _, err := New(c); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// Aligned termination works where every worker clocks at a center.
+	for _, name := range []string{"async", "ssp", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "seasgd"} {
+		if _, err := New(with(name, func(c *Config) { c.Aligned = true })); err != nil {
+			t.Errorf("%s aligned: %v", name, err)
 		}
 	}
 	// Alpha 0 is allowed: EASGD with rho = 0 is plain SGD.

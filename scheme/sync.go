@@ -121,8 +121,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("scheme: sync-easgd variant %d; choose 1 (separate master), 2 (center on worker 0) or 3 (2, overlapped)", c.Variant)
 	case c.Name == "hybrid" && (c.Groups < 1 || c.Workers%c.Groups != 0):
 		return fmt.Errorf("scheme: hybrid splits %d workers into %d groups; the workers must be a multiple of the groups", c.Workers, c.Groups)
-	case c.Aligned && (c.Name == "weedout" || c.Name == "hybrid"):
-		return fmt.Errorf("scheme: %s does not support aligned termination", c.Name)
+	case c.Aligned && (!c.CenterOnly() || c.Name == "weedout"):
+		return fmt.Errorf("scheme: %s does not support aligned termination (--finish): only schemes whose every worker clocks at a center do (async, ssp, easgd-rr, easgd, measgd, hogwild-easgd, seasgd); the synchronous schemes and weedout's rounds end their workers together by construction", c.Name)
 	}
 	return nil
 }

@@ -160,8 +160,9 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	switch {
 	case *f.momentum >= 0:
 		cfg.Solver.Momentum = *f.momentum
-	case cfg.Scheme == "easgd" || cfg.Scheme == "easgd-rr" || cfg.Scheme == "hogwild-easgd":
-		// SC17 Eq. 1 is plain SGD. Momentum mu multiplies SGD's
+	case cfg.Scheme == "easgd" || cfg.Scheme == "easgd-rr" || cfg.Scheme == "hogwild-easgd" || cfg.Scheme == "sync-easgd":
+		// SC17 Eq. 1 is plain SGD, for Sync EASGD (Alg. 2–3) as for the
+		// others; measgd is the one with momentum (Eq. 5–6). Momentum mu multiplies SGD's
 		// steady-state step by 1/(1-mu); keep the solver's step size.
 		if mu := cfg.Solver.Momentum; mu > 0 && mu < 1 {
 			cfg.Solver.BaseLR /= 1 - mu
