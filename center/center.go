@@ -59,8 +59,9 @@ const (
 	FCFS Policy = iota
 	// RoundRobin serves workers one at a time in rank order (Original
 	// EASGD, SC17 Alg. 1): a worker's turn starts with its Pull, which
-	// waits for it, and ends with its Clock, which passes it on; only one
-	// worker works at a time.
+	// waits for it, and ends with the Clock of its τ-th iteration
+	// (Config.Interval), which passes it on; only one worker works at a
+	// time.
 	RoundRobin
 	// Hogwild updates the center with no lock (Hogwild EASGD, SC17 5):
 	// concurrent exchanges may interleave element by element.

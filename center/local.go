@@ -17,6 +17,10 @@ type Config struct {
 	Weights []float32
 	// Policy serialises elastic exchanges (FCFS by default).
 	Policy Policy
+	// Interval is, under RoundRobin, the iterations of one turn (EASGD's
+	// τ; 0 counts as 1): a turn passes on with the Clock of a worker's
+	// τ-th iteration, counted from StartIter.
+	Interval int
 	// Finish is the aligned-termination rule; MaxIter is the iteration
 	// count it compares against.
 	Finish  Finish
@@ -420,7 +424,7 @@ func (l *Local) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 		l.clocks[w] = iter + 1
 		l.broadcast()
 	}
-	if l.cfg.Policy == RoundRobin && l.turn == w {
+	if l.cfg.Policy == RoundRobin && l.turn == w && (iter+1-l.cfg.StartIter)%max(l.cfg.Interval, 1) == 0 {
 		l.turn = (l.turn + 1) % l.cfg.Workers
 		l.broadcast()
 	}

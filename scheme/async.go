@@ -57,16 +57,31 @@ func (w *centerWorker) start() {
 		w.then(func() {
 			// A restarted worker continues its count; a hybrid root
 			// stays in step with its group instead.
-			if w.ans.Iter > w.iter && w.group == nil {
+			restarted := w.ans.Iter > w.iter
+			if restarted && w.group == nil {
 				w.iter = w.ans.Iter
 			}
+			// easgd-rr's workers start from the weights every rank
+			// starts from (SC17 Alg. 1): a pull would wait for the
+			// worker's turn and return a center the earlier turns moved.
+			if w.cfg.Name != "easgd-rr" || restarted {
+				w.do(Action{Op: Pull, R: p}, true)
+			}
+			if w.cfg.Name == "async" || w.cfg.Name == "ssp" {
+				w.local(Action{Op: Copy, R: Range{Aux, 0, w.cfg.Layout.N}, Src: p})
+			}
+			w.startGroup()
 		})
-		w.do(Action{Op: Pull, R: p}, true)
-		if w.cfg.Name == "async" || w.cfg.Name == "ssp" {
-			w.local(Action{Op: Copy, R: Range{Aux, 0, w.cfg.Layout.N}, Src: p})
-		}
+		return
 	}
+	w.startGroup()
+}
+
+// startGroup broadcasts a hybrid root's weights to its group and begins
+// the first iteration.
+func (w *centerWorker) startGroup() {
 	if w.group != nil {
+		p := Range{Params, 0, w.cfg.Layout.N}
 		w.do(Action{Op: Broadcast, R: p, Peer: w.root, Group: w.group}, true)
 	}
 	w.then(w.iteration)
@@ -119,7 +134,10 @@ func (w *centerWorker) iteration() {
 		// update of both sides (12–14, Eq. 1–2) and ends with the Clock,
 		// which passes it on. The center cannot move within a turn, so
 		// pulling it and pushing α(W − W̄) is Eq. 1–2 exactly.
-		if xch {
+		// With τ > 1 the turn spans the τ local steps: it starts with
+		// the pull of the block's first iteration, so no two workers
+		// ever compute at once.
+		if w.exchange(it-1) && w.talks() {
 			w.do(Action{Op: Pull, R: aux}, true)
 		}
 		w.do(Action{Op: Compute}, true)

@@ -944,7 +944,7 @@ func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
 		StartIter: sc.StartIter, Deadline: t.cfg.RoundDeadline}
 	switch sc.Name {
 	case "easgd-rr":
-		cc.Policy = center.RoundRobin
+		cc.Policy, cc.Interval = center.RoundRobin, sc.Interval
 	case "hogwild-easgd":
 		cc.Policy = center.Hogwild
 	case "ssp":
