@@ -87,8 +87,8 @@ type Local struct {
 }
 
 type taggedPush struct {
-	iter  int
-	delta []float32
+	iter, w int
+	delta   []float32
 }
 
 // NewLocal returns a center holding a copy of cfg.Weights.
@@ -191,6 +191,14 @@ func (l *Local) settle() {
 	if m <= l.snapAt && any {
 		return
 	}
+	// In (iteration, worker) order, so the snapshot does not depend on
+	// the order the pushes arrived in.
+	slices.SortStableFunc(l.pending, func(a, b taggedPush) int {
+		if a.iter != b.iter {
+			return a.iter - b.iter
+		}
+		return a.w - b.w
+	})
 	keep := l.pending[:0]
 	for _, p := range l.pending {
 		if p.iter < m {
@@ -270,7 +278,7 @@ func (l *Local) Push(ctx context.Context, w int, delta []float32) error {
 			buf = make([]float32, len(delta))
 		}
 		copy(buf, delta)
-		l.pending = append(l.pending, taggedPush{iter: l.clocks[w], delta: buf})
+		l.pending = append(l.pending, taggedPush{iter: l.clocks[w], w: w, delta: buf})
 	}
 	l.stats.Pushes++
 	l.stats.Values += int64(len(delta))

@@ -15,7 +15,8 @@ import (
 //	Join, Clock, Leave   64-byte request, 64-byte reply
 //	Pull                 64-byte request, N·4 bytes back
 //	Push                 N·4 bytes in; done once added (N adds), no reply
-//	Elastic              N·4 in, 3N adds, N·4 back (round-robin: in turn)
+//	Elastic              N·4 in, 3N adds, N·4 back (round-robin: in turn;
+//	                     hogwild: the adds run at once with any others')
 //	Round                N·4 in, N adds; a 64-byte reply when the round
 //	                     closes (every live worker in, or RoundDeadline
 //	                     after the first), which costs Model.Update
@@ -96,6 +97,7 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 	case scheme.Join:
 		sv.to(d, ctrlBytes, now, func(t float64) {
 			sv.live[w], sv.joined[w] = true, true
+			s.ex.control(scheme.Join, w, 0)
 			iter := sv.clocks[w]
 			sv.changed(t)
 			sv.back(d, ctrlBytes, t, func() { fin(answer{iter: iter}) })
@@ -129,7 +131,15 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 		x := d.snapshot(a.R)
 		sv.to(d, nb, now, func(t float64) {
 			s.ex.elastic(w, x, a.Factor)
-			end := sv.work("elastic", t, s.addCost(3*sv.size))
+			var end float64
+			if sv.policy == center.Hogwild {
+				// No lock (SC17 5): the exchange runs on its own, at
+				// once with any other, as center.Local's does.
+				end = t + s.addCost(3*sv.size)
+				sv.s.trace(sv.node, "elastic", "center", t, end)
+			} else {
+				end = sv.work("elastic", t, s.addCost(3*sv.size))
+			}
 			s.eng.at(end, func() {
 				sv.back(d, nb, end, func() {
 					d.land(a.R, x, false)
@@ -145,7 +155,8 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 			if a.Iter+1 > sv.clocks[w] {
 				sv.clocks[w] = a.Iter + 1
 			}
-			if sv.policy == center.RoundRobin && sv.turn == w {
+			s.ex.control(scheme.Clock, w, a.Iter)
+			if sv.policy == center.RoundRobin && sv.turn == w && (a.Iter+1-s.sc.StartIter)%max(s.sc.Interval, 1) == 0 {
 				sv.turn = (sv.turn + 1) % sv.n
 			}
 			reply := func(stop bool) {
@@ -163,6 +174,7 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 	case scheme.Leave:
 		sv.to(d, ctrlBytes, now, func(t float64) {
 			sv.live[w] = false
+			s.ex.control(scheme.Leave, w, 0)
 			if sv.nIn > 0 && sv.nIn >= sv.liveCount() {
 				sv.closeRound(t)
 			}
