@@ -45,6 +45,11 @@ type Config struct {
 	// center's finish rule stops them (ShmCaffe III.E), instead of each
 	// stopping after MaxIter.
 	Aligned bool
+	// Broadcast starts every rank of a scheme whose ranks talk to each
+	// other with rank 0's weights (TRL Alg. 5 line 2), for ranks that
+	// built their models apart. The center schemes' workers start from
+	// the center instead.
+	Broadcast bool
 }
 
 // Names lists the schemes New knows, in the order the help text shows them.
@@ -158,6 +163,11 @@ func New(c Config) ([]Rank, error) {
 	}
 	if c.Name == "sync-easgd" && c.Variant == 1 {
 		ranks[c.Workers] = newSyncEASGD(c, c.Workers)
+	}
+	if c.Broadcast && !c.CenterOnly() && c.Name != "hogwild" && len(ranks) > 1 {
+		for r := range ranks {
+			ranks[r] = &initialBroadcast{inner: ranks[r], n: c.Layout.N}
+		}
 	}
 	return ranks, nil
 }

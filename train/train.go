@@ -634,6 +634,12 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 		eps = make([]transport.Endpoint, cfg.Group.Size)
 		eps[cfg.Group.Rank] = cfg.Group.Endpoint
+		if ep := cfg.Group.Endpoint; ep != nil {
+			if err := t.agree(ctx, ep); err != nil {
+				transport.Abort(ep, err)
+				return res, err
+			}
+		}
 	case len(t.ranks) > 1:
 		eps = transport.NewInproc(len(t.ranks))
 	}
@@ -851,7 +857,9 @@ func (t *Trainer) schemeConfig(start int) scheme.Config {
 	cfg := t.cfg
 	sc := scheme.Config{Name: cfg.Scheme, Workers: max(cfg.Workers, 1), StartIter: start, MaxIter: cfg.MaxIter,
 		Pack: cfg.Pack, Bucket: cfg.Bucket, Interval: cfg.Interval, Staleness: cfg.Staleness, Alpha: cfg.Alpha,
-		Variant: cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn}
+		Variant: cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn,
+		// Ranks in other processes built their models apart.
+		Broadcast: cfg.Group != nil}
 	if sc.Name == "" {
 		sc.Name = "seq"
 	}
