@@ -139,8 +139,10 @@ func TestCenterFinish(t *testing.T) {
 		ctx := context.Background()
 		s := NewStore(0)
 		c := newCenter(t, s, CenterConfig{Workers: 3, N: 1, Finish: tc.finish, MaxIter: 10})
-		if _, err := c.Join(ctx, 1); err != nil {
-			t.Fatal(err)
+		for _, w := range []int{0, 1} { // worker 0 creates W_g
+			if _, err := c.Join(ctx, w); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := s.WriteControl(ctx, 0, tc.counts[:1]); err != nil {
 			t.Fatal(err)
@@ -240,7 +242,7 @@ func TestCenterJoin(t *testing.T) {
 	cfg := CenterConfig{Workers: 3, N: 2, Weights: []float32{4, 5}}
 	c := newCenter(t, s, cfg)
 	// W_g exists but its creator has not written it yet: Join waits.
-	if _, err := s.CreateControl(ctx, 4); err != nil {
+	if _, err := s.CreateControl(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
 	mustCreate(t, s, KeyGlobal, 2)
@@ -363,5 +365,68 @@ func TestCenterCountsAsLocal(t *testing.T) {
 				t.Errorf("%T %s: ran %d iterations, want %d", c, finish, ran, maxIter)
 			}
 		}
+	}
+}
+
+// TestCenterRankZeroAllocatesAndReleases: worker 0 creates W_g with its
+// weights and the others attach to it, whoever comes first (the first to
+// join created it); a leaving worker frees its increment buffer, and
+// after worker 0's Release the last worker to leave frees the rest
+// (ShmCaffe III.B; nothing was ever freed).
+func TestCenterRankZeroAllocatesAndReleases(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(0)
+	mine := func(v float32) *Center {
+		return newCenter(t, s, CenterConfig{Workers: 2, N: 2, Weights: []float32{v, v}})
+	}
+	c0, c1 := mine(0.5), mine(7) // worker 1's process built other weights
+	joined := make(chan error, 1)
+	go func() {
+		_, err := c1.Join(ctx, 1)
+		joined <- err
+	}()
+	select {
+	case err := <-joined:
+		t.Fatalf("worker 1 joined (%v) before worker 0 created W_g", err)
+	case <-time.After(60 * time.Millisecond):
+	}
+	if _, err := c0.Join(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-joined; err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 2)
+	if err := c1.Pull(ctx, 1, got); err != nil || got[0] != 0.5 {
+		t.Fatalf("W_g = %v, %v; want worker 0's weights 0.5", got, err)
+	}
+	if err := c1.Leave(ctx, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Attach(ctx, KeyDeltaPrefix+"1"); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("dW_1 after worker 1 left: %v, want it freed", err)
+	}
+	// Worker 1 rejoins and is still at work when worker 0 releases: the
+	// buffers stay until it leaves.
+	if _, err := c1.Join(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c0.Leave(ctx, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c0.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.Pull(ctx, 1, got); err != nil {
+		t.Fatalf("W_g gone while worker 1 works: %v", err)
+	}
+	if err := c1.Leave(ctx, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.RLock()
+	n, bytes := len(s.bufs), s.bytes
+	s.mu.RUnlock()
+	if n != 0 || bytes != 0 {
+		t.Errorf("after Release the store holds %d buffers, %d bytes; want none", n, bytes)
 	}
 }

@@ -880,6 +880,15 @@ func (t *Trainer) CenterWorkers() int {
 // a center (so a worker process needs a center and no group endpoint).
 func (t *Trainer) CenterOnly() bool { return t.schemeConfig(t.start).CenterOnly() }
 
+// GroupRank is this process's rank in a multi-process group (0 without
+// one).
+func (t *Trainer) GroupRank() int {
+	if t.cfg.Group == nil {
+		return 0
+	}
+	return t.cfg.Group.Rank
+}
+
 // Finish is the configured aligned-termination rule.
 func (t *Trainer) Finish() center.Finish { return t.cfg.Finish }
 
