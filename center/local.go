@@ -47,8 +47,9 @@ type Config struct {
 // Stats counts what a center has done.
 type Stats struct {
 	Pulls, Pushes, Exchanges int64
-	// Rounds closed, and gradients dropped because they came after their
-	// round had closed (weed-out).
+	// Rounds closed, and gradients dropped (weed-out): for each round,
+	// the active workers not in it when it closed (their gradients come
+	// late, or their worker restarts without them).
 	Rounds, Dropped int64
 	// Waits counts Clock calls that had to wait for a slower worker (SSP).
 	Waits int64
@@ -351,7 +352,7 @@ func (l *Local) Round(ctx context.Context, w, iter int, grads []float32) (int, b
 	defer l.mu.Unlock()
 	switch {
 	case iter < l.round:
-		l.stats.Dropped++
+		// Counted as dropped when its round closed without it.
 		return l.round, true, nil
 	case iter > l.round:
 		return 0, false, fmt.Errorf("center: worker %d handed in round %d, but round %d is open", w, iter, l.round)
@@ -384,6 +385,19 @@ func (l *Local) Round(ctx context.Context, w, iter int, grads []float32) (int, b
 	return l.round, false, nil
 }
 
+// Closed implements Center.
+func (l *Local) Closed(ctx context.Context, w, iter int) (int, error) {
+	if err := l.check(w, -1); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.wait(ctx, func() bool { return l.round > iter }); err != nil {
+		return 0, err
+	}
+	return l.round, nil
+}
+
 // active reports whether worker w holds back turns, rounds and SSP: it
 // has joined and not left, or has not joined yet (a worker that is still
 // starting is not gone); l.mu is held.
@@ -406,6 +420,9 @@ func (l *Local) closeRound() {
 		l.timer.Stop()
 		l.timer = nil
 	}
+	// Every active worker not in the round missed it: its gradients are
+	// dropped, whether they come late or their worker restarts.
+	l.stats.Dropped += int64(max(l.liveCount()-l.nIn, 0))
 	if l.nIn > 0 {
 		inv := 1 / float32(l.nIn)
 		for i := range l.acc {

@@ -94,6 +94,7 @@ type event struct {
 	ev   scheme.Event
 	err  error
 	busy time.Duration // communication time behind a Done
+	side bool          // the Done of a side op, outside the queue
 }
 
 // answer is what a communication action reports back to its scheme.
@@ -114,15 +115,21 @@ func (r *Rank) Run(ctx context.Context) error {
 		defer close(commDone)
 		r.commLoop(ctx, comm, events)
 	}()
-	// computing tracks the compute goroutine, which Run waits for before
-	// returning, so the caller may read what Compute wrote.
-	var computeWG sync.WaitGroup
+	// computeWG tracks the compute goroutine, which Run waits for before
+	// returning, so the caller may read what Compute wrote; sideWG the
+	// side ops' goroutines.
+	var computeWG, sideWG sync.WaitGroup
 	defer func() {
 		close(comm)
 		cancel()
 		<-commDone
 		computeWG.Wait()
+		sideWG.Wait()
 	}()
+	// abort cancels the running compute (Abort).
+	abort := context.CancelFunc(func() {})
+	defer func() { abort() }()
+	side := map[int]bool{} // IDs of the side ops in flight
 
 	computing := false
 	pendingComm := 0
@@ -145,8 +152,11 @@ func (r *Rank) Run(ctx context.Context) error {
 				computing = true
 				watch := a.WatchGrads
 				computeWG.Add(1)
+				cctx, cancelCompute := context.WithCancel(ctx)
+				abort = cancelCompute
 				go func() {
 					defer computeWG.Done()
+					defer cancelCompute()
 					var ready func(lo, hi int)
 					if watch {
 						ready = func(lo, hi int) {
@@ -156,9 +166,26 @@ func (r *Rank) Run(ctx context.Context) error {
 							}
 						}
 					}
-					loss, err := r.Computer.Compute(ctx, ready)
+					loss, err := r.Computer.Compute(cctx, ready)
+					aborted := err != nil && cctx.Err() != nil && ctx.Err() == nil
+					if aborted {
+						err = nil
+					}
 					select {
-					case events <- event{ev: scheme.Event{Kind: scheme.ComputeDone, Loss: loss}, err: err}:
+					case events <- event{ev: scheme.Event{Kind: scheme.ComputeDone, Loss: loss, Aborted: aborted}, err: err}:
+					case <-ctx.Done():
+					}
+				}()
+			case a.Op == scheme.Abort:
+				abort()
+			case a.Op.IsSide():
+				side[a.ID] = true
+				sideWG.Add(1)
+				go func() {
+					defer sideWG.Done()
+					ans, err := r.center(ctx, a)
+					select {
+					case events <- event{ev: scheme.Event{Kind: scheme.Done, ID: a.ID, Iter: ans.iter}, err: err, side: true}:
 					case <-ctx.Done():
 					}
 				}()
@@ -202,6 +229,17 @@ func (r *Rank) Run(ctx context.Context) error {
 		case e = <-events:
 		case <-ctxDone:
 			return ctx.Err()
+		}
+		if e.side {
+			delete(side, e.ev.ID)
+			if e.err != nil {
+				return e.err
+			}
+			fin, err := dispatch(r.Scheme.Step(e.ev))
+			if fin || err != nil {
+				return err
+			}
+			continue
 		}
 		if !computing && pendingComm > 0 {
 			ph := PhaseComm
@@ -393,6 +431,8 @@ func (r *Rank) center(ctx context.Context, a scheme.Action) (answer, error) {
 		ans.iter, ans.dropped, err = c.Round(ctx, w, a.Iter, r.slice(a.R))
 	case scheme.Clock:
 		ans.stop, err = c.Clock(ctx, w, a.Iter, a.Staleness)
+	case scheme.Closed:
+		ans.iter, err = c.Closed(ctx, w, a.Iter)
 	case scheme.Leave:
 		err = c.Leave(ctx, w, nil)
 	}

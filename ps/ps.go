@@ -36,6 +36,7 @@ const (
 	opLeave   = 8  // I0 = w, T = cause ("" for nil)
 	opPushKey = 9  // I0 = w, T = key of the delta in the store
 	opVersion = 10 // I0 = w → I0 = version (publishes the center first if stale)
+	opClosed  = 11 // I0 = w, I1 = iter → I0 = next (waits for round iter to close)
 )
 
 func b2i(b bool) int64 {

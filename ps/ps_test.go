@@ -114,6 +114,8 @@ func script(t *testing.T, c center.Center, n int) []string {
 	}
 	_, _, err = c.Round(ctx, 0, 7, delta)
 	rec("bad round fails %v", err != nil)
+	next, err := c.Closed(ctx, 0, 1) // round 1 closed: answered at once
+	rec("closed %d %v", next, err)
 	stop, err := c.Clock(ctx, 0, 5, 2)
 	rec("clock %v %v", stop, err)
 	rec("pull %v %v", c.Pull(ctx, 0, buf), buf)
@@ -543,5 +545,45 @@ func TestShardedBlobStore(t *testing.T) {
 	}
 	if store.count(store.puts, WeightsKey+":1") != 1+workers*rounds || store.count(store.puts, DeltaKey(1)+":0") != rounds {
 		t.Fatalf("store traffic %v", store.puts)
+	}
+}
+
+// TestClosedWaitsBesideRound: a worker's Closed waits on a connection of
+// its own, so its Round, which closes the round, is not held up behind
+// it (weedout watches its round while it computes).
+func TestClosedWaitsBesideRound(t *testing.T) {
+	l := newLocal(t, 2, weights(8, 0))
+	srv, _ := serve(t, l, ServerConfig{})
+	c0, c1 := dial(t, srv.Addr(), ClientConfig{}), dial(t, srv.Addr(), ClientConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for w, c := range []*Client{c0, c1} {
+		if _, err := c.Join(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := make(chan int, 1)
+	go func() {
+		next, err := c0.Closed(ctx, 0, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		closed <- next
+	}()
+	time.Sleep(20 * time.Millisecond) // the watch is waiting
+	rounds := make(chan error, 2)
+	for w, c := range []*Client{c0, c1} {
+		go func() {
+			_, _, err := c.Round(ctx, w, 0, weights(l.N(), 1))
+			rounds <- err
+		}()
+	}
+	for range 2 {
+		if err := <-rounds; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if next := <-closed; next != 1 {
+		t.Fatalf("Closed answered round %d, want 1", next)
 	}
 }

@@ -196,6 +196,10 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		next, dropped, err := s.c.Round(ctx, w, int(req.Ints[1]), req.Data)
 		resp.Ints[0], resp.Ints[1] = int64(next), b2i(dropped)
 		return err
+	case opClosed:
+		next, err := s.c.Closed(ctx, w, int(req.Ints[1]))
+		resp.Ints[0] = int64(next)
+		return err
 	case opClock:
 		stop, err := s.c.Clock(ctx, w, int(req.Ints[1]), int(req.Ints[2]))
 		resp.Ints[0] = b2i(stop)

@@ -1,7 +1,7 @@
 package scheme
 
 // centerWorker runs the schemes whose workers talk to a center (package
-// center): SpeeDO's async, ssp and weedout, the EASGD family (easgd-rr,
+// center): SpeeDO's async and ssp, the EASGD family (easgd-rr,
 // easgd, measgd, hogwild-easgd), ShmCaffe's seasgd and hybrid, and
 // hogwild, which shares its weights with the other workers in memory and
 // so needs no center at all.
@@ -12,7 +12,6 @@ type centerWorker struct {
 	id   int // the worker's id at the center
 	iter int
 	stop bool
-	next int // weedout: the round after this one
 
 	// hybrid: this worker's group, its root, and whether it is the root.
 	group []int
@@ -119,14 +118,6 @@ func (w *centerWorker) iteration() {
 				w.local(Action{Op: Copy, R: aux, Src: p})
 			}
 		}
-	case "weedout":
-		// SpeeDO 3.4: a synchronous round that closes at a deadline;
-		// gradients that miss it are dropped and their worker restarts
-		// from the fresh weights.
-		w.do(Action{Op: Compute}, true)
-		w.do(Action{Op: Round, R: g, Iter: it}, true)
-		w.then(func() { w.next = w.ans.Iter })
-		w.do(Action{Op: Pull, R: p}, true)
 	case "easgd-rr":
 		// SC17 Alg. 1: one worker at a time, in rank order. The turn
 		// starts with the center sent to the worker (line 10; the Pull
@@ -195,7 +186,7 @@ func (w *centerWorker) iteration() {
 		}
 		w.local(Action{Op: Update, Iter: it})
 	}
-	if w.talks() && w.cfg.Name != "weedout" {
+	if w.talks() {
 		s := -1
 		if w.cfg.Name == "ssp" {
 			s = w.cfg.Staleness
@@ -210,9 +201,6 @@ func (w *centerWorker) iteration() {
 	w.then(func() {
 		w.emit(Action{Op: IterDone, Iter: it, Loss: w.loss})
 		w.iter++
-		if w.cfg.Name == "weedout" {
-			w.iter = w.next
-		}
 		w.iteration()
 	})
 }

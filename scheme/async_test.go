@@ -109,26 +109,48 @@ func TestAsyncSchemesTrace(t *testing.T) {
 			},
 		},
 		{
-			// SpeeDO's weed-out: gradients that miss the round are
-			// dropped; the worker jumps to the round the center names and
+			// SpeeDO's weed-out: while it computes the worker watches its
+			// round (closed#); gradients that miss the round are dropped,
+			// and the worker jumps to the round the center names and
 			// pulls the fresh weights.
 			name: "weedout dropped",
 			cfg:  Config{Name: "weedout", Workers: 3, MaxIter: 10, Layout: small},
 			events: []Event{
 				done(1), done(2),
-				{Kind: ComputeDone}, {Kind: Done, ID: 3, Iter: 4, Dropped: true}, done(4),
-				{Kind: ComputeDone}, {Kind: Done, ID: 5, Iter: 5}, done(6),
+				{Kind: ComputeDone}, {Kind: Done, ID: 4, Iter: 4, Dropped: true}, {Kind: Done, ID: 3, Iter: 4}, done(5),
+				{Kind: ComputeDone}, {Kind: Done, ID: 7, Iter: 5}, done(8),
 			},
 			want: []string{
 				"join#1",
 				"pull#2(params[0:4])",
-				"compute",
-				"round#3(grads[0:4],0)",
+				"compute closed",
+				"round#4(grads[0:4],0)",
+				"pull#5(params[0:4])",
+				"", // the watch of round 0, answered late: ignored
+				"compute closed",
+				"round#7(grads[0:4],4)",
+				"pull#8(params[0:4])",
+				"iter-done(4) compute closed",
+			},
+		},
+		{
+			// SpeeDO 3.4's restart: the round closes while the worker
+			// still computes; it aborts the compute, pulls the fresh
+			// weights and continues with the round now open, reporting no
+			// iteration for the aborted one.
+			name: "weedout restarts a straggler",
+			cfg:  Config{Name: "weedout", Workers: 3, MaxIter: 10, Layout: small},
+			events: []Event{
+				done(1), done(2),
+				{Kind: Done, ID: 3, Iter: 6}, {Kind: ComputeDone, Aborted: true}, done(4),
+			},
+			want: []string{
+				"join#1",
+				"pull#2(params[0:4])",
+				"compute closed",
+				"abort",
 				"pull#4(params[0:4])",
-				"iter-done(0) compute",
-				"round#5(grads[0:4],4)",
-				"pull#6(params[0:4])",
-				"iter-done(4) compute",
+				"compute closed",
 			},
 		},
 		{

@@ -107,10 +107,20 @@ const (
 	Clock
 	// Leave tells the center this worker is finished.
 	Leave
+
+	// Closed waits until weed-out round Iter has closed; Done carries the
+	// next round in Iter. It is a side op: the driver runs it beside the
+	// communication queue, not in it, so it may be answered at any time
+	// (IsSide).
+	Closed
+	// Abort ends the rank's running Compute early: its ComputeDone comes
+	// with Aborted set and the gradients are undefined (SpeeDO 3.4's
+	// restart of a straggler). With no compute running it does nothing.
+	Abort
 )
 
 var opNames = [...]string{"compute", "allreduce", "broadcast", "send", "recv", "scale", "update", "copy", "iter-done", "finish",
-	"reduce", "axpy", "join", "pull", "push", "elastic", "round", "clock", "leave"}
+	"reduce", "axpy", "join", "pull", "push", "elastic", "round", "clock", "leave", "closed", "abort"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -130,8 +140,14 @@ func (o Op) IsComm() bool {
 	return o.IsCenter()
 }
 
-// IsCenter reports whether the op talks to the center (package center).
+// IsCenter reports whether the op talks to the center (package center)
+// through the communication queue.
 func (o Op) IsCenter() bool { return o >= Join && o <= Leave }
+
+// IsSide reports whether the op is a center call the driver runs on its
+// own, beside the communication queue, answered by a Done whenever it
+// completes (Closed).
+func (o Op) IsSide() bool { return o == Closed }
 
 // Action is one request from a scheme to its driver. Compute is answered
 // by ComputeDone, and each communication op by a Done event carrying its
@@ -199,6 +215,8 @@ type Event struct {
 	Dropped bool
 	// Stop answers Clock: the run should end now.
 	Stop bool
+	// Aborted marks a ComputeDone that an Abort cut short.
+	Aborted bool
 }
 
 // Rank is one rank's scheme logic: a state machine that turns events into

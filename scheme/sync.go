@@ -140,7 +140,10 @@ func New(c Config) ([]Rank, error) {
 	ranks := make([]Rank, c.Ranks())
 	for r := 0; r < c.Workers; r++ {
 		switch c.Name {
-		case "async", "ssp", "weedout", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "hogwild", "seasgd", "hybrid":
+		case "weedout":
+			ranks[r] = newWeedout(c)
+			continue
+		case "async", "ssp", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "hogwild", "seasgd", "hybrid":
 			ranks[r] = newCenterWorker(c, r)
 			continue
 		case "sync-easgd":

@@ -37,7 +37,8 @@ type server struct {
 	nIn     int
 	roundW  []func(next int)
 	clockW  []clockWait
-	cpu     float64 // the processor is busy until cpu
+	closedW []closedWait // Closed calls waiting for their round
+	cpu     float64      // the processor is busy until cpu
 	dropped int64
 	waits   int64
 	rounds  int64
@@ -45,6 +46,11 @@ type server struct {
 	// maxGap is the largest lead over the slowest live worker that an SSP
 	// clock has released a worker with (tests check it against s).
 	maxGap int
+}
+
+type closedWait struct {
+	iter  int
+	reply func()
 }
 
 type clockWait struct {
@@ -184,6 +190,22 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 	}
 }
 
+// side carries out a side op of d's (Closed): a 64-byte request, and a
+// 64-byte reply once round a.Iter has closed.
+func (sv *server) side(d *driver, a scheme.Action, now float64, fin func(answer)) {
+	sv.to(d, ctrlBytes, now, func(t float64) {
+		reply := func() {
+			next := sv.round
+			sv.back(d, ctrlBytes, sv.s.eng.now, func() { fin(answer{iter: next}) })
+		}
+		if sv.round > a.Iter {
+			reply()
+			return
+		}
+		sv.closedW = append(sv.closedW, closedWait{iter: a.Iter, reply: reply})
+	})
+}
+
 // changed re-examines the waiters after a change of the control area.
 func (sv *server) changed(t float64) {
 	sv.serveTurns()
@@ -223,8 +245,7 @@ func (sv *server) roundIn(d *driver, w, iter int, t float64, grads []float32, fi
 	s := sv.s
 	switch {
 	case iter < sv.round:
-		sv.dropped++
-		next := sv.round
+		next := sv.round // counted when its round closed
 		sv.back(d, ctrlBytes, t, func() { fin(answer{iter: next, dropped: true}) })
 		return
 	case iter > sv.round:
@@ -258,6 +279,7 @@ func (sv *server) roundIn(d *driver, w, iter int, t float64, grads []float32, fi
 // answers the workers that were in it.
 func (sv *server) closeRound(t float64) {
 	s := sv.s
+	sv.dropped += int64(max(sv.liveCount()-sv.nIn, 0)) // center.Local's count
 	if sv.nIn > 0 {
 		t = sv.work("round update", t, s.addCost(sv.size)+s.cfg.Model.Update.Seconds())
 		s.ex.roundClose(sv.nIn, sv.round)
@@ -268,9 +290,23 @@ func (sv *server) closeRound(t float64) {
 	sv.rounds++
 	ws, next := sv.roundW, sv.round
 	sv.roundW = nil
+	var closed []func()
+	keep := sv.closedW[:0]
+	for _, c := range sv.closedW {
+		if c.iter < next {
+			closed = append(closed, c.reply)
+		} else {
+			keep = append(keep, c)
+		}
+	}
+	clear(sv.closedW[len(keep):])
+	sv.closedW = keep
 	s.eng.at(t, func() {
 		for _, f := range ws {
 			f(next)
+		}
+		for _, f := range closed {
+			f()
 		}
 	})
 }

@@ -263,6 +263,11 @@ func (c *Center) Elastic(context.Context, int, []float32, float32) error {
 	return errNoUpdateLogic("the elastic exchange")
 }
 
+// Closed implements center.Center by refusing.
+func (c *Center) Closed(context.Context, int, int) (int, error) {
+	return 0, errNoUpdateLogic("a weed-out round")
+}
+
 // Round implements center.Center by refusing.
 func (c *Center) Round(context.Context, int, int, []float32) (int, bool, error) {
 	return 0, false, errNoUpdateLogic("a weed-out round")

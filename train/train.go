@@ -588,6 +588,9 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 		}
 		return loss, fmt.Errorf("loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", loss, where)
 	}
+	if err := ctx.Err(); err != nil {
+		return 0, err // aborted (weedout's restart) or cancelled
+	}
 	c.ready = ready
 	c.net.Backward()
 	c.ready = nil
