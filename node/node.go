@@ -23,6 +23,16 @@ type Computer interface {
 	Compute(ctx context.Context, ready func(lo, hi int)) (loss float64, err error)
 }
 
+// Accumulator is a gradient accumulator the workers of one process share
+// (package accum).
+type Accumulator interface {
+	// Add adds src into iteration iter's sum of the block at lo.
+	Add(ctx context.Context, iter, lo int, src []float32) error
+	// Gather waits for every worker's Add of the block and copies the
+	// sum into dst.
+	Gather(ctx context.Context, iter, lo int, dst []float32) error
+}
+
 // Phase indices of a rank's time account (Stats.Phase). Compute time is
 // the Computer's to account.
 const (
@@ -50,6 +60,9 @@ type Rank struct {
 	// this rank's worker id there; nil for the other schemes.
 	Center   center.Center
 	CenterID int
+	// Accum is the shared gradient accumulator of overlap's TRL variant
+	// (scheme.Config.Accumulate); nil for the other schemes.
+	Accum Accumulator
 	// Computer computes gradients; nil on a server rank.
 	Computer Computer
 	// Update applies the solver at iteration iter to Params from Grads.
@@ -183,7 +196,13 @@ func (r *Rank) Run(ctx context.Context) error {
 				sideWG.Add(1)
 				go func() {
 					defer sideWG.Done()
-					ans, err := r.center(ctx, a)
+					var ans answer
+					var err error
+					if a.Op == scheme.Gather {
+						err = r.gather(ctx, a)
+					} else {
+						ans, err = r.center(ctx, a)
+					}
 					select {
 					case events <- event{ev: scheme.Event{Kind: scheme.Done, ID: a.ID, Iter: ans.iter}, err: err, side: true}:
 					case <-ctx.Done():
@@ -364,6 +383,12 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 	if a.Op.IsCenter() {
 		return r.center(ctx, a)
 	}
+	if a.Op == scheme.Accumulate {
+		if r.Accum == nil {
+			return answer{}, fmt.Errorf("node: the scheme accumulates but the rank has no accumulator")
+		}
+		return answer{}, r.Accum.Add(ctx, a.Iter, a.R.Lo, r.slice(a.R))
+	}
 	buf := r.slice(a.R)
 	if a.Group != nil && r.Ep != nil {
 		var err error
@@ -408,6 +433,14 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 		return answer{}, nil
 	}
 	return answer{}, fmt.Errorf("node: %v is not a communication action", a.Op)
+}
+
+// gather carries out a Gather.
+func (r *Rank) gather(ctx context.Context, a scheme.Action) error {
+	if r.Accum == nil {
+		return fmt.Errorf("node: the scheme gathers but the rank has no accumulator")
+	}
+	return r.Accum.Gather(ctx, a.Iter, a.R.Lo, r.slice(a.R))
 }
 
 // center carries out a center operation.

@@ -35,7 +35,7 @@ func atrace(acts []Action) string {
 			s += fmt.Sprintf("#%d", a.ID)
 		case Broadcast, Reduce:
 			s += fmt.Sprintf("#%d(%s,%d)", a.ID, rg(a.R), a.Peer)
-		case Allreduce:
+		case Allreduce, Accumulate, Gather:
 			s += fmt.Sprintf("#%d(%s)", a.ID, rg(a.R))
 		}
 		parts = append(parts, s)

@@ -211,3 +211,37 @@ func TestInitialBroadcast(t *testing.T) {
 		t.Errorf("easgd with Broadcast starts %s, want its join (the center gives the weights)", got)
 	}
 }
+
+// TestOverlapAccumulates: TRL's overlap (Alg. 6) accumulates each block
+// the moment backward finishes it, before the compute is done, waits for
+// the sums beside the queue, and averages and updates once every sum is
+// back.
+func TestOverlapAccumulates(t *testing.T) {
+	layout := Layout{N: 10, Blocks: []Range{{Lo: 0, Hi: 6}, {Lo: 6, Hi: 10}}}
+	ranks, err := New(Config{Name: "overlap", Workers: 2, MaxIter: 1, Layout: layout, Accumulate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ranks[1]
+	steps := []struct {
+		ev   Event
+		want string
+	}{
+		{Event{Kind: Start}, "compute"},
+		{Event{Kind: GradsReady, Lo: 6, Hi: 10}, "accumulate#1(grads[6:10]) gather#2(grads[6:10])"},
+		{Event{Kind: GradsReady, Lo: 0, Hi: 6}, "accumulate#3(grads[0:6]) gather#4(grads[0:6])"},
+		{Event{Kind: ComputeDone}, ""},
+		{Event{Kind: Done, ID: 1}, ""},
+		{Event{Kind: Done, ID: 3}, ""},
+		{Event{Kind: Done, ID: 4}, ""},
+		{Event{Kind: Done, ID: 2}, "scale(grads[0:10]*=0.5) update(0) iter-done(0) finish"},
+	}
+	for i, s := range steps {
+		if got := atrace(w.Step(s.ev)); got != s.want {
+			t.Fatalf("step %d (%+v): %s, want %s", i, s.ev, got, s.want)
+		}
+	}
+	if _, err := New(Config{Name: "sync-tree", Workers: 2, MaxIter: 1, Layout: layout, Accumulate: true}); err == nil {
+		t.Error("sync-tree with Accumulate was accepted")
+	}
+}

@@ -20,9 +20,16 @@ type Config struct {
 	// Layout is the model's parameter layout.
 	Layout Layout
 	// Bucket is, for overlap, the number of gradient values gathered from
-	// consecutive layers before one allreduce starts (as PyTorch DDP's
-	// buckets); 0 sends every parameter block as soon as it is final.
+	// consecutive layers before one allreduce (or accumulate) starts, as
+	// PyTorch DDP's buckets; 0 sends every parameter block as soon as it
+	// is final.
 	Bucket int
+	// Accumulate makes overlap TRL/Caffe's (Alg. 5–7): each worker adds
+	// its layer gradients into one shared accumulator as backward
+	// finishes them and copies the sum back, instead of allreducing. The
+	// ranks must share memory (one process); without it overlap
+	// allreduces each bucket among the workers.
+	Accumulate bool
 
 	// Interval is how many iterations a worker of an asynchronous scheme
 	// runs between exchanges with the center: SpeeDO's S, ShmCaffe's
@@ -124,6 +131,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("scheme: %s needs a moving rate alpha in [0,1), got %g", c.Name, c.Alpha)
 	case c.Name == "sync-easgd" && (c.Variant < 1 || c.Variant > 3):
 		return fmt.Errorf("scheme: sync-easgd variant %d; choose 1 (separate master), 2 (center on worker 0) or 3 (2, overlapped)", c.Variant)
+	case c.Accumulate && c.Name != "overlap":
+		return fmt.Errorf("scheme: only overlap accumulates into a shared accumulator, not %s", c.Name)
 	case c.Name == "hybrid" && (c.Groups < 1 || c.Workers%c.Groups != 0):
 		return fmt.Errorf("scheme: hybrid splits %d workers into %d groups; the workers must be a multiple of the groups", c.Workers, c.Groups)
 	case c.Aligned && (!c.CenterOnly() || c.Name == "weedout"):
@@ -304,6 +313,13 @@ func (w *allreduceWorker) flush() {
 }
 
 func (w *allreduceWorker) allreduce(r Range) {
+	if w.overlap && w.cfg.Accumulate {
+		// TRL Alg. 6: accumulate (in issue order) and wait for the sum
+		// beside the queue, so later layers accumulate meanwhile.
+		w.comm(Action{Op: Accumulate, R: r, Iter: w.iter})
+		w.comm(Action{Op: Gather, R: r, Iter: w.iter})
+		return
+	}
 	w.comm(Action{Op: Allreduce, R: r, Algo: w.algo})
 }
 

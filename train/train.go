@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"dsgd/accum"
 	"dsgd/center"
 	"dsgd/checkpoint"
 	"dsgd/collective"
@@ -650,6 +651,12 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
+	var acc *accum.Shared
+	if sc.Accumulate {
+		if acc, err = accum.New(sc.Workers, sc.Layout.N); err != nil {
+			return res, fmt.Errorf("train: %w", err)
+		}
+	}
 	nodes := make([]*node.Rank, len(t.ranks))
 	weights := t.modelWeights(sc, cen, nodes)
 	var saved []float32
@@ -746,6 +753,9 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			Algo:     t.algo,
 			Center:   cen,
 			CenterID: centerID(sc, r),
+		}
+		if acc != nil {
+			n.Accum = acc
 		}
 		if rs.comp != nil {
 			n.Computer = rs.comp
@@ -862,7 +872,9 @@ func (t *Trainer) schemeConfig(start int) scheme.Config {
 		Pack: cfg.Pack, Bucket: cfg.Bucket, Interval: cfg.Interval, Staleness: cfg.Staleness, Alpha: cfg.Alpha,
 		Variant: cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn,
 		// Ranks in other processes built their models apart.
-		Broadcast: cfg.Group != nil}
+		Broadcast: cfg.Group != nil,
+		// TRL's accumulator is shared memory: in one process only.
+		Accumulate: cfg.Scheme == "overlap" && cfg.Group == nil && max(cfg.Workers, 1) > 1}
 	if sc.Name == "" {
 		sc.Name = "seq"
 	}
