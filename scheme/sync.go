@@ -33,7 +33,8 @@ type Config struct {
 
 	// Interval is how many iterations a worker of an asynchronous scheme
 	// runs between exchanges with the center: SpeeDO's S, ShmCaffe's
-	// update_interval, EASGD's tau (0 counts as 1).
+	// update_interval, EASGD's tau (0 counts as 1), and local-sgd's
+	// averaging period H.
 	Interval int
 	// Staleness is ssp's bound s: a worker more than s iterations ahead of
 	// the slowest waits.
@@ -63,7 +64,7 @@ type Config struct {
 func Names() []string {
 	return []string{"seq", "sync-ps", "sync-tree", "sync-ring", "overlap",
 		"async", "ssp", "weedout", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "hogwild",
-		"sync-easgd", "seasgd", "hybrid"}
+		"sync-easgd", "seasgd", "hybrid", "local-sgd"}
 }
 
 // Ranks is the number of ranks a scheme with this config runs on: the
@@ -151,6 +152,9 @@ func New(c Config) ([]Rank, error) {
 		switch c.Name {
 		case "weedout":
 			ranks[r] = newWeedout(c)
+			continue
+		case "local-sgd":
+			ranks[r] = newLocalSGD(c)
 			continue
 		case "async", "ssp", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "hogwild", "seasgd", "hybrid":
 			ranks[r] = newCenterWorker(c, r)

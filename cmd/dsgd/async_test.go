@@ -98,6 +98,11 @@ func TestAsyncFlags(t *testing.T) {
 			t.Errorf("%s: exit %d\n%s\n%s", name, code, out, errs)
 		}
 	}
+	// local-sgd, the seventeenth scheme, needs nothing of the command
+	// but --interval's H.
+	if code, out, errs := runCmd(t, dir, append(append([]string(nil), base...), "--scheme", "local-sgd", "--workers", "2", "--interval", "2")...); code != 0 || !strings.Contains(out, "done: 4 iterations") {
+		t.Errorf("local-sgd: exit %d\n%s\n%s", code, out, errs)
+	}
 	code, out, errs := runCmd(t, dir, append(append([]string(nil), base...), "--scheme", "ssp", "--workers", "2", "--staleness", "1", "--straggle", "1:2ms", "--finish", "average")...)
 	if code != 0 || !strings.Contains(out, "straggler:") || !strings.Contains(out, "center:") {
 		t.Errorf("ssp: exit %d\n%s\n%s", code, out, errs)
