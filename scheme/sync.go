@@ -60,19 +60,12 @@ type Config struct {
 	Broadcast bool
 }
 
-// Names lists the schemes New knows, in the order the help text shows them.
-func Names() []string {
-	return []string{"seq", "sync-ps", "sync-tree", "sync-ring", "overlap",
-		"async", "ssp", "weedout", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "hogwild",
-		"sync-easgd", "seasgd", "hybrid", "local-sgd"}
-}
-
 // Ranks is the number of ranks a scheme with this config runs on: the
 // workers, plus the parameter server for sync-ps and the master of
 // sync-easgd's variant 1.
 func (c Config) Ranks() int {
-	if c.Name == "sync-ps" || (c.Name == "sync-easgd" && c.Variant == 1) {
-		return c.Workers + 1
+	if in := c.info(); in.Servers != nil {
+		return c.Workers + in.Servers(c)
 	}
 	return c.Workers
 }
@@ -81,10 +74,10 @@ func (c Config) Ranks() int {
 // (package center), and how many of them do: every worker, or for hybrid
 // each group's root.
 func (c Config) UsesCenter() (bool, int) {
-	switch c.Name {
-	case "async", "ssp", "weedout", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "seasgd":
+	switch c.info().Center {
+	case EveryWorker:
 		return true, c.Workers
-	case "hybrid":
+	case GroupRoots:
 		return true, c.Groups
 	}
 	return false, 0
@@ -93,53 +86,48 @@ func (c Config) UsesCenter() (bool, int) {
 // CenterOnly reports whether the scheme's workers talk only to a center,
 // never to each other (every center scheme but hybrid, whose groups
 // also reduce among themselves).
-func (c Config) CenterOnly() bool {
-	uses, _ := c.UsesCenter()
-	return uses && c.Name != "hybrid"
-}
+func (c Config) CenterOnly() bool { return c.info().Center == EveryWorker }
 
 // Elastic reports whether the scheme uses the elastic moving rate Alpha.
-func (c Config) Elastic() bool {
-	switch c.Name {
-	case "easgd-rr", "easgd", "measgd", "hogwild-easgd", "sync-easgd", "seasgd", "hybrid":
-		return true
-	}
-	return false
-}
+func (c Config) Elastic() bool { return c.info().Elastic }
 
 // Validate checks the config.
 func (c Config) Validate() error {
-	known := false
-	for _, n := range Names() {
-		known = known || n == c.Name
+	in, err := Lookup(c.Name)
+	if err != nil {
+		return err
 	}
 	switch {
-	case !known:
-		return fmt.Errorf("scheme: unknown scheme %q; choose one of %s", c.Name, strings.Join(Names(), ", "))
 	case c.Workers < 1:
 		return fmt.Errorf("scheme: %s needs at least 1 worker, got %d", c.Name, c.Workers)
-	case c.Name == "seq" && c.Workers != 1:
-		return fmt.Errorf("scheme: seq runs 1 worker, got %d (use sync-tree, sync-ring, sync-ps or overlap for more)", c.Workers)
 	case c.MaxIter < c.StartIter || c.StartIter < 0:
 		return fmt.Errorf("scheme: iterations %d..%d are empty or negative", c.StartIter, c.MaxIter)
 	case c.Layout.N <= 0:
 		return fmt.Errorf("scheme: the model has no parameters")
 	case c.Interval < 0:
 		return fmt.Errorf("scheme: interval %d is negative", c.Interval)
-	case c.Name == "ssp" && c.Staleness < 0:
-		return fmt.Errorf("scheme: ssp needs a staleness bound >= 0, got %d", c.Staleness)
-	case c.Elastic() && (c.Alpha < 0 || c.Alpha >= 1):
+	case in.Elastic && (c.Alpha < 0 || c.Alpha >= 1):
 		return fmt.Errorf("scheme: %s needs a moving rate alpha in [0,1), got %g", c.Name, c.Alpha)
-	case c.Name == "sync-easgd" && (c.Variant < 1 || c.Variant > 3):
-		return fmt.Errorf("scheme: sync-easgd variant %d; choose 1 (separate master), 2 (center on worker 0) or 3 (2, overlapped)", c.Variant)
 	case c.Accumulate && c.Name != "overlap":
 		return fmt.Errorf("scheme: only overlap accumulates into a shared accumulator, not %s", c.Name)
-	case c.Name == "hybrid" && (c.Groups < 1 || c.Workers%c.Groups != 0):
-		return fmt.Errorf("scheme: hybrid splits %d workers into %d groups; the workers must be a multiple of the groups", c.Workers, c.Groups)
-	case c.Aligned && (!c.CenterOnly() || c.Name == "weedout"):
-		return fmt.Errorf("scheme: %s does not support aligned termination (--finish): only schemes whose every worker clocks at a center do (async, ssp, easgd-rr, easgd, measgd, hogwild-easgd, seasgd); the synchronous schemes and weedout's rounds end their workers together by construction", c.Name)
+	case c.Aligned && !in.Aligned:
+		return fmt.Errorf("scheme: %s does not support aligned termination (--finish): only schemes whose every worker clocks at a center do (%s); the synchronous schemes and weedout's rounds end their workers together by construction", c.Name, strings.Join(alignedNames(), ", "))
+	}
+	if in.check != nil {
+		return in.check(c)
 	}
 	return nil
+}
+
+// alignedNames lists the schemes that support aligned termination.
+func alignedNames() []string {
+	var out []string
+	for _, in := range catalogue {
+		if in.Aligned {
+			out = append(out, in.Name)
+		}
+	}
+	return out
 }
 
 // New returns one Rank per rank (Config.Ranks of them), rank r at index r.
@@ -147,39 +135,7 @@ func New(c Config) ([]Rank, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	ranks := make([]Rank, c.Ranks())
-	for r := 0; r < c.Workers; r++ {
-		switch c.Name {
-		case "weedout":
-			ranks[r] = newWeedout(c)
-			continue
-		case "local-sgd":
-			ranks[r] = newLocalSGD(c)
-			continue
-		case "async", "ssp", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "hogwild", "seasgd", "hybrid":
-			ranks[r] = newCenterWorker(c, r)
-			continue
-		case "sync-easgd":
-			ranks[r] = newSyncEASGD(c, r)
-			continue
-		case "sync-ps":
-			ranks[r] = &psWorker{cfg: c, server: c.Workers, iter: c.StartIter}
-		default:
-			w := &allreduceWorker{cfg: c, iter: c.StartIter, overlap: c.Name == "overlap"}
-			if c.Name == "sync-ring" {
-				w.algo = AlgoRing
-			} else if c.Name == "sync-tree" || c.Name == "overlap" {
-				w.algo = AlgoTree
-			}
-			ranks[r] = w
-		}
-	}
-	if c.Name == "sync-ps" {
-		ranks[c.Workers] = &psServer{cfg: c, iter: c.StartIter}
-	}
-	if c.Name == "sync-easgd" && c.Variant == 1 {
-		ranks[c.Workers] = newSyncEASGD(c, c.Workers)
-	}
+	ranks := c.info().newRanks(c, c.Ranks())
 	if c.Broadcast && !c.CenterOnly() && c.Name != "hogwild" && len(ranks) > 1 {
 		for r := range ranks {
 			ranks[r] = &initialBroadcast{inner: ranks[r], n: c.Layout.N}

@@ -61,10 +61,10 @@ type clockWait struct {
 func newServer(s *sim, node, n int) *server {
 	sv := &server{s: s, node: node, n: n, size: s.sc.Layout.N, clocks: make([]int, n), live: make([]bool, n),
 		joined: make([]bool, n), rr: make([]func(), n), in: make([]bool, n)}
-	switch s.sc.Name {
-	case "easgd-rr":
+	switch s.sc.Info().Policy {
+	case scheme.RoundRobin:
 		sv.policy = center.RoundRobin
-	case "hogwild-easgd":
+	case scheme.Hogwild:
 		sv.policy = center.Hogwild
 	}
 	return sv

@@ -974,11 +974,13 @@ func (t *Trainer) makeCenter(sc scheme.Config) (center.Center, *center.Local, er
 func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
 	cc := center.Config{Workers: n, Weights: t.net.Params(), Finish: t.cfg.Finish, MaxIter: t.cfg.MaxIter,
 		StartIter: sc.StartIter, Deadline: t.cfg.RoundDeadline}
-	switch sc.Name {
-	case "easgd-rr":
+	switch sc.Info().Policy {
+	case scheme.RoundRobin:
 		cc.Policy, cc.Interval = center.RoundRobin, sc.Interval
-	case "hogwild-easgd":
+	case scheme.Hogwild:
 		cc.Policy = center.Hogwild
+	}
+	switch sc.Name {
 	case "ssp":
 		// s = 0 is BSP: reads at the global clock, whatever the timing.
 		cc.ClockedReads = sc.Staleness == 0

@@ -160,7 +160,7 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	switch {
 	case *f.momentum >= 0:
 		cfg.Solver.Momentum = *f.momentum
-	case cfg.Scheme == "easgd" || cfg.Scheme == "easgd-rr" || cfg.Scheme == "hogwild-easgd" || cfg.Scheme == "sync-easgd":
+	case scheme.Config{Name: cfg.Scheme}.Info().PlainSGD:
 		// SC17 Eq. 1 is plain SGD, for Sync EASGD (Alg. 2–3) as for the
 		// others; measgd is the one with momentum (Eq. 5–6). Momentum mu multiplies SGD's
 		// steady-state step by 1/(1-mu); keep the solver's step size.
