@@ -8,7 +8,9 @@ var shmcaffeFamily = []Info{
 	{
 		Name: "seasgd", Paper: "ShmCaffe III.G (SEASGD), Eq. 5–7", Summary: "elastic averaging through a shared buffer, the push overlapped with compute",
 		Center: EveryWorker, Elastic: true, Aligned: true,
-		newRanks: func(c Config, n int) []Rank { return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) }) },
+		newRanks: func(c Config, n int) []Rank {
+			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+		},
 	},
 	{
 		Name: "hybrid", Paper: "ShmCaffe III.D", Summary: "synchronous SGD in --groups groups, SEASGD between their roots",
@@ -19,6 +21,8 @@ var shmcaffeFamily = []Info{
 			}
 			return nil
 		},
-		newRanks: func(c Config, n int) []Rank { return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) }) },
+		newRanks: func(c Config, n int) []Rank {
+			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+		},
 	},
 }

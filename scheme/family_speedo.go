@@ -8,7 +8,9 @@ var speedoFamily = []Info{
 	{
 		Name: "async", Paper: "SpeeDO 3.2 (Downpour)", Summary: "local steps, the change merged into the center every S = --interval iterations",
 		Center: EveryWorker, Aligned: true,
-		newRanks: func(c Config, n int) []Rank { return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) }) },
+		newRanks: func(c Config, n int) []Rank {
+			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+		},
 	},
 	{
 		Name: "ssp", Paper: "SpeeDO 3.3, Petuum's SSP", Summary: "async with the fastest worker at most --staleness iterations ahead of the slowest",
@@ -19,11 +21,15 @@ var speedoFamily = []Info{
 			}
 			return nil
 		},
-		newRanks: func(c Config, n int) []Rank { return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) }) },
+		newRanks: func(c Config, n int) []Rank {
+			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+		},
 	},
 	{
 		Name: "weedout", Paper: "SpeeDO 3.4", Summary: "synchronous rounds closed at a deadline; stragglers dropped and restarted",
 		Center: EveryWorker,
-		newRanks: func(c Config, n int) []Rank { return workers(c, n, func(c Config, _ int) Rank { return newWeedout(c) }) },
+		newRanks: func(c Config, n int) []Rank {
+			return workers(c, n, func(c Config, _ int) Rank { return newWeedout(c) })
+		},
 	},
 }

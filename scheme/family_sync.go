@@ -39,7 +39,9 @@ var syncFamily = []Info{
 	},
 	{
 		Name: "local-sgd", Paper: "Stich 2019; PyTorch's PeriodicModelAverager", Summary: "local steps, weights averaged every H = --interval iterations",
-		newRanks: func(c Config, n int) []Rank { return workers(c, n, func(c Config, _ int) Rank { return newLocalSGD(c) }) },
+		newRanks: func(c Config, n int) []Rank {
+			return workers(c, n, func(c Config, _ int) Rank { return newLocalSGD(c) })
+		},
 	},
 }
 
