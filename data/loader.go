@@ -36,6 +36,19 @@ type LoaderConfig struct {
 	// shard, the shards are disjoint and together cover the data. World 0
 	// means 1.
 	Rank, World int
+	// Slice, instead of sharding, makes the workers split each global
+	// batch: the data set is one sequence (every epoch a permutation of
+	// all images, from Seed), global batch g is its positions
+	// [g·World·BatchSize, (g+1)·World·BatchSize), and worker Rank takes
+	// the Rank-th BatchSize of them. Crops and mirrors are drawn per
+	// position. So World workers with batch b read, iteration by
+	// iteration, the images one worker with batch World·b reads: the
+	// data-order contract that makes a synchronous run independent of
+	// the worker count.
+	Slice bool
+	// Start is the global batch the first batch is (a resumed run).
+	// Slice only.
+	Start int64
 	// Transform is applied to each image (Caffe's transform_param).
 	Transform TransformConfig
 	// Prefetch is the number of batches prepared ahead by the background
@@ -107,6 +120,8 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 		return nil, fmt.Errorf("%s: rank %d out of range 0..%d", name, cfg.Rank, cfg.World-1)
 	case cfg.World > ds.N:
 		return nil, fmt.Errorf("%s: %d workers but only %d images; every shard needs at least one", name, cfg.World, ds.N)
+	case cfg.Start < 0 || (cfg.Start > 0 && !cfg.Slice):
+		return nil, fmt.Errorf("%s: start batch %d needs Slice and must not be negative", name, cfg.Start)
 	case cfg.Prefetch < 0:
 		return nil, fmt.Errorf("%s: prefetch %d, want at least 1 (0 means %d)", name, cfg.Prefetch, DefaultPrefetch)
 	}
@@ -262,6 +277,7 @@ type sampler struct {
 	// reseeded from the seed and the epoch or batch number alone.
 	orderPCG, augPCG *rand.PCG
 	orderRng, augRng *rand.Rand
+	slice            *sliceState // LoaderConfig.Slice; nil: shards
 }
 
 func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
@@ -275,6 +291,12 @@ func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
 	}
 	lo := int(int64(cfg.Rank) * int64(ds.N) / int64(cfg.World))
 	hi := int(int64(cfg.Rank+1) * int64(ds.N) / int64(cfg.World))
+	if cfg.Slice {
+		// One sequence over every image: the epochs' permutations
+		// are of all of them.
+		slices.Sort(all)
+		lo, hi = 0, ds.N
+	}
 	shard := all[lo:hi:hi]
 	slices.Sort(shard)
 	s := &sampler{
@@ -290,6 +312,9 @@ func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
 	}
 	s.orderRng = rand.New(s.orderPCG)
 	s.augRng = rand.New(s.augPCG)
+	if cfg.Slice {
+		s.slice = &sliceState{rank: int64(cfg.Rank), world: int64(cfg.World), next: cfg.Start}
+	}
 	s.startEpoch(0)
 	return s
 }
@@ -312,6 +337,10 @@ func (s *sampler) startEpoch(e int) {
 // fill writes the next batch into b, running on into the next epoch when
 // this one ends.
 func (s *sampler) fill(b *Batch) {
+	if s.slice != nil {
+		s.fillSlice(b)
+		return
+	}
 	if s.pos == len(s.order) {
 		s.startEpoch(s.epoch + 1)
 	}

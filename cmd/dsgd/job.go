@@ -48,6 +48,9 @@ type job struct {
 	test     *config.PhaseNet
 	seed     uint64
 	warnings []string
+	// start is the iteration a resumed run continues from: the TRAIN
+	// loaders begin at that global batch.
+	start int
 
 	trainShapes, testShapes map[string]tensor.Shape
 	trainFeeds, testFeeds   []train.Feed
@@ -202,6 +205,11 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 			Seed:      j.seed + uint64(i),
 			Rank:      rank,
 			World:     world,
+			// TRAIN: each worker takes its slice of every global batch,
+			// so the images of iteration t do not depend on the worker
+			// count, and a resumed run reads on from its iteration.
+			Slice:     split == data.Train,
+			Start:     int64(startOf(split, j.start)),
 			Transform: dl.Transform,
 		})
 		if err != nil {
@@ -248,4 +256,12 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// startOf is the first global batch of a loader of split.
+func startOf(split data.Split, start int) int {
+	if split == data.Train {
+		return start
+	}
+	return 0
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dsgd/center"
+	"dsgd/checkpoint"
 	"dsgd/collective"
 	"dsgd/scheme"
 	"dsgd/timeline"
@@ -352,6 +353,14 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 				fmt.Fprintf(stderr, "dsgd: --timeline %s: the trace is incomplete: %v\n", path, err)
 			}
 		}()
+	}
+	if cfg.Resume != "" {
+		// The data continue where the snapshot's run stopped.
+		st, err := checkpoint.Read(cfg.Resume)
+		if err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
+		j.start = st.Iter
 	}
 	if g == nil {
 		err = j.openData(m, len(cfg.Test.Layers) > 0, cfg.Workers)
