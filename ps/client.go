@@ -195,6 +195,23 @@ func (c *Client) Elastic(ctx context.Context, w int, x []float32, alpha float32)
 		return err
 	}
 	req := rpc.Request{Op: opElastic, Ints: [rpc.NumInts]int64{int64(w)}, Floats: [rpc.NumFloats]float64{float64(alpha)}, Data: x}
+	if c.store != nil {
+		// SpeeDO: the weights travel through the store both ways; the
+		// request only names them.
+		key := ExchangeKey(w) + c.suffix
+		if err := c.store.PutFloats(ctx, key, x); err != nil {
+			return fmt.Errorf("ps: putting worker %d's weights under %s: %w", w, key, err)
+		}
+		req = rpc.Request{Op: opElasticKey, Ints: req.Ints, Floats: req.Floats, Text: key}
+		var resp rpc.Response
+		if err := c.call(ctx, &req, &resp); err != nil {
+			return err
+		}
+		if err := c.store.GetFloats(ctx, key, x); err != nil {
+			return fmt.Errorf("ps: getting worker %d's exchanged weights from %s: %w", w, key, err)
+		}
+		return nil
+	}
 	resp := rpc.Response{Data: x[:0]}
 	if err := c.call(ctx, &req, &resp); err != nil {
 		return err
@@ -209,6 +226,13 @@ func (c *Client) Round(ctx context.Context, w, iter int, grads []float32) (int, 
 	}
 	var resp rpc.Response
 	req := rpc.Request{Op: opRound, Ints: [rpc.NumInts]int64{int64(w), int64(iter)}, Data: grads}
+	if c.store != nil {
+		key := GradsKey(w) + c.suffix
+		if err := c.store.PutFloats(ctx, key, grads); err != nil {
+			return 0, false, fmt.Errorf("ps: putting worker %d's gradients under %s: %w", w, key, err)
+		}
+		req = rpc.Request{Op: opRoundKey, Ints: req.Ints, Text: key}
+	}
 	if err := c.call(ctx, &req, &resp); err != nil {
 		return 0, false, err
 	}

@@ -407,14 +407,64 @@ func TestBlobStore(t *testing.T) {
 	if err := cl.Pull(ctx, 0, buf); err != nil || !slices.Equal(buf, want) || cl.Version() != 1+workers*rounds {
 		t.Fatalf("pull: %v, version %d", err, cl.Version())
 	}
-	// An elastic exchange changes the center over rpc; the next pull
-	// republishes it.
+	// An elastic exchange travels through the store both ways and
+	// changes the center as the local one; the next pull republishes it.
 	x := weights(n, 3)
+	lx, local := slices.Clone(x), newLocal(t, workers, slices.Clone(remote.Weights()))
 	if err := cl.Elastic(ctx, 0, x, 0.5); err != nil {
 		t.Fatal(err)
 	}
+	if err := local.Elastic(ctx, 0, lx, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(x, lx) || !slices.Equal(remote.Weights(), local.Weights()) {
+		t.Fatal("the exchange through the store differs from the local one")
+	}
+	if k := ExchangeKey(0); store.count(store.puts, k) != 2 || store.count(store.gets, k) != 2 {
+		t.Fatalf("key %s: %d puts, %d gets; want 2 each (there and back)", k, store.count(store.puts, k), store.count(store.gets, k))
+	}
 	if err := cl.Pull(ctx, 0, buf); err != nil || !slices.Equal(buf, remote.Weights()) || cl.Version() != 2+workers*rounds {
 		t.Fatalf("pull after elastic: %v, version %d", err, cl.Version())
+	}
+}
+
+// TestBlobStoreRounds: weed-out's gradients travel through the store, and
+// the rounds close as the local center's do.
+func TestBlobStoreRounds(t *testing.T) {
+	const workers, n = 2, 64
+	store := newMemStore()
+	remote := newLocal(t, workers, weights(n, 0))
+	local := newLocal(t, workers, weights(n, 0))
+	srv, _ := serve(t, remote, ServerConfig{Store: store})
+	ctx := context.Background()
+	// One client per worker: a round waits for the others.
+	clients := []center.Center{dial(t, srv.Addr(), ClientConfig{Store: store}), dial(t, srv.Addr(), ClientConfig{Store: store})}
+	for _, cs := range [][]center.Center{clients, {local, local}} {
+		for r := range 2 {
+			done := make(chan error, workers)
+			for w := range workers {
+				go func() {
+					next, dropped, err := cs[w].Round(ctx, w, r, weights(n, float32(w+r+1)))
+					if err == nil && (next != r+1 || dropped) {
+						err = fmt.Errorf("round %d: next %d dropped %v", r, next, dropped)
+					}
+					done <- err
+				}()
+			}
+			for range workers {
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if !slices.Equal(remote.Weights(), local.Weights()) {
+		t.Fatal("the rounds through the store moved the center differently")
+	}
+	for w := range workers {
+		if k := GradsKey(w); store.count(store.puts, k) != 2 || store.count(store.gets, k) != 2 {
+			t.Fatalf("key %s: %d puts, %d gets; want 2 each", k, store.count(store.puts, k), store.count(store.gets, k))
+		}
 	}
 }
 
