@@ -50,12 +50,11 @@ type seen struct {
 // token (hogwild's scenario runs the workers one at a time).
 type scenarioComputer struct {
 	fixedComputer
-	params  []float32
-	slow    time.Duration
-	first   bool // slow only in the first compute
-	log     *scenarioLog
-	token   chan struct{} // nil: no turn-taking
-	running *int
+	params []float32
+	slow   time.Duration
+	first  bool // slow only in the first compute
+	log    *scenarioLog
+	token  chan struct{} // nil: no turn-taking
 }
 
 type scenarioLog struct {
