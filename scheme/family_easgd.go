@@ -35,6 +35,7 @@ var easgdFamily = []Info{
 	},
 	{
 		Name: "hogwild", Paper: "Hogwild! (Niu et al. 2011), SC17 5", Summary: "workers update one set of weights in memory with no lock",
+		SharedSteps: true,
 		newRanks: func(c Config, n int) []Rank {
 			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
 		},

@@ -34,6 +34,10 @@ type Info struct {
 	// Aligned: the scheme supports the finish rules of ShmCaffe III.E
 	// (every worker clocks at a center).
 	Aligned bool
+	// SharedSteps: every worker's solver steps land in one set of
+	// weights (Downpour's merge, hogwild's shared memory), so a
+	// comparison at a fixed base_lr scales it by 1/workers.
+	SharedSteps bool
 	// MinWorkers and MaxWorkers bound the worker count (0: no bound).
 	MinWorkers, MaxWorkers int
 	// check rejects settings the scheme cannot run with (nil: none).

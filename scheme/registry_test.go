@@ -1,6 +1,9 @@
 package scheme
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestCatalogue: every scheme is described and builds its ranks; names
 // are unique; the settings agree with each other.
@@ -46,5 +49,19 @@ func TestCatalogue(t *testing.T) {
 	}
 	if len(Names()) != 17 {
 		t.Errorf("%d schemes, want the 17 of the catalogue", len(Names()))
+	}
+}
+
+// TestSharedSteps: the schemes whose workers' steps land in one set of
+// weights are Downpour's (async, ssp) and hogwild's.
+func TestSharedSteps(t *testing.T) {
+	var got []string
+	for _, in := range Schemes() {
+		if in.SharedSteps {
+			got = append(got, in.Name)
+		}
+	}
+	if strings.Join(got, " ") != "async ssp hogwild" {
+		t.Errorf("shared-steps schemes %v, want async ssp hogwild", got)
 	}
 }
