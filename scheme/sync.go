@@ -88,6 +88,20 @@ func (c Config) UsesCenter() (bool, int) {
 // also reduce among themselves).
 func (c Config) CenterOnly() bool { return c.info().Center == EveryWorker }
 
+// CenterID is rank r's worker id at the center: its rank, or for a
+// scheme whose group roots talk to the center (hybrid) its group.
+func (c Config) CenterID(r int) int {
+	if c.info().Center == GroupRoots && c.Groups > 0 {
+		return r / (c.Workers / c.Groups)
+	}
+	return r
+}
+
+// ClockedReads reports whether the scheme's center must serve pulls as of
+// the global clock (center.Config.ClockedReads): ssp with staleness 0,
+// which is BSP whatever the timing.
+func (c Config) ClockedReads() bool { return c.Name == "ssp" && c.Staleness == 0 }
+
 // Elastic reports whether the scheme uses the elastic moving rate Alpha.
 func (c Config) Elastic() bool { return c.info().Elastic }
 

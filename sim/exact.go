@@ -96,7 +96,7 @@ func (s *sim) newExact() error {
 		// The control calls are forwarded too (clock, join, leave, never
 		// waiting), so that ssp's clocked reads see the same clocks.
 		l, err := center.NewLocal(center.Config{Workers: s.srv.n, Weights: e.Init,
-			ClockedReads: s.sc.Name == "ssp" && s.sc.Staleness == 0})
+			ClockedReads: s.sc.ClockedReads()})
 		if err != nil {
 			return fmt.Errorf("sim: %w", err)
 		}

@@ -205,10 +205,7 @@ func newSim(cfg Config) (*sim, error) {
 		s.srv = newServer(s, len(ranks), nc)
 	}
 	for r, rk := range ranks {
-		d := &driver{s: s, rank: r, sch: rk, worker: r < sc.Workers, centerID: r}
-		if sc.Name == "hybrid" {
-			d.centerID = r / (sc.Workers / sc.Groups)
-		}
+		d := &driver{s: s, rank: r, sch: rk, worker: r < sc.Workers, centerID: sc.CenterID(r)}
 		if st := cfg.Straggle; st != nil && d.worker && (st.Rank == r || st.Rank < 0) {
 			d.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
 		}

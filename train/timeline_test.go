@@ -266,6 +266,24 @@ func (w *countWriter) Write(p []byte) (int, error) {
 // layer's gradients start while backward is still running, for a net
 // whose first layer's backward takes a while.
 func TestOverlapAccumulatesInsideBackward(t *testing.T) {
+	// How many accumulations start inside backward depends on the
+	// scheduler; a loaded machine may run every one late in one run, so
+	// the claim is checked over up to three.
+	for attempt := 1; ; attempt++ {
+		inside := overlapInsideBackward(t)
+		if inside > 0 {
+			return
+		}
+		if attempt == 3 {
+			t.Fatal("no accumulation started inside a backward pass in three runs")
+		}
+	}
+}
+
+// overlapInsideBackward runs overlap with its timeline and returns in how
+// many backward passes (of both workers) an accumulation started.
+func overlapInsideBackward(t *testing.T) int {
+	t.Helper()
 	const iters, b = 6, 64
 	cfg := timelineConfig("overlap", 2, iters)
 	// A wide first layer: its backward runs long after the last layer's
@@ -323,11 +341,8 @@ func TestOverlapAccumulatesInsideBackward(t *testing.T) {
 		t.Logf("worker %d: an accumulation started inside %d of %d backward passes", r, inside, iters)
 		total += inside
 	}
-	// How many depends on the scheduler (a loaded machine may run the
-	// communication goroutine late); none at all means the accumulation
-	// waits for backward. TestOverlapAccumulates (package scheme) checks
-	// the order of the actions exactly.
-	if total == 0 {
-		t.Error("no accumulation started inside a backward pass")
-	}
+	// None at all, run after run, means the accumulation waits for
+	// backward. TestOverlapAccumulates (package scheme) checks the order
+	// of the actions exactly.
+	return total
 }

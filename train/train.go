@@ -941,12 +941,7 @@ func (t *Trainer) NewCenterRange(lo, hi int) (*center.Local, error) {
 
 // centerID is rank r's worker id at the center: its rank, or for hybrid
 // its group.
-func centerID(sc scheme.Config, r int) int {
-	if sc.Name == "hybrid" && sc.Groups > 0 {
-		return r / (sc.Workers / sc.Groups)
-	}
-	return r
-}
+func centerID(sc scheme.Config, r int) int { return sc.CenterID(r) }
 
 // makeCenter returns the center the scheme's workers talk to: the
 // configured one, or a new in-process one (returned as local too).
@@ -980,10 +975,9 @@ func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
 	case scheme.Hogwild:
 		cc.Policy = center.Hogwild
 	}
+	// ssp with s = 0 is BSP: reads at the global clock, whatever the timing.
+	cc.ClockedReads = sc.ClockedReads()
 	switch sc.Name {
-	case "ssp":
-		// s = 0 is BSP: reads at the global clock, whatever the timing.
-		cc.ClockedReads = sc.Staleness == 0
 	case "weedout":
 		// The center applies each round's mean gradient with a solver of
 		// its own, as a synchronous parameter server does.
