@@ -3,6 +3,7 @@ module dsgd
 go 1.26.8
 
 require (
+	github.com/cockroachdb/datadriven v1.0.3
 	github.com/prometheus/client_golang v1.20.5
 	golang.org/x/sys v0.49.0
 	gonum.org/v1/gonum v0.17.0
@@ -21,6 +22,7 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/klauspost/compress v1.17.9 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/prometheus/client_model v0.6.1 // indirect
 	github.com/prometheus/common v0.55.0 // indirect
 	github.com/prometheus/procfs v0.15.1 // indirect

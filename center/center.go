@@ -35,6 +35,11 @@ type Center interface {
 	// the next round; dropped reports that w's gradients came too late and
 	// were discarded (w must pull fresh weights and continue from next).
 	Round(ctx context.Context, w, iter int, grads []float32) (next int, dropped bool, err error)
+	// Closed waits until weed-out round iter has closed (at once if it
+	// has) and returns the round open then. A worker asks it while it
+	// computes, to learn that the round closed without it and restart
+	// (SpeeDO 3.4). It may run at once with the worker's other calls.
+	Closed(ctx context.Context, w, iter int) (next int, err error)
 	// Clock records that worker w finished iteration iter and, with
 	// staleness s >= 0, waits while w is more than s iterations ahead of
 	// the slowest live worker (SSP). It returns stop when the run should
@@ -59,8 +64,9 @@ const (
 	FCFS Policy = iota
 	// RoundRobin serves workers one at a time in rank order (Original
 	// EASGD, SC17 Alg. 1): a worker's turn starts with its Pull, which
-	// waits for it, and ends with its Clock, which passes it on; only one
-	// worker works at a time.
+	// waits for it, and ends with the Clock of its τ-th iteration
+	// (Config.Interval), which passes it on; only one worker works at a
+	// time.
 	RoundRobin
 	// Hogwild updates the center with no lock (Hogwild EASGD, SC17 5):
 	// concurrent exchanges may interleave element by element.

@@ -17,6 +17,10 @@ type Config struct {
 	Weights []float32
 	// Policy serialises elastic exchanges (FCFS by default).
 	Policy Policy
+	// Interval is, under RoundRobin, the iterations of one turn (EASGD's
+	// τ; 0 counts as 1): a turn passes on with the Clock of a worker's
+	// τ-th iteration, counted from StartIter.
+	Interval int
 	// Finish is the aligned-termination rule; MaxIter is the iteration
 	// count it compares against.
 	Finish  Finish
@@ -31,13 +35,21 @@ type Config struct {
 	// center weights at iteration iter (the solver step). Round fails
 	// without it.
 	Update func(weights, grads []float32, iter int)
+	// ClockedReads makes Pull return the weights as of the slowest live
+	// worker's clock m: every push made in an iteration before m and
+	// none made after. A push belongs to the iteration its worker has not
+	// yet clocked. This is SSP's read with s = 0 (Petuum's server serves
+	// a table once every worker has clocked): BSP's weights, whatever
+	// the timing. Without it a pull sees every push so far.
+	ClockedReads bool
 }
 
 // Stats counts what a center has done.
 type Stats struct {
 	Pulls, Pushes, Exchanges int64
-	// Rounds closed, and gradients dropped because they came after their
-	// round had closed (weed-out).
+	// Rounds closed, and gradients dropped (weed-out): for each round,
+	// the active workers not in it when it closed (their gradients come
+	// late, or their worker restarts without them).
 	Rounds, Dropped int64
 	// Waits counts Clock calls that had to wait for a slower worker (SSP).
 	Waits int64
@@ -66,6 +78,18 @@ type Local struct {
 	stats   Stats
 	joined  []bool
 	allLeft chan struct{} // closed once every worker has joined and finished
+
+	// ClockedReads: snap is the weights as of clock snapAt, and pending
+	// the pushes made since, with the iteration each belongs to.
+	snap    []float32
+	snapAt  int
+	pending []taggedPush
+	free    [][]float32 // spent pending buffers, for reuse
+}
+
+type taggedPush struct {
+	iter, w int
+	delta   []float32
 }
 
 // NewLocal returns a center holding a copy of cfg.Weights.
@@ -92,6 +116,10 @@ func NewLocal(cfg Config) (*Local, error) {
 	}
 	for i := range l.clocks {
 		l.clocks[i] = cfg.StartIter
+	}
+	if cfg.ClockedReads {
+		l.snap = append([]float32(nil), cfg.Weights...)
+		l.snapAt = cfg.StartIter
 	}
 	return l, nil
 }
@@ -129,6 +157,7 @@ func (l *Local) check(w, n int) error {
 
 // broadcast wakes every waiter; l.mu is held.
 func (l *Local) broadcast() {
+	l.settle()
 	close(l.changed)
 	l.changed = make(chan struct{})
 }
@@ -150,6 +179,51 @@ func (l *Local) wait(ctx context.Context, cond func() bool) error {
 	return nil
 }
 
+// settle moves the clocked snapshot up to the slowest live worker's
+// clock (to every push once no worker is live); l.mu is held.
+func (l *Local) settle() {
+	if !l.cfg.ClockedReads {
+		return
+	}
+	m, any := l.minActive()
+	if !any {
+		m = int(^uint(0) >> 1)
+	}
+	if m <= l.snapAt && any {
+		return
+	}
+	// In (iteration, worker) order, so the snapshot does not depend on
+	// the order the pushes arrived in.
+	slices.SortStableFunc(l.pending, func(a, b taggedPush) int {
+		if a.iter != b.iter {
+			return a.iter - b.iter
+		}
+		return a.w - b.w
+	})
+	keep := l.pending[:0]
+	for _, p := range l.pending {
+		if p.iter < m {
+			addTo(l.snap, p.delta)
+			l.free = append(l.free, p.delta)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	clear(l.pending[len(keep):])
+	l.pending = keep
+	if any {
+		l.snapAt = m
+	}
+}
+
+// readable is the weights a pull returns; l.mu is held.
+func (l *Local) readable() []float32 {
+	if l.cfg.ClockedReads {
+		return l.snap
+	}
+	return l.w
+}
+
 // Join implements Center.
 func (l *Local) Join(ctx context.Context, w int) (int, error) {
 	if err := l.check(w, -1); err != nil {
@@ -169,7 +243,7 @@ func (l *Local) Pull(ctx context.Context, w int, dst []float32) error {
 			return fmt.Errorf("center: an observer asked for %d values, the center has %d", len(dst), len(l.w))
 		}
 		l.mu.Lock()
-		copy(dst, l.w)
+		copy(dst, l.readable())
 		l.mu.Unlock()
 		return nil
 	}
@@ -183,7 +257,7 @@ func (l *Local) Pull(ctx context.Context, w int, dst []float32) error {
 			return err
 		}
 	}
-	copy(dst, l.w)
+	copy(dst, l.readable())
 	l.stats.Pulls++
 	l.stats.Values += int64(len(dst))
 	return nil
@@ -196,6 +270,17 @@ func (l *Local) Push(ctx context.Context, w int, delta []float32) error {
 	}
 	l.mu.Lock()
 	addTo(l.w, delta)
+	if l.cfg.ClockedReads {
+		// The push belongs to the iteration w has not clocked yet.
+		var buf []float32
+		if k := len(l.free); k > 0 {
+			buf, l.free = l.free[k-1], l.free[:k-1]
+		} else {
+			buf = make([]float32, len(delta))
+		}
+		copy(buf, delta)
+		l.pending = append(l.pending, taggedPush{iter: l.clocks[w], w: w, delta: buf})
+	}
 	l.stats.Pushes++
 	l.stats.Values += int64(len(delta))
 	l.mu.Unlock()
@@ -267,7 +352,7 @@ func (l *Local) Round(ctx context.Context, w, iter int, grads []float32) (int, b
 	defer l.mu.Unlock()
 	switch {
 	case iter < l.round:
-		l.stats.Dropped++
+		// Counted as dropped when its round closed without it.
 		return l.round, true, nil
 	case iter > l.round:
 		return 0, false, fmt.Errorf("center: worker %d handed in round %d, but round %d is open", w, iter, l.round)
@@ -300,6 +385,19 @@ func (l *Local) Round(ctx context.Context, w, iter int, grads []float32) (int, b
 	return l.round, false, nil
 }
 
+// Closed implements Center.
+func (l *Local) Closed(ctx context.Context, w, iter int) (int, error) {
+	if err := l.check(w, -1); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.wait(ctx, func() bool { return l.round > iter }); err != nil {
+		return 0, err
+	}
+	return l.round, nil
+}
+
 // active reports whether worker w holds back turns, rounds and SSP: it
 // has joined and not left, or has not joined yet (a worker that is still
 // starting is not gone); l.mu is held.
@@ -322,6 +420,9 @@ func (l *Local) closeRound() {
 		l.timer.Stop()
 		l.timer = nil
 	}
+	// Every active worker not in the round missed it: its gradients are
+	// dropped, whether they come late or their worker restarts.
+	l.stats.Dropped += int64(max(l.liveCount()-l.nIn, 0))
 	if l.nIn > 0 {
 		inv := 1 / float32(l.nIn)
 		for i := range l.acc {
@@ -348,7 +449,7 @@ func (l *Local) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 		l.clocks[w] = iter + 1
 		l.broadcast()
 	}
-	if l.cfg.Policy == RoundRobin && l.turn == w {
+	if l.cfg.Policy == RoundRobin && l.turn == w && (iter+1-l.cfg.StartIter)%max(l.cfg.Interval, 1) == 0 {
 		l.turn = (l.turn + 1) % l.cfg.Workers
 		l.broadcast()
 	}
@@ -374,6 +475,13 @@ func (l *Local) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 // minLive is the slowest live worker's count (the caller's own when it is
 // alone); l.mu is held.
 func (l *Local) minLive() int {
+	m, _ := l.minActive()
+	return m
+}
+
+// minActive is the slowest active worker's count, and whether any worker
+// is active; l.mu is held.
+func (l *Local) minActive() (int, bool) {
 	m := -1
 	for i, c := range l.clocks {
 		if l.active(i) && (m < 0 || c < m) {
@@ -381,9 +489,9 @@ func (l *Local) minLive() int {
 		}
 	}
 	if m < 0 {
-		return 0
+		return 0, false
 	}
-	return m
+	return m, true
 }
 
 // stop applies the finish rule; l.mu is held.

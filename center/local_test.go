@@ -624,3 +624,46 @@ func TestWaitsForWorkersNotYetJoined(t *testing.T) {
 		}
 	})
 }
+
+// TestClockedReads: with ClockedReads a pull holds every push of the
+// iterations the slowest live worker has clocked and none later, and an
+// observer reads the same; once every worker has left it holds them all.
+func TestClockedReads(t *testing.T) {
+	ctx := context.Background()
+	l, err := NewLocal(Config{Workers: 2, Weights: []float32{0}, ClockedReads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Join(ctx, 0)
+	l.Join(ctx, 1)
+	pull := func(w int) float32 {
+		t.Helper()
+		dst := []float32{0}
+		if err := l.Pull(ctx, w, dst); err != nil {
+			t.Fatal(err)
+		}
+		return dst[0]
+	}
+	steps := []struct {
+		do   func()
+		want float32
+	}{
+		{func() { l.Push(ctx, 0, []float32{1}) }, 0},                 // iteration 0 of worker 0
+		{func() { l.Clock(ctx, 0, 0, -1) }, 0},                       // worker 1 has not clocked 0
+		{func() { l.Push(ctx, 0, []float32{10}) }, 0},                // iteration 1 of worker 0
+		{func() { l.Push(ctx, 1, []float32{100}) }, 0},               // iteration 0 of worker 1
+		{func() { l.Clock(ctx, 1, 0, -1) }, 101},                     // both clocked 0: 1 + 100, not 10
+		{func() { l.Leave(ctx, 0, nil); l.Leave(ctx, 1, nil) }, 111}, // every push
+	}
+	for i, s := range steps {
+		s.do()
+		for _, w := range []int{0, 1, Observer} {
+			if got := pull(w); got != s.want {
+				t.Fatalf("step %d: worker %d pulled %v, want %v", i, w, got, s.want)
+			}
+		}
+	}
+	if l.Weights()[0] != 111 {
+		t.Fatalf("current weights %v, want 111", l.Weights())
+	}
+}

@@ -37,6 +37,19 @@ type LoaderConfig struct {
 	// shard, the shards are disjoint and together cover the data. World 0
 	// means 1.
 	Rank, World int
+	// Slice, instead of sharding, makes the workers split each global
+	// batch: the data set is one sequence (every epoch a permutation of
+	// all images, from Seed), global batch g is its positions
+	// [g·World·BatchSize, (g+1)·World·BatchSize), and worker Rank takes
+	// the Rank-th BatchSize of them. Crops and mirrors are drawn per
+	// position. So World workers with batch b read, iteration by
+	// iteration, the images one worker with batch World·b reads: the
+	// data-order contract that makes a synchronous run independent of
+	// the worker count.
+	Slice bool
+	// Start is the global batch the first batch is (a resumed run).
+	// Slice only.
+	Start int64
 	// Transform is applied to each image (Caffe's transform_param).
 	Transform TransformConfig
 	// Prefetch is the number of batches prepared ahead by the background
@@ -122,6 +135,8 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 		return nil, fmt.Errorf("%s: %d decode threads, want at least 1 (0 means one per core)", name, cfg.DecodeThreads)
 	case cfg.RandSkip < 0:
 		return nil, fmt.Errorf("%s: rand_skip %d is negative", name, cfg.RandSkip)
+	case cfg.Start < 0 || (cfg.Start > 0 && !cfg.Slice):
+		return nil, fmt.Errorf("%s: start batch %d needs Slice and must not be negative", name, cfg.Start)
 	case cfg.Prefetch < 0:
 		return nil, fmt.Errorf("%s: prefetch %d, want at least 1 (0 means %d)", name, cfg.Prefetch, DefaultPrefetch)
 	}
@@ -300,6 +315,7 @@ type sampler struct {
 	scratch [][]uint8
 	jobs    []decodeJob
 	errs    []error
+	slice            *sliceState // LoaderConfig.Slice; nil: shards
 }
 
 func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
@@ -313,6 +329,12 @@ func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
 	}
 	lo := int(int64(cfg.Rank) * int64(ds.N) / int64(cfg.World))
 	hi := int(int64(cfg.Rank+1) * int64(ds.N) / int64(cfg.World))
+	if cfg.Slice {
+		// One sequence over every image: the epochs' permutations
+		// are of all of them.
+		slices.Sort(all)
+		lo, hi = 0, ds.N
+	}
 	shard := all[lo:hi:hi]
 	slices.Sort(shard)
 	s := &sampler{
@@ -340,6 +362,9 @@ func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
 		s.jobs = make([]decodeJob, cfg.BatchSize)
 		s.errs = make([]error, cfg.BatchSize)
 	}
+	if cfg.Slice {
+		s.slice = &sliceState{rank: int64(cfg.Rank), world: int64(cfg.World), next: cfg.Start}
+	}
 	s.startEpoch(0)
 	if cfg.RandSkip > 0 {
 		r := rand.New(rand.NewPCG(mix(cfg.Seed, tagSkip), uint64(cfg.Rank)))
@@ -366,6 +391,9 @@ func (s *sampler) startEpoch(e int) {
 // fill writes the next batch into b, running on into the next epoch when
 // this one ends. Its only error is an encoded image that does not decode.
 func (s *sampler) fill(b *Batch) error {
+	if s.slice != nil {
+		return s.fillSlice(b)
+	}
 	if s.pos == len(s.order) {
 		s.startEpoch(s.epoch + 1)
 	}
@@ -380,24 +408,33 @@ func (s *sampler) fill(b *Batch) error {
 		s.pos++
 		hOff, wOff := s.t.offsets(s.augRng)
 		mirror := s.t.mirror && s.augRng.IntN(2) == 1
-		if s.ds.Floats != nil {
-			sz := s.ds.ImageSize()
-			copy(b.Data[i*per:(i+1)*per], s.ds.Floats[idx*sz:(idx+1)*sz])
-			b.Labels[i] = float32(s.ds.Labels[idx])
-			b.Index[i] = idx
-			continue
-		}
-		b.Labels[i] = float32(s.ds.Labels[idx])
-		b.Index[i] = idx
-		if s.scratch != nil {
-			s.jobs[i] = decodeJob{idx, hOff, wOff, mirror}
-			continue
-		}
-		s.t.apply(b.Data[i*per:(i+1)*per], s.ds.Image(idx), hOff, wOff, mirror)
+		s.place(b, i, per, idx, hOff, wOff, mirror)
 	}
 	s.seq++
+	return s.decodePending(b.Data, per)
+}
+
+// place puts image idx of the data set at position i of b: its label and
+// index, and its pixels — copied (float data), queued for decoding
+// (encoded data), or transformed now.
+func (s *sampler) place(b *Batch, i, per, idx, hOff, wOff int, mirror bool) {
+	b.Labels[i] = float32(s.ds.Labels[idx])
+	b.Index[i] = idx
+	switch {
+	case s.ds.Floats != nil:
+		sz := s.ds.ImageSize()
+		copy(b.Data[i*per:(i+1)*per], s.ds.Floats[idx*sz:(idx+1)*sz])
+	case s.scratch != nil:
+		s.jobs[i] = decodeJob{idx, hOff, wOff, mirror}
+	default:
+		s.t.apply(b.Data[i*per:(i+1)*per], s.ds.Image(idx), hOff, wOff, mirror)
+	}
+}
+
+// decodePending decodes the images place queued, if any.
+func (s *sampler) decodePending(data []float32, per int) error {
 	if s.scratch != nil {
-		return s.decodeBatch(b.Data, per)
+		return s.decodeBatch(data, per)
 	}
 	return nil
 }

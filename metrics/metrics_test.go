@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -54,5 +55,31 @@ func TestProgressETAAfterResume(t *testing.T) {
 	p.Line(Status{Iter: 95})
 	if got := out.String(); !strings.Contains(got, "ETA 10s") {
 		t.Fatalf("5 iterations in 10 s, 5 to go: %q, want ETA 10s", got)
+	}
+}
+
+// Rank 0 and a parameter server print progress at once (sync-ps with
+// display and snapshots): run under -race.
+func TestProgressConcurrent(t *testing.T) {
+	var b strings.Builder
+	p := NewProgress(&b, 100, true)
+	var wg sync.WaitGroup
+	for g := 0; g < 2; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				if g == 0 {
+					p.Line(Status{Iter: i})
+				} else {
+					p.Printf("snapshot %d\n", i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	p.Done()
+	if got := strings.Count(b.String(), "snapshot "); got != 50 {
+		t.Fatalf("%d snapshot lines, want 50", got)
 	}
 }

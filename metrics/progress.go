@@ -4,14 +4,17 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 )
 
 // Progress renders training progress: on a terminal one line redrawn in
 // place (a bar, iteration, loss, images/s, ETA); elsewhere (logs, CI) one
 // plain line per call to Line. Messages printed with Printf appear above
-// the bar.
+// the bar. It is safe for concurrent use: a run's rank 0 and its
+// parameter server both print.
 type Progress struct {
+	mu    sync.Mutex // guards everything below and writes to w
 	w     io.Writer
 	tty   bool
 	total int
@@ -40,6 +43,8 @@ type Status struct {
 
 // Line shows s: redraws the bar on a terminal, prints a line otherwise.
 func (p *Progress) Line(s Status) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	elapsed := time.Since(p.start)
 	eta := "?"
 	if done := s.Iter - p.from; done > 0 {
@@ -63,12 +68,18 @@ func (p *Progress) Line(s Status) {
 
 // Printf prints a message on its own line, above the bar.
 func (p *Progress) Printf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.clear()
 	fmt.Fprintf(p.w, format, args...)
 }
 
 // Done removes the bar.
-func (p *Progress) Done() { p.clear() }
+func (p *Progress) Done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+}
 
 func (p *Progress) clear() {
 	if p.live {

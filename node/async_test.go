@@ -54,6 +54,12 @@ func (c *fixedComputer) Compute(ctx context.Context, _ func(lo, hi int)) (float6
 // plain SGD w −= η·g when mu is 0), and returns the ranks.
 func runRanks(t *testing.T, sc scheme.Config, cen center.Center, mu float32) []*Rank {
 	t.Helper()
+	return runRanksWith(t, sc, cen, mu, func(r int, grads []float32) Computer { return &fixedComputer{grads: grads, rank: r} })
+}
+
+// runRanksWith is runRanks with worker r's computer made by comp.
+func runRanksWith(t *testing.T, sc scheme.Config, cen center.Center, mu float32, comp func(r int, grads []float32) Computer) []*Rank {
+	t.Helper()
 	sc.Layout = scheme.Layout{N: dim, Blocks: []scheme.Range{{Lo: 0, Hi: dim}}}
 	sc.Pack = true
 	schemes, err := scheme.New(sc)
@@ -72,7 +78,7 @@ func runRanks(t *testing.T, sc scheme.Config, cen center.Center, mu float32) []*
 			}
 		}
 		if r < sc.Workers {
-			rk.Computer = &fixedComputer{grads: grads, rank: r}
+			rk.Computer = comp(r, grads)
 		}
 		ranks[r] = rk
 	}

@@ -23,6 +23,16 @@ type Computer interface {
 	Compute(ctx context.Context, ready func(lo, hi int)) (loss float64, err error)
 }
 
+// Accumulator is a gradient accumulator the workers of one process share
+// (package accum).
+type Accumulator interface {
+	// Add adds src into iteration iter's sum of the block at lo.
+	Add(ctx context.Context, iter, lo int, src []float32) error
+	// Gather waits for every worker's Add of the block and copies the
+	// sum into dst.
+	Gather(ctx context.Context, iter, lo int, dst []float32) error
+}
+
 // Phase indices of a rank's time account (Stats.Phase). Compute time is
 // the Computer's to account.
 const (
@@ -50,6 +60,9 @@ type Rank struct {
 	// this rank's worker id there; nil for the other schemes.
 	Center   center.Center
 	CenterID int
+	// Accum is the shared gradient accumulator of overlap's TRL variant
+	// (scheme.Config.Accumulate); nil for the other schemes.
+	Accum Accumulator
 	// Computer computes gradients; nil on a server rank.
 	Computer Computer
 	// Update applies the solver at iteration iter to Params from Grads.
@@ -94,6 +107,7 @@ type event struct {
 	ev   scheme.Event
 	err  error
 	busy time.Duration // communication time behind a Done
+	side bool          // the Done of a side op, outside the queue
 }
 
 // answer is what a communication action reports back to its scheme.
@@ -114,19 +128,30 @@ func (r *Rank) Run(ctx context.Context) error {
 		defer close(commDone)
 		r.commLoop(ctx, comm, events)
 	}()
-	// computing tracks the compute goroutine, which Run waits for before
-	// returning, so the caller may read what Compute wrote.
-	var computeWG sync.WaitGroup
+	// computeWG tracks the compute goroutine, which Run waits for before
+	// returning, so the caller may read what Compute wrote; sideWG the
+	// side ops' goroutines.
+	var computeWG, sideWG sync.WaitGroup
 	defer func() {
 		close(comm)
 		cancel()
 		<-commDone
 		computeWG.Wait()
+		sideWG.Wait()
 	}()
+	// abort cancels the running compute (Abort).
+	abort := context.CancelFunc(func() {})
+	defer func() { abort() }()
+	side := map[int]bool{} // IDs of the side ops in flight
 
 	computing := false
 	pendingComm := 0
 	var inFlight []scheme.Op // pending communication, oldest (running) first
+	// outbox holds communication actions not yet handed to the
+	// communication goroutine: a Step may issue any number, and blocking
+	// on a full comm channel while that goroutine blocks on a full events
+	// channel would deadlock.
+	var outbox []scheme.Action
 	var ctxDone <-chan struct{} = ctx.Done()
 	dispatch := func(acts []scheme.Action) (bool, error) {
 		for _, a := range acts {
@@ -140,8 +165,11 @@ func (r *Rank) Run(ctx context.Context) error {
 				computing = true
 				watch := a.WatchGrads
 				computeWG.Add(1)
+				cctx, cancelCompute := context.WithCancel(ctx)
+				abort = cancelCompute
 				go func() {
 					defer computeWG.Done()
+					defer cancelCompute()
 					var ready func(lo, hi int)
 					if watch {
 						ready = func(lo, hi int) {
@@ -151,16 +179,39 @@ func (r *Rank) Run(ctx context.Context) error {
 							}
 						}
 					}
-					loss, err := r.Computer.Compute(ctx, ready)
+					loss, err := r.Computer.Compute(cctx, ready)
+					aborted := err != nil && cctx.Err() != nil && ctx.Err() == nil
+					if aborted {
+						err = nil
+					}
 					select {
-					case events <- event{ev: scheme.Event{Kind: scheme.ComputeDone, Loss: loss}, err: err}:
+					case events <- event{ev: scheme.Event{Kind: scheme.ComputeDone, Loss: loss, Aborted: aborted}, err: err}:
+					case <-ctx.Done():
+					}
+				}()
+			case a.Op == scheme.Abort:
+				abort()
+			case a.Op.IsSide():
+				side[a.ID] = true
+				sideWG.Add(1)
+				go func() {
+					defer sideWG.Done()
+					var ans answer
+					var err error
+					if a.Op == scheme.Gather {
+						err = r.gather(ctx, a)
+					} else {
+						ans, err = r.center(ctx, a)
+					}
+					select {
+					case events <- event{ev: scheme.Event{Kind: scheme.Done, ID: a.ID, Iter: ans.iter}, err: err, side: true}:
 					case <-ctx.Done():
 					}
 				}()
 			case a.Op.IsComm():
 				pendingComm++
 				inFlight = append(inFlight, a.Op)
-				comm <- a
+				outbox = append(outbox, a)
 			default:
 				t0 := time.Now()
 				err := r.local(a)
@@ -184,10 +235,30 @@ func (r *Rank) Run(ctx context.Context) error {
 	for {
 		t0 := time.Now()
 		var e event
+		var send chan<- scheme.Action
+		var next scheme.Action
+		if len(outbox) > 0 {
+			send, next = comm, outbox[0]
+		}
 		select {
+		case send <- next:
+			n := copy(outbox, outbox[1:])
+			outbox = outbox[:n]
+			continue
 		case e = <-events:
 		case <-ctxDone:
 			return ctx.Err()
+		}
+		if e.side {
+			delete(side, e.ev.ID)
+			if e.err != nil {
+				return e.err
+			}
+			fin, err := dispatch(r.Scheme.Step(e.ev))
+			if fin || err != nil {
+				return err
+			}
+			continue
 		}
 		if !computing && pendingComm > 0 {
 			ph := PhaseComm
@@ -312,6 +383,12 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 	if a.Op.IsCenter() {
 		return r.center(ctx, a)
 	}
+	if a.Op == scheme.Accumulate {
+		if r.Accum == nil {
+			return answer{}, fmt.Errorf("node: the scheme accumulates but the rank has no accumulator")
+		}
+		return answer{}, r.Accum.Add(ctx, a.Iter, a.R.Lo, r.slice(a.R))
+	}
 	buf := r.slice(a.R)
 	if a.Group != nil && r.Ep != nil {
 		var err error
@@ -358,6 +435,14 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 	return answer{}, fmt.Errorf("node: %v is not a communication action", a.Op)
 }
 
+// gather carries out a Gather.
+func (r *Rank) gather(ctx context.Context, a scheme.Action) error {
+	if r.Accum == nil {
+		return fmt.Errorf("node: the scheme gathers but the rank has no accumulator")
+	}
+	return r.Accum.Gather(ctx, a.Iter, a.R.Lo, r.slice(a.R))
+}
+
 // center carries out a center operation.
 func (r *Rank) center(ctx context.Context, a scheme.Action) (answer, error) {
 	c, w := r.Center, r.CenterID
@@ -379,6 +464,8 @@ func (r *Rank) center(ctx context.Context, a scheme.Action) (answer, error) {
 		ans.iter, ans.dropped, err = c.Round(ctx, w, a.Iter, r.slice(a.R))
 	case scheme.Clock:
 		ans.stop, err = c.Clock(ctx, w, a.Iter, a.Staleness)
+	case scheme.Closed:
+		ans.iter, err = c.Closed(ctx, w, a.Iter)
 	case scheme.Leave:
 		err = c.Leave(ctx, w, nil)
 	}

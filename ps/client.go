@@ -3,6 +3,7 @@ package ps
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,13 @@ type Client struct {
 	store   BlobStore
 	suffix  string
 	version atomic.Int64
+
+	// Closed waits on a connection of its own, so that the worker's
+	// other calls go on meanwhile.
+	addr   string
+	rcfg   rpc.Config
+	sideMu sync.Mutex // guards side
+	side   *rpc.Client
 }
 
 var _ center.Center = (*Client)(nil)
@@ -49,7 +57,8 @@ func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Client, error) {
 		rc.Close()
 		return nil, fmt.Errorf("ps: %w", err)
 	}
-	c := &Client{rpc: rc, n: int(resp.Ints[0]), store: cfg.Store, suffix: resp.Text}
+	rcfg := rpc.Config{Token: cfg.Token, Timeout: cfg.Timeout, MaxFrame: cfg.MaxFrame}
+	c := &Client{rpc: rc, n: int(resp.Ints[0]), store: cfg.Store, suffix: resp.Text, addr: addr, rcfg: rcfg}
 	if c.n <= 0 {
 		rc.Close()
 		return nil, fmt.Errorf("ps: server %s holds %d parameters", addr, c.n)
@@ -72,8 +81,37 @@ func (c *Client) Addr() string { return c.rpc.Addr() }
 // in blob store mode (each server publication is one version).
 func (c *Client) Version() int64 { return c.version.Load() }
 
-// Close closes the connection.
-func (c *Client) Close() error { return c.rpc.Close() }
+// Close closes the connections.
+func (c *Client) Close() error {
+	c.sideMu.Lock()
+	if c.side != nil {
+		c.side.Close()
+		c.side = nil
+	}
+	c.sideMu.Unlock()
+	return c.rpc.Close()
+}
+
+// Closed implements center.Center, on a second connection made on first
+// use: the wait must not hold up the worker's Round.
+func (c *Client) Closed(ctx context.Context, w, iter int) (int, error) {
+	c.sideMu.Lock()
+	if c.side == nil {
+		sc, err := rpc.Dial(ctx, c.addr, c.rcfg)
+		if err != nil {
+			c.sideMu.Unlock()
+			return 0, fmt.Errorf("ps: %w", err)
+		}
+		c.side = sc
+	}
+	side := c.side
+	c.sideMu.Unlock()
+	var resp rpc.Response
+	if err := side.Call(ctx, &rpc.Request{Op: opClosed, Ints: [rpc.NumInts]int64{int64(w), int64(iter)}}, &resp); err != nil {
+		return 0, fmt.Errorf("ps: %w", err)
+	}
+	return int(resp.Ints[0]), nil
+}
 
 func (c *Client) checkLen(what string, n int) error {
 	if n != c.n {
@@ -157,6 +195,23 @@ func (c *Client) Elastic(ctx context.Context, w int, x []float32, alpha float32)
 		return err
 	}
 	req := rpc.Request{Op: opElastic, Ints: [rpc.NumInts]int64{int64(w)}, Floats: [rpc.NumFloats]float64{float64(alpha)}, Data: x}
+	if c.store != nil {
+		// SpeeDO: the weights travel through the store both ways; the
+		// request only names them.
+		key := ExchangeKey(w) + c.suffix
+		if err := c.store.PutFloats(ctx, key, x); err != nil {
+			return fmt.Errorf("ps: putting worker %d's weights under %s: %w", w, key, err)
+		}
+		req = rpc.Request{Op: opElasticKey, Ints: req.Ints, Floats: req.Floats, Text: key}
+		var resp rpc.Response
+		if err := c.call(ctx, &req, &resp); err != nil {
+			return err
+		}
+		if err := c.store.GetFloats(ctx, key, x); err != nil {
+			return fmt.Errorf("ps: getting worker %d's exchanged weights from %s: %w", w, key, err)
+		}
+		return nil
+	}
 	resp := rpc.Response{Data: x[:0]}
 	if err := c.call(ctx, &req, &resp); err != nil {
 		return err
@@ -171,6 +226,13 @@ func (c *Client) Round(ctx context.Context, w, iter int, grads []float32) (int, 
 	}
 	var resp rpc.Response
 	req := rpc.Request{Op: opRound, Ints: [rpc.NumInts]int64{int64(w), int64(iter)}, Data: grads}
+	if c.store != nil {
+		key := GradsKey(w) + c.suffix
+		if err := c.store.PutFloats(ctx, key, grads); err != nil {
+			return 0, false, fmt.Errorf("ps: putting worker %d's gradients under %s: %w", w, key, err)
+		}
+		req = rpc.Request{Op: opRoundKey, Ints: req.Ints, Text: key}
+	}
 	if err := c.call(ctx, &req, &resp); err != nil {
 		return 0, false, err
 	}

@@ -22,12 +22,17 @@
 //
 //	sh, err := ps.DialSharded(ctx, addrs, ps.ClientConfig{Token: tok})
 //
-// With a BlobStore (SpeeDO's Redis) set on both sides, Push and Pull move
-// the weights through the store and only keys and versions travel over
-// the server's own connection: a Push puts the delta under
-// DeltaKey(worker) and sends the key; the server gets it, applies it and
-// puts the new center under WeightsKey; a Pull asks the server for the
-// current version, then gets WeightsKey from the store.
+// With a BlobStore (SpeeDO's Redis) set on both sides, every weight
+// transfer of the center schemes moves through the store and only keys,
+// versions and control travel over the server's own connection: a Push
+// puts the delta under DeltaKey(worker) and sends the key; the server
+// gets it, applies it and puts the new center under WeightsKey; a Pull
+// asks the server for the current version, then gets WeightsKey from the
+// store; an elastic exchange puts the worker's weights under
+// ExchangeKey(worker), the server exchanges and puts the result back
+// there; a weed-out round's gradients go under GradsKey(worker). Join,
+// Clock, Leave and Closed are control only. (sync-ps is not a center
+// scheme: its transfers are the group's own messages.)
 //
 // A worker whose connection closes without its Leave (a killed process)
 // leaves the center with an error, so that the others stop waiting for it;

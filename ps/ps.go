@@ -18,10 +18,22 @@ const (
 	WeightsKey = "dsgd:w"
 	// DeltaKeyPrefix, followed by the worker id, holds a worker's push.
 	DeltaKeyPrefix = "dsgd:delta:"
+	// ExchangeKeyPrefix, followed by the worker id, holds a worker's
+	// weights for an elastic exchange, and then the server's answer.
+	ExchangeKeyPrefix = "dsgd:x:"
+	// GradsKeyPrefix, followed by the worker id, holds a worker's
+	// gradients for a weed-out round.
+	GradsKeyPrefix = "dsgd:g:"
 )
 
 // DeltaKey returns the key under which worker w pushes its delta.
 func DeltaKey(w int) string { return DeltaKeyPrefix + strconv.Itoa(w) }
+
+// ExchangeKey returns the key of worker w's elastic exchanges.
+func ExchangeKey(w int) string { return ExchangeKeyPrefix + strconv.Itoa(w) }
+
+// GradsKey returns the key of worker w's weed-out gradients.
+func GradsKey(w int) string { return GradsKeyPrefix + strconv.Itoa(w) }
 
 // The rpc op codes of the parameter server protocol, and the fields each
 // uses (I = Ints, F = Floats, T = Text, D = Data).
@@ -36,6 +48,11 @@ const (
 	opLeave   = 8  // I0 = w, T = cause ("" for nil)
 	opPushKey = 9  // I0 = w, T = key of the delta in the store
 	opVersion = 10 // I0 = w → I0 = version (publishes the center first if stale)
+	opClosed  = 11 // I0 = w, I1 = iter → I0 = next (waits for round iter to close)
+	// The blob store mode's elastic exchange and round: the data travel
+	// through the store under T.
+	opElasticKey = 12 // I0 = w, F0 = alpha, T = key of x; the new x goes back under T
+	opRoundKey   = 13 // I0 = w, I1 = iter, T = key of the gradients → as opRound
 )
 
 func b2i(b bool) int64 {

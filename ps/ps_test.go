@@ -114,6 +114,8 @@ func script(t *testing.T, c center.Center, n int) []string {
 	}
 	_, _, err = c.Round(ctx, 0, 7, delta)
 	rec("bad round fails %v", err != nil)
+	next, err := c.Closed(ctx, 0, 1) // round 1 closed: answered at once
+	rec("closed %d %v", next, err)
 	stop, err := c.Clock(ctx, 0, 5, 2)
 	rec("clock %v %v", stop, err)
 	rec("pull %v %v", c.Pull(ctx, 0, buf), buf)
@@ -405,14 +407,64 @@ func TestBlobStore(t *testing.T) {
 	if err := cl.Pull(ctx, 0, buf); err != nil || !slices.Equal(buf, want) || cl.Version() != 1+workers*rounds {
 		t.Fatalf("pull: %v, version %d", err, cl.Version())
 	}
-	// An elastic exchange changes the center over rpc; the next pull
-	// republishes it.
+	// An elastic exchange travels through the store both ways and
+	// changes the center as the local one; the next pull republishes it.
 	x := weights(n, 3)
+	lx, local := slices.Clone(x), newLocal(t, workers, slices.Clone(remote.Weights()))
 	if err := cl.Elastic(ctx, 0, x, 0.5); err != nil {
 		t.Fatal(err)
 	}
+	if err := local.Elastic(ctx, 0, lx, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(x, lx) || !slices.Equal(remote.Weights(), local.Weights()) {
+		t.Fatal("the exchange through the store differs from the local one")
+	}
+	if k := ExchangeKey(0); store.count(store.puts, k) != 2 || store.count(store.gets, k) != 2 {
+		t.Fatalf("key %s: %d puts, %d gets; want 2 each (there and back)", k, store.count(store.puts, k), store.count(store.gets, k))
+	}
 	if err := cl.Pull(ctx, 0, buf); err != nil || !slices.Equal(buf, remote.Weights()) || cl.Version() != 2+workers*rounds {
 		t.Fatalf("pull after elastic: %v, version %d", err, cl.Version())
+	}
+}
+
+// TestBlobStoreRounds: weed-out's gradients travel through the store, and
+// the rounds close as the local center's do.
+func TestBlobStoreRounds(t *testing.T) {
+	const workers, n = 2, 64
+	store := newMemStore()
+	remote := newLocal(t, workers, weights(n, 0))
+	local := newLocal(t, workers, weights(n, 0))
+	srv, _ := serve(t, remote, ServerConfig{Store: store})
+	ctx := context.Background()
+	// One client per worker: a round waits for the others.
+	clients := []center.Center{dial(t, srv.Addr(), ClientConfig{Store: store}), dial(t, srv.Addr(), ClientConfig{Store: store})}
+	for _, cs := range [][]center.Center{clients, {local, local}} {
+		for r := range 2 {
+			done := make(chan error, workers)
+			for w := range workers {
+				go func() {
+					next, dropped, err := cs[w].Round(ctx, w, r, weights(n, float32(w+r+1)))
+					if err == nil && (next != r+1 || dropped) {
+						err = fmt.Errorf("round %d: next %d dropped %v", r, next, dropped)
+					}
+					done <- err
+				}()
+			}
+			for range workers {
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if !slices.Equal(remote.Weights(), local.Weights()) {
+		t.Fatal("the rounds through the store moved the center differently")
+	}
+	for w := range workers {
+		if k := GradsKey(w); store.count(store.puts, k) != 2 || store.count(store.gets, k) != 2 {
+			t.Fatalf("key %s: %d puts, %d gets; want 2 each", k, store.count(store.puts, k), store.count(store.gets, k))
+		}
 	}
 }
 
@@ -543,5 +595,45 @@ func TestShardedBlobStore(t *testing.T) {
 	}
 	if store.count(store.puts, WeightsKey+":1") != 1+workers*rounds || store.count(store.puts, DeltaKey(1)+":0") != rounds {
 		t.Fatalf("store traffic %v", store.puts)
+	}
+}
+
+// TestClosedWaitsBesideRound: a worker's Closed waits on a connection of
+// its own, so its Round, which closes the round, is not held up behind
+// it (weedout watches its round while it computes).
+func TestClosedWaitsBesideRound(t *testing.T) {
+	l := newLocal(t, 2, weights(8, 0))
+	srv, _ := serve(t, l, ServerConfig{})
+	c0, c1 := dial(t, srv.Addr(), ClientConfig{}), dial(t, srv.Addr(), ClientConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for w, c := range []*Client{c0, c1} {
+		if _, err := c.Join(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := make(chan int, 1)
+	go func() {
+		next, err := c0.Closed(ctx, 0, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		closed <- next
+	}()
+	time.Sleep(20 * time.Millisecond) // the watch is waiting
+	rounds := make(chan error, 2)
+	for w, c := range []*Client{c0, c1} {
+		go func() {
+			_, _, err := c.Round(ctx, w, 0, weights(l.N(), 1))
+			rounds <- err
+		}()
+	}
+	for range 2 {
+		if err := <-rounds; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if next := <-closed; next != 1 {
+		t.Fatalf("Closed answered round %d, want 1", next)
 	}
 }

@@ -196,6 +196,37 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		next, dropped, err := s.c.Round(ctx, w, int(req.Ints[1]), req.Data)
 		resp.Ints[0], resp.Ints[1] = int64(next), b2i(dropped)
 		return err
+	case opElasticKey:
+		if s.store == nil {
+			return errors.New("ps: this server has no blob store")
+		}
+		x := resp.Buffer(s.n)
+		if err := s.store.GetFloats(ctx, req.Text, x); err != nil {
+			return fmt.Errorf("ps: getting worker %d's weights from %s: %w", w, req.Text, err)
+		}
+		defer s.dirty.Store(true)
+		if err := s.c.Elastic(ctx, w, x, float32(req.Floats[0])); err != nil {
+			return err
+		}
+		if err := s.store.PutFloats(ctx, req.Text, x); err != nil {
+			return fmt.Errorf("ps: putting worker %d's exchanged weights under %s: %w", w, req.Text, err)
+		}
+	case opRoundKey:
+		if s.store == nil {
+			return errors.New("ps: this server has no blob store")
+		}
+		g := resp.Buffer(s.n)
+		if err := s.store.GetFloats(ctx, req.Text, g); err != nil {
+			return fmt.Errorf("ps: getting worker %d's gradients from %s: %w", w, req.Text, err)
+		}
+		defer s.dirty.Store(true)
+		next, dropped, err := s.c.Round(ctx, w, int(req.Ints[1]), g)
+		resp.Ints[0], resp.Ints[1] = int64(next), b2i(dropped)
+		return err
+	case opClosed:
+		next, err := s.c.Closed(ctx, w, int(req.Ints[1]))
+		resp.Ints[0] = int64(next)
+		return err
 	case opClock:
 		stop, err := s.c.Clock(ctx, w, int(req.Ints[1]), int(req.Ints[2]))
 		resp.Ints[0] = b2i(stop)

@@ -170,6 +170,17 @@ func (s *Sharded) Round(ctx context.Context, w, iter int, grads []float32) (int,
 	return slices.Max(next), anyTrue(dropped), err
 }
 
+// Closed implements center.Center: the largest of the shards' next
+// rounds, once every shard's round iter has closed.
+func (s *Sharded) Closed(ctx context.Context, w, iter int) (int, error) {
+	next := make([]int, len(s.parts))
+	err := s.each(func(i int, c center.Center, _, _ int) (err error) {
+		next[i], err = c.Closed(ctx, w, iter)
+		return err
+	})
+	return slices.Max(next), err
+}
+
 // Clock implements center.Center: stop when any shard says stop.
 func (s *Sharded) Clock(ctx context.Context, w, iter, st int) (bool, error) {
 	stop := make([]bool, len(s.parts))

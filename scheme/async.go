@@ -1,7 +1,7 @@
 package scheme
 
 // centerWorker runs the schemes whose workers talk to a center (package
-// center): SpeeDO's async, ssp and weedout, the EASGD family (easgd-rr,
+// center): SpeeDO's async and ssp, the EASGD family (easgd-rr,
 // easgd, measgd, hogwild-easgd), ShmCaffe's seasgd and hybrid, and
 // hogwild, which shares its weights with the other workers in memory and
 // so needs no center at all.
@@ -12,7 +12,6 @@ type centerWorker struct {
 	id   int // the worker's id at the center
 	iter int
 	stop bool
-	next int // weedout: the round after this one
 
 	// hybrid: this worker's group, its root, and whether it is the root.
 	group []int
@@ -57,16 +56,31 @@ func (w *centerWorker) start() {
 		w.then(func() {
 			// A restarted worker continues its count; a hybrid root
 			// stays in step with its group instead.
-			if w.ans.Iter > w.iter && w.group == nil {
+			restarted := w.ans.Iter > w.iter
+			if restarted && w.group == nil {
 				w.iter = w.ans.Iter
 			}
+			// easgd-rr's workers start from the weights every rank
+			// starts from (SC17 Alg. 1): a pull would wait for the
+			// worker's turn and return a center the earlier turns moved.
+			if w.cfg.Name != "easgd-rr" || restarted {
+				w.do(Action{Op: Pull, R: p}, true)
+			}
+			if w.cfg.Name == "async" || w.cfg.Name == "ssp" {
+				w.local(Action{Op: Copy, R: Range{Aux, 0, w.cfg.Layout.N}, Src: p})
+			}
+			w.startGroup()
 		})
-		w.do(Action{Op: Pull, R: p}, true)
-		if w.cfg.Name == "async" || w.cfg.Name == "ssp" {
-			w.local(Action{Op: Copy, R: Range{Aux, 0, w.cfg.Layout.N}, Src: p})
-		}
+		return
 	}
+	w.startGroup()
+}
+
+// startGroup broadcasts a hybrid root's weights to its group and begins
+// the first iteration.
+func (w *centerWorker) startGroup() {
 	if w.group != nil {
+		p := Range{Params, 0, w.cfg.Layout.N}
 		w.do(Action{Op: Broadcast, R: p, Peer: w.root, Group: w.group}, true)
 	}
 	w.then(w.iteration)
@@ -91,23 +105,19 @@ func (w *centerWorker) iteration() {
 		// SpeeDO 3.2–3.3: train locally; every S iterations merge the
 		// weights' change since the last pull into the center (Downpour)
 		// and continue from the center.
+		// ssp reads only after the clock admits it (Petuum's read rule),
+		// so its bound is s, and s = 0 is BSP.
 		w.do(Action{Op: Compute}, true)
 		w.local(Action{Op: Update, Iter: it})
 		if xch {
 			w.local(Action{Op: Copy, R: delta, Src: p})
 			w.local(Action{Op: Axpy, R: delta, Src: aux, Factor: -1})
 			w.do(Action{Op: Push, R: delta}, false)
-			w.do(Action{Op: Pull, R: p}, true)
-			w.local(Action{Op: Copy, R: aux, Src: p})
+			if w.cfg.Name == "async" {
+				w.do(Action{Op: Pull, R: p}, true)
+				w.local(Action{Op: Copy, R: aux, Src: p})
+			}
 		}
-	case "weedout":
-		// SpeeDO 3.4: a synchronous round that closes at a deadline;
-		// gradients that miss it are dropped and their worker restarts
-		// from the fresh weights.
-		w.do(Action{Op: Compute}, true)
-		w.do(Action{Op: Round, R: g, Iter: it}, true)
-		w.then(func() { w.next = w.ans.Iter })
-		w.do(Action{Op: Pull, R: p}, true)
 	case "easgd-rr":
 		// SC17 Alg. 1: one worker at a time, in rank order. The turn
 		// starts with the center sent to the worker (line 10; the Pull
@@ -115,7 +125,10 @@ func (w *centerWorker) iteration() {
 		// update of both sides (12–14, Eq. 1–2) and ends with the Clock,
 		// which passes it on. The center cannot move within a turn, so
 		// pulling it and pushing α(W − W̄) is Eq. 1–2 exactly.
-		if xch {
+		// With τ > 1 the turn spans the τ local steps: it starts with
+		// the pull of the block's first iteration, so no two workers
+		// ever compute at once.
+		if w.exchange(it-1) && w.talks() {
 			w.do(Action{Op: Pull, R: aux}, true)
 		}
 		w.do(Action{Op: Compute}, true)
@@ -173,20 +186,21 @@ func (w *centerWorker) iteration() {
 		}
 		w.local(Action{Op: Update, Iter: it})
 	}
-	if w.talks() && w.cfg.Name != "weedout" {
+	if w.talks() {
 		s := -1
 		if w.cfg.Name == "ssp" {
 			s = w.cfg.Staleness
 		}
 		w.do(Action{Op: Clock, Iter: it, Staleness: s}, true)
 		w.then(func() { w.stop = w.ans.Stop })
+		if w.cfg.Name == "ssp" && xch {
+			w.do(Action{Op: Pull, R: p}, true)
+			w.local(Action{Op: Copy, R: aux, Src: p})
+		}
 	}
 	w.then(func() {
 		w.emit(Action{Op: IterDone, Iter: it, Loss: w.loss})
 		w.iter++
-		if w.cfg.Name == "weedout" {
-			w.iter = w.next
-		}
 		w.iteration()
 	})
 }

@@ -35,7 +35,7 @@ func atrace(acts []Action) string {
 			s += fmt.Sprintf("#%d", a.ID)
 		case Broadcast, Reduce:
 			s += fmt.Sprintf("#%d(%s,%d)", a.ID, rg(a.R), a.Peer)
-		case Allreduce:
+		case Allreduce, Accumulate, Gather:
 			s += fmt.Sprintf("#%d(%s)", a.ID, rg(a.R))
 		}
 		parts = append(parts, s)
@@ -82,36 +82,75 @@ func TestAsyncSchemesTrace(t *testing.T) {
 			// A restarted worker continues from the count Join returns.
 			name:   "ssp resumes from join",
 			cfg:    Config{Name: "ssp", Workers: 2, MaxIter: 10, Staleness: 3, Layout: small},
-			events: []Event{{Kind: Done, ID: 1, Iter: 9}, done(2), {Kind: ComputeDone}, {Kind: Done, ID: 3}},
+			events: []Event{{Kind: Done, ID: 1, Iter: 9}, done(2), {Kind: ComputeDone}, {Kind: Done, ID: 3}, done(4), done(5)},
 			want: []string{
 				"join#1",
 				"pull#2(params[0:4])",
 				"copy(aux[0:4]<-params[0:4]) compute",
-				"update(9) copy(delta[0:4]<-params[0:4]) axpy(delta[0:4]+=-1*aux[0:4]) push#3(delta[0:4]) pull#4(params[0:4])",
+				"update(9) copy(delta[0:4]<-params[0:4]) axpy(delta[0:4]+=-1*aux[0:4]) push#3(delta[0:4]) clock#4(9,3)",
 				"",
+				"pull#5(params[0:4])",
+				"copy(aux[0:4]<-params[0:4]) iter-done(9) leave#6",
 			},
 		},
 		{
-			// SpeeDO's weed-out: gradients that miss the round are
-			// dropped; the worker jumps to the round the center names and
+			// SSP reads after the clock admits it (s = 0 is BSP).
+			name:   "ssp reads after the clock",
+			cfg:    Config{Name: "ssp", Workers: 2, MaxIter: 10, Staleness: 0, Layout: small},
+			events: []Event{{Kind: Done, ID: 1, Iter: 0}, done(2), {Kind: ComputeDone}, done(3), done(4), done(5)},
+			want: []string{
+				"join#1",
+				"pull#2(params[0:4])",
+				"copy(aux[0:4]<-params[0:4]) compute",
+				"update(0) copy(delta[0:4]<-params[0:4]) axpy(delta[0:4]+=-1*aux[0:4]) push#3(delta[0:4]) clock#4(0,0)",
+				"",
+				"pull#5(params[0:4])",
+				"copy(aux[0:4]<-params[0:4]) iter-done(0) compute",
+			},
+		},
+		{
+			// SpeeDO's weed-out: while it computes the worker watches its
+			// round (closed#); gradients that miss the round are dropped,
+			// and the worker jumps to the round the center names and
 			// pulls the fresh weights.
 			name: "weedout dropped",
 			cfg:  Config{Name: "weedout", Workers: 3, MaxIter: 10, Layout: small},
 			events: []Event{
 				done(1), done(2),
-				{Kind: ComputeDone}, {Kind: Done, ID: 3, Iter: 4, Dropped: true}, done(4),
-				{Kind: ComputeDone}, {Kind: Done, ID: 5, Iter: 5}, done(6),
+				{Kind: ComputeDone}, {Kind: Done, ID: 4, Iter: 4, Dropped: true}, {Kind: Done, ID: 3, Iter: 4}, done(5),
+				{Kind: ComputeDone}, {Kind: Done, ID: 7, Iter: 5}, done(8),
 			},
 			want: []string{
 				"join#1",
 				"pull#2(params[0:4])",
-				"compute",
-				"round#3(grads[0:4],0)",
+				"compute closed",
+				"round#4(grads[0:4],0)",
+				"pull#5(params[0:4])",
+				"", // the watch of round 0, answered late: ignored
+				"compute closed",
+				"round#7(grads[0:4],4)",
+				"pull#8(params[0:4])",
+				"iter-done(4) compute closed",
+			},
+		},
+		{
+			// SpeeDO 3.4's restart: the round closes while the worker
+			// still computes; it aborts the compute, pulls the fresh
+			// weights and continues with the round now open, reporting no
+			// iteration for the aborted one.
+			name: "weedout restarts a straggler",
+			cfg:  Config{Name: "weedout", Workers: 3, MaxIter: 10, Layout: small},
+			events: []Event{
+				done(1), done(2),
+				{Kind: Done, ID: 3, Iter: 6}, {Kind: ComputeDone, Aborted: true}, done(4),
+			},
+			want: []string{
+				"join#1",
+				"pull#2(params[0:4])",
+				"compute closed",
+				"abort",
 				"pull#4(params[0:4])",
-				"iter-done(0) compute",
-				"round#5(grads[0:4],4)",
-				"pull#6(params[0:4])",
-				"iter-done(4) compute",
+				"compute closed",
 			},
 		},
 		{
@@ -325,6 +364,14 @@ func TestValidateAsync(t *testing.T) {
 		{with("async", func(c *Config) { c.Interval = -1 }), "interval -1"},
 		{with("weedout", func(c *Config) { c.Aligned = true }), "aligned"},
 		{with("hybrid", func(c *Config) { c.Aligned = true }), "aligned"},
+		// hogwild has no center to count at (it never ended), and the
+		// synchronous schemes are aligned by construction: --finish is
+		// refused rather than ignored.
+		{with("hogwild", func(c *Config) { c.Aligned = true }), "aligned"},
+		{with("sync-tree", func(c *Config) { c.Aligned = true }), "aligned"},
+		{with("sync-ps", func(c *Config) { c.Aligned = true }), "aligned"},
+		{with("sync-easgd", func(c *Config) { c.Aligned = true }), "aligned"},
+		{with("overlap", func(c *Config) { c.Aligned = true }), "aligned"},
 	}
 	for _, c := range cases {
 		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -339,6 +386,12 @@ func TestValidateAsync(t *testing.T) {
 		}
 		if _, err := New(c); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// Aligned termination works where every worker clocks at a center.
+	for _, name := range []string{"async", "ssp", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "seasgd"} {
+		if _, err := New(with(name, func(c *Config) { c.Aligned = true })); err != nil {
+			t.Errorf("%s aligned: %v", name, err)
 		}
 	}
 	// Alpha 0 is allowed: EASGD with rho = 0 is plain SGD.

@@ -107,10 +107,26 @@ const (
 	Clock
 	// Leave tells the center this worker is finished.
 	Leave
+
+	// Closed waits until weed-out round Iter has closed; Done carries the
+	// next round in Iter. It is a side op: the driver runs it beside the
+	// communication queue, not in it, so it may be answered at any time
+	// (IsSide).
+	Closed
+	// Abort ends the rank's running Compute early: its ComputeDone comes
+	// with Aborted set and the gradients are undefined (SpeeDO 3.4's
+	// restart of a straggler). With no compute running it does nothing.
+	Abort
+	// Accumulate adds R into the shared accumulator's sum of iteration
+	// Iter (TRL Alg. 7): a communication op, run in issue order.
+	Accumulate
+	// Gather waits until every worker has accumulated R for iteration
+	// Iter and copies the sum into R (TRL Alg. 6 lines 7–10): a side op.
+	Gather
 )
 
 var opNames = [...]string{"compute", "allreduce", "broadcast", "send", "recv", "scale", "update", "copy", "iter-done", "finish",
-	"reduce", "axpy", "join", "pull", "push", "elastic", "round", "clock", "leave"}
+	"reduce", "axpy", "join", "pull", "push", "elastic", "round", "clock", "leave", "closed", "abort", "accumulate", "gather"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -124,14 +140,20 @@ func (o Op) String() string {
 // goroutine, so every rank's collectives line up; the others run at once.
 func (o Op) IsComm() bool {
 	switch o {
-	case Allreduce, Broadcast, Send, Recv, Reduce:
+	case Allreduce, Broadcast, Send, Recv, Reduce, Accumulate:
 		return true
 	}
 	return o.IsCenter()
 }
 
-// IsCenter reports whether the op talks to the center (package center).
+// IsCenter reports whether the op talks to the center (package center)
+// through the communication queue.
 func (o Op) IsCenter() bool { return o >= Join && o <= Leave }
+
+// IsSide reports whether the op is a wait the driver runs on its own,
+// beside the communication queue, answered by a Done whenever it
+// completes (Closed, Gather).
+func (o Op) IsSide() bool { return o == Closed || o == Gather }
 
 // Action is one request from a scheme to its driver. Compute is answered
 // by ComputeDone, and each communication op by a Done event carrying its
@@ -199,6 +221,8 @@ type Event struct {
 	Dropped bool
 	// Stop answers Clock: the run should end now.
 	Stop bool
+	// Aborted marks a ComputeDone that an Abort cut short.
+	Aborted bool
 }
 
 // Rank is one rank's scheme logic: a state machine that turns events into

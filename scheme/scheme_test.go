@@ -180,3 +180,68 @@ func TestResumeStartsAtStartIter(t *testing.T) {
 		t.Fatalf("a finished run starts with %q", got)
 	}
 }
+
+// TestInitialBroadcast: with Broadcast, every rank of a scheme whose
+// ranks talk to each other first receives rank 0's weights (TRL Alg. 5
+// line 2), and only then starts its scheme; the center schemes do not.
+func TestInitialBroadcast(t *testing.T) {
+	for _, name := range []string{"sync-tree", "sync-ps", "overlap", "sync-easgd", "hybrid"} {
+		c := Config{Name: name, Workers: 2, MaxIter: 1, Layout: small, Variant: 1, Groups: 1, Alpha: 0.5, Broadcast: true}
+		ranks, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, rk := range ranks {
+			first := rk.Step(Event{Kind: Start})
+			if len(first) != 1 || first[0].Op != Broadcast || first[0].Peer != 0 || first[0].R != (Range{Params, 0, small.N}) {
+				t.Fatalf("%s rank %d starts with %v, want the broadcast of rank 0's weights", name, r, atrace(first))
+			}
+			plain, _ := New(Config{Name: name, Workers: 2, MaxIter: 1, Layout: small, Variant: 1, Groups: 1, Alpha: 0.5})
+			want := atrace(plain[r].Step(Event{Kind: Start}))
+			if got := atrace(rk.Step(Event{Kind: Done, ID: first[0].ID})); got != want {
+				t.Errorf("%s rank %d after the broadcast: %s, want the scheme's start %s", name, r, got, want)
+			}
+		}
+	}
+	ranks, err := New(Config{Name: "easgd", Workers: 2, MaxIter: 1, Layout: small, Alpha: 0.5, Broadcast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := atrace(ranks[1].Step(Event{Kind: Start})); got != "join#1" {
+		t.Errorf("easgd with Broadcast starts %s, want its join (the center gives the weights)", got)
+	}
+}
+
+// TestOverlapAccumulates: TRL's overlap (Alg. 6) accumulates each block
+// the moment backward finishes it, before the compute is done, waits for
+// the sums beside the queue, and averages and updates once every sum is
+// back.
+func TestOverlapAccumulates(t *testing.T) {
+	layout := Layout{N: 10, Blocks: []Range{{Lo: 0, Hi: 6}, {Lo: 6, Hi: 10}}}
+	ranks, err := New(Config{Name: "overlap", Workers: 2, MaxIter: 1, Layout: layout, Accumulate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ranks[1]
+	steps := []struct {
+		ev   Event
+		want string
+	}{
+		{Event{Kind: Start}, "compute"},
+		{Event{Kind: GradsReady, Lo: 6, Hi: 10}, "accumulate#1(grads[6:10]) gather#2(grads[6:10])"},
+		{Event{Kind: GradsReady, Lo: 0, Hi: 6}, "accumulate#3(grads[0:6]) gather#4(grads[0:6])"},
+		{Event{Kind: ComputeDone}, ""},
+		{Event{Kind: Done, ID: 1}, ""},
+		{Event{Kind: Done, ID: 3}, ""},
+		{Event{Kind: Done, ID: 4}, ""},
+		{Event{Kind: Done, ID: 2}, "scale(grads[0:10]*=0.5) update(0) iter-done(0) finish"},
+	}
+	for i, s := range steps {
+		if got := atrace(w.Step(s.ev)); got != s.want {
+			t.Fatalf("step %d (%+v): %s, want %s", i, s.ev, got, s.want)
+		}
+	}
+	if _, err := New(Config{Name: "sync-tree", Workers: 2, MaxIter: 1, Layout: layout, Accumulate: true}); err == nil {
+		t.Error("sync-tree with Accumulate was accepted")
+	}
+}

@@ -20,13 +20,21 @@ type Config struct {
 	// Layout is the model's parameter layout.
 	Layout Layout
 	// Bucket is, for overlap, the number of gradient values gathered from
-	// consecutive layers before one allreduce starts (as PyTorch DDP's
-	// buckets); 0 sends every parameter block as soon as it is final.
+	// consecutive layers before one allreduce (or accumulate) starts, as
+	// PyTorch DDP's buckets; 0 sends every parameter block as soon as it
+	// is final.
 	Bucket int
+	// Accumulate makes overlap TRL/Caffe's (Alg. 5–7): each worker adds
+	// its layer gradients into one shared accumulator as backward
+	// finishes them and copies the sum back, instead of allreducing. The
+	// ranks must share memory (one process); without it overlap
+	// allreduces each bucket among the workers.
+	Accumulate bool
 
 	// Interval is how many iterations a worker of an asynchronous scheme
 	// runs between exchanges with the center: SpeeDO's S, ShmCaffe's
-	// update_interval, EASGD's tau (0 counts as 1).
+	// update_interval, EASGD's tau (0 counts as 1), and local-sgd's
+	// averaging period H.
 	Interval int
 	// Staleness is ssp's bound s: a worker more than s iterations ahead of
 	// the slowest waits.
@@ -45,21 +53,19 @@ type Config struct {
 	// center's finish rule stops them (ShmCaffe III.E), instead of each
 	// stopping after MaxIter.
 	Aligned bool
-}
-
-// Names lists the schemes New knows, in the order the help text shows them.
-func Names() []string {
-	return []string{"seq", "sync-ps", "sync-tree", "sync-ring", "overlap",
-		"async", "ssp", "weedout", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "hogwild",
-		"sync-easgd", "seasgd", "hybrid"}
+	// Broadcast starts every rank of a scheme whose ranks talk to each
+	// other with rank 0's weights (TRL Alg. 5 line 2), for ranks that
+	// built their models apart. The center schemes' workers start from
+	// the center instead.
+	Broadcast bool
 }
 
 // Ranks is the number of ranks a scheme with this config runs on: the
 // workers, plus the parameter server for sync-ps and the master of
 // sync-easgd's variant 1.
 func (c Config) Ranks() int {
-	if c.Name == "sync-ps" || (c.Name == "sync-easgd" && c.Variant == 1) {
-		return c.Workers + 1
+	if in := c.info(); in.Servers != nil {
+		return c.Workers + in.Servers(c)
 	}
 	return c.Workers
 }
@@ -68,10 +74,10 @@ func (c Config) Ranks() int {
 // (package center), and how many of them do: every worker, or for hybrid
 // each group's root.
 func (c Config) UsesCenter() (bool, int) {
-	switch c.Name {
-	case "async", "ssp", "weedout", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "seasgd":
+	switch c.info().Center {
+	case EveryWorker:
 		return true, c.Workers
-	case "hybrid":
+	case GroupRoots:
 		return true, c.Groups
 	}
 	return false, 0
@@ -80,51 +86,62 @@ func (c Config) UsesCenter() (bool, int) {
 // CenterOnly reports whether the scheme's workers talk only to a center,
 // never to each other (every center scheme but hybrid, whose groups
 // also reduce among themselves).
-func (c Config) CenterOnly() bool {
-	uses, _ := c.UsesCenter()
-	return uses && c.Name != "hybrid"
+func (c Config) CenterOnly() bool { return c.info().Center == EveryWorker }
+
+// CenterID is rank r's worker id at the center: its rank, or for a
+// scheme whose group roots talk to the center (hybrid) its group.
+func (c Config) CenterID(r int) int {
+	if c.info().Center == GroupRoots && c.Groups > 0 {
+		return r / (c.Workers / c.Groups)
+	}
+	return r
 }
 
+// ClockedReads reports whether the scheme's center must serve pulls as of
+// the global clock (center.Config.ClockedReads): ssp with staleness 0,
+// which is BSP whatever the timing.
+func (c Config) ClockedReads() bool { return c.Name == "ssp" && c.Staleness == 0 }
+
 // Elastic reports whether the scheme uses the elastic moving rate Alpha.
-func (c Config) Elastic() bool {
-	switch c.Name {
-	case "easgd-rr", "easgd", "measgd", "hogwild-easgd", "sync-easgd", "seasgd", "hybrid":
-		return true
-	}
-	return false
-}
+func (c Config) Elastic() bool { return c.info().Elastic }
 
 // Validate checks the config.
 func (c Config) Validate() error {
-	known := false
-	for _, n := range Names() {
-		known = known || n == c.Name
+	in, err := Lookup(c.Name)
+	if err != nil {
+		return err
 	}
 	switch {
-	case !known:
-		return fmt.Errorf("scheme: unknown scheme %q; choose one of %s", c.Name, strings.Join(Names(), ", "))
 	case c.Workers < 1:
 		return fmt.Errorf("scheme: %s needs at least 1 worker, got %d", c.Name, c.Workers)
-	case c.Name == "seq" && c.Workers != 1:
-		return fmt.Errorf("scheme: seq runs 1 worker, got %d (use sync-tree, sync-ring, sync-ps or overlap for more)", c.Workers)
 	case c.MaxIter < c.StartIter || c.StartIter < 0:
 		return fmt.Errorf("scheme: iterations %d..%d are empty or negative", c.StartIter, c.MaxIter)
 	case c.Layout.N <= 0:
 		return fmt.Errorf("scheme: the model has no parameters")
 	case c.Interval < 0:
 		return fmt.Errorf("scheme: interval %d is negative", c.Interval)
-	case c.Name == "ssp" && c.Staleness < 0:
-		return fmt.Errorf("scheme: ssp needs a staleness bound >= 0, got %d", c.Staleness)
-	case c.Elastic() && (c.Alpha < 0 || c.Alpha >= 1):
+	case in.Elastic && (c.Alpha < 0 || c.Alpha >= 1):
 		return fmt.Errorf("scheme: %s needs a moving rate alpha in [0,1), got %g", c.Name, c.Alpha)
-	case c.Name == "sync-easgd" && (c.Variant < 1 || c.Variant > 3):
-		return fmt.Errorf("scheme: sync-easgd variant %d; choose 1 (separate master), 2 (center on worker 0) or 3 (2, overlapped)", c.Variant)
-	case c.Name == "hybrid" && (c.Groups < 1 || c.Workers%c.Groups != 0):
-		return fmt.Errorf("scheme: hybrid splits %d workers into %d groups; the workers must be a multiple of the groups", c.Workers, c.Groups)
-	case c.Aligned && (c.Name == "weedout" || c.Name == "hybrid"):
-		return fmt.Errorf("scheme: %s does not support aligned termination", c.Name)
+	case c.Accumulate && c.Name != "overlap":
+		return fmt.Errorf("scheme: only overlap accumulates into a shared accumulator, not %s", c.Name)
+	case c.Aligned && !in.Aligned:
+		return fmt.Errorf("scheme: %s does not support aligned termination (--finish): only schemes whose every worker clocks at a center do (%s); the synchronous schemes and weedout's rounds end their workers together by construction", c.Name, strings.Join(alignedNames(), ", "))
+	}
+	if in.check != nil {
+		return in.check(c)
 	}
 	return nil
+}
+
+// alignedNames lists the schemes that support aligned termination.
+func alignedNames() []string {
+	var out []string
+	for _, in := range catalogue {
+		if in.Aligned {
+			out = append(out, in.Name)
+		}
+	}
+	return out
 }
 
 // New returns one Rank per rank (Config.Ranks of them), rank r at index r.
@@ -132,32 +149,11 @@ func New(c Config) ([]Rank, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	ranks := make([]Rank, c.Ranks())
-	for r := 0; r < c.Workers; r++ {
-		switch c.Name {
-		case "async", "ssp", "weedout", "easgd-rr", "easgd", "measgd", "hogwild-easgd", "hogwild", "seasgd", "hybrid":
-			ranks[r] = newCenterWorker(c, r)
-			continue
-		case "sync-easgd":
-			ranks[r] = newSyncEASGD(c, r)
-			continue
-		case "sync-ps":
-			ranks[r] = &psWorker{cfg: c, server: c.Workers, iter: c.StartIter}
-		default:
-			w := &allreduceWorker{cfg: c, iter: c.StartIter, overlap: c.Name == "overlap"}
-			if c.Name == "sync-ring" {
-				w.algo = AlgoRing
-			} else if c.Name == "sync-tree" || c.Name == "overlap" {
-				w.algo = AlgoTree
-			}
-			ranks[r] = w
+	ranks := c.info().newRanks(c, c.Ranks())
+	if c.Broadcast && !c.CenterOnly() && c.Name != "hogwild" && len(ranks) > 1 {
+		for r := range ranks {
+			ranks[r] = &initialBroadcast{inner: ranks[r], n: c.Layout.N}
 		}
-	}
-	if c.Name == "sync-ps" {
-		ranks[c.Workers] = &psServer{cfg: c, iter: c.StartIter}
-	}
-	if c.Name == "sync-easgd" && c.Variant == 1 {
-		ranks[c.Workers] = newSyncEASGD(c, c.Workers)
 	}
 	return ranks, nil
 }
@@ -291,6 +287,13 @@ func (w *allreduceWorker) flush() {
 }
 
 func (w *allreduceWorker) allreduce(r Range) {
+	if w.overlap && w.cfg.Accumulate {
+		// TRL Alg. 6: accumulate (in issue order) and wait for the sum
+		// beside the queue, so later layers accumulate meanwhile.
+		w.comm(Action{Op: Accumulate, R: r, Iter: w.iter})
+		w.comm(Action{Op: Gather, R: r, Iter: w.iter})
+		return
+	}
 	w.comm(Action{Op: Allreduce, R: r, Algo: w.algo})
 }
 

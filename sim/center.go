@@ -15,7 +15,8 @@ import (
 //	Join, Clock, Leave   64-byte request, 64-byte reply
 //	Pull                 64-byte request, N·4 bytes back
 //	Push                 N·4 bytes in; done once added (N adds), no reply
-//	Elastic              N·4 in, 3N adds, N·4 back (round-robin: in turn)
+//	Elastic              N·4 in, 3N adds, N·4 back (round-robin: in turn;
+//	                     hogwild: the adds run at once with any others')
 //	Round                N·4 in, N adds; a 64-byte reply when the round
 //	                     closes (every live worker in, or RoundDeadline
 //	                     after the first), which costs Model.Update
@@ -36,7 +37,8 @@ type server struct {
 	nIn     int
 	roundW  []func(next int)
 	clockW  []clockWait
-	cpu     float64 // the processor is busy until cpu
+	closedW []closedWait // Closed calls waiting for their round
+	cpu     float64      // the processor is busy until cpu
 	dropped int64
 	waits   int64
 	rounds  int64
@@ -44,6 +46,11 @@ type server struct {
 	// maxGap is the largest lead over the slowest live worker that an SSP
 	// clock has released a worker with (tests check it against s).
 	maxGap int
+}
+
+type closedWait struct {
+	iter  int
+	reply func()
 }
 
 type clockWait struct {
@@ -54,10 +61,10 @@ type clockWait struct {
 func newServer(s *sim, node, n int) *server {
 	sv := &server{s: s, node: node, n: n, size: s.sc.Layout.N, clocks: make([]int, n), live: make([]bool, n),
 		joined: make([]bool, n), rr: make([]func(), n), in: make([]bool, n)}
-	switch s.sc.Name {
-	case "easgd-rr":
+	switch s.sc.Info().Policy {
+	case scheme.RoundRobin:
 		sv.policy = center.RoundRobin
-	case "hogwild-easgd":
+	case scheme.Hogwild:
 		sv.policy = center.Hogwild
 	}
 	return sv
@@ -96,6 +103,7 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 	case scheme.Join:
 		sv.to(d, ctrlBytes, now, func(t float64) {
 			sv.live[w], sv.joined[w] = true, true
+			s.ex.control(scheme.Join, w, 0)
 			iter := sv.clocks[w]
 			sv.changed(t)
 			sv.back(d, ctrlBytes, t, func() { fin(answer{iter: iter}) })
@@ -129,7 +137,15 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 		x := d.snapshot(a.R)
 		sv.to(d, nb, now, func(t float64) {
 			s.ex.elastic(w, x, a.Factor)
-			end := sv.work("elastic", t, s.addCost(3*sv.size))
+			var end float64
+			if sv.policy == center.Hogwild {
+				// No lock (SC17 5): the exchange runs on its own, at
+				// once with any other, as center.Local's does.
+				end = t + s.addCost(3*sv.size)
+				sv.s.trace(sv.node, "elastic", "center", t, end)
+			} else {
+				end = sv.work("elastic", t, s.addCost(3*sv.size))
+			}
 			s.eng.at(end, func() {
 				sv.back(d, nb, end, func() {
 					d.land(a.R, x, false)
@@ -145,7 +161,8 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 			if a.Iter+1 > sv.clocks[w] {
 				sv.clocks[w] = a.Iter + 1
 			}
-			if sv.policy == center.RoundRobin && sv.turn == w {
+			s.ex.control(scheme.Clock, w, a.Iter)
+			if sv.policy == center.RoundRobin && sv.turn == w && (a.Iter+1-s.sc.StartIter)%max(s.sc.Interval, 1) == 0 {
 				sv.turn = (sv.turn + 1) % sv.n
 			}
 			reply := func(stop bool) {
@@ -163,6 +180,7 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 	case scheme.Leave:
 		sv.to(d, ctrlBytes, now, func(t float64) {
 			sv.live[w] = false
+			s.ex.control(scheme.Leave, w, 0)
 			if sv.nIn > 0 && sv.nIn >= sv.liveCount() {
 				sv.closeRound(t)
 			}
@@ -170,6 +188,22 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 			sv.back(d, ctrlBytes, t, func() { fin(answer{}) })
 		})
 	}
+}
+
+// side carries out a side op of d's (Closed): a 64-byte request, and a
+// 64-byte reply once round a.Iter has closed.
+func (sv *server) side(d *driver, a scheme.Action, now float64, fin func(answer)) {
+	sv.to(d, ctrlBytes, now, func(t float64) {
+		reply := func() {
+			next := sv.round
+			sv.back(d, ctrlBytes, sv.s.eng.now, func() { fin(answer{iter: next}) })
+		}
+		if sv.round > a.Iter {
+			reply()
+			return
+		}
+		sv.closedW = append(sv.closedW, closedWait{iter: a.Iter, reply: reply})
+	})
 }
 
 // changed re-examines the waiters after a change of the control area.
@@ -211,8 +245,7 @@ func (sv *server) roundIn(d *driver, w, iter int, t float64, grads []float32, fi
 	s := sv.s
 	switch {
 	case iter < sv.round:
-		sv.dropped++
-		next := sv.round
+		next := sv.round // counted when its round closed
 		sv.back(d, ctrlBytes, t, func() { fin(answer{iter: next, dropped: true}) })
 		return
 	case iter > sv.round:
@@ -246,6 +279,7 @@ func (sv *server) roundIn(d *driver, w, iter int, t float64, grads []float32, fi
 // answers the workers that were in it.
 func (sv *server) closeRound(t float64) {
 	s := sv.s
+	sv.dropped += int64(max(sv.liveCount()-sv.nIn, 0)) // center.Local's count
 	if sv.nIn > 0 {
 		t = sv.work("round update", t, s.addCost(sv.size)+s.cfg.Model.Update.Seconds())
 		s.ex.roundClose(sv.nIn, sv.round)
@@ -256,9 +290,23 @@ func (sv *server) closeRound(t float64) {
 	sv.rounds++
 	ws, next := sv.roundW, sv.round
 	sv.roundW = nil
+	var closed []func()
+	keep := sv.closedW[:0]
+	for _, c := range sv.closedW {
+		if c.iter < next {
+			closed = append(closed, c.reply)
+		} else {
+			keep = append(keep, c)
+		}
+	}
+	clear(sv.closedW[len(keep):])
+	sv.closedW = keep
 	s.eng.at(t, func() {
 		for _, f := range ws {
 			f(next)
+		}
+		for _, f := range closed {
+			f()
 		}
 	})
 }

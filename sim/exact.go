@@ -93,7 +93,10 @@ func (s *sim) newExact() error {
 	if s.srv != nil {
 		// FCFS: the server already serves the workers in turn, so no
 		// call of the Local may wait.
-		l, err := center.NewLocal(center.Config{Workers: s.srv.n, Weights: e.Init})
+		// The control calls are forwarded too (clock, join, leave, never
+		// waiting), so that ssp's clocked reads see the same clocks.
+		l, err := center.NewLocal(center.Config{Workers: s.srv.n, Weights: e.Init,
+			ClockedReads: s.sc.ClockedReads()})
 		if err != nil {
 			return fmt.Errorf("sim: %w", err)
 		}
@@ -171,6 +174,26 @@ func (x *exactState) pull(w int) []float32 {
 		panic("sim: " + err.Error())
 	}
 	return out
+}
+
+// control forwards a Join, Clock (as done, never waiting) or Leave.
+func (x *exactState) control(op scheme.Op, w, iter int) {
+	if x == nil {
+		return
+	}
+	ctx := context.Background()
+	var err error
+	switch op {
+	case scheme.Join:
+		_, err = x.center.Join(ctx, w)
+	case scheme.Clock:
+		_, err = x.center.Clock(ctx, w, iter, -1)
+	case scheme.Leave:
+		err = x.center.Leave(ctx, w, nil)
+	}
+	if err != nil {
+		panic("sim: " + err.Error())
+	}
 }
 
 func (x *exactState) push(w int, delta []float32) {

@@ -316,9 +316,10 @@ func TestExactKeepsTime(t *testing.T) {
 }
 
 // TestExactSyncIndependentOfTiming: a synchronous scheme's weights do not
-// depend on the network or on stragglers.
+// depend on the network or on stragglers; nor do ssp's with staleness 0,
+// which is BSP.
 func TestExactSyncIndependentOfTiming(t *testing.T) {
-	for _, name := range []string{"sync-ps", "sync-ring", "overlap", "sync-easgd"} {
+	for _, name := range []string{"sync-ps", "sync-ring", "overlap", "sync-easgd", "ssp"} {
 		sc := scheme.Config{Name: name, Workers: 3, Variant: 3, Alpha: 0.2}
 		a := exactRun(t, Config{Scheme: sc, Model: exactModel, Network: Presets["fdr-ib"], Iters: 4})
 		b := exactRun(t, Config{Scheme: sc, Model: exactModel, Network: Presets["10gbe"], Iters: 4,

@@ -205,10 +205,7 @@ func newSim(cfg Config) (*sim, error) {
 		s.srv = newServer(s, len(ranks), nc)
 	}
 	for r, rk := range ranks {
-		d := &driver{s: s, rank: r, sch: rk, worker: r < sc.Workers, centerID: r}
-		if sc.Name == "hybrid" {
-			d.centerID = r / (sc.Workers / sc.Groups)
-		}
+		d := &driver{s: s, rank: r, sch: rk, worker: r < sc.Workers, centerID: sc.CenterID(r)}
 		if st := cfg.Straggle; st != nil && d.worker && (st.Rank == r || st.Rank < 0) {
 			d.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
 		}
@@ -353,8 +350,10 @@ type driver struct {
 	busy      float64 // the loop runs local actions until busy
 	idleFrom  float64
 	computing bool
-	inflight  []*commOp // issued, Done not yet handled; oldest first
-	queue     []*commOp // issued, not yet started
+	gen       int          // compute generation: an Abort makes the running one's events stale
+	side      map[int]bool // side ops in flight, by ID
+	inflight  []*commOp    // issued, Done not yet handled; oldest first
+	queue     []*commOp    // issued, not yet started
 	commBusy  bool
 	done      bool
 	iters     int // IterDone actions so far
@@ -411,7 +410,11 @@ func (d *driver) handle(ev scheme.Event, now float64) {
 	case scheme.ComputeDone:
 		d.computing = false
 	case scheme.Done:
-		d.inflight = d.inflight[1:]
+		if d.side[ev.ID] {
+			delete(d.side, ev.ID)
+		} else {
+			d.inflight = d.inflight[1:]
+		}
 	}
 	d.dispatch(d.sch.Step(ev), now)
 }
@@ -460,6 +463,19 @@ func (d *driver) dispatch(acts []scheme.Action, now float64) {
 				return
 			}
 			d.compute(a, now)
+		case a.Op == scheme.Abort:
+			if d.computing {
+				d.gen++ // the running compute's events are now stale
+				d.s.eng.at(now, func() { d.post(scheme.Event{Kind: scheme.ComputeDone, Aborted: true}) })
+			}
+		case a.Op.IsSide():
+			if d.side == nil {
+				d.side = map[int]bool{}
+			}
+			d.side[a.ID] = true
+			d.s.srv.side(d, a, now, func(ans answer) {
+				d.post(scheme.Event{Kind: scheme.Done, ID: a.ID, Iter: ans.iter})
+			})
 		case a.Op.IsComm():
 			op := &commOp{a: a}
 			d.inflight = append(d.inflight, op)
@@ -508,6 +524,7 @@ func (d *driver) local(a scheme.Action) float64 {
 func (d *driver) compute(a scheme.Action, now float64) {
 	s := d.s
 	d.computing = true
+	gen := d.gen
 	t := now
 	loss := 0.0
 	if s.ex != nil {
@@ -536,14 +553,22 @@ func (d *driver) compute(a scheme.Action, now float64) {
 			bi--
 			if a.WatchGrads {
 				b := blocks[bi]
-				s.eng.at(t, func() { d.post(scheme.Event{Kind: scheme.GradsReady, Lo: b.Lo, Hi: b.Hi}) })
+				s.eng.at(t, func() {
+					if d.gen == gen {
+						d.post(scheme.Event{Kind: scheme.GradsReady, Lo: b.Lo, Hi: b.Hi})
+					}
+				})
 			}
 		}
 	}
 	if d.rank == 0 {
 		d.cur().compute += t - now
 	}
-	s.eng.at(t, func() { d.post(scheme.Event{Kind: scheme.ComputeDone, Loss: loss}) })
+	s.eng.at(t, func() {
+		if d.gen == gen {
+			d.post(scheme.Event{Kind: scheme.ComputeDone, Loss: loss})
+		}
+	})
 }
 
 // jitterScale draws this iteration's compute scale: 1 + z·jitter, z

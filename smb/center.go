@@ -45,8 +45,9 @@ type CenterConfig struct {
 // Center is the SEASGD adapter: center.Center over a shared buffer
 // server's Buffers, laid out as ShmCaffe Fig. 5. The global weights live
 // in buffer W_g, worker w's increments in dW_<w>, and the control area
-// holds Workers+1 slots: slot w is worker w's iteration count (−1−count
-// once it left), and slot Workers is 1 once W_g holds the initial weights.
+// holds Workers+2 slots: slot w is worker w's iteration count (−1−count
+// once it left), slot Workers is 1 once W_g holds the initial weights,
+// and slot Workers+1 is 1 once worker 0 has released the run.
 //
 // Pull reads W_g; Push writes the increment into dW_<w> and has the
 // server accumulate it into W_g (Eq. 7). Elastic and Round are refused:
@@ -122,30 +123,48 @@ func (c *Center) checkLen(what string, n int) {
 // readySlot is the control slot that says W_g holds the initial weights.
 func (c *Center) readySlot() int { return c.cfg.Workers }
 
+// releaseSlot is the control slot that says worker 0 has released the
+// run: the last worker to leave frees the buffers.
+func (c *Center) releaseSlot() int { return c.cfg.Workers + 1 }
+
 // Join implements center.Center: it makes the control area and the
 // buffers (the worker that creates W_g fills it with cfg.Weights; the
 // others wait until it has), marks w live and returns its own iteration
 // count, as center.Local does (a restarted worker continues it).
 func (c *Center) Join(ctx context.Context, w int) (int, error) {
 	c.checkWorker(w)
-	if _, err := c.b.CreateControl(ctx, c.cfg.Workers+1); err != nil {
+	if _, err := c.b.CreateControl(ctx, c.cfg.Workers+2); err != nil {
 		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
 	}
-	created, err := c.b.Create(ctx, c.global, c.cfg.N)
-	if err != nil {
-		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
-	}
-	if created {
-		if c.cfg.Weights != nil {
-			if err := c.b.Write(ctx, c.global, 0, c.cfg.Weights); err != nil {
-				return 0, fmt.Errorf("smb: worker %d initialising %s: %w", w, c.global, err)
-			}
-		}
-		if err := c.b.WriteControl(ctx, c.readySlot(), []int64{1}); err != nil {
+	// Worker 0 creates W_g and fills it with its weights (ShmCaffe
+	// III.B: rank 0 allocates and hands the key on); the others wait for
+	// the ready flag and attach.
+	if w == 0 {
+		created, err := c.b.Create(ctx, c.global, c.cfg.N)
+		if err != nil {
 			return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
 		}
-	} else if err := c.waitReady(ctx); err != nil {
-		return 0, fmt.Errorf("smb: worker %d waiting for %s's initial weights: %w", w, c.global, err)
+		if created {
+			if c.cfg.Weights != nil {
+				if err := c.b.Write(ctx, c.global, 0, c.cfg.Weights); err != nil {
+					return 0, fmt.Errorf("smb: worker %d initialising %s: %w", w, c.global, err)
+				}
+			}
+			if err := c.b.WriteControl(ctx, c.readySlot(), []int64{1}); err != nil {
+				return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
+			}
+		}
+	} else {
+		if err := c.waitReady(ctx); err != nil {
+			return 0, fmt.Errorf("smb: worker %d waiting for worker 0 to create %s: %w", w, c.global, err)
+		}
+		n, err := c.b.Attach(ctx, c.global)
+		if err != nil {
+			return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
+		}
+		if n != c.cfg.N {
+			return 0, fmt.Errorf("smb: worker %d joining: %w: %s holds %d weights, this model has %d", w, ErrSize, c.global, n, c.cfg.N)
+		}
 	}
 	if _, err := c.b.Create(ctx, c.deltas[w], c.cfg.N); err != nil {
 		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
@@ -244,20 +263,29 @@ func (c *Center) Elastic(context.Context, int, []float32, float32) error {
 	return errNoUpdateLogic("the elastic exchange")
 }
 
+// Closed implements center.Center by refusing.
+func (c *Center) Closed(context.Context, int, int) (int, error) {
+	return 0, errNoUpdateLogic("a weed-out round")
+}
+
 // Round implements center.Center by refusing.
 func (c *Center) Round(context.Context, int, int, []float32) (int, bool, error) {
 	return 0, false, errNoUpdateLogic("a weed-out round")
 }
 
-// Clock implements center.Center: it writes iter into w's control slot,
-// then returns stop when the finish rule says so, and with s >= 0 waits
-// while iter is more than s ahead of the slowest live worker.
+// Clock implements center.Center: it records in w's control slot that
+// w has done iter+1 iterations (as center.Local counts: a rejoining worker
+// continues at the next iteration, and a finish rule stops after MaxIter
+// of them), then returns stop when the finish rule says so, and with
+// s >= 0 waits while w is more than s iterations ahead of the slowest
+// live worker.
 func (c *Center) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 	c.checkWorker(w)
 	ws := &c.workers[w]
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	ws.one[0] = int64(iter)
+	done := int64(iter) + 1
+	ws.one[0] = done
 	if err := c.b.WriteControl(ctx, w, ws.one[:]); err != nil {
 		return false, fmt.Errorf("smb: worker %d clocking iteration %d: %w", w, iter, err)
 	}
@@ -278,7 +306,7 @@ func (c *Center) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 				slowest = v
 			}
 		}
-		if slowest < 0 || int64(iter)-slowest <= int64(s) {
+		if slowest < 0 || done-slowest <= int64(s) {
 			return false, nil
 		}
 		if err := c.waitControl(ctx, ver); err != nil {
@@ -310,7 +338,8 @@ func (c *Center) finished(counts []int64) bool {
 }
 
 // Leave implements center.Center: it marks w's slot as left (−1−count),
-// so it no longer holds back SSP; a later Join makes it live again.
+// so it no longer holds back SSP, and frees w's increment buffer; a
+// later Join makes it live again and recreates the buffer.
 func (c *Center) Leave(ctx context.Context, w int, _ error) error {
 	c.checkWorker(w)
 	ws := &c.workers[w]
@@ -325,6 +354,46 @@ func (c *Center) Leave(ctx context.Context, w int, _ error) error {
 	ws.one[0] = -1 - ws.one[0]
 	if err := c.b.WriteControl(ctx, w, ws.one[:]); err != nil {
 		return fmt.Errorf("smb: worker %d leaving: %w", w, err)
+	}
+	ws.pushMu.Lock()
+	defer ws.pushMu.Unlock()
+	if err := c.b.Free(ctx, c.deltas[w]); err != nil {
+		return fmt.Errorf("smb: worker %d freeing %s: %w", w, c.deltas[w], err)
+	}
+	return c.freeIfDone(ctx, make([]int64, c.cfg.Workers+2))
+}
+
+// Release is worker 0's deallocation at the end of a run (ShmCaffe
+// III.B), called after its last read of W_g (a final test or snapshot):
+// it marks the run released and, when every worker has left, frees W_g
+// and every increment buffer; otherwise the last worker to leave does.
+// It never waits for the others (one may be dead, to rejoin later).
+func (c *Center) Release(ctx context.Context) error {
+	if err := c.b.WriteControl(ctx, c.releaseSlot(), []int64{1}); err != nil {
+		return fmt.Errorf("smb: releasing the buffers: %w", err)
+	}
+	return c.freeIfDone(ctx, make([]int64, c.cfg.Workers+2))
+}
+
+// freeIfDone frees W_g and every increment buffer when worker 0 has
+// released the run and every worker has left. Two workers may both free:
+// freeing what is gone is no error.
+func (c *Center) freeIfDone(ctx context.Context, slots []int64) error {
+	if _, err := c.b.ReadControl(ctx, 0, slots); err != nil {
+		return fmt.Errorf("smb: releasing the buffers: %w", err)
+	}
+	if slots[c.releaseSlot()] == 0 {
+		return nil
+	}
+	for _, v := range slots[:c.cfg.Workers] {
+		if v >= 0 {
+			return nil
+		}
+	}
+	for _, key := range append([]string{c.global}, c.deltas...) {
+		if err := c.b.Free(ctx, key); err != nil {
+			return fmt.Errorf("smb: freeing %s: %w", key, err)
+		}
 	}
 	return nil
 }

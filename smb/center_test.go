@@ -131,16 +131,18 @@ func TestCenterFinish(t *testing.T) {
 		{center.FinishMaster, []int64{-11, 0, 3}, true}, // master left after 10
 		{center.FinishFirst, []int64{1, 0, 10}, true},
 		{center.FinishFirst, []int64{9, 0, 9}, false},
-		{center.FinishAverage, []int64{12, 0, 13}, true},  // (12+5+13)/3 = 10
-		{center.FinishAverage, []int64{12, 0, 12}, false}, // 29/3 < 10
+		{center.FinishAverage, []int64{11, 0, 13}, true},  // (11+6+13)/3 = 10
+		{center.FinishAverage, []int64{11, 0, 12}, false}, // 29/3 < 10
 		{center.FinishAverage, []int64{-14, 0, 12}, true}, // a left worker's count counts
 	}
 	for _, tc := range tests {
 		ctx := context.Background()
 		s := NewStore(0)
 		c := newCenter(t, s, CenterConfig{Workers: 3, N: 1, Finish: tc.finish, MaxIter: 10})
-		if _, err := c.Join(ctx, 1); err != nil {
-			t.Fatal(err)
+		for _, w := range []int{0, 1} { // worker 0 creates W_g
+			if _, err := c.Join(ctx, w); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := s.WriteControl(ctx, 0, tc.counts[:1]); err != nil {
 			t.Fatal(err)
@@ -153,8 +155,8 @@ func TestCenterFinish(t *testing.T) {
 			t.Errorf("%s with slots %v: Clock = %v, %v; want %v", tc.finish, tc.counts, stop, err, tc.stop)
 		}
 		slot := make([]int64, 1)
-		if _, err := s.ReadControl(ctx, 1, slot); err != nil || slot[0] != 5 {
-			t.Errorf("worker 1's slot = %v, %v; want 5", slot, err)
+		if _, err := s.ReadControl(ctx, 1, slot); err != nil || slot[0] != 6 {
+			t.Errorf("worker 1's slot = %v, %v; want 6 (iterations done)", slot, err)
 		}
 	}
 }
@@ -171,12 +173,12 @@ func TestCenterSSP(t *testing.T) {
 				}
 			}
 			// Within the bound: no wait.
-			if stop, err := c.Clock(ctx, 0, 2, 2); err != nil || stop {
+			if stop, err := c.Clock(ctx, 0, 1, 2); err != nil || stop {
 				t.Fatalf("Clock within the bound = %v, %v", stop, err)
 			}
 			done := make(chan error, 1)
 			go func() {
-				_, err := c.Clock(ctx, 0, 4, 2) // 4 − 0 > 2: waits
+				_, err := c.Clock(ctx, 0, 3, 2) // 4 done − 0 > 2: waits
 				done <- err
 			}()
 			select {
@@ -184,7 +186,7 @@ func TestCenterSSP(t *testing.T) {
 				t.Fatalf("Clock 3 ahead of the slowest returned (%v) without waiting", err)
 			case <-time.After(100 * time.Millisecond):
 			}
-			if _, err := c.Clock(ctx, 1, 1, 2); err != nil { // 4 − 1 > 2: still waits
+			if _, err := c.Clock(ctx, 1, 0, 2); err != nil { // 4 − 1 > 2: still waits
 				t.Fatal(err)
 			}
 			select {
@@ -192,7 +194,7 @@ func TestCenterSSP(t *testing.T) {
 				t.Fatalf("Clock returned (%v) while 3 ahead", err)
 			case <-time.After(100 * time.Millisecond):
 			}
-			if _, err := c.Clock(ctx, 1, 2, 2); err != nil {
+			if _, err := c.Clock(ctx, 1, 1, 2); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -240,7 +242,7 @@ func TestCenterJoin(t *testing.T) {
 	cfg := CenterConfig{Workers: 3, N: 2, Weights: []float32{4, 5}}
 	c := newCenter(t, s, cfg)
 	// W_g exists but its creator has not written it yet: Join waits.
-	if _, err := s.CreateControl(ctx, 4); err != nil {
+	if _, err := s.CreateControl(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
 	mustCreate(t, s, KeyGlobal, 2)
@@ -313,5 +315,118 @@ func TestCenterNoAlloc(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per pull+push+clock, want 0", allocs)
+	}
+}
+
+// TestCenterCountsAsLocal: the adapter counts iterations as center.Local
+// does (the control slot holds the iterations done), so a finish rule
+// stops a run after the same number of iterations over TCP and in
+// process, and a worker that rejoins continues at the next iteration
+// instead of repeating one.
+func TestCenterCountsAsLocal(t *testing.T) {
+	ctx := context.Background()
+	const maxIter = 10
+	for _, finish := range []center.Finish{center.FinishMaster, center.FinishFirst, center.FinishAverage} {
+		l, err := center.NewLocal(center.Config{Workers: 1, Weights: []float32{0}, Finish: finish, MaxIter: maxIter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := newCenter(t, NewStore(0), CenterConfig{Workers: 1, N: 1, Finish: finish, MaxIter: maxIter})
+		for _, c := range []center.Center{l, m} {
+			// Three iterations, a restart, and on to the finish rule.
+			it, err := c.Join(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := 0
+			for ; it < 3; it++ {
+				if _, err := c.Clock(ctx, 0, it, -1); err != nil {
+					t.Fatal(err)
+				}
+				ran++
+			}
+			if err := c.Leave(ctx, 0, errors.New("killed")); err != nil {
+				t.Fatal(err)
+			}
+			if it, err = c.Join(ctx, 0); err != nil || it != 3 {
+				t.Fatalf("%T %s: rejoin at %d, %v; want 3, the next iteration", c, finish, it, err)
+			}
+			for ; ; it++ {
+				stop, err := c.Clock(ctx, 0, it, -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ran++
+				if stop {
+					break
+				}
+			}
+			if ran != maxIter {
+				t.Errorf("%T %s: ran %d iterations, want %d", c, finish, ran, maxIter)
+			}
+		}
+	}
+}
+
+// TestCenterRankZeroAllocatesAndReleases: worker 0 creates W_g with its
+// weights and the others attach to it, whoever comes first (the first to
+// join created it); a leaving worker frees its increment buffer, and
+// after worker 0's Release the last worker to leave frees the rest
+// (ShmCaffe III.B; nothing was ever freed).
+func TestCenterRankZeroAllocatesAndReleases(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(0)
+	mine := func(v float32) *Center {
+		return newCenter(t, s, CenterConfig{Workers: 2, N: 2, Weights: []float32{v, v}})
+	}
+	c0, c1 := mine(0.5), mine(7) // worker 1's process built other weights
+	joined := make(chan error, 1)
+	go func() {
+		_, err := c1.Join(ctx, 1)
+		joined <- err
+	}()
+	select {
+	case err := <-joined:
+		t.Fatalf("worker 1 joined (%v) before worker 0 created W_g", err)
+	case <-time.After(60 * time.Millisecond):
+	}
+	if _, err := c0.Join(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-joined; err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 2)
+	if err := c1.Pull(ctx, 1, got); err != nil || got[0] != 0.5 {
+		t.Fatalf("W_g = %v, %v; want worker 0's weights 0.5", got, err)
+	}
+	if err := c1.Leave(ctx, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Attach(ctx, KeyDeltaPrefix+"1"); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("dW_1 after worker 1 left: %v, want it freed", err)
+	}
+	// Worker 1 rejoins and is still at work when worker 0 releases: the
+	// buffers stay until it leaves.
+	if _, err := c1.Join(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c0.Leave(ctx, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c0.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.Pull(ctx, 1, got); err != nil {
+		t.Fatalf("W_g gone while worker 1 works: %v", err)
+	}
+	if err := c1.Leave(ctx, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.RLock()
+	n, bytes := len(s.bufs), s.bytes
+	s.mu.RUnlock()
+	if n != 0 || bytes != 0 {
+		t.Errorf("after Release the store holds %d buffers, %d bytes; want none", n, bytes)
 	}
 }

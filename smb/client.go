@@ -185,11 +185,29 @@ func remoteError(err error) error {
 func (cl *Client) do(ctx context.Context, f func(c *conn) error) error {
 	c, err := cl.get(ctx)
 	if err != nil {
-		return err
+		return ctxCause(ctx, err)
 	}
 	err = f(c)
 	cl.put(c, err)
-	return err
+	return ctxCause(ctx, err)
+}
+
+// ctxCause makes a failure that came from ctx ending (a connection's
+// deadline taken from it, while dialling or waiting) wrap ctx's error, so
+// callers can tell it with errors.Is.
+func ctxCause(ctx context.Context, err error) error {
+	if err == nil {
+		return err
+	}
+	cause := ctx.Err()
+	if d, ok := ctx.Deadline(); cause == nil && ok && !time.Now().Before(d) {
+		// The connection's deadline can fire before ctx's timer.
+		cause = context.DeadlineExceeded
+	}
+	if cause == nil || errors.Is(err, cause) {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", cause, err)
 }
 
 // Create implements Buffers.
@@ -200,6 +218,13 @@ func (cl *Client) Create(ctx context.Context, key string, n int) (created bool, 
 		return err
 	})
 	return created, err
+}
+
+// Free implements Buffers.
+func (cl *Client) Free(ctx context.Context, key string) error {
+	return cl.do(ctx, func(c *conn) error {
+		return c.call(ctx, opFree, key, [rpc.NumInts]int64{}, nil)
+	})
 }
 
 // Attach implements Buffers.

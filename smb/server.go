@@ -39,6 +39,8 @@ const (
 	// opWaitControl: Ints[0] after, Ints[1] the longest wait in ms →
 	// Ints[0] version.
 	opWaitControl
+	// opFree: Text key.
+	opFree
 )
 
 // maxWaitSlice bounds one Wait or WaitControl request on the server; a
@@ -143,6 +145,8 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		n, err := st.Attach(ctx, key)
 		resp.Ints[0] = int64(n)
 		return err
+	case opFree:
+		return st.Free(ctx, key)
 	case opRead, opWrite:
 		return s.readWrite(ctx, req, resp)
 	case opAccumulate:

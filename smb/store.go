@@ -45,6 +45,10 @@ type Buffers interface {
 	Create(ctx context.Context, key string, n int) (created bool, err error)
 	// Attach returns the size of the buffer under key.
 	Attach(ctx context.Context, key string) (n int, err error)
+	// Free deallocates the buffer under key (ShmCaffe III.B's
+	// deallocation); its memory counts no more against the server's
+	// limit. Freeing a key that holds no buffer is not an error.
+	Free(ctx context.Context, key string) error
 	// Read copies buffer key's values [off, off+len(dst)) into dst.
 	Read(ctx context.Context, key string, off int, dst []float32) error
 	// Write copies src into buffer key's values [off, off+len(src)) and
@@ -227,6 +231,20 @@ func (s *Store) Create(_ context.Context, key string, n int) (bool, error) {
 	s.bufs[key] = &buffer{key: key, data: make([]float32, n)}
 	s.bytes += cost
 	return true, nil
+}
+
+// Free implements Buffers.
+func (s *Store) Free(_ context.Context, key string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.bufs[key]; b != nil {
+		delete(s.bufs, key)
+		s.bytes -= 4*int64(len(b.data)) + int64(len(key))
+	}
+	return nil
 }
 
 // Attach implements Buffers.

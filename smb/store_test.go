@@ -407,3 +407,32 @@ func TestStoreNoAlloc(t *testing.T) {
 		t.Errorf("%v allocations per steady-state round, want 0", allocs)
 	}
 }
+
+// TestFree: a freed buffer is gone, its bytes count no more against the
+// store's limit, and freeing it again is no error; the same over the
+// wire.
+func TestFree(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			ctx := context.Background()
+			b, s := be.new(t)
+			if _, err := b.Create(ctx, "a", 8); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if err := b.Free(ctx, "a"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := b.Attach(ctx, "a"); !errors.Is(err, ErrUnknownKey) {
+				t.Fatalf("attach after free: %v", err)
+			}
+			s.mu.RLock()
+			bytes := s.bytes
+			s.mu.RUnlock()
+			if bytes != 0 {
+				t.Fatalf("the store counts %d bytes after the free, want 0", bytes)
+			}
+		})
+	}
+}

@@ -136,3 +136,43 @@ func TestSchemesConvergeOnFashionMNIST(t *testing.T) {
 	}
 	t.Logf("all schemes in %v", time.Since(start).Round(time.Millisecond))
 }
+
+// TestHogwildSharesWeights: hogwild's workers update one set of weights
+// (rank 0's), each from gradients of its own: the sharing is the scheme,
+// and a worker that trained on a copy would still pass
+// TestHogwildSchemesRun.
+func TestHogwildSharesWeights(t *testing.T) {
+	const workers = 3
+	tr, err := New(asyncConfig("hogwild", workers, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, g0 := tr.ranks[0].net.Params(), tr.ranks[0].net.Grads()
+	for i, rs := range tr.ranks[1:] {
+		p, g := rs.net.Params(), rs.net.Grads()
+		if &p[0] != &p0[0] || len(p) != len(p0) {
+			t.Errorf("worker %d trains its own weights, not rank 0's", i+1)
+		}
+		if &g[0] == &g0[0] {
+			t.Errorf("worker %d writes its gradients over rank 0's", i+1)
+		}
+	}
+	before := append([]float32(nil), p0...)
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Every worker's writes are in the one set of weights: each worker's
+	// view is rank 0's, and it moved.
+	for i, rs := range tr.ranks {
+		if p := rs.net.Params(); &p[0] != &p0[0] {
+			t.Errorf("after the run worker %d holds weights of its own", i)
+		}
+	}
+	moved := false
+	for i := range before {
+		moved = moved || before[i] != p0[i]
+	}
+	if !moved {
+		t.Error("the shared weights never moved")
+	}
+}

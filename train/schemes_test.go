@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"dsgd/collective"
+	"dsgd/model"
+	"dsgd/nn/layers"
 	"dsgd/scheme"
 	"dsgd/solver"
 	"dsgd/tensor"
@@ -178,6 +180,12 @@ func runSchemeTCP(t *testing.T, name string, workers, b, iters int) []float32 {
 // TCP; rank failRank's data source fails at iteration 3.
 func tcpGroup(t *testing.T, name string, workers, b, iters, failRank int) ([][]float32, []error) {
 	t.Helper()
+	return tcpGroupWith(t, name, workers, b, iters, failRank, nil)
+}
+
+// tcpGroupWith is tcpGroup with rank r's configuration changed by mod.
+func tcpGroupWith(t *testing.T, name string, workers, b, iters, failRank int, mod func(r int, c *Config)) ([][]float32, []error) {
+	t.Helper()
 	images, labels := samples(96, 64, 4)
 	sc := scheme.Config{Name: name, Workers: workers}
 	size := sc.Ranks()
@@ -202,6 +210,9 @@ func tcpGroup(t *testing.T, name string, workers, b, iters, failRank int) ([][]f
 					src.failAt = 3
 				}
 				cfg.TrainFeeds = []Feed{{Tops: []string{"data", "label"}, Source: src}}
+			}
+			if mod != nil {
+				mod(r, &cfg)
 			}
 			tr, err := New(cfg)
 			if err != nil {
@@ -284,4 +295,63 @@ func TestSyncSchemesMatchSeqOverTCP(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestGroupAgreesOnTheRun: ranks started with another seed (or solver)
+// than rank 0 are refused before iteration 0, naming the setting; they
+// trained to the end with no error.
+func TestGroupAgreesOnTheRun(t *testing.T) {
+	cases := []struct {
+		mod  func(r int, c *Config)
+		want string
+	}{
+		{func(r int, c *Config) { c.Seed += uint64(r) }, "--seed is 13, rank 0's is 11"},
+		{func(r int, c *Config) {
+			if r == 2 {
+				c.Solver.BaseLR = 0.2
+			}
+		}, "base_lr is 0.2, rank 0's is 0.1"},
+	}
+	for _, tc := range cases {
+		_, errs := tcpGroupWith(t, "sync-tree", 3, 4, 5, -1, tc.mod)
+		if errs[2] == nil || !strings.Contains(errs[2].Error(), tc.want) {
+			t.Errorf("rank 2: %v, want an error with %q", errs[2], tc.want)
+		}
+		if errs[0] == nil {
+			t.Errorf("rank 0 trained on with a rank that disagrees")
+		}
+	}
+}
+
+// TestGroupStartsFromRankZero: every rank of a multi-process group
+// receives rank 0's weights before iteration 0 (TRL Alg. 5 line 2): a
+// rank whose initial weights differ (a different filler, say) still ends
+// with rank 0's trajectory.
+func TestGroupStartsFromRankZero(t *testing.T) {
+	want := runSchemeTCP(t, "sync-tree", 2, 4, 3)
+	results, errs := tcpGroupWith(t, "sync-tree", 2, 4, 3, -1, func(r int, c *Config) {
+		if r == 1 {
+			c.Train = mlpInit(0.5) // other initial weights, the same run settings
+		}
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	for r := range results {
+		if !slices.Equal(results[r], want) {
+			t.Fatalf("rank %d's weights differ from a run where every rank starts from rank 0's", r)
+		}
+	}
+}
+
+// mlpInit is mlp with ip1's weights drawn from a Gaussian of this
+// standard deviation: the same layout, other initial weights.
+func mlpInit(std float32) model.Spec {
+	s := mlp(false)
+	ip := *s.Layers[0].Config.(*layers.InnerProductConfig)
+	ip.WeightFiller = layers.Filler{Type: layers.FillGaussian, Std: std}
+	s.Layers[0].Config = &ip
+	return s
 }

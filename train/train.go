@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"dsgd/accum"
 	"dsgd/center"
 	"dsgd/checkpoint"
 	"dsgd/collective"
@@ -742,6 +743,9 @@ func (c *netComputer) pass(ctx context.Context, ready func(lo, hi int), last, fi
 		}
 		return loss, fmt.Errorf("%w: loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", ErrDiverged, loss, where)
 	}
+	if err := ctx.Err(); err != nil {
+		return 0, err // aborted (weedout's restart) or cancelled
+	}
 	c.ready, c.final = ready, last
 	c.net.Backward()
 	c.ready, c.final = nil, false
@@ -788,12 +792,24 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 		eps = make([]transport.Endpoint, cfg.Group.Size)
 		eps[cfg.Group.Rank] = cfg.Group.Endpoint
+		if ep := cfg.Group.Endpoint; ep != nil {
+			if err := t.agree(ctx, ep); err != nil {
+				transport.Abort(ep, err)
+				return res, err
+			}
+		}
 	case len(t.ranks) > 1:
 		eps = transport.NewInproc(len(t.ranks))
 	}
 	cen, local, err := t.makeCenter(sc)
 	if err != nil {
 		return res, err
+	}
+	var acc *accum.Shared
+	if sc.Accumulate {
+		if acc, err = accum.New(sc.Workers, sc.Layout.N); err != nil {
+			return res, fmt.Errorf("train: %w", err)
+		}
 	}
 	nodes := make([]*node.Rank, len(t.ranks))
 	weights := t.modelWeights(sc, cen, nodes)
@@ -906,6 +922,9 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			Algo:     t.algo,
 			Center:   cen,
 			CenterID: centerID(sc, r),
+		}
+		if acc != nil {
+			n.Accum = acc
 		}
 		if rs.comp != nil {
 			n.Computer = rs.comp
@@ -1029,7 +1048,11 @@ func (t *Trainer) schemeConfig(start int) scheme.Config {
 	cfg := t.cfg
 	sc := scheme.Config{Name: cfg.Scheme, Workers: max(cfg.Workers, 1), StartIter: start, MaxIter: cfg.MaxIter,
 		Pack: cfg.Pack, Bucket: cfg.Bucket, Interval: cfg.Interval, Staleness: cfg.Staleness, Alpha: cfg.Alpha,
-		Variant: cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn}
+		Variant: cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn,
+		// Ranks in other processes built their models apart.
+		Broadcast: cfg.Group != nil,
+		// TRL's accumulator is shared memory: in one process only.
+		Accumulate: cfg.Scheme == "overlap" && cfg.Group == nil && max(cfg.Workers, 1) > 1}
 	if sc.Name == "" {
 		sc.Name = "seq"
 	}
@@ -1049,6 +1072,15 @@ func (t *Trainer) CenterWorkers() int {
 // CenterOnly reports whether the configured scheme's workers talk only to
 // a center (so a worker process needs a center and no group endpoint).
 func (t *Trainer) CenterOnly() bool { return t.schemeConfig(t.start).CenterOnly() }
+
+// GroupRank is this process's rank in a multi-process group (0 without
+// one).
+func (t *Trainer) GroupRank() int {
+	if t.cfg.Group == nil {
+		return 0
+	}
+	return t.cfg.Group.Rank
+}
 
 // Finish is the configured aligned-termination rule.
 func (t *Trainer) Finish() center.Finish { return t.cfg.Finish }
@@ -1087,12 +1119,7 @@ func (t *Trainer) NewCenterRange(lo, hi int) (*center.Local, error) {
 
 // centerID is rank r's worker id at the center: its rank, or for hybrid
 // its group.
-func centerID(sc scheme.Config, r int) int {
-	if sc.Name == "hybrid" && sc.Groups > 0 {
-		return r / (sc.Workers / sc.Groups)
-	}
-	return r
-}
+func centerID(sc scheme.Config, r int) int { return sc.CenterID(r) }
 
 // makeCenter returns the center the scheme's workers talk to: the
 // configured one, or a new in-process one (returned as local too).
@@ -1120,11 +1147,15 @@ func (t *Trainer) makeCenter(sc scheme.Config) (center.Center, *center.Local, er
 func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
 	cc := center.Config{Workers: n, Weights: t.net.Params(), Finish: t.cfg.Finish, MaxIter: t.cfg.MaxIter,
 		StartIter: sc.StartIter, Deadline: t.cfg.RoundDeadline}
-	switch sc.Name {
-	case "easgd-rr":
-		cc.Policy = center.RoundRobin
-	case "hogwild-easgd":
+	switch sc.Info().Policy {
+	case scheme.RoundRobin:
+		cc.Policy, cc.Interval = center.RoundRobin, sc.Interval
+	case scheme.Hogwild:
 		cc.Policy = center.Hogwild
+	}
+	// ssp with s = 0 is BSP: reads at the global clock, whatever the timing.
+	cc.ClockedReads = sc.ClockedReads()
+	switch sc.Name {
 	case "weedout":
 		// The center applies each round's mean gradient with a solver of
 		// its own, as a synchronous parameter server does.

@@ -76,7 +76,17 @@ func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token
 			cl.Close()
 			return nil, nil, fmt.Errorf("--center %s: %w", addr, err)
 		}
-		return c, func() { cl.Close() }, nil
+		return c, func() {
+			// Worker 0 releases the buffers after its last read of W_g
+			// (ShmCaffe III.B); the last worker to leave frees them.
+			// Best effort: the run's results are already out.
+			if tr.GroupRank() == 0 {
+				rctx, cancel := context.WithTimeout(context.Background(), timeout)
+				c.Release(rctx)
+				cancel()
+			}
+			cl.Close()
+		}, nil
 	}
 	cfg := ps.ClientConfig{Token: token, Timeout: timeout}
 	var st *redisstore.Store

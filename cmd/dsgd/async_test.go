@@ -77,6 +77,10 @@ func TestAsyncFlags(t *testing.T) {
 		{[]string{"--scheme", "easgd", "--workers", "2", "--alpha", "1.5"}, "alpha"},
 		{[]string{"--scheme", "hybrid", "--workers", "3", "--groups", "2"}, "multiple of the groups"},
 		{[]string{"--scheme", "sync-easgd", "--workers", "2", "--variant", "4"}, "variant"},
+		// hogwild with --finish ran forever; the synchronous schemes
+		// ignored it.
+		{[]string{"--scheme", "hogwild", "--workers", "2", "--finish", "master"}, "aligned termination (--finish)"},
+		{[]string{"--scheme", "sync-tree", "--workers", "2", "--finish", "master"}, "aligned termination (--finish)"},
 	}
 	for _, c := range bad {
 		code, _, errs := runCmd(t, dir, append(append([]string(nil), base...), c.args...)...)
@@ -86,11 +90,20 @@ func TestAsyncFlags(t *testing.T) {
 	}
 	// easgd drops the solver's momentum (SC17 Eq. 1) and keeps its step
 	// size, and says so.
-	code, out, errs := runCmd(t, dir, append(append([]string(nil), base...), "--scheme", "easgd", "--workers", "2")...)
-	if code != 0 || !strings.Contains(out, "plain SGD (SC17 Eq. 1): momentum 0") {
-		t.Errorf("easgd: exit %d\n%s\n%s", code, out, errs)
+	// So does sync-easgd (SC17 Alg. 2–3 apply Eq. 1), which kept the
+	// momentum and made its comparison with easgd-rr mix two rules.
+	for _, name := range []string{"easgd", "sync-easgd"} {
+		code, out, errs := runCmd(t, dir, append(append([]string(nil), base...), "--scheme", name, "--workers", "2")...)
+		if code != 0 || !strings.Contains(out, "plain SGD (SC17 Eq. 1): momentum 0") {
+			t.Errorf("%s: exit %d\n%s\n%s", name, code, out, errs)
+		}
 	}
-	code, out, errs = runCmd(t, dir, append(append([]string(nil), base...), "--scheme", "ssp", "--workers", "2", "--staleness", "1", "--straggle", "1:2ms", "--finish", "average")...)
+	// local-sgd, the seventeenth scheme, needs nothing of the command
+	// but --interval's H.
+	if code, out, errs := runCmd(t, dir, append(append([]string(nil), base...), "--scheme", "local-sgd", "--workers", "2", "--interval", "2")...); code != 0 || !strings.Contains(out, "done: 4 iterations") {
+		t.Errorf("local-sgd: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs := runCmd(t, dir, append(append([]string(nil), base...), "--scheme", "ssp", "--workers", "2", "--staleness", "1", "--straggle", "1:2ms", "--finish", "average")...)
 	if code != 0 || !strings.Contains(out, "straggler:") || !strings.Contains(out, "center:") {
 		t.Errorf("ssp: exit %d\n%s\n%s", code, out, errs)
 	}

@@ -135,7 +135,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // sharedWeights reports whether every worker of the scheme applies its
 // own steps to one set of weights.
-func sharedWeights(name string) bool { return name == "async" || name == "ssp" || name == "hogwild" }
+func sharedWeights(name string) bool { return scheme.Config{Name: name}.Info().SharedSteps }
 
 // compareLog opens where a scheme's training output goes.
 func compareLog(dir, name string) (io.Writer, func(), error) {

@@ -147,6 +147,9 @@ type job struct {
 	// noSolver marks a net loaded without a solver (dsgd time on a
 	// deploy net); solver then holds an empty SolverDef.
 	noSolver bool
+	// start is the iteration a resumed run continues from: the TRAIN
+	// loaders begin at that global batch.
+	start int
 
 	trainShapes, testShapes map[string]tensor.Shape
 	trainFeeds, testFeeds   []train.Feed
@@ -392,6 +395,11 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 			Seed:      j.seed + uint64(i),
 			Rank:      rank,
 			World:     world,
+			// TRAIN: each worker takes its slice of every global batch,
+			// so the images of iteration t do not depend on the worker
+			// count, and a resumed run reads on from its iteration.
+			Slice:     split == data.Train,
+			Start:     int64(startOf(split, j.start)),
 			Transform: dl.Transform,
 		})
 		if err != nil {
@@ -519,4 +527,12 @@ func (j *job) checkLabels(net *model.Net, specs ...model.Spec) error {
 		}
 	}
 	return nil
+}
+
+// startOf is the first global batch of a loader of split.
+func startOf(split data.Split, start int) int {
+	if split == data.Train {
+		return start
+	}
+	return 0
 }

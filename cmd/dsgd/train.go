@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"dsgd/center"
+	"dsgd/checkpoint"
 	"dsgd/collective"
 	"dsgd/scheme"
 	"dsgd/timeline"
@@ -67,7 +68,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.workers = fs.Int("workers", 0, "number of workers, each reading its own shard of the training set with the solver's batch_size (default 1: one worker computing on every core, which on one machine beats several workers; see the run header)")
 	f.transport = fs.String("transport", "inproc", "how workers talk: inproc (goroutines in this process) or tcp (one process per rank on loopback)")
 	f.pack = fs.Bool("pack", true, "send all layers as one contiguous message (off: one message per layer)")
-	f.bucketKiB = fs.Int("bucket", 1024, "overlap: gather this many KiB of consecutive layers' gradients before each allreduce (0: every parameter blob on its own)")
+	f.bucketKiB = fs.Int("bucket", 1024, "overlap: gather this many KiB of consecutive layers' gradients before each accumulate (one process: TRL's shared accumulator) or allreduce (across processes); 0: every parameter blob on its own")
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling)")
 	f.metrics = fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
 	f.metricsListen = fs.String("metrics-listen", "", metricsListenUsage)
@@ -76,7 +77,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations")
 	f.compress = fs.String("compress", "none", "float encoding on the wire with --transport tcp: none or fp16 (half the bytes)")
 	f.commTimeout = fs.Duration("comm-timeout", time.Minute, "give up on a peer that does not answer within this")
-	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center (SpeeDO's S, ShmCaffe's update_interval, EASGD's tau)")
+	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center (SpeeDO's S, ShmCaffe's update_interval, EASGD's tau); local-sgd: iterations between model averages (H)")
 	fs.Var(intAlias{f.interval}, "update-interval", "same as --interval (ShmCaffe's name)")
 	f.staleness = fs.Int("staleness", 3, "ssp: a worker more than this many iterations ahead of the slowest waits")
 	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate alpha (ShmCaffe's moving_rate, SC17's eta*rho); default 0.9/workers (EASGD's beta = 0.9)")
@@ -169,8 +170,9 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	switch {
 	case *f.momentum >= 0:
 		cfg.Solver.Momentum = *f.momentum
-	case cfg.Scheme == "easgd" || cfg.Scheme == "easgd-rr" || cfg.Scheme == "hogwild-easgd":
-		// SC17 Eq. 1 is plain SGD. Momentum mu multiplies SGD's
+	case scheme.Config{Name: cfg.Scheme}.Info().PlainSGD:
+		// SC17 Eq. 1 is plain SGD, for Sync EASGD (Alg. 2–3) as for the
+		// others; measgd is the one with momentum (Eq. 5–6). Momentum mu multiplies SGD's
 		// steady-state step by 1/(1-mu); keep the solver's step size.
 		if mu := cfg.Solver.Momentum; mu > 0 && mu < 1 {
 			cfg.Solver.BaseLR /= 1 - mu
@@ -383,6 +385,14 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 				fmt.Fprintf(stderr, "dsgd: --timeline %s: the trace is incomplete: %v\n", path, err)
 			}
 		}()
+	}
+	if cfg.Resume != "" {
+		// The data continue where the snapshot's run stopped.
+		st, err := checkpoint.Read(cfg.Resume)
+		if err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
+		j.start = st.Iter
 	}
 	if g == nil {
 		err = j.openData(m, len(cfg.Test.Layers) > 0, cfg.Workers)

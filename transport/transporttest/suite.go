@@ -480,8 +480,10 @@ func (s *suite) cancelRecv(t *testing.T) {
 	}
 	// Cancelled while blocked.
 	for _, bytes := range []bool{false, true} {
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		// start is read before the deadline is set: read after, a pause
+		// between the two would make the Recv look early.
 		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		err := returnsWithin(t, "blocked Recv", bound, func() error {
 			if bytes {
 				_, err := eps[1].RecvBytes(ctx, 0, 0, 10)

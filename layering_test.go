@@ -1,0 +1,88 @@
+package dsgd_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// imports maps each package directory to the packages its non-test
+// files import.
+func imports(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	out := map[string]map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if out[dir] == nil {
+			out[dir] = map[string]bool{}
+		}
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			out[dir][p] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestLayering enforces the package layering of STYLE.md: the pure cores
+// (the schemes, the center, the accumulator) import no other dsgd
+// package, and the schemes no clock, network, file system or model;
+// nothing below the training job imports it; only the command imports
+// the command.
+func TestLayering(t *testing.T) {
+	if _, err := os.Stat("go.mod"); err != nil {
+		t.Skip("not at the module root")
+	}
+	all := imports(t)
+	pure := map[string]bool{"scheme": true, "center": true, "accum": true}
+	below := []string{"scheme", "center", "accum", "node", "sim", "ps", "smb", "rpc", "redisstore",
+		"collective", "transport", "tensor", "solver", "model", "data", "checkpoint", "wire", "metrics", "timeline"}
+	for dir, ims := range all {
+		top := strings.Split(dir, "/")[0]
+		for p := range ims {
+			in := strings.TrimPrefix(p, "dsgd/")
+			dsgd := strings.HasPrefix(p, "dsgd/")
+			switch {
+			case pure[dir] && dsgd:
+				t.Errorf("%s imports %s: it is a pure core and imports no dsgd package", dir, p)
+			case dir == "scheme" && (p == "time" || p == "net" || p == "os"):
+				t.Errorf("scheme imports %s: schemes count in iterations and events, not time, sockets or files", p)
+			case dsgd && strings.HasPrefix(in, "cmd") && top != "cmd":
+				t.Errorf("%s imports the command %s", dir, p)
+			case dsgd && (in == "train" || in == "report"):
+				for _, b := range below {
+					if top == b {
+						t.Errorf("%s imports %s, which is above it", dir, p)
+					}
+				}
+			case dsgd && in == "sim" && top == "node":
+				t.Errorf("node imports the simulator")
+			}
+		}
+	}
+	if len(all["scheme"]) == 0 || len(all["node"]) == 0 {
+		t.Fatalf("found no imports for scheme or node: the walk missed the tree (%d packages)", len(all))
+	}
+}

@@ -1,0 +1,59 @@
+package scheme
+
+import "fmt"
+
+// The synchronous data-parallel schemes: every worker applies the same
+// update to the same weights each iteration.
+var syncFamily = []Info{
+	{
+		Name: "seq", Paper: "Caffe's Solver::Solve", Summary: "one worker, no communication",
+		MinWorkers: 1, MaxWorkers: 1,
+		check: func(c Config) error {
+			if c.Workers != 1 {
+				return fmt.Errorf("scheme: seq runs 1 worker, got %d (use sync-tree, sync-ring, sync-ps or overlap for more)", c.Workers)
+			}
+			return nil
+		},
+		newRanks: func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
+	},
+	{
+		Name: "sync-ps", Paper: "SpeeDO 3.1, FireCaffe 6.1", Summary: "workers push gradients to a parameter server, which updates and sends the weights back",
+		Servers: func(Config) int { return 1 },
+		newRanks: func(c Config, n int) []Rank {
+			ranks := workers(c, n, func(c Config, _ int) Rank { return &psWorker{cfg: c, server: c.Workers, iter: c.StartIter} })
+			ranks[c.Workers] = &psServer{cfg: c, iter: c.StartIter}
+			return ranks
+		},
+	},
+	{
+		Name: "sync-tree", Paper: "FireCaffe 4 (reduction trees)", Summary: "allreduce of the gradients by binomial trees",
+		newRanks: func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
+	},
+	{
+		Name: "sync-ring", Paper: "ring allreduce (reduce-scatter + allgather)", Summary: "allreduce of the gradients around a ring",
+		newRanks: func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
+	},
+	{
+		Name: "overlap", Paper: "TRL/Caffe Alg. 5–7", Summary: "gradients accumulated layer by layer while backward runs",
+		newRanks: func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
+	},
+	{
+		Name: "local-sgd", Paper: "Stich 2019; PyTorch's PeriodicModelAverager", Summary: "local steps, weights averaged every H = --interval iterations",
+		newRanks: func(c Config, n int) []Rank {
+			return workers(c, n, func(c Config, _ int) Rank { return newLocalSGD(c) })
+		},
+	},
+}
+
+// newAllreduceWorker builds a worker of seq, sync-tree, sync-ring or
+// overlap.
+func newAllreduceWorker(c Config, _ int) Rank {
+	w := &allreduceWorker{cfg: c, iter: c.StartIter, overlap: c.Name == "overlap"}
+	switch c.Name {
+	case "sync-ring":
+		w.algo = AlgoRing
+	case "sync-tree", "overlap":
+		w.algo = AlgoTree
+	}
+	return w
+}

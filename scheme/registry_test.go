@@ -1,0 +1,67 @@
+package scheme
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCatalogue: every scheme is described and builds its ranks; names
+// are unique; the settings agree with each other.
+func TestCatalogue(t *testing.T) {
+	seen := map[string]bool{}
+	for _, in := range Schemes() {
+		if in.Name == "" || in.Paper == "" || in.Summary == "" || in.newRanks == nil {
+			t.Errorf("%q: incomplete entry %+v", in.Name, in)
+		}
+		if seen[in.Name] {
+			t.Errorf("%s listed twice", in.Name)
+		}
+		seen[in.Name] = true
+		if in.Policy != FCFS && in.Center != EveryWorker {
+			t.Errorf("%s: policy %d without a center every worker talks to", in.Name, in.Policy)
+		}
+		if in.Aligned && in.Center != EveryWorker {
+			t.Errorf("%s: aligned termination needs every worker at the center", in.Name)
+		}
+		if in.PlainSGD && !in.Elastic {
+			t.Errorf("%s: plain SGD is the EASGD family's rule", in.Name)
+		}
+		c := Config{Name: in.Name, Workers: 4, Groups: 2, Variant: 1, MaxIter: 1, Alpha: 0.1, Layout: small}
+		if in.MaxWorkers == 1 {
+			c.Workers = 1
+		}
+		ranks, err := New(c)
+		if err != nil {
+			t.Errorf("%s: %v", in.Name, err)
+			continue
+		}
+		if len(ranks) != c.Ranks() {
+			t.Errorf("%s: %d ranks built, Ranks says %d", in.Name, len(ranks), c.Ranks())
+		}
+		for r, rk := range ranks {
+			if rk == nil {
+				t.Errorf("%s: rank %d not built", in.Name, r)
+			}
+		}
+	}
+	if _, err := Lookup("nope"); err == nil {
+		t.Error("an unknown scheme was found")
+	}
+	if len(Names()) != 17 {
+		t.Errorf("%d schemes, want the 17 of the catalogue", len(Names()))
+	}
+}
+
+// TestSharedSteps: the schemes whose workers' steps land in one set of
+// weights are Downpour's (async, ssp) and hogwild's.
+func TestSharedSteps(t *testing.T) {
+	var got []string
+	for _, in := range Schemes() {
+		if in.SharedSteps {
+			got = append(got, in.Name)
+		}
+	}
+	if strings.Join(got, " ") != "async ssp hogwild" {
+		t.Errorf("shared-steps schemes %v, want async ssp hogwild", got)
+	}
+}
