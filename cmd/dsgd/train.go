@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"dsgd/caffemodel"
 	"dsgd/center"
 	"dsgd/checkpoint"
 	"dsgd/collective"
@@ -388,11 +389,11 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	if cfg.Resume != "" {
 		// The data continue where the snapshot's run stopped.
-		st, err := checkpoint.Read(cfg.Resume)
+		start, err := resumeIter(cfg.Resume)
 		if err != nil {
 			return fmt.Errorf("--resume: %w", err)
 		}
-		j.start = st.Iter
+		j.start = start
 	}
 	if g == nil {
 		err = j.openData(m, len(cfg.Test.Layers) > 0, cfg.Workers)
@@ -544,4 +545,21 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// resumeIter is the iteration the snapshot at path was taken at: a dsgd
+// snapshot, or Caffe's .solverstate.
+func resumeIter(path string) (int, error) {
+	if strings.HasSuffix(path, ".solverstate") {
+		st, err := caffemodel.ReadState(path)
+		if err != nil {
+			return 0, err
+		}
+		return st.Iter, nil
+	}
+	st, err := checkpoint.Read(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Iter, nil
 }
