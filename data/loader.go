@@ -315,7 +315,7 @@ type sampler struct {
 	scratch [][]uint8
 	jobs    []decodeJob
 	errs    []error
-	slice            *sliceState // LoaderConfig.Slice; nil: shards
+	slice   *sliceState // LoaderConfig.Slice; nil: shards
 }
 
 func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {

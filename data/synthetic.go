@@ -146,7 +146,7 @@ func ParseSynthetic(spec string) (SyntheticConfig, error) {
 	var cfg SyntheticConfig
 	rest, ok := strings.CutPrefix(spec, "synthetic")
 	if !ok || (rest != "" && rest[0] != ':') {
-		return cfg, fmt.Errorf("synthetic spec %q: want synthetic or synthetic:KEY=VALUE,...", spec)
+		return cfg, fmt.Errorf("synthetic spec %q: want synthetic or synthetic:KEY=VALUE[,KEY=VALUE]", spec)
 	}
 	if rest == "" {
 		return cfg, nil

@@ -279,23 +279,6 @@ func (j *job) openExtraTests(m *modelFlags) error {
 	return nil
 }
 
-// trainBatch is the batch size every TRAIN Data layer shares (--batch
-// applied), or 0 when they differ or there are none.
-func (j *job) trainBatch(m *modelFlags) int {
-	b := 0
-	for _, dl := range j.train.Data {
-		bs := dl.BatchSize
-		if m.batch > 0 {
-			bs = m.batch
-		}
-		if b != 0 && bs != b {
-			return 0
-		}
-		b = bs
-	}
-	return b
-}
-
 // openShard opens the data of one rank of a multi-process group: its
 // shard of the TRAIN set (of workers shards), and the TEST set if needed.
 func (j *job) openShard(m *modelFlags, needTest bool, rank, workers int) error {
