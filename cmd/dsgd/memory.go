@@ -20,6 +20,12 @@ func machineMemory(stderr io.Writer) int64 {
 		}
 		fmt.Fprintf(stderr, "dsgd: DSGD_MEMORY=%q is not a size such as 8GiB; using the machine's\n", s)
 	}
+	return memTotal()
+}
+
+// memTotal is MemTotal in /proc/meminfo, in bytes; 0 where it cannot be
+// read.
+func memTotal() int64 {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -77,20 +74,4 @@ func smbSizeString(b int64) string {
 // smbMemLimit is 3/4 of MemTotal in /proc/meminfo, so that clients
 // creating buffers get an error rather than the server being killed for
 // memory; 0 (no limit) where that file cannot be read.
-func smbMemLimit() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == "MemTotal:" {
-			kib, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil || kib <= 0 {
-				return 0
-			}
-			return kib * 1024 / 4 * 3
-		}
-	}
-	return 0
-}
+func smbMemLimit() int64 { return memTotal() / 4 * 3 }
