@@ -72,21 +72,16 @@ func ConvEngine() (engine string, why string) {
 type dnnlState struct {
 	on    bool
 	spec  dnnl.ConvSpec // whole batch; each worker's Conv has its chunk's N
-	convs []*dnnl.Conv  // per worker
-	fresh []bool        // per worker: its Conv's last Forward read the current bottom
+	convs perWorker[*dnnl.Conv]
+	fresh []bool // per worker: its Conv's last Forward read the current bottom
 }
 
 // dnnlSetup decides, for the geometry Reshape just computed, whether
 // oneDNN runs this layer, and builds the first worker's Conv to find out.
 func (l *convLayer) dnnlSetup() {
 	d := &l.dn
-	for _, c := range d.convs {
-		if c != nil {
-			c.Close()
-		}
-	}
 	d.on = false
-	d.convs = make([]*dnnl.Conv, l.threads)
+	d.convs.reset(l.threads)
 	d.fresh = make([]bool, l.threads)
 	if !dnnlReady() || l.num == 0 {
 		return
@@ -101,12 +96,9 @@ func (l *convLayer) dnnlSetup() {
 		return
 	}
 	d.spec = s
-	lo, hi := chunkOf(l.num, l.threads, 0)
-	c, err := l.newDnnlConv(hi - lo)
-	if err != nil {
+	if !d.convs.first(l.num, l.threads, l.newDnnlConv) {
 		return
 	}
-	d.convs[0] = c
 	d.on = true
 }
 
@@ -156,21 +148,10 @@ func chunkOf(n, threads, w int) (lo, hi int) {
 
 // dnnlConv returns worker w's Conv for a chunk of n images.
 func (l *convLayer) dnnlConv(w, n int) *dnnl.Conv {
-	c := l.dn.convs[w]
-	if c != nil && c.Spec().N == n {
-		return c
+	c, built := l.dn.convs.get(w, n, "Convolution", l.newDnnlConv)
+	if built {
+		l.dn.fresh[w] = false
 	}
-	if c != nil {
-		c.Close()
-	}
-	c, err := l.newDnnlConv(n)
-	if err != nil {
-		// The same geometry was accepted for another batch size in
-		// Reshape; oneDNN refusing this one is a library fault.
-		panic(fmt.Sprintf("layers: Convolution: oneDNN accepted %d images but not %d: %v", l.dn.spec.N, n, err))
-	}
-	l.dn.convs[w] = c
-	l.dn.fresh[w] = false
 	return c
 }
 
@@ -223,4 +204,55 @@ func (l *convLayer) dnnlBackwardAll() {
 	for w := range l.dn.fresh {
 		l.dn.fresh[w] = false
 	}
+}
+
+// perWorker holds one oneDNN primitive per worker goroutine, each built
+// for the number of images in that worker's chunk of the batch (a
+// primitive is not safe for concurrent use, and its shape is fixed).
+type perWorker[T interface{ Close() }] struct {
+	items []T
+	n     []int // images items[w] was built for; 0: none
+}
+
+// reset closes every primitive and makes room for workers.
+func (p *perWorker[T]) reset(workers int) {
+	for w, n := range p.n {
+		if n > 0 {
+			p.items[w].Close()
+		}
+	}
+	p.items, p.n = make([]T, workers), make([]int, workers)
+}
+
+// get returns worker w's primitive for n images, building it with build
+// when it has none or one for another n. It reports whether it built one.
+// A build error panics: Reshape built the same layer for the first chunk,
+// so oneDNN refusing another batch size is a library fault, not bad input.
+func (p *perWorker[T]) get(w, n int, layer string, build func(n int) (T, error)) (T, bool) {
+	if p.n[w] == n {
+		return p.items[w], false
+	}
+	if p.n[w] > 0 {
+		p.items[w].Close()
+		p.n[w] = 0
+	}
+	x, err := build(n)
+	if err != nil {
+		panic(fmt.Sprintf("layers: %s: oneDNN accepted the layer for one batch size but not %d images: %v", layer, n, err))
+	}
+	p.items[w], p.n[w] = x, n
+	return x, true
+}
+
+// first builds worker 0's primitive for its chunk of num images over
+// threads workers; an error means oneDNN has no implementation, and the
+// layer stays on dsgd's own kernels.
+func (p *perWorker[T]) first(num, threads int, build func(n int) (T, error)) bool {
+	lo, hi := chunkOf(num, threads, 0)
+	x, err := build(hi - lo)
+	if err != nil {
+		return false
+	}
+	p.items[0], p.n[0] = x, hi-lo
+	return true
 }

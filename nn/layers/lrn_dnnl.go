@@ -1,8 +1,6 @@
 package layers
 
 import (
-	"fmt"
-
 	"dsgd/tensor"
 	"dsgd/tensor/dnnl"
 )
@@ -14,43 +12,28 @@ import (
 // depend on the thread count. WITHIN_CHANNEL stays on the Go loops.
 type lrnDnnl struct {
 	on   bool
-	lrns []*dnnl.LRN
+	lrns perWorker[*dnnl.LRN]
 }
 
 func (l *lrnLayer) dnnlSetup() {
 	d := &l.dn
-	for _, x := range d.lrns {
-		if x != nil {
-			x.Close()
-		}
-	}
 	d.on = false
-	d.lrns = make([]*dnnl.LRN, l.threads)
+	d.lrns.reset(l.threads)
 	if !dnnlReady() || l.num == 0 || l.cfg.NormRegion != AcrossChannels {
 		return
 	}
-	lo, hi := chunkOf(l.num, l.threads, 0)
-	x, err := dnnl.NewLRN(hi-lo, l.c, l.h, l.w, l.cfg.LocalSize, l.cfg.Alpha, l.cfg.Beta, l.cfg.K)
-	if err != nil {
+	if !d.lrns.first(l.num, l.threads, l.newDnnlLRN) {
 		return
 	}
-	d.lrns[0] = x
 	d.on = true
 }
 
+func (l *lrnLayer) newDnnlLRN(n int) (*dnnl.LRN, error) {
+	return dnnl.NewLRN(n, l.c, l.h, l.w, l.cfg.LocalSize, l.cfg.Alpha, l.cfg.Beta, l.cfg.K)
+}
+
 func (l *lrnLayer) dnnlLRN(w, n int) *dnnl.LRN {
-	x := l.dn.lrns[w]
-	if x != nil && x.Num() == n {
-		return x
-	}
-	if x != nil {
-		x.Close()
-	}
-	x, err := dnnl.NewLRN(n, l.c, l.h, l.w, l.cfg.LocalSize, l.cfg.Alpha, l.cfg.Beta, l.cfg.K)
-	if err != nil {
-		panic(fmt.Sprintf("layers: LRN: oneDNN accepted the layer for one batch size but not %d: %v", n, err))
-	}
-	l.dn.lrns[w] = x
+	x, _ := l.dn.lrns.get(w, n, "LRN", l.newDnnlLRN)
 	return x
 }
 

@@ -1,8 +1,6 @@
 package layers
 
 import (
-	"fmt"
-
 	"dsgd/tensor/dnnl"
 )
 
@@ -16,18 +14,13 @@ import (
 type poolDnnl struct {
 	on    bool
 	spec  dnnl.PoolSpec
-	pools []*dnnl.Pool
+	pools perWorker[*dnnl.Pool]
 }
 
 func (l *poolLayer) dnnlSetup() {
 	d := &l.dn
-	for _, p := range d.pools {
-		if p != nil {
-			p.Close()
-		}
-	}
 	d.on = false
-	d.pools = make([]*dnnl.Pool, l.threads)
+	d.pools.reset(l.threads)
 	g := &l.geom
 	if !dnnlReady() || l.num == 0 || (l.cfg.Method != PoolMax && (g.ph != 0 || g.pw != 0)) {
 		return
@@ -51,12 +44,9 @@ func (l *poolLayer) dnnlSetup() {
 		return
 	}
 	d.spec = s
-	lo, hi := chunkOf(l.num, l.threads, 0)
-	p, err := l.newDnnlPool(hi - lo)
-	if err != nil {
+	if !d.pools.first(l.num, l.threads, l.newDnnlPool) {
 		return
 	}
-	d.pools[0] = p
 	d.on = true
 }
 
@@ -67,18 +57,7 @@ func (l *poolLayer) newDnnlPool(n int) (*dnnl.Pool, error) {
 }
 
 func (l *poolLayer) dnnlPool(w, n int) *dnnl.Pool {
-	p := l.dn.pools[w]
-	if p != nil && p.Spec().N == n {
-		return p
-	}
-	if p != nil {
-		p.Close()
-	}
-	p, err := l.newDnnlPool(n)
-	if err != nil {
-		panic(fmt.Sprintf("layers: Pooling: oneDNN accepted %d images but not %d: %v", l.dn.spec.N, n, err))
-	}
-	l.dn.pools[w] = p
+	p, _ := l.dn.pools.get(w, n, "Pooling", l.newDnnlPool)
 	return p
 }
 
