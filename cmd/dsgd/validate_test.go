@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -61,20 +64,57 @@ func TestNoLossInTrain(t *testing.T) {
 }
 
 // TestUnreadableDataDir: a data directory this process may not read is
-// reported as permission denied.
+// reported as permission denied. Root reads every directory, so as root
+// (CI) the command runs in a child process as user nobody, from a copy of
+// the test binary that user may execute.
 func TestUnreadableDataDir(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root reads every directory")
-	}
 	dir := t.TempDir()
+	if os.Geteuid() == 0 {
+		// t.TempDir's parent is private to root; nobody needs to reach
+		// the binary and the data directory's parent.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	d := filepath.Join(dir, "data")
 	if err := os.Mkdir(d, 0o000); err != nil {
 		t.Fatal(err)
 	}
 	defer os.Chmod(d, 0o755)
-	code, _, errs := runCmd(t, "", "train", "--data", d, "--threads", "1", "--iters", "1")
-	if code == 0 || !strings.Contains(errs, "permission denied") {
-		t.Errorf("exit %d, stderr %q; want permission denied", code, errs)
+	args := []string{"train", "--data", d, "--threads", "1", "--iters", "1"}
+	if os.Geteuid() != 0 {
+		code, _, errs := runCmd(t, "", args...)
+		if code == 0 || !strings.Contains(errs, "permission denied") {
+			t.Errorf("exit %d, stderr %q; want permission denied", code, errs)
+		}
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "dsgd.test")
+	raw, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const nobody = 65534
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DSGD_CHILD=1", "HOME="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(errb.String(), "permission denied") || !strings.Contains(errb.String(), d) {
+		t.Errorf("as user nobody: %v, stderr %q; want a non-zero exit, permission denied naming %s", err, errb.String(), d)
 	}
 }
 
