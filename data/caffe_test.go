@@ -78,7 +78,7 @@ func TestReadDBMatchesIDX(t *testing.T) {
 			if got.N != want.N || got.C != want.C || got.H != want.H || got.W != want.W {
 				t.Fatalf("shape %dx%dx%dx%d, want %dx%dx%dx%d", got.N, got.C, got.H, got.W, want.N, want.C, want.H, want.W)
 			}
-			if !bytes.Equal(got.Labels, want.Labels) {
+			if !slices.Equal(got.Labels, want.Labels) {
 				t.Fatal("labels differ from the IDX file's")
 			}
 			if got.Encoded != nil {
@@ -162,7 +162,7 @@ func TestConvertRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got.Pixels, want.Pixels) || !bytes.Equal(got.Labels, want.Labels) {
+		if !bytes.Equal(got.Pixels, want.Pixels) || !slices.Equal(got.Labels, want.Labels) {
 			t.Fatalf("%v: convert-mnist output reads back differently", b)
 		}
 	}
@@ -326,7 +326,8 @@ func TestReadDBErrors(t *testing.T) {
 		{"not datum", put("junk", []byte("\xff\xff\xff")), `(key "00000000"): not a Caffe Datum`},
 		{"shape change", put("shapes", raw(1, 2, 2, 0), raw(1, 3, 3, 0)), `record 1 (key "00000001"): Datum shape 1x3x3 (CxHxW) differs from the first record's 1x2x2`},
 		{"no shape", put("noshape", raw(0, 0, 0, 0)), "want all positive"},
-		{"big label", put("label", raw(1, 2, 2, 300)), "label 300 is outside 0..255"},
+		{"negative label", put("neglabel", raw(1, 2, 2, -1)), "label -1 is outside 0..16777215"},
+		{"big label", put("label", raw(1, 2, 2, 1<<24)), "label 16777216 is outside 0..16777215"},
 		{"bad image", put("badimg", enc([]byte("not a png"))), `(key "00000000"): cannot decode image`},
 		{"empty", put("empty"), "is empty"},
 	} {

@@ -11,9 +11,6 @@ import (
 	"dsgd/data/db"
 )
 
-// maxLabel is the largest label a Dataset holds (its labels are bytes).
-const maxLabel = 255
-
 // DecodeDatum decodes one Caffe Datum record. It checks what dsgd relies
 // on: a positive shape, and for raw pixels exactly C×H×W bytes.
 func DecodeDatum(b []byte) (*caffepb.Datum, error) {
@@ -76,8 +73,8 @@ func ReadDB(path string, cfg DBConfig) (*Dataset, error) {
 			return at("%v", err)
 		}
 		l := dt.GetLabel()
-		if l < 0 || l > maxLabel {
-			return at("label %d is outside 0..%d, the labels dsgd's data sets hold", l, maxLabel)
+		if l < 0 || l > MaxLabel {
+			return at("label %d is outside 0..%d, the class labels a float32 label blob holds exactly", l, MaxLabel)
 		}
 		maxL = max(maxL, l)
 		if d.N == 0 {
@@ -103,7 +100,7 @@ func ReadDB(path string, cfg DBConfig) (*Dataset, error) {
 			}
 			d.Pixels = append(d.Pixels, dt.Data...)
 		}
-		d.Labels = append(d.Labels, uint8(l))
+		d.Labels = append(d.Labels, l)
 		if encoded {
 			d.Keys = append(d.Keys, "key "+strconv.Quote(string(key)))
 		}

@@ -49,7 +49,7 @@ func ConvertIDX(imagesPath, labelsPath, out string, b db.Backend, progress Progr
 	st := ConvertStats{C: ds.C, H: ds.H, W: ds.W}
 	c, h, wd := int32(ds.C), int32(ds.H), int32(ds.W)
 	for i := range ds.N {
-		l := int32(ds.Labels[i])
+		l := ds.Labels[i]
 		v, err := proto.Marshal(&caffepb.Datum{Channels: &c, Height: &h, Width: &wd, Data: ds.Image(i), Label: &l})
 		if err != nil {
 			w.Close()

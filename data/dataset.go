@@ -5,6 +5,11 @@ import (
 	"math/bits"
 )
 
+// MaxLabel is the largest class label a Dataset holds: 2^24-1, the largest
+// whole number below which every integer is exact in float32, the type a
+// Caffe net's label blob holds (ImageNet's 0..999 fit many times over).
+const MaxLabel = 1<<24 - 1
+
 // Split selects the training or the test part of a data set.
 type Split int
 
@@ -43,8 +48,8 @@ type Dataset struct {
 	Classes int
 	// Pixels holds N*C*H*W bytes, image after image.
 	Pixels []uint8
-	// Labels holds N labels.
-	Labels []uint8
+	// Labels holds N labels, each in 0..MaxLabel.
+	Labels []int32
 	// Encoded, when not nil, holds the N images encoded (JPEG or PNG) in
 	// place of Pixels, which is then nil: image i is decoded with
 	// Decoding when a Loader reads it, and must come out C×H×W.
@@ -114,8 +119,8 @@ func (d *Dataset) Check() error {
 	if d.N < 1 || d.C < 1 || d.H < 1 || d.W < 1 {
 		return fmt.Errorf("data: dataset %q: bad size %dx%dx%dx%d (NxCxHxW), want all positive", d.Name, d.N, d.C, d.H, d.W)
 	}
-	if d.Classes < 1 || d.Classes > 256 {
-		return fmt.Errorf("data: dataset %q: %d classes, want 1..256", d.Name, d.Classes)
+	if d.Classes < 1 || d.Classes > MaxLabel+1 {
+		return fmt.Errorf("data: dataset %q: %d classes, want 1..%d", d.Name, d.Classes, MaxLabel+1)
 	}
 	size, ok := mulInts(d.N, d.C, d.H, d.W)
 	switch {
@@ -134,7 +139,7 @@ func (d *Dataset) Check() error {
 		return fmt.Errorf("data: dataset %q: %d labels for %d images", d.Name, len(d.Labels), d.N)
 	}
 	for i, l := range d.Labels {
-		if int(l) >= d.Classes {
+		if l < 0 || int(l) >= d.Classes {
 			return fmt.Errorf("data: dataset %q: label %d of image %d out of range 0..%d", d.Name, l, i, d.Classes-1)
 		}
 	}
