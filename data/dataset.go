@@ -55,8 +55,11 @@ type Dataset struct {
 	// Decoding when a Loader reads it, and must come out C×H×W.
 	Encoded [][]byte
 	// Floats, when not nil, holds the N images as float32 values in place
-	// of Pixels (HDF5 data), fed to the net as they are.
+	// of Pixels (HDF5 data, or a Datum's float_data).
 	Floats []float32
+	// Untransformed marks data a Caffe layer feeds as it is: HDF5Data
+	// takes no transform_param, and a Loader refuses one.
+	Untransformed bool
 	// Decoding says how Encoded images are decoded.
 	Decoding Decoding
 	// Keys, when not nil, names each image for errors: its database key
@@ -97,6 +100,8 @@ func (d *Dataset) Subset(n int) *Dataset {
 		Classes:  d.Classes,
 		Labels:   d.Labels[:n:n],
 		Decoding: d.Decoding,
+
+		Untransformed: d.Untransformed,
 	}
 	switch {
 	case d.Encoded != nil:

@@ -90,12 +90,20 @@ func FuzzParseSynthetic(f *testing.F) {
 func FuzzDecodeDatum(f *testing.F) {
 	f.Add([]byte("\x08\x01\x10\x02\x18\x02\x22\x04abcd\x28\x03"))
 	f.Add([]byte("\x22\x03png\x38\x01"))
+	f.Add([]byte("\x08\x01\x10\x01\x18\x02\x32\x08\x00\x00\x80\x3f\x00\x00\x00\x40"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := DecodeDatum(b)
 		if err != nil || d.GetEncoded() {
 			return
 		}
-		if n := int(d.GetChannels()) * int(d.GetHeight()) * int(d.GetWidth()); n != len(d.Data) {
+		n := int(d.GetChannels()) * int(d.GetHeight()) * int(d.GetWidth())
+		if len(d.FloatData) > 0 {
+			if n != len(d.FloatData) || len(d.Data) > 0 {
+				t.Fatalf("accepted a %dx%dx%d Datum with %d floats and %d bytes", d.GetChannels(), d.GetHeight(), d.GetWidth(), len(d.FloatData), len(d.Data))
+			}
+			return
+		}
+		if n != len(d.Data) {
 			t.Fatalf("accepted a %dx%dx%d Datum with %d bytes", d.GetChannels(), d.GetHeight(), d.GetWidth(), len(d.Data))
 		}
 	})

@@ -17,7 +17,7 @@ func ReadHDF5List(list, dataName, labelName string) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dataset{Name: list}
+	d := &Dataset{Name: list, Untransformed: true}
 	maxL := 0
 	for _, p := range files {
 		vals, dims, labels, err := readH5File(p, dataName, labelName)

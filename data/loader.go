@@ -140,7 +140,7 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 	case cfg.Prefetch < 0:
 		return nil, fmt.Errorf("%s: prefetch %d, want at least 1 (0 means %d)", name, cfg.Prefetch, DefaultPrefetch)
 	}
-	if ds.Floats != nil && !isIdentity(cfg.Transform) {
+	if ds.Untransformed && !isIdentity(cfg.Transform) {
 		return nil, fmt.Errorf("%s: float data (HDF5) takes no transform_param, as in Caffe", name)
 	}
 	t, err := newTransformer(name, cfg.Transform, ds.C, ds.H, ds.W, cfg.Train)
@@ -423,7 +423,7 @@ func (s *sampler) place(b *Batch, i, per, idx, hOff, wOff int, mirror bool) {
 	switch {
 	case s.ds.Floats != nil:
 		sz := s.ds.ImageSize()
-		copy(b.Data[i*per:(i+1)*per], s.ds.Floats[idx*sz:(idx+1)*sz])
+		s.t.applyFloat(b.Data[i*per:(i+1)*per], s.ds.Floats[idx*sz:(idx+1)*sz], hOff, wOff, mirror)
 	case s.scratch != nil:
 		s.jobs[i] = decodeJob{idx, hOff, wOff, mirror}
 	default:
