@@ -31,7 +31,8 @@ func (s Split) String() string {
 	return fmt.Sprintf("Split(%d)", int(s))
 }
 
-// Dataset is a labelled image set held in memory.
+// Dataset is a labelled image set, held in memory or streamed from a
+// database (Stream).
 //
 // Pixels holds N images of C×H×W bytes each, in NCHW order (image, channel,
 // row, column). Labels holds one class per image, in 0..Classes-1. A Dataset
@@ -57,6 +58,10 @@ type Dataset struct {
 	// Floats, when not nil, holds the N images as float32 values in place
 	// of Pixels (HDF5 data, or a Datum's float_data).
 	Floats []float32
+	// Stream, when not nil, is the database the N images are read from
+	// as Loaders need them (OpenDB), in place of Pixels, Encoded, Floats
+	// and Labels, which are then nil: each record brings its label.
+	Stream *Stream
 	// Untransformed marks data a Caffe layer feeds as it is: HDF5Data
 	// takes no transform_param, and a Loader refuses one.
 	Untransformed bool
@@ -98,12 +103,16 @@ func (d *Dataset) Subset(n int) *Dataset {
 		H:        d.H,
 		W:        d.W,
 		Classes:  d.Classes,
-		Labels:   d.Labels[:n:n],
 		Decoding: d.Decoding,
 
 		Untransformed: d.Untransformed,
 	}
+	if d.Labels != nil {
+		s.Labels = d.Labels[:n:n]
+	}
 	switch {
+	case d.Stream != nil:
+		s.Stream = d.Stream
 	case d.Encoded != nil:
 		s.Encoded = d.Encoded[:n:n]
 	case d.Floats != nil:
@@ -129,6 +138,11 @@ func (d *Dataset) Check() error {
 	}
 	size, ok := mulInts(d.N, d.C, d.H, d.W)
 	switch {
+	case d.Stream != nil:
+		if d.Pixels != nil || d.Encoded != nil || d.Floats != nil || d.Labels != nil || len(d.Stream.ends) < d.N {
+			return fmt.Errorf("data: dataset %q: streamed from a database with %d records for %d images, and images or labels in memory; want one or the other", d.Name, len(d.Stream.ends), d.N)
+		}
+		return nil
 	case d.Encoded != nil:
 		if len(d.Encoded) != d.N || d.Pixels != nil || d.Floats != nil {
 			return fmt.Errorf("data: dataset %q: %d encoded images and %d pixel bytes for %d images; want N encoded and no pixels", d.Name, len(d.Encoded), len(d.Pixels), d.N)

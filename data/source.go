@@ -60,7 +60,7 @@ func OpenSource(cfg SourceConfig) (*Dataset, error) {
 		if cfg.AnyBackend {
 			cfg.Backend = b
 		}
-		return ReadDB(cfg.Path, DBConfig{Backend: cfg.Backend, Channels: cfg.Channels})
+		return OpenDB(cfg.Path, DBConfig{Backend: cfg.Backend, Channels: cfg.Channels})
 	}
 	if isBuiltin(cfg.Path) {
 		return Open(cfg.Path, cfg.Split)
