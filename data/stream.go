@@ -50,34 +50,38 @@ func OpenDB(path string, cfg DBConfig) (*Dataset, error) {
 	}
 	st := &Stream{db: h}
 	d := &Dataset{Name: path, Classes: MaxLabel + 1, Decoding: Decoding{Channels: cfg.Channels}, Stream: st}
-	fail := func(err error) (*Dataset, error) {
+	if err := st.scan(d, cfg.Limit); err != nil {
 		h.Close()
 		return nil, err
 	}
-	c, err := h.Cursor()
+	if d.N == 0 {
+		h.Close()
+		return nil, fmt.Errorf("%s database %s is empty", cfg.Backend, path)
+	}
+	return d, nil
+}
+
+// scan collects the keys, up to limit if positive, and learns the shape
+// from the first record.
+func (st *Stream) scan(d *Dataset, limit int) error {
+	c, err := st.db.Cursor()
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer c.Close()
 	var v datumView
 	k, val, ok, err := c.First()
-	for ; ok && err == nil && (cfg.Limit <= 0 || d.N < cfg.Limit); k, val, ok, err = c.Next() {
+	for ; ok && err == nil && (limit <= 0 || d.N < limit); k, val, ok, err = c.Next() {
 		if d.N == 0 {
 			if err := st.first(d, k, val, &v); err != nil {
-				return fail(err)
+				return err
 			}
 		}
 		st.keys = append(st.keys, k...)
 		st.ends = append(st.ends, len(st.keys))
 		d.N++
 	}
-	if err != nil {
-		return fail(err)
-	}
-	if d.N == 0 {
-		return fail(fmt.Errorf("%s database %s is empty", cfg.Backend, path))
-	}
-	return d, nil
+	return err
 }
 
 // first learns the shape and kind from the first record.

@@ -35,7 +35,8 @@ type DB struct {
 	path    string
 	backend Backend
 	id      string
-	refs    int
+	refs    int // Opens not yet closed
+	cursors int // cursors not yet closed
 	h       handle
 }
 
@@ -92,16 +93,20 @@ func (d *DB) Backend() Backend { return d.backend }
 // each for its own goroutine.
 func (d *DB) Cursor() (Cursor, error) {
 	open.Lock()
-	live := d.refs > 0
-	open.Unlock()
-	if !live {
+	defer open.Unlock()
+	if d.refs == 0 {
 		return nil, fmt.Errorf("%s database %s: cursor after Close", d.backend, d.path)
 	}
-	return d.h.cursor()
+	c, err := d.h.cursor()
+	if err != nil {
+		return nil, err
+	}
+	d.cursors++
+	return &counted{Cursor: c, db: d}, nil
 }
 
-// Close gives back one Open; the last closes the database. Every cursor
-// must be closed first.
+// Close gives back one Open; the last closes the database, once its
+// cursors are closed too.
 func (d *DB) Close() error {
 	open.Lock()
 	defer open.Unlock()
@@ -111,9 +116,37 @@ func (d *DB) Close() error {
 	d.refs--
 	if d.refs == 0 {
 		delete(open.m, d.id)
-		d.h.close()
+		d.release()
 	}
 	return nil
+}
+
+// release closes the backend's database when nothing uses it; open is
+// locked.
+func (d *DB) release() {
+	if d.refs == 0 && d.cursors == 0 && d.h != nil {
+		d.h.close()
+		d.h = nil
+	}
+}
+
+// counted is a cursor its DB counts, so that the database outlives it.
+type counted struct {
+	Cursor
+	db     *DB
+	closed bool
+}
+
+func (c *counted) Close() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.Cursor.Close()
+	open.Lock()
+	defer open.Unlock()
+	c.db.cursors--
+	c.db.release()
 }
 
 // Scan calls fn with every record of the database at path in key order.
