@@ -68,6 +68,8 @@ func TestReadDBMatchesIDX(t *testing.T) {
 		{"train_leveldb", db.LevelDB, Train},
 		{"test_leveldb", db.LevelDB, Test},
 		{"train_png_lmdb", db.LMDB, Train},
+		{"train_float_lmdb", db.LMDB, Train},
+		{"test_float_lmdb", db.LMDB, Test},
 	} {
 		t.Run(c.dir, func(t *testing.T) {
 			want := fixtureIDX(t, c.split)
@@ -78,7 +80,7 @@ func TestReadDBMatchesIDX(t *testing.T) {
 			if got.N != want.N || got.C != want.C || got.H != want.H || got.W != want.W {
 				t.Fatalf("shape %dx%dx%dx%d, want %dx%dx%dx%d", got.N, got.C, got.H, got.W, want.N, want.C, want.H, want.W)
 			}
-			if !bytes.Equal(got.Labels, want.Labels) {
+			if !slices.Equal(got.Labels, want.Labels) {
 				t.Fatal("labels differ from the IDX file's")
 			}
 			if got.Encoded != nil {
@@ -89,6 +91,15 @@ func TestReadDBMatchesIDX(t *testing.T) {
 					}
 					if !bytes.Equal(img, want.Image(i)) {
 						t.Fatalf("image %d decodes differently from the IDX file's", i)
+					}
+				}
+				return
+			}
+			if got.Floats != nil {
+				// Python wrote float_data = pixels / 256.
+				for i, v := range got.Floats {
+					if v != float32(want.Pixels[i])*0.00390625 {
+						t.Fatalf("float %d = %v, want %v", i, v, float32(want.Pixels[i])/256)
 					}
 				}
 				return
@@ -162,7 +173,7 @@ func TestConvertRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got.Pixels, want.Pixels) || !bytes.Equal(got.Labels, want.Labels) {
+		if !bytes.Equal(got.Pixels, want.Pixels) || !slices.Equal(got.Labels, want.Labels) {
 			t.Fatalf("%v: convert-mnist output reads back differently", b)
 		}
 	}
@@ -313,6 +324,10 @@ func TestReadDBErrors(t *testing.T) {
 		b, _ := proto.Marshal(&caffepb.Datum{Channels: &c, Height: &h, Width: &w, Data: make([]byte, c*h*w), Label: &label})
 		return b
 	}
+	flt := func(c, h, w int32, n int, data []byte) []byte {
+		b, _ := proto.Marshal(&caffepb.Datum{Channels: &c, Height: &h, Width: &w, FloatData: make([]float32, n), Data: data})
+		return b
+	}
 	enc := func(b []byte) []byte {
 		t := true
 		out, _ := proto.Marshal(&caffepb.Datum{Data: b, Encoded: &t})
@@ -324,9 +339,13 @@ func TestReadDBErrors(t *testing.T) {
 		want string
 	}{
 		{"not datum", put("junk", []byte("\xff\xff\xff")), `(key "00000000"): not a Caffe Datum`},
+		{"float count", put("fltcount", flt(1, 2, 2, 3, nil)), "needs 4 float_data values but it holds 3"},
+		{"float and bytes", put("fltbytes", flt(1, 2, 2, 4, []byte{1, 2, 3, 4})), "holds 4 float_data values and 4 bytes of data"},
+		{"float then bytes", put("fltkind", flt(1, 2, 2, 4, nil), raw(1, 2, 2, 0)), `record 1 (key "00000001"): it holds byte data but the first record holds float_data`},
 		{"shape change", put("shapes", raw(1, 2, 2, 0), raw(1, 3, 3, 0)), `record 1 (key "00000001"): Datum shape 1x3x3 (CxHxW) differs from the first record's 1x2x2`},
 		{"no shape", put("noshape", raw(0, 0, 0, 0)), "want all positive"},
-		{"big label", put("label", raw(1, 2, 2, 300)), "label 300 is outside 0..255"},
+		{"negative label", put("neglabel", raw(1, 2, 2, -1)), "label -1 is outside 0..16777215"},
+		{"big label", put("label", raw(1, 2, 2, 1<<24)), "label 16777216 is outside 0..16777215"},
 		{"bad image", put("badimg", enc([]byte("not a png"))), `(key "00000000"): cannot decode image`},
 		{"empty", put("empty"), "is empty"},
 	} {
@@ -406,5 +425,53 @@ func TestLockedLevelDB(t *testing.T) {
 	_, err = ReadDB(p, DBConfig{Backend: db.LevelDB})
 	if err == nil || !strings.Contains(err.Error(), "is another program using it?") || !strings.Contains(err.Error(), p) {
 		t.Fatalf("ReadDB of a locked LevelDB: %v", err)
+	}
+}
+
+// TestFloatDatumTransform: a float_data database goes through
+// transform_param as Caffe's DataTransformer applies it to float data:
+// the same batches as the byte database with the scale folded in, mean
+// and crop included.
+func TestFloatDatumTransform(t *testing.T) {
+	floats, err := ReadDB(copyDir(t, filepath.Join(fixtures, "train_float_lmdb")), DBConfig{Backend: db.LMDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bytesDS := fixtureIDX(t, Train)
+	// (p/256 - m/256) * 256 == p - m exactly for whole p and m.
+	fcfg := LoaderConfig{BatchSize: 16, Train: true, Shuffle: true, Seed: 3,
+		Transform: TransformConfig{Scale: 256, MeanValue: []float32{0.5}, CropSize: 10, Mirror: true}}
+	bcfg := fcfg
+	bcfg.Transform.Scale, bcfg.Transform.MeanValue = 1, []float32{128}
+	fl, err := NewLoader(floats, fcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fl.Close()
+	bl, err := NewLoader(bytesDS, bcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bl.Close()
+	for range 30 {
+		fb, err := fl.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		bb, err := bl.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(fb.Data, bb.Data) || !slices.Equal(fb.Labels, bb.Labels) {
+			t.Fatalf("batch %d: float_data batch differs from the byte one", fb.Seq)
+		}
+		fl.Release(fb)
+		bl.Release(bb)
+	}
+	// HDF5 data still takes no transform_param.
+	h5 := *floats
+	h5.Untransformed = true
+	if _, err := NewLoader(&h5, fcfg); err == nil || !strings.Contains(err.Error(), "takes no transform_param") {
+		t.Fatalf("HDF5-like data with a transform: %v", err)
 	}
 }

@@ -11,18 +11,27 @@ import (
 	"dsgd/data/db"
 )
 
-// maxLabel is the largest label a Dataset holds (its labels are bytes).
-const maxLabel = 255
-
 // DecodeDatum decodes one Caffe Datum record. It checks what dsgd relies
-// on: a positive shape, and for raw pixels exactly C×H×W bytes.
+// on: a positive shape, and exactly C×H×W values: bytes in data, or
+// float32s in float_data (which Caffe writes for features that are not
+// images), never both.
 func DecodeDatum(b []byte) (*caffepb.Datum, error) {
 	var d caffepb.Datum
 	if err := proto.Unmarshal(b, &d); err != nil {
 		return nil, fmt.Errorf("not a Caffe Datum: %v", err)
 	}
 	if len(d.FloatData) > 0 {
-		return nil, errors.New("the Datum holds float_data; dsgd reads byte images (data) only")
+		if d.GetEncoded() || len(d.Data) > 0 {
+			return nil, fmt.Errorf("the Datum holds %d float_data values and %d bytes of data (encoded %v); want one or the other", len(d.FloatData), len(d.Data), d.GetEncoded())
+		}
+		c, h, w := int(d.GetChannels()), int(d.GetHeight()), int(d.GetWidth())
+		if c < 1 || h < 1 || w < 1 {
+			return nil, fmt.Errorf("the Datum has shape %dx%dx%d (CxHxW); want all positive", c, h, w)
+		}
+		if n, ok := mulInts(c, h, w); !ok || n != len(d.FloatData) {
+			return nil, fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) needs %s float_data values but it holds %d", c, h, w, countString(n, ok), len(d.FloatData))
+		}
+		return &d, nil
 	}
 	if d.GetEncoded() {
 		if len(d.Data) == 0 {
@@ -55,13 +64,14 @@ type DBConfig struct {
 
 // ReadDB reads a Caffe database (LMDB or LevelDB) of Datum records, as
 // Caffe's convert_imageset and convert_mnist_data write them, into a
-// Dataset. Raw records are held as pixels; encoded ones (JPEG, PNG) stay
-// encoded and are decoded as a Loader reads them, the first one here to
-// learn the shape. Every raw record must have the first one's shape.
+// Dataset. Raw records are held as pixels, float_data ones as Floats;
+// encoded ones (JPEG, PNG) stay encoded and are decoded as a Loader reads
+// them, the first one here to learn the shape. Every raw or float record
+// must have the first one's shape and kind.
 // Errors name the database and the record's key.
 func ReadDB(path string, cfg DBConfig) (*Dataset, error) {
 	d := &Dataset{Name: path, Decoding: Decoding{Channels: cfg.Channels}}
-	var encoded bool
+	var encoded, floats bool
 	var maxL int32
 	stop := errors.New("limit")
 	err := db.Scan(path, cfg.Backend, func(key, val []byte) error {
@@ -76,12 +86,12 @@ func ReadDB(path string, cfg DBConfig) (*Dataset, error) {
 			return at("%v", err)
 		}
 		l := dt.GetLabel()
-		if l < 0 || l > maxLabel {
-			return at("label %d is outside 0..%d, the labels dsgd's data sets hold", l, maxLabel)
+		if l < 0 || l > MaxLabel {
+			return at("label %d is outside 0..%d, the class labels a float32 label blob holds exactly", l, MaxLabel)
 		}
 		maxL = max(maxL, l)
 		if d.N == 0 {
-			encoded = dt.GetEncoded()
+			encoded, floats = dt.GetEncoded(), len(dt.FloatData) > 0
 			if encoded {
 				_, c, h, w, err := DecodeImage(dt.Data, cfg.Channels, 0, 0)
 				if err != nil {
@@ -97,14 +107,20 @@ func ReadDB(path string, cfg DBConfig) (*Dataset, error) {
 			return at("encoded is %v but the first record's is %v; a database holds one kind", dt.GetEncoded(), encoded)
 		case encoded:
 			d.Encoded = append(d.Encoded, dt.Data)
+		case (len(dt.FloatData) > 0) != floats:
+			return at("%s but the first record holds %s; a database holds one kind", datumKind(dt), map[bool]string{true: "float_data", false: "byte data"}[floats])
 		default:
 			if c, h, w := int(dt.GetChannels()), int(dt.GetHeight()), int(dt.GetWidth()); c != d.C || h != d.H || w != d.W {
 				return at("Datum shape %dx%dx%d (CxHxW) differs from the first record's %dx%dx%d", c, h, w, d.C, d.H, d.W)
 			}
-			d.Pixels = append(d.Pixels, dt.Data...)
+			if floats {
+				d.Floats = append(d.Floats, dt.FloatData...)
+			} else {
+				d.Pixels = append(d.Pixels, dt.Data...)
+			}
 		}
-		d.Labels = append(d.Labels, uint8(l))
-		if encoded {
+		d.Labels = append(d.Labels, l)
+		if encoded || floats {
 			d.Keys = append(d.Keys, "key "+strconv.Quote(string(key)))
 		}
 		d.N++
@@ -118,4 +134,15 @@ func ReadDB(path string, cfg DBConfig) (*Dataset, error) {
 	}
 	d.Classes = int(maxL) + 1
 	return d, nil
+}
+
+// datumKind says what a decoded Datum holds, for errors.
+func datumKind(d *caffepb.Datum) string {
+	switch {
+	case len(d.FloatData) > 0:
+		return "it holds float_data"
+	case d.GetEncoded():
+		return "it holds an encoded image"
+	}
+	return "it holds byte data"
 }

@@ -40,10 +40,10 @@ func cifarCount(name string, b []byte) (int, error) {
 }
 
 // cifarSplit copies n validated records into labels and pixels.
-func cifarSplit(b []byte, n int, labels, pixels []uint8) {
+func cifarSplit(b []byte, n int, labels []int32, pixels []uint8) {
 	for i := range n {
 		rec := b[i*cifarRecord : (i+1)*cifarRecord]
-		labels[i] = rec[0]
+		labels[i] = int32(rec[0])
 		copy(pixels[i*cifarImage:(i+1)*cifarImage], rec[1:])
 	}
 }
@@ -52,7 +52,7 @@ func cifarSplit(b []byte, n int, labels, pixels []uint8) {
 // detected from its first bytes): labels in 0..9, and pixels of 3×32×32
 // bytes per image in CHW order. Every error starts with name and says what
 // is wrong; allocation is bounded by len(b).
-func DecodeCIFAR(name string, b []byte) (labels, pixels []uint8, err error) {
+func DecodeCIFAR(name string, b []byte) (labels []int32, pixels []uint8, err error) {
 	b, err = gunzipCIFAR(name, b)
 	if err != nil {
 		return nil, nil, err
@@ -61,7 +61,7 @@ func DecodeCIFAR(name string, b []byte) (labels, pixels []uint8, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	labels = make([]uint8, n)
+	labels = make([]int32, n)
 	pixels = make([]uint8, n*cifarImage)
 	cifarSplit(b, n, labels, pixels)
 	return labels, pixels, nil
@@ -98,7 +98,7 @@ func ReadCIFARFiles(paths ...string) (*Dataset, error) {
 		W:       cifarW,
 		Classes: cifarClasses,
 		Pixels:  make([]uint8, total*cifarImage),
-		Labels:  make([]uint8, total),
+		Labels:  make([]int32, total),
 	}
 	at := 0
 	for i, b := range raws {

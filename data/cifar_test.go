@@ -16,7 +16,7 @@ func TestDecodeCIFAR(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(labels, []uint8{3, 9, 0}) {
+		if !slices.Equal(labels, []int32{3, 9, 0}) {
 			t.Errorf("labels %v", labels)
 		}
 		if len(pix) != 3*cifarImage || pix[0] != 5 || pix[cifarImage-1] != 5 || pix[2*cifarImage] != 7 {
@@ -36,7 +36,7 @@ func TestReadCIFARFilesConcatenates(t *testing.T) {
 	if d.N != 3 || d.C != 3 || d.H != 32 || d.W != 32 || d.Classes != 10 {
 		t.Fatalf("got %dx%dx%dx%d, %d classes", d.N, d.C, d.H, d.W, d.Classes)
 	}
-	if !slices.Equal(d.Labels, []uint8{1, 2, 3}) || d.Image(1)[100] != 1 || d.Image(2)[3071] != 10 {
+	if !slices.Equal(d.Labels, []int32{1, 2, 3}) || d.Image(1)[100] != 1 || d.Image(2)[3071] != 10 {
 		t.Errorf("labels %v, pixels %d %d", d.Labels, d.Image(1)[100], d.Image(2)[3071])
 	}
 	if err := d.Check(); err != nil {

@@ -49,7 +49,7 @@ func ConvertIDX(imagesPath, labelsPath, out string, b db.Backend, progress Progr
 	st := ConvertStats{C: ds.C, H: ds.H, W: ds.W}
 	c, h, wd := int32(ds.C), int32(ds.H), int32(ds.W)
 	for i := range ds.N {
-		l := int32(ds.Labels[i])
+		l := ds.Labels[i]
 		v, err := proto.Marshal(&caffepb.Datum{Channels: &c, Height: &h, Width: &wd, Data: ds.Image(i), Label: &l})
 		if err != nil {
 			w.Close()
@@ -218,26 +218,44 @@ func encodeLike(name string, pix []uint8, c, h, w int) ([]byte, error) {
 
 // ComputeImageMean averages every image of a Datum database, as Caffe's
 // compute_image_mean does, and returns it as a 1×C×H×W BlobProto ready to
-// be written as a .binaryproto mean file, with the per-channel means.
+// be written as a .binaryproto mean file, with the per-channel means. It
+// reads the database record by record (float_data records too), so a
+// database larger than memory works.
 func ComputeImageMean(path string, b db.Backend, progress Progress) (*caffepb.BlobProto, []float64, int, error) {
-	ds, err := ReadDB(path, DBConfig{Backend: b})
+	ds, err := OpenDB(path, DBConfig{Backend: b})
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	defer ds.Close()
+	rd, err := newStreamReader(ds.Stream)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer rd.close()
 	sz := ds.ImageSize()
 	sum := make([]float64, sz)
 	img := make([]uint8, sz)
 	for i := range ds.N {
-		p := img
-		if ds.Encoded != nil {
-			if err := ds.decodeInto(i, img); err != nil {
+		v, err := rd.read(ds, i)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		switch {
+		case v.Encoded:
+			if err := ds.decodeBytes(v.Data, ds.ItemName(i), img); err != nil {
 				return nil, nil, 0, err
 			}
-		} else {
-			p = ds.Image(i)
-		}
-		for j, v := range p {
-			sum[j] += float64(v)
+			for j, p := range img {
+				sum[j] += float64(p)
+			}
+		case len(v.Floats) > 0:
+			for j, p := range v.Floats {
+				sum[j] += float64(p)
+			}
+		default:
+			for j, p := range v.Data {
+				sum[j] += float64(p)
+			}
 		}
 		if progress != nil && (i+1)%10000 == 0 {
 			progress(i+1, ds.N)

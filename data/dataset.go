@@ -5,6 +5,11 @@ import (
 	"math/bits"
 )
 
+// MaxLabel is the largest class label a Dataset holds: 2^24-1, the largest
+// whole number below which every integer is exact in float32, the type a
+// Caffe net's label blob holds (ImageNet's 0..999 fit many times over).
+const MaxLabel = 1<<24 - 1
+
 // Split selects the training or the test part of a data set.
 type Split int
 
@@ -26,7 +31,8 @@ func (s Split) String() string {
 	return fmt.Sprintf("Split(%d)", int(s))
 }
 
-// Dataset is a labelled image set held in memory.
+// Dataset is a labelled image set, held in memory or streamed from a
+// database (Stream).
 //
 // Pixels holds N images of C×H×W bytes each, in NCHW order (image, channel,
 // row, column). Labels holds one class per image, in 0..Classes-1. A Dataset
@@ -43,15 +49,22 @@ type Dataset struct {
 	Classes int
 	// Pixels holds N*C*H*W bytes, image after image.
 	Pixels []uint8
-	// Labels holds N labels.
-	Labels []uint8
+	// Labels holds N labels, each in 0..MaxLabel.
+	Labels []int32
 	// Encoded, when not nil, holds the N images encoded (JPEG or PNG) in
 	// place of Pixels, which is then nil: image i is decoded with
 	// Decoding when a Loader reads it, and must come out C×H×W.
 	Encoded [][]byte
 	// Floats, when not nil, holds the N images as float32 values in place
-	// of Pixels (HDF5 data), fed to the net as they are.
+	// of Pixels (HDF5 data, or a Datum's float_data).
 	Floats []float32
+	// Stream, when not nil, is the database the N images are read from
+	// as Loaders need them (OpenDB), in place of Pixels, Encoded, Floats
+	// and Labels, which are then nil: each record brings its label.
+	Stream *Stream
+	// Untransformed marks data a Caffe layer feeds as it is: HDF5Data
+	// takes no transform_param, and a Loader refuses one.
+	Untransformed bool
 	// Decoding says how Encoded images are decoded.
 	Decoding Decoding
 	// Keys, when not nil, names each image for errors: its database key
@@ -90,10 +103,16 @@ func (d *Dataset) Subset(n int) *Dataset {
 		H:        d.H,
 		W:        d.W,
 		Classes:  d.Classes,
-		Labels:   d.Labels[:n:n],
 		Decoding: d.Decoding,
+
+		Untransformed: d.Untransformed,
+	}
+	if d.Labels != nil {
+		s.Labels = d.Labels[:n:n]
 	}
 	switch {
+	case d.Stream != nil:
+		s.Stream = d.Stream
 	case d.Encoded != nil:
 		s.Encoded = d.Encoded[:n:n]
 	case d.Floats != nil:
@@ -114,11 +133,16 @@ func (d *Dataset) Check() error {
 	if d.N < 1 || d.C < 1 || d.H < 1 || d.W < 1 {
 		return fmt.Errorf("data: dataset %q: bad size %dx%dx%dx%d (NxCxHxW), want all positive", d.Name, d.N, d.C, d.H, d.W)
 	}
-	if d.Classes < 1 || d.Classes > 256 {
-		return fmt.Errorf("data: dataset %q: %d classes, want 1..256", d.Name, d.Classes)
+	if d.Classes < 1 || d.Classes > MaxLabel+1 {
+		return fmt.Errorf("data: dataset %q: %d classes, want 1..%d", d.Name, d.Classes, MaxLabel+1)
 	}
 	size, ok := mulInts(d.N, d.C, d.H, d.W)
 	switch {
+	case d.Stream != nil:
+		if d.Pixels != nil || d.Encoded != nil || d.Floats != nil || d.Labels != nil || len(d.Stream.ends) < d.N {
+			return fmt.Errorf("data: dataset %q: streamed from a database with %d records for %d images, and images or labels in memory; want one or the other", d.Name, len(d.Stream.ends), d.N)
+		}
+		return nil
 	case d.Encoded != nil:
 		if len(d.Encoded) != d.N || d.Pixels != nil || d.Floats != nil {
 			return fmt.Errorf("data: dataset %q: %d encoded images and %d pixel bytes for %d images; want N encoded and no pixels", d.Name, len(d.Encoded), len(d.Pixels), d.N)
@@ -134,7 +158,7 @@ func (d *Dataset) Check() error {
 		return fmt.Errorf("data: dataset %q: %d labels for %d images", d.Name, len(d.Labels), d.N)
 	}
 	for i, l := range d.Labels {
-		if int(l) >= d.Classes {
+		if l < 0 || int(l) >= d.Classes {
 			return fmt.Errorf("data: dataset %q: label %d of image %d out of range 0..%d", d.Name, l, i, d.Classes-1)
 		}
 	}

@@ -174,20 +174,29 @@ func resizeBilinear(src []uint8, c, h, w, oh, ow int) []uint8 {
 // decodeInto decodes image i of an encoded Dataset into dst (C*H*W
 // bytes), checking it against the data set's shape.
 func (d *Dataset) decodeInto(i int, dst []uint8) error {
-	pix, c, h, w, err := DecodeImage(d.Encoded[i], d.Decoding.Channels, d.Decoding.Height, d.Decoding.Width)
+	return d.decodeBytes(d.Encoded[i], d.ItemName(i), dst)
+}
+
+// decodeBytes decodes the encoded image b, named name, into dst.
+func (d *Dataset) decodeBytes(b []byte, name string, dst []uint8) error {
+	pix, c, h, w, err := DecodeImage(b, d.Decoding.Channels, d.Decoding.Height, d.Decoding.Width)
 	if err != nil {
-		return fmt.Errorf("%s: %s: %v", d.Name, d.itemName(i), err)
+		return fmt.Errorf("%s: %s: %v", d.Name, name, err)
 	}
 	if c != d.C || h != d.H || w != d.W {
-		return fmt.Errorf("%s: %s decodes to %dx%dx%d (CxHxW) but the first image is %dx%dx%d; every image must have one size (resize them: convert-imageset --resize_height/--resize_width, or new_height/new_width)", d.Name, d.itemName(i), c, h, w, d.C, d.H, d.W)
+		return fmt.Errorf("%s: %s decodes to %dx%dx%d (CxHxW) but the first image is %dx%dx%d; every image must have one size (resize them: convert-imageset --resize_height/--resize_width, or new_height/new_width)", d.Name, name, c, h, w, d.C, d.H, d.W)
 	}
 	copy(dst, pix)
 	return nil
 }
 
-// itemName names image i for errors: its key or list line, if known.
-func (d *Dataset) itemName(i int) string {
-	if i < len(d.Keys) {
+// ItemName names image i for errors: its database record and key, its
+// list line or its HDF5 file and item, or its index.
+func (d *Dataset) ItemName(i int) string {
+	if d.Stream != nil && i >= 0 && i < len(d.Stream.ends) {
+		return d.Stream.name(i)
+	}
+	if i >= 0 && i < len(d.Keys) {
 		return d.Keys[i]
 	}
 	return fmt.Sprintf("image %d", i)

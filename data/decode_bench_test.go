@@ -35,7 +35,7 @@ func jpegSet(t testing.TB, n int) *Dataset {
 			t.Fatal(err)
 		}
 		d.Encoded = append(d.Encoded, buf.Bytes())
-		d.Labels = append(d.Labels, uint8(i%10))
+		d.Labels = append(d.Labels, int32(i%10))
 	}
 	return d
 }

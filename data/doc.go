@@ -1,10 +1,10 @@
 // Package data owns dsgd's training inputs: data sets held in memory and
 // the loaders that turn them into float32 batches.
 //
-// A Dataset is a set of labelled uint8 images in NCHW order. It comes from
-// MNIST-style IDX files (gzipped or not; ReadIDXFiles), CIFAR-10 binary
-// batches (ReadCIFARFiles), or a deterministic synthetic generator
-// (Synthetic). Open resolves a user's --data spec — a built-in name
+// A Dataset is a set of uint8 images in NCHW order (or float32 values),
+// each with an int32 class label. It comes from MNIST-style IDX files
+// (gzipped or not; ReadIDXFiles), CIFAR-10 binary batches
+// (ReadCIFARFiles), or a deterministic synthetic generator (Synthetic). Open resolves a user's --data spec — a built-in name
 // (fashion-mnist, mnist, cifar10, synthetic[:KEY=VALUE,...]) or a
 // directory — to one split; an Opener with its own Root does the same
 // against another directory. Every decoder checks its input against the

@@ -2,6 +2,9 @@ package data
 
 import (
 	"bufio"
+	"bytes"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,12 +93,20 @@ func FuzzParseSynthetic(f *testing.F) {
 func FuzzDecodeDatum(f *testing.F) {
 	f.Add([]byte("\x08\x01\x10\x02\x18\x02\x22\x04abcd\x28\x03"))
 	f.Add([]byte("\x22\x03png\x38\x01"))
+	f.Add([]byte("\x08\x01\x10\x01\x18\x02\x32\x08\x00\x00\x80\x3f\x00\x00\x00\x40"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := DecodeDatum(b)
 		if err != nil || d.GetEncoded() {
 			return
 		}
-		if n := int(d.GetChannels()) * int(d.GetHeight()) * int(d.GetWidth()); n != len(d.Data) {
+		n := int(d.GetChannels()) * int(d.GetHeight()) * int(d.GetWidth())
+		if len(d.FloatData) > 0 {
+			if n != len(d.FloatData) || len(d.Data) > 0 {
+				t.Fatalf("accepted a %dx%dx%d Datum with %d floats and %d bytes", d.GetChannels(), d.GetHeight(), d.GetWidth(), len(d.FloatData), len(d.Data))
+			}
+			return
+		}
+		if n != len(d.Data) {
 			t.Fatalf("accepted a %dx%dx%d Datum with %d bytes", d.GetChannels(), d.GetHeight(), d.GetWidth(), len(d.Data))
 		}
 	})
@@ -126,6 +137,32 @@ func FuzzDecodeImage(f *testing.F) {
 		pix, c, h, w, err := DecodeImage(b, 0, 0, 0)
 		if err == nil && len(pix) != c*h*w {
 			t.Fatalf("%d bytes for %dx%dx%d", len(pix), c, h, w)
+		}
+	})
+}
+
+// FuzzParseDatum holds the streaming loader's in-place Datum parser to
+// DecodeDatum (proto.Unmarshal): the same records accepted, with the same
+// fields.
+func FuzzParseDatum(f *testing.F) {
+	f.Add([]byte("\x08\x01\x10\x02\x18\x02\x22\x04abcd\x28\x03"))
+	f.Add([]byte("\x22\x03png\x38\x01"))
+	f.Add([]byte("\x08\x01\x10\x01\x18\x02\x32\x08\x00\x00\x80\x3f\x00\x00\x00\x40"))
+	f.Add([]byte("\x08\x01\x10\x01\x18\x02\x35\x00\x00\x80\x3f\x35\x00\x00\x00\x40\x28\xe7\x07"))
+	var v datumView
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want, werr := DecodeDatum(b)
+		err := parseDatum(b, &v)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("parseDatum: %v; DecodeDatum: %v", err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if v.Channels != want.GetChannels() || v.Height != want.GetHeight() || v.Width != want.GetWidth() ||
+			v.Label != want.GetLabel() || v.Encoded != want.GetEncoded() || !bytes.Equal(v.Data, want.Data) ||
+			!slices.EqualFunc(v.Floats, want.FloatData, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			t.Fatalf("parseDatum gave %+v; DecodeDatum %v", v, want)
 		}
 	})
 }

@@ -9,7 +9,7 @@ import (
 // ReadHDF5List reads the .h5 files a Caffe HDF5Data source lists (one path
 // a line) into a float Dataset. As in Caffe, the datasets are named by the
 // layer's tops: dataName (N×C×H×W, or N×D read as D×1×1) and labelName
-// (N or N×1, whole numbers 0..255 for dsgd's classifiers; "" for none,
+// (N or N×1, whole numbers 0..MaxLabel for dsgd's classifiers; "" for none,
 // giving labels 0). All files must agree on the item shape. Relative paths
 // are taken as written, from the working directory, as Caffe does.
 func ReadHDF5List(list, dataName, labelName string) (*Dataset, error) {
@@ -17,7 +17,7 @@ func ReadHDF5List(list, dataName, labelName string) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dataset{Name: list}
+	d := &Dataset{Name: list, Untransformed: true}
 	maxL := 0
 	for _, p := range files {
 		vals, dims, labels, err := readH5File(p, dataName, labelName)
@@ -39,14 +39,14 @@ func ReadHDF5List(list, dataName, labelName string) (*Dataset, error) {
 			return nil, fmt.Errorf("HDF5Data source %s: %s holds %dx%dx%d items but %s holds %dx%dx%d", list, p, shape[0], shape[1], shape[2], files[0], d.C, d.H, d.W)
 		}
 		for i, l := range labels {
-			if l != float32(math.Trunc(float64(l))) || l < 0 || l > maxLabel {
-				return nil, fmt.Errorf("HDF5Data source %s: %s: label %d is %v; dsgd's HDF5Data reads class labels, whole numbers 0..%d", list, p, i, l, maxLabel)
+			if l != float32(math.Trunc(float64(l))) || l < 0 || l > MaxLabel {
+				return nil, fmt.Errorf("HDF5Data source %s: %s: label %d is %v; dsgd's HDF5Data reads class labels, whole numbers 0..%d", list, p, i, l, MaxLabel)
 			}
-			d.Labels = append(d.Labels, uint8(l))
+			d.Labels = append(d.Labels, int32(l))
 			maxL = max(maxL, int(l))
 		}
 		if labelName == "" {
-			d.Labels = append(d.Labels, make([]uint8, dims[0])...)
+			d.Labels = append(d.Labels, make([]int32, dims[0])...)
 		}
 		d.Floats = append(d.Floats, vals...)
 		d.N += dims[0]

@@ -156,6 +156,15 @@ func idxDataset(imagesName string, idims []int, pix []uint8, labelsName string, 
 		W:       idims[2],
 		Classes: mnistClasses,
 		Pixels:  pix,
-		Labels:  labels,
+		Labels:  widen(labels),
 	}, nil
+}
+
+// widen returns IDX's byte labels as a Dataset holds them.
+func widen(b []uint8) []int32 {
+	out := make([]int32, len(b))
+	for i, v := range b {
+		out[i] = int32(v)
+	}
+	return out
 }

@@ -30,7 +30,7 @@ func TestReadIDXFilesRoundTrip(t *testing.T) {
 			if d.N != 3 || d.C != 1 || d.H != 2 || d.W != 4 || d.Classes != 10 {
 				t.Fatalf("got %dx%dx%dx%d, %d classes; want 3x1x2x4, 10", d.N, d.C, d.H, d.W, d.Classes)
 			}
-			if !slices.Equal(d.Labels, []uint8{7, 0, 9}) {
+			if !slices.Equal(d.Labels, []int32{7, 0, 9}) {
 				t.Errorf("labels %v", d.Labels)
 			}
 			if got := d.Image(2); got[0] != 16 || got[7] != 23 {

@@ -96,6 +96,7 @@ type Batch struct {
 // the same order whatever the prefetch depth or timing. Close stops the
 // goroutine.
 type Loader struct {
+	ds        *Dataset
 	shape     [4]int
 	shardSize int
 	free      chan *Batch // buffers ready to be filled
@@ -140,15 +141,19 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 	case cfg.Prefetch < 0:
 		return nil, fmt.Errorf("%s: prefetch %d, want at least 1 (0 means %d)", name, cfg.Prefetch, DefaultPrefetch)
 	}
-	if ds.Floats != nil && !isIdentity(cfg.Transform) {
+	if ds.Untransformed && !isIdentity(cfg.Transform) {
 		return nil, fmt.Errorf("%s: float data (HDF5) takes no transform_param, as in Caffe", name)
 	}
 	t, err := newTransformer(name, cfg.Transform, ds.C, ds.H, ds.W, cfg.Train)
 	if err != nil {
 		return nil, err
 	}
-	s := newSampler(ds, t, cfg)
+	s, err := newSampler(ds, t, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	l := &Loader{
+		ds:        ds,
 		shape:     [4]int{cfg.BatchSize, ds.C, t.oh, t.ow},
 		shardSize: len(s.shard),
 		free:      make(chan *Batch, cfg.Prefetch+2),
@@ -174,6 +179,7 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 // run is the producer: it fills free buffers in sequence order until Close.
 func (l *Loader) run(s *sampler) {
 	defer close(l.done)
+	defer s.close()
 	for {
 		var b *Batch
 		select {
@@ -197,6 +203,10 @@ func (l *Loader) run(s *sampler) {
 // Shape returns the shape of every batch's Data: {B, C, H', W'}, where H'
 // and W' are the crop size when cropping.
 func (l *Loader) Shape() [4]int { return l.shape }
+
+// ItemName names image i of the loader's Dataset (a Batch's Index) for
+// errors: its database record and key, list line or HDF5 item.
+func (l *Loader) ItemName(i int) string { return l.ds.ItemName(i) }
 
 // ShardSize returns the number of images in this rank's shard: one epoch.
 func (l *Loader) ShardSize() int { return l.shardSize }
@@ -315,10 +325,11 @@ type sampler struct {
 	scratch [][]uint8
 	jobs    []decodeJob
 	errs    []error
-	slice   *sliceState // LoaderConfig.Slice; nil: shards
+	slice   *sliceState   // LoaderConfig.Slice; nil: shards
+	rd      *streamReader // a streamed Dataset's cursor; nil: in memory
 }
 
-func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
+func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) (*sampler, error) {
 	all := make([]int, ds.N)
 	for i := range all {
 		all[i] = i
@@ -350,7 +361,14 @@ func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
 	}
 	s.orderRng = rand.New(s.orderPCG)
 	s.augRng = rand.New(s.augPCG)
-	if ds.Encoded != nil {
+	if ds.Stream != nil {
+		rd, err := newStreamReader(ds.Stream)
+		if err != nil {
+			return nil, err
+		}
+		s.rd = rd
+	}
+	if ds.Encoded != nil || (ds.Stream != nil && ds.Stream.kind == streamEncoded) {
 		threads := cfg.DecodeThreads
 		if threads == 0 {
 			threads = min(runtime.GOMAXPROCS(0), 4)
@@ -370,7 +388,14 @@ func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) *sampler {
 		r := rand.New(rand.NewPCG(mix(cfg.Seed, tagSkip), uint64(cfg.Rank)))
 		s.pos = r.IntN(cfg.RandSkip) % len(s.order)
 	}
-	return s
+	return s, nil
+}
+
+// close releases the sampler's cursor, if it has one.
+func (s *sampler) close() {
+	if s.rd != nil {
+		s.rd.close()
+	}
 }
 
 // startEpoch sets the visiting order of epoch e: a permutation of the
@@ -408,27 +433,48 @@ func (s *sampler) fill(b *Batch) error {
 		s.pos++
 		hOff, wOff := s.t.offsets(s.augRng)
 		mirror := s.t.mirror && s.augRng.IntN(2) == 1
-		s.place(b, i, per, idx, hOff, wOff, mirror)
+		if err := s.place(b, i, per, idx, hOff, wOff, mirror); err != nil {
+			return err
+		}
 	}
 	s.seq++
 	return s.decodePending(b.Data, per)
 }
 
 // place puts image idx of the data set at position i of b: its label and
-// index, and its pixels — copied (float data), queued for decoding
-// (encoded data), or transformed now.
-func (s *sampler) place(b *Batch, i, per, idx, hOff, wOff int, mirror bool) {
-	b.Labels[i] = float32(s.ds.Labels[idx])
+// index, and its pixels — queued for decoding (encoded data), or
+// transformed now. A streamed image is read from its record here, and
+// its only error is a record that cannot be read.
+func (s *sampler) place(b *Batch, i, per, idx, hOff, wOff int, mirror bool) error {
 	b.Index[i] = idx
+	if s.rd != nil {
+		v, err := s.rd.read(s.ds, idx)
+		if err != nil {
+			return err
+		}
+		b.Labels[i] = float32(v.Label)
+		switch {
+		case v.Encoded:
+			// The record's bytes live only until the cursor moves.
+			s.jobs[i] = decodeJob{idx: idx, hOff: hOff, wOff: wOff, mirror: mirror, enc: append(s.jobs[i].enc[:0], v.Data...)}
+		case len(v.Floats) > 0:
+			s.t.applyFloat(b.Data[i*per:(i+1)*per], v.Floats, hOff, wOff, mirror)
+		default:
+			s.t.apply(b.Data[i*per:(i+1)*per], v.Data, hOff, wOff, mirror)
+		}
+		return nil
+	}
+	b.Labels[i] = float32(s.ds.Labels[idx])
 	switch {
 	case s.ds.Floats != nil:
 		sz := s.ds.ImageSize()
-		copy(b.Data[i*per:(i+1)*per], s.ds.Floats[idx*sz:(idx+1)*sz])
+		s.t.applyFloat(b.Data[i*per:(i+1)*per], s.ds.Floats[idx*sz:(idx+1)*sz], hOff, wOff, mirror)
 	case s.scratch != nil:
-		s.jobs[i] = decodeJob{idx, hOff, wOff, mirror}
+		s.jobs[i] = decodeJob{idx: idx, hOff: hOff, wOff: wOff, mirror: mirror}
 	default:
 		s.t.apply(b.Data[i*per:(i+1)*per], s.ds.Image(idx), hOff, wOff, mirror)
 	}
+	return nil
 }
 
 // decodePending decodes the images place queued, if any.
@@ -443,6 +489,7 @@ func (s *sampler) decodePending(data []float32, per int) error {
 type decodeJob struct {
 	idx, hOff, wOff int
 	mirror          bool
+	enc             []byte // a streamed image's bytes; nil: in the Dataset
 }
 
 // decodeBatch decodes and transforms the batch's encoded images (s.jobs)
@@ -452,7 +499,12 @@ type decodeJob struct {
 func (s *sampler) decodeBatch(data []float32, per int) error {
 	work := func(scratch []uint8, i int) {
 		j := s.jobs[i]
-		if s.errs[i] = s.ds.decodeInto(j.idx, scratch); s.errs[i] == nil {
+		if j.enc != nil {
+			s.errs[i] = s.ds.decodeBytes(j.enc, s.ds.Stream.name(j.idx), scratch)
+		} else {
+			s.errs[i] = s.ds.decodeInto(j.idx, scratch)
+		}
+		if s.errs[i] == nil {
 			s.t.apply(data[i*per:(i+1)*per], scratch, j.hOff, j.wOff, j.mirror)
 		}
 	}

@@ -16,9 +16,9 @@ import (
 // image it is (pixel i mod 256, label i mod 10).
 func indexed(n int) *Dataset {
 	d := &Dataset{Name: "indexed", N: n, C: 1, H: 1, W: 1, Classes: 10,
-		Pixels: make([]uint8, n), Labels: make([]uint8, n)}
+		Pixels: make([]uint8, n), Labels: make([]int32, n)}
 	for i := range n {
-		d.Pixels[i], d.Labels[i] = uint8(i), uint8(i%10)
+		d.Pixels[i], d.Labels[i] = uint8(i), int32(i%10)
 	}
 	return d
 }

@@ -48,16 +48,16 @@ func TestOpenBuiltinAndDirectories(t *testing.T) {
 		split   Split
 		name    string
 		n, c, h int
-		labels  []uint8
+		labels  []int32
 	}{
-		{"fashion-mnist", Train, "fashion-mnist/train", 4, 1, 3, []uint8{0, 1, 2, 3}},
-		{"fashion-mnist", Test, "fashion-mnist/test", 2, 1, 3, []uint8{9, 8}},
-		{filepath.Join(root, "plain"), Train, "plain/train", 4, 1, 3, []uint8{0, 1, 2, 3}},
-		{filepath.Join(root, "plain") + "/", Test, "plain/test", 2, 1, 3, []uint8{9, 8}},
-		{"cifar10", Train, "cifar10/train", 10, 3, 32, []uint8{1, 2, 2, 3, 3, 4, 4, 5, 5, 6}},
-		{"cifar10", Test, "cifar10/test", 1, 3, 32, []uint8{7}},
-		{filepath.Join(root, "download"), Train, "download/train", 10, 3, 32, []uint8{1, 2, 2, 3, 3, 4, 4, 5, 5, 6}},
-		{filepath.Join(root, "download", cifarSubdir), Test, cifarSubdir + "/test", 1, 3, 32, []uint8{7}},
+		{"fashion-mnist", Train, "fashion-mnist/train", 4, 1, 3, []int32{0, 1, 2, 3}},
+		{"fashion-mnist", Test, "fashion-mnist/test", 2, 1, 3, []int32{9, 8}},
+		{filepath.Join(root, "plain"), Train, "plain/train", 4, 1, 3, []int32{0, 1, 2, 3}},
+		{filepath.Join(root, "plain") + "/", Test, "plain/test", 2, 1, 3, []int32{9, 8}},
+		{"cifar10", Train, "cifar10/train", 10, 3, 32, []int32{1, 2, 2, 3, 3, 4, 4, 5, 5, 6}},
+		{"cifar10", Test, "cifar10/test", 1, 3, 32, []int32{7}},
+		{filepath.Join(root, "download"), Train, "download/train", 10, 3, 32, []int32{1, 2, 2, 3, 3, 4, 4, 5, 5, 6}},
+		{filepath.Join(root, "download", cifarSubdir), Test, cifarSubdir + "/test", 1, 3, 32, []int32{7}},
 	}
 	for _, tc := range cases {
 		d, err := o.Open(tc.spec, tc.split)

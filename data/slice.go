@@ -27,7 +27,9 @@ func (s *sampler) fillSlice(b *Batch) error {
 		s.augPCG.Seed(mix(s.seed, tagAugment), uint64(p))
 		hOff, wOff := s.t.offsets(s.augRng)
 		mirror := s.t.mirror && s.augRng.IntN(2) == 1
-		s.place(b, int(i), per, idx, hOff, wOff, mirror)
+		if err := s.place(b, int(i), per, idx, hOff, wOff, mirror); err != nil {
+			return err
+		}
 	}
 	st.next++
 	s.seq++

@@ -60,7 +60,7 @@ func OpenSource(cfg SourceConfig) (*Dataset, error) {
 		if cfg.AnyBackend {
 			cfg.Backend = b
 		}
-		return ReadDB(cfg.Path, DBConfig{Backend: cfg.Backend, Channels: cfg.Channels})
+		return OpenDB(cfg.Path, DBConfig{Backend: cfg.Backend, Channels: cfg.Channels})
 	}
 	if isBuiltin(cfg.Path) {
 		return Open(cfg.Path, cfg.Split)
@@ -141,8 +141,8 @@ func ReadImageList(list, root string, dec Decoding) (*Dataset, error) {
 	d := &Dataset{Name: list, N: len(entries), Decoding: dec}
 	maxL := 0
 	for _, e := range entries {
-		if e.Label > maxLabel {
-			return nil, fmt.Errorf("%s:%d: label %d is outside 0..%d, the labels dsgd's data sets hold", list, e.Line, e.Label, maxLabel)
+		if e.Label > MaxLabel {
+			return nil, fmt.Errorf("%s:%d: label %d is outside 0..%d, the class labels a float32 label blob holds exactly", list, e.Line, e.Label, MaxLabel)
 		}
 		p := root + e.Path
 		b, err := os.ReadFile(p)
@@ -159,7 +159,7 @@ func ReadImageList(list, root string, dec Decoding) (*Dataset, error) {
 		}
 		d.Encoded = append(d.Encoded, b)
 		d.Keys = append(d.Keys, key)
-		d.Labels = append(d.Labels, uint8(e.Label))
+		d.Labels = append(d.Labels, int32(e.Label))
 		maxL = max(maxL, e.Label)
 	}
 	d.Classes = maxL + 1

@@ -16,7 +16,7 @@ type SyntheticConfig struct {
 	// C, H and W are each image's channels, rows and columns; 0 means 1,
 	// 28 and 28.
 	C, H, W int
-	// Classes is the number of classes, 1..256; 0 means 10. Image i has
+	// Classes is the number of classes, 1..65536; 0 means 10. Image i has
 	// label i mod Classes.
 	Classes int
 	// Seed picks the class patterns and the noise.
@@ -54,8 +54,8 @@ func (c SyntheticConfig) withDefaults() (SyntheticConfig, error) {
 	switch {
 	case c.N < 0 || c.C < 0 || c.H < 0 || c.W < 0:
 		return c, fmt.Errorf("synthetic data: negative size N=%d C=%d H=%d W=%d", c.N, c.C, c.H, c.W)
-	case c.Classes < 1 || c.Classes > 256:
-		return c, fmt.Errorf("synthetic data: classes=%d, want 1..256", c.Classes)
+	case c.Classes < 1 || c.Classes > 1<<16:
+		return c, fmt.Errorf("synthetic data: classes=%d, want 1..65536", c.Classes)
 	case c.Noise > syntheticMaxNoise:
 		return c, fmt.Errorf("synthetic data: noise=%d, want at most %d", c.Noise, syntheticMaxNoise)
 	case c.Split != Train && c.Split != Test:
@@ -86,7 +86,7 @@ func Synthetic(cfg SyntheticConfig) (*Dataset, error) {
 		W:       cfg.W,
 		Classes: cfg.Classes,
 		Pixels:  make([]uint8, cfg.N*cfg.C*cfg.H*cfg.W),
-		Labels:  make([]uint8, cfg.N),
+		Labels:  make([]int32, cfg.N),
 	}
 	rng := rand.New(rand.NewPCG(mix(cfg.Seed, tagSample), uint64(cfg.Split)+1))
 	// Map each pixel to its pattern cell once.
@@ -100,7 +100,7 @@ func Synthetic(cfg SyntheticConfig) (*Dataset, error) {
 	span := 2*cfg.Noise + 1
 	for i := range cfg.N {
 		label := i % cfg.Classes
-		d.Labels[i] = uint8(label)
+		d.Labels[i] = int32(label)
 		proto := protos[label*cell : (label+1)*cell]
 		img := d.Image(i)
 		for c := range cfg.C {

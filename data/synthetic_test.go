@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 )
 
@@ -12,7 +13,7 @@ func TestSyntheticDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := Synthetic(cfg)
-	if !bytes.Equal(a.Pixels, b.Pixels) || !bytes.Equal(a.Labels, b.Labels) {
+	if !bytes.Equal(a.Pixels, b.Pixels) || !slices.Equal(a.Labels, b.Labels) {
 		t.Error("same config gave different data")
 	}
 	if a.N != 50 || a.C != 2 || a.H != 5 || a.W != 6 || a.Classes != 4 || a.Name != "synthetic/train" {
@@ -138,7 +139,7 @@ func TestParseSynthetic(t *testing.T) {
 		{"synthetic:N=-3", "want a positive integer"},
 		{"synthetic:N=x", "want a positive integer"},
 		{"synthetic:seed=-1", "not an unsigned integer"},
-		{"synthetic:classes=300", "classes=300, want 1..256"},
+		{"synthetic:classes=70000", "classes=70000, want 1..65536"},
 		{"synthetic:N=100000,H=1000,W=1000", "more than"},
 		{"synthetic:noise=256", "noise=256"},
 	}
@@ -170,7 +171,7 @@ func TestSubset(t *testing.T) {
 
 func TestDatasetCheck(t *testing.T) {
 	good := func() *Dataset {
-		return &Dataset{Name: "hand", N: 2, C: 1, H: 1, W: 2, Classes: 3, Pixels: make([]uint8, 4), Labels: []uint8{0, 2}}
+		return &Dataset{Name: "hand", N: 2, C: 1, H: 1, W: 2, Classes: 3, Pixels: make([]uint8, 4), Labels: []int32{0, 2}}
 	}
 	cases := []struct {
 		name string

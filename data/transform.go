@@ -19,6 +19,9 @@ type transformer struct {
 	// lut maps channel c's byte v to (v - mean_value[c]) * scale.
 	mean []float32
 	lut  []float32
+	// means holds mean_value per channel (zeros without), for float
+	// images, which the byte lut cannot serve.
+	means []float32
 }
 
 // newTransformer checks cfg against c×h×w images. train enables random
@@ -65,6 +68,7 @@ func newTransformer(name string, cfg TransformConfig, c, h, w int, train bool) (
 	default:
 		return nil, fmt.Errorf("%s: transform_param: %d mean_value entries for %d-channel images; want 1 or %d", name, len(cfg.MeanValue), c, c)
 	}
+	t.means = means
 	t.lut = make([]float32, c*256)
 	for ch := range c {
 		for v := range 256 {
@@ -130,6 +134,32 @@ func (t *transformer) apply(dst []float32, src []uint8, hOff, wOff int, mirror b
 				for x, v := range row {
 					out[ow-1-x] = (float32(v) - m[x]) * t.scale
 				}
+			}
+		}
+	}
+}
+
+// applyFloat is apply for float images (a Datum's float_data): Caffe's
+// DataTransformer subtracts the mean and scales them the same way.
+func (t *transformer) applyFloat(dst, src []float32, hOff, wOff int, mirror bool) {
+	oh, ow := t.oh, t.ow
+	for c := range t.c {
+		for y := range oh {
+			si := (c*t.h+hOff+y)*t.w + wOff
+			row := src[si : si+ow]
+			out := dst[(c*oh+y)*ow : (c*oh+y+1)*ow]
+			for x, v := range row {
+				var m float32
+				if t.mean != nil {
+					m = t.mean[si+x]
+				} else {
+					m = t.means[c]
+				}
+				o := x
+				if mirror {
+					o = ow - 1 - x
+				}
+				out[o] = (v - m) * t.scale
 			}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 // ramp is a one-image dataset whose pixel (c, y, x) is c*H*W + y*W + x.
 func ramp(c, h, w int) *Dataset {
 	d := &Dataset{Name: "ramp", N: 1, C: c, H: h, W: w, Classes: 1,
-		Pixels: make([]uint8, c*h*w), Labels: []uint8{0}}
+		Pixels: make([]uint8, c*h*w), Labels: []int32{0}}
 	for i := range d.Pixels {
 		d.Pixels[i] = uint8(i)
 	}

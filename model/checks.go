@@ -69,17 +69,25 @@ func (n *Net) LabelUses() map[string][]LabelUse {
 // use cannot take (negative, not an integer, or not below its classes), or
 // nil.
 func CheckLabels(labels []float32, uses []LabelUse) error {
+	_, err := BadLabel(labels, uses)
+	return err
+}
+
+// BadLabel is CheckLabels that also returns the index in labels of the
+// label at fault (-1 with a nil error), so that a caller can name where it
+// came from.
+func BadLabel(labels []float32, uses []LabelUse) (int, error) {
 	for _, u := range uses {
 		for i, v := range labels {
 			if u.HasIgnore && v == float32(u.Ignore) {
 				continue
 			}
 			if !(v >= 0 && v < float32(u.Classes)) || v != float32(int64(v)) {
-				return fmt.Errorf("label %v (item %d of the batch) is not a class index of %s, which has %d classes [0,%d)", v, i, u.Layer, u.Classes, u.Classes)
+				return i, fmt.Errorf("label %v (item %d of the batch) is not a class index of %s, which has %d classes [0,%d)", v, i, u.Layer, u.Classes, u.Classes)
 			}
 		}
 	}
-	return nil
+	return -1, nil
 }
 
 // checkWindows refuses a Pooling layer whose last window lies wholly

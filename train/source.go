@@ -16,6 +16,11 @@ type Loader struct {
 	// Name is the data layer's name, and Source where it reads from, for
 	// error messages.
 	Name, Source string
+	// uses, when set, are the layers that read the label top as class
+	// indices: Fill checks each batch's labels against them, naming the
+	// record a bad one came from (a streamed database's labels are
+	// known only as they are read).
+	uses []model.LabelUse
 }
 
 // Fill copies the loader's next batch into the tops.
@@ -37,6 +42,13 @@ func (s Loader) Fill(ctx context.Context, tops []*tensor.Blob) error {
 			return fmt.Errorf("data layer %q: %d labels but blob %q has shape %v", s.Name, len(b.Labels), tops[1].Name, tops[1].Shape)
 		}
 		copy(tops[1].Data, b.Labels)
+		if i, err := model.BadLabel(b.Labels, s.uses); err != nil {
+			where := fmt.Sprintf("data layer %q", s.Name)
+			if s.Source != "" {
+				where += fmt.Sprintf(" (source %s)", s.Source)
+			}
+			return fmt.Errorf("%s: %s: %w", where, s.L.ItemName(b.Index[i]), err)
+		}
 	}
 	return nil
 }
@@ -72,14 +84,12 @@ func checkLabels(net *model.Net, feeds []Feed) []Feed {
 		out[i] = f
 		for j, top := range f.Tops {
 			if u := uses[top]; len(u) > 0 {
-				name := fmt.Sprintf("blob %q", top)
-				if l, ok := f.Source.(Loader); ok {
-					name = fmt.Sprintf("data layer %q", l.Name)
-					if l.Source != "" {
-						name += fmt.Sprintf(" (source %s)", l.Source)
-					}
+				if l, ok := f.Source.(Loader); ok && j == 1 {
+					l.uses = u
+					out[i].Source = l
+					continue
 				}
-				out[i].Source = labelChecked{Source: f.Source, top: j, name: name, uses: u}
+				out[i].Source = labelChecked{Source: f.Source, top: j, name: fmt.Sprintf("blob %q", top), uses: u}
 			}
 		}
 	}

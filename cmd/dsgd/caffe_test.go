@@ -91,7 +91,8 @@ func copyTree(t *testing.T, src, dst string) {
 var finalTest = regexp.MustCompile(`final test:\s+accuracy ([0-9.]+)\s+loss ([0-9.]+)`)
 
 // TestCaffeSourcesTrainAlike: the same images from IDX files, from
-// Python-written LMDB and LevelDB databases and from Python-written HDF5
+// Python-written LMDB and LevelDB databases (raw, and float_data) and from
+// Python-written HDF5
 // train to the same accuracy and loss, to the last digit printed.
 func TestCaffeSourcesTrainAlike(t *testing.T) {
 	dir := t.TempDir()
@@ -106,6 +107,8 @@ func TestCaffeSourcesTrainAlike(t *testing.T) {
 		{"idx", logreg("Data", fx+"/idx", fx+"/idx", "")},
 		{"lmdb", logreg("Data", fx+"/train_lmdb", fx+"/test_lmdb", "LMDB")},
 		{"leveldb", logreg("Data", fx+"/train_leveldb", fx+"/test_leveldb", "")},
+		// float_data = pixels / 256, fed without a scale.
+		{"float lmdb", strings.ReplaceAll(logreg("Data", fx+"/train_float_lmdb", fx+"/test_float_lmdb", "LMDB"), "transform_param { scale: 0.00390625 }", "")},
 		{"hdf5", logreg("HDF5Data", "train_h5.txt", "test_h5.txt", "")},
 		{"imagedata", logreg("ImageData", "train_list.txt", "test_list.txt", dir+"/png/")},
 	}

@@ -354,7 +354,11 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 			if _, isDB := db.Detect(src); isDB && m.data != "" && split == data.Test {
 				j.warnings = append(j.warnings, fmt.Sprintf("--data %s is one database (one split): the TEST phase reads it too; give each layer its own source to test on held-out data", src))
 			}
-			j.dataDesc = append(j.dataDesc, fmt.Sprintf("%s %s: %d images %dx%dx%d", src, split, ds.N, ds.C, ds.H, ds.W))
+			desc := fmt.Sprintf("%s %s: %d images %dx%dx%d", src, split, ds.N, ds.C, ds.H, ds.W)
+			if ds.Stream != nil {
+				desc += ", streamed from the database"
+			}
+			j.dataDesc = append(j.dataDesc, desc)
 		}
 		batch := dl.BatchSize
 		if m.batch > 0 && split == data.Train {
@@ -401,7 +405,11 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		}
 		if len(dl.Tops) > 1 {
 			j.labelSources[dl.Tops[1]] = fmt.Sprintf("data layer %q (source %s)", dl.Name, src)
-			j.labelMax[dl.Tops[1]] = max(j.labelMax[dl.Tops[1]], int(slices.Max(ds.Labels)))
+			// A streamed database's labels are checked batch by
+			// batch as they are read (train.Loader).
+			if ds.Labels != nil {
+				j.labelMax[dl.Tops[1]] = max(j.labelMax[dl.Tops[1]], int(slices.Max(ds.Labels)))
+			}
 		}
 
 		feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: train.Loader{L: l, Name: dl.Name, Source: src}})
@@ -434,6 +442,9 @@ func readableDir(src string) error {
 func (j *job) close() {
 	for _, l := range j.loaders {
 		l.Close()
+	}
+	for _, ds := range j.sets {
+		ds.Close()
 	}
 }
 

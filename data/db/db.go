@@ -105,22 +105,6 @@ type Writer interface {
 	Close() error
 }
 
-// Scan calls fn with every record of the database at path in key order.
-// key and value are valid only during the call. An error from fn stops the
-// scan and is returned as it is.
-func Scan(path string, b Backend, fn func(key, value []byte) error) error {
-	if err := checkExisting(path, b); err != nil {
-		return err
-	}
-	switch b {
-	case LMDB:
-		return scanLMDB(path, fn)
-	case LevelDB:
-		return scanLevelDB(path, fn)
-	}
-	return fmt.Errorf("database %s: unknown backend %v", path, b)
-}
-
 // Create makes a new database of backend b at path, which must not exist.
 func Create(path string, b Backend) (Writer, error) {
 	if err := checkNew(path, b); err != nil {

@@ -106,3 +106,73 @@ func TestParseBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestCursor: cursors walk in key order, seek to a key (absent keys
+// reported), go on from a seek, and keep the database open until they
+// close even after its last Close; a second Open in the process shares
+// the first.
+func TestCursor(t *testing.T) {
+	for _, b := range []Backend{LMDB, LevelDB} {
+		t.Run(b.String(), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "db")
+			w, err := Create(path, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 10 {
+				if err := w.Put(fmt.Appendf(nil, "k%02d", 2*i), fmt.Appendf(nil, "v%d", 2*i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			d, err := Open(path, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d2, err := Open(path, b)
+			if err != nil || d2 != d {
+				t.Fatalf("second Open: %v, same DB %v", err, d2 == d)
+			}
+			d2.Close()
+			c, err := d.Cursor()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k, v, ok, err := c.First(); !ok || err != nil || string(k) != "k00" || string(v) != "v0" {
+				t.Fatalf("First = %q %q %v %v", k, v, ok, err)
+			}
+			if v, ok, err := c.Seek([]byte("k14")); !ok || err != nil || string(v) != "v14" {
+				t.Fatalf("Seek(k14) = %q %v %v", v, ok, err)
+			}
+			if k, v, ok, err := c.Next(); !ok || err != nil || string(k) != "k16" || string(v) != "v16" {
+				t.Fatalf("Next after Seek = %q %q %v %v", k, v, ok, err)
+			}
+			if _, ok, err := c.Seek([]byte("k15")); ok || err != nil {
+				t.Fatalf("Seek(k15), absent: ok %v, %v", ok, err)
+			}
+			if v, ok, err := c.Seek([]byte("k18")); !ok || err != nil || string(v) != "v18" {
+				t.Fatalf("Seek(k18) = %q %v %v", v, ok, err)
+			}
+			if _, _, ok, err := c.Next(); ok || err != nil {
+				t.Fatalf("Next past the end: ok %v, %v", ok, err)
+			}
+			d.Close() // the cursor keeps the database open
+			if v, ok, err := c.Seek([]byte("k02")); !ok || err != nil || string(v) != "v2" {
+				t.Fatalf("Seek after Close = %q %v %v", v, ok, err)
+			}
+			c.Close()
+			c.Close()
+			if _, err := d.Cursor(); err == nil {
+				t.Fatal("Cursor after Close: no error")
+			}
+			// Closed for good: it opens afresh.
+			d3, err := Open(path, b)
+			if err != nil || d3 == d {
+				t.Fatalf("Open after Close: %v, same DB %v", err, d3 == d)
+			}
+			d3.Close()
+		})
+	}
+}

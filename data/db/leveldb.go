@@ -45,30 +45,79 @@ func openLevelDB(path string, create bool) (*C.leveldb_t, error) {
 	return h, nil
 }
 
-func scanLevelDB(path string, fn func(key, value []byte) error) error {
+// levelDBReader is a LevelDB database open for reading.
+type levelDBReader struct {
+	path string
+	h    *C.leveldb_t
+}
+
+func openLevelDBReader(path string) (handle, error) {
 	h, err := openLevelDB(path, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer C.leveldb_close(h)
+	return &levelDBReader{path: path, h: h}, nil
+}
+
+func (r *levelDBReader) close() { C.leveldb_close(r.h) }
+
+func (r *levelDBReader) cursor() (Cursor, error) {
 	ro := C.leveldb_readoptions_create()
 	defer C.leveldb_readoptions_destroy(ro)
+	// A pass over the records would only evict what others cached.
 	C.leveldb_readoptions_set_fill_cache(ro, 0)
-	it := C.leveldb_create_iterator(h, ro)
-	defer C.leveldb_iter_destroy(it)
-	for C.leveldb_iter_seek_to_first(it); C.leveldb_iter_valid(it) != 0; C.leveldb_iter_next(it) {
-		var kl, vl C.size_t
-		kp := C.leveldb_iter_key(it, &kl)
-		vp := C.leveldb_iter_value(it, &vl)
-		key := unsafe.Slice((*byte)(unsafe.Pointer(kp)), int(kl))
-		val := unsafe.Slice((*byte)(unsafe.Pointer(vp)), int(vl))
-		if err := fn(key, val); err != nil {
-			return err
-		}
+	return &levelDBCursor{path: r.path, it: C.leveldb_create_iterator(r.h, ro)}, nil
+}
+
+// levelDBCursor is an iterator: it sees the database as it was when the
+// cursor was made.
+type levelDBCursor struct {
+	path string
+	it   *C.leveldb_iterator_t
+}
+
+func (c *levelDBCursor) at() (key, val []byte, ok bool, err error) {
+	if C.leveldb_iter_valid(c.it) == 0 {
+		var e *C.char
+		C.leveldb_iter_get_error(c.it, &e)
+		return nil, nil, false, takeErr(c.path, "read", e)
 	}
-	var e *C.char
-	C.leveldb_iter_get_error(it, &e)
-	return takeErr(path, "read", e)
+	var kl, vl C.size_t
+	kp := C.leveldb_iter_key(c.it, &kl)
+	vp := C.leveldb_iter_value(c.it, &vl)
+	return unsafe.Slice((*byte)(unsafe.Pointer(kp)), int(kl)), unsafe.Slice((*byte)(unsafe.Pointer(vp)), int(vl)), true, nil
+}
+
+func (c *levelDBCursor) First() ([]byte, []byte, bool, error) {
+	C.leveldb_iter_seek_to_first(c.it)
+	return c.at()
+}
+
+func (c *levelDBCursor) Next() ([]byte, []byte, bool, error) {
+	if C.leveldb_iter_valid(c.it) == 0 {
+		return nil, nil, false, nil
+	}
+	C.leveldb_iter_next(c.it)
+	return c.at()
+}
+
+func (c *levelDBCursor) Seek(key []byte) ([]byte, bool, error) {
+	if len(key) == 0 {
+		return nil, false, nil
+	}
+	C.leveldb_iter_seek(c.it, (*C.char)(unsafe.Pointer(&key[0])), C.size_t(len(key)))
+	k, v, ok, err := c.at()
+	if !ok || err != nil || string(k) != string(key) {
+		return nil, false, err
+	}
+	return v, true, nil
+}
+
+func (c *levelDBCursor) Close() {
+	if c.it != nil {
+		C.leveldb_iter_destroy(c.it)
+		c.it = nil
+	}
 }
 
 type levelDBWriter struct {

@@ -12,6 +12,11 @@ static int dsgd_mdb_put(MDB_txn *txn, MDB_dbi dbi, void *k, size_t kl, void *v, 
 	MDB_val key = {kl, k}, val = {vl, v};
 	return mdb_put(txn, dbi, &key, &val, 0);
 }
+
+static int dsgd_mdb_seek(MDB_cursor *c, void *k, size_t kl, MDB_val *val) {
+	MDB_val key = {kl, k};
+	return mdb_cursor_get(c, &key, val, MDB_SET_KEY);
+}
 */
 import "C"
 
@@ -29,60 +34,103 @@ func lmdbErr(path, op string, rc C.int) error {
 	return fmt.Errorf("lmdb database %s: %s: %s", path, op, C.GoString(C.mdb_strerror(rc)))
 }
 
-func scanLMDB(path string, fn func(key, value []byte) error) error {
+// lmdbReader is an LMDB environment open for reading.
+type lmdbReader struct {
+	path string
+	env  *C.MDB_env
+}
+
+func openLMDBReader(path string) (handle, error) {
 	var env *C.MDB_env
 	if rc := C.mdb_env_create(&env); rc != 0 {
-		return lmdbErr(path, "create environment", rc)
+		return nil, lmdbErr(path, "create environment", rc)
 	}
-	defer C.mdb_env_close(env)
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
+	// MDB_NOTLS: a read transaction belongs to its cursor, not to an OS
+	// thread, so that goroutines may use it.
 	if rc := C.mdb_env_open(env, cpath, C.MDB_RDONLY|C.MDB_NOTLS, 0o664); rc != 0 {
-		if rc == C.EACCES {
-			// A read-only directory cannot hold the lock file: read
-			// without locking, as nothing can be writing there.
+		if rc != C.EACCES {
 			C.mdb_env_close(env)
-			if rc := C.mdb_env_create(&env); rc != 0 {
-				return lmdbErr(path, "create environment", rc)
-			}
-			rc = C.mdb_env_open(env, cpath, C.MDB_RDONLY|C.MDB_NOTLS|C.MDB_NOLOCK, 0o664)
-			if rc != 0 {
-				return lmdbErr(path, "open", rc)
-			}
-		} else {
-			return lmdbErr(path, "open", rc)
+			return nil, lmdbErr(path, "open", rc)
+		}
+		// A read-only directory cannot hold the lock file: read
+		// without locking, as nothing can be writing there.
+		C.mdb_env_close(env)
+		if rc := C.mdb_env_create(&env); rc != 0 {
+			return nil, lmdbErr(path, "create environment", rc)
+		}
+		if rc := C.mdb_env_open(env, cpath, C.MDB_RDONLY|C.MDB_NOTLS|C.MDB_NOLOCK, 0o664); rc != 0 {
+			C.mdb_env_close(env)
+			return nil, lmdbErr(path, "open", rc)
 		}
 	}
-	var txn *C.MDB_txn
-	if rc := C.mdb_txn_begin(env, nil, C.MDB_RDONLY, &txn); rc != 0 {
-		return lmdbErr(path, "begin read transaction", rc)
+	return &lmdbReader{path: path, env: env}, nil
+}
+
+func (r *lmdbReader) close() { C.mdb_env_close(r.env) }
+
+func (r *lmdbReader) cursor() (Cursor, error) {
+	c := &lmdbCursor{path: r.path}
+	if rc := C.mdb_txn_begin(r.env, nil, C.MDB_RDONLY, &c.txn); rc != 0 {
+		return nil, lmdbErr(r.path, "begin read transaction", rc)
 	}
-	defer C.mdb_txn_abort(txn)
 	var dbi C.MDB_dbi
-	if rc := C.mdb_dbi_open(txn, nil, 0, &dbi); rc != 0 {
-		return lmdbErr(path, "open database", rc)
+	if rc := C.mdb_dbi_open(c.txn, nil, 0, &dbi); rc != 0 {
+		C.mdb_txn_abort(c.txn)
+		return nil, lmdbErr(r.path, "open database", rc)
 	}
-	var cur *C.MDB_cursor
-	if rc := C.mdb_cursor_open(txn, dbi, &cur); rc != 0 {
-		return lmdbErr(path, "open cursor", rc)
+	if rc := C.mdb_cursor_open(c.txn, dbi, &c.cur); rc != 0 {
+		C.mdb_txn_abort(c.txn)
+		return nil, lmdbErr(r.path, "open cursor", rc)
 	}
-	defer C.mdb_cursor_close(cur)
+	return c, nil
+}
+
+// lmdbCursor is a cursor in its own read transaction: it sees the
+// database as it was when the cursor was made.
+type lmdbCursor struct {
+	path string
+	txn  *C.MDB_txn
+	cur  *C.MDB_cursor
+}
+
+func (c *lmdbCursor) get(op C.MDB_cursor_op) (key, val []byte, ok bool, err error) {
 	var k, v C.MDB_val
-	op := C.MDB_cursor_op(C.MDB_FIRST)
-	for {
-		rc := C.mdb_cursor_get(cur, &k, &v, op)
-		if rc == C.MDB_NOTFOUND {
-			return nil
-		}
-		if rc != 0 {
-			return lmdbErr(path, "read", rc)
-		}
-		op = C.MDB_NEXT
-		key := unsafe.Slice((*byte)(k.mv_data), int(k.mv_size))
-		val := unsafe.Slice((*byte)(v.mv_data), int(v.mv_size))
-		if err := fn(key, val); err != nil {
-			return err
-		}
+	rc := C.mdb_cursor_get(c.cur, &k, &v, op)
+	if rc == C.MDB_NOTFOUND {
+		return nil, nil, false, nil
+	}
+	if rc != 0 {
+		return nil, nil, false, lmdbErr(c.path, "read", rc)
+	}
+	return unsafe.Slice((*byte)(k.mv_data), int(k.mv_size)), unsafe.Slice((*byte)(v.mv_data), int(v.mv_size)), true, nil
+}
+
+func (c *lmdbCursor) First() ([]byte, []byte, bool, error) { return c.get(C.MDB_FIRST) }
+
+func (c *lmdbCursor) Next() ([]byte, []byte, bool, error) { return c.get(C.MDB_NEXT) }
+
+func (c *lmdbCursor) Seek(key []byte) ([]byte, bool, error) {
+	if len(key) == 0 {
+		return nil, false, nil
+	}
+	var v C.MDB_val
+	rc := C.dsgd_mdb_seek(c.cur, unsafe.Pointer(&key[0]), C.size_t(len(key)), &v)
+	if rc == C.MDB_NOTFOUND {
+		return nil, false, nil
+	}
+	if rc != 0 {
+		return nil, false, lmdbErr(c.path, fmt.Sprintf("seek key %q", key), rc)
+	}
+	return unsafe.Slice((*byte)(v.mv_data), int(v.mv_size)), true, nil
+}
+
+func (c *lmdbCursor) Close() {
+	if c.txn != nil {
+		C.mdb_cursor_close(c.cur)
+		C.mdb_txn_abort(c.txn)
+		c.txn, c.cur = nil, nil
 	}
 }
 

@@ -9,11 +9,9 @@ func missing(path string, b Backend) error {
 	return fmt.Errorf("%s database %s: this dsgd was built with -tags purego, without the %s C library; rebuild without purego (apt-get install %s)", b, path, b, pkg)
 }
 
-func scanLMDB(path string, _ func(key, value []byte) error) error { return missing(path, LMDB) }
+func openLMDBReader(path string) (handle, error) { return nil, missing(path, LMDB) }
 
-func scanLevelDB(path string, _ func(key, value []byte) error) error {
-	return missing(path, LevelDB)
-}
+func openLevelDBReader(path string) (handle, error) { return nil, missing(path, LevelDB) }
 
 func createLMDB(path string) (Writer, error) { return nil, missing(path, LMDB) }
 
