@@ -121,11 +121,11 @@ func (r *Ring) Release(n int) {
 // the other side's typical reaction, and far less than a time slice.
 const spinFor = 20 * time.Microsecond
 
-// spin calls ready until it is true or spinFor passes.
-func spin(ready func() bool) bool {
+// spin checks readiness until it is true or spinFor passes.
+func (r *Ring) spin(data bool, n int) bool {
 	var t0 time.Time
 	for i := 0; ; i++ {
-		if ready() {
+		if r.ready(data, n) {
 			return true
 		}
 		if i&63 == 63 {
@@ -139,30 +139,40 @@ func spin(ready func() bool) bool {
 	}
 }
 
-func (r *Ring) hasData() bool { return r.c.head.Load() != r.c.tail.Load() }
-func (r *Ring) hasFree() bool {
-	return r.c.head.Load()-r.c.tail.Load() < uint64(len(r.data))
+// HasData reports whether at least n bytes are buffered.
+func (r *Ring) HasData(n int) bool { return r.c.head.Load()-r.c.tail.Load() >= uint64(n) }
+
+// HasFree reports whether at least n bytes are free.
+func (r *Ring) HasFree(n int) bool {
+	return uint64(len(r.data))-(r.c.head.Load()-r.c.tail.Load()) >= uint64(n)
 }
 
-// WaitData returns when the ring holds data, after at most about d, or
-// when Interrupt is called; the caller checks which.
-func (r *Ring) WaitData(d time.Duration) {
-	wait(r.hasData, &r.c.dataSeq, &r.c.readerWaiting, d)
-}
+// WaitData returns when at least n bytes are buffered, after at most
+// about d, or when Interrupt is called; the caller checks which.
+func (r *Ring) WaitData(n int, d time.Duration) { r.wait(true, n, d) }
 
-// WaitFree returns when the ring has free space, after at most about
+// WaitFree returns when at least n bytes are free, after at most about
 // d, or when Interrupt is called; the caller checks which.
-func (r *Ring) WaitFree(d time.Duration) {
-	wait(r.hasFree, &r.c.spaceSeq, &r.c.writerWaiting, d)
+func (r *Ring) WaitFree(n int, d time.Duration) { r.wait(false, n, d) }
+
+func (r *Ring) ready(data bool, n int) bool {
+	if data {
+		return r.HasData(n)
+	}
+	return r.HasFree(n)
 }
 
-func wait(ready func() bool, seq, waiting *atomic.Uint32, d time.Duration) {
-	if spin(ready) {
+func (r *Ring) wait(data bool, n int, d time.Duration) {
+	if r.spin(data, n) {
 		return
+	}
+	seq, waiting := &r.c.spaceSeq, &r.c.writerWaiting
+	if data {
+		seq, waiting = &r.c.dataSeq, &r.c.readerWaiting
 	}
 	s := seq.Load()
 	waiting.Store(1)
-	if !ready() {
+	if !r.ready(data, n) {
 		Wait(seq, s, d)
 	}
 	waiting.Store(0)

@@ -278,7 +278,7 @@ func writeAll(r *Ring, p []byte) {
 	for len(p) > 0 {
 		f := r.Free()
 		if len(f) == 0 {
-			r.WaitFree(time.Second)
+			r.WaitFree(1, time.Second)
 			continue
 		}
 		n := copy(f, p)
@@ -295,7 +295,7 @@ func readAll(r *Ring, n int, deadline time.Time) ([]byte, error) {
 			if time.Now().After(deadline) {
 				return out, fmt.Errorf("only %d of %d bytes by the deadline", len(out), n)
 			}
-			r.WaitData(100 * time.Millisecond)
+			r.WaitData(1, 100*time.Millisecond)
 			continue
 		}
 		k := min(len(d), n-len(out))
