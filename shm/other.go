@@ -17,7 +17,10 @@ var (
 func create(string, int) (*Segment, error) { return nil, errUnsupported }
 func open(string, int) (*Segment, error)   { return nil, errUnsupported }
 func unmap([]byte) error                   { return nil }
-func startTime(int) (uint64, error)        { return 0, nil }
+
+// OpenProc fails off Linux.
+func OpenProc(string, int) (*Segment, error) { return nil, errUnsupported }
+func startTime(int) (uint64, error)          { return 0, nil }
 
 // Sweep does nothing off Linux: no segment can have been made.
 func Sweep(string) ([]string, error) { return nil, nil }

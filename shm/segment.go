@@ -130,6 +130,21 @@ func (s *Segment) Close() error {
 	return err
 }
 
+// ProcPath returns the path under which another process of this host
+// (of the same user) can open this segment while this process holds it,
+// even once it is unlinked: /proc/PID/fd/FD. OpenProc opens it. A
+// server that hands segments to clients it does not know in advance
+// unlinks each at once and hands out this path instead, so that nothing
+// is ever left in the file system.
+func (s *Segment) ProcPath() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return ""
+	}
+	return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), s.f.Fd())
+}
+
 // Name returns the file name (without directory) the segment was made
 // or opened under.
 func (s *Segment) Name() string { return filepath.Base(s.path) }

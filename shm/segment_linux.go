@@ -43,7 +43,26 @@ func create(path string, size int) (*Segment, error) {
 }
 
 func open(path string, size int) (*Segment, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	return openFlags(path, size, syscall.O_NOFOLLOW)
+}
+
+// OpenProc maps the segment another process holds, at the ProcPath it
+// gave (/proc/PID/fd/FD), which must hold exactly size bytes. It fails
+// for a process of another user or in another PID namespace.
+func OpenProc(path string, size int) (*Segment, error) {
+	var pid, fd int
+	if _, err := fmt.Sscanf(path, "/proc/%d/fd/%d", &pid, &fd); err != nil || fmt.Sprintf("/proc/%d/fd/%d", pid, fd) != path {
+		return nil, fmt.Errorf("shm: %q is not a /proc/PID/fd/FD path", path)
+	}
+	seg, err := openFlags(path, size, 0)
+	if err != nil {
+		return nil, fmt.Errorf("shm: cannot map shared memory segment %s: %w", path, err)
+	}
+	return seg, nil
+}
+
+func openFlags(path string, size int, flags int) (*Segment, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|flags, 0)
 	if err != nil {
 		return nil, unwrapPath(err)
 	}

@@ -33,3 +33,5 @@ func printLinks(w io.Writer, ep transport.Endpoint, iters int) {
 			l.Kind, ep.Rank(), l.Peers, float64(l.BytesSent)/1e6, float64(l.BytesRecv)/1e6, busy, per)
 	}
 }
+
+const smbShmUsage = "on: the buffers live in shared memory (/dev/shm, unlinked at once) and clients on this host map them, reading and writing by one memory copy with only the locking over TCP, as ShmCaffe's SMB; off: every byte over TCP"
