@@ -184,7 +184,7 @@ func pair(ctx context.Context, kind string, timeout time.Duration) ([]transport.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			eps[r], errs[r] = tcp.Connect(ctx, tcp.Config{Rank: r, Size: 2, Rendezvous: addr, Token: "calib", Timeout: timeout})
+			eps[r], errs[r] = tcp.Connect(ctx, tcp.Config{Rank: r, Size: 2, Rendezvous: addr, Token: "calib", Timeout: timeout, Shm: tcp.ShmOff})
 		}()
 	}
 	wg.Wait()

@@ -24,6 +24,10 @@ type BenchConfig struct {
 	Ops int
 	// MaxFrame is passed to the server and clients (0: rpc's default).
 	MaxFrame int
+	// NoShm measures the TCP path: a store in the server's heap, every
+	// byte over the connection. By default the store shares memory
+	// (NewShmStore) and the clients, on its host, map it.
+	NoShm bool
 }
 
 // BenchResult is one Bandwidth measurement.
@@ -67,11 +71,15 @@ func Bandwidth(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	}
 	var tok [16]byte
 	rand.Read(tok[:])
-	scfg := Config{Token: hex.EncodeToString(tok[:]), MaxFrame: cfg.MaxFrame, MaxConns: 1}
+	scfg := Config{Token: hex.EncodeToString(tok[:]), MaxFrame: cfg.MaxFrame, MaxConns: 1, NoShm: cfg.NoShm}
 
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	srv, err := Listen("127.0.0.1:0", NewStore(0), scfg)
+	store := NewStore(0)
+	if !cfg.NoShm {
+		store = NewShmStore(0, "")
+	}
+	srv, err := Listen("127.0.0.1:0", store, scfg)
 	if err != nil {
 		return BenchResult{}, err
 	}

@@ -28,6 +28,8 @@ type Client struct {
 	mu     sync.Mutex
 	idle   []*conn
 	closed bool
+
+	shmc shmClient // the server's buffers mapped here (shm.go)
 }
 
 // conn is one connection with its reusable request and response.
@@ -95,6 +97,7 @@ func (cl *Client) Close() error {
 	for _, c := range idle {
 		c.c.Close()
 	}
+	cl.closeShm()
 	return nil
 }
 
@@ -240,6 +243,9 @@ func (cl *Client) Attach(ctx context.Context, key string) (n int, err error) {
 // Read implements Buffers. A read longer than a frame is split into
 // several requests; a write or accumulate may land between them.
 func (cl *Client) Read(ctx context.Context, key string, off int, dst []float32) error {
+	if done, err := cl.shmAccess(ctx, key, off, dst, false); done {
+		return err
+	}
 	return cl.do(ctx, func(c *conn) error {
 		for done := 0; done == 0 || done < len(dst); {
 			part := dst[done:min(len(dst), done+cl.chunk)]
@@ -269,6 +275,9 @@ func (cl *Client) Read(ctx context.Context, key string, off int, dst []float32) 
 // out-of-bounds write writes nothing; a read may see the parts land one
 // by one.
 func (cl *Client) Write(ctx context.Context, key string, off int, src []float32) error {
+	if done, err := cl.shmAccess(ctx, key, off, src, true); done {
+		return err
+	}
 	return cl.do(ctx, func(c *conn) error {
 		for done := 0; done == 0 || done < len(src); {
 			part := src[done:min(len(src), done+cl.chunk)]

@@ -70,6 +70,9 @@ type Config struct {
 	// ErrorLog (server), when set, receives each error that closed a
 	// connection.
 	ErrorLog func(error)
+	// NoShm (client) never maps a server's buffers: every read and write
+	// crosses the connection, even from the server's own host (shm.go).
+	NoShm bool
 }
 
 func (c Config) rpc() rpc.Config {
@@ -86,7 +89,7 @@ type Server struct {
 // port 0 a free port) and returns a server of store; call Serve.
 func Listen(addr string, store *Store, cfg Config) (*Server, error) {
 	s := &Server{store: store}
-	srv, err := rpc.Listen(addr, cfg.rpc(), s.handle)
+	srv, err := rpc.Listen(addr, cfg.rpc(), s.dispatch)
 	if err != nil {
 		return nil, fmt.Errorf("smb: %w", err)
 	}

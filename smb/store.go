@@ -98,6 +98,8 @@ type Store struct {
 	bufs  map[string]*buffer
 	bytes int64
 	ctl   *control
+
+	shm *shmAlloc // nil: buffers in this process's heap (shm.go)
 }
 
 type buffer struct {
@@ -106,6 +108,7 @@ type buffer struct {
 	mu   sync.RWMutex
 	data []float32
 	ver  notifier
+	mem  shmMem // where data lies when the store shares memory
 }
 
 type control struct {
@@ -228,7 +231,11 @@ func (s *Store) Create(_ context.Context, key string, n int) (bool, error) {
 	if s.maxBytes > 0 && (int64(n) > s.maxBytes || s.bytes+cost > s.maxBytes) {
 		return false, fmt.Errorf("smb: %w: create %q with %d values (%d bytes): the store holds %d of its %d bytes", ErrLimit, key, n, cost, s.bytes, s.maxBytes)
 	}
-	s.bufs[key] = &buffer{key: key, data: make([]float32, n)}
+	b, err := s.newBuffer(key, n)
+	if err != nil {
+		return false, err
+	}
+	s.bufs[key] = b
 	s.bytes += cost
 	return true, nil
 }

@@ -51,6 +51,11 @@ type Hello struct {
 	// ListenAddr is the host:port where the sender accepts data
 	// connections (empty where not needed).
 	ListenAddr string
+	// Host identifies the sender's shared-memory domain (package shm's
+	// HostID) on a data connection whose sender offers shared memory;
+	// empty otherwise. It travels after the other fields only when set,
+	// so a Hello without it encodes as before.
+	Host string
 }
 
 // Welcome is rank 0's answer once every rank has said Hello: the data
@@ -82,7 +87,10 @@ func (h Hello) AppendBinary(dst []byte) ([]byte, error) {
 	if dst, err = appendString(dst, "token", h.Token); err != nil {
 		return dst, err
 	}
-	return appendString(dst, "listen address", h.ListenAddr)
+	if dst, err = appendString(dst, "listen address", h.ListenAddr); err != nil || h.Host == "" {
+		return dst, err
+	}
+	return appendString(dst, "host", h.Host)
 }
 
 // AppendBinary appends w's encoding to dst.
@@ -133,6 +141,9 @@ func DecodeControl(b []byte) (Control, error) {
 		h.ModelHash = d.u64()
 		h.Token = d.str()
 		h.ListenAddr = d.str()
+		if d.err == nil && len(d.b) > 0 {
+			h.Host = d.str()
+		}
 		m = h
 	case typeWelcome:
 		n := d.u32()

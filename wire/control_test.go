@@ -11,6 +11,7 @@ func TestControlRoundTrip(t *testing.T) {
 	for _, m := range []Control{
 		Hello{Version: Version, Token: "s3cret", Rank: 3, Size: 4, ModelHash: 0xdeadbeefcafef00d, ListenAddr: "10.0.0.3:4242"},
 		Hello{},
+		Hello{Version: Version, Rank: 1, Size: 2, Host: "boot/net:4026531840/h/shmdev:25"},
 		Welcome{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2", ""}},
 		Welcome{Addrs: []string{}},
 		Reject{Reason: "bad token"},
@@ -50,6 +51,7 @@ func TestControlEncodeErrors(t *testing.T) {
 
 func TestDecodeControlRejects(t *testing.T) {
 	hello, _ := Hello{Token: "tok", Rank: 1, Size: 2}.AppendBinary(nil)
+	hostHello, _ := Hello{Token: "tok", Rank: 1, Size: 2, Host: "h"}.AppendBinary(nil)
 	welcome, _ := Welcome{Addrs: []string{"a:1"}}.AppendBinary(nil)
 	tests := []struct {
 		name string
@@ -59,7 +61,8 @@ func TestDecodeControlRejects(t *testing.T) {
 		{"empty", nil, "empty control message"},
 		{"type", []byte{9}, "unknown control message type 9"},
 		{"truncated hello", hello[:len(hello)-1], "truncated"},
-		{"trailing", append(append([]byte{}, hello...), 0), "1 trailing bytes"},
+		{"trailing", append(append([]byte{}, hostHello...), 0), "1 trailing bytes"},
+		{"partial host", append(append([]byte{}, hello...), 0), "truncated"},
 		{"long string", []byte{typeReject, 0xff, 0xff, 0xff, 0x7f}, "string of 2147483647 bytes"},
 		{"string past end", []byte{typeReject, 5, 0, 0, 0, 'a'}, "truncated"},
 		{"addr count", []byte{typeWelcome, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}, "welcome announces 4294967295 addresses in 4 bytes"},

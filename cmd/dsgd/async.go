@@ -66,7 +66,7 @@ func isDialRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED)
 func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token string, workers int, timeout time.Duration) (center.Center, func(), error) {
 	addr := *f.center.addr
 	if rest, ok := strings.CutPrefix(addr, "smb://"); ok {
-		cl, err := smb.Dial(ctx, rest, smb.Config{Token: token, Timeout: timeout})
+		cl, err := smb.Dial(ctx, rest, smb.Config{Token: token, Timeout: timeout, NoShm: *f.shm == "off"})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--center %s: %w", addr, err)
 		}
@@ -187,9 +187,15 @@ func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	bench := fs.Bool("bench", false, "measure aggregate read/write bandwidth for --clients clients instead of serving")
 	clients := fs.String("clients", "2,4,8,16", "--bench: client counts")
 	size := fs.String("bytes", "64MiB", "--bench: each client's buffer")
+	shmMode := fs.String("shm", "on", smbShmUsage)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	if *shmMode != "on" && *shmMode != "off" {
+		fmt.Fprintf(stderr, "dsgd smb: --shm %q: want on or off\n", *shmMode)
+		return errUsage
+	}
+	noShm := *shmMode == "off"
 	if *bench {
 		ks, err := parseIntList(*clients, 1)
 		if err != nil {
@@ -201,12 +207,12 @@ func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			fmt.Fprintf(stderr, "dsgd smb: --bytes: %v\n", err)
 			return errUsage
 		}
-		return benchSMB(ctx, ks, b, stdout)
+		return benchSMB(ctx, ks, b, noShm, stdout)
 	}
 	tok, err := resolveToken(*token, *tokenFile, os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsgd smb: %v\n", err)
 		return errUsage
 	}
-	return serveSMB(ctx, *listen, tok, *timeout, 0, stdout)
+	return serveSMB(ctx, *listen, tok, *timeout, 0, noShm, stdout)
 }

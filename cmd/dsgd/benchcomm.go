@@ -277,6 +277,9 @@ type commChild struct {
 	// the parent holds the other end, so its death (even by SIGKILL)
 	// ends the child.
 	WatchStdin bool `json:"watch_stdin"`
+	// Shm lets ranks on this host use shared memory (benchcomm_shm.go);
+	// false measures loopback TCP.
+	Shm bool `json:"shm,omitempty"`
 }
 
 // commResult is one rank's timings of one task and size: a JSON line on
@@ -384,7 +387,7 @@ func runBenchCommChild(ctx context.Context, spec string, stdout io.Writer) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.Deadline)
 	defer cancel()
-	ep, err := tcp.Connect(ctx, tcp.Config{Rank: c.Rank, Size: c.World, Rendezvous: c.Rendezvous, Token: c.Token, Timeout: c.CommTimeout})
+	ep, err := tcp.Connect(ctx, tcp.Config{Rank: c.Rank, Size: c.World, Rendezvous: c.Rendezvous, Token: c.Token, Timeout: c.CommTimeout, Shm: shmMode(c.Shm)})
 	if err != nil {
 		return fmt.Errorf("rank %d of %d: %w", c.Rank, c.World, err)
 	}
@@ -1070,6 +1073,7 @@ func benchCommAllreduce(ctx context.Context, o *benchCommOpts, stdout, stderr io
 	}
 	tcpStats := map[int]map[commKey]commStat{}
 	inStats := map[int]map[commKey]commStat{}
+	shmStats := map[int]map[commKey]commStat{}
 	for _, w := range o.worlds {
 		fmt.Fprintf(stderr, "bench-comm: allreduce over tcp, %d processes...\n", w)
 		res, err := runTCPGroup(ctx, o, w, job, nil)
@@ -1078,6 +1082,9 @@ func benchCommAllreduce(ctx context.Context, o *benchCommOpts, stdout, stderr io
 		}
 		if tcpStats[w], err = aggregateComm(res, w); err != nil {
 			return fmt.Errorf("tcp allreduce, %d processes: %w", w, err)
+		}
+		if shmStats[w], err = benchCommShm(ctx, o, w, job, stderr); err != nil {
+			return err
 		}
 		if len(inprocSizes) > 0 {
 			fmt.Fprintf(stderr, "bench-comm: allreduce in-process, %d goroutines...\n", w)
@@ -1112,8 +1119,9 @@ func benchCommAllreduce(ctx context.Context, o *benchCommOpts, stdout, stderr io
 	fmt.Fprintf(stdout, "%s\n", peerNote)
 	fmt.Fprintf(stdout, "time: median over %d reps (after %d warm-up) of the max over ranks, each rep after a barrier, as the peer measures; r0 = rank 0's own median\n", o.reps, o.warmup)
 	fmt.Fprintf(stdout, "busbw = 2(p-1)/p * bytes / time, GB/s (1e9 B/s); tcp/gloo = ratio of bus bandwidths (above 1: ours faster)\n")
-	fmt.Fprintf(stdout, "%5s %9s %5s %9s %9s %9s %10s %9s %9s %9s %9s %3s\n",
-		"world", "MiB", "alg", "tcp_ms", "tcp_r0ms", "tcp_busbw", "inproc_ms", "in_busbw", "gloo_ms", "gloo_bus", "tcp/gloo", "ok")
+	fmt.Fprintf(stdout, "%s\n", shmNote)
+	fmt.Fprintf(stdout, "%5s %9s %5s %9s %9s %9s %10s %9s %9s %9s %9s %3s %9s %9s\n",
+		"world", "MiB", "alg", "tcp_ms", "tcp_r0ms", "tcp_busbw", "inproc_ms", "in_busbw", "gloo_ms", "gloo_bus", "tcp/gloo", "ok", "shm_ms", "shm_busbw")
 	for _, w := range o.worlds {
 		for _, b := range o.sizes {
 			t := tcpStats[w][commKey{taskAllreduce, b}]
@@ -1130,12 +1138,14 @@ func benchCommAllreduce(ctx context.Context, o *benchCommOpts, stdout, stderr io
 				gMs, gBus, ratio = fmt.Sprintf("%.3f", g.Med*1e3), fmt.Sprintf("%.3f", gb), fmt.Sprintf("%.3f", tb/gb)
 				ok = ok && g.OK
 			}
+			sm := shmStats[w][commKey{taskAllreduce, b}]
+			ok = ok && sm.OK
 			okText := "ok"
 			if !ok {
 				okText = "BAD"
 			}
-			fmt.Fprintf(stdout, "%5d %9s %5s %9.3f %9.3f %9.3f %10s %9s %9s %9s %9s %3s\n",
-				w, fmtMiB(b), t.Alg, t.Med*1e3, t.R0Med*1e3, tb, inMs, inBus, gMs, gBus, ratio, okText)
+			fmt.Fprintf(stdout, "%5d %9s %5s %9.3f %9.3f %9.3f %10s %9s %9s %9s %9s %3s %9.3f %9.3f\n",
+				w, fmtMiB(b), t.Alg, t.Med*1e3, t.R0Med*1e3, tb, inMs, inBus, gMs, gBus, ratio, okText, sm.Med*1e3, busBW(w, b, sm.Med))
 		}
 	}
 	return nil

@@ -45,12 +45,13 @@ func TestBenchCommQuick(t *testing.T) {
 	for _, line := range strings.Split(text, "\n") {
 		f := strings.Fields(line)
 		switch {
-		case len(f) == 12 && f[0] == "2" && f[1] == "0.0625":
+		case len(f) == 14 && f[0] == "2" && f[1] == "0.0625":
 			allreduce = true
 			if f[2] != "ring" && f[2] != "rd" {
 				t.Errorf("auto resolved to %q: %q", f[2], line)
 			}
-			positive(line, f[3:8]) // tcp ms, r0 ms, busbw, inproc ms, busbw
+			positive(line, f[3:8])   // tcp ms, r0 ms, busbw, inproc ms, busbw
+			positive(line, f[12:14]) // shm ms, busbw
 			if f[8] != "-" || f[9] != "-" || f[10] != "-" || f[11] != "ok" {
 				t.Errorf("gloo columns should be empty, result ok: %q", line)
 			}

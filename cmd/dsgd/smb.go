@@ -16,7 +16,7 @@ import (
 // token. It prints the address it listens on, then one line per
 // connection that ended in an error. The store refuses buffers past 3/4
 // of this machine's memory (smbMemLimit).
-func serveSMB(ctx context.Context, addr, token string, timeout time.Duration, maxFrame int, stdout io.Writer) error {
+func serveSMB(ctx context.Context, addr, token string, timeout time.Duration, maxFrame int, noShm bool, stdout io.Writer) error {
 	var mu sync.Mutex // serialises the error log's writes
 	cfg := smb.Config{
 		Token:    token,
@@ -28,7 +28,11 @@ func serveSMB(ctx context.Context, addr, token string, timeout time.Duration, ma
 			mu.Unlock()
 		},
 	}
-	srv, err := smb.Listen(addr, smb.NewStore(smbMemLimit()), cfg)
+	store := smb.NewStore(smbMemLimit())
+	if !noShm {
+		store = smb.NewShmStore(smbMemLimit(), "")
+	}
+	srv, err := smb.Listen(addr, store, cfg)
 	if err != nil {
 		return err
 	}
@@ -42,14 +46,19 @@ func serveSMB(ctx context.Context, addr, token string, timeout time.Duration, ma
 // loopback for each number of clients, each with its own buffer of bytes
 // (ShmCaffe IV.B, Fig. 7), beside this machine's memcpy bandwidth for the
 // same size, and prints a table.
-func benchSMB(ctx context.Context, clients []int, bytes int64, stdout io.Writer) error {
+func benchSMB(ctx context.Context, clients []int, bytes int64, noShm bool, stdout io.Writer) error {
+	path := "shared memory (clients on this host map the server's buffers; control over loopback TCP)"
+	if noShm {
+		path = "loopback TCP (--shm off)"
+	}
+	fmt.Fprintf(stdout, "smb bandwidth, 50%% writes and 50%% reads of each client's whole buffer, over %s\n", path)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "clients\tbuffer\tGB/s aggregate\tmemcpy GB/s\tratio\t\n")
 	for _, k := range clients {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r, err := smb.Bandwidth(ctx, smb.BenchConfig{Clients: k, Bytes: bytes})
+		r, err := smb.Bandwidth(ctx, smb.BenchConfig{Clients: k, Bytes: bytes, NoShm: noShm})
 		if err != nil {
 			return fmt.Errorf("smb bandwidth with %d clients: %w", k, err)
 		}

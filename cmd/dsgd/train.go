@@ -37,6 +37,7 @@ type trainFlags struct {
 	timeline                          *string
 	weights, snapFormat               *string
 	metricsListen                     *string
+	shm                               *string
 
 	// the asynchronous and elastic schemes
 	interval, staleness, variant, groups *int
@@ -78,6 +79,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations")
 	f.compress = fs.String("compress", "none", "float encoding on the wire with --transport tcp: none or fp16 (half the bytes)")
 	f.commTimeout = fs.Duration("comm-timeout", time.Minute, "give up on a peer that does not answer within this")
+	f.shm = fs.String("shm", "on", shmUsage)
 	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center (SpeeDO's S, ShmCaffe's update_interval, EASGD's tau); local-sgd: iterations between model averages (H)")
 	fs.Var(intAlias{f.interval}, "update-interval", "same as --interval (ShmCaffe's name)")
 	f.staleness = fs.Int("staleness", 3, "ssp: a worker more than this many iterations ahead of the slowest waits")
@@ -449,14 +451,14 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 		defer closer()
 		tr.SetCenter(c)
-		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress)
+		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress, *f.shm)
 		if err != nil {
 			return err
 		}
 		defer ep.Close()
 		cfg.Group.Endpoint = ep
 	case g != nil:
-		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress)
+		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress, *f.shm)
 		if err != nil {
 			return err
 		}
@@ -485,6 +487,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return err
 	}
 	printSummary(out, res)
+	printLinks(out, cfg.Group.Endpoint, res.Iters)
 	return nil
 }
 

@@ -98,12 +98,16 @@ func (g *groupFlags) resolve(getenv func(string) string) error {
 	return err
 }
 
-func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Duration, compress string) (transport.Endpoint, error) {
+func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Duration, compress, shmMode string) (transport.Endpoint, error) {
 	c, err := tcp.ParseCompress(compress)
 	if err != nil {
 		return nil, fmt.Errorf("--compress: %w", err)
 	}
-	ep, err := tcp.Connect(ctx, tcp.Config{Rank: g.rank, Size: g.world, Rendezvous: g.rendezvous, Listen: g.listen, Token: g.token, ModelHash: hash, Timeout: timeout, Compress: c})
+	sm, err := tcp.ParseShm(shmMode)
+	if err != nil {
+		return nil, fmt.Errorf("--shm: %w", err)
+	}
+	ep, err := tcp.Connect(ctx, tcp.Config{Rank: g.rank, Size: g.world, Rendezvous: g.rendezvous, Listen: g.listen, Token: g.token, ModelHash: hash, Timeout: timeout, Compress: c, Shm: sm})
 	if err != nil {
 		return nil, fmt.Errorf("rank %d of %d joining %s: %w", g.rank, g.world, g.rendezvous, err)
 	}

@@ -74,7 +74,7 @@ func TestTrainOverTCP(t *testing.T) {
 	write(t, dir, "solver.prototxt", tinySolver)
 	// hybrid needs both a group (inside each group) and a shared buffer
 	// server (between the roots); async and sync-easgd one of each.
-	for _, run := range [][]string{{"sync-ring"}, {"sync-ps"}, {"overlap", "--compress", "fp16"},
+	for _, run := range [][]string{{"sync-ring"}, {"sync-ring", "--shm", "off"}, {"sync-ps"}, {"overlap", "--compress", "fp16"},
 		// sync-easgd keeps the solver's momentum here: this test is of
 		// the TCP path, and plain SGD (its default, SC17 Eq. 1) needs
 		// more than 30 iterations on this net.
@@ -85,7 +85,16 @@ func TestTrainOverTCP(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s\n%s", sch, code, out, errs)
 		}
-		for _, want := range []string{"over tcp", "final test:", "accuracy 1.0000", "communication (rank 0)"} {
+		wants := []string{"over tcp", "final test:", "accuracy 1.0000", "communication (rank 0)"}
+		if sch == "sync-ring" {
+			// Every rank is on this host: shared memory unless turned off.
+			link := "link shm (rank 0): 2 peer(s), sent "
+			if len(run) > 1 {
+				link = "link tcp (rank 0): 2 peer(s), sent "
+			}
+			wants = append(wants, link)
+		}
+		for _, want := range wants {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s: output lacks %q:\n%s", sch, want, out)
 			}

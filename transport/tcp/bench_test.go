@@ -13,11 +13,13 @@ import (
 // counts float32 payload (what the caller moves), so fp16 shows its
 // effective rate.
 func BenchmarkTCPSendRecv(b *testing.B) {
-	for _, compress := range []Compress{CompressNone, CompressFP16} {
-		for _, mib := range []int{1, 4, 16, 64} {
-			b.Run(fmt.Sprintf("%v/%dMiB", compress, mib), func(b *testing.B) {
-				transporttest.BenchmarkStream(b, newGroup(b, 2, compress), mib<<20/4)
-			})
+	for _, mode := range []Shm{ShmOff, ShmAuto} {
+		for _, compress := range []Compress{CompressNone, CompressFP16} {
+			for _, mib := range []int{1, 4, 16, 64} {
+				b.Run(fmt.Sprintf("shm=%v/%v/%dMiB", mode, compress, mib), func(b *testing.B) {
+					transporttest.BenchmarkStream(b, newGroupShm(b, 2, compress, mode), mib<<20/4)
+				})
+			}
 		}
 	}
 }

@@ -90,6 +90,19 @@ type Config struct {
 	Compress Compress
 	// Stream is the stream layer; nil means TCP{}.
 	Stream StreamLayer
+	// Shm says whether pairs of ranks on one host exchange data through
+	// shared memory (ShmAuto, the default) or over TCP like any other
+	// pair (ShmOff). See shm.go.
+	Shm Shm
+	// ShmDir is the directory of the shared-memory segments; default
+	// shm.DefaultDir (/dev/shm).
+	ShmDir string
+	// ShmRing is the size in bytes of the ring of each direction of a
+	// same-host pair, a power of two of at least 64 KiB; default
+	// DefaultShmRing.
+	ShmRing int
+
+	host string // this rank's shared-memory host identity, "" for none
 }
 
 // validate fills in defaults and rejects impossible values.
@@ -136,6 +149,15 @@ func (c *Config) validate() error {
 	}
 	if c.Stream == nil {
 		c.Stream = TCP{}
+	}
+	if c.Shm > ShmOff {
+		return fmt.Errorf("tcp: unknown shared-memory mode %v", c.Shm)
+	}
+	if c.ShmRing == 0 {
+		c.ShmRing = DefaultShmRing
+	}
+	if c.ShmRing < 64<<10 || c.ShmRing&(c.ShmRing-1) != 0 || c.ShmRing > 1<<30 {
+		return fmt.Errorf("tcp: shared-memory ring of %d bytes: want a power of two from 64 KiB to 1 GiB", c.ShmRing)
 	}
 	return nil
 }

@@ -44,6 +44,7 @@ func Connect(ctx context.Context, cfg Config) (transport.Endpoint, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg.offerShm()
 	if cfg.Size == 1 {
 		return newEndpoint(&cfg, make([]net.Conn, 1)), nil
 	}
@@ -65,11 +66,22 @@ func Connect(ctx context.Context, cfg Config) (transport.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	conns, err := buildMesh(ctx, &cfg, ln, addrs)
+	conns, hosts, err := buildMesh(ctx, &cfg, ln, addrs)
 	if err != nil {
 		return nil, err
 	}
-	return newEndpoint(&cfg, conns), nil
+	links, err := setupShm(ctx, &cfg, conns, hosts)
+	if err != nil {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, err
+	}
+	e := newEndpoint(&cfg, conns)
+	e.attach(links)
+	return e, nil
 }
 
 func littleEndian() bool {
@@ -159,6 +171,14 @@ func (s *connSet) closeAll() {
 
 func (c *Config) hello(listen string) wire.Hello {
 	return wire.Hello{Version: wire.Version, Token: c.Token, Rank: c.Rank, Size: c.Size, ModelHash: c.ModelHash, ListenAddr: listen}
+}
+
+// dataHello is the Hello of a data connection: it offers shared memory
+// with this rank's host identity, where Config.Shm allows.
+func (c *Config) dataHello() wire.Hello {
+	h := c.hello("")
+	h.Host = c.host
+	return h
 }
 
 // check returns why rank 0 (or a peer accepting a data connection) refuses
@@ -375,13 +395,15 @@ func dialRetry(ctx context.Context, s StreamLayer, addr string) (net.Conn, error
 type meshResult struct {
 	rank int
 	conn net.Conn
-	err  error // fatal to the set-up
+	host string // the peer's Hello.Host
+	err  error  // fatal to the set-up
 	note string
 }
 
 // buildMesh connects this rank to every other: it dials the higher ranks
-// and accepts the lower ones on ln. The connections are returned by rank.
-func buildMesh(ctx context.Context, cfg *Config, ln net.Listener, addrs []string) ([]net.Conn, error) {
+// and accepts the lower ones on ln. The connections are returned by rank,
+// with the host identity each peer offered for shared memory.
+func buildMesh(ctx context.Context, cfg *Config, ln net.Listener, addrs []string) ([]net.Conn, []string, error) {
 	var set connSet
 	defer set.closeAll()
 	stop := context.AfterFunc(ctx, set.closeAll)
@@ -424,13 +446,14 @@ func buildMesh(ctx context.Context, cfg *Config, ln net.Listener, addrs []string
 		}()
 	}
 	conns := make([]net.Conn, cfg.Size)
+	hosts := make([]string, cfg.Size)
 	var notes []string
 	for need := cfg.Size - 1; need > 0; {
 		select {
 		case res := <-results:
 			switch {
 			case res.err != nil:
-				return nil, fmt.Errorf("tcp: rank %d connecting to its peers: %v", cfg.Rank, res.err)
+				return nil, nil, fmt.Errorf("tcp: rank %d connecting to its peers: %v", cfg.Rank, res.err)
 			case res.conn == nil:
 				notes = append(notes, res.note)
 			case conns[res.rank] != nil:
@@ -438,6 +461,7 @@ func buildMesh(ctx context.Context, cfg *Config, ln net.Listener, addrs []string
 				notes = append(notes, fmt.Sprintf("second connection claiming rank %d refused", res.rank))
 			default:
 				conns[res.rank] = res.conn
+				hosts[res.rank] = res.host
 				need--
 			}
 		case <-ctx.Done():
@@ -451,18 +475,18 @@ func buildMesh(ctx context.Context, cfg *Config, ln net.Listener, addrs []string
 			if len(notes) > 0 {
 				msg += "; " + strings.Join(notes, "; ")
 			}
-			return nil, errors.New(msg)
+			return nil, nil, errors.New(msg)
 		}
 	}
 	if !stop() {
-		return nil, fmt.Errorf("tcp: rank %d: %v as the connections completed", cfg.Rank, ctx.Err())
+		return nil, nil, fmt.Errorf("tcp: rank %d: %v as the connections completed", cfg.Rank, ctx.Err())
 	}
 	for _, c := range conns {
 		if c != nil {
 			set.keep(c)
 		}
 	}
-	return conns, nil
+	return conns, hosts, nil
 }
 
 // dialPeer opens the data connection to rank r: Hello both ways.
@@ -471,7 +495,7 @@ func dialPeer(cfg *Config, c net.Conn, r int, deadline time.Time) meshResult {
 		c.Close()
 		return meshResult{rank: r, err: fmt.Errorf(format, args...)}
 	}
-	if err := writeControl(c, cfg.hello(""), deadline); err != nil {
+	if err := writeControl(c, cfg.dataHello(), deadline); err != nil {
 		return fail("saying hello to rank %d: %v", r, err)
 	}
 	m, err := readControl(c, deadline, wire.MaxHello)
@@ -488,7 +512,7 @@ func dialPeer(cfg *Config, c net.Conn, r int, deadline time.Time) meshResult {
 		if m.Rank != r {
 			return fail("%s answered as rank %d, want rank %d", c.RemoteAddr(), m.Rank, r)
 		}
-		return meshResult{rank: r, conn: c}
+		return meshResult{rank: r, conn: c, host: m.Host}
 	}
 	return fail("rank %d answered with %T", r, m)
 }
@@ -516,9 +540,9 @@ func acceptPeer(cfg *Config, c net.Conn, deadline time.Time, pending *netguard.P
 		c.Close()
 		return meshResult{note: fmt.Sprintf("%s claiming rank %d refused: %s", from, h.Rank, reason)}
 	}
-	if err := writeControl(c, cfg.hello(""), deadline); err != nil {
+	if err := writeControl(c, cfg.dataHello(), deadline); err != nil {
 		c.Close()
 		return meshResult{note: fmt.Sprintf("%s claiming rank %d: %v", from, h.Rank, err)}
 	}
-	return meshResult{rank: h.Rank, conn: c}
+	return meshResult{rank: h.Rank, conn: c, host: h.Host}
 }

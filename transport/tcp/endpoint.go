@@ -41,6 +41,7 @@ type endpoint struct {
 	done       chan struct{} // closed by Close; stops the watchers
 	closeOnce  sync.Once
 	stats      struct{ bs, br, ms, mr atomic.Int64 }
+	links      [numLinkKinds]linkCounters
 }
 
 // peer is the connection to one other rank. Its send half is used by at
@@ -55,6 +56,10 @@ type peer struct {
 	err error
 	tx  half
 	rx  half
+	// link, when set, carries the data through shared memory, and conn
+	// only control (shm.go); kind says which.
+	link *shmLink
+	kind linkKind
 }
 
 // half is one direction of a connection: its frame header buffer, its
@@ -109,6 +114,7 @@ func (e *endpoint) Close() error {
 			}
 		}
 		close(e.done)
+		e.release()
 	})
 	return nil
 }
@@ -166,6 +172,13 @@ func (e *endpoint) Send(ctx context.Context, to int, tag uint32, buf []float32) 
 	p := e.peer(to)
 	e.acquire(&p.tx, "Send", to)
 	defer p.tx.busy.Store(false)
+	defer p.account(time.Now())
+	if p.link != nil {
+		if e.fp16 {
+			return p.shmSend(ctx, wire.KindFloat16, tag, nil, buf)
+		}
+		return p.shmSend(ctx, wire.KindFloat32, tag, floatBytes(buf), nil)
+	}
 	if e.fp16 {
 		return p.send(ctx, wire.KindFloat16, tag, nil, buf)
 	}
@@ -176,6 +189,10 @@ func (e *endpoint) SendBytes(ctx context.Context, to int, tag uint32, b []byte) 
 	p := e.peer(to)
 	e.acquire(&p.tx, "Send", to)
 	defer p.tx.busy.Store(false)
+	defer p.account(time.Now())
+	if p.link != nil {
+		return p.shmSend(ctx, wire.KindBytes, tag, b, nil)
+	}
 	return p.send(ctx, wire.KindBytes, tag, b, nil)
 }
 
@@ -183,11 +200,18 @@ func (e *endpoint) Recv(ctx context.Context, from int, tag uint32, buf []float32
 	p := e.peer(from)
 	e.acquire(&p.rx, "Recv", from)
 	defer p.rx.busy.Store(false)
-	if err := p.rx.cancel.begin(ctx); err != nil {
-		return err
+	defer p.account(time.Now())
+	var h wire.Header
+	var err error
+	if p.link != nil {
+		h, err = p.shmRecvHeader(ctx)
+	} else {
+		if err := p.rx.cancel.begin(ctx); err != nil {
+			return err
+		}
+		defer p.rx.cancel.end()
+		h, err = p.recvHeader(ctx)
 	}
-	defer p.rx.cancel.end()
-	h, err := p.recvHeader(ctx)
 	if err != nil {
 		return err
 	}
@@ -201,7 +225,9 @@ func (e *endpoint) Recv(ctx context.Context, from int, tag uint32, buf []float32
 	if bad != nil {
 		return p.fail(&transport.PeerError{Rank: from, Err: bad})
 	}
-	if h.Kind == wire.KindFloat16 {
+	if p.link != nil {
+		err = p.shmRecvPayload(ctx, h, floatBytes(buf), buf)
+	} else if h.Kind == wire.KindFloat16 {
 		err = p.recvF16(ctx, buf)
 	} else {
 		err = p.recvPayload(ctx, floatBytes(buf))
@@ -211,6 +237,10 @@ func (e *endpoint) Recv(ctx context.Context, from int, tag uint32, buf []float32
 	}
 	e.stats.br.Add(int64(h.Len))
 	e.stats.mr.Add(1)
+	if p.link == nil {
+		e.links[linkTCP].br.Add(int64(h.Len))
+		e.links[linkTCP].mr.Add(1)
+	}
 	return nil
 }
 
@@ -218,11 +248,18 @@ func (e *endpoint) RecvBytes(ctx context.Context, from int, tag uint32, max int)
 	p := e.peer(from)
 	e.acquire(&p.rx, "Recv", from)
 	defer p.rx.busy.Store(false)
-	if err := p.rx.cancel.begin(ctx); err != nil {
-		return nil, err
+	defer p.account(time.Now())
+	var h wire.Header
+	var err error
+	if p.link != nil {
+		h, err = p.shmRecvHeader(ctx)
+	} else {
+		if err := p.rx.cancel.begin(ctx); err != nil {
+			return nil, err
+		}
+		defer p.rx.cancel.end()
+		h, err = p.recvHeader(ctx)
 	}
-	defer p.rx.cancel.end()
-	h, err := p.recvHeader(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -241,11 +278,20 @@ func (e *endpoint) RecvBytes(ctx context.Context, from int, tag uint32, max int)
 	// h.Len is at most max and MaxFrame: this allocation is bounded by
 	// what the caller accepts.
 	b := make([]byte, h.Len)
-	if err := p.recvPayload(ctx, b); err != nil {
+	if p.link != nil {
+		err = p.shmRecvPayload(ctx, h, b, nil)
+	} else {
+		err = p.recvPayload(ctx, b)
+	}
+	if err != nil {
 		return nil, err
 	}
 	e.stats.br.Add(int64(h.Len))
 	e.stats.mr.Add(1)
+	if p.link == nil {
+		e.links[linkTCP].br.Add(int64(h.Len))
+		e.links[linkTCP].mr.Add(1)
+	}
 	return b, nil
 }
 
@@ -280,6 +326,9 @@ func (p *peer) fail(err error) error {
 	}
 	p.mu.Unlock()
 	p.conn.Close()
+	if p.link != nil {
+		p.link.interrupt() // wake the other direction's call
+	}
 	return err
 }
 
@@ -342,6 +391,8 @@ func (p *peer) send(ctx context.Context, kind wire.Kind, tag uint32, payload []b
 	tx.seq++
 	p.ep.stats.bs.Add(int64(total))
 	p.ep.stats.ms.Add(1)
+	p.ep.links[linkTCP].bs.Add(int64(total))
+	p.ep.links[linkTCP].ms.Add(1)
 	return nil
 }
 

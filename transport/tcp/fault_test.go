@@ -44,7 +44,11 @@ func recvWithin(t *testing.T, ep transport.Endpoint, from, n int, d time.Duratio
 	}
 }
 
-const helperEnv = "DSGD_TCP_TEST_HELPER_RENDEZVOUS"
+const (
+	helperEnv    = "DSGD_TCP_TEST_HELPER_RENDEZVOUS"
+	helperShmEnv = "DSGD_TCP_TEST_HELPER_SHM"
+	helperDirEnv = "DSGD_TCP_TEST_HELPER_SHMDIR"
+)
 
 // TestHelperRank is not a test: it is rank 2 of TestPeerProcessKilled,
 // run in a child process. It joins the group and starts sending a message
@@ -55,7 +59,12 @@ func TestHelperRank(t *testing.T) {
 	if addr == "" {
 		t.Skip("the child process of TestPeerProcessKilled")
 	}
-	ep, err := Connect(context.Background(), Config{Rank: 2, Size: 3, Rendezvous: addr, Token: "test-token", ModelHash: 0xabc, Timeout: testTimeout})
+	mode, err := ParseShm(os.Getenv(helperShmEnv))
+	if err != nil {
+		fmt.Println("connect:", err)
+		os.Exit(3)
+	}
+	ep, err := Connect(context.Background(), Config{Rank: 2, Size: 3, Rendezvous: addr, Token: "test-token", ModelHash: 0xabc, Timeout: testTimeout, Shm: mode, ShmDir: os.Getenv(helperDirEnv)})
 	if err != nil {
 		fmt.Println("connect:", err)
 		os.Exit(3)
@@ -72,9 +81,21 @@ func TestPeerProcessKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a process")
 	}
+	for _, mode := range []Shm{ShmAuto, ShmOff} {
+		t.Run("shm="+mode.String(), func(t *testing.T) { testPeerProcessKilled(t, mode) })
+	}
+}
+
+// testPeerProcessKilled is TestPeerProcessKilled with shared memory on
+// (every pair of the group on this host uses it) or off.
+func testPeerProcessKilled(t *testing.T, mode Shm) {
 	cfgs := groupConfigs(t, 3, CompressNone)
+	dir := t.TempDir() // the group's segments, to check none is left
+	for i := range cfgs {
+		cfgs[i].Shm, cfgs[i].ShmDir = mode, dir
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRank$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+cfgs[0].Rendezvous)
+	cmd.Env = append(os.Environ(), helperEnv+"="+cfgs[0].Rendezvous, helperShmEnv+"="+mode.String(), helperDirEnv+"="+dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +114,13 @@ func TestPeerProcessKilled(t *testing.T) {
 	lines := bufio.NewScanner(out)
 	if !lines.Scan() || lines.Text() != "sending" {
 		t.Fatalf("helper said %q", lines.Text())
+	}
+	wantKind := "tcp"
+	if mode == ShmAuto {
+		wantKind = "shm"
+	}
+	if ls := transport.Links(eps[0]); len(ls) != 1 || ls[0].Kind != wantKind || ls[0].Peers != 2 {
+		t.Fatalf("rank 0's links: %+v, want 2 peers over %s", ls, wantKind)
 	}
 	// Rank 1 waits on rank 2 while it dies.
 	errc := make(chan error, 1)
@@ -116,6 +144,9 @@ func TestPeerProcessKilled(t *testing.T) {
 		t.Errorf("failures seen after %v", d)
 	}
 	t.Logf("rank 0: %v", err)
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("%d files left in the segment directory after kill -9: %v", len(left), left[0].Name())
+	}
 	// Ranks 0 and 1 still talk.
 	go eps[0].Send(context.Background(), 1, 1, []float32{1})
 	if err := eps[1].Recv(context.Background(), 0, 1, make([]float32, 1)); err != nil {
@@ -129,6 +160,7 @@ func faultyGroup(t *testing.T) ([]transport.Endpoint, *faulty.Conn) {
 	t.Helper()
 	cfgs := groupConfigs(t, 2, CompressNone)
 	cfgs[1].Stream = &faulty.Stream{Inner: cfgs[1].Stream}
+	cfgs[0].Shm, cfgs[1].Shm = ShmOff, ShmOff // the faults are on the TCP stream
 	eps, errs := connectAll(context.Background(), cfgs)
 	for r, err := range errs {
 		if err != nil {

@@ -79,7 +79,18 @@ func groupConfigs(t testing.TB, size int, compress Compress) []Config {
 // newGroup connects a loopback group and closes it when the test ends.
 func newGroup(t testing.TB, size int, compress Compress) []transport.Endpoint {
 	t.Helper()
-	eps, errs := connectAll(context.Background(), groupConfigs(t, size, compress))
+	return newGroupShm(t, size, compress, ShmAuto)
+}
+
+// newGroupShm is newGroup with shared memory on (ShmAuto: every pair is
+// on this host) or off.
+func newGroupShm(t testing.TB, size int, compress Compress, mode Shm) []transport.Endpoint {
+	t.Helper()
+	cfgs := groupConfigs(t, size, compress)
+	for i := range cfgs {
+		cfgs[i].Shm = mode
+	}
+	eps, errs := connectAll(context.Background(), cfgs)
 	t.Cleanup(func() {
 		for _, ep := range eps {
 			if ep != nil {
@@ -397,4 +408,19 @@ func TestConcurrentCallsPanic(t *testing.T) {
 		}
 	}()
 	eps[0].Send(ctx, 1, 0, nil)
+}
+
+// TestConformanceNoShm runs the suite with shared memory off: every pair
+// talks over TCP although all ranks share this host.
+func TestConformanceNoShm(t *testing.T) {
+	transporttest.Run(t, func(t *testing.T, size int) []transport.Endpoint {
+		return newGroupShm(t, size, CompressNone, ShmOff)
+	})
+}
+
+// TestConformanceFP16NoShm: fp16 over TCP between ranks of one host.
+func TestConformanceFP16NoShm(t *testing.T) {
+	transporttest.RunOptions(t, func(t *testing.T, size int) []transport.Endpoint {
+		return newGroupShm(t, size, CompressFP16, ShmOff)
+	}, transporttest.Options{FloatBytes: 2})
 }
