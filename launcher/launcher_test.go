@@ -111,8 +111,9 @@ func TestDetect(t *testing.T) {
 func TestPort(t *testing.T) {
 	a := Info{Name: "Open MPI", JobID: "1094320129"}
 	b := Info{Name: "Open MPI", JobID: "1094320130"}
-	if a.Port() != a.Port() {
-		t.Fatal("the port is not a function of the job")
+	// Every rank of the job derives the same port.
+	if r1 := (Info{Name: "Open MPI", JobID: "1094320129", Rank: 1, Size: 2}); r1.Port() != a.Port() {
+		t.Fatalf("rank 1 derived %d, rank 0 %d", r1.Port(), a.Port())
 	}
 	if (Info{Name: "Slurm"}).Port() != 0 {
 		t.Fatal("a job without an id got a port")

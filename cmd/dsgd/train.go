@@ -485,6 +485,13 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return err
 	}
 	printSummary(out, res)
+	if g != nil && cfg.Group.Endpoint != nil {
+		w := out // rank 0's summary; the other ranks' output is discarded
+		if rank != 0 {
+			w = stderr
+		}
+		printTraffic(w, rank, g.world, cfg.Group.Endpoint.Stats(), res)
+	}
 	return nil
 }
 

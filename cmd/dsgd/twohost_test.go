@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"dsgd/checkpoint"
+	"dsgd/data"
+	"dsgd/netns"
+)
+
+// twoHostRate is the link between the two "hosts": 1 Gbit/s each way,
+// Gigabit Ethernet, the link of the commodity clusters and lab machines
+// that dsgd over TCP is for (FireCaffe's and ShmCaffe's InfiniBand
+// reached their fabric through MPI). It also binds here: loopback TCP on
+// this machine moves about 1.4 GB/s (issue 14's table), ten times more,
+// so the link, not the CPU, is what the cross-host traffic waits for.
+// (This kernel has tbf and htb but not netem, so the link has a rate and
+// no added delay; veth's own latency is microseconds.)
+const twoHostRate = 1e9
+
+// twoHostPlacement is each rank's host: ranks alternate between the
+// hosts (Open MPI's --map-by node). Under sync-tree's binomial tree
+// (reduce 1→0 and 3→2, then 2→0; broadcast back) ranks 1 and 3 talk only
+// to a rank on the other host, ranks 0 and 2 to each other on host 0 and
+// to one rank across.
+var twoHostPlacement = [4]int{0, 1, 0, 1}
+
+// rankTraffic is one rank's "traffic (rank R of W): ..." line.
+type rankTraffic struct {
+	rank              int
+	sent, recv        int64
+	busyMs, msPerIter float64
+	iters             int
+	line              string
+}
+
+var trafficRE = regexp.MustCompile(`traffic \(rank (\d+) of \d+\): sent (\d+) bytes in \d+ messages, received (\d+) bytes in \d+ messages; communication busy ([0-9.]+) ms over (\d+) iterations \(([0-9.]+) ms/iter\)`)
+
+func parseTraffic(out string) (rankTraffic, bool) {
+	m := trafficRE.FindStringSubmatch(out)
+	if m == nil {
+		return rankTraffic{}, false
+	}
+	var r rankTraffic
+	r.line = m[0]
+	r.rank, _ = strconv.Atoi(m[1])
+	r.sent, _ = strconv.ParseInt(m[2], 10, 64)
+	r.recv, _ = strconv.ParseInt(m[3], 10, 64)
+	r.busyMs, _ = strconv.ParseFloat(m[4], 64)
+	r.iters, _ = strconv.Atoi(m[5])
+	r.msPerIter, _ = strconv.ParseFloat(m[6], 64)
+	return r, true
+}
+
+// TestTwoHosts runs 4 ranks of `dsgd worker` on two "hosts" — network
+// namespaces joined by a veth pair limited to twoHostRate by tbf — with 2
+// ranks in each, training LeNet on Fashion-MNIST under sync-tree. The
+// weights equal seq's with the same global batch; each rank's traffic
+// line accounts for what the kernel saw cross the link, in no less time
+// than the link's rate allows.
+func TestTwoHosts(t *testing.T) {
+	if twoHostRace {
+		t.Skip("four LeNet ranks under the race detector take minutes here; make test's plain go test pass runs this test")
+	}
+	if _, err := data.Open("fashion-mnist", data.Train); err != nil {
+		t.Skipf("Fashion-MNIST is not installed (Debian dataset-fashion-mnist; make installs it): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	pair, err := netns.NewPair(ctx, "dsgd", twoHostRate)
+	if errors.Is(err, netns.ErrUnavailable) {
+		t.Skipf("two hosts need network namespaces, which cannot be made here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := pair.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+
+	const iters, batch, world = 8, 16, 4
+	dir := t.TempDir()
+	exe, _ := os.Executable()
+	tok := make([]byte, 16)
+	rand.Read(tok)
+	// Off loopback the rendezvous needs the group's token: in the
+	// environment, never on the command line.
+	env := append(cleanEnv(), "DSGD_CHILD=1", "DSGD_TOKEN="+hex.EncodeToString(tok))
+	// The namespaces are fresh and the pair's own: any port is free.
+	rdv := net.JoinHostPort(pair.Addr[0], "29500")
+	common := []string{"--world", strconv.Itoa(world), "--scheme", "sync-tree", "--rendezvous", rdv,
+		"--batch", strconv.Itoa(batch), "--iters", strconv.Itoa(iters), "--threads", "1",
+		"--test-interval", "0", "--test-iter", "1", "--display", "0", "--comm-timeout", "45s", "--snapshot-prefix", "tree"}
+	outs := make([]bytes.Buffer, world)
+	errs := make([]error, world)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for r := range world {
+		h := twoHostPlacement[r]
+		args := append([]string{"worker", "--rank", strconv.Itoa(r), "--listen", net.JoinHostPort(pair.Addr[h], "0")}, common...)
+		cmd := pair.Command(ctx, h, exe, args...)
+		cmd.Dir, cmd.Env = dir, env
+		cmd.Stdout, cmd.Stderr = &outs[r], &outs[r]
+		cmd.WaitDelay = 5 * time.Second
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[r] = cmd.Wait() }()
+	}
+	wg.Wait()
+	t.Logf("4 ranks on two hosts: %v", time.Since(t0).Round(time.Millisecond))
+	traffic := make([]rankTraffic, world)
+	for r := range world {
+		if errs[r] != nil || ctx.Err() != nil {
+			t.Fatalf("rank %d on host %d: %v (context: %v)\n%s", r, twoHostPlacement[r], errs[r], ctx.Err(), outs[r].String())
+		}
+		tr, ok := parseTraffic(outs[r].String())
+		if !ok || tr.rank != r || tr.iters != iters {
+			t.Fatalf("rank %d printed no traffic line for %d iterations:\n%s", r, iters, outs[r].String())
+		}
+		traffic[r] = tr
+		t.Logf("host %d: %s", twoHostPlacement[r], tr.line)
+		if r == 0 && testing.Verbose() {
+			t.Log(outs[0].String())
+		}
+	}
+	rank0 := outs[0].String()
+	if !strings.Contains(rank0, "scheme sync-tree, 4 worker(s) over tcp") {
+		t.Fatalf("rank 0's header:\n%s", rank0)
+	}
+
+	// The result is seq's with the same global batch (the data order is
+	// independent of the worker count).
+	code, out, stderr := runCmd(t, dir, "train", "--scheme", "seq", "--batch", strconv.Itoa(world*batch), "--iters", strconv.Itoa(iters),
+		"--threads", "1", "--test-interval", "0", "--test-iter", "1", "--display", "0", "--snapshot-prefix", "seq")
+	if code != 0 {
+		t.Fatalf("seq: exit %d\n%s\n%s", code, out, stderr)
+	}
+	snap := func(prefix string) []float32 {
+		st, err := checkpoint.Read(filepath.Join(dir, fmt.Sprintf("%s_iter_%d.dsgdsnap", prefix, iters)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Params
+	}
+	tree, seq := snap("tree"), snap("seq")
+	if len(tree) != len(seq) {
+		t.Fatalf("%d parameters on two hosts, %d in seq", len(tree), len(seq))
+	}
+	worst, moved := 0.0, 0.0
+	for i := range seq {
+		worst = max(worst, math.Abs(float64(tree[i]-seq[i]))/(1e-3+math.Abs(float64(seq[i]))))
+	}
+	t.Logf("two hosts vs seq with batch %d: worst relative difference %.2g", world*batch, worst)
+	if worst > 1e-3 {
+		t.Errorf("the two-host run ends %.2g (relative) away from seq with the same global batch", worst)
+	}
+	// Not vacuous: another global batch ends elsewhere.
+	code, out, stderr = runCmd(t, dir, "train", "--scheme", "seq", "--batch", strconv.Itoa(world*batch/2), "--iters", strconv.Itoa(iters),
+		"--threads", "1", "--test-interval", "0", "--test-iter", "1", "--display", "0", "--snapshot-prefix", "half")
+	if code != 0 {
+		t.Fatalf("seq: exit %d\n%s\n%s", code, out, stderr)
+	}
+	half := snap("half")
+	for i := range seq {
+		moved = max(moved, math.Abs(float64(half[i]-seq[i])))
+	}
+	if moved < 1e-4 {
+		t.Fatalf("batch %d and batch %d end %.2g apart: the comparison cannot fail", world*batch/2, world*batch, moved)
+	}
+
+	// What crossed the link. Ranks 1 and 3 talk only across it: every
+	// byte they sent went from host 1 to host 0, every byte they received
+	// the other way. The kernel's count on each end's tbf is those bytes
+	// plus TCP/IP framing (≈5% at MTU 1500), the other direction's ACKs
+	// and the set-up.
+	params := len(seq)
+	grad := int64(4 * params) // bytes of one float32 gradient
+	var up, down int64        // payload host 1 → host 0, and back
+	for r := range world {
+		if twoHostPlacement[r] != 1 {
+			continue
+		}
+		tr := traffic[r]
+		up += tr.sent
+		down += tr.recv
+		// One gradient out per iteration; the sum back per iteration,
+		// plus the starting weights' broadcast. A few small messages
+		// (the run's settings, the final check) come on top.
+		if tr.sent < iters*grad || tr.sent > iters*grad+64<<10 {
+			t.Errorf("rank %d sent %d bytes, want %d gradients of %d bytes (+ at most 64 KiB)", r, tr.sent, iters, grad)
+		}
+		if tr.recv < iters*grad || tr.recv > (iters+1)*grad+64<<10 {
+			t.Errorf("rank %d received %d bytes, want %d to %d sums of %d bytes (+ at most 64 KiB)", r, tr.recv, iters, iters+1, grad)
+		}
+		// Time: each iteration the rank's gradient crosses and the sum
+		// comes back, one after the other, each less the bucket's depth
+		// that tbf lets pass at once after the compute pause. No faster
+		// than the link allows.
+		floor := float64(iters) * 2 * float64(grad-int64(pair.Burst)) * 8 / twoHostRate * 1e3
+		if tr.busyMs < floor {
+			t.Errorf("rank %d moved %d bytes across a %.0f Mbit/s link in %.1f ms of communication, less than the %.1f ms the rate allows", r, tr.sent+tr.recv, twoHostRate/1e6, tr.busyMs, floor)
+		}
+		t.Logf("rank %d: %.1f ms/iter communicating, at least %.1f ms/iter on the link; %.0f Mbit/s both ways while busy", r, tr.msPerIter, floor/iters, float64(tr.sent+tr.recv)*8/(tr.busyMs/1e3)/1e6)
+	}
+	for h, want := range map[int]int64{1: up, 0: down} {
+		c, err := pair.Counters(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("host %d's end of the link: %d bytes through tbf (dsgd's payload %d), held back %d times, %d dropped", h, c.QdiscBytes, want, c.Overlimits, c.Drops)
+		other := up + down - want
+		if c.QdiscKind != "tbf" || c.TxBytes < uint64(want) || c.TxBytes > uint64(float64(want)*1.1+float64(other)*0.05)+1<<20 {
+			t.Errorf("host %d's end sent %d bytes (tbf: %+v), want dsgd's %d bytes of payload plus framing", h, c.TxBytes, c, want)
+		}
+		// The link was the limit: tbf held packets back for want of
+		// tokens (on an unlimited link it never does).
+		if c.Overlimits == 0 {
+			t.Errorf("host %d's end: tbf never held a packet back; the traffic did not meet the rate", h)
+		}
+	}
+}
