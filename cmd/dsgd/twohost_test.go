@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"dsgd/checkpoint"
+	"dsgd/collective"
 	"dsgd/data"
 	"dsgd/netns"
 )
@@ -187,49 +188,50 @@ func TestTwoHosts(t *testing.T) {
 		t.Fatalf("batch %d and batch %d end %.2g apart: the comparison cannot fail", world*batch/2, world*batch, moved)
 	}
 
-	// What crossed the link. Ranks 1 and 3 talk only across it: every
-	// byte they sent went from host 1 to host 0, every byte they received
-	// the other way. The kernel's count on each end's tbf is those bytes
-	// plus TCP/IP framing (≈5% at MTU 1500), the other direction's ACKs
-	// and the set-up.
-	params := len(seq)
-	grad := int64(4 * params) // bytes of one float32 gradient
-	var up, down int64        // payload host 1 → host 0, and back
-	for r := range world {
-		if twoHostPlacement[r] != 1 {
-			continue
+	// What went where. sync-tree's schedule says, for each rank, how
+	// many bytes it sends to and receives from a rank on its own host
+	// and on the other: every iteration's allreduce of the gradients,
+	// plus the starting weights' broadcast. Each rank's traffic line
+	// must account for them (a few small messages, the run's settings
+	// and the final check, come on top).
+	//
+	// After the shared-memory channel: the traffic line splits each
+	// rank's bytes by link, and the check becomes shm = want.same and
+	// tcp = want.cross for every rank (ranks 1 and 3: no shm at all).
+	const small = 64 << 10
+	want := twoHostBytes(len(seq), iters)
+	var cross [2]int64 // payload sent from each host across the link
+	for r, tr := range traffic {
+		w := want[r]
+		cross[twoHostPlacement[r]] += w.crossSent
+		if sent := w.sameSent + w.crossSent; tr.sent < sent || tr.sent > sent+small {
+			t.Errorf("rank %d sent %d bytes; sync-tree's schedule sends %d (%d on its host, %d across), plus at most %d", r, tr.sent, sent, w.sameSent, w.crossSent, small)
 		}
-		tr := traffic[r]
-		up += tr.sent
-		down += tr.recv
-		// One gradient out per iteration; the sum back per iteration,
-		// plus the starting weights' broadcast. A few small messages
-		// (the run's settings, the final check) come on top.
-		if tr.sent < iters*grad || tr.sent > iters*grad+64<<10 {
-			t.Errorf("rank %d sent %d bytes, want %d gradients of %d bytes (+ at most 64 KiB)", r, tr.sent, iters, grad)
+		if recv := w.sameRecv + w.crossRecv; tr.recv < recv || tr.recv > recv+small {
+			t.Errorf("rank %d received %d bytes; sync-tree's schedule receives %d (%d on its host, %d across), plus at most %d", r, tr.recv, recv, w.sameRecv, w.crossRecv, small)
 		}
-		if tr.recv < iters*grad || tr.recv > (iters+1)*grad+64<<10 {
-			t.Errorf("rank %d received %d bytes, want %d to %d sums of %d bytes (+ at most 64 KiB)", r, tr.recv, iters, iters+1, grad)
-		}
-		// Time: each iteration the rank's gradient crosses and the sum
-		// comes back, one after the other, each less the bucket's depth
-		// that tbf lets pass at once after the compute pause. No faster
-		// than the link allows.
-		floor := float64(iters) * 2 * float64(grad-int64(pair.Burst)) * 8 / twoHostRate * 1e3
+		// Time: what the rank moved across the link could not go
+		// faster than the rate, less one bucket (what tbf lets through
+		// at once after an idle spell) per message. Ranks 1 and 3
+		// talk only across, so their time bounds their whole traffic.
+		floor := (float64(w.crossSent+w.crossRecv) - float64(w.crossMsgs*pair.Burst)) * 8 / twoHostRate * 1e3
 		if tr.busyMs < floor {
-			t.Errorf("rank %d moved %d bytes across a %.0f Mbit/s link in %.1f ms of communication, less than the %.1f ms the rate allows", r, tr.sent+tr.recv, twoHostRate/1e6, tr.busyMs, floor)
+			t.Errorf("rank %d moved %d bytes across a %.0f Mbit/s link in %.1f ms of communication, less than the %.1f ms the rate allows", r, w.crossSent+w.crossRecv, twoHostRate/1e6, tr.busyMs, floor)
 		}
-		t.Logf("rank %d: %.1f ms/iter communicating, at least %.1f ms/iter on the link; %.0f Mbit/s both ways while busy", r, tr.msPerIter, floor/iters, float64(tr.sent+tr.recv)*8/(tr.busyMs/1e3)/1e6)
+		t.Logf("rank %d (host %d): %.1f ms/iter communicating, of which at least %.1f ms/iter on the link", r, twoHostPlacement[r], tr.msPerIter, floor/float64(iters))
 	}
-	for h, want := range map[int]int64{1: up, 0: down} {
+	// The kernel's count on each end of the link: that host's ranks'
+	// cross-host bytes plus TCP/IP framing (≈5% at MTU 1500), the ACKs of
+	// the other direction and the set-up. The bytes between ranks of one
+	// host never touch it.
+	for h := range 2 {
 		c, err := pair.Counters(ctx, h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("host %d's end of the link: %d bytes through tbf (dsgd's payload %d), held back %d times, %d dropped", h, c.QdiscBytes, want, c.Overlimits, c.Drops)
-		other := up + down - want
-		if c.QdiscKind != "tbf" || c.TxBytes < uint64(want) || c.TxBytes > uint64(float64(want)*1.1+float64(other)*0.05)+1<<20 {
-			t.Errorf("host %d's end sent %d bytes (tbf: %+v), want dsgd's %d bytes of payload plus framing", h, c.TxBytes, c, want)
+		t.Logf("host %d's end of the link: %d bytes out (payload %d), %d through tbf, held back %d times, %d dropped", h, c.TxBytes, cross[h], c.QdiscBytes, c.Overlimits, c.Drops)
+		if c.QdiscKind != "tbf" || c.TxBytes < uint64(cross[h]) || c.TxBytes > uint64(float64(cross[h])*1.1+float64(cross[1-h])*0.05)+1<<20 {
+			t.Errorf("host %d's end sent %d bytes (tbf: %+v), want the %d bytes of payload its ranks sent across, plus framing", h, c.TxBytes, c, cross[h])
 		}
 		// The link was the limit: tbf held packets back for want of
 		// tokens (on an unlimited link it never does).
@@ -237,4 +239,53 @@ func TestTwoHosts(t *testing.T) {
 			t.Errorf("host %d's end: tbf never held a packet back; the traffic did not meet the rate", h)
 		}
 	}
+}
+
+// linkBytes is one rank's traffic by link: bytes sent to and received
+// from ranks on its own host and on the other, and the number of
+// messages across.
+type linkBytes struct {
+	sameSent, sameRecv, crossSent, crossRecv int64
+	crossMsgs                                int
+}
+
+// twoHostBytes is what sync-tree's schedule moves for each rank of
+// TestTwoHosts over a run of iters iterations of a net of params
+// float32s: one tree allreduce per iteration (the packed gradients) and
+// one tree broadcast of the starting weights.
+func twoHostBytes(params, iters int) []linkBytes {
+	world := len(twoHostPlacement)
+	out := make([]linkBytes, world)
+	for r := range world {
+		add := func(s collective.Schedule, times int) {
+			for _, st := range s.Steps {
+				for _, tr := range []struct {
+					t    collective.Transfer
+					sent bool
+				}{{st.Send, true}, {st.Recv, false}} {
+					if !tr.t.Active() {
+						continue
+					}
+					b := int64(4*tr.t.Len()) * int64(times)
+					same := twoHostPlacement[tr.t.Peer] == twoHostPlacement[r]
+					switch {
+					case same && tr.sent:
+						out[r].sameSent += b
+					case same:
+						out[r].sameRecv += b
+					case tr.sent:
+						out[r].crossSent += b
+					default:
+						out[r].crossRecv += b
+					}
+					if !same {
+						out[r].crossMsgs += times
+					}
+				}
+			}
+		}
+		add(collective.TreeAllreduce(r, world, params), iters)
+		add(collective.TreeBroadcast(r, world, 0, params), 1)
+	}
+	return out
 }
