@@ -134,3 +134,20 @@ func TestMpirunNoAddress(t *testing.T) {
 		t.Fatalf("--world 3 under mpirun -np 2: %v\n%s", err, out)
 	}
 }
+
+// TestTrainTCPUnderLauncher: `srun -n 1 dsgd train --transport tcp
+// --workers 2` starts its own ranks; the launcher's variables it
+// inherited (rank 0 of 1) must not reach them, whose ranks are 0 and 1
+// of 2.
+func TestTrainTCPUnderLauncher(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	for k, v := range map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_STEP_NUM_NODES": "1", "SLURM_JOB_ID": "1", "SLURM_STEP_ID": "0"} {
+		t.Setenv(k, v)
+	}
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--transport", "tcp", "--workers", "2", "--iters", "5", "--threads", "1", "--snapshot-prefix", "none")
+	if code != 0 || !strings.Contains(out, "2 worker(s) over tcp") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
