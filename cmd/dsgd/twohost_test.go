@@ -81,11 +81,9 @@ func TestTwoHosts(t *testing.T) {
 	if _, err := data.Open("fashion-mnist", data.Train); err != nil {
 		t.Skipf("Fashion-MNIST is not installed (Debian dataset-fashion-mnist; make installs it): %v", err)
 	}
-	// About 20 s on an idle 2-core machine; the bound is for a hang, and
-	// leaves room for a machine shared with other jobs.
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	pair, err := netns.NewPair(ctx, "dsgd", twoHostRate)
+	setup, cancelSetup := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelSetup()
+	pair, err := netns.NewPair(setup, "dsgd", twoHostRate)
 	if errors.Is(err, netns.ErrUnavailable) {
 		t.Skipf("two hosts need network namespaces, which cannot be made here: %v", err)
 	}
@@ -111,6 +109,10 @@ func TestTwoHosts(t *testing.T) {
 	common := []string{"--world", strconv.Itoa(world), "--scheme", "sync-tree", "--rendezvous", rdv,
 		"--batch", strconv.Itoa(batch), "--iters", strconv.Itoa(iters), "--threads", "1",
 		"--test-interval", "0", "--test-iter", "1", "--display", "0", "--comm-timeout", "90s", "--snapshot-prefix", "tree"}
+	// About 20 s on an idle 2-core machine; the bound is for a hang, and
+	// leaves room for a machine shared with other jobs.
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
 	outs := make([]bytes.Buffer, world)
 	errs := make([]error, world)
 	var wg sync.WaitGroup
@@ -227,7 +229,7 @@ func TestTwoHosts(t *testing.T) {
 	// the other direction and the set-up. The bytes between ranks of one
 	// host never touch it.
 	for h := range 2 {
-		c, err := pair.Counters(ctx, h)
+		c, err := pair.Counters(context.Background(), h)
 		if err != nil {
 			t.Fatal(err)
 		}
