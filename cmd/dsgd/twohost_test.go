@@ -108,10 +108,10 @@ func TestTwoHosts(t *testing.T) {
 	rdv := net.JoinHostPort(pair.Addr[0], "29500")
 	common := []string{"--world", strconv.Itoa(world), "--scheme", "sync-tree", "--rendezvous", rdv,
 		"--batch", strconv.Itoa(batch), "--iters", strconv.Itoa(iters), "--threads", "1",
-		"--test-interval", "0", "--test-iter", "1", "--display", "0", "--comm-timeout", "90s", "--snapshot-prefix", "tree"}
+		"--test-interval", "0", "--test-iter", "1", "--display", "0", "--comm-timeout", "2m", "--snapshot-prefix", "tree"}
 	// About 20 s on an idle 2-core machine; the bound is for a hang, and
 	// leaves room for a machine shared with other jobs.
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	outs := make([]bytes.Buffer, world)
 	errs := make([]error, world)
