@@ -2,13 +2,15 @@
 # Installs what dsgd needs on a Debian machine: OpenBLAS (GEMM), oneDNN
 # (convolution, pooling, LRN), LMDB, LevelDB and HDF5 (Caffe's data
 # formats) and the Fashion-MNIST data set; with the argument "test", also what the tests
-# start: Open MPI's mpirun and redis-server. Does nothing when all are
+# start: Open MPI's mpirun, redis-server and iproute2. Does nothing when all are
 # present; says exactly what to install when it cannot install them itself.
 set -u
 need=()
 if [ "${1:-}" = test ]; then
   command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
   command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+  # ip and tc: the two-host test's network namespaces and rate limit.
+  { command -v ip && command -v tc; } >/dev/null 2>&1 || need+=(iproute2)
 fi
 # OpenBLAS and oneDNN are opened at run time (dsgd runs without them, on
 # slower pure-Go kernels, and says so); oneDNN's header is needed to build.

@@ -487,7 +487,16 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return err
 	}
 	printSummary(out, res)
-	printLinks(out, cfg.Group.Endpoint, res.Iters)
+	if g != nil && cfg.Group.Endpoint != nil {
+		w := out // rank 0's summary; the other ranks' output is discarded
+		if rank != 0 {
+			w = stderr
+		}
+		printTraffic(w, rank, g.world, cfg.Group.Endpoint.Stats(), res)
+		printLinks(w, cfg.Group.Endpoint, res.Iters)
+	} else {
+		printLinks(out, cfg.Group.Endpoint, res.Iters)
+	}
 	return nil
 }
 

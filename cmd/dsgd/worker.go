@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"dsgd/launcher"
 	"dsgd/scheme"
 	"dsgd/transport"
 	"dsgd/transport/tcp"
@@ -32,6 +33,10 @@ type groupFlags struct {
 	tokenFile   string
 	listen      string
 	env         string // where rank and world came from, for messages
+	// launcher is what the launcher said (nil without one); auto is the
+	// note on a rendezvous derived from it (empty when given).
+	launcher *launcher.Info
+	auto     string
 	// serve makes the process the parameter server of an asynchronous
 	// scheme, listening on listen.
 	serve bool
@@ -46,36 +51,12 @@ func (g *groupFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.listen, "listen", "127.0.0.1:0", "`HOST:PORT` for this rank's data connections (loopback unless told otherwise; 0.0.0.0:0 for multi-host)")
 }
 
-// launcherEnv lists the rank/size variables of the launchers people use,
-// in the order they are tried.
-var launcherEnv = []struct{ name, rank, size string }{
-	{"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-	{"SLURM", "SLURM_PROCID", "SLURM_NTASKS"},
-	{"torch-style", "RANK", "WORLD_SIZE"},
-}
-
-// resolve fills what the flags left unset from the environment.
+// resolve fills what the flags left unset from the environment: a
+// launcher's (see fromLauncher), then MASTER_ADDR/MASTER_PORT,
+// DSGD_RENDEZVOUS and DSGD_TOKEN.
 func (g *groupFlags) resolve(getenv func(string) string) error {
-	if g.rank < 0 || g.world == 0 {
-		for _, l := range launcherEnv {
-			rs, ws := getenv(l.rank), getenv(l.size)
-			if rs == "" || ws == "" {
-				continue
-			}
-			r, err1 := strconv.Atoi(rs)
-			w, err2 := strconv.Atoi(ws)
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("%s environment: %s=%q %s=%q are not integers", l.name, l.rank, rs, l.size, ws)
-			}
-			if g.rank < 0 {
-				g.rank = r
-			}
-			if g.world == 0 {
-				g.world = w
-			}
-			g.env = l.name
-			break
-		}
+	if err := g.fromLauncher(getenv); err != nil {
+		return err
 	}
 	if g.rank < 0 || g.world <= 0 {
 		return errors.New("no rank and world size: pass --rank and --world, or run under mpirun, srun, or with RANK and WORLD_SIZE set")
@@ -90,11 +71,17 @@ func (g *groupFlags) resolve(getenv func(string) string) error {
 			g.rendezvous = getenv("DSGD_RENDEZVOUS")
 		}
 	}
+	if g.rendezvous == "" && g.world > 1 && g.launcher != nil {
+		if err := g.loopbackRendezvous(); err != nil {
+			return err
+		}
+	}
 	if g.rendezvous == "" && g.world > 1 {
 		return errors.New("no rendezvous address: pass --rendezvous HOST:PORT, or set MASTER_ADDR and MASTER_PORT (or DSGD_RENDEZVOUS)")
 	}
 	var err error
 	g.token, err = resolveToken(g.token, g.tokenFile, getenv)
+	g.jobToken()
 	return err
 }
 
@@ -109,7 +96,7 @@ func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Dura
 	}
 	ep, err := tcp.Connect(ctx, tcp.Config{Rank: g.rank, Size: g.world, Rendezvous: g.rendezvous, Listen: g.listen, Token: g.token, ModelHash: hash, Timeout: timeout, Compress: c, Shm: sm})
 	if err != nil {
-		return nil, fmt.Errorf("rank %d of %d joining %s: %w", g.rank, g.world, g.rendezvous, err)
+		return nil, fmt.Errorf("rank %d of %d joining %s: %w%s", g.rank, g.world, g.rendezvous, err, g.autoHint())
 	}
 	return ep, nil
 }
@@ -181,6 +168,9 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
 		return errUsage
 	}
+	if g.auto != "" && g.rank == 0 {
+		fmt.Fprint(stdout, g.auto)
+	}
 	// The world size fixes the worker count: every rank, or all but the
 	// server under sync-ps.
 	ws := g.world
@@ -234,7 +224,9 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		return err
 	}
 	base := append(stripFlag(stripFlag(args, "transport"), "store"), "--threads", strconv.Itoa(max(1, f.m.threads/world))) // the cores are shared
-	env := append(os.Environ(), "DSGD_CHILD=1", "DSGD_TOKEN="+hex.EncodeToString(tok))
+	// The ranks are ours: a launcher's variables (when this process was
+	// started by one) would contradict their --rank and --world.
+	env := append(launcher.Strip(os.Environ()), "DSGD_CHILD=1", "DSGD_TOKEN="+hex.EncodeToString(tok))
 	if url := f.center.storeURL(); url != "" {
 		env = append(env, "DSGD_STORE="+url)
 	}

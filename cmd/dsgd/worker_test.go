@@ -36,9 +36,10 @@ func TestResolveGroup(t *testing.T) {
 		{"open mpi", groupFlags{rank: -1}, env("OMPI_COMM_WORLD_RANK", "2", "OMPI_COMM_WORLD_SIZE", "4", "MASTER_ADDR", "10.0.0.1", "MASTER_PORT", "29500"), 2, 4, "10.0.0.1:29500", ""},
 		{"slurm", groupFlags{rank: -1}, env("SLURM_PROCID", "0", "SLURM_NTASKS", "8", "DSGD_RENDEZVOUS", "n1:7000"), 0, 8, "n1:7000", ""},
 		{"torch", groupFlags{rank: -1}, env("RANK", "3", "WORLD_SIZE", "4", "MASTER_ADDR", "a", "MASTER_PORT", "1"), 3, 4, "a:1", ""},
-		{"flag beats env", groupFlags{rank: 1, world: 2}, env("RANK", "3", "WORLD_SIZE", "4", "DSGD_RENDEZVOUS", "x:1"), 1, 2, "x:1", ""},
+		{"flag agrees with env", groupFlags{rank: 3, world: 4}, env("RANK", "3", "WORLD_SIZE", "4", "DSGD_RENDEZVOUS", "x:1"), 3, 4, "x:1", ""},
+		{"flag disagrees with env", groupFlags{rank: 1, world: 2}, env("RANK", "3", "WORLD_SIZE", "4", "DSGD_RENDEZVOUS", "x:1"), 0, 0, "", "--rank 1 disagrees with torchrun's RANK=3"},
 		{"nothing", groupFlags{rank: -1}, env(), 0, 0, "", "no rank"},
-		{"bad env", groupFlags{rank: -1}, env("RANK", "x", "WORLD_SIZE", "4"), 0, 0, "", "not integers"},
+		{"bad env", groupFlags{rank: -1}, env("RANK", "x", "WORLD_SIZE", "4"), 0, 0, "", `RANK="x" is not a non-negative integer`},
 		{"out of range", groupFlags{rank: 4, world: 4}, env(), 0, 0, "", "out of range"},
 		{"no rendezvous", groupFlags{rank: 0, world: 2}, env(), 0, 0, "", "no rendezvous"},
 	}

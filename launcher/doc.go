@@ -1,0 +1,17 @@
+// Package launcher reads what a job launcher tells the processes it
+// starts: Open MPI's mpirun, MPICH's and Intel MPI's mpiexec (Hydra, PMI),
+// Slurm's srun, and torchrun-style RANK and WORLD_SIZE. From the
+// environment alone it gives each process its rank, the world size,
+// whether every rank runs on one host, and an identity of the job that is
+// the same in every rank of it and different from other jobs' (from which
+// a rendezvous port on loopback can be derived, so that a one-host job
+// needs no address).
+//
+//	info, ok, err := launcher.Detect(os.Getenv)
+//	if ok && info.OneHost() == launcher.Yes {
+//		addr := fmt.Sprintf("127.0.0.1:%d", info.Port())
+//	}
+//
+// It is a leaf: it imports no other dsgd package, opens no socket and
+// reads nothing but the environment it is given.
+package launcher
