@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"dsgd/tensor"
+	"dsgd/tensor/simd"
 )
 
 // Segment is one parameter blob's slice w[Off:Off+Len] of the flat buffer
@@ -412,6 +413,11 @@ func (s *Solver) stepRange(rate float64, iter, seg int, scale float32, w, g []fl
 // compiler to fuse them (the Go spec's rule), keeping Caffe's rounding.
 
 func sgd(w, g, v []float32, r reg, lr, mom float32) {
+	if r.mode != regL1 {
+		// The same operations four lanes at a time (bitwise equal).
+		simd.SGD(w, g, v, r.scale, r.decay, lr, mom, r.mode == regL2)
+		return
+	}
 	g, v = g[:len(w)], v[:len(w)]
 	for i, wi := range w {
 		gi := r.grad(g[i], wi)
