@@ -78,7 +78,9 @@ type Solver struct {
 	// is stepChunk bound once, and cur the arguments of the Step running.
 	threads int
 	pool    *tensor.Pool
-	stepFn  func(lo, hi, worker int)
+	// sharedPool says pool was given by SetPool and is not ours to close.
+	sharedPool bool
+	stepFn     func(lo, hi, worker int)
 	cur     stepArgs
 	// hist holds rule.buffers() slices of length n, indexed like w:
 	// SGD and Nesterov v; AdaGrad and RMSProp h; Adam m then v; AdaDelta
@@ -173,15 +175,33 @@ const stepWorkPerThread = 1 << 15
 // it is dropped or when SetThreads(1) is called. Call it between steps.
 func (s *Solver) SetThreads(n int) {
 	n = max(n, 1)
-	if n == s.threads {
+	if n == s.threads && !s.sharedPool {
 		return
 	}
-	s.pool.Close()
-	s.pool = nil
+	if !s.sharedPool {
+		s.pool.Close()
+	}
+	s.pool, s.sharedPool = nil, false
 	if n > 1 {
 		s.pool = tensor.NewPool(n)
 	}
 	s.threads = n
+}
+
+// SetPool makes Step split its update across p's goroutines, as
+// SetThreads(p.Threads()) does but on a pool shared with other work (the
+// net's layers), so that the update runs on the threads, and in the
+// caches, that just computed the gradients, without waking a pool of its
+// own. Results are the same bit for bit. The solver does not close p; a
+// nil p means one thread. Call it between steps.
+func (s *Solver) SetPool(p *tensor.Pool) {
+	if !s.sharedPool {
+		s.pool.Close()
+	}
+	s.pool, s.sharedPool, s.threads = p, p != nil, max(p.Threads(), 1)
+	if p == nil {
+		s.pool = nil
+	}
 }
 
 // Threads returns the number of goroutines Step may use (see SetThreads).
