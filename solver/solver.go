@@ -81,7 +81,7 @@ type Solver struct {
 	// sharedPool says pool was given by SetPool and is not ours to close.
 	sharedPool bool
 	stepFn     func(lo, hi, worker int)
-	cur     stepArgs
+	cur        stepArgs
 	// hist holds rule.buffers() slices of length n, indexed like w:
 	// SGD and Nesterov v; AdaGrad and RMSProp h; Adam m then v; AdaDelta
 	// the averages of g² then of the squared updates.
