@@ -105,6 +105,8 @@ type Net struct {
 	layerHook func(layer string, backward bool, start time.Time, dur time.Duration)
 	// blocks per (layer name, param index), for ShareWith.
 	byLayer map[string][]int
+	// pool runs the layers' parallel loops (Pool).
+	pool *tensor.Pool
 	// bytes estimates the net's memory: its blobs (data and diff), and
 	// its parameters with their gradients and a solver's history.
 	bytes float64
@@ -151,7 +153,8 @@ func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (
 		n.order = append(n.order, name)
 		n.inputs = append(n.inputs, b)
 	}
-	ctx := layers.Context{Phase: opt.Phase, Threads: max(opt.Threads, 1), Pool: tensor.NewPool(opt.Threads)}
+	n.pool = tensor.NewPool(opt.Threads)
+	ctx := layers.Context{Phase: opt.Phase, Threads: max(opt.Threads, 1), Pool: n.pool}
 	names := map[string]string{} // layer name -> where it was first defined
 	for i, ls := range spec.Layers {
 		where := layerWhere(ls)
@@ -596,6 +599,11 @@ func (n *Net) Grads() []float32 { return n.grads }
 
 // Blocks describes each parameter blob's place in Params and Grads.
 func (n *Net) Blocks() []Block { return n.blocks }
+
+// Pool is the worker pool the net's layers split their loops across
+// (Options.Threads wide), for work that should run on the same threads
+// between passes (the solver's update: solver.SetPool).
+func (n *Net) Pool() *tensor.Pool { return n.pool }
 
 // NumLayers is the number of compute layers.
 func (n *Net) NumLayers() int { return len(n.nodes) }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"dsgd/tensor"
 )
 
 func nan() float64 { return math.NaN() }
@@ -717,14 +719,23 @@ func TestStepThreadsBitIdentical(t *testing.T) {
 					cfg.Regularization = "L1"
 				}
 				var ws, hs [][]float32
-				for _, threads := range []int{1, 2, 3, 4} {
+				// Negative: a shared pool of that many threads (SetPool).
+				for _, threads := range []int{1, 2, 3, 4, -2, -3} {
 					s, err := New(cfg, n, segs)
 					if err != nil {
 						t.Fatal(err)
 					}
-					s.SetThreads(threads)
+					if threads < 0 {
+						p := tensor.NewPool(-threads)
+						defer p.Close()
+						s.SetThreads(2) // replaced, and closed, by SetPool
+						s.SetPool(p)
+						threads = -threads
+					} else {
+						s.SetThreads(threads)
+					}
 					if s.Threads() != threads {
-						t.Fatalf("Threads() = %d after SetThreads(%d)", s.Threads(), threads)
+						t.Fatalf("Threads() = %d after SetThreads or SetPool of %d", s.Threads(), threads)
 					}
 					rng := rand.New(rand.NewPCG(5, 6))
 					w := randVec(rng, n, 1)

@@ -3,6 +3,8 @@ package tensor
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // ParallelFor splits [0, n) into at most threads contiguous chunks and runs
@@ -62,11 +64,10 @@ func chunk(n, threads, w int) (lo, hi int) {
 // itself, so a method value bound once (l.forwardFn = l.forward) costs
 // nothing per call.
 //
-// Lifetime: the workers park on channels between loops and use no CPU.
-// (They do not poll first: on the shared two-core machine, polling for
-// 15–60 µs before parking saved 1.5–3% of a LeNet iteration when the
-// machine was otherwise idle, but cost 10–15% of the median iteration when
-// another process competed for the cores.)
+// Lifetime: between loops the workers poll for the next one for up to
+// 200 µs when the wait policy allows it (WaitPolicy: by default when no
+// other process wants the cores), then park on channels and use no CPU;
+// the caller likewise polls for the workers' chunks before it blocks.
 // Close stops them; a Pool that becomes unreachable without Close is closed
 // by a runtime cleanup, so holders that have no natural end (a net) may
 // simply drop it. A nil *Pool is valid and behaves as ParallelFor.
@@ -88,6 +89,9 @@ type poolState struct {
 	closed bool            // guarded by mu
 	tasks  []chan poolTask // one per worker; closed by close
 	wg     sync.WaitGroup  // the chunks handed to workers and not yet done
+	// left counts the chunks of the current For not yet done, for the
+	// caller to poll before it blocks on wg.
+	left atomic.Int32
 }
 
 // poolTask is one chunk for a worker.
@@ -115,8 +119,33 @@ func NewPool(threads int) *Pool {
 
 // work runs the tasks sent on ch until it is closed.
 func (s *poolState) work(ch chan poolTask) {
-	for t := range ch {
+	for {
+		var t poolTask
+		ok, got := false, false
+		if spinAllowed() {
+			start := time.Now()
+		poll:
+			for i := 1; ; i++ {
+				select {
+				case t, ok = <-ch:
+					got = true
+					break poll
+				default:
+				}
+				runtime.Gosched()
+				if i%32 == 0 && time.Since(start) > spinWindow {
+					break
+				}
+			}
+		}
+		if !got {
+			t, ok = <-ch
+		}
+		if !ok {
+			return
+		}
 		t.fn(t.lo, t.hi, t.worker)
+		s.left.Add(-1)
 		s.wg.Done()
 	}
 }
@@ -180,12 +209,22 @@ func (p *Pool) For(n, threads int, fn func(lo, hi, worker int)) {
 		return
 	}
 	s.wg.Add(threads - 1)
+	s.left.Store(int32(threads - 1))
 	for w := 0; w < threads-1; w++ {
 		lo, hi := chunk(n, threads, w)
 		s.tasks[w] <- poolTask{fn: fn, lo: lo, hi: hi, worker: w}
 	}
 	lo, hi := chunk(n, threads, threads-1)
 	fn(lo, hi, threads-1)
+	if s.left.Load() != 0 && spinAllowed() {
+		start := time.Now()
+		for i := 1; s.left.Load() != 0; i++ {
+			runtime.Gosched()
+			if i%32 == 0 && time.Since(start) > spinWindow {
+				break
+			}
+		}
+	}
 	s.wg.Wait()
 	s.mu.Unlock()
 }

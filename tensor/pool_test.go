@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -302,4 +303,60 @@ func ExamplePool() {
 	})
 	fmt.Println(partial)
 	// Output: [500 500]
+}
+
+// TestPoolWaitPolicies runs the split and reuse checks under each wait
+// policy: polling changes when the workers pick up chunks, never which.
+func TestPoolWaitPolicies(t *testing.T) {
+	defer SetWaitPolicy(CurrentWaitPolicy())
+	for _, p := range []WaitPolicy{WaitActive, WaitPassive, WaitAuto} {
+		SetWaitPolicy(p)
+		pool := NewPool(3)
+		for _, n := range []int{0, 1, 2, 3, 10, 1000} {
+			want := record(func(fn func(lo, hi, w int)) { ParallelFor(n, 3, fn) })
+			for rep := 0; rep < 3; rep++ {
+				got := record(func(fn func(lo, hi, w int)) { pool.For(n, 3, fn) })
+				if !slices.Equal(got, want) {
+					t.Errorf("%v: n=%d: chunks %v, want %v", p, n, got, want)
+				}
+				// A gap longer than the polling window makes the next
+				// loop find the workers parked.
+				if rep == 1 {
+					time.Sleep(2 * spinWindow)
+				}
+			}
+		}
+		pool.Close()
+	}
+}
+
+func TestParseWaitPolicy(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want WaitPolicy
+		err  bool
+	}{
+		{"auto", WaitAuto, false}, {"", WaitAuto, false}, {"ACTIVE", WaitActive, false},
+		{" passive ", WaitPassive, false}, {"spin", WaitAuto, true}, {"1", WaitAuto, true},
+	} {
+		got, err := ParseWaitPolicy(c.in)
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("ParseWaitPolicy(%q) = %v, %v; want %v, error %v", c.in, got, err, c.want, c.err)
+		}
+		if err == nil {
+			if back, _ := ParseWaitPolicy(got.String()); back != got {
+				t.Errorf("%v does not read back: %v", got, back)
+			}
+		}
+	}
+}
+
+func TestWaitPolicyNote(t *testing.T) {
+	defer SetWaitPolicy(CurrentWaitPolicy())
+	for p, want := range map[WaitPolicy]string{WaitActive: "policy active", WaitPassive: "policy passive", WaitAuto: "policy auto: "} {
+		SetWaitPolicy(p)
+		if got := WaitPolicyNote(); !strings.Contains(got, want) {
+			t.Errorf("%v: note %q lacks %q", p, got, want)
+		}
+	}
 }

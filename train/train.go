@@ -586,6 +586,10 @@ func (t *Trainer) buildRanks() error {
 				}
 			}
 		}
+		if sv == t.solver && net.Pool().Threads() == sv.Threads() {
+			// The update runs on the threads (and caches) of the net.
+			sv.SetPool(net.Pool())
+		}
 		rs := &rankState{rank: r, net: net, solver: sv}
 		if r < workers {
 			switch {

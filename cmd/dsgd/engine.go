@@ -29,6 +29,7 @@ func printEngine(w io.Writer) {
 	if g.CPU == "SSE" || g.CPU == "AVX" {
 		fmt.Fprintf(w, "dsgd: warning: this CPU has no AVX2/FMA (widest: %s): every kernel runs at a fraction of a current CPU's speed\n", g.CPU)
 	}
+	fmt.Fprintf(w, "dsgd: %s\n", tensor.WaitPolicyNote())
 	conv, why := layers.ConvEngine()
 	fmt.Fprintf(w, "dsgd: convolution, pooling and LRN: %s\n", conv)
 	switch {

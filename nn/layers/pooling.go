@@ -168,9 +168,12 @@ func poolWindows(s, e, n []int32, out, size, kernel, stride, pad int) ([]int32, 
 
 // poolWorkPerThread is the work (window elements visited, about a
 // nanosecond each) below which another pooling thread costs more than it
-// saves: pooling is light and largely memory-bound, so small layers (LeNet's
-// pool2) run faster on one thread.
-const poolWorkPerThread = 1 << 18
+// saves. It was 1<<18, which kept LeNet's pool2 (204,800) on one thread;
+// once the pool's goroutines poll between loops (tensor.WaitPolicy) the
+// hand-off is cheap and the second thread reads the half of conv2's output
+// that it wrote itself: pool2's forward at 2 threads took 148 µs against
+// 277–314 µs on one (dsgd train --timeline, chrt -f 10, 2026-11-24).
+const poolWorkPerThread = 1 << 16
 
 // poolThreads is how many threads to use for the given work.
 func (l *poolLayer) poolThreads(work int) int {
