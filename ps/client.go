@@ -23,6 +23,10 @@ type ClientConfig struct {
 	// Store, when set, moves Push and Pull through the blob store; the
 	// server must have one too.
 	Store BlobStore
+	// Workers is the job's worker count, told to the server with every
+	// Join so that it refuses a worker of another job size; 0 says
+	// nothing.
+	Workers int
 }
 
 // Client is a center.Center whose operations run on a parameter server.
@@ -41,6 +45,9 @@ type Client struct {
 	rcfg   rpc.Config
 	sideMu sync.Mutex // guards side
 	side   *rpc.Client
+
+	workers int
+	beat    heartbeat
 }
 
 var _ center.Center = (*Client)(nil)
@@ -58,7 +65,7 @@ func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("ps: %w", err)
 	}
 	rcfg := rpc.Config{Token: cfg.Token, Timeout: cfg.Timeout, MaxFrame: cfg.MaxFrame}
-	c := &Client{rpc: rc, n: int(resp.Ints[0]), store: cfg.Store, suffix: resp.Text, addr: addr, rcfg: rcfg}
+	c := &Client{rpc: rc, n: int(resp.Ints[0]), store: cfg.Store, suffix: resp.Text, addr: addr, rcfg: rcfg, workers: cfg.Workers}
 	if c.n <= 0 {
 		rc.Close()
 		return nil, fmt.Errorf("ps: server %s holds %d parameters", addr, c.n)
@@ -68,6 +75,7 @@ func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("ps: the client has a blob store but server %s has none; start both with the same --store", addr)
 	}
 	c.version.Store(resp.Ints[1])
+	c.beat.start(c.rpc, time.Duration(resp.Ints[3])*time.Millisecond)
 	return c, nil
 }
 
@@ -77,12 +85,17 @@ func (c *Client) N() int { return c.n }
 // Addr returns the server's address.
 func (c *Client) Addr() string { return c.rpc.Addr() }
 
+// LocalAddr returns the address the server sees this client's calls
+// come from.
+func (c *Client) LocalAddr() string { return c.rpc.LocalAddr() }
+
 // Version returns the version of the center weights the last Pull got
 // in blob store mode (each server publication is one version).
 func (c *Client) Version() int64 { return c.version.Load() }
 
 // Close closes the connections.
 func (c *Client) Close() error {
+	c.beat.stop()
 	c.sideMu.Lock()
 	if c.side != nil {
 		c.side.Close()
@@ -121,7 +134,10 @@ func (c *Client) checkLen(what string, n int) error {
 }
 
 func (c *Client) call(ctx context.Context, req *rpc.Request, resp *rpc.Response) error {
-	if err := c.rpc.Call(ctx, req, resp); err != nil {
+	c.beat.busy.Add(1)
+	err := c.rpc.Call(ctx, req, resp)
+	c.beat.done()
+	if err != nil {
 		return fmt.Errorf("ps: %w", err)
 	}
 	return nil
@@ -130,7 +146,7 @@ func (c *Client) call(ctx context.Context, req *rpc.Request, resp *rpc.Response)
 // Join implements center.Center.
 func (c *Client) Join(ctx context.Context, w int) (int, error) {
 	var resp rpc.Response
-	if err := c.call(ctx, &rpc.Request{Op: opJoin, Ints: [rpc.NumInts]int64{int64(w)}}, &resp); err != nil {
+	if err := c.call(ctx, &rpc.Request{Op: opJoin, Ints: [rpc.NumInts]int64{int64(w), int64(c.workers)}}, &resp); err != nil {
 		return 0, err
 	}
 	return int(resp.Ints[0]), nil

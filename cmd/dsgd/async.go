@@ -88,7 +88,7 @@ func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token
 			cl.Close()
 		}, nil
 	}
-	cfg := ps.ClientConfig{Token: token, Timeout: timeout}
+	cfg := ps.ClientConfig{Token: token, Timeout: timeout, Workers: workers}
 	var st *redisstore.Store
 	if url := f.center.storeURL(); url != "" {
 		var err error
@@ -155,9 +155,9 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 			return fmt.Errorf("--store: %w", err)
 		}
 		defer st.Close()
-		return servePSStore(ctx, listen, token, local, *f.commTimeout, st, stdout)
+		return servePSStore(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, st, stdout)
 	}
-	if err := servePS(ctx, listen, token, local, *f.commTimeout, 0, stdout); err != nil {
+	if err := servePS(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, 0, stdout); err != nil {
 		return err
 	}
 	st := local.Stats()
@@ -166,8 +166,8 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 }
 
 // servePSStore is servePS with the weights carried through a blob store.
-func servePSStore(ctx context.Context, addr, token string, c *center.Local, timeout time.Duration, st ps.BlobStore, stdout io.Writer) error {
-	srv, err := ps.Listen(addr, c, ps.ServerConfig{Token: token, Timeout: timeout, Store: st,
+func servePSStore(ctx context.Context, addr, token string, c *center.Local, workers int, timeout time.Duration, st ps.BlobStore, stdout io.Writer) error {
+	srv, err := ps.Listen(addr, c, ps.ServerConfig{Token: token, Timeout: timeout, Store: st, Workers: workers, Silence: psSilence(timeout),
 		ErrorLog: func(err error) { fmt.Fprintf(stdout, "ps: %v\n", err) }})
 	if err != nil {
 		return err
