@@ -366,7 +366,7 @@ func (r *Rank) commLoop(ctx context.Context, in <-chan scheme.Action, events cha
 			r.Trace(ActionName(a), cat, t0, busy)
 		}
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("%v %v with rank %d: no answer within %v: %w", a.Op, a.R.Buf, a.Peer, r.Timeout, err)
+			err = fmt.Errorf("%v %v: no answer from %s within %v: %w", a.Op, a.R.Buf, stalledPeer(a, err), r.Timeout, err)
 		}
 		select {
 		case events <- event{ev: scheme.Event{Kind: scheme.Done, ID: a.ID, Iter: ans.iter, Dropped: ans.dropped, Stop: ans.stop}, err: err, busy: busy}:
