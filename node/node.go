@@ -536,19 +536,5 @@ func ActionName(a scheme.Action) string {
 // goroutine, until all have returned; the first rank to fail cancels the
 // others. It returns each rank's error.
 func RunAll(ctx context.Context, ranks []*Rank) []error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(ranks))
-	var wg sync.WaitGroup
-	for i, r := range ranks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if errs[i] = r.Run(ctx); errs[i] != nil {
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	return errs
+	return RunAllIsolated(ctx, ranks, nil)
 }
