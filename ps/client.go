@@ -2,6 +2,7 @@ package ps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -154,15 +155,34 @@ func (c *Client) Join(ctx context.Context, w int) (int, error) {
 
 // Pull implements center.Center. In blob store mode it asks the server
 // for the current version and gets the weights from the store.
+//
+// An observer's pull (center.Observer: a snapshot of the center) whose
+// connection has failed, as a call cut short by Ctrl-C leaves it, tries
+// once more over a fresh connection, so that an interrupted worker can
+// still snapshot the center rather than its own replica.
 func (c *Client) Pull(ctx context.Context, w int, dst []float32) error {
 	if err := c.checkLen("pull into a buffer", len(dst)); err != nil {
 		return err
 	}
+	err := c.pull(ctx, c.rpc, w, dst)
+	if err == nil || w != center.Observer || ctx.Err() != nil || isRemote(err) {
+		return err
+	}
+	rc, derr := rpc.Dial(ctx, c.addr, c.rcfg)
+	if derr != nil {
+		return fmt.Errorf("%w; and over a fresh connection: %w", err, derr)
+	}
+	defer rc.Close()
+	return c.pull(ctx, rc, w, dst)
+}
+
+// pull is Pull over the connection rc.
+func (c *Client) pull(ctx context.Context, rc *rpc.Client, w int, dst []float32) error {
 	req := rpc.Request{Op: opPull, Ints: [rpc.NumInts]int64{int64(w)}}
 	if c.store != nil {
 		req.Op = opVersion
 		var resp rpc.Response
-		if err := c.call(ctx, &req, &resp); err != nil {
+		if err := c.callOn(ctx, rc, &req, &resp); err != nil {
 			return err
 		}
 		if err := c.store.GetFloats(ctx, WeightsKey+c.suffix, dst); err != nil {
@@ -172,10 +192,28 @@ func (c *Client) Pull(ctx context.Context, w int, dst []float32) error {
 		return nil
 	}
 	resp := rpc.Response{Data: dst[:0]}
-	if err := c.call(ctx, &req, &resp); err != nil {
+	if err := c.callOn(ctx, rc, &req, &resp); err != nil {
 		return err
 	}
 	return c.landed(resp.Data, dst)
+}
+
+// isRemote reports whether err is the server's answer (the connection
+// is fine) rather than the connection's failure.
+func isRemote(err error) bool {
+	var re *rpc.RemoteError
+	return errors.As(err, &re)
+}
+
+// callOn is call over rc, the client's own connection or another.
+func (c *Client) callOn(ctx context.Context, rc *rpc.Client, req *rpc.Request, resp *rpc.Response) error {
+	if rc == c.rpc {
+		return c.call(ctx, req, resp)
+	}
+	if err := rc.Call(ctx, req, resp); err != nil {
+		return fmt.Errorf("ps: %w", err)
+	}
+	return nil
 }
 
 // landed checks that a response payload arrived in dst, whole.

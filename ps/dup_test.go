@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"dsgd/center"
 	"dsgd/rpc"
 )
 
@@ -146,4 +147,41 @@ func TestSilentWorkerDropped(t *testing.T) {
 		}
 	}
 	recv(t, "worker 0's SSP wait after worker 1 caught up", done)
+}
+
+// TestObserverPullAfterCancelledCall: a call cut short by its context
+// (Ctrl-C during an SSP wait) leaves the client's connection unusable;
+// an observer's pull, the snapshot of the center that follows, still
+// gets the center's weights over a fresh connection, while a worker's
+// pull reports the broken connection.
+func TestObserverPullAfterCancelledCall(t *testing.T) {
+	w0 := weights(6, 1)
+	srv, _ := serve(t, newLocal(t, 2, w0), ServerConfig{})
+	c := dial(t, srv.Addr(), ClientConfig{})
+	if _, err := c.Join(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Clock(ctx, 0, 5, 0) // waits for worker 1, which never comes
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled wait returned no error")
+	}
+	buf := make([]float32, 6)
+	if err := c.Pull(context.Background(), 0, buf); err == nil {
+		t.Fatal("a worker's pull over the broken connection succeeded; the test shows nothing")
+	}
+	if err := c.Pull(context.Background(), center.Observer, buf); err != nil {
+		t.Fatalf("observer's pull after a cancelled call: %v", err)
+	}
+	for i := range buf {
+		if buf[i] != w0[i] {
+			t.Fatalf("observer pulled %v, want the center %v", buf, w0)
+		}
+	}
 }
