@@ -151,7 +151,7 @@ func (e *Executor) Run(ctx context.Context, s Schedule, buf []float32, tagBase u
 // concurrently, and then reduces what it received if op is Add.
 func (e *Executor) transfer(ctx context.Context, snd, rcv Transfer, op Op, buf []float32, tag uint32) error {
 	if !rcv.Active() {
-		return e.ep.Send(ctx, snd.Peer, tag, buf[snd.Lo:snd.Hi])
+		return onPeer(snd.Peer, e.ep.Send(ctx, snd.Peer, tag, buf[snd.Lo:snd.Hi]))
 	}
 	dst := buf[rcv.Lo:rcv.Hi]
 	in := dst
@@ -160,7 +160,7 @@ func (e *Executor) transfer(ctx context.Context, snd, rcv Transfer, op Op, buf [
 	}
 	if !snd.Active() {
 		if err := e.ep.Recv(ctx, rcv.Peer, tag, in); err != nil {
-			return err
+			return onPeer(rcv.Peer, err)
 		}
 	} else {
 		if e.h == nil {
@@ -184,10 +184,10 @@ func (e *Executor) transfer(ctx context.Context, snd, rcv Transfer, op Op, buf [
 			}
 		}
 		if rerr != nil {
-			return rerr
+			return onPeer(rcv.Peer, rerr)
 		}
 		if serr != nil {
-			return serr
+			return onPeer(snd.Peer, serr)
 		}
 	}
 	if op == Add {
@@ -360,4 +360,19 @@ func (e *Executor) Allgather(ctx context.Context, buf []float32) error {
 // ceil(log2 p) rounds of empty messages).
 func (e *Executor) Barrier(ctx context.Context) error {
 	return e.runKind(ctx, kindBarrier, Auto, 0, nil)
+}
+
+// onPeer makes err, from a transfer with rank peer, a *transport.PeerError
+// naming that rank unless it already names one: a timeout or a
+// cancellation then still says whom the rank was waiting for (a stalled
+// peer), and errors.Is still sees the context's error.
+func onPeer(peer int, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *transport.PeerError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &transport.PeerError{Rank: peer, Err: err}
 }

@@ -366,7 +366,7 @@ func (r *Rank) commLoop(ctx context.Context, in <-chan scheme.Action, events cha
 			r.Trace(ActionName(a), cat, t0, busy)
 		}
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("%v %v with rank %d: no answer within %v: %w", a.Op, a.R.Buf, a.Peer, r.Timeout, err)
+			err = fmt.Errorf("%v %v: no answer from %s within %v: %w", a.Op, a.R.Buf, stalledPeer(a, err), r.Timeout, err)
 		}
 		select {
 		case events <- event{ev: scheme.Event{Kind: scheme.Done, ID: a.ID, Iter: ans.iter, Dropped: ans.dropped, Stop: ans.stop}, err: err, busy: busy}:
@@ -536,19 +536,5 @@ func ActionName(a scheme.Action) string {
 // goroutine, until all have returned; the first rank to fail cancels the
 // others. It returns each rank's error.
 func RunAll(ctx context.Context, ranks []*Rank) []error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(ranks))
-	var wg sync.WaitGroup
-	for i, r := range ranks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if errs[i] = r.Run(ctx); errs[i] != nil {
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	return errs
+	return RunAllIsolated(ctx, ranks, nil)
 }

@@ -2,6 +2,7 @@ package ps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,10 @@ type ClientConfig struct {
 	// Store, when set, moves Push and Pull through the blob store; the
 	// server must have one too.
 	Store BlobStore
+	// Workers is the job's worker count, told to the server with every
+	// Join so that it refuses a worker of another job size; 0 says
+	// nothing.
+	Workers int
 }
 
 // Client is a center.Center whose operations run on a parameter server.
@@ -41,6 +46,9 @@ type Client struct {
 	rcfg   rpc.Config
 	sideMu sync.Mutex // guards side
 	side   *rpc.Client
+
+	workers int
+	beat    heartbeat
 }
 
 var _ center.Center = (*Client)(nil)
@@ -58,7 +66,7 @@ func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("ps: %w", err)
 	}
 	rcfg := rpc.Config{Token: cfg.Token, Timeout: cfg.Timeout, MaxFrame: cfg.MaxFrame}
-	c := &Client{rpc: rc, n: int(resp.Ints[0]), store: cfg.Store, suffix: resp.Text, addr: addr, rcfg: rcfg}
+	c := &Client{rpc: rc, n: int(resp.Ints[0]), store: cfg.Store, suffix: resp.Text, addr: addr, rcfg: rcfg, workers: cfg.Workers}
 	if c.n <= 0 {
 		rc.Close()
 		return nil, fmt.Errorf("ps: server %s holds %d parameters", addr, c.n)
@@ -68,6 +76,7 @@ func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("ps: the client has a blob store but server %s has none; start both with the same --store", addr)
 	}
 	c.version.Store(resp.Ints[1])
+	c.beat.start(c.rpc, time.Duration(resp.Ints[3])*time.Millisecond)
 	return c, nil
 }
 
@@ -77,12 +86,17 @@ func (c *Client) N() int { return c.n }
 // Addr returns the server's address.
 func (c *Client) Addr() string { return c.rpc.Addr() }
 
+// LocalAddr returns the address the server sees this client's calls
+// come from.
+func (c *Client) LocalAddr() string { return c.rpc.LocalAddr() }
+
 // Version returns the version of the center weights the last Pull got
 // in blob store mode (each server publication is one version).
 func (c *Client) Version() int64 { return c.version.Load() }
 
 // Close closes the connections.
 func (c *Client) Close() error {
+	c.beat.stop()
 	c.sideMu.Lock()
 	if c.side != nil {
 		c.side.Close()
@@ -121,7 +135,10 @@ func (c *Client) checkLen(what string, n int) error {
 }
 
 func (c *Client) call(ctx context.Context, req *rpc.Request, resp *rpc.Response) error {
-	if err := c.rpc.Call(ctx, req, resp); err != nil {
+	c.beat.busy.Add(1)
+	err := c.rpc.Call(ctx, req, resp)
+	c.beat.done()
+	if err != nil {
 		return fmt.Errorf("ps: %w", err)
 	}
 	return nil
@@ -130,7 +147,7 @@ func (c *Client) call(ctx context.Context, req *rpc.Request, resp *rpc.Response)
 // Join implements center.Center.
 func (c *Client) Join(ctx context.Context, w int) (int, error) {
 	var resp rpc.Response
-	if err := c.call(ctx, &rpc.Request{Op: opJoin, Ints: [rpc.NumInts]int64{int64(w)}}, &resp); err != nil {
+	if err := c.call(ctx, &rpc.Request{Op: opJoin, Ints: [rpc.NumInts]int64{int64(w), int64(c.workers)}}, &resp); err != nil {
 		return 0, err
 	}
 	return int(resp.Ints[0]), nil
@@ -138,15 +155,34 @@ func (c *Client) Join(ctx context.Context, w int) (int, error) {
 
 // Pull implements center.Center. In blob store mode it asks the server
 // for the current version and gets the weights from the store.
+//
+// An observer's pull (center.Observer: a snapshot of the center) whose
+// connection has failed, as a call cut short by Ctrl-C leaves it, tries
+// once more over a fresh connection, so that an interrupted worker can
+// still snapshot the center rather than its own replica.
 func (c *Client) Pull(ctx context.Context, w int, dst []float32) error {
 	if err := c.checkLen("pull into a buffer", len(dst)); err != nil {
 		return err
 	}
+	err := c.pull(ctx, c.rpc, w, dst)
+	if err == nil || w != center.Observer || ctx.Err() != nil || isRemote(err) {
+		return err
+	}
+	rc, derr := rpc.Dial(ctx, c.addr, c.rcfg)
+	if derr != nil {
+		return fmt.Errorf("%w; and over a fresh connection: %w", err, derr)
+	}
+	defer rc.Close()
+	return c.pull(ctx, rc, w, dst)
+}
+
+// pull is Pull over the connection rc.
+func (c *Client) pull(ctx context.Context, rc *rpc.Client, w int, dst []float32) error {
 	req := rpc.Request{Op: opPull, Ints: [rpc.NumInts]int64{int64(w)}}
 	if c.store != nil {
 		req.Op = opVersion
 		var resp rpc.Response
-		if err := c.call(ctx, &req, &resp); err != nil {
+		if err := c.callOn(ctx, rc, &req, &resp); err != nil {
 			return err
 		}
 		if err := c.store.GetFloats(ctx, WeightsKey+c.suffix, dst); err != nil {
@@ -156,10 +192,28 @@ func (c *Client) Pull(ctx context.Context, w int, dst []float32) error {
 		return nil
 	}
 	resp := rpc.Response{Data: dst[:0]}
-	if err := c.call(ctx, &req, &resp); err != nil {
+	if err := c.callOn(ctx, rc, &req, &resp); err != nil {
 		return err
 	}
 	return c.landed(resp.Data, dst)
+}
+
+// isRemote reports whether err is the server's answer (the connection
+// is fine) rather than the connection's failure.
+func isRemote(err error) bool {
+	var re *rpc.RemoteError
+	return errors.As(err, &re)
+}
+
+// callOn is call over rc, the client's own connection or another.
+func (c *Client) callOn(ctx context.Context, rc *rpc.Client, req *rpc.Request, resp *rpc.Response) error {
+	if rc == c.rpc {
+		return c.call(ctx, req, resp)
+	}
+	if err := rc.Call(ctx, req, resp); err != nil {
+		return fmt.Errorf("ps: %w", err)
+	}
+	return nil
 }
 
 // landed checks that a response payload arrived in dst, whole.

@@ -169,9 +169,10 @@ func TestCrashedWorkerLeaves(t *testing.T) {
 	}
 }
 
-// TestRejoinOutlivesOldConnection: a worker that joined again over a new
-// connection before its old one was seen to close is not made to leave
-// when the old one closes; nor is a worker of another connection.
+// TestRejoinOutlivesOldConnection: a restarted worker that dials before
+// the server has seen its old connection close waits for that close (the
+// old one leaves with an error) and then joins; the new connection's
+// worker stays live, and a worker of another connection is not touched.
 func TestRejoinOutlivesOldConnection(t *testing.T) {
 	ctx := context.Background()
 	rec := &leaveRecorder{Local: newLocal(t, 3, weights(4, 0))}
@@ -185,18 +186,33 @@ func TestRejoinOutlivesOldConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh := dial(t, srv.Addr(), ClientConfig{})
-	if _, err := fresh.Join(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	joined := make(chan error, 1)
+	go func() {
+		_, err := fresh.Join(ctx, 1)
+		joined <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
 	old.Close()
+	recv(t, "the restarted worker's join", joined)
 	waitFor(t, "the old connection's hook", func() bool { return srv.watching() == 2 })
-	if got := rec.got(); len(got) != 0 {
-		t.Fatalf("leaves %v, want none", got)
-	}
-	fresh.Close()
-	waitFor(t, "the fresh connection's hook", func() bool { return srv.watching() == 1 })
 	if got := rec.got(); !slices.Equal(got, []string{"1:err"}) {
 		t.Fatalf("leaves %v, want [1:err]", got)
+	}
+	// Worker 1 is live again: with worker 0 finished, it alone holds
+	// back worker 2's SSP wait, until its connection closes.
+	if _, err := other.Join(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Leave(ctx, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := clockAsync(other, 2, 2, 0)
+	notDone(t, "worker 2's SSP wait for the rejoined worker 1", done)
+	fresh.Close()
+	recv(t, "worker 2's SSP wait after worker 1's connection closed", done)
+	waitFor(t, "the fresh connection's hook", func() bool { return srv.watching() == 1 })
+	if got := rec.got(); !slices.Equal(got, []string{"1:err", "0:nil", "1:err"}) {
+		t.Fatalf("leaves %v, want [1:err 0:nil 1:err]", got)
 	}
 }
 

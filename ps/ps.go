@@ -38,8 +38,8 @@ func GradsKey(w int) string { return GradsKeyPrefix + strconv.Itoa(w) }
 // The rpc op codes of the parameter server protocol, and the fields each
 // uses (I = Ints, F = Floats, T = Text, D = Data).
 const (
-	opInfo    = 1  // → I0 = N, I1 = version, I2 = 1 in store mode; T = key suffix
-	opJoin    = 2  // I0 = w → I0 = iter
+	opInfo    = 1  // → I0 = N, I1 = version, I2 = 1 in store mode, I3 = heartbeat interval in ms (0: none); T = key suffix
+	opJoin    = 2  // I0 = w, I1 = the worker's count of workers (0: unsaid) → I0 = iter
 	opPull    = 3  // I0 = w → D = center
 	opPush    = 4  // I0 = w, D = delta
 	opElastic = 5  // I0 = w, F0 = alpha, D = x → D = new x
@@ -53,6 +53,9 @@ const (
 	// through the store under T.
 	opElasticKey = 12 // I0 = w, F0 = alpha, T = key of x; the new x goes back under T
 	opRoundKey   = 13 // I0 = w, I1 = iter, T = key of the gradients → as opRound
+	// opPing is a worker's heartbeat while it computes: it proves the
+	// connection's workers alive (see ServerConfig.Silence).
+	opPing = 14 // I0 = -1 → nothing
 )
 
 func b2i(b bool) int64 {

@@ -35,8 +35,19 @@ type ServerConfig struct {
 	KeySuffix string
 	// ErrorLog receives the errors that closed a client's connection
 	// (rpc.Config.ErrorLog), and one error per worker whose connection
-	// closed without a Leave; nil discards them.
+	// closed without a Leave, was dropped for silence or refused as a
+	// duplicate; nil discards them.
 	ErrorLog func(error)
+	// Workers is the job's worker count. A worker that joins saying
+	// another count is refused, naming both. Zero skips the check.
+	Workers int
+	// Silence is how long a joined worker's connection may stay silent
+	// (no call running, no call or heartbeat arriving) before the worker
+	// is made to leave the center, so that a frozen process no longer
+	// holds back SSP, rounds or turns; its next call rejoins it. Clients
+	// send heartbeats every Silence/4 while they compute. Zero means
+	// DefaultSilence; negative turns the watch off.
+	Silence time.Duration
 }
 
 // Server serves a center.Center over rpc. Its methods are safe for
@@ -61,6 +72,11 @@ type Server struct {
 	owner map[int]*rpc.Conn
 	// watched holds the connections whose end is watched (OnClose).
 	watched map[*rpc.Conn]bool
+	// life is when each joined connection was last heard from (life.go).
+	life map[*rpc.Conn]*connLife
+
+	workers int
+	silence time.Duration
 
 	dirty atomic.Bool // the center changed since the last publication
 	// pubMu guards version and pub, and orders publications.
@@ -88,7 +104,11 @@ func Listen(addr string, c center.Center, cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("ps: max frame %d bytes cannot carry %d parameters (need %d)", cfg.MaxFrame, n, need)
 	}
 	s := &Server{c: c, n: n, store: cfg.Store, suffix: cfg.KeySuffix, elog: cfg.ErrorLog,
-		owner: map[int]*rpc.Conn{}, watched: map[*rpc.Conn]bool{}}
+		owner: map[int]*rpc.Conn{}, watched: map[*rpc.Conn]bool{}, life: map[*rpc.Conn]*connLife{},
+		workers: cfg.Workers, silence: cfg.Silence}
+	if s.silence == 0 {
+		s.silence = DefaultSilence
+	}
 	var err error
 	s.rpc, err = rpc.Listen(addr, rpc.Config{Token: cfg.Token, Timeout: cfg.Timeout, MaxFrame: cfg.MaxFrame, ErrorLog: cfg.ErrorLog}, s.handle)
 	if err != nil {
@@ -114,6 +134,11 @@ func (s *Server) Serve(ctx context.Context) error {
 			s.rpc.Close()
 			return err
 		}
+	}
+	if s.silence > 0 {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go s.watch(wctx)
 	}
 	return s.rpc.Serve(ctx)
 }
@@ -153,9 +178,14 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 	if int64(w) != req.Ints[0] {
 		return fmt.Errorf("ps: worker id %d out of range", req.Ints[0])
 	}
+	defer s.heard(ctx, req.Op)()
 	switch req.Op {
+	case opPing:
 	case opInfo:
 		resp.Ints[0] = int64(s.n)
+		if s.silence > 0 {
+			resp.Ints[3] = max(s.silence/4, time.Millisecond).Milliseconds()
+		}
 		if s.store != nil {
 			s.pubMu.Lock()
 			resp.Ints[1] = s.version
@@ -164,6 +194,9 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 			resp.Text = s.suffix
 		}
 	case opJoin:
+		if said := int(req.Ints[1]); said != 0 && s.workers != 0 && said != s.workers {
+			return fmt.Errorf("ps: worker %d runs a job of %d workers, but this server serves %d (--workers): start both with the same count", w, said, s.workers)
+		}
 		iter, err := s.join(ctx, w)
 		resp.Ints[0] = int64(iter)
 		return err
@@ -280,12 +313,20 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 func (s *Server) join(ctx context.Context, w int) (int, error) {
 	conn := rpc.ConnFrom(ctx)
 	s.ownMu.Lock()
+	if err := s.duplicate(ctx, w, conn); err != nil {
+		s.ownMu.Unlock()
+		if s.elog != nil {
+			s.elog(err)
+		}
+		return 0, err
+	}
 	iter, err := s.c.Join(ctx, w)
 	watch := false
 	if err == nil && conn != nil {
 		s.owner[w] = conn
 		watch = !s.watched[conn]
 		s.watched[conn] = true
+		s.joinedOver(conn, w)
 	}
 	s.ownMu.Unlock()
 	if watch {
@@ -297,6 +338,11 @@ func (s *Server) join(ctx context.Context, w int) (int, error) {
 // left forgets worker w's connection: it left in order.
 func (s *Server) left(w int) {
 	s.ownMu.Lock()
+	if c := s.owner[w]; c != nil {
+		if l := s.life[c]; l != nil {
+			l.silent = slices.DeleteFunc(l.silent, func(v int) bool { return v == w })
+		}
+	}
 	delete(s.owner, w)
 	s.ownMu.Unlock()
 }
@@ -325,6 +371,7 @@ func (s *Server) dropConn(ctx context.Context, conn *rpc.Conn) {
 		}
 	}
 	delete(s.watched, conn)
+	delete(s.life, conn)
 	s.ownMu.Unlock()
 	if s.elog != nil {
 		for _, err := range msgs {

@@ -83,6 +83,10 @@ func clientHello(c net.Conn, cfg Config, deadline time.Time) error {
 // Addr returns the server's address as given to Dial.
 func (cl *Client) Addr() string { return cl.addr }
 
+// LocalAddr returns this end's address (host:port), as the server sees
+// the client.
+func (cl *Client) LocalAddr() string { return cl.c.LocalAddr().String() }
+
 // Close closes the connection; calls in progress fail.
 func (cl *Client) Close() error {
 	err := cl.c.Close()

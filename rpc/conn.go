@@ -17,6 +17,9 @@ type Conn struct {
 	mu    sync.Mutex
 	hooks []func()
 	done  bool
+	// ended is closed once the hooks have run (Done).
+	endOnce sync.Once
+	ended   chan struct{}
 }
 
 // connKey is the context key of the *Conn a handler serves.
@@ -49,6 +52,15 @@ func (c *Conn) OnClose(f func()) {
 	f()
 }
 
+// Done returns a channel closed once the connection has ended and its
+// OnClose hooks have run.
+func (c *Conn) Done() <-chan struct{} {
+	c.endOnce.Do(c.initEnded)
+	return c.ended
+}
+
+func (c *Conn) initEnded() { c.ended = make(chan struct{}) }
+
 // closed runs the hooks; later registrations run at once.
 func (c *Conn) closed() {
 	c.mu.Lock()
@@ -58,4 +70,6 @@ func (c *Conn) closed() {
 	for _, f := range hooks {
 		f()
 	}
+	c.endOnce.Do(c.initEnded)
+	close(c.ended)
 }

@@ -281,6 +281,10 @@ type Result struct {
 	Center center.Stats
 	// Straggled counts the iterations a straggler delay was injected.
 	Straggled int64
+	// Failed lists the in-process workers of an asynchronous scheme that
+	// failed while the others trained on, each error naming its worker;
+	// the run's weights are the center's, as the others left them.
+	Failed []error
 }
 
 // Final is the last test pass, or the zero TestResult.
@@ -955,7 +959,20 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 		nodes[i] = n
 	}
-	errs := node.RunAll(ctx, nodes)
+	var iso isolation
+	rankIDs := make([]int, len(t.ranks))
+	for i, rs := range t.ranks {
+		rankIDs[i] = rs.rank
+	}
+	errs := node.RunAllIsolated(ctx, nodes, iso.isolator(sc, nodes, rankIDs, prog))
+	res.Failed = iso.errs()
+	for _, f := range res.Failed {
+		for i, err := range errs {
+			if err != nil && errors.Is(f, err) {
+				errs[i] = nil // reported in res.Failed; the run went on
+			}
+		}
+	}
 	if cfg.Group == nil {
 		for _, ep := range eps {
 			ep.Close()

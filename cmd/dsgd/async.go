@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,7 +25,7 @@ import (
 // centerFlags say where a worker process of an asynchronous scheme finds
 // its center.
 type centerFlags struct {
-	addr, store, shard *string
+	addr, store, shard, job *string
 }
 
 func (c *centerFlags) register(fs interface {
@@ -31,6 +33,7 @@ func (c *centerFlags) register(fs interface {
 }) {
 	c.addr = fs.String("center", "", "asynchronous schemes in worker processes: the parameter server `HOST:PORT` (several, comma-separated, for a sharded one), or smb://HOST:PORT for the shared buffer server (seasgd)")
 	c.shard = fs.String("shard", "", "dsgd ps: serve shard `I/K` of the parameters (the I-th of K even ranges, from 0; the workers list the K servers in order in --center)")
+	c.job = fs.String("job", "", "dsgd ps with --store: the job's `NAME` in the store's keys; a store that holds a live job of another name is refused (default: DSGD_JOB, else derived from the token)")
 	c.store = fs.String("store", "", "asynchronous schemes: carry the weights through a Redis server, redis://[:PASSWORD@]HOST:PORT (SpeeDO); the parameter server needs the same (default: DSGD_STORE, which keeps a password out of the process list)")
 }
 
@@ -88,7 +91,7 @@ func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token
 			cl.Close()
 		}, nil
 	}
-	cfg := ps.ClientConfig{Token: token, Timeout: timeout}
+	cfg := ps.ClientConfig{Token: token, Timeout: timeout, Workers: workers}
 	var st *redisstore.Store
 	if url := f.center.storeURL(); url != "" {
 		var err error
@@ -155,9 +158,20 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 			return fmt.Errorf("--store: %w", err)
 		}
 		defer st.Close()
-		return servePSStore(ctx, listen, token, local, *f.commTimeout, st, stdout)
+		job := jobName(*f.center.job, token)
+		host, _ := os.Hostname()
+		lease, err := st.ClaimJob(ctx, job, fmt.Sprintf("dsgd ps on %s, %s, pid %d", host, listen, os.Getpid()), 0)
+		if err != nil {
+			return fmt.Errorf("--store: %w", err)
+		}
+		defer lease.Release(context.WithoutCancel(ctx))
+		suffix := ":" + job
+		if *f.center.shard != "" {
+			suffix += ":" + strings.ReplaceAll(*f.center.shard, "/", "of")
+		}
+		return servePSStore(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, st, suffix, stdout)
 	}
-	if err := servePS(ctx, listen, token, local, *f.commTimeout, 0, stdout); err != nil {
+	if err := servePS(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, 0, stdout); err != nil {
 		return err
 	}
 	st := local.Stats()
@@ -166,8 +180,9 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 }
 
 // servePSStore is servePS with the weights carried through a blob store.
-func servePSStore(ctx context.Context, addr, token string, c *center.Local, timeout time.Duration, st ps.BlobStore, stdout io.Writer) error {
-	srv, err := ps.Listen(addr, c, ps.ServerConfig{Token: token, Timeout: timeout, Store: st,
+// suffix, appended to every key, carries the job's name (and the shard's).
+func servePSStore(ctx context.Context, addr, token string, c *center.Local, workers int, timeout time.Duration, st ps.BlobStore, suffix string, stdout io.Writer) error {
+	srv, err := ps.Listen(addr, c, ps.ServerConfig{Token: token, Timeout: timeout, Store: st, Workers: workers, Silence: psSilence(timeout), KeySuffix: suffix,
 		ErrorLog: func(err error) { fmt.Fprintf(stdout, "ps: %v\n", err) }})
 	if err != nil {
 		return err
@@ -215,4 +230,18 @@ func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return errUsage
 	}
 	return serveSMB(ctx, *listen, tok, *timeout, 0, noShm, stdout)
+}
+
+// jobName is the name of the job in a blob store's keys: --job, else
+// DSGD_JOB, else one derived from the job's token (the launcher makes a
+// random token per job; processes of one job share it).
+func jobName(flag, token string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := os.Getenv("DSGD_JOB"); env != "" {
+		return env
+	}
+	sum := sha256.Sum256([]byte("dsgd job\x00" + token))
+	return "t" + hex.EncodeToString(sum[:6])
 }

@@ -36,16 +36,16 @@ func (g *groupFlags) loopbackRendezvous() error {
 	const pass = "pass --rendezvous HOST:PORT (an address of rank 0's host that every rank reaches), --listen 0.0.0.0:0 and a shared secret in DSGD_TOKEN (mpirun -x DSGD_TOKEN; srun passes the environment), or set MASTER_ADDR and MASTER_PORT"
 	switch l.OneHost() {
 	case launcher.No:
-		return fmt.Errorf("no rendezvous address, and the %d ranks of %s span several hosts (%s), so loopback cannot join them: %s", l.Size, jobName(l), l.Hosts, pass)
+		return fmt.Errorf("no rendezvous address, and the %d ranks of %s span several hosts (%s), so loopback cannot join them: %s", l.Size, launcherJobName(l), l.Hosts, pass)
 	case launcher.Unknown:
-		return fmt.Errorf("no rendezvous address, and %s does not say whether its %d ranks share one host: %s (or, on one host, --rendezvous 127.0.0.1:PORT)", jobName(l), l.Size, pass)
+		return fmt.Errorf("no rendezvous address, and %s does not say whether its %d ranks share one host: %s (or, on one host, --rendezvous 127.0.0.1:PORT)", launcherJobName(l), l.Size, pass)
 	}
 	if l.Port() == 0 {
 		return fmt.Errorf("no rendezvous address, and %s names no job id to derive a port from: pass --rendezvous 127.0.0.1:PORT (the same in every rank)", l.Name)
 	}
 	g.rendezvous = net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Port()))
 	g.auto = fmt.Sprintf("dsgd: rendezvous %s on loopback: all %d ranks of %s are on this host (%s); the port is derived from the job id (%s), --rendezvous chooses another\n",
-		g.rendezvous, l.Size, jobName(l), l.Hosts, l.JobVar)
+		g.rendezvous, l.Size, launcherJobName(l), l.Hosts, l.JobVar)
 	return nil
 }
 
@@ -68,7 +68,7 @@ func (g *groupFlags) autoHint() string {
 	return fmt.Sprintf(" (the rendezvous port was derived from %s's job id %s; another program or job may hold it: pass --rendezvous 127.0.0.1:PORT with a free port)", g.launcher.Name, g.launcher.JobID)
 }
 
-func jobName(l *launcher.Info) string {
+func launcherJobName(l *launcher.Info) string {
 	if l.JobID == "" {
 		return l.Name + "'s job"
 	}

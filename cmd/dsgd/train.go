@@ -497,7 +497,21 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	} else {
 		printLinks(out, cfg.Group.Endpoint, res.Iters)
 	}
-	return nil
+	return failedWorkers(res.Failed)
+}
+
+// failedWorkers is the error of a run that finished although some of its
+// in-process asynchronous workers failed on the way: the others trained
+// on, but the exit status says it.
+func failedWorkers(failed []error) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(failed))
+	for i, err := range failed {
+		msgs[i] = err.Error()
+	}
+	return fmt.Errorf("%d of the workers failed during the run (the others finished it; the snapshot holds the center's weights):\n%s", len(failed), strings.Join(msgs, "\n"))
 }
 
 func snapshotPrefix(f *trainFlags, solverPrefix string) string {

@@ -56,9 +56,11 @@ func cases() []faultCase {
 		{"sigterm-inproc", "SIGTERM: snapshot, exit 143", 60 * time.Second, ctrlC(syscall.SIGTERM, 143)},
 		{"sighup-inproc", "SIGHUP: snapshot, exit 129", 60 * time.Second, ctrlC(syscall.SIGHUP, 129)},
 		{"ctrl-c-tcp", "SIGINT to a --transport tcp job: ranks stopped, not killed; snapshot; exit 130", 60 * time.Second, ctrlC(syscall.SIGINT, 130, "--transport", "tcp", "--workers", "2")},
-		{"ctrl-c-tcp-async", "SIGINT to an async tcp job: snapshot; exit 130", 60 * time.Second, ctrlC(syscall.SIGINT, 130, "--transport", "tcp", "--workers", "2", "--scheme", "async")},
+		{"ctrl-c-tcp-async", "SIGINT to an async tcp job: snapshot of the center; exit 130", 60 * time.Second, ctrlC(syscall.SIGINT, 130, "--transport", "tcp", "--workers", "2", "--scheme", "async")},
 		{"async-worker-dies", "an async tcp worker SIGKILLed: the others finish all their iterations", 60 * time.Second, asyncWorkerDies},
 		{"sync-rank-dies", "a sync tcp rank SIGKILLed: rank 0 stops at once with a snapshot", 60 * time.Second, syncRankDies},
+		{"ssp-worker-frozen", "an ssp tcp worker SIGSTOPped: dropped from the bound, the others train on; woken, it rejoins", 60 * time.Second, sspWorkerFrozen},
+		{"sync-rank-frozen", "a sync tcp rank SIGSTOPped: rank 0's timeout names rank 1", 60 * time.Second, syncRankFrozen},
 		{"second-signal", "a second SIGINT exits at once", 60 * time.Second, secondSignal},
 		{"resume-restores-run", "--resume alone continues the snapshot's scheme, workers, iterations", 90 * time.Second, resumeRestores},
 		{"exploding-weights", "exp lr_policy gamma 1.5: no snapshot of |w| > 1e8, non-zero exit", 60 * time.Second, exploding},
@@ -197,6 +199,8 @@ func ctrlC(sig syscall.Signal, want int, extra ...string) func(*harness, string)
 			return "no resume hint"
 		case strings.Contains(out, "signal: killed"):
 			return "a rank was SIGKILLed"
+		case strings.Contains(out, "replica"):
+			return "the snapshot holds rank 0's replica, not the center's weights: " + lastLines(out)
 		}
 		return crashed(out)
 	}
