@@ -202,7 +202,10 @@ func newSim(cfg Config) (*sim, error) {
 	}
 	s.net = newNetwork(&s.eng, cfg.Network, nodes)
 	if uses {
-		s.srv = newServer(s, len(ranks), nc)
+		var err error
+		if s.srv, err = newServer(s, len(ranks), nc); err != nil {
+			return nil, err
+		}
 	}
 	for r, rk := range ranks {
 		d := &driver{s: s, rank: r, sch: rk, worker: r < sc.Workers, centerID: sc.CenterID(r)}
@@ -302,7 +305,8 @@ func (s *sim) result() (Result, error) {
 		res.CommRatio = (acc.comm + acc.wait) / cnt / iter
 	}
 	if s.srv != nil {
-		res.Dropped, res.Waits = s.srv.dropped, s.srv.waits
+		st := s.srv.core.Stats()
+		res.Dropped, res.Waits = st.Dropped, st.Waits
 	}
 	if s.ex != nil {
 		res.Weights = &Weights{}
