@@ -286,11 +286,17 @@ func (c *Core) serve(r Request) {
 // others back while it is gone.
 func (c *Core) refuse(r Request) {
 	c.stats.Refused++
-	err := fmt.Errorf("center refused worker %d's update: %s", r.W, r.Refuse)
+	err := Refused(r.W, r.Refuse)
 	if c.ctl.Active[r.W] {
 		c.leave(r.W, false)
 	}
 	c.reply(r, Output{Err: err})
+}
+
+// Refused is the error that refuses worker w's update for finding (what
+// Inspect found wrong with it).
+func Refused(w int, finding string) error {
+	return fmt.Errorf("center refused worker %d's update: %s", w, finding)
 }
 
 // leave marks w gone (or finished); a round waiting only for it closes.
