@@ -87,6 +87,7 @@ type Local struct {
 	values  int64
 	tag     int64
 	waiting map[int64]*call
+	spare   []*call
 	allLeft chan struct{} // closed once every worker has joined and finished
 
 	// ClockedReads: snap is the weights as of clock snapAt, and pending
@@ -97,11 +98,17 @@ type Local struct {
 	free    [][]float32 // spent pending buffers, for reuse
 }
 
-// call is a request in flight: the data work its Grant does (under l.mu)
-// and where its Reply goes.
+// call is a request in flight: what its Grant works on (under l.mu) and
+// where its Reply goes. Calls are reused (Local.spare), so that a
+// center operation does not allocate.
 type call struct {
-	grant func(o Output)
-	reply chan Output // buffered 1
+	op    Op
+	buf   []float32 // Pull: dst; Push: delta; Elastic: x; Round: grads
+	alpha float32
+	// unlocked: the data work is done by the caller, outside l.mu
+	// (hogwild's exchange); the grant only counts the values.
+	unlocked bool
+	reply    chan Output // buffered 1
 }
 
 type taggedPush struct {
@@ -170,36 +177,75 @@ func (l *Local) check(w, n int) error {
 // now is the core's tick: nanoseconds since NewLocal.
 func (l *Local) now() int64 { return int64(time.Since(l.start)) }
 
-// do steps the core with r and waits for r's reply; grant is r's data
-// work, run under l.mu when the core grants r. It returns the reply.
-func (l *Local) do(ctx context.Context, r Request, grant func(Output)) (Output, error) {
+// do steps the core with r and waits for r's reply; c holds r's data,
+// which the grant works on under l.mu. It returns the reply.
+func (l *Local) do(ctx context.Context, r Request, c call) (Output, error) {
 	l.mu.Lock()
 	l.tag++
 	r.Tag = l.tag
-	c := &call{grant: grant, reply: make(chan Output, 1)}
-	l.waiting[r.Tag] = c
+	var cp *call
+	if k := len(l.spare); k > 0 {
+		cp, l.spare = l.spare[k-1], l.spare[:k-1]
+	} else {
+		cp = &call{reply: make(chan Output, 1)}
+	}
+	c.reply = cp.reply
+	*cp = c
+	l.waiting[r.Tag] = cp
 	l.run(l.core.Step(l.now(), r))
 	l.mu.Unlock()
+	var o Output
 	select {
-	case o := <-c.reply:
-		return o, o.Err
-	default:
-	}
-	select {
-	case o := <-c.reply:
-		return o, o.Err
+	case o = <-cp.reply:
 	case <-ctx.Done():
 		l.mu.Lock()
-		defer l.mu.Unlock()
 		select {
-		case o := <-c.reply: // answered meanwhile
-			return o, o.Err
+		case o = <-cp.reply: // answered meanwhile
 		default:
+			delete(l.waiting, r.Tag)
+			l.core.Cancel(r.Tag)
+			o.Err = ctx.Err()
 		}
-		delete(l.waiting, r.Tag)
-		l.core.Cancel(r.Tag)
-		return Output{}, ctx.Err()
+		l.mu.Unlock()
 	}
+	l.mu.Lock()
+	cp.buf = nil
+	l.spare = append(l.spare, cp)
+	l.mu.Unlock()
+	return o, o.Err
+}
+
+// grant carries out call c's data work; l.mu is held.
+func (l *Local) grant(c *call, o Output) {
+	n := int64(len(c.buf))
+	switch c.op {
+	case OpPull:
+		copy(c.buf, l.readable())
+	case OpPush:
+		addTo(l.w, c.buf)
+		if l.cfg.ClockedReads {
+			// The push belongs to the iteration w has not clocked yet.
+			var buf []float32
+			if k := len(l.free); k > 0 {
+				buf, l.free = l.free[k-1], l.free[:k-1]
+			} else {
+				buf = make([]float32, len(c.buf))
+			}
+			copy(buf, c.buf)
+			l.pending = append(l.pending, taggedPush{iter: o.Iter, w: o.W, delta: buf})
+		}
+	case OpElastic:
+		if !c.unlocked {
+			elastic(l.w, c.buf, c.alpha)
+		}
+		n *= 2
+	case OpRound:
+		if l.acc == nil {
+			l.acc = make([]float32, len(l.w))
+		}
+		addTo(l.acc, c.buf)
+	}
+	l.values += n
 }
 
 // run carries out the core's outputs; l.mu is held.
@@ -207,8 +253,8 @@ func (l *Local) run(outs []Output) {
 	for _, o := range outs {
 		switch o.Kind {
 		case Grant:
-			if c := l.waiting[o.Tag]; c != nil && c.grant != nil {
-				c.grant(o)
+			if c := l.waiting[o.Tag]; c != nil {
+				l.grant(c, o)
 			}
 		case Reply:
 			if c := l.waiting[o.Tag]; c != nil {
@@ -290,8 +336,8 @@ func (l *Local) readable() []float32 {
 
 // update steps an update request after inspecting its values: refused,
 // it is logged and answered with the core's error naming the worker.
-func (l *Local) update(ctx context.Context, r Request, grant func(Output)) (Output, error) {
-	o, err := l.do(ctx, r, grant)
+func (l *Local) update(ctx context.Context, r Request, c call) (Output, error) {
+	o, err := l.do(ctx, r, c)
 	if r.Refuse != "" && err != nil && l.cfg.Log != nil {
 		l.cfg.Log(err)
 	}
@@ -303,7 +349,7 @@ func (l *Local) Join(ctx context.Context, w int) (int, error) {
 	if err := l.check(w, -1); err != nil {
 		return 0, err
 	}
-	o, err := l.do(ctx, Request{Op: OpJoin, W: w}, nil)
+	o, err := l.do(ctx, Request{Op: OpJoin, W: w}, call{})
 	return o.Iter, err
 }
 
@@ -321,10 +367,7 @@ func (l *Local) Pull(ctx context.Context, w int, dst []float32) error {
 	if err := l.check(w, len(dst)); err != nil {
 		return err
 	}
-	_, err := l.do(ctx, Request{Op: OpPull, W: w}, func(Output) {
-		copy(dst, l.readable())
-		l.values += int64(len(dst))
-	})
+	_, err := l.do(ctx, Request{Op: OpPull, W: w}, call{op: OpPull, buf: dst})
 	return err
 }
 
@@ -334,21 +377,7 @@ func (l *Local) Push(ctx context.Context, w int, delta []float32) error {
 		return err
 	}
 	r := Request{Op: OpPush, W: w, Refuse: Inspect("push", delta, 1, l.cfg.MaxUpdateNorm)}
-	_, err := l.update(ctx, r, func(o Output) {
-		addTo(l.w, delta)
-		if l.cfg.ClockedReads {
-			// The push belongs to the iteration w has not clocked yet.
-			var buf []float32
-			if k := len(l.free); k > 0 {
-				buf, l.free = l.free[k-1], l.free[:k-1]
-			} else {
-				buf = make([]float32, len(delta))
-			}
-			copy(buf, delta)
-			l.pending = append(l.pending, taggedPush{iter: o.Iter, w: w, delta: buf})
-		}
-		l.values += int64(len(delta))
-	})
+	_, err := l.update(ctx, r, call{op: OpPush, buf: delta})
 	return err
 }
 
@@ -365,7 +394,7 @@ func (l *Local) Elastic(ctx context.Context, w int, x []float32, alpha float32) 
 		if r.Refuse == "" {
 			elastic(l.w, x, alpha)
 		}
-		_, err := l.update(ctx, r, func(Output) { l.values += 2 * int64(len(x)) })
+		_, err := l.update(ctx, r, call{op: OpElastic, buf: x, unlocked: true})
 		return err
 	}
 	// Under round-robin the values are inspected against the center as
@@ -373,10 +402,7 @@ func (l *Local) Elastic(ctx context.Context, w int, x []float32, alpha float32) 
 	l.mu.Lock()
 	refuse := InspectElastic(l.w, x, alpha, l.cfg.MaxUpdateNorm)
 	l.mu.Unlock()
-	_, err := l.update(ctx, Request{Op: OpElastic, W: w, Refuse: refuse}, func(Output) {
-		elastic(l.w, x, alpha)
-		l.values += 2 * int64(len(x))
-	})
+	_, err := l.update(ctx, Request{Op: OpElastic, W: w, Refuse: refuse}, call{op: OpElastic, buf: x, alpha: alpha})
 	return err
 }
 
@@ -399,13 +425,7 @@ func (l *Local) Round(ctx context.Context, w, iter int, grads []float32) (int, b
 		return 0, false, errors.New("center: weed-out rounds need an update rule")
 	}
 	r := Request{Op: OpRound, W: w, Iter: iter, Refuse: Inspect("round's gradients", grads, 1, l.cfg.MaxUpdateNorm)}
-	o, err := l.update(ctx, r, func(Output) {
-		if l.acc == nil {
-			l.acc = make([]float32, len(l.w))
-		}
-		addTo(l.acc, grads)
-		l.values += int64(len(grads))
-	})
+	o, err := l.update(ctx, r, call{op: OpRound, buf: grads})
 	if err != nil {
 		return 0, false, err
 	}
@@ -417,7 +437,7 @@ func (l *Local) Closed(ctx context.Context, w, iter int) (int, error) {
 	if err := l.check(w, -1); err != nil {
 		return 0, err
 	}
-	o, err := l.do(ctx, Request{Op: OpClosed, W: w, Iter: iter}, nil)
+	o, err := l.do(ctx, Request{Op: OpClosed, W: w, Iter: iter}, call{})
 	return o.Iter, err
 }
 
@@ -426,7 +446,7 @@ func (l *Local) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 	if err := l.check(w, -1); err != nil {
 		return false, err
 	}
-	o, err := l.do(ctx, Request{Op: OpClock, W: w, Iter: iter, S: s}, nil)
+	o, err := l.do(ctx, Request{Op: OpClock, W: w, Iter: iter, S: s}, call{})
 	return o.Stop, err
 }
 
@@ -435,7 +455,7 @@ func (l *Local) Leave(ctx context.Context, w int, cause error) error {
 	if err := l.check(w, -1); err != nil {
 		return err
 	}
-	_, err := l.do(ctx, Request{Op: OpLeave, W: w, Finished: cause == nil}, nil)
+	_, err := l.do(ctx, Request{Op: OpLeave, W: w, Finished: cause == nil}, call{})
 	return err
 }
 

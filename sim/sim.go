@@ -133,6 +133,7 @@ func Run(cfg Config) (Result, error) {
 type sim struct {
 	cfg     Config
 	sc      scheme.Config
+	info    scheme.Info // sc's scheme, looked up once
 	eng     engine
 	net     *network
 	drivers []*driver
@@ -187,7 +188,7 @@ func newSim(cfg Config) (*sim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	s := &sim{cfg: cfg, sc: sc, insts: map[instKey]*inst{}}
+	s := &sim{cfg: cfg, sc: sc, info: sc.Info(), insts: map[instKey]*inst{}}
 	for _, l := range cfg.Model.Layers {
 		s.fwd += l.Forward.Seconds()
 		s.bwd = append(s.bwd, l.Backward.Seconds())
