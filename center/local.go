@@ -42,6 +42,13 @@ type Config struct {
 	// a table once every worker has clocked): BSP's weights, whatever
 	// the timing. Without it a pull sees every push so far.
 	ClockedReads bool
+	// MaxUpdateNorm, when > 0, refuses an update whose L2 norm exceeds
+	// it: a push's delta, an exchange's α·(x − c), a round's gradients.
+	// Non-finite updates are refused always.
+	MaxUpdateNorm float64
+	// Log, when set, receives every refused update's error (it names the
+	// worker).
+	Log func(error)
 }
 
 // Stats counts what a center has done.
@@ -53,30 +60,34 @@ type Stats struct {
 	Rounds, Dropped int64
 	// Waits counts Clock calls that had to wait for a slower worker (SSP).
 	Waits int64
+	// Refused counts updates refused as non-finite or too large.
+	Refused int64
+	// MaxLead is the most iterations a worker was ahead of the slowest
+	// active one when its Clock returned (SSP keeps it <= s).
+	MaxLead int
 	// Values counts the float32 values that crossed the center's
 	// interface, both ways: N per pull, push or round, 2N per exchange.
 	Values int64
 }
 
-// Local is the in-process center: every operation is a method call on
-// shared memory. It is safe for concurrent use by all workers.
+// Local is the in-process center: a Core for the decisions, the weights
+// in memory, and real time turned into the core's ticks (nanoseconds
+// since NewLocal). It is safe for concurrent use by all workers: each
+// call steps the core under one lock, carries out the outputs (its own
+// and those that answer other workers' waiting calls) and waits for its
+// reply.
 type Local struct {
-	cfg Config
+	cfg   Config
+	start time.Time
 
 	mu      sync.Mutex
-	changed chan struct{} // closed and replaced on every state change
+	core    *Core
 	w       []float32
-	clocks  []int  // control area: iterations each worker has completed
-	live    []bool // joined and not left
-	left    []bool // left after finishing (counts for FinishAverage)
-	turn    int    // round-robin: whose exchange is next
-	round   int    // weed-out: the open round
-	acc     []float32
-	in      []bool // weed-out: who is in the open round
-	nIn     int
-	timer   *time.Timer
-	stats   Stats
-	joined  []bool
+	acc     []float32 // weed-out: the open round's sum
+	values  int64
+	tag     int64
+	waiting map[int64]*call
+	spare   []*call
 	allLeft chan struct{} // closed once every worker has joined and finished
 
 	// ClockedReads: snap is the weights as of clock snapAt, and pending
@@ -87,6 +98,19 @@ type Local struct {
 	free    [][]float32 // spent pending buffers, for reuse
 }
 
+// call is a request in flight: what its Grant works on (under l.mu) and
+// where its Reply goes. Calls are reused (Local.spare), so that a
+// center operation does not allocate.
+type call struct {
+	op    Op
+	buf   []float32 // Pull: dst; Push: delta; Elastic: x; Round: grads
+	alpha float32
+	// unlocked: the data work is done by the caller, outside l.mu
+	// (hogwild's exchange); the grant only counts the values.
+	unlocked bool
+	reply    chan Output // buffered 1
+}
+
 type taggedPush struct {
 	iter, w int
 	delta   []float32
@@ -94,28 +118,21 @@ type taggedPush struct {
 
 // NewLocal returns a center holding a copy of cfg.Weights.
 func NewLocal(cfg Config) (*Local, error) {
-	switch {
-	case cfg.Workers < 1:
-		return nil, fmt.Errorf("center: %d workers", cfg.Workers)
-	case len(cfg.Weights) == 0:
+	if len(cfg.Weights) == 0 && cfg.Workers >= 1 {
 		return nil, errors.New("center: no initial weights")
-	case cfg.Finish != FinishOwn && cfg.MaxIter <= 0:
-		return nil, fmt.Errorf("center: finish rule %v needs MaxIter", cfg.Finish)
+	}
+	core, err := NewCore(CoreConfig{Workers: cfg.Workers, Policy: cfg.Policy, Interval: cfg.Interval,
+		Finish: cfg.Finish, MaxIter: cfg.MaxIter, StartIter: cfg.StartIter, Deadline: int64(cfg.Deadline)})
+	if err != nil {
+		return nil, err
 	}
 	l := &Local{
 		cfg:     cfg,
-		changed: make(chan struct{}),
+		start:   time.Now(),
+		core:    core,
 		w:       append([]float32(nil), cfg.Weights...),
-		clocks:  make([]int, cfg.Workers),
-		live:    make([]bool, cfg.Workers),
-		left:    make([]bool, cfg.Workers),
-		in:      make([]bool, cfg.Workers),
-		joined:  make([]bool, cfg.Workers),
+		waiting: map[int64]*call{},
 		allLeft: make(chan struct{}),
-		round:   cfg.StartIter,
-	}
-	for i := range l.clocks {
-		l.clocks[i] = cfg.StartIter
 	}
 	if cfg.ClockedReads {
 		l.snap = append([]float32(nil), cfg.Weights...)
@@ -135,14 +152,16 @@ func (l *Local) Weights() []float32 { return l.w }
 func (l *Local) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.stats
+	st := l.core.Stats()
+	st.Values = l.values
+	return st
 }
 
 // Clocks returns a copy of the control area's iteration counts.
 func (l *Local) Clocks() []int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]int(nil), l.clocks...)
+	return append([]int(nil), l.core.Clocks()...)
 }
 
 func (l *Local) check(w, n int) error {
@@ -155,37 +174,128 @@ func (l *Local) check(w, n int) error {
 	return nil
 }
 
-// broadcast wakes every waiter; l.mu is held.
-func (l *Local) broadcast() {
-	l.settle()
-	close(l.changed)
-	l.changed = make(chan struct{})
+// now is the core's tick: nanoseconds since NewLocal.
+func (l *Local) now() int64 { return int64(time.Since(l.start)) }
+
+// do steps the core with r and waits for r's reply; c holds r's data,
+// which the grant works on under l.mu. It returns the reply.
+func (l *Local) do(ctx context.Context, r Request, c call) (Output, error) {
+	l.mu.Lock()
+	l.tag++
+	r.Tag = l.tag
+	var cp *call
+	if k := len(l.spare); k > 0 {
+		cp, l.spare = l.spare[k-1], l.spare[:k-1]
+	} else {
+		cp = &call{reply: make(chan Output, 1)}
+	}
+	c.reply = cp.reply
+	*cp = c
+	l.waiting[r.Tag] = cp
+	l.run(l.core.Step(l.now(), r))
+	l.mu.Unlock()
+	var o Output
+	select {
+	case o = <-cp.reply:
+	case <-ctx.Done():
+		l.mu.Lock()
+		select {
+		case o = <-cp.reply: // answered meanwhile
+		default:
+			delete(l.waiting, r.Tag)
+			l.core.Cancel(r.Tag)
+			o.Err = ctx.Err()
+		}
+		l.mu.Unlock()
+	}
+	l.mu.Lock()
+	cp.buf = nil
+	l.spare = append(l.spare, cp)
+	l.mu.Unlock()
+	return o, o.Err
 }
 
-// wait blocks, with l.mu held on entry and on return, until cond holds or
-// ctx ends.
-func (l *Local) wait(ctx context.Context, cond func() bool) error {
-	for !cond() {
-		ch := l.changed
-		l.mu.Unlock()
-		select {
-		case <-ch:
-			l.mu.Lock()
-		case <-ctx.Done():
-			l.mu.Lock()
-			return ctx.Err()
+// grant carries out call c's data work; l.mu is held.
+func (l *Local) grant(c *call, o Output) {
+	n := int64(len(c.buf))
+	switch c.op {
+	case OpPull:
+		copy(c.buf, l.readable())
+	case OpPush:
+		addTo(l.w, c.buf)
+		if l.cfg.ClockedReads {
+			// The push belongs to the iteration w has not clocked yet.
+			var buf []float32
+			if k := len(l.free); k > 0 {
+				buf, l.free = l.free[k-1], l.free[:k-1]
+			} else {
+				buf = make([]float32, len(c.buf))
+			}
+			copy(buf, c.buf)
+			l.pending = append(l.pending, taggedPush{iter: o.Iter, w: o.W, delta: buf})
+		}
+	case OpElastic:
+		if !c.unlocked {
+			elastic(l.w, c.buf, c.alpha)
+		}
+		n *= 2
+	case OpRound:
+		if l.acc == nil {
+			l.acc = make([]float32, len(l.w))
+		}
+		addTo(l.acc, c.buf)
+	}
+	l.values += n
+}
+
+// run carries out the core's outputs; l.mu is held.
+func (l *Local) run(outs []Output) {
+	for _, o := range outs {
+		switch o.Kind {
+		case Grant:
+			if c := l.waiting[o.Tag]; c != nil {
+				l.grant(c, o)
+			}
+		case Reply:
+			if c := l.waiting[o.Tag]; c != nil {
+				delete(l.waiting, o.Tag)
+				c.reply <- o
+			}
+		case Close:
+			if o.N > 0 {
+				inv := 1 / float32(o.N)
+				for i := range l.acc {
+					l.acc[i] *= inv
+				}
+				l.cfg.Update(l.w, l.acc, o.Iter)
+				clear(l.acc)
+			}
+		case Timer:
+			d := time.Duration(o.At - l.now())
+			time.AfterFunc(max(d, 0), func() {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				l.run(l.core.Tick(max(l.now(), o.At)))
+			})
 		}
 	}
-	return nil
+	l.settle()
+	if l.core.Finished() {
+		select {
+		case <-l.allLeft:
+		default:
+			close(l.allLeft)
+		}
+	}
 }
 
-// settle moves the clocked snapshot up to the slowest live worker's
-// clock (to every push once no worker is live); l.mu is held.
+// settle moves the clocked snapshot up to the slowest active worker's
+// clock (to every push once no worker is active); l.mu is held.
 func (l *Local) settle() {
 	if !l.cfg.ClockedReads {
 		return
 	}
-	m, any := l.minActive()
+	m, any := l.core.Slowest()
 	if !any {
 		m = int(^uint(0) >> 1)
 	}
@@ -224,16 +334,23 @@ func (l *Local) readable() []float32 {
 	return l.w
 }
 
+// update steps an update request after inspecting its values: refused,
+// it is logged and answered with the core's error naming the worker.
+func (l *Local) update(ctx context.Context, r Request, c call) (Output, error) {
+	o, err := l.do(ctx, r, c)
+	if r.Refuse != "" && err != nil && l.cfg.Log != nil {
+		l.cfg.Log(err)
+	}
+	return o, err
+}
+
 // Join implements Center.
 func (l *Local) Join(ctx context.Context, w int) (int, error) {
 	if err := l.check(w, -1); err != nil {
 		return 0, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.live[w], l.left[w], l.joined[w] = true, false, true
-	l.broadcast()
-	return l.clocks[w], nil
+	o, err := l.do(ctx, Request{Op: OpJoin, W: w}, call{})
+	return o.Iter, err
 }
 
 // Pull implements Center. Under RoundRobin it waits for w's turn.
@@ -250,17 +367,8 @@ func (l *Local) Pull(ctx context.Context, w int, dst []float32) error {
 	if err := l.check(w, len(dst)); err != nil {
 		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cfg.Policy == RoundRobin {
-		if err := l.wait(ctx, func() bool { l.skipGone(); return l.turn == w }); err != nil {
-			return err
-		}
-	}
-	copy(dst, l.readable())
-	l.stats.Pulls++
-	l.stats.Values += int64(len(dst))
-	return nil
+	_, err := l.do(ctx, Request{Op: OpPull, W: w}, call{op: OpPull, buf: dst})
+	return err
 }
 
 // Push implements Center.
@@ -268,23 +376,9 @@ func (l *Local) Push(ctx context.Context, w int, delta []float32) error {
 	if err := l.check(w, len(delta)); err != nil {
 		return err
 	}
-	l.mu.Lock()
-	addTo(l.w, delta)
-	if l.cfg.ClockedReads {
-		// The push belongs to the iteration w has not clocked yet.
-		var buf []float32
-		if k := len(l.free); k > 0 {
-			buf, l.free = l.free[k-1], l.free[:k-1]
-		} else {
-			buf = make([]float32, len(delta))
-		}
-		copy(buf, delta)
-		l.pending = append(l.pending, taggedPush{iter: l.clocks[w], w: w, delta: buf})
-	}
-	l.stats.Pushes++
-	l.stats.Values += int64(len(delta))
-	l.mu.Unlock()
-	return nil
+	r := Request{Op: OpPush, W: w, Refuse: Inspect("push", delta, 1, l.cfg.MaxUpdateNorm)}
+	_, err := l.update(ctx, r, call{op: OpPush, buf: delta})
+	return err
 }
 
 // Elastic implements Center.
@@ -292,42 +386,24 @@ func (l *Local) Elastic(ctx context.Context, w int, x []float32, alpha float32) 
 	if err := l.check(w, len(x)); err != nil {
 		return err
 	}
-	switch l.cfg.Policy {
-	case Hogwild:
+	if l.cfg.Policy == Hogwild {
 		// No lock: concurrent exchanges interleave element by element,
-		// as Hogwild EASGD intends (SC17 5). The race is the algorithm.
-		elastic(l.w, x, alpha)
-		l.mu.Lock()
-		l.stats.Exchanges++
-		l.stats.Values += 2 * int64(len(x))
-		l.mu.Unlock()
-		return nil
-	case RoundRobin:
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if err := l.wait(ctx, func() bool { l.skipGone(); return l.turn == w }); err != nil {
-			return err
+		// as Hogwild EASGD intends (SC17 5). The race is the algorithm;
+		// the core only counts the exchange.
+		r := Request{Op: OpElastic, W: w, Refuse: InspectElastic(l.w, x, alpha, l.cfg.MaxUpdateNorm)}
+		if r.Refuse == "" {
+			elastic(l.w, x, alpha)
 		}
-		elastic(l.w, x, alpha)
-		l.stats.Exchanges++
-		l.stats.Values += 2 * int64(len(x))
-		return nil
-	default:
-		l.mu.Lock()
-		elastic(l.w, x, alpha)
-		l.stats.Exchanges++
-		l.stats.Values += 2 * int64(len(x))
-		l.mu.Unlock()
-		return nil
+		_, err := l.update(ctx, r, call{op: OpElastic, buf: x, unlocked: true})
+		return err
 	}
-}
-
-// skipGone moves the round-robin turn past workers that have left; l.mu
-// is held.
-func (l *Local) skipGone() {
-	for i := 0; i < l.cfg.Workers && !l.active(l.turn); i++ {
-		l.turn = (l.turn + 1) % l.cfg.Workers
-	}
+	// Under round-robin the values are inspected against the center as
+	// it is before w's turn; only w moves it during the turn.
+	l.mu.Lock()
+	refuse := InspectElastic(l.w, x, alpha, l.cfg.MaxUpdateNorm)
+	l.mu.Unlock()
+	_, err := l.update(ctx, Request{Op: OpElastic, W: w, Refuse: refuse}, call{op: OpElastic, buf: x, alpha: alpha})
+	return err
 }
 
 // elastic moves c toward x and x toward c by alpha·(x − c).
@@ -348,41 +424,12 @@ func (l *Local) Round(ctx context.Context, w, iter int, grads []float32) (int, b
 	if l.cfg.Update == nil {
 		return 0, false, errors.New("center: weed-out rounds need an update rule")
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case iter < l.round:
-		// Counted as dropped when its round closed without it.
-		return l.round, true, nil
-	case iter > l.round:
-		return 0, false, fmt.Errorf("center: worker %d handed in round %d, but round %d is open", w, iter, l.round)
-	case l.in[w]:
-		return 0, false, fmt.Errorf("center: worker %d handed in round %d twice", w, iter)
-	}
-	if l.acc == nil {
-		l.acc = make([]float32, len(l.w))
-	}
-	addTo(l.acc, grads)
-	l.stats.Values += int64(len(grads))
-	l.in[w] = true
-	l.nIn++
-	if l.nIn == 1 && l.cfg.Deadline > 0 {
-		r := l.round
-		l.timer = time.AfterFunc(l.cfg.Deadline, func() {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			if l.round == r {
-				l.closeRound()
-			}
-		})
-	}
-	if l.nIn >= l.liveCount() {
-		l.closeRound()
-	}
-	if err := l.wait(ctx, func() bool { return l.round > iter }); err != nil {
+	r := Request{Op: OpRound, W: w, Iter: iter, Refuse: Inspect("round's gradients", grads, 1, l.cfg.MaxUpdateNorm)}
+	o, err := l.update(ctx, r, call{op: OpRound, buf: grads})
+	if err != nil {
 		return 0, false, err
 	}
-	return l.round, false, nil
+	return o.Iter, o.Dropped, nil
 }
 
 // Closed implements Center.
@@ -390,52 +437,8 @@ func (l *Local) Closed(ctx context.Context, w, iter int) (int, error) {
 	if err := l.check(w, -1); err != nil {
 		return 0, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.wait(ctx, func() bool { return l.round > iter }); err != nil {
-		return 0, err
-	}
-	return l.round, nil
-}
-
-// active reports whether worker w holds back turns, rounds and SSP: it
-// has joined and not left, or has not joined yet (a worker that is still
-// starting is not gone); l.mu is held.
-func (l *Local) active(w int) bool { return l.live[w] || !l.joined[w] }
-
-func (l *Local) liveCount() int {
-	n := 0
-	for w := range l.live {
-		if l.active(w) {
-			n++
-		}
-	}
-	return n
-}
-
-// closeRound applies the mean of the round's gradients and opens the
-// next; l.mu is held.
-func (l *Local) closeRound() {
-	if l.timer != nil {
-		l.timer.Stop()
-		l.timer = nil
-	}
-	// Every active worker not in the round missed it: its gradients are
-	// dropped, whether they come late or their worker restarts.
-	l.stats.Dropped += int64(max(l.liveCount()-l.nIn, 0))
-	if l.nIn > 0 {
-		inv := 1 / float32(l.nIn)
-		for i := range l.acc {
-			l.acc[i] *= inv
-		}
-		l.cfg.Update(l.w, l.acc, l.round)
-		clear(l.acc)
-	}
-	clear(l.in)
-	l.nIn = 0
-	l.round++
-	l.stats.Rounds++
-	l.broadcast()
+	o, err := l.do(ctx, Request{Op: OpClosed, W: w, Iter: iter}, call{})
+	return o.Iter, err
 }
 
 // Clock implements Center.
@@ -443,77 +446,8 @@ func (l *Local) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 	if err := l.check(w, -1); err != nil {
 		return false, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if iter+1 > l.clocks[w] {
-		l.clocks[w] = iter + 1
-		l.broadcast()
-	}
-	if l.cfg.Policy == RoundRobin && l.turn == w && (iter+1-l.cfg.StartIter)%max(l.cfg.Interval, 1) == 0 {
-		l.turn = (l.turn + 1) % l.cfg.Workers
-		l.broadcast()
-	}
-	if s >= 0 {
-		waited := false
-		err := l.wait(ctx, func() bool {
-			if l.stop() || l.clocks[w]-l.minLive() <= s {
-				return true
-			}
-			waited = true
-			return false
-		})
-		if waited {
-			l.stats.Waits++
-		}
-		if err != nil {
-			return false, err
-		}
-	}
-	return l.stop(), nil
-}
-
-// minLive is the slowest live worker's count (the caller's own when it is
-// alone); l.mu is held.
-func (l *Local) minLive() int {
-	m, _ := l.minActive()
-	return m
-}
-
-// minActive is the slowest active worker's count, and whether any worker
-// is active; l.mu is held.
-func (l *Local) minActive() (int, bool) {
-	m := -1
-	for i, c := range l.clocks {
-		if l.active(i) && (m < 0 || c < m) {
-			m = c
-		}
-	}
-	if m < 0 {
-		return 0, false
-	}
-	return m, true
-}
-
-// stop applies the finish rule; l.mu is held.
-func (l *Local) stop() bool {
-	max := l.cfg.MaxIter
-	switch l.cfg.Finish {
-	case FinishMaster:
-		return l.clocks[0] >= max
-	case FinishFirst:
-		for _, c := range l.clocks {
-			if c >= max {
-				return true
-			}
-		}
-	case FinishAverage:
-		sum := 0
-		for _, c := range l.clocks {
-			sum += c
-		}
-		return sum >= max*len(l.clocks)
-	}
-	return false
+	o, err := l.do(ctx, Request{Op: OpClock, W: w, Iter: iter, S: s}, call{})
+	return o.Stop, err
 }
 
 // Leave implements Center.
@@ -521,22 +455,8 @@ func (l *Local) Leave(ctx context.Context, w int, cause error) error {
 	if err := l.check(w, -1); err != nil {
 		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.live[w] = false
-	l.left[w] = cause == nil
-	if l.nIn > 0 && l.nIn >= l.liveCount() {
-		l.closeRound()
-	}
-	l.broadcast()
-	if !slices.Contains(l.left, false) {
-		select {
-		case <-l.allLeft:
-		default:
-			close(l.allLeft)
-		}
-	}
-	return nil
+	_, err := l.do(ctx, Request{Op: OpLeave, W: w, Finished: cause == nil}, call{})
+	return err
 }
 
 // Finished is closed once every worker has left after finishing its run;

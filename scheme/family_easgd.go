@@ -35,14 +35,14 @@ var easgdFamily = []Info{
 	},
 	{
 		Name: "hogwild", Paper: "Hogwild! (Niu et al. 2011), SC17 5", Summary: "workers update one set of weights in memory with no lock",
-		SharedSteps: true,
+		SharedSteps: true, SharedWeights: true,
 		newRanks: func(c Config, n int) []Rank {
 			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
 		},
 	},
 	{
 		Name: "sync-easgd", Paper: "SC17 5, Alg. 2–3 (Sync EASGD)", Summary: "every iteration, a tree reduction of the workers' differences from the center",
-		Elastic: true, PlainSGD: true,
+		Elastic: true, PlainSGD: true, OwnCenter: true, Role: "master",
 		Servers: func(c Config) int {
 			if c.Variant == 1 {
 				return 1

@@ -27,7 +27,7 @@ var speedoFamily = []Info{
 	},
 	{
 		Name: "weedout", Paper: "SpeeDO 3.4", Summary: "synchronous rounds closed at a deadline; stragglers dropped and restarted",
-		Center: EveryWorker,
+		Center: EveryWorker, CenterSolver: true,
 		newRanks: func(c Config, n int) []Rank {
 			return workers(c, n, func(c Config, _ int) Rank { return newWeedout(c) })
 		},

@@ -18,7 +18,7 @@ var syncFamily = []Info{
 	},
 	{
 		Name: "sync-ps", Paper: "SpeeDO 3.1, FireCaffe 6.1", Summary: "workers push gradients to a parameter server, which updates and sends the weights back",
-		Servers: func(Config) int { return 1 },
+		Servers: func(Config) int { return 1 }, ServerUpdates: true,
 		newRanks: func(c Config, n int) []Rank {
 			ranks := workers(c, n, func(c Config, _ int) Rank { return &psWorker{cfg: c, server: c.Workers, iter: c.StartIter} })
 			ranks[c.Workers] = &psServer{cfg: c, iter: c.StartIter}
@@ -35,7 +35,8 @@ var syncFamily = []Info{
 	},
 	{
 		Name: "overlap", Paper: "TRL/Caffe Alg. 5–7", Summary: "gradients accumulated layer by layer while backward runs",
-		newRanks: func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
+		Accumulator: true,
+		newRanks:    func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
 	},
 	{
 		Name: "local-sgd", Paper: "Stich 2019; PyTorch's PeriodicModelAverager", Summary: "local steps, weights averaged every H = --interval iterations",

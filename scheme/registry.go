@@ -40,6 +40,33 @@ type Info struct {
 	SharedSteps bool
 	// MinWorkers and MaxWorkers bound the worker count (0: no bound).
 	MinWorkers, MaxWorkers int
+	// Role names the ranks beyond the workers (Servers) in timelines
+	// and logs; empty means "server".
+	Role string
+	// ServerUpdates: the rank beyond the workers holds the solver and
+	// applies every update (a synchronous parameter server): it is the
+	// updating rank, it snapshots, and `dsgd ps` runs it.
+	ServerUpdates bool
+	// SharedWeights: the workers update one set of weights in memory
+	// with no lock (hogwild); they run in one process only.
+	SharedWeights bool
+	// Accumulator: the workers can reduce through TRL's shared
+	// accumulator when they run in one process (Config.Accumulate).
+	Accumulator bool
+	// CenterSolver: the center applies a solver step of its own to each
+	// closed round (weed-out), so it holds the solver and every
+	// parameter, and cannot be sharded.
+	CenterSolver bool
+	// OwnCenter: the workers keep the center weights themselves, and
+	// they are the model the run trains (sync-easgd: the master rank in
+	// variant 1, every worker's Aux otherwise).
+	OwnCenter bool
+	// AlphaPerGroup: the elastic exchange is one per group, so the
+	// default moving rate is 0.9/groups, not 0.9/workers (hybrid).
+	AlphaPerGroup bool
+	// SharedBuffers: across processes, the center is ShmCaffe's shared
+	// buffer server (`dsgd smb`), not a parameter server.
+	SharedBuffers bool
 	// check rejects settings the scheme cannot run with (nil: none).
 	check func(Config) error
 	// newRanks builds the n = Config.Ranks() ranks, rank r at index r.
@@ -86,6 +113,24 @@ func Lookup(name string) (Info, error) {
 		}
 	}
 	return Info{}, fmt.Errorf("scheme: unknown scheme %q; choose one of %s", name, strings.Join(Names(), ", "))
+}
+
+// DefaultAlpha is the elastic moving rate when none is given: 0.9 over
+// the number of parties in the exchange (SC17 5: β = 0.9 = α·p), the
+// workers or, for AlphaPerGroup, the groups.
+func (in Info) DefaultAlpha(workers, groups int) float64 {
+	if in.AlphaPerGroup && groups > 0 {
+		return 0.9 / float64(groups)
+	}
+	return 0.9 / float64(max(workers, 1))
+}
+
+// RoleName is Role, or "server".
+func (in Info) RoleName() string {
+	if in.Role == "" {
+		return "server"
+	}
+	return in.Role
 }
 
 // Names lists the schemes New knows, in the order the help text shows them.

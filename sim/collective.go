@@ -50,7 +50,7 @@ func (s *sim) release(k instKey, in *inst) {
 
 // enterP2P registers a sync-ps worker's first transfer of an iteration.
 func (d *driver) enterP2P(op *commOp, now float64) {
-	if !d.worker || d.s.sc.Name != "sync-ps" {
+	if !d.worker || !d.s.info.ServerUpdates {
 		return
 	}
 	k := instKey{p2p: true, seq: d.iters}

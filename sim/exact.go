@@ -66,7 +66,7 @@ func (e *Exact) validate(sc scheme.Config, ranks, n int) error {
 		return fmt.Errorf("sim: exact arithmetic: %d initial weights for a model of %d parameters", len(e.Init), n)
 	case e.Grad == nil || e.Update == nil:
 		return fmt.Errorf("sim: exact arithmetic needs Grad and Update")
-	case sc.Name == "weedout" && e.CenterUpdate == nil:
+	case sc.Info().CenterSolver && e.CenterUpdate == nil:
 		return fmt.Errorf("sim: exact weedout needs CenterUpdate, the center's solver step")
 	}
 	return nil
@@ -86,7 +86,7 @@ func (s *sim) newExact() error {
 	for _, d := range s.drivers {
 		d.bufs[scheme.Params] = append([]float32(nil), e.Init...)
 		d.bufs[scheme.Grads] = make([]float32, len(e.Init))
-		if s.sc.Name == "hogwild" && d.rank > 0 {
+		if s.sc.Info().SharedWeights && d.rank > 0 {
 			d.bufs[scheme.Params] = s.drivers[0].bufs[scheme.Params]
 		}
 	}

@@ -133,6 +133,7 @@ func Run(cfg Config) (Result, error) {
 type sim struct {
 	cfg     Config
 	sc      scheme.Config
+	info    scheme.Info // sc's scheme, looked up once
 	eng     engine
 	net     *network
 	drivers []*driver
@@ -187,7 +188,7 @@ func newSim(cfg Config) (*sim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	s := &sim{cfg: cfg, sc: sc, insts: map[instKey]*inst{}}
+	s := &sim{cfg: cfg, sc: sc, info: sc.Info(), insts: map[instKey]*inst{}}
 	for _, l := range cfg.Model.Layers {
 		s.fwd += l.Forward.Seconds()
 		s.bwd = append(s.bwd, l.Backward.Seconds())
@@ -202,7 +203,10 @@ func newSim(cfg Config) (*sim, error) {
 	}
 	s.net = newNetwork(&s.eng, cfg.Network, nodes)
 	if uses {
-		s.srv = newServer(s, len(ranks), nc)
+		var err error
+		if s.srv, err = newServer(s, len(ranks), nc); err != nil {
+			return nil, err
+		}
 	}
 	for r, rk := range ranks {
 		d := &driver{s: s, rank: r, sch: rk, worker: r < sc.Workers, centerID: sc.CenterID(r)}
@@ -302,7 +306,8 @@ func (s *sim) result() (Result, error) {
 		res.CommRatio = (acc.comm + acc.wait) / cnt / iter
 	}
 	if s.srv != nil {
-		res.Dropped, res.Waits = s.srv.dropped, s.srv.waits
+		st := s.srv.core.Stats()
+		res.Dropped, res.Waits = st.Dropped, st.Waits
 	}
 	if s.ex != nil {
 		res.Weights = &Weights{}

@@ -36,6 +36,9 @@ type CenterConfig struct {
 	// MaxIter is the iteration count the finish rule compares with;
 	// required (> 0) unless Finish is FinishOwn.
 	MaxIter int
+	// MaxUpdateNorm, when > 0, refuses a push whose L2 norm exceeds it;
+	// a non-finite push is refused always (center.Inspect).
+	MaxUpdateNorm float64
 	// Poll bounds each wait for a change of the control area (Join
 	// waiting for W_g's initialisation, Clock waiting under SSP), after
 	// which the condition is read again. Default 1s.
@@ -72,6 +75,8 @@ type workerState struct {
 	mu     sync.Mutex
 	counts []int64
 	one    [1]int64
+	// ctl is counts decoded for the center's decisions.
+	ctl center.Control
 }
 
 var _ center.Center = (*Center)(nil)
@@ -104,6 +109,7 @@ func NewCenter(b Buffers, cfg CenterConfig) (*Center, error) {
 	for w := range c.deltas {
 		c.deltas[w] = KeyDeltaPrefix + strconv.Itoa(w)
 		c.workers[w].counts = make([]int64, cfg.Workers)
+		c.workers[w].ctl = center.Control{Clocks: make([]int, cfg.Workers), Active: make([]bool, cfg.Workers)}
 	}
 	return c, nil
 }
@@ -236,10 +242,22 @@ func (c *Center) Pull(ctx context.Context, w int, dst []float32) error {
 }
 
 // Push implements center.Center: it writes delta into dW_<w> (T.A1) and
-// has the server accumulate dW_<w> into W_g (T.A2–T.A4, Eq. 7).
+// has the server accumulate dW_<w> into W_g (T.A2–T.A4, Eq. 7). A
+// non-finite (or, with MaxUpdateNorm, too large) delta is refused with
+// an error naming the worker, which leaves the center.
 func (c *Center) Push(ctx context.Context, w int, delta []float32) error {
 	c.checkWorker(w)
 	c.checkLen("push", len(delta))
+	if f := center.Inspect("push", delta, 1, c.cfg.MaxUpdateNorm); f != "" {
+		// As center.Core decides: refused, and the worker leaves, so
+		// that it holds no one back. The server has no logic, so the
+		// adapter refuses before the increment reaches W_g.
+		err := center.Refused(w, f)
+		if lerr := c.Leave(ctx, w, err); lerr != nil {
+			return fmt.Errorf("%w; leaving: %w", err, lerr)
+		}
+		return err
+	}
 	ws := &c.workers[w]
 	ws.pushMu.Lock()
 	defer ws.pushMu.Unlock()
@@ -294,47 +312,23 @@ func (c *Center) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("smb: worker %d clocking iteration %d: %w", w, iter, err)
 		}
-		if c.finished(ws.counts) {
+		// The control slots as center.Core's control area: a left
+		// worker's slot is −1−count, and it holds no one back.
+		ctl := ws.ctl
+		for i, v := range ws.counts {
+			ctl.Clocks[i], ctl.Active[i] = int(countOf(v)), v >= 0
+		}
+		if c.cfg.Finish.Reached(ctl.Clocks, c.cfg.MaxIter) {
 			return true, nil
 		}
-		if s < 0 {
+		if ctl.Admits(w, s) {
 			return false, nil
 		}
-		slowest := int64(-1)
-		for _, v := range ws.counts {
-			if v >= 0 && (slowest < 0 || v < slowest) {
-				slowest = v
-			}
-		}
-		if slowest < 0 || done-slowest <= int64(s) {
-			return false, nil
-		}
+		slowest, _ := ctl.Slowest()
 		if err := c.waitControl(ctx, ver); err != nil {
 			return false, fmt.Errorf("smb: worker %d waiting at iteration %d (staleness %d, slowest at %d): %w", w, iter, s, slowest, err)
 		}
 	}
-}
-
-// finished applies the finish rule to the control slots.
-func (c *Center) finished(counts []int64) bool {
-	max := int64(c.cfg.MaxIter)
-	switch c.cfg.Finish {
-	case center.FinishMaster:
-		return countOf(counts[0]) >= max
-	case center.FinishFirst:
-		for _, v := range counts {
-			if countOf(v) >= max {
-				return true
-			}
-		}
-	case center.FinishAverage:
-		var sum int64
-		for _, v := range counts {
-			sum += countOf(v)
-		}
-		return sum >= max*int64(len(counts))
-	}
-	return false
 }
 
 // Leave implements center.Center: it marks w's slot as left (−1−count),

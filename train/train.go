@@ -158,6 +158,10 @@ type Config struct {
 	// RoundDeadline is how long a weed-out round waits after its first
 	// gradients (0: for every worker).
 	RoundDeadline time.Duration
+	// MaxUpdateNorm, when > 0, makes the center refuse an update whose L2
+	// norm exceeds it (center.Config.MaxUpdateNorm); non-finite updates
+	// are refused always.
+	MaxUpdateNorm float64
 	// Center, when set, is the center the asynchronous schemes' workers
 	// talk to (a parameter server's client); otherwise the trainer makes
 	// an in-process one, which CenterStats then reports on.
@@ -536,10 +540,10 @@ func (t *Trainer) buildRanks() error {
 		return fmt.Errorf("train: %d workers need %d worker feeds, got %d", workers, workers-1, len(cfg.WorkerFeeds))
 	}
 	t.updater = 0
-	if cfg.Scheme == "sync-ps" {
+	if sc.Info().ServerUpdates {
 		t.updater = nranks - 1
 	}
-	hogwild := cfg.Scheme == "hogwild"
+	hogwild := sc.Info().SharedWeights
 	if hogwild && cfg.Group != nil {
 		return errors.New("train: hogwild shares weights in memory; it runs with --transport inproc only")
 	}
@@ -1028,7 +1032,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
 		res.TrainTime = time.Duration(trainSecs * float64(time.Second))
 	}
-	replicated := !sc.Elastic() && cfg.Scheme != "hogwild"
+	replicated := !sc.Elastic() && !sc.Info().SharedWeights
 	if uses, _ := sc.UsesCenter(); uses {
 		replicated = false
 	}
@@ -1073,10 +1077,11 @@ func (t *Trainer) schemeConfig(start int) scheme.Config {
 		// Ranks in other processes built their models apart.
 		Broadcast: cfg.Group != nil,
 		// TRL's accumulator is shared memory: in one process only.
-		Accumulate: cfg.Scheme == "overlap" && cfg.Group == nil && max(cfg.Workers, 1) > 1}
+		Accumulate: cfg.Group == nil && max(cfg.Workers, 1) > 1}
 	if sc.Name == "" {
 		sc.Name = "seq"
 	}
+	sc.Accumulate = sc.Accumulate && sc.Info().Accumulator
 	if t.net != nil {
 		sc.Layout = schemeLayout(t.net)
 	}
@@ -1130,7 +1135,7 @@ func (t *Trainer) NewCenterRange(lo, hi int) (*center.Local, error) {
 	}
 	cc := t.CenterConfig(sc, n)
 	if lo != 0 || hi != len(cc.Weights) {
-		if sc.Name == "weedout" {
+		if sc.Info().CenterSolver {
 			return nil, errors.New("train: weedout's center applies a solver step to all parameters; it cannot be sharded")
 		}
 		cc.Weights = cc.Weights[lo:hi]
@@ -1167,7 +1172,12 @@ func (t *Trainer) makeCenter(sc scheme.Config) (center.Center, *center.Local, er
 // builds its center from it.
 func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
 	cc := center.Config{Workers: n, Weights: t.net.Params(), Finish: t.cfg.Finish, MaxIter: t.cfg.MaxIter,
-		StartIter: sc.StartIter, Deadline: t.cfg.RoundDeadline}
+		StartIter: sc.StartIter, Deadline: t.cfg.RoundDeadline, MaxUpdateNorm: t.cfg.MaxUpdateNorm}
+	if out := t.cfg.Out; out != nil {
+		// A refused update names its worker in the center's log: the
+		// run's output here, the server's in a parameter server process.
+		cc.Log = func(err error) { fmt.Fprintf(out, "%v\n", err) }
+	}
 	switch sc.Info().Policy {
 	case scheme.RoundRobin:
 		cc.Policy, cc.Interval = center.RoundRobin, sc.Interval
@@ -1176,8 +1186,7 @@ func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
 	}
 	// ssp with s = 0 is BSP: reads at the global clock, whatever the timing.
 	cc.ClockedReads = sc.ClockedReads()
-	switch sc.Name {
-	case "weedout":
+	if sc.Info().CenterSolver {
 		// The center applies each round's mean gradient with a solver of
 		// its own, as a synchronous parameter server does.
 		sv, err := solver.New(t.cfg.Solver, len(t.net.Params()), Segments(t.net.Blocks()))
@@ -1195,7 +1204,7 @@ func (t *Trainer) modelWeights(sc scheme.Config, cen center.Center, nodes []*nod
 	if uses, _ := sc.UsesCenter(); uses {
 		return func(ctx context.Context, dst []float32) error { return cen.Pull(ctx, center.Observer, dst) }
 	}
-	if sc.Name != "sync-easgd" {
+	if !sc.Info().OwnCenter {
 		return nil
 	}
 	if sc.Variant == 1 {

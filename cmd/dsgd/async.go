@@ -74,7 +74,8 @@ func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token
 			return nil, nil, fmt.Errorf("--center %s: %w", addr, err)
 		}
 		w := tr.Net().Params()
-		c, err := smb.NewCenter(cl, smb.CenterConfig{Workers: workers, N: len(w), Weights: w, Finish: tr.Finish(), MaxIter: tr.MaxIter()})
+		c, err := smb.NewCenter(cl, smb.CenterConfig{Workers: workers, N: len(w), Weights: w, Finish: tr.Finish(), MaxIter: tr.MaxIter(),
+			MaxUpdateNorm: *f.maxUpdateNorm})
 		if err != nil {
 			cl.Close()
 			return nil, nil, fmt.Errorf("--center %s: %w", addr, err)

@@ -81,7 +81,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var runs []report.Run
 	for _, name := range names {
 		w := workers
-		if name == "seq" {
+		if in, _ := scheme.Lookup(name); in.MaxWorkers == 1 {
 			w = 1
 		}
 		run := report.Run{Scheme: name, Workers: w}

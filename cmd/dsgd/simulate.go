@@ -282,10 +282,7 @@ func (o simOptions) schemeConfig(name string, workers int, layout scheme.Layout,
 	}
 	a := o.alpha
 	if a == 0 {
-		a = 0.9 / float64(workers)
-		if name == "hybrid" {
-			a = 0.9 / float64(c.Groups)
-		}
+		a = c.Info().DefaultAlpha(workers, c.Groups)
 	}
 	c.Alpha = float32(a)
 	c.Aligned = o.finish != center.FinishOwn
@@ -397,10 +394,7 @@ func traceRun(tl *timeline.Writer, pid int, cfg *sim.Config) {
 	for r := 0; r < sc.Ranks(); r++ {
 		name := fmt.Sprintf("worker %d", r)
 		if r >= sc.Workers {
-			name = "server"
-			if sc.Name == "sync-easgd" {
-				name = "master"
-			}
+			name = sc.Info().RoleName()
 		}
 		tl.Track(pid, r, name)
 	}

@@ -44,6 +44,7 @@ type trainFlags struct {
 	alpha, rho, momentum                 *float64
 	finish, straggle                     *string
 	roundDeadline                        *time.Duration
+	maxUpdateNorm                        *float64
 	center                               centerFlags
 	timeBudget                           *time.Duration
 
@@ -90,6 +91,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.groups = fs.Int("groups", 0, "hybrid: number of synchronous groups (default: 2, or 1 for an odd worker count)")
 	f.finish = fs.String("finish", "own", "asynchronous schemes: when workers stop: own (each after its iterations), master (when worker 0 finishes), first (when the first finishes), average (when the mean count reaches the iterations)")
 	f.roundDeadline = fs.Duration("round-deadline", 0, "weedout: close a round this long after its first gradients arrive (default: 2x the first round's compute time is not known, so 0 waits for every worker; set it to weed stragglers out)")
+	f.maxUpdateNorm = fs.Float64("max-update-norm", 0, "asynchronous schemes: the center refuses, naming the worker, an update (push, elastic exchange, round) whose L2 norm exceeds this (0: no bound; non-finite updates are refused always)")
 	f.center.register(fs)
 	f.timeBudget = fs.Duration("time-budget", 0, "stop training after this much training time (tests excluded), with the final test and snapshot (0: no limit)")
 	f.straggle = fs.String("straggle", "", "inject a straggler: RANK:DELAY (that worker is slower by DELAY every iteration) or p=PROB:DELAY (any worker, with that probability per iteration)")
@@ -144,6 +146,7 @@ func parseStraggle(s string, workers int) (*train.Straggler, error) {
 func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	var err error
 	cfg.Interval, cfg.Staleness, cfg.Variant, cfg.RoundDeadline = *f.interval, *f.staleness, *f.variant, *f.roundDeadline
+	cfg.MaxUpdateNorm = *f.maxUpdateNorm
 	if *f.interval < 1 {
 		return fmt.Errorf("--interval must be at least 1, got %d", *f.interval)
 	}
@@ -164,10 +167,8 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	case *f.rho > 0:
 		alpha = cfg.Solver.BaseLR * *f.rho
 	case alpha == 0:
-		alpha = 0.9 / float64(cfg.Workers)
-		if cfg.Scheme == "hybrid" {
-			alpha = 0.9 / float64(cfg.Groups)
-		}
+		in, _ := scheme.Lookup(cfg.Scheme)
+		alpha = in.DefaultAlpha(cfg.Workers, cfg.Groups)
 	}
 	cfg.Alpha = float32(alpha)
 	switch {
@@ -347,7 +348,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		cfg.Group = &train.Group{Rank: g.rank, Size: g.world}
 		if rank != 0 {
 			cfg.Out, cfg.Test.Layers, cfg.SnapshotPrefix = io.Discard, nil, ""
-			if cfg.Scheme == "sync-ps" && rank == g.world-1 {
+			if in, _ := scheme.Lookup(cfg.Scheme); in.ServerUpdates && rank == g.world-1 {
 				cfg.SnapshotPrefix = snapshotPrefix(f, sd.SnapshotPrefix) // the server holds the solver state
 			}
 		}
@@ -443,7 +444,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 		defer closer()
 		tr.SetCenter(c)
-	case g != nil && cfg.Scheme == "hybrid":
+	case g != nil && (scheme.Config{Name: cfg.Scheme}).Info().Center == scheme.GroupRoots:
 		// The group's roots talk to the center; every rank to its group.
 		c, closer, err := dialCenter(ctx, f, tr, g.token, tr.CenterWorkers(), *f.commTimeout)
 		if err != nil {

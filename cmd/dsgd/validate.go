@@ -60,6 +60,8 @@ func (f *trainFlags) validate() error {
 		return fmt.Errorf("--comm-timeout must be positive, got %v", *f.commTimeout)
 	case *f.roundDeadline < 0:
 		return fmt.Errorf("--round-deadline must not be negative, got %v", *f.roundDeadline)
+	case *f.maxUpdateNorm < 0:
+		return fmt.Errorf("--max-update-norm must not be negative, got %g", *f.maxUpdateNorm)
 	case *f.alpha < 0 || *f.alpha >= 1:
 		return fmt.Errorf("--alpha must be in [0,1), got %g", *f.alpha)
 	case *f.rho < 0:

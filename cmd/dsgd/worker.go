@@ -153,8 +153,8 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		if *f.scheme == "" {
 			*f.scheme = "sync-ps"
 		}
-		if *f.scheme != "sync-ps" {
-			fmt.Fprintf(stderr, "dsgd ps: the parameter server runs --scheme sync-ps, not %s\n", *f.scheme)
+		if in, _ := scheme.Lookup(*f.scheme); !in.ServerUpdates {
+			fmt.Fprintf(stderr, "dsgd ps: --scheme %s has no parameter server rank to run (sync-ps has one; the asynchronous schemes serve a center)\n", *f.scheme)
 			return errUsage
 		}
 		if g.world == 0 && *f.workers > 1 {
@@ -174,9 +174,9 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	// The world size fixes the worker count: every rank, or all but the
 	// server under sync-ps.
 	ws := g.world
-	if f.schemeName() == "sync-ps" || (*f.scheme == "" && name == "ps") || (f.schemeName() == "sync-easgd" && *f.variant == 1) {
-		ws-- // the server, or sync-easgd's separate master, is the last rank
-	}
+	// The server, or sync-easgd's separate master, is the last rank: the
+	// ranks of a scheme of no workers are its servers.
+	ws -= scheme.Config{Name: f.schemeName(), Variant: *f.variant}.Ranks()
 	if *f.workers > 1 && *f.workers != ws {
 		fmt.Fprintf(stderr, "dsgd %s: --workers %d disagrees with a world of %d ranks under %s\n", name, *f.workers, g.world, f.schemeName())
 		return errUsage
@@ -257,10 +257,10 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	var serverDone chan error
 	var serverOut bytes.Buffer
 	centerAddr := ""
-	if async || sc.Name == "hybrid" {
+	if in := sc.Info(); in.Center != scheme.NoCenter {
 		sargs := append([]string{"ps", "--listen", addr}, base...)
 		centerAddr = addr
-		if sc.Name == "seasgd" || sc.Name == "hybrid" {
+		if in.SharedBuffers {
 			sargs = []string{"smb", "--listen", addr}
 			centerAddr = "smb://" + addr
 		}
