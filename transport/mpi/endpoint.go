@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -148,74 +147,55 @@ func (e *Endpoint) isClosed() bool {
 	}
 }
 
-// wait polls req until it completes, ctx is done or the endpoint closes.
-// It spins first (each test drives MPI's progress engine), then yields,
-// then sleeps with a growing pause, so that a rank waiting for a slow
-// peer does not hold a core. A send given up on is abandoned to MPI (Open
-// MPI cannot cancel sends); a receive is cancelled and waited for.
+// wait waits for req (the poller drives it) until it completes, ctx is
+// done or the endpoint closes. A send given up on is cancelled if it can
+// be and otherwise abandoned to MPI (Open MPI cannot cancel sends); a
+// receive is cancelled and waited for, so that MPI no longer writes to the
+// caller's buffer when wait returns.
 func (e *Endpoint) wait(ctx context.Context, req *request, peer int, send bool, what string) (int, error) {
-	var pause time.Duration
-	for i := 0; ; i++ {
-		done, n, cancelled, rc := req.test(8)
-		if rc != 0 {
-			return 0, &transport.PeerError{Rank: peer, Err: mpiError(what, rc)}
-		}
-		if done {
-			if cancelled {
-				return 0, &transport.PeerError{Rank: peer, Err: fmt.Errorf("%s cancelled", what)}
-			}
-			return n, nil
-		}
-		var why error
-		select {
-		case <-ctx.Done():
-			why = ctx.Err()
-		case <-e.closed:
-			why = errClosed
-		default:
-		}
-		if why != nil {
-			e.giveUp(req, send)
-			return 0, why
-		}
-		switch {
-		case i < 200:
-		case i < 400:
-			runtime.Gosched()
-		default:
-			pause = min(max(2*pause, 5*time.Microsecond), 500*time.Microsecond)
-			time.Sleep(pause)
-		}
+	var why error
+	select {
+	case <-req.done:
+	case <-ctx.Done():
+		why = ctx.Err()
+	case <-e.closed:
+		why = errClosed
 	}
+	if why != nil {
+		e.giveUp(req, send)
+		return 0, why
+	}
+	switch {
+	case req.rc != 0:
+		return 0, &transport.PeerError{Rank: peer, Err: mpiError(what, req.rc)}
+	case req.cancelled:
+		return 0, &transport.PeerError{Rank: peer, Err: fmt.Errorf("%s cancelled", what)}
+	}
+	return req.n, nil
 }
 
 // giveUp ends an operation the caller no longer waits for.
 func (e *Endpoint) giveUp(req *request, send bool) {
 	req.cancel()
-	for i := 0; ; i++ {
-		done, _, _, rc := req.test(8)
-		if done || rc != 0 {
-			return
-		}
-		if send && i >= 100 {
-			req.abandon()
-			return
-		}
-		if i > 100 {
-			time.Sleep(50 * time.Microsecond)
-		}
+	if !send {
+		<-req.done // a cancelled receive completes at once; a matched one soon
+		return
+	}
+	select {
+	case <-req.done:
+	case <-time.After(10 * time.Millisecond):
+		req.abandon()
 	}
 }
 
 // settle lets a close notice finish: small messages go eagerly, so it is
 // normally done at once; else it is left to MPI.
 func (e *Endpoint) settle(req *request) {
-	for range 100 {
-		if done, _, _, rc := req.test(8); done || rc != 0 {
-			return
-		}
+	select {
+	case <-req.done:
+	case <-time.After(10 * time.Millisecond):
+		req.abandon()
 	}
-	req.abandon()
 }
 
 // post starts sending a header and payload to rank to. It holds the pair's

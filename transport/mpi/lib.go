@@ -5,6 +5,7 @@ package mpi
 /*
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,7 @@ typedef struct {
 	size_t ucount;
 } Status;
 
-enum { THREAD_MULTIPLE = 3, TAG_UB_KEY = 0, MAX_ERROR_STRING = 256 };
+enum { THREAD_MULTIPLE = 3, TAG_UB_KEY = 0, MAX_ERROR_STRING = 256, ERR_IN_STATUS = 18, UNDEFINED = -32766 };
 #define IN_PLACE ((const void *)1) // MPI_IN_PLACE
 
 static int (*p_init_thread)(int *, char ***, int, int *);
@@ -39,6 +40,7 @@ static int (*p_comm_get_attr)(Comm, int, void *, int *);
 static int (*p_isend)(const void *, int, Datatype, int, int, Comm, Request *);
 static int (*p_irecv)(void *, int, Datatype, int, int, Comm, Request *);
 static int (*p_test)(Request *, int *, Status *);
+static int (*p_testsome)(int, Request *, int *, int *, Status *);
 static int (*p_cancel)(Request *);
 static int (*p_request_free)(Request *);
 static int (*p_get_count)(const Status *, Datatype, int *);
@@ -79,6 +81,7 @@ static const char *dsgd_mpi_open(const char *name) {
 	SYM(p_isend, "MPI_Isend");
 	SYM(p_irecv, "MPI_Irecv");
 	SYM(p_test, "MPI_Test");
+	SYM(p_testsome, "MPI_Testsome");
 	SYM(p_cancel, "MPI_Cancel");
 	SYM(p_request_free, "MPI_Request_free");
 	SYM(p_get_count, "MPI_Get_count");
@@ -144,19 +147,27 @@ static int dsgd_mpi_irecv(void *buf, int count, int bytes, int src, int tag, Com
 	return p_irecv(buf, count, bytes ? t_byte : t_float, src, tag, c, req);
 }
 
-// dsgd_mpi_test tests req up to spins times (each call drives MPI's
-// progress engine). It returns the MPI error code; *done is 1 when the
-// request completed, and then *count holds the bytes received and the
-// status's error code is returned for a failed receive.
-static int dsgd_mpi_test(Request *req, int spins, int *done, int *count, int *cancelled) {
-	Status st;
-	memset(&st, 0, sizeof st);
-	for (int i = 0; i < spins; i++) {
-		int rc = p_test(req, done, &st);
-		if (rc) return rc;
-		if (*done) {
-			*cancelled = st.cancelled;
-			if (!st.cancelled) p_get_count(&st, t_byte, count);
+// dsgd_mpi_poll tests the n requests in reqs with MPI_Testsome up to
+// rounds times (each try drives MPI's progress engine; with yield, the
+// core goes to other runnable threads between tries), stopping at the
+// first try that completes any. *out is how many completed; for each,
+// idx[k] its index, count[k] the bytes received, cancelled[k] and err[k]
+// (MPI's code for that request when the call returns ERR_IN_STATUS).
+static int dsgd_mpi_poll(Request *reqs, int n, int rounds, int yield, Status *st, int *idx, int *count,
+                         int *cancelled, int *err, int *out) {
+	*out = 0;
+	for (int i = 0; i < rounds; i++) {
+		if (yield && i > 0) sched_yield();
+		int rc = p_testsome(n, reqs, out, idx, st);
+		if (*out == UNDEFINED) *out = 0;
+		if (rc && rc != ERR_IN_STATUS) return rc;
+		if (*out > 0) {
+			for (int k = 0; k < *out; k++) {
+				count[k] = 0;
+				cancelled[k] = st[k].cancelled;
+				err[k] = rc == ERR_IN_STATUS ? st[k].error : 0;
+				if (!st[k].cancelled) p_get_count(&st[k], t_byte, &count[k]);
+			}
 			return 0;
 		}
 	}
@@ -195,8 +206,11 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 )
 
@@ -307,6 +321,7 @@ func Finalize() error {
 		return nil
 	}
 	lib.finished = true
+	poll.halt()
 	var rc C.int
 	onOwner(func() { rc = C.dsgd_mpi_finalize() })
 	if rc != 0 {
@@ -377,68 +392,269 @@ func (c *comm) release() {
 	}
 }
 
-// request is one nonblocking operation in flight.
+// request is one nonblocking operation in flight. After it is started
+// only the poller touches its MPI handle; the waiter learns the outcome
+// when done closes.
 type request struct {
 	r   C.Request
 	pin runtime.Pinner
+	// done closes when the request has completed (or failed); then n,
+	// cancelled and rc hold the outcome.
+	done      chan struct{}
+	n         int
+	cancelled bool
+	rc        C.int
+	// The waiter's wishes, carried out by the poller: cancel the request
+	// (Open MPI cancels receives that have not matched, not sends), or
+	// abandon it (free it to complete in the background, whenever its
+	// receiver takes it; its buffer stays pinned for good).
+	wantCancel, wantAbandon atomic.Bool
 }
 
 // isend starts sending n elements (floats, or bytes when bytes) at p.
 func (c *comm) isend(p unsafe.Pointer, n int, bytes bool, dest, tag int) (*request, C.int) {
-	req := &request{}
+	req := &request{done: make(chan struct{})}
 	if p != nil {
 		req.pin.Pin(p)
 	}
 	rc := C.dsgd_mpi_isend(p, C.int(n), cbool(bytes), C.int(dest), C.int(tag), c.c, &req.r)
 	if rc != 0 {
 		req.pin.Unpin()
+		return req, rc
 	}
-	return req, rc
+	poll.add(req)
+	return req, 0
 }
 
 // irecv starts receiving up to n elements into p.
 func (c *comm) irecv(p unsafe.Pointer, n int, bytes bool, src, tag int) (*request, C.int) {
-	req := &request{}
+	req := &request{done: make(chan struct{})}
 	if p != nil {
 		req.pin.Pin(p)
 	}
 	rc := C.dsgd_mpi_irecv(p, C.int(n), cbool(bytes), C.int(src), C.int(tag), c.c, &req.r)
 	if rc != 0 {
 		req.pin.Unpin()
+		return req, rc
 	}
-	return req, rc
+	poll.add(req)
+	return req, 0
 }
 
-// test polls the request spins times; on completion it unpins the buffer
-// and returns the bytes received.
-func (r *request) test(spins int) (done bool, count int, cancelled bool, rc C.int) {
-	var d, n, can C.int
-	rc = C.dsgd_mpi_test(&r.r, C.int(spins), &d, &n, &can)
-	if d != 0 || rc != 0 {
-		r.pin.Unpin()
-	}
-	return d != 0, int(n), can != 0, rc
+// cancel asks the poller to cancel the request.
+func (r *request) cancel() {
+	r.wantCancel.Store(true)
+	poll.poke()
 }
 
-// cancel asks MPI to cancel the request (Open MPI cancels receives that
-// have not matched; it does not cancel sends).
-func (r *request) cancel() { C.dsgd_mpi_cancel(&r.r) }
-
-// abandon lets an unfinished send complete in the background, whenever
-// its receiver takes it. Its buffer stays pinned for good: MPI may still
-// read it.
+// abandon asks the poller to let the request complete in the background.
 func (r *request) abandon() {
-	C.dsgd_mpi_request_free(&r.r)
-	abandoned.Lock()
-	abandoned.reqs = append(abandoned.reqs, r)
-	abandoned.Unlock()
+	r.wantAbandon.Store(true)
+	poll.poke()
 }
 
 // abandoned keeps the requests (and so the pinned buffers) of sends given
-// up on after a cancelled context: MPI may still read them.
+// up on: MPI may still read them.
 var abandoned struct {
 	sync.Mutex
 	reqs []*request
+}
+
+// poller is the process's one MPI progress loop: it tests every request
+// in flight with MPI_Testsome and closes each one's done channel when it
+// completes. One spinning thread per process, whatever the number of
+// goroutines waiting (they block on their channels), keeps a host with
+// more ranks than cores (or ranks under SCHED_FIFO) from filling its
+// cores with pollers that keep the threads doing the work off them. It
+// spins (yielding the core between tries) while requests are in flight,
+// and after yieldFor without a completion sleeps between tries with a
+// growing pause, so that a rank waiting for a slower peer's compute does
+// not hold a core; with nothing in flight it blocks.
+type poller struct {
+	mu       sync.Mutex
+	incoming []*request
+	wake     chan struct{} // a new request, a wish, or stop
+	stop     chan struct{}
+	stopped  chan struct{}
+	started  bool
+
+	// Owned by the loop: the requests in flight and their handles (in C
+	// memory, for MPI_Testsome), with its output arrays.
+	reqs                        []*request
+	handles                     *C.Request
+	st                          *C.Status
+	idx, count, cancelled, errs *C.int
+	capacity                    int
+}
+
+var poll = &poller{wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+
+// yieldFor is how long the poller spins without a completion before it
+// sleeps between tries: longer than a transfer step between ranks in step,
+// shorter than a rank's compute.
+const yieldFor = 2 * time.Millisecond
+
+func (p *poller) add(r *request) {
+	p.mu.Lock()
+	p.incoming = append(p.incoming, r)
+	if !p.started {
+		p.started = true
+		go p.loop()
+	}
+	p.mu.Unlock()
+	p.poke()
+}
+
+func (p *poller) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// halt stops the loop (before MPI_Finalize) and waits for it.
+func (p *poller) halt() {
+	p.mu.Lock()
+	started := p.started
+	p.mu.Unlock()
+	if started {
+		close(p.stop)
+		<-p.stopped
+	}
+}
+
+// grow makes room for n handles in C memory.
+func (p *poller) grow(n int) {
+	if n <= p.capacity {
+		return
+	}
+	c := max(n, 2*p.capacity, 64)
+	h := (*C.Request)(C.calloc(C.size_t(c), C.size_t(unsafe.Sizeof(C.Request(nil)))))
+	if p.handles != nil {
+		C.memcpy(unsafe.Pointer(h), unsafe.Pointer(p.handles), C.size_t(p.capacity)*C.size_t(unsafe.Sizeof(C.Request(nil))))
+		C.free(unsafe.Pointer(p.handles))
+		C.free(unsafe.Pointer(p.st))
+		C.free(unsafe.Pointer(p.idx))
+		C.free(unsafe.Pointer(p.count))
+		C.free(unsafe.Pointer(p.cancelled))
+		C.free(unsafe.Pointer(p.errs))
+	}
+	p.handles = h
+	p.st = (*C.Status)(C.calloc(C.size_t(c), C.size_t(unsafe.Sizeof(C.Status{}))))
+	ints := func() *C.int { return (*C.int)(C.calloc(C.size_t(c), C.size_t(unsafe.Sizeof(C.int(0))))) }
+	p.idx, p.count, p.cancelled, p.errs = ints(), ints(), ints(), ints()
+	p.capacity = c
+}
+
+// finish completes request i of the loop's arrays and removes it.
+func (p *poller) finish(i int, n int, cancelled bool, rc C.int) {
+	r := p.reqs[i]
+	r.n, r.cancelled, r.rc = n, cancelled, rc
+	r.pin.Unpin()
+	p.remove(i)
+	close(r.done)
+}
+
+// remove drops entry i (the last one takes its place).
+func (p *poller) remove(i int) {
+	h := unsafe.Slice(p.handles, p.capacity)
+	last := len(p.reqs) - 1
+	p.reqs[i], h[i] = p.reqs[last], h[last]
+	p.reqs[last], h[last] = nil, nil
+	p.reqs = p.reqs[:last]
+}
+
+func (p *poller) loop() {
+	defer close(p.stopped)
+	var idle time.Time
+	var pause time.Duration
+	timer := time.NewTimer(time.Hour)
+	for {
+		p.mu.Lock()
+		if len(p.incoming) > 0 {
+			p.grow(len(p.reqs) + len(p.incoming))
+			h := unsafe.Slice(p.handles, p.capacity)
+			for _, r := range p.incoming {
+				h[len(p.reqs)] = r.r
+				p.reqs = append(p.reqs, r)
+			}
+			clear(p.incoming)
+			p.incoming = p.incoming[:0]
+			idle, pause = time.Time{}, 0
+		}
+		p.mu.Unlock()
+		if len(p.reqs) == 0 {
+			select {
+			case <-p.wake:
+				continue
+			case <-p.stop:
+				return
+			}
+		}
+		h := unsafe.Slice(p.handles, p.capacity)
+		for i := 0; i < len(p.reqs); i++ {
+			r := p.reqs[i]
+			if r.wantCancel.Swap(false) {
+				C.dsgd_mpi_cancel(&h[i])
+			}
+			if r.wantAbandon.Load() {
+				C.dsgd_mpi_request_free(&h[i])
+				abandoned.Lock()
+				abandoned.reqs = append(abandoned.reqs, r)
+				abandoned.Unlock()
+				p.remove(i)
+				r.rc = -1
+				close(r.done)
+				i--
+			}
+		}
+		if len(p.reqs) == 0 {
+			continue
+		}
+		var out C.int
+		rc := C.dsgd_mpi_poll(p.handles, C.int(len(p.reqs)), 16, 1, p.st, p.idx, p.count, p.cancelled, p.errs, &out)
+		switch {
+		case rc != 0:
+			// The call failed as a whole: every request in it has.
+			for len(p.reqs) > 0 {
+				p.finish(len(p.reqs)-1, 0, false, rc)
+			}
+		case out > 0:
+			idx := unsafe.Slice(p.idx, out)
+			count, can, errs := unsafe.Slice(p.count, out), unsafe.Slice(p.cancelled, out), unsafe.Slice(p.errs, out)
+			// Remove from the highest index down, so that the swaps
+			// in remove do not move an entry still to be finished.
+			order := make([]int, out)
+			for k := range order {
+				order[k] = k
+			}
+			slices.SortFunc(order, func(a, b int) int { return int(idx[b]) - int(idx[a]) })
+			for _, k := range order {
+				p.finish(int(idx[k]), int(count[k]), can[k] != 0, errs[k])
+			}
+			idle, pause = time.Time{}, 0
+			runtime.Gosched() // let a woken waiter have this P
+		default:
+			if idle.IsZero() {
+				idle = time.Now()
+			} else if time.Since(idle) > yieldFor {
+				pause = min(max(2*pause, 5*time.Microsecond), 500*time.Microsecond)
+				timer.Reset(pause)
+				select {
+				case <-timer.C:
+				case <-p.wake:
+					timer.Stop()
+				case <-p.stop:
+					return
+				}
+			}
+		}
+		select {
+		case <-p.stop:
+			return
+		default:
+		}
+	}
 }
 
 func cbool(b bool) C.int {
