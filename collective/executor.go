@@ -318,6 +318,9 @@ func (e *Executor) runKind(ctx context.Context, k kind, alg Algorithm, root int,
 // alg (Auto: see Algorithm.Resolve). Every rank must call it with the same
 // len(buf) and alg.
 func (e *Executor) Allreduce(ctx context.Context, buf []float32, alg Algorithm) error {
+	if n, ok := e.ep.(Native); ok {
+		return e.native(func() error { return n.NativeAllreduce(ctx, buf) })
+	}
 	alg = alg.Resolve(e.ep.Size(), len(buf))
 	k := kindRDAllreduce
 	switch alg {
@@ -333,6 +336,9 @@ func (e *Executor) Allreduce(ctx context.Context, buf []float32, alg Algorithm) 
 // The other ranks' buffers are left holding partial sums.
 func (e *Executor) Reduce(ctx context.Context, root int, buf []float32) error {
 	checkRoot(root, e.ep.Size())
+	if n, ok := e.ep.(Native); ok {
+		return e.native(func() error { return n.NativeReduce(ctx, root, buf) })
+	}
 	return e.runKind(ctx, kindReduce, Auto, root, buf)
 }
 
@@ -340,6 +346,9 @@ func (e *Executor) Reduce(ctx context.Context, root int, buf []float32) error {
 // tree.
 func (e *Executor) Broadcast(ctx context.Context, root int, buf []float32) error {
 	checkRoot(root, e.ep.Size())
+	if n, ok := e.ep.(Native); ok {
+		return e.native(func() error { return n.NativeBroadcast(ctx, root, buf) })
+	}
 	return e.runKind(ctx, kindBroadcast, Auto, root, buf)
 }
 
@@ -359,6 +368,9 @@ func (e *Executor) Allgather(ctx context.Context, buf []float32) error {
 // Barrier returns once every rank has entered it (dissemination barrier,
 // ceil(log2 p) rounds of empty messages).
 func (e *Executor) Barrier(ctx context.Context) error {
+	if n, ok := e.ep.(Native); ok {
+		return e.native(func() error { return n.NativeBarrier(ctx) })
+	}
 	return e.runKind(ctx, kindBarrier, Auto, 0, nil)
 }
 

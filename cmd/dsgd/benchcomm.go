@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -68,6 +69,9 @@ type benchCommOpts struct {
 	tcpMaxWorkers     int
 	peer, python      string
 	timeout, commWait time.Duration
+	paths             map[string]bool // the allreduce table's columns (arPaths)
+	mpiPeer           string          // Open MPI's peer script, or "none"
+	glooHeader        string          // the gloo peer's version line, once run
 }
 
 // benchCommQuick are the --quick values of the flags not given explicitly.
@@ -75,6 +79,7 @@ var benchCommQuick = map[string]string{
 	"worlds": "2", "sizes": "64KiB", "reps": "2", "warmup": "1", "mem": "4MiB",
 	"ps-workers": "2", "ps-floats": "65536", "ps-reps": "2", "ps-warmup": "1",
 	"peer": "none", "timeout": "1m", "comm-timeout": "20s",
+	"paths": "tcp,shm,inproc", "mpi-peer": "none",
 }
 
 func parseBenchCommFlags(args []string, stderr io.Writer) (*benchCommOpts, error) {
@@ -96,6 +101,8 @@ func parseBenchCommFlags(args []string, stderr io.Writer) (*benchCommOpts, error
 	python := fs.String("python", "/usr/bin/python3", "the Python that has torch")
 	timeout := fs.Duration("timeout", 10*time.Minute, "limit for each group of processes (and for the peer): past it they are killed")
 	commWait := fs.Duration("comm-timeout", 60*time.Second, "a TCP rank that makes no progress on a message, or on joining, for this long fails")
+	paths := fs.String("paths", arPathNames(), "comma-separated columns of the allreduce table: tcp, inproc, mpi (dsgd's schedules over MPI, mpirun), mpi-own (MPI_Allreduce through dsgd's MPI transport), ompi (Open MPI's peer), gloo (PyTorch's peer)")
+	mpiPeer := fs.String("mpi-peer", "../shared/peer/mpi_allreduce.py", "the Open MPI peer's allreduce script, run under mpirun with --python (\"none\" to skip)")
 	quick := fs.Bool("quick", false, "tiny run for tests: "+quickSummary())
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return nil, err
@@ -117,7 +124,7 @@ func parseBenchCommFlags(args []string, stderr io.Writer) (*benchCommOpts, error
 	}
 	o := &benchCommOpts{parts: map[string]bool{}, reps: *reps, warmup: *warmup, psFloats: *psFloats,
 		psReps: *psReps, psWarmup: *psWarmup, tcpMaxWorkers: *tcpMax, peer: *peer, python: *python,
-		timeout: *timeout, commWait: *commWait}
+		timeout: *timeout, commWait: *commWait, mpiPeer: *mpiPeer}
 	for _, p := range strings.Split(*parts, ",") {
 		p = strings.TrimSpace(p)
 		if p != "mem" && p != "allreduce" && p != "ps" {
@@ -126,6 +133,9 @@ func parseBenchCommFlags(args []string, stderr io.Writer) (*benchCommOpts, error
 		o.parts[p] = true
 	}
 	var err error
+	if o.paths, err = parsePaths(*paths); err != nil {
+		return bad("--paths: %v", err)
+	}
 	if o.worlds, err = parseIntList(*worlds, 2); err != nil {
 		return bad("--worlds: %v", err)
 	}
@@ -154,7 +164,12 @@ func parseBenchCommFlags(args []string, stderr io.Writer) (*benchCommOpts, error
 	case o.timeout <= 0 || o.commWait <= 0:
 		return bad("--timeout and --comm-timeout must be positive")
 	}
-	if o.peer != "none" && o.parts["allreduce"] {
+	if o.mpiPeer != "none" && o.parts["allreduce"] && o.paths["ompi"] {
+		if _, err := os.Stat(o.mpiPeer); err != nil {
+			return nil, fmt.Errorf("--mpi-peer: %w (run from the repository root, or pass --mpi-peer PATH, or --mpi-peer none)", err)
+		}
+	}
+	if o.peer != "none" && o.parts["allreduce"] && o.paths["gloo"] {
 		if _, err := os.Stat(o.peer); err != nil {
 			return nil, fmt.Errorf("--peer: %w (run from the repository root, or pass --peer PATH, or --peer none)", err)
 		}
@@ -280,6 +295,12 @@ type commChild struct {
 	// Shm lets ranks on this host use shared memory (benchcomm_shm.go);
 	// false measures loopback TCP.
 	Shm bool `json:"shm,omitempty"`
+	// Transport "mpi": the child is a rank of an mpirun job (its rank is
+	// MPI's), Native hands the collectives to MPI, and results go to
+	// OutDir/rank-R.jsonl (mpirun mixes the ranks' stdout).
+	Transport string `json:"transport,omitempty"`
+	Native    bool   `json:"native,omitempty"`
+	OutDir    string `json:"out_dir,omitempty"`
 }
 
 // commResult is one rank's timings of one task and size: a JSON line on
@@ -342,6 +363,14 @@ func decodeCommChild(spec string) (commChild, error) {
 	if err := c.commJob.validate(c.World); err != nil {
 		return commChild{}, fmt.Errorf("child spec: %v", err)
 	}
+	switch {
+	case c.Transport != "" && c.Transport != "mpi":
+		return commChild{}, fmt.Errorf("child spec: transport %q", c.Transport)
+	case c.Transport == "mpi" && !filepath.IsAbs(c.OutDir):
+		return commChild{}, fmt.Errorf("child spec: an MPI rank needs an absolute out_dir, got %q", c.OutDir)
+	case c.Transport == "" && (c.Native || c.OutDir != ""):
+		return commChild{}, fmt.Errorf("child spec: native and out_dir are for transport mpi")
+	}
 	return c, nil
 }
 
@@ -377,6 +406,9 @@ func runBenchCommChild(ctx context.Context, spec string, stdout io.Writer) error
 	c, err := decodeCommChild(spec)
 	if err != nil {
 		return err
+	}
+	if c.Transport == "mpi" {
+		return runBenchCommMPIChild(ctx, c)
 	}
 	if c.WatchStdin {
 		go func() {
@@ -1064,91 +1096,7 @@ func benchComm(ctx context.Context, o *benchCommOpts, stdout, stderr io.Writer) 
 }
 
 func benchCommAllreduce(ctx context.Context, o *benchCommOpts, stdout, stderr io.Writer, peerErr *error) error {
-	job := commJob{Task: taskAllreduce, Sizes: o.sizes, Alg: o.alg.String(), Reps: o.reps, Warmup: o.warmup}
-	var inprocSizes []int64
-	for _, b := range o.sizes {
-		if b <= o.inprocMax {
-			inprocSizes = append(inprocSizes, b)
-		}
-	}
-	tcpStats := map[int]map[commKey]commStat{}
-	inStats := map[int]map[commKey]commStat{}
-	shmStats := map[int]map[commKey]commStat{}
-	for _, w := range o.worlds {
-		fmt.Fprintf(stderr, "bench-comm: allreduce over tcp, %d processes...\n", w)
-		res, err := runTCPGroup(ctx, o, w, job, nil)
-		if err != nil {
-			return err
-		}
-		if tcpStats[w], err = aggregateComm(res, w); err != nil {
-			return fmt.Errorf("tcp allreduce, %d processes: %w", w, err)
-		}
-		if shmStats[w], err = benchCommShm(ctx, o, w, job, stderr); err != nil {
-			return err
-		}
-		if len(inprocSizes) > 0 {
-			fmt.Fprintf(stderr, "bench-comm: allreduce in-process, %d goroutines...\n", w)
-			ij := job
-			ij.Sizes = inprocSizes
-			res, err := runInprocGroup(ctx, w, ij, o.timeout)
-			if err != nil {
-				return err
-			}
-			if inStats[w], err = aggregateComm(res, w); err != nil {
-				return fmt.Errorf("in-process allreduce, %d ranks: %w", w, err)
-			}
-		}
-	}
-	var peer map[[2]int64]peerRow
-	peerNote := "peer: none (--peer none): ours only"
-	if o.peer != "none" {
-		fmt.Fprintf(stderr, "bench-comm: the gloo peer (%s)...\n", o.peer)
-		rows, header, noTorch, err := runPeer(ctx, o)
-		switch {
-		case err != nil:
-			*peerErr = err
-			peerNote = "peer: FAILED (see the error at the end): ours only"
-		case noTorch != "":
-			peerNote = "peer: torch is not installed (" + noTorch + "): ours only"
-		default:
-			peer = rows
-			peerNote = fmt.Sprintf("peer: %s %s", header, o.peer)
-		}
-	}
-	fmt.Fprintf(stdout, "\nallreduce (float32 sum), alg %v: ours over tcp (one process per rank, loopback), ours in-process (goroutines, transport.NewInproc, sizes up to %s MiB), gloo\n", o.alg, fmtMiB(o.inprocMax))
-	fmt.Fprintf(stdout, "%s\n", peerNote)
-	fmt.Fprintf(stdout, "time: median over %d reps (after %d warm-up) of the max over ranks, each rep after a barrier, as the peer measures; r0 = rank 0's own median\n", o.reps, o.warmup)
-	fmt.Fprintf(stdout, "busbw = 2(p-1)/p * bytes / time, GB/s (1e9 B/s); tcp/gloo = ratio of bus bandwidths (above 1: ours faster)\n")
-	fmt.Fprintf(stdout, "%s\n", shmNote)
-	fmt.Fprintf(stdout, "%5s %9s %5s %9s %9s %9s %10s %9s %9s %9s %9s %3s %9s %9s\n",
-		"world", "MiB", "alg", "tcp_ms", "tcp_r0ms", "tcp_busbw", "inproc_ms", "in_busbw", "gloo_ms", "gloo_bus", "tcp/gloo", "ok", "shm_ms", "shm_busbw")
-	for _, w := range o.worlds {
-		for _, b := range o.sizes {
-			t := tcpStats[w][commKey{taskAllreduce, b}]
-			tb := busBW(w, b, t.Med)
-			inMs, inBus := "-", "-"
-			ok := t.OK
-			if s, found := inStats[w][commKey{taskAllreduce, b}]; found {
-				inMs, inBus = fmt.Sprintf("%.3f", s.Med*1e3), fmt.Sprintf("%.3f", busBW(w, b, s.Med))
-				ok = ok && s.OK
-			}
-			gMs, gBus, ratio := "-", "-", "-"
-			if g, found := peer[[2]int64{int64(w), b}]; found {
-				gb := busBW(w, b, g.Med)
-				gMs, gBus, ratio = fmt.Sprintf("%.3f", g.Med*1e3), fmt.Sprintf("%.3f", gb), fmt.Sprintf("%.3f", tb/gb)
-				ok = ok && g.OK
-			}
-			sm := shmStats[w][commKey{taskAllreduce, b}]
-			ok = ok && sm.OK
-			okText := "ok"
-			if !ok {
-				okText = "BAD"
-			}
-			fmt.Fprintf(stdout, "%5d %9s %5s %9.3f %9.3f %9.3f %10s %9s %9s %9s %9s %3s %9.3f %9.3f\n",
-				w, fmtMiB(b), t.Alg, t.Med*1e3, t.R0Med*1e3, tb, inMs, inBus, gMs, gBus, ratio, okText, sm.Med*1e3, busBW(w, b, sm.Med))
-		}
-	}
-	return nil
+	return benchCommTable(ctx, o, stdout, stderr, peerErr)
 }
 
 // psPoint is one measured p of the PS-vs-tree part.

@@ -18,20 +18,14 @@ func shmMode(on bool) tcp.Shm {
 	return tcp.ShmOff
 }
 
-// shmNote explains the shm columns of the allreduce table.
-const shmNote = "shm = ours over tcp with shared memory on (the same processes; ranks on one host exchange data through /dev/shm rings, TCP only for control); the tcp columns have it off (--shm off)"
-
-// benchCommShm runs the allreduce job over the tcp transport with
-// shared memory on, one process per rank, and returns its statistics.
-func benchCommShm(ctx context.Context, o *benchCommOpts, world int, job commJob, stderr io.Writer) (map[commKey]commStat, error) {
-	fmt.Fprintf(stderr, "bench-comm: allreduce over tcp with shared memory, %d processes...\n", world)
-	res, err := runTCPGroup(ctx, o, world, job, func(c *commChild) { c.Shm = true })
+// runShmPath is the shm column: the tcp column's processes with shared
+// memory on, so ranks on this host exchange their data through /dev/shm
+// rings and keep TCP only for control.
+func runShmPath(ctx context.Context, o *benchCommOpts, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {
+	res, err := runTCPGroup(ctx, o, world, allreduceJob(o, sizes), func(c *commChild) { c.Shm = true })
 	if err != nil {
-		return nil, fmt.Errorf("shm: %w", err)
+		return nil, "", fmt.Errorf("shm: %w", err)
 	}
-	st, err := aggregateComm(res, world)
-	if err != nil {
-		return nil, fmt.Errorf("shm allreduce, %d processes: %w", world, err)
-	}
-	return st, nil
+	cells, err := cellsOf(res, world)
+	return cells, "", err
 }

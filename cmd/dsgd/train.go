@@ -21,6 +21,7 @@ import (
 	"dsgd/scheme"
 	"dsgd/timeline"
 	"dsgd/train"
+	"dsgd/transport/mpi"
 )
 
 // trainFlags are the flags of train (and of worker, which runs one rank
@@ -69,10 +70,10 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.display = fs.Int("display", -1, "print progress every N iterations (default: the solver's display)")
 	f.scheme = fs.String("scheme", "", "parallel scheme: "+strings.Join(scheme.Names(), ", ")+" (default: seq for one worker, sync-tree for more)")
 	f.workers = fs.Int("workers", 0, "number of workers, each reading its own shard of the training set with the solver's batch_size (default 1: one worker computing on every core, which on one machine beats several workers; see the run header)")
-	f.transport = fs.String("transport", "inproc", "how workers talk: inproc (goroutines in this process) or tcp (one process per rank on loopback)")
+	f.transport = fs.String("transport", "inproc", "how workers talk: inproc (goroutines in this process) or tcp (one process per rank on loopback); dsgd worker: tcp, or mpi (ranks from mpirun or srun, messages through Open MPI)")
 	f.pack = fs.Bool("pack", true, "send all layers as one contiguous message (off: one message per layer)")
 	f.bucketKiB = fs.Int("bucket", 1024, "overlap: gather this many KiB of consecutive layers' gradients before each accumulate (one process: TRL's shared accumulator) or allreduce (across processes); 0: every parameter blob on its own")
-	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling)")
+	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling), or mpi (MPI_Allreduce and MPI_Bcast, with dsgd worker --transport mpi)")
 	f.metrics = fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
 	f.metricsListen = fs.String("metrics-listen", "", metricsListenUsage)
 	f.timeline = fs.String("timeline", "", "write a Chrome trace of every rank's work (per-layer forward and backward, communication, updates, waits) to `FILE`, for Perfetto or chrome://tracing (a worker process of rank N > 0 writes FILE.rankN)")
@@ -213,6 +214,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
 		return errUsage
 	}
+	if *f.algo == allreduceMPI {
+		fmt.Fprintln(stderr, "dsgd train: --allreduce mpi needs mpirun -np N dsgd worker --transport mpi --allreduce mpi ...")
+		return errUsage
+	}
 	switch *f.transport {
 	case "inproc":
 		if *f.compress != "none" {
@@ -226,6 +231,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return errUsage
 		}
 		return launch(ctx, args, &f, stdout, stderr)
+	}
+	if *f.transport == "mpi" {
+		fmt.Fprintln(stderr, "dsgd train: --transport mpi: MPI starts the ranks; run mpirun -np N dsgd worker --transport mpi ... (or srun)")
+		return errUsage
 	}
 	fmt.Fprintf(stderr, "dsgd train: --transport %q: choose inproc or tcp\n", *f.transport)
 	return errUsage
@@ -475,6 +484,12 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	where := *f.transport
 	if g != nil {
 		threads, where = m.threads, "tcp"
+		if g.mpi != nil {
+			where = "mpi (" + mpi.Version() + ")"
+			if g.native != nil {
+				where += ", MPI's own collectives"
+			}
+		}
 	}
 	fmt.Fprintf(out, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Scheme, cfg.Workers, where, threads, cfg.Pack)
 	fmt.Fprint(out, autoNote)

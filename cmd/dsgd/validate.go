@@ -74,7 +74,7 @@ func (f *trainFlags) validate() error {
 	if *f.scheme != "" && !slices.Contains(scheme.Names(), *f.scheme) {
 		return fmt.Errorf("--scheme %q: unknown; choose one of %s", *f.scheme, strings.Join(scheme.Names(), ", "))
 	}
-	if _, err := collective.ParseAlgorithm(*f.algo); err != nil {
+	if _, err := collective.ParseAlgorithm(*f.algo); err != nil && *f.algo != allreduceMPI {
 		return fmt.Errorf("--allreduce: %v", err)
 	}
 	if _, err := center.ParseFinish(*f.finish); err != nil {
@@ -89,9 +89,9 @@ func (f *trainFlags) validate() error {
 		return fmt.Errorf("--lr-scale %q: choose none, linear or inverse", *f.lrScale)
 	}
 	switch *f.transport {
-	case "inproc", "tcp":
+	case "inproc", "tcp", "mpi":
 	default:
-		return fmt.Errorf("--transport %q: choose inproc or tcp", *f.transport)
+		return fmt.Errorf("--transport %q: choose inproc, tcp or mpi (dsgd worker under mpirun or srun)", *f.transport)
 	}
 	if *f.straggle != "" {
 		if _, err := parseStraggle(*f.straggle, max(*f.workers, 1<<30)); err != nil {

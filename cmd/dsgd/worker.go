@@ -21,6 +21,7 @@ import (
 	"dsgd/launcher"
 	"dsgd/scheme"
 	"dsgd/transport"
+	"dsgd/transport/mpi"
 	"dsgd/transport/tcp"
 )
 
@@ -40,6 +41,10 @@ type groupFlags struct {
 	// serve makes the process the parameter server of an asynchronous
 	// scheme, listening on listen.
 	serve bool
+	// mpi is this rank's endpoint under --transport mpi (worker_mpi.go);
+	// native, when --allreduce mpi, the same with MPI's collectives.
+	mpi    *mpi.Endpoint
+	native transport.Endpoint
 }
 
 func (g *groupFlags) register(fs *flag.FlagSet) {
@@ -86,6 +91,9 @@ func (g *groupFlags) resolve(getenv func(string) string) error {
 }
 
 func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Duration, compress, shmMode string) (transport.Endpoint, error) {
+	if g.mpi != nil {
+		return g.connectMPI(ctx, hash, timeout)
+	}
 	c, err := tcp.ParseCompress(compress)
 	if err != nil {
 		return nil, fmt.Errorf("--compress: %w", err)
@@ -164,7 +172,12 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 			g.rank = g.world - 1
 		}
 	}
-	if err := g.resolve(os.Getenv); err != nil {
+	if *f.transport == "mpi" || *f.algo == allreduceMPI {
+		if err := g.joinMPI(&f); err != nil {
+			fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
+			return errUsage
+		}
+	} else if err := g.resolve(os.Getenv); err != nil {
 		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
 		return errUsage
 	}
@@ -185,7 +198,7 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	if *f.scheme == "" && ws > 1 {
 		*f.scheme = "sync-tree"
 	}
-	return execute(ctx, &f, &g, stdout, stderr)
+	return g.finishMPI(execute(ctx, &f, &g, stdout, stderr))
 }
 
 // centerScheme reports whether scheme's workers talk only to a center.

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"dsgd/transport"
+	"dsgd/transport/mpi"
+)
+
+// allreduceMPI is --allreduce's value that hands the collectives to MPI.
+const allreduceMPI = "mpi"
+
+// checkMPIFlags refuses the MPI flags where they cannot work: --allreduce
+// mpi without --transport mpi, and --transport mpi for a scheme with a
+// center (MPI ends the whole job when one process dies; those schemes must
+// survive a worker's death, so their center stays on TCP).
+func checkMPIFlags(f *trainFlags) error {
+	if *f.algo == allreduceMPI && *f.transport != "mpi" {
+		return errors.New("--allreduce mpi hands the collectives to MPI: it needs --transport mpi (mpirun -np N dsgd worker --transport mpi --allreduce mpi ...)")
+	}
+	if *f.transport != "mpi" {
+		return nil
+	}
+	name := f.schemeName()
+	if name == "hybrid" || centerScheme(name, max(*f.workers, 2)) {
+		return fmt.Errorf("--scheme %s keeps its center (parameter server or shared buffer server) on TCP: MPI ends the whole job when one process dies, and %s must survive that; use --transport tcp (dsgd train --transport tcp, or dsgd worker --center HOST:PORT beside dsgd ps/smb). --transport mpi is for the synchronous schemes (sync-tree, sync-ring, overlap, sync-ps, sync-easgd)", name, name)
+	}
+	if *f.compress != "none" {
+		return errors.New("--compress works with --transport tcp; MPI moves float32")
+	}
+	return nil
+}
+
+// joinMPI makes this process a rank of its MPI job: the rank and world
+// come from MPI, and a --rank or --world that disagrees is an error.
+func (g *groupFlags) joinMPI(f *trainFlags) error {
+	if err := checkMPIFlags(f); err != nil {
+		return err
+	}
+	ep, err := mpi.World()
+	if err != nil {
+		return fmt.Errorf("--transport mpi: %w", err)
+	}
+	if (g.rank >= 0 && g.rank != ep.Rank()) || (g.world > 0 && g.world != ep.Size()) {
+		ep.Close()
+		return fmt.Errorf("--rank %d --world %d disagree with MPI, which made this rank %d of %d; leave them out under mpirun or srun", g.rank, g.world, ep.Rank(), ep.Size())
+	}
+	g.rank, g.world, g.rendezvous, g.env = ep.Rank(), ep.Size(), "mpi", "MPI"
+	g.mpi = ep
+	if *f.algo == allreduceMPI {
+		*f.algo = "auto" // what the schedules would have used; MPI picks its own
+		if g.native, err = mpi.Native(ep); err != nil {
+			ep.Close()
+			return err
+		}
+	}
+	return nil
+}
+
+// connectMPI is connect for --transport mpi: every rank checks that it
+// runs the same parameter layout as rank 0, as the TCP rendezvous does.
+func (g *groupFlags) connectMPI(ctx context.Context, hash uint64, timeout time.Duration) (transport.Endpoint, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ep := g.mpi
+	const tag = 0x7fff_0001
+	if ep.Rank() == 0 {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], hash)
+		for r := 1; r < ep.Size(); r++ {
+			if err := ep.SendBytes(ctx, r, tag, b[:]); err != nil {
+				return nil, fmt.Errorf("rank 0 of %d (MPI) sending its model's layout: %w", ep.Size(), err)
+			}
+		}
+	} else {
+		b, err := ep.RecvBytes(ctx, 0, tag, 8)
+		if err != nil {
+			return nil, fmt.Errorf("rank %d of %d (MPI) waiting for rank 0's model layout: %w", ep.Rank(), ep.Size(), err)
+		}
+		if len(b) != 8 {
+			return nil, fmt.Errorf("rank %d of %d (MPI): rank 0 sent a %d-byte layout hash", ep.Rank(), ep.Size(), len(b))
+		}
+		if h0 := binary.LittleEndian.Uint64(b); h0 != hash {
+			return nil, fmt.Errorf("rank %d of %d (MPI): this rank's model (parameter layout hash %016x) differs from rank 0's (%016x); every rank must train the same net", ep.Rank(), ep.Size(), hash, h0)
+		}
+	}
+	if g.native != nil {
+		return g.native, nil
+	}
+	return ep, nil
+}
+
+// finishMPI ends MPI after a rank's run. A failed rank exits without
+// MPI_Finalize (which would wait for the others): mpirun then stops the
+// job, as a synchronous group cannot go on without it.
+func (g *groupFlags) finishMPI(err error) error {
+	if g.mpi == nil || err != nil {
+		return err
+	}
+	g.mpi.Close()
+	return mpi.Finalize()
+}
