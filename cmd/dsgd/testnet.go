@@ -27,6 +27,9 @@ func testNetOnly(ctx context.Context, j *job, m *modelFlags, weights string, ite
 	if !strings.HasSuffix(weights, ".caffemodel") {
 		return fmt.Errorf("--weights %s: a net file alone is tested with a .caffemodel (as caffe test); a dsgd snapshot is tested with --solver, the solver of the run that wrote it", weights)
 	}
+	if j.testErr != nil {
+		return j.testErr
+	}
 	if len(j.test.Spec.Layers) == 0 {
 		return fmt.Errorf("%s has no layer in the TEST phase to test", j.name)
 	}

@@ -113,3 +113,27 @@ layer { name: "ip2" type: "InnerProduct" bottom: "ip1" top: "ip2" inner_product_
 		}
 	}
 }
+
+// TestOnePhaseOfANetFile: a net file run without a solver is built in the
+// phase its command runs, as caffe time (TRAIN) and caffe test (TEST)
+// build one: a TEST phase that needs a stage (mnist_autoencoder's data
+// layers) does not stop dsgd time, and dsgd test names its error.
+func TestOnePhaseOfANetFile(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "staged.prototxt", `name: "staged"
+layer { name: "d" type: "DummyData" top: "data" top: "label" include { phase: TRAIN }
+  dummy_data_param { shape { dim: 2 dim: 3 } shape { dim: 2 } } }
+layer { name: "d" type: "DummyData" top: "data" top: "label" include { phase: TEST stage: "test-on-test" }
+  dummy_data_param { shape { dim: 2 dim: 3 } shape { dim: 2 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 2 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`)
+	code, out, errs := runCmd(t, dir, "time", "--model", "staged.prototxt", "--iters", "1", "--warmup", "0", "--threads", "1")
+	if code != 0 {
+		t.Fatalf("time: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = runCmd(t, dir, "test", "--model", "staged.prototxt", "--weights", "w.caffemodel", "--threads", "1")
+	if code != 1 || !strings.Contains(errs, "staged.prototxt:6:1: layer 'ip' (TEST phase): bottom 'data' is not produced") {
+		t.Errorf("test: exit %d, stderr %q", code, errs)
+	}
+}
