@@ -8,8 +8,7 @@ import (
 
 // refusedWhy says why a Caffe data layer type is refused.
 var refusedWhy = map[string]string{
-	"WindowData": "its R-CNN window files are not supported; convert the windows to an image list (ImageData) or a database (Data)",
-	"Python":     "dsgd runs no Python; write the data to an LMDB (dsgd convert-imageset) or HDF5 files and use a Data or HDF5Data layer",
+	"Python": "dsgd runs no Python; write the data to an LMDB (dsgd convert-imageset) or HDF5 files and use a Data or HDF5Data layer",
 }
 
 // DataSettings are the settings of Caffe's data layers beyond source,
@@ -35,6 +34,21 @@ type DataSettings struct {
 	// Fillers holds a DummyData layer's data_filler, one per top (a single
 	// one is repeated, none means constant 0).
 	Fillers []Filler
+	// Window holds a WindowData layer's window_data_param beyond source
+	// and batch size. dsgd parses the layer but does not read R-CNN
+	// window files: such a layer runs only with its source overridden
+	// (--data), and is refused with that advice otherwise.
+	Window *WindowSettings
+}
+
+// WindowSettings are the fields of Caffe's WindowDataParameter that
+// choose and crop the windows.
+type WindowSettings struct {
+	FgThreshold, BgThreshold, FgFraction float32
+	ContextPad                           int
+	CropMode                             string // "warp" or "square"
+	CacheImages                          bool
+	RootFolder                           string
 }
 
 // Filler is a Caffe FillerParameter as DummyData uses it.
@@ -51,7 +65,10 @@ func decodeFileData(r *reader, l *LayerDef, dl *DataLayer) {
 		return
 	}
 	pname := "image_data_param"
-	if l.Type == "HDF5Data" {
+	if l.Type == "WindowData" {
+		pname = "window_data_param"
+		dl.Transform = decodeTransform(r, dl)
+	} else if l.Type == "HDF5Data" {
 		pname = "hdf5_data_param"
 		r.unsupported("transform_param", "Caffe's HDF5Data layer applies no transformation; store the data ready to use")
 	} else {
@@ -83,6 +100,25 @@ func decodeFileData(r *reader, l *LayerDef, dl *DataLayer) {
 			dl.Channels = 1
 		}
 		dl.RootFolder = pr.str("root_folder", "")
+		const old = "use transform_param in the layer instead"
+		for _, name := range []string{"scale", "mean_file", "crop_size", "mirror"} {
+			pr.unsupported(name, old)
+		}
+	}
+	if l.Type == "WindowData" {
+		w := &WindowSettings{
+			FgThreshold: pr.float32("fg_threshold", 0.5),
+			BgThreshold: pr.float32("bg_threshold", 0.5),
+			FgFraction:  pr.float32("fg_fraction", 0.25),
+			ContextPad:  pr.int("context_pad", 0, 0, math.MaxInt32),
+			CropMode:    pr.str("crop_mode", "warp"),
+			CacheImages: pr.bool("cache_images", false),
+			RootFolder:  pr.str("root_folder", ""),
+		}
+		if w.CropMode != "warp" && w.CropMode != "square" && pr.ok() {
+			r.d.failf(m.Pos, "%s: crop_mode %q is neither \"warp\" nor \"square\"", pr.ctx, w.CropMode)
+		}
+		dl.Window = w
 		const old = "use transform_param in the layer instead"
 		for _, name := range []string{"scale", "mean_file", "crop_size", "mirror"} {
 			pr.unsupported(name, old)

@@ -102,7 +102,8 @@ func (l *LayerDef) InState(p layers.Phase, st NetState) bool {
 // that the caller fills).
 type DataLayer struct {
 	Name string
-	// Type is "Data", "ImageData", "HDF5Data" or "Input".
+	// Type is "Data", "ImageData", "HDF5Data", "WindowData", "DummyData"
+	// or "Input".
 	Type string
 	// Tops names the blobs the layer fills, in order ("data", "label").
 	Tops []string
@@ -344,9 +345,9 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 		return nil
 	}
 	switch l.Type {
-	case "Data", "Input", "ImageData", "HDF5Data", "DummyData":
+	case "Data", "Input", "ImageData", "HDF5Data", "DummyData", "WindowData":
 		l.Data = decodeDataLayer(r, l)
-	case "WindowData", "Python":
+	case "Python":
 		d.failf(f.Pos, "layer '%s' has type '%s', which dsgd does not run: %s", l.Name, l.Type, refusedWhy[l.Type])
 		return nil
 	default:
@@ -428,7 +429,7 @@ func decodeDataLayer(r *reader, l *LayerDef) *DataLayer {
 	r.unsupported("loss_weight", why)
 	r.unsupported("propagate_down", why)
 	switch l.Type {
-	case "ImageData", "HDF5Data":
+	case "ImageData", "HDF5Data", "WindowData":
 		decodeFileData(r, l, dl)
 	case "Data":
 		if len(l.Top) < 1 || len(l.Top) > 2 {
@@ -531,9 +532,11 @@ func decodeTransform(r *reader, dl *DataLayer) data.TransformConfig {
 
 // Phase returns the net of phase p: the layers whose rules include them in
 // p, split into data layers and a model.Spec of compute layers. It checks
-// the graph as Caffe does when it builds the net: layer names are unique,
-// every bottom is produced by an earlier layer, and no blob is produced
-// twice except by a layer computing in place (top i named as bottom i).
+// the graph as Caffe does when it builds the net: every bottom is produced
+// by an earlier layer, and no blob is produced twice except by a layer
+// computing in place (top i named as bottom i). Like Caffe, it lets layers
+// share a name (mnist_autoencoder's two "loss" layers); model.Build
+// refuses a shared name only where a layer holding it has parameters.
 // Errors name the layer, its position and the phase.
 //
 // The returned Spec's layer configs are shared with n and with other
@@ -544,18 +547,12 @@ func (n *NetDef) Phase(p layers.Phase) (*PhaseNet, error) { return n.PhaseState(
 // also selecting layers.
 func (n *NetDef) PhaseState(p layers.Phase, st NetState) (*PhaseNet, error) {
 	pn := &PhaseNet{Phase: p, Spec: model.Spec{Name: n.Name}}
-	names := map[string]*LayerDef{}
 	blobs := map[string]bool{}
 	own := map[string]bool{} // the current layer's tops
 	for _, l := range n.Layers {
 		if !l.InState(p, st) {
 			continue
 		}
-		if prev, dup := names[l.Name]; dup {
-			return nil, &prototxt.Error{Pos: l.Pos, Msg: fmt.Sprintf(
-				"layer '%s' (%s phase): a layer of the same name is defined at %s", l.Name, p, prev.Pos)}
-		}
-		names[l.Name] = l
 		for _, b := range l.Bottom {
 			if !blobs[b] {
 				return nil, &prototxt.Error{Pos: l.Pos, Msg: fmt.Sprintf(

@@ -583,11 +583,6 @@ layer { name: "b" type: "ReLU" bottom: "a" top: "b" }`, layers.Test,
 		{"bottom from later layer", `layer { name: "a" type: "ReLU" bottom: "b" top: "a" }
 layer { name: "b" type: "ReLU" bottom: "data" top: "b" }`, layers.Train,
 			"f.prototxt:7:1: layer 'a' (TRAIN phase): bottom 'b' is not produced"},
-		{"duplicate name", `layer { name: "a" type: "ReLU" bottom: "data" top: "a" }
-layer { name: "a" type: "ReLU" bottom: "a" top: "b" }`, layers.Test,
-			"f.prototxt:8:1: layer 'a' (TEST phase): a layer of the same name is defined at f.prototxt:7:1"},
-		{"duplicate with data layer", `layer { name: "d" type: "ReLU" bottom: "data" top: "a" }`, layers.Train,
-			"f.prototxt:7:1: layer 'd' (TRAIN phase): a layer of the same name is defined at f.prototxt:2:1"},
 		{"top twice", `layer { name: "a" type: "ReLU" bottom: "data" top: "x" }
 layer { name: "b" type: "ReLU" bottom: "data" top: "x" }`, layers.Train,
 			"f.prototxt:8:1: layer 'b' (TRAIN phase): top 'x' is already produced by an earlier layer"},
@@ -611,8 +606,19 @@ layer { name: "b" type: "ReLU" bottom: "data" top: "x" }`, layers.Train,
 			}
 		})
 	}
+	// Layers may share a name within a phase, as in Caffe (whose
+	// mnist_autoencoder has two "loss" layers); a data layer's name too.
+	n, err := ParseNet("f.prototxt", []byte(net(`layer { name: "d" type: "ReLU" bottom: "data" top: "a" }
+layer { name: "a" type: "ReLU" bottom: "a" top: "b" }
+layer { name: "a" type: "TanH" bottom: "b" top: "c" }`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pn := mustPhase(t, n, layers.Test); len(pn.Spec.Layers) != 3 {
+		t.Errorf("%d compute layers, want all 3: %+v", len(pn.Spec.Layers), pn.Spec.Layers)
+	}
 	// The same names in different phases are fine, as in Caffe's examples.
-	n, err := ParseNet("f.prototxt", []byte(`
+	n, err = ParseNet("f.prototxt", []byte(`
 layer { name: "d" type: "Input" top: "x" include { phase: TRAIN } input_param { shape { dim: 1 } } }
 layer { name: "d" type: "Input" top: "x" include { phase: TEST } input_param { shape { dim: 2 } } }
 layer { name: "r" type: "ReLU" bottom: "x" top: "x" }`))

@@ -150,6 +150,9 @@ func ParseSolver(filename string, src []byte) (*SolverDef, error) {
 		}
 	}
 	r.ignore("debug_info", "dsgd does not print per-layer debug information")
+	// Caffe's mnist_autoencoder solvers set it to print the test loss;
+	// dsgd's test pass prints every scalar output of the test net anyway.
+	r.ignore("test_compute_loss", "dsgd's test pass reports every output of the test net, its losses among them")
 	r.finish()
 	if d.err == nil {
 		validateSolver(d, r, s)

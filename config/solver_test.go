@@ -203,12 +203,13 @@ func TestSolverWarnings(t *testing.T) {
 solver_mode: CPU
 device_id: 0
 debug_info: false
-snapshot_format: HDF5`
+snapshot_format: HDF5
+test_compute_loss: true`
 	s, err := ParseSolver("s.prototxt", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Warnings) != 4 {
+	if len(s.Warnings) != 5 {
 		t.Fatalf("Warnings = %q", s.Warnings)
 	}
 	for i, w := range s.Warnings {

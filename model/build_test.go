@@ -1,6 +1,8 @@
 package model
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,7 +61,11 @@ func TestBuildErrors(t *testing.T) {
 		{"duplicate layer name", Spec{Name: "n", Inputs: []string{"data", "label"}, Layers: []LayerSpec{
 			withPos(ip("ip", "data", "a", 3), "x.prototxt:1:1"),
 			withPos(ip("ip", "a", "b", 3), "x.prototxt:9:1"),
-		}}, nil, []string{`layer "ip" (x.prototxt:9:1)`, "already defined", "x.prototxt:1:1"}},
+		}}, nil, []string{`layer "ip" (x.prototxt:9:1)`, "same name", "x.prototxt:1:1", "parameters"}},
+		{"duplicate name: a param-free layer, then one with params", Spec{Name: "n", Inputs: []string{"data", "label"}, Layers: []LayerSpec{
+			withPos(unary("x", "data", "a", &layers.ReLUConfig{}), "x.prototxt:1:1"),
+			withPos(ip("x", "a", "b", 3), "x.prototxt:9:1"),
+		}}, nil, []string{`layer "x" (x.prototxt:9:1)`, "same name", "x.prototxt:1:1"}},
 		{"propagate_down count", Spec{Name: "n", Inputs: []string{"data", "label"}, Layers: []LayerSpec{
 			ip("ip1", "data", "ip1", 3),
 			{Name: "loss", Bottom: []string{"ip1", "label"}, Top: []string{"loss"}, PropagateDown: []bool{true},
@@ -129,6 +135,11 @@ func TestBuildAccepts(t *testing.T) {
 		{"unused input", Spec{Name: "n", Inputs: []string{"data", "label", "extra"}, Layers: mlpNet().spec.Layers},
 			map[string]tensor.Shape{"data": {4, 6}, "label": {4}, "extra": {7}}},
 		{"empty net", Spec{Name: "n", Inputs: []string{"data"}}, map[string]tensor.Shape{"data": {1}}},
+		{"param-free layers sharing a name", Spec{Name: "n", Inputs: []string{"data", "label"}, Layers: []LayerSpec{
+			ip("ip1", "data", "h", 3),
+			lossLayer("h"),
+			{Name: "loss", Bottom: []string{"h", "label"}, Top: []string{"loss2"}, Config: &layers.SoftmaxWithLossConfig{Axis: 1}},
+		}}, map[string]tensor.Shape{"data": {4, 6}, "label": {4}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,5 +149,29 @@ func TestBuildAccepts(t *testing.T) {
 			}
 			n.ForwardBackward()
 		})
+	}
+}
+
+// Two loss layers named alike, as Caffe's mnist_autoencoder has, both
+// count: the net's loss is their sum.
+func TestSameNamedLossesBothCount(t *testing.T) {
+	one := Spec{Name: "n", Inputs: []string{"data", "label"}, Layers: []LayerSpec{ip("ip1", "data", "h", 3), lossLayer("h")}}
+	two := Spec{Name: "n", Inputs: one.Inputs, Layers: append(slices.Clone(one.Layers),
+		LayerSpec{Name: "loss", Bottom: []string{"h", "label"}, Top: []string{"loss2"}, Config: &layers.SoftmaxWithLossConfig{Axis: 1}})}
+	in := map[string]tensor.Shape{"data": {4, 6}, "label": {4}}
+	var losses [2]float64
+	for i, spec := range []Spec{one, two} {
+		n, err := Build(spec, in, Options{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range n.Blob("data").Data {
+			n.Blob("data").Data[j] = float32(j%5) - 2
+		}
+		copy(n.Blob("label").Data, []float32{0, 1, 2, 1})
+		losses[i] = n.Forward()
+	}
+	if losses[0] <= 0 || math.Abs(losses[1]-2*losses[0]) > 1e-6*losses[0] {
+		t.Fatalf("loss with one layer %v, with two of the same name %v; want twice", losses[0], losses[1])
 	}
 }

@@ -155,15 +155,19 @@ func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (
 	}
 	n.pool = tensor.NewPool(opt.Threads)
 	ctx := layers.Context{Phase: opt.Phase, Threads: max(opt.Threads, 1), Pool: n.pool}
-	names := map[string]string{} // layer name -> where it was first defined
+	// Caffe lets layers share a name (mnist_autoencoder's two "loss"
+	// layers), but it finds weights by layer name, and so do Blocks,
+	// ShareWith and .caffemodel files here: a shared name is refused
+	// only where one of its layers has parameters.
+	type named struct {
+		where  string
+		params bool
+	}
+	names := map[string]named{}
 	for i, ls := range spec.Layers {
 		where := layerWhere(ls)
 		*at = where
-		if first, dup := names[ls.Name]; dup {
-			// Blocks, ShareWith and diagnostics find layers by name.
-			return nil, fmt.Errorf("model: %s: a layer of that name is already defined: %s", where, first)
-		}
-		names[ls.Name] = where
+		first, dup := names[ls.Name]
 		if ls.Config == nil {
 			return nil, fmt.Errorf("model: %s: no layer config", where)
 		}
@@ -205,6 +209,13 @@ func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (
 		}
 		if err := checkWindows(nd); err != nil {
 			return nil, fmt.Errorf("model: %s: %w", where, err)
+		}
+		hasParams := len(l.Params()) > 0
+		if dup && (hasParams || first.params) {
+			return nil, fmt.Errorf("model: %s: %s has the same name, and layers with parameters need names of their own (weights are matched to layers by name)", where, first.where)
+		}
+		if !dup {
+			names[ls.Name] = named{where, hasParams}
 		}
 		for j, t := range nd.top {
 			if j >= len(ls.Top) || !contains(ls.Bottom, ls.Top[j]) {

@@ -1,32 +1,47 @@
 #!/bin/bash
-# Counts the Caffe net files under DIR that `dsgd time` accepts unmodified.
+# Counts the Caffe net and solver files under DIR that dsgd accepts
+# unmodified.
 #
 #   scripts/caffe_nets.sh DIR [DSGD]
 #
-# DIR holds net prototxt files as they come in a Caffe checkout (BVLC/caffe's
-# examples/ and models/, the model zoo's files); solvers among them are
-# skipped. Each net is timed as `caffe time -model FILE` would time it, from
-# DIR as the working directory: one forward-backward pass at batch 1
-# (--batch 1 sets the first axis of Input layers and the TRAIN Data
-# layers' batch). A net with Data layers reads synthetic images of the
-# size named in the file's row of data_specs below (Caffe would read its
-# LMDB), and a transform_param mean_file that is missing is written as a
-# zero mean of that size (Caffe's data/ scripts would have made it). Nets
-# with Python layers are counted apart: they run only inside
-# Caffe's Python. Every other failure is listed with dsgd's first error
-# line.
+# DIR holds prototxt files as they come in a Caffe checkout (BVLC/caffe's
+# examples/ and models/, the model zoo's files), at their paths there: the
+# script runs from DIR, as Caffe's own scripts run from the Caffe root.
+#
+# Nets: each is timed as `caffe time -model FILE` would time it: one
+# forward-backward pass at batch 1 (--batch 1 sets the first axis of Input
+# layers and the TRAIN data layers' batch). A net with data layers (Data,
+# ImageData, HDF5Data, WindowData) reads synthetic images of the size named
+# for its folder in data_spec below (Caffe would read its LMDB, image list
+# or HDF5 files), and a transform_param mean_file that is missing is
+# written as a zero mean of that size (Caffe's data/ scripts would have
+# made it). Nets with Python layers are counted apart: they run only inside
+# Caffe's Python.
+#
+# Solvers: each trains one iteration and tests one batch (`dsgd train
+# --solver FILE --iters 1 --test-iter 1`) on the same synthetic data, so
+# that its fields are parsed and the nets it names are loaded and run. A
+# solver naming a net file that is not under DIR is listed as such.
+#
+# Every other failure is listed with dsgd's first error line; the exit
+# status is non-zero if any file was refused.
 set -u
 dir=${1:?usage: scripts/caffe_nets.sh DIR [DSGD]}
 dsgd=$(realpath "${2:-./dsgd}")
 cd "$dir" || exit 2
 
-# data_specs: synthetic data for the Data layers of the nets that have them,
-# by file name pattern (first match wins).
+# data_spec FILE: synthetic data for the data layers of FILE, by the
+# example or model it belongs to: the shape and class count of the data
+# set its Caffe scripts prepare.
 data_spec() {
 	case "$1" in
-	*mnist*|*lenet*|*siamese*) echo "synthetic:N=64,C=1,H=28,W=28,classes=10" ;;
-	*cifar*) echo "synthetic:N=64,C=3,H=32,W=32,classes=10" ;;
-	*) echo "synthetic:N=16,C=3,H=256,W=256,classes=256" ;;
+	*/examples/siamese/*) echo "synthetic:N=64,C=2,H=28,W=28,classes=2" ;; # image pairs, 1 = same
+	*/examples/mnist/*) echo "synthetic:N=64,C=1,H=28,W=28,classes=10" ;;
+	*/examples/cifar10/*) echo "synthetic:N=64,C=3,H=32,W=32,classes=10" ;;
+	*/examples/hdf5_classification/*) echo "synthetic:N=64,C=4,H=1,W=1,classes=2" ;; # sklearn's 4 features
+	*/finetune_flickr_style/*) echo "synthetic:N=16,C=3,H=256,W=256,classes=20" ;;
+	*/finetune_pascal_detection/*) echo "synthetic:N=16,C=3,H=256,W=256,classes=21" ;;
+	*) echo "synthetic:N=16,C=3,H=256,W=256,classes=256" ;; # ImageNet, resized to 256
 	esac
 }
 
@@ -52,41 +67,81 @@ open(sys.argv[1], "wb").write(msg)
 PY
 }
 
+# data_args FILE SPEC: --data SPEC when FILE has a data layer reading
+# files, after writing any mean file it names that is missing.
+data_layers='type:[[:space:]]*("?(Data|ImageData|HDF5Data|WindowData)"?|DATA|IMAGE_DATA|HDF5_DATA|WINDOW_DATA)[[:space:]]*$'
+data_args() {
+	grep -qE "$data_layers" "$1" || return 0
+	printf '%s\n' --data "$2"
+	grep -oE 'mean_file:[[:space:]]*"[^"]+"' "$1" | sed -E 's/.*"(.*)"/\1/' | sort -u | while read -r mean; do
+		[ -e "$mean" ] || zero_mean "$mean" "$2" >&2
+	done
+}
+
+# first_error OUTPUT: dsgd's first line that is not a note or progress.
+first_error() {
+	printf '%s\n' "$1" | grep -vE '^dsgd: (note|warning):' | grep -E 'dsgd|error|refus|:[0-9]+:[0-9]+:' | head -1
+}
+
+is_solver() { grep -qE '^[[:space:]]*(base_lr|lr_policy|train_net|test_iter|net)[[:space:]]*:' "$1"; }
+is_net() { grep -qE '^[[:space:]]*(layers?|input)[[:space:]]*[:{]' "$1"; }
+
 ok=0 python=0 failed=0 total=0
+sok=0 smissing=0 sfailed=0 stotal=0
 failures=""
 while IFS= read -r f; do
-	# A solver names nets or a learning rate; a net has layers or inputs.
-	if grep -qE '^[[:space:]]*(base_lr|lr_policy|train_net|test_iter)[[:space:]]*:' "$f"; then
+	spec=$(data_spec "/$f")
+	if is_solver "$f" && ! grep -qE '^[[:space:]]*(layers?)[[:space:]]*[:{]' "$f" || grep -qE '^[[:space:]]*net_param[[:space:]]*\{' "$f"; then
+		stotal=$((stotal + 1))
+		mapfile -t extra < <(data_args "$f" "$spec")
+		if [ ${#extra[@]} -eq 0 ]; then
+			# The data layers are in the nets the solver names.
+			for n in $(grep -oE '^[[:space:]]*(net|train_net|test_net)[[:space:]]*:[[:space:]]*"[^"]+"' "$f" | sed -E 's/.*"(.*)"/\1/'); do
+				[ -e "$n" ] && mapfile -t extra < <(data_args "$n" "$spec") && [ ${#extra[@]} -gt 0 ] && break
+			done
+		fi
+		args=(train --solver "$f" --iters 1 --test-iter 1 --test-interval 0 --batch 1 --threads 1 --snapshot-prefix none "${extra[@]}")
+		if out=$(timeout 600 "$dsgd" "${args[@]}" 2>&1); then
+			sok=$((sok + 1))
+			echo "ok      $f (solver)"
+		else
+			line=$(first_error "$out")
+			missing=""
+			for n in $(grep -oE '^[[:space:]]*(net|train_net|test_net)[[:space:]]*:[[:space:]]*"[^"]+"' "$f" | sed -E 's/.*"(.*)"/\1/'); do
+				[ -e "$n" ] || missing+=" $n"
+			done
+			if [ -n "$missing" ]; then
+				smissing=$((smissing + 1))
+				echo "no net  $f (solver): names${missing}, not under $dir"
+			else
+				sfailed=$((sfailed + 1))
+				echo "refused $f (solver): $line"
+				failures+="$f: $line"$'\n'
+			fi
+		fi
 		continue
 	fi
-	if ! grep -qE '^[[:space:]]*(layers?|input)[[:space:]]*[:{]' "$f"; then
-		continue
-	fi
+	is_net "$f" || continue
 	total=$((total + 1))
 	if grep -qE "type:[[:space:]]*[\"']Python[\"']" "$f"; then
 		python=$((python + 1))
 		echo "python  $f"
 		continue
 	fi
-	args=(time -model "$f" --iters 1 --warmup 0 --batch 1 --threads 1)
-	if grep -qE "type:[[:space:]]*(DATA|\"Data\")" "$f"; then
-		spec=$(data_spec "$f")
-		args+=(--data "$spec")
-		grep -oE 'mean_file:[[:space:]]*"[^"]+"' "$f" | sed -E 's/.*"(.*)"/\1/' | sort -u | while read -r mean; do
-			[ -e "$mean" ] || zero_mean "$mean" "$spec"
-		done
-	fi
-	if out=$("$dsgd" "${args[@]}" 2>&1 >/dev/null); then
+	mapfile -t extra < <(data_args "$f" "$spec")
+	args=(time -model "$f" --iters 1 --warmup 0 --batch 1 --threads 1 "${extra[@]}")
+	if out=$(timeout 600 "$dsgd" "${args[@]}" 2>&1 >/dev/null); then
 		ok=$((ok + 1))
 		echo "ok      $f"
 	else
 		failed=$((failed + 1))
-		line=$(printf '%s\n' "$out" | grep -v '^dsgd: note:' | head -1)
+		line=$(first_error "$out")
 		echo "refused $f: $line"
 		failures+="$f: $line"$'\n'
 	fi
-done < <(find . -name '*.prototxt' | sort)
+done < <(find . -name '*.prototxt' | sed 's#^\./##' | sort)
 
 echo
-echo "$ok of $((total - python)) net files without Python layers accepted by dsgd time ($python with Python layers, $total in all)"
-[ "$failed" -eq 0 ]
+echo "nets: $ok of $((total - python)) without Python layers accepted by dsgd time ($python with Python layers, $total in all)"
+echo "solvers: $sok of $stotal trained an iteration ($smissing name a net file not under $dir, $sfailed refused)"
+[ "$failed" -eq 0 ] && [ "$sfailed" -eq 0 ]

@@ -147,6 +147,10 @@ type job struct {
 	// noSolver marks a net loaded without a solver (dsgd time on a
 	// deploy net); solver then holds an empty SolverDef.
 	noSolver bool
+	// trainErr and testErr are why the TRAIN or TEST phase of a net
+	// loaded without a solver cannot be built (train or test then holds
+	// an empty phase): only the command that runs that phase fails.
+	trainErr, testErr error
 	// start is the iteration a resumed run continues from: the TRAIN
 	// loaders begin at that global batch.
 	start int
@@ -215,8 +219,14 @@ func (m *modelFlags) load() (*job, error) {
 	}
 	j.warnings = append(append(j.warnings, j.solver.Warnings...), j.net.Warnings...)
 	j.notes = append(append(j.notes, j.solver.Notes...), j.net.Notes...)
+	// A net file without a solver is run in one phase only, as caffe
+	// time (TRAIN) and caffe test (TEST) build one: an error in the
+	// other phase is kept for the command that needs that phase.
 	if j.train, err = j.net.PhaseState(layers.Train, m.state(j.net.State, j.solver.TrainState)); err != nil {
-		return nil, err
+		if !j.noSolver {
+			return nil, err
+		}
+		j.train, j.trainErr = &config.PhaseNet{Phase: layers.Train}, err
 	}
 	testDef := j.net
 	if j.testNet != nil {
@@ -227,7 +237,10 @@ func (m *modelFlags) load() (*job, error) {
 		testState = mergeState(testDef.State, tns[0].State)
 	}
 	if j.test, err = testDef.PhaseState(layers.Test, testState); err != nil {
-		return nil, err
+		if !j.noSolver {
+			return nil, err
+		}
+		j.test, j.testErr = &config.PhaseNet{Phase: layers.Test}, err
 	}
 	j.seed = 1
 	switch {
@@ -324,6 +337,9 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		typ := dl.Type
 		if m.data != "" {
 			src, typ = m.data, "Data"
+		} else if typ == "WindowData" {
+			return nil, nil, fmt.Errorf("%s: data layer %q: dsgd does not read WindowData's R-CNN window files (source %s); "+
+				"override the source with --data (a Datum database, or synthetic to time the net), or convert the windows to an image list (ImageData) or a database (Data)", dl.Pos, dl.Name, src)
 		}
 		key := typ + "\x00" + src + "\x00" + split.String()
 		ds, ok := j.sets[key]

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"dsgd/cmd/internal/tiny"
 )
 
 // runCmd runs the command line in dir and returns the exit status and
@@ -30,29 +32,8 @@ func write(t *testing.T, dir, name, text string) string {
 	return p
 }
 
-// A tiny net over synthetic 1x8x8 data, in Caffe's format.
-const tinyNet = `name: "tiny"
-layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TRAIN }
-  data_param { source: "synthetic:N=256,C=1,H=8,W=8,classes=4,seed=2" batch_size: 16 }
-  transform_param { scale: 0.00390625 } }
-layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TEST }
-  data_param { source: "synthetic:N=256,C=1,H=8,W=8,classes=4,seed=2" batch_size: 32 }
-  transform_param { scale: 0.00390625 } }
-layer { name: "ip1" type: "InnerProduct" bottom: "data" top: "ip1"
-  inner_product_param { num_output: 16 weight_filler { type: "xavier" } } }
-layer { name: "relu" type: "ReLU" bottom: "ip1" top: "ip1" }
-layer { name: "ip2" type: "InnerProduct" bottom: "ip1" top: "ip2"
-  inner_product_param { num_output: 4 weight_filler { type: "xavier" } } }
-layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
-layer { name: "acc" type: "Accuracy" bottom: "ip2" bottom: "label" top: "accuracy" include { phase: TEST } }
-`
-
-const tinySolver = `net: "net.prototxt"
-base_lr: 0.1 momentum: 0.9 lr_policy: "fixed"
-max_iter: 150 test_iter: 4 test_interval: 50 display: 50
-snapshot: 100 snapshot_prefix: "out/tiny"
-solver_mode: GPU
-`
+// The tiny net and solver the fault matrix trains too (cmd/internal/tiny).
+var tinyNet, tinySolver = tiny.Net, tiny.Solver
 
 func TestTrainFromPrototxt(t *testing.T) {
 	dir := t.TempDir()

@@ -13,13 +13,17 @@ import (
 
 // runTest scores a snapshot's weights on the TEST net, as `caffe test
 // -weights` does: the mean of each scalar output (accuracy, loss) over
-// --test-iter batches of the test split.
+// --test-iter batches of the test split. With a net file and no solver
+// (--model NET.prototxt or --net NET.prototxt), it is `caffe test -model
+// -weights -iterations`: see testNetOnly.
 func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	var m modelFlags
 	m.register(fs)
+	m.netOnly = true
 	weights := fs.String("weights", "", "`FILE` whose weights to test: a .caffemodel, or a dsgd snapshot (.dsgdsnap) (required)")
-	iters := fs.Int("test-iter", 0, "test batches (default: the solver's test_iter, else 100)")
+	iters := fs.Int("test-iter", 0, fmt.Sprintf("test batches (default: the solver's test_iter, else 100; without a solver %d, as caffe test)", caffeTestIterations))
+	fs.IntVar(iters, "iterations", 0, "the same as --test-iter, by caffe test's name for it")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -38,6 +42,10 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	j, err := m.load()
 	if err != nil {
 		return err
+	}
+	if j.noSolver {
+		defer j.close()
+		return testNetOnly(ctx, j, &m, *weights, *iters, stdout, stderr)
 	}
 	if len(j.test.Spec.Layers) == 0 {
 		return fmt.Errorf("the net has no TEST phase to test with")

@@ -73,6 +73,9 @@ func loadNet(ctx context.Context, m *modelFlags, threads int) (*job, *model.Net,
 	if err != nil {
 		return nil, nil, err
 	}
+	if j.trainErr != nil {
+		return nil, nil, j.trainErr
+	}
 	if err := j.openData(m, false, 1); err != nil {
 		j.close()
 		return nil, nil, err

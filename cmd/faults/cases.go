@@ -11,32 +11,13 @@ import (
 	"syscall"
 	"time"
 
+	"dsgd/cmd/internal/tiny"
 	"dsgd/wire"
 	"dsgd/zoo"
 )
 
-// A tiny net over synthetic 1x8x8 data: every case trains in moments.
-const tinyNet = `name: "tiny"
-layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TRAIN }
-  data_param { source: "synthetic:N=256,C=1,H=8,W=8,classes=4,seed=2" batch_size: 16 }
-  transform_param { scale: 0.00390625 } }
-layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TEST }
-  data_param { source: "synthetic:N=256,C=1,H=8,W=8,classes=4,seed=2" batch_size: 32 }
-  transform_param { scale: 0.00390625 } }
-layer { name: "ip1" type: "InnerProduct" bottom: "data" top: "ip1"
-  inner_product_param { num_output: 16 weight_filler { type: "xavier" } } }
-layer { name: "relu" type: "ReLU" bottom: "ip1" top: "ip1" }
-layer { name: "ip2" type: "InnerProduct" bottom: "ip1" top: "ip2"
-  inner_product_param { num_output: 4 weight_filler { type: "xavier" } } }
-layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
-layer { name: "acc" type: "Accuracy" bottom: "ip2" bottom: "label" top: "accuracy" include { phase: TEST } }
-`
-
-const tinySolver = `net: "net.prototxt"
-base_lr: 0.1 momentum: 0.9 lr_policy: "fixed"
-max_iter: 150 test_iter: 4 test_interval: 50 display: 10
-snapshot: 20 snapshot_prefix: "out/tiny"
-`
+// The tiny net and solver (cmd/internal/tiny): every case trains in moments.
+var tinyNet, tinySolver = tiny.Net, tiny.Solver
 
 // train is the command line of a short run of the tiny net.
 var train = []string{"train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "1"}
