@@ -291,7 +291,7 @@ func TestTrainThroughRedis(t *testing.T) {
 	write(t, dir, "net.prototxt", tinyNet)
 	write(t, dir, "solver.prototxt", tinySolver)
 	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--transport", "tcp", "--workers", "2", "--scheme", "async",
-		"--store", url, "--iters", "30", "--threads", "1", "--snapshot-prefix", "none", "--comm-timeout", "30s")
+		"--store", url, "--job", "t1", "--iters", "30", "--threads", "1", "--snapshot-prefix", "none", "--comm-timeout", "30s")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -309,7 +309,8 @@ func TestTrainThroughRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for _, key := range []string{ps.WeightsKey, ps.DeltaKey(0), ps.DeltaKey(1)} {
+	const suffix = ":t1" // the job's name in every key (--job)
+	for _, key := range []string{ps.WeightsKey + suffix, ps.DeltaKey(0) + suffix, ps.DeltaKey(1) + suffix} {
 		b, err := c.Get(ctx, key)
 		if err != nil {
 			t.Fatalf("GET %s: %v", key, err)
@@ -319,7 +320,7 @@ func TestTrainThroughRedis(t *testing.T) {
 		}
 	}
 	w := make([]float32, n)
-	if err := redisstore.NewStore(c).GetFloats(ctx, ps.WeightsKey, w); err != nil {
+	if err := redisstore.NewStore(c).GetFloats(ctx, ps.WeightsKey+suffix, w); err != nil {
 		t.Fatal(err)
 	}
 	nonzero := 0

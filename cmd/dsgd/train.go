@@ -510,7 +510,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 		printTraffic(w, rank, g.world, cfg.Group.Endpoint.Stats(), res)
 		printLinks(w, cfg.Group.Endpoint, res.Iters)
-	} else {
+	} else if cfg.Group != nil {
 		printLinks(out, cfg.Group.Endpoint, res.Iters)
 	}
 	return failedWorkers(res.Failed)

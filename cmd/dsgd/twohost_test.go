@@ -48,9 +48,14 @@ type rankTraffic struct {
 	busyMs, msPerIter float64
 	iters             int
 	line              string
+	// links: the "link KIND (rank R): ..." lines, payload bytes each way
+	// by link kind (shm, tcp), to the kB the line prints.
+	links map[string][2]int64
 }
 
 var trafficRE = regexp.MustCompile(`traffic \(rank (\d+) of \d+\): sent (\d+) bytes in \d+ messages, received (\d+) bytes in \d+ messages; communication busy ([0-9.]+) ms over (\d+) iterations \(([0-9.]+) ms/iter\)`)
+
+var linkRE = regexp.MustCompile(`link (\w+) \(rank \d+\): \d+ peer\(s\), sent ([0-9.]+) MB, received ([0-9.]+) MB`)
 
 func parseTraffic(out string) (rankTraffic, bool) {
 	m := trafficRE.FindStringSubmatch(out)
@@ -65,6 +70,12 @@ func parseTraffic(out string) (rankTraffic, bool) {
 	r.busyMs, _ = strconv.ParseFloat(m[4], 64)
 	r.iters, _ = strconv.Atoi(m[5])
 	r.msPerIter, _ = strconv.ParseFloat(m[6], 64)
+	r.links = map[string][2]int64{}
+	for _, l := range linkRE.FindAllStringSubmatch(out, -1) {
+		sent, _ := strconv.ParseFloat(l[2], 64)
+		recv, _ := strconv.ParseFloat(l[3], 64)
+		r.links[l[1]] = [2]int64{int64(sent * 1e6), int64(recv * 1e6)}
+	}
 	return r, true
 }
 
@@ -199,9 +210,9 @@ func TestTwoHosts(t *testing.T) {
 	// must account for them (a few small messages, the run's settings
 	// and the final check, come on top).
 	//
-	// After the shared-memory channel: the traffic line splits each
-	// rank's bytes by link, and the check becomes shm = want.same and
-	// tcp = want.cross for every rank (ranks 1 and 3: no shm at all).
+	// Each rank's link lines split those bytes: what stayed on its host
+	// went through shared memory, what crossed went over TCP (ranks 1
+	// and 3 exchange nothing with each other under sync-tree).
 	const small = 64 << 10
 	want := twoHostBytes(len(seq), iters)
 	var cross [2]int64 // payload sent from each host across the link
@@ -213,6 +224,17 @@ func TestTwoHosts(t *testing.T) {
 		}
 		if recv := w.sameRecv + w.crossRecv; tr.recv < recv || tr.recv > recv+small {
 			t.Errorf("rank %d received %d bytes; sync-tree's schedule receives %d (%d on its host, %d across), plus at most %d", r, tr.recv, recv, w.sameRecv, w.crossRecv, small)
+		}
+		const kB = 1000 // the link lines print MB to three decimals
+		for _, c := range []struct {
+			kind       string
+			sent, recv int64
+		}{{"shm", w.sameSent, w.sameRecv}, {"tcp", w.crossSent, w.crossRecv}} {
+			got := tr.links[c.kind]
+			if got[0] < c.sent-kB || got[0] > c.sent+small || got[1] < c.recv-kB || got[1] > c.recv+small {
+				t.Errorf("rank %d's %s link carried %d bytes out, %d in; want %d and %d (sync-tree's schedule, %s)", r, c.kind, got[0], got[1], c.sent, c.recv,
+					map[string]string{"shm": "with the rank on its host", "tcp": "across the link"}[c.kind])
+			}
 		}
 		// Time: what the rank moved across the link could not go
 		// faster than the rate, less one bucket (what tbf lets through
