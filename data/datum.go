@@ -129,14 +129,3 @@ func (v *datumView) check() error {
 	}
 	return nil
 }
-
-// kind says what the Datum holds, for errors.
-func (v *datumView) kind() string {
-	switch {
-	case len(v.Floats) > 0:
-		return "float_data"
-	case v.Encoded:
-		return "an encoded image"
-	}
-	return "byte data"
-}

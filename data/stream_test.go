@@ -192,7 +192,7 @@ func TestStreamErrors(t *testing.T) {
 		recs []*caffepb.Datum
 		want string
 	}{
-		{"shape", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(1, 2, 2, 1, 0), rawDatum(1, 3, 2, 1, 0)}, `record 2 (key "00000002"): Datum shape 1x3x2 (CxHxW) differs from the first record's 1x2x2`},
+		{"shape", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(1, 2, 2, 1, 0), rawDatum(1, 3, 2, 1, 0)}, `record 2 (key "00000002"): the Datum's shape 1x3x2 (CxHxW) differs from the first record's 1x2x2`},
 		{"negative", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), neg}, `record 1 (key "00000001"): label -1 is outside 0..16777215`},
 		{"big", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), big}, `record 1 (key "00000001"): label 16777216 is outside`},
 		{"kind", []*caffepb.Datum{rawDatum(1, 1, 1, 0, 0), floats}, `record 1 (key "00000001"): it holds float_data but the first record holds byte data`},
