@@ -332,18 +332,28 @@ func (p *peer) fail(err error) error {
 	return err
 }
 
-// send writes one frame: the header and payload, or the floats in f16
-// converted to halves chunk by chunk.
-func (p *peer) send(ctx context.Context, kind wire.Kind, tag uint32, payload []byte, f16 []float32) error {
+// frameLen checks that the peer can take a frame and returns its payload
+// length: the payload's, or two bytes per float sent as a half.
+func (p *peer) frameLen(kind wire.Kind, payload []byte, f16 []float32) (int, error) {
 	if err := p.usable(); err != nil {
-		return err
+		return 0, err
 	}
 	total := len(payload)
 	if kind == wire.KindFloat16 {
 		total = 2 * len(f16)
 	}
 	if uint64(total) > p.ep.maxFrame {
-		return fmt.Errorf("tcp: %d-byte message to rank %d exceeds Config.MaxFrame of %d bytes", total, p.rank, p.ep.maxFrame)
+		return 0, fmt.Errorf("tcp: %d-byte message to rank %d exceeds Config.MaxFrame of %d bytes", total, p.rank, p.ep.maxFrame)
+	}
+	return total, nil
+}
+
+// send writes one frame: the header and payload, or the floats in f16
+// converted to halves chunk by chunk.
+func (p *peer) send(ctx context.Context, kind wire.Kind, tag uint32, payload []byte, f16 []float32) error {
+	total, err := p.frameLen(kind, payload, f16)
+	if err != nil {
+		return err
 	}
 	tx := &p.tx
 	if err := tx.cancel.begin(ctx); err != nil {

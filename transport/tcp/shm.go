@@ -376,15 +376,9 @@ func padOf(n int) int { return -(wire.HeaderSize + n) & 7 }
 // shmSend writes one frame into the ring to the peer: the header, the
 // payload (or the floats in f16 as halves), the padding.
 func (p *peer) shmSend(ctx context.Context, kind wire.Kind, tag uint32, payload []byte, f16 []float32) error {
-	if err := p.usable(); err != nil {
+	total, err := p.frameLen(kind, payload, f16)
+	if err != nil {
 		return err
-	}
-	total := len(payload)
-	if kind == wire.KindFloat16 {
-		total = 2 * len(f16)
-	}
-	if uint64(total) > p.ep.maxFrame {
-		return fmt.Errorf("tcp: %d-byte message to rank %d exceeds Config.MaxFrame of %d bytes", total, p.rank, p.ep.maxFrame)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
