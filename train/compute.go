@@ -1,0 +1,152 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"dsgd/metrics"
+	"dsgd/model"
+	"dsgd/tensor"
+)
+
+// netComputer is a node.Computer over a model and its feeds.
+type netComputer struct {
+	net    *model.Net
+	feeds  []Feed
+	tops   [][]*tensor.Blob
+	ready  func(lo, hi int)
+	phases *metrics.Phases
+	// trace, when set, records the data and compute spans of the rank's
+	// timeline track.
+	trace func(name, cat string, start time.Time, dur time.Duration)
+	// delay, when set, says how long to stall this iteration (a
+	// straggler); straggled counts the stalls.
+	delay     func() time.Duration
+	straggled int64
+	// iterSize is the number of forward/backward passes per Compute
+	// (Caffe's iter_size); acc sums the gradients of the passes before
+	// the last, and final marks the last pass, whose gradient hook adds
+	// acc to each block, averages it and only then reports it ready.
+	iterSize int
+	acc      []float32
+	final    bool
+}
+
+func newNetComputer(net *model.Net, feeds []Feed) *netComputer {
+	c := &netComputer{net: net, feeds: feeds, phases: metrics.NewPhases(PhaseNames...)}
+	for _, f := range feeds {
+		tops := make([]*tensor.Blob, len(f.Tops))
+		for i, name := range f.Tops {
+			tops[i] = net.Input(name)
+		}
+		c.tops = append(c.tops, tops)
+	}
+	net.SetGradHook(func(blocks []int) {
+		if !c.final {
+			return
+		}
+		all := net.Blocks()
+		for _, bi := range blocks {
+			b := all[bi]
+			lo, hi := b.Off, b.Off+b.Len()
+			if c.iterSize > 1 {
+				g := net.Grads()[lo:hi]
+				tensor.AddTo(g, c.acc[lo:hi])
+				tensor.Scale(1/float32(c.iterSize), g)
+			}
+			if c.ready != nil {
+				c.ready(lo, hi)
+			}
+		}
+	})
+	return c
+}
+
+// Compute fills the inputs, runs forward and backward, and stops on a
+// non-finite loss before anything is updated. With iter_size k > 1 it does
+// so k times, each pass on the next batch, and leaves in the net's
+// gradient the mean of the k passes' gradients (Caffe accumulates them and
+// scales by 1/k before the update); the loss returned is the mean loss.
+// Blocks are reported ready only in the last pass, once they hold the mean.
+func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (float64, error) {
+	k := max(c.iterSize, 1)
+	if k > 1 && len(c.acc) != len(c.net.Grads()) {
+		c.acc = make([]float32, len(c.net.Grads()))
+	}
+	var sum float64
+	for pass := range k {
+		loss, err := c.pass(ctx, ready, pass == k-1, pass == 0)
+		if err != nil {
+			return loss, err
+		}
+		sum += loss
+		if pass < k-1 {
+			if pass == 0 {
+				copy(c.acc, c.net.Grads())
+			} else {
+				tensor.AddTo(c.acc, c.net.Grads())
+			}
+		}
+	}
+	c.phases.Iter()
+	return sum / float64(k), nil
+}
+
+// pass is one forward/backward pass of Compute; last says whether it is
+// the pass whose gradients are final, first whether a straggler's delay
+// applies.
+func (c *netComputer) pass(ctx context.Context, ready func(lo, hi int), last, first bool) (float64, error) {
+	t0 := time.Now()
+	for i, f := range c.feeds {
+		if err := f.Source.Fill(ctx, c.tops[i]); err != nil {
+			return 0, err
+		}
+	}
+	t1 := c.phases.Since(PhaseData, t0)
+	if c.trace != nil {
+		c.trace("data", "data", t0, t1.Sub(t0))
+	}
+	if c.delay != nil && first {
+		if d := c.delay(); d > 0 {
+			c.straggled++
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+	}
+	loss := c.net.Forward()
+	t2 := c.phases.Since(PhaseForward, t1)
+	if c.trace != nil {
+		c.trace("forward", "compute", t1, t2.Sub(t1))
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		where := c.net.NonFinite()
+		if where == "" {
+			where = "the loss itself"
+		}
+		return loss, fmt.Errorf("%w: loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", ErrDiverged, loss, where)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err // aborted (weedout's restart) or cancelled
+	}
+	c.ready, c.final = ready, last
+	c.net.Backward()
+	c.ready, c.final = nil, false
+	t3 := c.phases.Since(PhaseBackward, t2)
+	if c.trace != nil {
+		c.trace("backward", "compute", t2, t3.Sub(t2))
+	}
+	return loss, nil
+}
+
+func fill(ctx context.Context, net *model.Net, f Feed) error {
+	tops := make([]*tensor.Blob, len(f.Tops))
+	for i, name := range f.Tops {
+		tops[i] = net.Input(name)
+	}
+	return f.Source.Fill(ctx, tops)
+}
