@@ -988,69 +988,16 @@ func memBandwidth(nbytes int64, reps int) (copyGBs, addGBs float64) {
 	return float64(nbytes) / medianF64(ct) / 1e9, float64(nbytes) / medianF64(at) / 1e9
 }
 
-// psSchedules expresses the parameter-server pattern of p workers as
-// collective schedules over p+1 ranks (the server last), so that it is
-// costed and verified by the same code as the collectives: worker w sends
-// in round w and receives in round p+w; the server receives from every
-// worker, then sends to every worker, one message per round.
-func psSchedules(p, n int) []collective.Schedule {
-	s := make([]collective.Schedule, p+1)
-	none := collective.Transfer{Peer: collective.NoPeer}
-	for r := range p + 1 {
-		s[r] = collective.Schedule{Rank: r, Size: p + 1, N: n}
-	}
-	for w := range p {
-		op := collective.Add
-		if w == 0 {
-			op = collective.Copy
-		}
-		s[w].Steps = []collective.Step{
-			{Round: w, Send: collective.Transfer{Peer: p, Lo: 0, Hi: n}, Recv: none},
-			{Round: p + w, Send: none, Recv: collective.Transfer{Peer: p, Lo: 0, Hi: n}, Op: collective.Copy},
-		}
-		s[p].Steps = append(s[p].Steps, collective.Step{Round: w, Send: none, Recv: collective.Transfer{Peer: w, Lo: 0, Hi: n}, Op: op})
-	}
-	for w := range p {
-		s[p].Steps = append(s[p].Steps, collective.Step{Round: p + w, Send: collective.Transfer{Peer: w, Lo: 0, Hi: n}, Recv: none})
-	}
-	return s
-}
+// psModel and treeModel are the collective package's patterns for the
+// PS-vs-tree table; the schedules are fixed and verified by its tests.
+func psModel(p, n int) collective.Pattern   { return mustPattern(collective.ParamServerPattern(p, n)) }
+func treeModel(p, n int) collective.Pattern { return mustPattern(collective.TreePattern(p, n)) }
 
-// patternModel is what the schedules of a pattern say about it.
-type patternModel struct {
-	Msgs       int   // sequential messages on the critical path (Verify's depth)
-	MaxBytes   int64 // bytes sent plus received by the busiest rank
-	TotalBytes int64 // bytes sent by all ranks together
-}
-
-func modelOf(scheds []collective.Schedule) patternModel {
-	depth, err := collective.Verify(scheds)
+func mustPattern(m collective.Pattern, err error) collective.Pattern {
 	if err != nil {
 		panic("bench-comm: " + err.Error())
 	}
-	m := patternModel{Msgs: depth}
-	for _, s := range scheds {
-		c := s.Cost()
-		m.MaxBytes = max(m.MaxBytes, c.BytesSent+c.BytesRecv)
-		m.TotalBytes += c.BytesSent
-	}
 	return m
-}
-
-func treeModel(p, n int) patternModel {
-	s := make([]collective.Schedule, p)
-	for r := range p {
-		s[r] = collective.TreeAllreduce(r, p, n)
-	}
-	return modelOf(s)
-}
-
-func psModel(p, n int) patternModel { return modelOf(psSchedules(p, n)) }
-
-// predict is the α-β time of a pattern: α per sequential message plus β
-// per byte through the busiest rank.
-func (m patternModel) predict(alpha, beta float64) float64 {
-	return alpha*float64(m.Msgs) + beta*float64(m.MaxBytes)
 }
 
 // loadAvg returns /proc/loadavg's first three fields, or "unknown".
@@ -1182,8 +1129,8 @@ func benchCommPS(ctx context.Context, o *benchCommOpts, stdout, stderr io.Writer
 			}
 			fmt.Fprintf(stdout, "%-7s %3d %s | %8d %8.1f %8.2f %6.2f | %9d %8.1f %8.2f %6.2f | %9.1f %9.1f\n",
 				tr, pt.p, meas,
-				pm.Msgs, float64(pm.MaxBytes)/1e6, pm.predict(alpha, beta)*1e3, pm.predict(alpha, beta)/bpm.predict(alpha, beta),
-				tm.Msgs, float64(tm.MaxBytes)/1e6, tm.predict(alpha, beta)*1e3, tm.predict(alpha, beta)/btm.predict(alpha, beta),
+				pm.Msgs, float64(pm.MaxBytes)/1e6, pm.Predict(alpha, beta)*1e3, pm.Predict(alpha, beta)/bpm.Predict(alpha, beta),
+				tm.Msgs, float64(tm.MaxBytes)/1e6, tm.Predict(alpha, beta)*1e3, tm.Predict(alpha, beta)/btm.Predict(alpha, beta),
 				float64(pm.TotalBytes)/1e6, float64(tm.TotalBytes)/1e6)
 		}
 	}

@@ -226,26 +226,6 @@ func TestBenchCommMedianBusBW(t *testing.T) {
 	}
 }
 
-// TestBenchCommPatternModels: the schedules say PS grows with p and the tree with
-// log p, as FireCaffe's Eq. 3 and 4 do.
-func TestBenchCommPatternModels(t *testing.T) {
-	const n = 1000
-	for _, c := range []struct{ p, treeMsgs int }{{2, 2}, {4, 4}, {8, 6}, {16, 8}, {5, 6}} {
-		ps, tr := psModel(c.p, n), treeModel(c.p, n)
-		if ps.Msgs != 2*c.p || ps.MaxBytes != int64(2*c.p*4*n) || ps.TotalBytes != int64(2*c.p*4*n) {
-			t.Errorf("p=%d PS model %+v", c.p, ps)
-		}
-		if tr.Msgs != c.treeMsgs || tr.MaxBytes != int64(c.treeMsgs*4*n) || tr.TotalBytes != int64(2*(c.p-1)*4*n) {
-			t.Errorf("p=%d tree model %+v", c.p, tr)
-		}
-	}
-	// With alpha 0 the ratios are exact: PS x8, tree x4 from p=2 to 16.
-	a, b := psModel(16, n).predict(0, 1)/psModel(2, n).predict(0, 1), treeModel(16, n).predict(0, 1)/treeModel(2, n).predict(0, 1)
-	if a != 8 || b != 4 {
-		t.Errorf("ratios PS %v tree %v", a, b)
-	}
-}
-
 // TestBenchCommRankInproc runs every task in-process and checks that the
 // results come back complete and correct.
 func TestBenchCommRankInproc(t *testing.T) {
