@@ -433,12 +433,9 @@ func asyncWorkerDies(h *harness, dir string) string {
 	p := h.start(dir, nil, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "1200", "--test-interval", "0", "--display", "100",
 		"--transport", "tcp", "--workers", "3", "--scheme", "async", "--straggle", "p=1:10ms")
 	defer p.stop()
-	if !p.waitFor("  loss ", 40*time.Second) {
-		return "no progress: " + lastLines(p.out.String())
-	}
-	pid := rankPid(p.cmd.Process.Pid, 2)
-	if pid == 0 {
-		return "rank 2 not found"
+	pid, why := p.rankOnceTraining(2)
+	if why != "" {
+		return why
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	code := p.wait(50 * time.Second)
@@ -458,12 +455,9 @@ func syncRankDies(h *harness, dir string) string {
 	p := h.start(dir, nil, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "1000000", "--test-interval", "0",
 		"--transport", "tcp", "--workers", "2", "--scheme", "sync-ring")
 	defer p.stop()
-	if !p.waitFor("  loss ", 40*time.Second) {
-		return "no progress: " + lastLines(p.out.String())
-	}
-	pid := rankPid(p.cmd.Process.Pid, 1)
-	if pid == 0 {
-		return "rank 1 not found"
+	pid, why := p.rankOnceTraining(1)
+	if why != "" {
+		return why
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	t0 := time.Now()

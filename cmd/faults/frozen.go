@@ -34,12 +34,9 @@ func sspWorkerFrozen(h *harness, dir string) string {
 	p := h.start(dir, nil, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "400", "--test-interval", "0", "--display", "10",
 		"--transport", "tcp", "--workers", "3", "--scheme", "ssp", "--staleness", "2", "--comm-timeout", "9s", "--straggle", "p=1:5ms")
 	defer p.stop()
-	if !p.waitFor("  loss ", 40*time.Second) {
-		return "no progress: " + lastLines(p.out.String())
-	}
-	pid := rankPid(p.cmd.Process.Pid, 2)
-	if pid == 0 {
-		return "rank 2 not found"
+	pid, why := p.rankOnceTraining(2)
+	if why != "" {
+		return why
 	}
 	syscall.Kill(pid, syscall.SIGSTOP)
 	time.Sleep(3300 * time.Millisecond) // past the silence deadline

@@ -107,6 +107,19 @@ func (h *harness) startCmd(dir string, env []string, cmd *exec.Cmd) *proc {
 }
 
 // stop kills the process group if it still runs.
+// rankOnceTraining waits for p's first loss line and returns the pid of
+// its child rank r, or why not ("" when found).
+func (p *proc) rankOnceTraining(r int) (int, string) {
+	if !p.waitFor("  loss ", 40*time.Second) {
+		return 0, "no progress: " + lastLines(p.out.String())
+	}
+	pid := rankPid(p.cmd.Process.Pid, r)
+	if pid == 0 {
+		return 0, fmt.Sprintf("rank %d not found", r)
+	}
+	return pid, ""
+}
+
 func (p *proc) stop() {
 	if p.cmd.Process != nil {
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
