@@ -11,15 +11,14 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"dsgd/launcher"
 	"dsgd/scheme"
+	"dsgd/spawn"
 	"dsgd/transport"
 	"dsgd/transport/mpi"
 	"dsgd/transport/tcp"
@@ -221,13 +220,9 @@ func centerScheme(name string, workers int) bool {
 func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io.Writer) error {
 	sc := scheme.Config{Name: f.schemeName(), Workers: *f.workers, Variant: *f.variant}
 	world := sc.Ranks()
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("--transport tcp: cannot find this program to start the workers: %w", err)
-	}
 	// Two addresses at once: the rendezvous, and the center's when the
 	// scheme has one (picked apart, so they cannot coincide).
-	two, err := freeLoopbackAddrs(2)
+	two, err := spawn.LoopbackAddrs(2)
 	if err != nil {
 		return fmt.Errorf("--transport tcp: %w", err)
 	}
@@ -243,31 +238,21 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	if url := f.center.storeURL(); url != "" {
 		env = append(env, "DSGD_STORE="+url)
 	}
-	grace := graceFromEnv(stderr)
-	// stopChild is how a cancelled context stops a child: with the
-	// signal the launcher got (SIGTERM when none), so that it snapshots;
-	// it is killed only if it has not exited grace later.
-	stopChild := func(cmd *exec.Cmd) func() error {
-		return func() error {
-			sig := signalOf(ctx)
-			if sig == nil {
-				sig = syscall.SIGTERM
-			}
-			return cmd.Process.Signal(sig)
+	// A stopped child gets the signal the launcher got (SIGTERM when
+	// none), so that it snapshots; it is killed only if it has not exited
+	// grace later.
+	stop := spawn.Options{Grace: graceFromEnv(stderr), Stop: func() os.Signal {
+		if sig := signalOf(ctx); sig != nil {
+			return sig
 		}
-	}
-	workCtx, stopWorkers := context.WithCancel(ctx)
-	defer stopWorkers()
-	// The center outlives ctx's cancellation: it is stopped once the
-	// workers have exited, so they can fetch the model to snapshot it.
-	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopServer()
+		return syscall.SIGTERM
+	}}
 	// An asynchronous scheme's workers meet at their center: a parameter
 	// server (or, for seasgd and hybrid's group roots, a shared buffer
 	// server) in a process of its own, which this launcher stops once the
 	// workers are done. Hybrid's workers also form a group.
 	async := centerScheme(sc.Name, sc.Workers)
-	var serverDone chan error
+	var server *spawn.Group
 	var serverOut bytes.Buffer
 	centerAddr := ""
 	if in := sc.Info(); in.Center != scheme.NoCenter {
@@ -277,71 +262,63 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 			sargs = []string{"smb", "--listen", addr}
 			centerAddr = "smb://" + addr
 		}
-		scmd := exec.CommandContext(serverCtx, exe, sargs...)
-		scmd.Env = env
-		scmd.Cancel, scmd.WaitDelay = stopChild(scmd), grace
-		ownGroup(scmd)
-		scmd.Stdout, scmd.Stderr = &serverOut, &serverOut
-		if err := scmd.Start(); err != nil {
-			return fmt.Errorf("--transport tcp: starting the center: %w", err)
+		// The center outlives ctx's cancellation: it is stopped once the
+		// workers have exited, so they can fetch the model to snapshot it.
+		so := stop
+		so.Linger = -1
+		server, err = spawn.Start(context.WithoutCancel(ctx), []spawn.Proc{{Name: "the center", Args: sargs, Env: env, Stdout: &serverOut, Stderr: &serverOut}}, so)
+		if err != nil {
+			return fmt.Errorf("--transport tcp: %w", err)
 		}
-		serverDone = make(chan error, 1)
-		go func() { serverDone <- scmd.Wait() }()
+		defer server.Stop()
 		addr = two[1] // the workers' rendezvous
 	}
-	errs := make([]error, world)
 	outs := make([]*bytes.Buffer, world)
-	var wg sync.WaitGroup
-	for r := 0; r < world; r++ {
+	procs := make([]spawn.Proc, world)
+	for r := range world {
 		cargs := append([]string{"worker", "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world), "--rendezvous", addr}, base...)
 		if centerAddr != "" {
 			cargs = append(cargs, "--center", centerAddr)
 		}
-		cmd := exec.CommandContext(workCtx, exe, cargs...)
-		cmd.Env = env
-		cmd.Cancel, cmd.WaitDelay = stopChild(cmd), grace
-		ownGroup(cmd)
 		outs[r] = &bytes.Buffer{}
-		cmd.Stderr = outs[r]
+		procs[r] = spawn.Proc{Name: "rank " + strconv.Itoa(r), Args: cargs, Env: env, Stderr: outs[r]}
 		if r == 0 {
-			cmd.Stdout = stdout
+			procs[r].Stdout = stdout
 		}
-		if err := cmd.Start(); err != nil {
-			stopWorkers()
-			wg.Wait()
-			return fmt.Errorf("--transport tcp: starting rank %d: %w", r, err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := cmd.Wait(); err != nil {
-				errs[r] = err
-				if !async && ctx.Err() == nil {
-					// A synchronous group cannot go on without this
-					// rank: give the others a moment to report their own
-					// view, then stop them (they snapshot).
-					time.AfterFunc(10*time.Second, stopWorkers)
-				}
-			}
-		}()
 	}
-	wg.Wait()
-	if serverDone != nil {
-		select {
-		case <-serverDone:
-		case <-time.After(2 * time.Second):
-			stopServer() // the shared buffer server does not stop by itself
-			<-serverDone
+	// A synchronous group cannot go on without a rank that died: the
+	// others get a moment to report their own view, then are stopped
+	// (they snapshot). An asynchronous one trains on.
+	wo := stop
+	wo.Linger = 10 * time.Second
+	if async {
+		wo.Linger = -1
+	}
+	workers, err := spawn.Start(ctx, procs, wo)
+	if err != nil {
+		if server != nil {
+			server.Stop()
+			server.Wait()
 		}
+		return fmt.Errorf("--transport tcp: %w", err)
+	}
+	exits := workers.Wait()
+	if server != nil {
+		select {
+		case <-server.Done():
+		case <-time.After(2 * time.Second):
+			server.Stop() // the shared buffer server does not stop by itself
+		}
+		server.Wait()
 	}
 	var msgs []string
-	for r, err := range errs {
-		if err == nil {
+	for r, e := range exits {
+		if e.Err == nil {
 			continue
 		}
 		text := strings.TrimSpace(outs[r].String())
 		if text == "" {
-			text = err.Error()
+			text = e.Err.Error()
 		}
 		msgs = append(msgs, fmt.Sprintf("rank %d: %s", r, text))
 	}
@@ -377,17 +354,6 @@ func freeLoopbackAddr() (string, error) {
 	return a[0], nil
 }
 
-// freeLoopbackAddrs returns n distinct free loopback addresses: all n are
-// held open at once, so none is handed out twice.
-func freeLoopbackAddrs(n int) ([]string, error) {
-	var addrs []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
-	}
-	return addrs, nil
-}
+// freeLoopbackAddrs returns n distinct free loopback addresses
+// (spawn.LoopbackAddrs).
+func freeLoopbackAddrs(n int) ([]string, error) { return spawn.LoopbackAddrs(n) }

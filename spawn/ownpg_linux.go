@@ -1,4 +1,4 @@
-package main
+package spawn
 
 import (
 	"os/exec"
@@ -6,8 +6,8 @@ import (
 )
 
 // ownGroup starts cmd in a process group of its own, so that a terminal's
-// Ctrl-C reaches only the launcher, which forwards it once; and has the
-// kernel send it SIGTERM if the launcher dies without doing so.
+// Ctrl-C reaches only this process, which forwards it once; and has the
+// kernel send it SIGTERM if this process dies without doing so.
 func ownGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 }
