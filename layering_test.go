@@ -50,15 +50,20 @@ func imports(t *testing.T) map[string]map[string]bool {
 // (the schemes, the center, the accumulator) import no other dsgd
 // package, and the schemes no clock, network, file system or model;
 // nothing below the training job imports it; only the command imports
-// the command.
+// the command or the communication benchmark; the process leaves
+// (launcher, spawn) import no dsgd package.
 func TestLayering(t *testing.T) {
 	if _, err := os.Stat("go.mod"); err != nil {
 		t.Skip("not at the module root")
 	}
 	all := imports(t)
 	pure := map[string]bool{"scheme": true, "center": true, "accum": true}
+	// Leaves about processes: detecting an external launcher, and
+	// spawning our own ranks.
+	leaf := map[string]bool{"launcher": true, "spawn": true}
 	below := []string{"scheme", "center", "accum", "node", "sim", "ps", "smb", "rpc", "redisstore",
-		"collective", "transport", "tensor", "solver", "model", "data", "checkpoint", "wire", "metrics", "timeline"}
+		"collective", "transport", "tensor", "solver", "model", "data", "checkpoint", "wire", "metrics", "timeline",
+		"spawn", "launcher", "commbench"}
 	for dir, ims := range all {
 		top := strings.Split(dir, "/")[0]
 		for p := range ims {
@@ -67,6 +72,8 @@ func TestLayering(t *testing.T) {
 			switch {
 			case pure[dir] && dsgd:
 				t.Errorf("%s imports %s: it is a pure core and imports no dsgd package", dir, p)
+			case leaf[dir] && dsgd:
+				t.Errorf("%s imports %s: it is a leaf and imports no dsgd package", dir, p)
 			case dir == "scheme" && (p == "time" || p == "net" || p == "os"):
 				t.Errorf("scheme imports %s: schemes count in iterations and events, not time, sockets or files", p)
 			case dsgd && strings.HasPrefix(in, "cmd") && top != "cmd":
@@ -79,10 +86,12 @@ func TestLayering(t *testing.T) {
 				}
 			case dsgd && in == "sim" && top == "node":
 				t.Errorf("node imports the simulator")
+			case dsgd && in == "commbench" && top != "cmd":
+				t.Errorf("%s imports the communication benchmark", dir)
 			}
 		}
 	}
-	if len(all["scheme"]) == 0 || len(all["node"]) == 0 {
+	if len(all["scheme"]) == 0 || len(all["node"]) == 0 || len(all["spawn"]) == 0 || len(all["commbench"]) == 0 {
 		t.Fatalf("found no imports for scheme or node: the walk missed the tree (%d packages)", len(all))
 	}
 }

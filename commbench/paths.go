@@ -1,9 +1,13 @@
-package main
+package commbench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -27,7 +31,7 @@ type arPath struct {
 	peer bool // a peer engine: its failure is reported at the end, after ours
 	// run measures sizes on world ranks. A non-empty skip says why the
 	// column stays empty (not installed, switched off); err is a failure.
-	run func(ctx context.Context, o *benchCommOpts, world int, sizes []int64, stderr io.Writer) (cells map[int64]arCell, skip string, err error)
+	run func(ctx context.Context, o *Options, world int, sizes []int64, stderr io.Writer) (cells map[int64]arCell, skip string, err error)
 }
 
 // arPaths are the allreduce table's columns, in order.
@@ -41,8 +45,8 @@ var arPaths = []arPath{
 	{col: "gloo", desc: "peer: PyTorch's gloo over loopback, --peer", peer: true, run: runGlooPeer},
 }
 
-// arPathNames lists the columns, for --paths.
-func arPathNames() string {
+// PathNames lists the columns, for --paths.
+func PathNames() string {
 	var names []string
 	for _, p := range arPaths {
 		names = append(names, p.col)
@@ -63,11 +67,11 @@ func cellsOf(results []commResult, world int) (map[int64]arCell, error) {
 	return cells, nil
 }
 
-func allreduceJob(o *benchCommOpts, sizes []int64) commJob {
-	return commJob{Task: taskAllreduce, Sizes: sizes, Alg: o.alg.String(), Reps: o.reps, Warmup: o.warmup}
+func allreduceJob(o *Options, sizes []int64) commJob {
+	return commJob{Task: taskAllreduce, Sizes: sizes, Alg: o.Alg.String(), Reps: o.Reps, Warmup: o.Warmup}
 }
 
-func runTCPPath(ctx context.Context, o *benchCommOpts, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {
+func runTCPPath(ctx context.Context, o *Options, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {
 	res, err := runTCPGroup(ctx, o, world, allreduceJob(o, sizes), nil)
 	if err != nil {
 		return nil, "", err
@@ -76,17 +80,29 @@ func runTCPPath(ctx context.Context, o *benchCommOpts, world int, sizes []int64,
 	return cells, "", err
 }
 
-func runInprocPath(ctx context.Context, o *benchCommOpts, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {
+// runShmPath is the shm column: the tcp column's processes with shared
+// memory on, so ranks on this host exchange their data through /dev/shm
+// rings and keep TCP only for control.
+func runShmPath(ctx context.Context, o *Options, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {
+	res, err := runTCPGroup(ctx, o, world, allreduceJob(o, sizes), func(c *commChild) { c.Shm = true })
+	if err != nil {
+		return nil, "", fmt.Errorf("shm: %w", err)
+	}
+	cells, err := cellsOf(res, world)
+	return cells, "", err
+}
+
+func runInprocPath(ctx context.Context, o *Options, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {
 	var small []int64
 	for _, b := range sizes {
-		if b <= o.inprocMax {
+		if b <= o.InprocMax {
 			small = append(small, b)
 		}
 	}
 	if len(small) == 0 {
 		return nil, "every size is above --inproc-max", nil
 	}
-	res, err := runInprocGroup(ctx, world, allreduceJob(o, small), o.timeout)
+	res, err := runInprocGroup(ctx, world, allreduceJob(o, small), o.Timeout)
 	if err != nil {
 		return nil, "", err
 	}
@@ -94,12 +110,12 @@ func runInprocPath(ctx context.Context, o *benchCommOpts, world int, sizes []int
 	return cells, "", err
 }
 
-func runGlooPeer(ctx context.Context, o *benchCommOpts, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {
-	if o.peer == "none" {
+func runGlooPeer(ctx context.Context, o *Options, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {
+	if o.Peer == "none" {
 		return nil, "--peer none", nil
 	}
 	one := *o
-	one.worlds, one.sizes = []int{world}, sizes
+	one.Worlds, one.Sizes = []int{world}, sizes
 	rows, header, noTorch, err := runPeer(ctx, &one)
 	if err != nil || noTorch != "" {
 		return nil, noTorch, err
@@ -112,10 +128,74 @@ func runGlooPeer(ctx context.Context, o *benchCommOpts, world int, sizes []int64
 	return cells, "", nil
 }
 
-// benchCommTable runs every chosen path on every world and prints the
+// runMPIPath is the mpi column (dsgd's schedules over MPI messages) or,
+// with native, the mpi-own one (MPI's own collectives through the same
+// transport): world ranks of this executable under mpirun, each writing
+// its results to a file of its own.
+func runMPIPath(native bool) func(context.Context, *Options, int, []int64, io.Writer) (map[int64]arCell, string, error) {
+	return func(ctx context.Context, o *Options, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, "", fmt.Errorf("cannot find this program to start the ranks: %w", err)
+		}
+		dir, err := os.MkdirTemp("", "dsgd-bench-mpi-")
+		if err != nil {
+			return nil, "", err
+		}
+		defer os.RemoveAll(dir)
+		spec, err := json.Marshal(commChild{commJob: allreduceJob(o, sizes), World: world, Transport: "mpi", Native: native,
+			OutDir: dir, CommTimeout: o.CommWait, Deadline: o.Timeout})
+		if err != nil {
+			return nil, "", err
+		}
+		ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+		cmd, skip := mpirunCommand(ctx, world, append([]string{exe}, ChildArgs(string(spec))...)...)
+		if cmd == nil {
+			return nil, skip, nil
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			if ctx.Err() == context.DeadlineExceeded {
+				err = fmt.Errorf("%w (past --timeout %v)", err, o.Timeout)
+			}
+			return nil, "", fmt.Errorf("mpirun -np %d: %w\n%s", world, err, truncate(strings.TrimSpace(string(out)), 3000))
+		}
+		var results []commResult
+		for r := range world {
+			b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank-%d.jsonl", r)))
+			if err != nil {
+				return nil, "", fmt.Errorf("rank %d's results: %w", r, err)
+			}
+			for _, line := range bytes.Split(b, []byte("\n")) {
+				if len(bytes.TrimSpace(line)) == 0 {
+					continue
+				}
+				res, err := decodeCommResult(line)
+				if err != nil {
+					return nil, "", fmt.Errorf("rank %d: %w", r, err)
+				}
+				if res.Rank != r {
+					return nil, "", fmt.Errorf("rank %d's file holds rank %d's results", r, res.Rank)
+				}
+				results = append(results, res)
+			}
+		}
+		cells, err := cellsOf(results, world)
+		if native {
+			for b, c := range cells {
+				c.Alg = "" // MPI chose; the alg column is dsgd's
+				cells[b] = c
+			}
+		}
+		return cells, "", err
+	}
+}
+
+// allreduceTable runs every chosen path on every world and prints the
 // allreduce table: bus bandwidth per path, the best of ours across
 // processes, and its ratio to each peer; then the times.
-func benchCommTable(ctx context.Context, o *benchCommOpts, stdout, stderr io.Writer, peerErr *error) error {
+func allreduceTable(ctx context.Context, o *Options, stdout, stderr io.Writer, peerErr *error) error {
 	type key struct {
 		path, world int
 	}
@@ -123,14 +203,14 @@ func benchCommTable(ctx context.Context, o *benchCommOpts, stdout, stderr io.Wri
 	var notes []string
 	var paths []arPath
 	for _, p := range arPaths {
-		if o.paths[p.col] {
+		if o.Paths[p.col] {
 			paths = append(paths, p)
 		}
 	}
-	for _, w := range o.worlds {
+	for _, w := range o.Worlds {
 		for i, p := range paths {
 			fmt.Fprintf(stderr, "bench-comm: allreduce, %s, %d ranks...\n", p.col, w)
-			c, skip, err := p.run(ctx, o, w, o.sizes, stderr)
+			c, skip, err := p.run(ctx, o, w, o.Sizes, stderr)
 			switch {
 			case err != nil && p.peer:
 				if *peerErr == nil {
@@ -145,7 +225,7 @@ func benchCommTable(ctx context.Context, o *benchCommOpts, stdout, stderr io.Wri
 			cells[key{i, w}] = c
 		}
 	}
-	fmt.Fprintf(stdout, "\nallreduce (float32 sum), alg %v for dsgd's schedules (the alg column: what tcp ran)\n", o.alg)
+	fmt.Fprintf(stdout, "\nallreduce (float32 sum), alg %v for dsgd's schedules (the alg column: what tcp ran)\n", o.Alg)
 	for _, p := range paths {
 		fmt.Fprintf(stdout, "  %-8s %s\n", p.col, p.desc)
 	}
@@ -155,7 +235,7 @@ func benchCommTable(ctx context.Context, o *benchCommOpts, stdout, stderr io.Wri
 	for _, n := range notes {
 		fmt.Fprintf(stdout, "  note: %s\n", n)
 	}
-	fmt.Fprintf(stdout, "time: median over %d reps (after %d warm-up) of the max over ranks, each rep after a barrier (the ompi peer: 10 reps after 2)\n", o.reps, o.warmup)
+	fmt.Fprintf(stdout, "time: median over %d reps (after %d warm-up) of the max over ranks, each rep after a barrier (the ompi peer: 10 reps after 2)\n", o.Reps, o.Warmup)
 	fmt.Fprintf(stdout, "bus bandwidth, GB/s: 2(p-1)/p * bytes / time; best = the fastest of ours across processes (%s); best/PEER above 1: ours faster\n", strings.Join(bestNames(paths), ", "))
 	head := []string{"world", "MiB", "alg"}
 	for _, p := range paths {
@@ -172,10 +252,10 @@ func benchCommTable(ctx context.Context, o *benchCommOpts, stdout, stderr io.Wri
 	head = append(head, "ok")
 	var rows [][]string
 	var times [][]string
-	for _, w := range o.worlds {
-		for _, b := range o.sizes {
-			row := []string{fmt.Sprint(w), fmtMiB(b), "-"}
-			trow := []string{fmt.Sprint(w), fmtMiB(b), "-"}
+	for _, w := range o.Worlds {
+		for _, b := range o.Sizes {
+			row := []string{fmt.Sprint(w), FmtMiB(b), "-"}
+			trow := []string{fmt.Sprint(w), FmtMiB(b), "-"}
 			ok := true
 			bestBW, bestCol := 0.0, ""
 			bw := map[string]float64{}
@@ -258,8 +338,8 @@ func writeColumns(w io.Writer, head []string, rows [][]string) {
 	}
 }
 
-// parsePaths checks --paths against arPaths.
-func parsePaths(s string) (map[string]bool, error) {
+// ParsePaths checks --paths against arPaths.
+func ParsePaths(s string) (map[string]bool, error) {
 	out := map[string]bool{}
 	for _, p := range strings.Split(s, ",") {
 		p = strings.TrimSpace(p)
@@ -267,12 +347,12 @@ func parsePaths(s string) (map[string]bool, error) {
 			continue
 		}
 		if !slices.ContainsFunc(arPaths, func(a arPath) bool { return a.col == p }) {
-			return nil, fmt.Errorf("unknown path %q (choose from %s)", p, arPathNames())
+			return nil, fmt.Errorf("unknown path %q (choose from %s)", p, PathNames())
 		}
 		out[p] = true
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no path chosen (choose from %s)", arPathNames())
+		return nil, fmt.Errorf("no path chosen (choose from %s)", PathNames())
 	}
 	return out, nil
 }
