@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 )
@@ -82,20 +81,12 @@ type Local struct {
 
 	mu      sync.Mutex
 	core    *Core
-	w       []float32
-	acc     []float32 // weed-out: the open round's sum
-	values  int64
+	data    *Plane
+	w       []float32 // data's weights
 	tag     int64
 	waiting map[int64]*call
 	spare   []*call
 	allLeft chan struct{} // closed once every worker has joined and finished
-
-	// ClockedReads: snap is the weights as of clock snapAt, and pending
-	// the pushes made since, with the iteration each belongs to.
-	snap    []float32
-	snapAt  int
-	pending []taggedPush
-	free    [][]float32 // spent pending buffers, for reuse
 }
 
 // call is a request in flight: what its Grant works on (under l.mu) and
@@ -109,11 +100,6 @@ type call struct {
 	// (hogwild's exchange); the grant only counts the values.
 	unlocked bool
 	reply    chan Output // buffered 1
-}
-
-type taggedPush struct {
-	iter, w int
-	delta   []float32
 }
 
 // NewLocal returns a center holding a copy of cfg.Weights.
@@ -130,14 +116,11 @@ func NewLocal(cfg Config) (*Local, error) {
 		cfg:     cfg,
 		start:   time.Now(),
 		core:    core,
-		w:       append([]float32(nil), cfg.Weights...),
+		data:    NewPlane(cfg.Weights, cfg.Update, cfg.ClockedReads, cfg.StartIter),
 		waiting: map[int64]*call{},
 		allLeft: make(chan struct{}),
 	}
-	if cfg.ClockedReads {
-		l.snap = append([]float32(nil), cfg.Weights...)
-		l.snapAt = cfg.StartIter
-	}
+	l.w = l.data.Weights()
 	return l, nil
 }
 
@@ -153,7 +136,7 @@ func (l *Local) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.core.Stats()
-	st.Values = l.values
+	st.Values = l.data.Values()
 	return st
 }
 
@@ -217,35 +200,16 @@ func (l *Local) do(ctx context.Context, r Request, c call) (Output, error) {
 
 // grant carries out call c's data work; l.mu is held.
 func (l *Local) grant(c *call, o Output) {
-	n := int64(len(c.buf))
 	switch c.op {
 	case OpPull:
-		copy(c.buf, l.readable())
+		l.data.Pull(c.buf)
 	case OpPush:
-		addTo(l.w, c.buf)
-		if l.cfg.ClockedReads {
-			// The push belongs to the iteration w has not clocked yet.
-			var buf []float32
-			if k := len(l.free); k > 0 {
-				buf, l.free = l.free[k-1], l.free[:k-1]
-			} else {
-				buf = make([]float32, len(c.buf))
-			}
-			copy(buf, c.buf)
-			l.pending = append(l.pending, taggedPush{iter: o.Iter, w: o.W, delta: buf})
-		}
+		l.data.Push(o.W, o.Iter, c.buf)
 	case OpElastic:
-		if !c.unlocked {
-			elastic(l.w, c.buf, c.alpha)
-		}
-		n *= 2
+		l.data.Elastic(c.buf, c.alpha, c.unlocked)
 	case OpRound:
-		if l.acc == nil {
-			l.acc = make([]float32, len(l.w))
-		}
-		addTo(l.acc, c.buf)
+		l.data.RoundAdd(c.buf)
 	}
-	l.values += n
 }
 
 // run carries out the core's outputs; l.mu is held.
@@ -262,14 +226,7 @@ func (l *Local) run(outs []Output) {
 				c.reply <- o
 			}
 		case Close:
-			if o.N > 0 {
-				inv := 1 / float32(o.N)
-				for i := range l.acc {
-					l.acc[i] *= inv
-				}
-				l.cfg.Update(l.w, l.acc, o.Iter)
-				clear(l.acc)
-			}
+			l.data.Close(o.N, o.Iter)
 		case Timer:
 			d := time.Duration(o.At - l.now())
 			time.AfterFunc(max(d, 0), func() {
@@ -279,7 +236,7 @@ func (l *Local) run(outs []Output) {
 			})
 		}
 	}
-	l.settle()
+	l.data.Settle(l.core)
 	if l.core.Finished() {
 		select {
 		case <-l.allLeft:
@@ -287,51 +244,6 @@ func (l *Local) run(outs []Output) {
 			close(l.allLeft)
 		}
 	}
-}
-
-// settle moves the clocked snapshot up to the slowest active worker's
-// clock (to every push once no worker is active); l.mu is held.
-func (l *Local) settle() {
-	if !l.cfg.ClockedReads {
-		return
-	}
-	m, any := l.core.Slowest()
-	if !any {
-		m = int(^uint(0) >> 1)
-	}
-	if m <= l.snapAt && any {
-		return
-	}
-	// In (iteration, worker) order, so the snapshot does not depend on
-	// the order the pushes arrived in.
-	slices.SortStableFunc(l.pending, func(a, b taggedPush) int {
-		if a.iter != b.iter {
-			return a.iter - b.iter
-		}
-		return a.w - b.w
-	})
-	keep := l.pending[:0]
-	for _, p := range l.pending {
-		if p.iter < m {
-			addTo(l.snap, p.delta)
-			l.free = append(l.free, p.delta)
-		} else {
-			keep = append(keep, p)
-		}
-	}
-	clear(l.pending[len(keep):])
-	l.pending = keep
-	if any {
-		l.snapAt = m
-	}
-}
-
-// readable is the weights a pull returns; l.mu is held.
-func (l *Local) readable() []float32 {
-	if l.cfg.ClockedReads {
-		return l.snap
-	}
-	return l.w
 }
 
 // update steps an update request after inspecting its values: refused,
@@ -360,7 +272,7 @@ func (l *Local) Pull(ctx context.Context, w int, dst []float32) error {
 			return fmt.Errorf("center: an observer asked for %d values, the center has %d", len(dst), len(l.w))
 		}
 		l.mu.Lock()
-		copy(dst, l.readable())
+		copy(dst, l.data.Readable())
 		l.mu.Unlock()
 		return nil
 	}
@@ -404,16 +316,6 @@ func (l *Local) Elastic(ctx context.Context, w int, x []float32, alpha float32) 
 	l.mu.Unlock()
 	_, err := l.update(ctx, Request{Op: OpElastic, W: w, Refuse: refuse}, call{op: OpElastic, buf: x, alpha: alpha})
 	return err
-}
-
-// elastic moves c toward x and x toward c by alpha·(x − c).
-func elastic(c, x []float32, alpha float32) {
-	x = x[:len(c)]
-	for i, ci := range c {
-		d := alpha * (x[i] - ci)
-		c[i] = ci + d
-		x[i] -= d
-	}
 }
 
 // Round implements Center.
@@ -462,10 +364,3 @@ func (l *Local) Leave(ctx context.Context, w int, cause error) error {
 // Finished is closed once every worker has left after finishing its run;
 // a server may stop then.
 func (l *Local) Finished() <-chan struct{} { return l.allLeft }
-
-func addTo(dst, src []float32) {
-	src = src[:len(dst)]
-	for i := range dst {
-		dst[i] += src[i]
-	}
-}

@@ -39,7 +39,7 @@ type server struct {
 // (at time t), and its answer.
 type call struct {
 	d     *driver
-	grant func(t float64)
+	grant func(t float64, o center.Output)
 	reply func(o center.Output)
 }
 
@@ -102,7 +102,7 @@ func (sv *server) run(t float64, outs []center.Output) {
 		switch o.Kind {
 		case center.Grant:
 			if c := sv.calls[o.Tag]; c != nil && c.grant != nil {
-				c.grant(s.eng.now)
+				c.grant(s.eng.now, o)
 			}
 		case center.Reply:
 			c := sv.calls[o.Tag]
@@ -130,6 +130,7 @@ func (sv *server) run(t float64, outs []center.Output) {
 			s.eng.at(t+s.cfg.RoundDeadline.Seconds(), func() { sv.run(s.eng.now, sv.core.Tick(at)) })
 		}
 	}
+	s.ex.settle(sv.core)
 	if len(after) > 0 {
 		s.eng.at(t, func() {
 			for _, f := range after {
@@ -155,7 +156,6 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 	switch a.Op {
 	case scheme.Join:
 		sv.to(d, ctrlBytes, now, func(t float64) {
-			s.ex.control(scheme.Join, w, 0)
 			sv.step(t, center.Request{Op: center.OpJoin, W: w}, &call{d: d, reply: ctrl})
 		})
 	case scheme.Pull:
@@ -164,7 +164,7 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 			// Alg. 1: a turn starts with the center sent to the worker).
 			var data []float32
 			sv.step(t, center.Request{Op: center.OpPull, W: w}, &call{d: d,
-				grant: func(float64) { data = s.ex.pull(w) },
+				grant: func(float64, center.Output) { data = s.ex.pull() },
 				reply: func(center.Output) {
 					sv.back(d, nb, s.eng.now, func() {
 						d.land(a.R, data, false)
@@ -176,9 +176,9 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 		data := d.snapshot(a.R)
 		sv.to(d, nb, now, func(t float64) {
 			var end float64
-			sv.step(t, center.Request{Op: center.OpPush, W: w}, &call{d: d,
-				grant: func(t float64) {
-					s.ex.push(w, data)
+			sv.step(t, center.Request{Op: center.OpPush, W: w, Refuse: s.ex.refuse("push", data)}, &call{d: d,
+				grant: func(t float64, o center.Output) {
+					s.ex.push(o, data)
 					end = sv.work("push", t, s.addCost(sv.size))
 				},
 				reply: func(center.Output) { s.eng.at(end, func() { fin(answer{}) }) }})
@@ -187,9 +187,9 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 		x := d.snapshot(a.R)
 		sv.to(d, nb, now, func(t float64) {
 			var end float64
-			sv.step(t, center.Request{Op: center.OpElastic, W: w}, &call{d: d,
-				grant: func(t float64) {
-					s.ex.elastic(w, x, a.Factor)
+			sv.step(t, center.Request{Op: center.OpElastic, W: w, Refuse: s.ex.refuse("weights", x)}, &call{d: d,
+				grant: func(t float64, _ center.Output) {
+					s.ex.elastic(x, a.Factor)
 					if sv.policy == center.Hogwild {
 						// No lock (SC17 5): the exchange runs on its own, at
 						// once with any other, as center.Local's does.
@@ -211,8 +211,8 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 	case scheme.Round:
 		g := d.snapshot(a.R)
 		sv.to(d, nb, now, func(t float64) {
-			sv.step(t, center.Request{Op: center.OpRound, W: w, Iter: a.Iter}, &call{d: d,
-				grant: func(t float64) {
+			sv.step(t, center.Request{Op: center.OpRound, W: w, Iter: a.Iter, Refuse: s.ex.refuse("round's gradients", g)}, &call{d: d,
+				grant: func(t float64, _ center.Output) {
 					sv.work("round add", t, s.addCost(sv.size))
 					s.ex.roundAdd(g)
 				},
@@ -220,12 +220,10 @@ func (sv *server) op(d *driver, a scheme.Action, now float64, fin func(answer)) 
 		})
 	case scheme.Clock:
 		sv.to(d, ctrlBytes, now, func(t float64) {
-			s.ex.control(scheme.Clock, w, a.Iter)
 			sv.step(t, center.Request{Op: center.OpClock, W: w, Iter: a.Iter, S: a.Staleness}, &call{d: d, reply: ctrl})
 		})
 	case scheme.Leave:
 		sv.to(d, ctrlBytes, now, func(t float64) {
-			s.ex.control(scheme.Leave, w, 0)
 			sv.step(t, center.Request{Op: center.OpLeave, W: w}, &call{d: d, reply: ctrl})
 		})
 	}

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"fmt"
 
 	"dsgd/center"
@@ -30,14 +29,16 @@ const MaxExactRanks = 64
 //     schedules (ring allreduces message by message), so every sum is
 //     formed in the executor's order and a synchronous scheme's weights
 //     are bitwise node's.
-//   - The center is a center.Local called at the virtual instant each
-//     request reaches the server, in arrival order (which the server's
-//     turns and rounds already model): Pull copies the center then and
-//     the copy lands in the worker's range when the reply arrives; Push,
-//     Elastic and Round carry the worker's range as it was when issued;
-//     Elastic's updated weights land when its reply arrives. A round adds
-//     each in-time gradient as it arrives and, when it closes, scales the
-//     sum by 1/count and calls CenterUpdate, as center.Local does.
+//   - The center's data is a center.Plane driven by the server's own
+//     center.Core (the one that decides turns, rounds, SSP and the
+//     finish rule in virtual time), as center.Local drives its Plane:
+//     Pull copies the center when the core grants it and the copy lands
+//     in the worker's range when the reply arrives; Push, Elastic and
+//     Round carry the worker's range as it was when issued, and are
+//     carried out when granted; Elastic's updated weights land when its
+//     reply arrives. A round adds each in-time gradient when granted and,
+//     when it closes, the plane applies the mean through CenterUpdate.
+//     A non-finite update is refused by the core, naming the worker.
 //   - hogwild's workers share worker 0's Params, as the trainer's do.
 type Exact struct {
 	// Init is the initial weights (len Model.Params()), copied to every
@@ -72,14 +73,14 @@ func (e *Exact) validate(sc scheme.Config, ranks, n int) error {
 	return nil
 }
 
-// exactState is a run's arithmetic: the center, when the scheme has one.
+// exactState is a run's arithmetic: the center's data, when the scheme
+// has a center.
 type exactState struct {
-	cfg    *Exact
-	center *center.Local
-	acc    []float32 // the open round's sum
+	cfg   *Exact
+	plane *center.Plane
 }
 
-// newExact sets up every driver's buffers and the center.
+// newExact sets up every driver's buffers and the center's data.
 func (s *sim) newExact() error {
 	e := s.cfg.Exact
 	s.ex = &exactState{cfg: e}
@@ -91,16 +92,7 @@ func (s *sim) newExact() error {
 		}
 	}
 	if s.srv != nil {
-		// FCFS: the server already serves the workers in turn, so no
-		// call of the Local may wait.
-		// The control calls are forwarded too (clock, join, leave, never
-		// waiting), so that ssp's clocked reads see the same clocks.
-		l, err := center.NewLocal(center.Config{Workers: s.srv.n, Weights: e.Init,
-			ClockedReads: s.sc.ClockedReads()})
-		if err != nil {
-			return fmt.Errorf("sim: %w", err)
-		}
-		s.ex.center = l
+		s.ex.plane = center.NewPlane(e.Init, e.CenterUpdate, s.sc.ClockedReads(), s.sc.StartIter)
 	}
 	return nil
 }
@@ -162,79 +154,54 @@ func (d *driver) grad() float64 {
 	return loss
 }
 
-// The center's arithmetic, each called when its request reaches the
-// server. None of them waits: the Local is FCFS.
+// The center's data work, each called when the server's core grants a
+// request (see server.run); nil without exact arithmetic.
 
-func (x *exactState) pull(w int) []float32 {
+func (x *exactState) pull() []float32 {
 	if x == nil {
 		return nil
 	}
-	out := make([]float32, x.center.N())
-	if err := x.center.Pull(context.Background(), w, out); err != nil {
-		panic("sim: " + err.Error())
-	}
+	out := make([]float32, x.plane.N())
+	x.plane.Pull(out)
 	return out
 }
 
-// control forwards a Join, Clock (as done, never waiting) or Leave.
-func (x *exactState) control(op scheme.Op, w, iter int) {
-	if x == nil {
-		return
-	}
-	ctx := context.Background()
-	var err error
-	switch op {
-	case scheme.Join:
-		_, err = x.center.Join(ctx, w)
-	case scheme.Clock:
-		_, err = x.center.Clock(ctx, w, iter, -1)
-	case scheme.Leave:
-		err = x.center.Leave(ctx, w, nil)
-	}
-	if err != nil {
-		panic("sim: " + err.Error())
+func (x *exactState) push(o center.Output, delta []float32) {
+	if x != nil {
+		x.plane.Push(o.W, o.Iter, delta)
 	}
 }
 
-func (x *exactState) push(w int, delta []float32) {
-	if x == nil {
-		return
-	}
-	if err := x.center.Push(context.Background(), w, delta); err != nil {
-		panic("sim: " + err.Error())
+func (x *exactState) elastic(xs []float32, alpha float32) {
+	if x != nil {
+		x.plane.Elastic(xs, alpha, false)
 	}
 }
 
-func (x *exactState) elastic(w int, xs []float32, alpha float32) {
-	if x == nil {
-		return
-	}
-	if err := x.center.Elastic(context.Background(), w, xs, alpha); err != nil {
-		panic("sim: " + err.Error())
-	}
-}
-
-// roundAdd adds in-time gradients to the open round's sum.
 func (x *exactState) roundAdd(grads []float32) {
-	if x == nil {
-		return
+	if x != nil {
+		x.plane.RoundAdd(grads)
 	}
-	if x.acc == nil {
-		x.acc = make([]float32, x.center.N())
-	}
-	tensor.AddTo(x.acc, grads)
 }
 
-// roundClose applies the mean of n gradients to the center weights as
-// center.Local's closeRound does.
 func (x *exactState) roundClose(n, round int) {
-	if x == nil || n == 0 {
-		return
+	if x != nil {
+		x.plane.Close(n, round)
 	}
-	inv := 1 / float32(n)
-	for i := range x.acc {
-		x.acc[i] *= inv
+}
+
+// settle moves the clocked snapshot after the core's outputs ran.
+func (x *exactState) settle(core *center.Core) {
+	if x != nil && x.plane != nil {
+		x.plane.Settle(core)
 	}
-	x.cfg.CenterUpdate(x.center.Weights(), x.acc, round)
-	clear(x.acc)
+}
+
+// refuse is what the center finds wrong with an update's values (exact
+// mode; "" otherwise): the core refuses it, naming the worker.
+func (x *exactState) refuse(what string, values []float32) string {
+	if x == nil || values == nil {
+		return ""
+	}
+	return center.Inspect(what, values, 1, 0)
 }

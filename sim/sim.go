@@ -314,8 +314,8 @@ func (s *sim) result() (Result, error) {
 		for _, d := range s.drivers {
 			res.Weights.Params = append(res.Weights.Params, d.bufs[scheme.Params])
 		}
-		if s.ex.center != nil {
-			res.Weights.Center = append([]float32(nil), s.ex.center.Weights()...)
+		if s.ex.plane != nil {
+			res.Weights.Center = append([]float32(nil), s.ex.plane.Weights()...)
 		}
 	}
 	return res, nil
