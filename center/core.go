@@ -253,6 +253,33 @@ func (c *Core) Tick(now int64) []Output {
 	return c.out
 }
 
+// Observe adopts a control area kept outside the core: the shared
+// buffer server's control slots, which every worker's adapter reads and
+// writes, so each adapter's core is a replica brought up to date before it
+// decides. Every worker's count becomes ctl's, and a worker observed
+// inactive has left (not finished). It returns what the new area
+// releases: waiting clocks (SSP, or the finish rule now reached), a
+// round-robin turn, a weed-out round whose missing workers left. The
+// returned slice is reused by the next Step, Tick, Observe or Cancel.
+func (c *Core) Observe(ctl Control) []Output {
+	c.out = c.out[:0]
+	if len(ctl.Clocks) != c.cfg.Workers || len(ctl.Active) != c.cfg.Workers {
+		panic(fmt.Sprintf("center: observed a control area of %d counts and %d flags for %d workers", len(ctl.Clocks), len(ctl.Active), c.cfg.Workers))
+	}
+	for w := range c.ctl.Clocks {
+		c.ctl.Clocks[w] = ctl.Clocks[w]
+		if c.ctl.Active[w] && !ctl.Active[w] {
+			c.left[w] = false
+		}
+		c.ctl.Active[w] = ctl.Active[w]
+	}
+	if c.nIn > 0 && c.nIn >= c.ctl.ActiveCount() {
+		c.closeRound()
+	}
+	c.settle()
+	return c.out
+}
+
 // Cancel forgets waiting request tag (its caller gave up). What it
 // already did stands: a round's gradients stay in the round.
 func (c *Core) Cancel(tag int64) {

@@ -37,6 +37,7 @@ func TestCoreImportsNoClock(t *testing.T) {
 //	    join W | pull W | push W | elastic W | round W ITER | closed W ITER
 //	    clock W ITER [S] | leave W [finished] | refuse OP W REASON...
 //	tick now=T
+//	observe            one worker a line: W COUNT active|left
 //	cancel tN
 //	state
 func TestCoreScenarios(t *testing.T) {
@@ -91,6 +92,21 @@ func TestCoreScenarios(t *testing.T) {
 				var now int64
 				d.ScanArgs(t, "now", &now)
 				printOutputs(&b, c.Tick(now))
+			case "observe":
+				ctl := Control{Clocks: append([]int(nil), c.ctl.Clocks...), Active: append([]bool(nil), c.ctl.Active...)}
+				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+					f := strings.Fields(line)
+					if len(f) != 3 || (f[2] != "active" && f[2] != "left") {
+						d.Fatalf(t, "observe %q: want W COUNT active|left", line)
+					}
+					w, err1 := strconv.Atoi(f[0])
+					n, err2 := strconv.Atoi(f[1])
+					if err1 != nil || err2 != nil || w < 0 || w >= len(ctl.Clocks) {
+						d.Fatalf(t, "observe %q: bad worker or count", line)
+					}
+					ctl.Clocks[w], ctl.Active[w] = n, f[2] == "active"
+				}
+				printOutputs(&b, c.Observe(ctl))
 			case "cancel":
 				n, err := strconv.ParseInt(strings.TrimPrefix(d.CmdArgs[0].Key, "t"), 10, 64)
 				if err != nil {

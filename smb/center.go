@@ -56,6 +56,12 @@ type CenterConfig struct {
 // server accumulate it into W_g (Eq. 7). Elastic and Round are refused:
 // the server has no update logic (ShmCaffe III.C).
 //
+// The decisions (what Join answers, when Clock waits under SSP and when
+// the finish rule stops the run, the refusal of a diverged push) are a
+// center.Core's, as center.Local's are: each worker's state holds a
+// replica, brought up to date from the control slots (Core.Observe)
+// before it decides. The slots stay the truth, shared by every process.
+//
 // A Center is safe for concurrent use; each process (or each worker) may
 // hold its own over the same server.
 type Center struct {
@@ -66,17 +72,28 @@ type Center struct {
 	workers []workerState
 }
 
-// workerState is one worker's locks and scratch space, so that Clock and
-// Push do not allocate.
+// workerState is one worker's replica of the center's decisions, its
+// locks and scratch space, so that Clock and Push do not allocate.
 type workerState struct {
 	// pushMu serialises the worker's Write+Accumulate on dW_w.
 	pushMu sync.Mutex
-	// mu guards counts and one (Join, Clock, Leave).
+	// ctlMu serialises the worker's control calls (Join, Clock, Leave,
+	// a refusal); a Clock waiting under SSP holds it, but not mu.
+	ctlMu sync.Mutex
+	// mu guards what follows; it is never held across a wait.
 	mu     sync.Mutex
+	core   *center.Core
+	tag    int64
 	counts []int64
+	ver    uint64 // the control area's version when counts were read
 	one    [1]int64
-	// ctl is counts decoded for the center's decisions.
+	// ctl is counts decoded for Core.Observe.
 	ctl center.Control
+	// clockTag is the Clock waiting in core (0: none), and clockOut its
+	// reply once another step or an observation released it.
+	clockTag  int64
+	clockOut  center.Output
+	clockDone bool
 }
 
 var _ center.Center = (*Center)(nil)
@@ -108,8 +125,14 @@ func NewCenter(b Buffers, cfg CenterConfig) (*Center, error) {
 	}
 	for w := range c.deltas {
 		c.deltas[w] = KeyDeltaPrefix + strconv.Itoa(w)
-		c.workers[w].counts = make([]int64, cfg.Workers)
-		c.workers[w].ctl = center.Control{Clocks: make([]int, cfg.Workers), Active: make([]bool, cfg.Workers)}
+		ws := &c.workers[w]
+		core, err := center.NewCore(center.CoreConfig{Workers: cfg.Workers, Finish: cfg.Finish, MaxIter: cfg.MaxIter})
+		if err != nil {
+			return nil, fmt.Errorf("smb: %w", err)
+		}
+		ws.core = core
+		ws.counts = make([]int64, cfg.Workers)
+		ws.ctl = center.Control{Clocks: make([]int, cfg.Workers), Active: make([]bool, cfg.Workers)}
 	}
 	return c, nil
 }
@@ -132,6 +155,47 @@ func (c *Center) readySlot() int { return c.cfg.Workers }
 // releaseSlot is the control slot that says worker 0 has released the
 // run: the last worker to leave frees the buffers.
 func (c *Center) releaseSlot() int { return c.cfg.Workers + 1 }
+
+// observe reads the control slots into w's replica (Core.Observe) and
+// takes what that releases; ws.mu is held.
+func (c *Center) observe(ctx context.Context, ws *workerState) error {
+	ver, err := c.b.ReadControl(ctx, 0, ws.counts)
+	if err != nil {
+		return err
+	}
+	ws.ver = ver
+	// A left worker's slot is −1−count, and it holds no one back.
+	for i, v := range ws.counts {
+		ws.ctl.Clocks[i], ws.ctl.Active[i] = int(countOf(v)), v >= 0
+	}
+	ws.take(0, ws.core.Observe(ws.ctl))
+	return nil
+}
+
+// step steps w's replica with r and returns r's reply, if the core gave
+// it now, and whether it granted r's data work; ws.mu is held.
+func (ws *workerState) step(r center.Request) (reply center.Output, answered, granted bool) {
+	ws.tag++
+	r.Tag = ws.tag
+	return ws.take(r.Tag, ws.core.Step(0, r))
+}
+
+// take sorts a core's outputs: tag's reply and grant are returned, a
+// waiting Clock's reply is kept for it.
+func (ws *workerState) take(tag int64, outs []center.Output) (reply center.Output, answered, granted bool) {
+	for _, o := range outs {
+		switch {
+		case o.Tag == 0:
+		case o.Tag == tag && o.Kind == center.Grant:
+			granted = true
+		case o.Tag == tag && o.Kind == center.Reply:
+			reply, answered = o, true
+		case o.Tag == ws.clockTag && o.Kind == center.Reply:
+			ws.clockOut, ws.clockDone = o, true
+		}
+	}
+	return reply, answered, granted
+}
 
 // Join implements center.Center: it makes the control area and the
 // buffers (the worker that creates W_g fills it with cfg.Weights; the
@@ -176,17 +240,24 @@ func (c *Center) Join(ctx context.Context, w int) (int, error) {
 		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
 	}
 	ws := &c.workers[w]
+	ws.ctlMu.Lock()
+	defer ws.ctlMu.Unlock()
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if _, err := c.b.ReadControl(ctx, 0, ws.counts); err != nil {
+	if err := c.observe(ctx, ws); err != nil {
 		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
 	}
-	iter := countOf(ws.counts[w])
-	ws.one[0] = iter
+	// The core answers the count to continue from: the slot's, a left
+	// worker's included.
+	o, _, _ := ws.step(center.Request{Op: center.OpJoin, W: w})
+	if o.Err != nil {
+		return 0, fmt.Errorf("smb: worker %d joining: %w", w, o.Err)
+	}
+	ws.one[0] = int64(o.Iter)
 	if err := c.b.WriteControl(ctx, w, ws.one[:]); err != nil {
 		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
 	}
-	return int(iter), nil
+	return o.Iter, nil
 }
 
 // countOf decodes a control slot: a left worker's −1−count is its count.
@@ -235,6 +306,13 @@ func (c *Center) Pull(ctx context.Context, w int, dst []float32) error {
 		c.checkWorker(w)
 	}
 	c.checkLen("pull", len(dst))
+	if w != center.Observer {
+		// FCFS: the core grants at once (it only counts).
+		ws := &c.workers[w]
+		ws.mu.Lock()
+		ws.step(center.Request{Op: center.OpPull, W: w})
+		ws.mu.Unlock()
+	}
 	if err := c.b.Read(ctx, c.global, 0, dst); err != nil {
 		return fmt.Errorf("smb: worker %d pulling: %w", w, err)
 	}
@@ -248,17 +326,16 @@ func (c *Center) Pull(ctx context.Context, w int, dst []float32) error {
 func (c *Center) Push(ctx context.Context, w int, delta []float32) error {
 	c.checkWorker(w)
 	c.checkLen("push", len(delta))
-	if f := center.Inspect("push", delta, 1, c.cfg.MaxUpdateNorm); f != "" {
-		// As center.Core decides: refused, and the worker leaves, so
-		// that it holds no one back. The server has no logic, so the
-		// adapter refuses before the increment reaches W_g.
-		err := center.Refused(w, f)
-		if lerr := c.Leave(ctx, w, err); lerr != nil {
-			return fmt.Errorf("%w; leaving: %w", err, lerr)
-		}
-		return err
-	}
 	ws := &c.workers[w]
+	if f := center.Inspect("push", delta, 1, c.cfg.MaxUpdateNorm); f != "" {
+		// The core refuses it, and the worker leaves, so that it holds
+		// no one back. The server has no logic, so the adapter refuses
+		// before the increment reaches W_g.
+		return c.refuse(ctx, w, f)
+	}
+	ws.mu.Lock()
+	ws.step(center.Request{Op: center.OpPush, W: w}) // granted at once
+	ws.mu.Unlock()
 	ws.pushMu.Lock()
 	defer ws.pushMu.Unlock()
 	if err := c.b.Write(ctx, c.deltas[w], 0, delta); err != nil {
@@ -268,6 +345,25 @@ func (c *Center) Push(ctx context.Context, w int, delta []float32) error {
 		return fmt.Errorf("smb: worker %d pushing: %w", w, err)
 	}
 	return nil
+}
+
+// refuse has w's replica refuse its update for finding and carries out
+// the leave the core decided.
+func (c *Center) refuse(ctx context.Context, w int, finding string) error {
+	ws := &c.workers[w]
+	ws.ctlMu.Lock()
+	defer ws.ctlMu.Unlock()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	o, _, _ := ws.step(center.Request{Op: center.OpPush, W: w, Refuse: finding})
+	err := o.Err
+	if err == nil {
+		err = center.Refused(w, finding) // the core refuses every finding
+	}
+	if lerr := c.leave(ctx, w, ws); lerr != nil {
+		return fmt.Errorf("%w; leaving: %w", err, lerr)
+	}
+	return err
 }
 
 // errNoUpdateLogic is what Elastic and Round return.
@@ -294,51 +390,69 @@ func (c *Center) Round(context.Context, int, int, []float32) (int, bool, error) 
 // Clock implements center.Center: it records in w's control slot that
 // w has done iter+1 iterations (as center.Local counts: a rejoining worker
 // continues at the next iteration, and a finish rule stops after MaxIter
-// of them), then returns stop when the finish rule says so, and with
+// of them), then asks w's replica of the core, brought up to date from
+// the slots: it returns stop when the finish rule says so, and with
 // s >= 0 waits while w is more than s iterations ahead of the slowest
-// live worker.
+// live worker, observing the slots again at each change.
 func (c *Center) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 	c.checkWorker(w)
 	ws := &c.workers[w]
+	ws.ctlMu.Lock()
+	defer ws.ctlMu.Unlock()
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	done := int64(iter) + 1
-	ws.one[0] = done
+	ws.one[0] = int64(iter) + 1
 	if err := c.b.WriteControl(ctx, w, ws.one[:]); err != nil {
 		return false, fmt.Errorf("smb: worker %d clocking iteration %d: %w", w, iter, err)
 	}
-	for {
-		ver, err := c.b.ReadControl(ctx, 0, ws.counts)
+	if err := c.observe(ctx, ws); err != nil {
+		return false, fmt.Errorf("smb: worker %d clocking iteration %d: %w", w, iter, err)
+	}
+	o, answered, _ := ws.step(center.Request{Op: center.OpClock, W: w, Iter: iter, S: s})
+	if !answered {
+		ws.clockTag, ws.clockDone = ws.tag, false
+		defer func() { ws.clockTag = 0 }()
+	}
+	for !answered {
+		ver := ws.ver
+		ws.mu.Unlock()
+		err := c.waitControl(ctx, ver)
+		ws.mu.Lock()
+		if err == nil && !ws.clockDone {
+			err = c.observe(ctx, ws)
+		}
+		if ws.clockDone {
+			o, answered = ws.clockOut, true
+			break
+		}
 		if err != nil {
-			return false, fmt.Errorf("smb: worker %d clocking iteration %d: %w", w, iter, err)
-		}
-		// The control slots as center.Core's control area: a left
-		// worker's slot is −1−count, and it holds no one back.
-		ctl := ws.ctl
-		for i, v := range ws.counts {
-			ctl.Clocks[i], ctl.Active[i] = int(countOf(v)), v >= 0
-		}
-		if c.cfg.Finish.Reached(ctl.Clocks, c.cfg.MaxIter) {
-			return true, nil
-		}
-		if ctl.Admits(w, s) {
-			return false, nil
-		}
-		slowest, _ := ctl.Slowest()
-		if err := c.waitControl(ctx, ver); err != nil {
+			ws.core.Cancel(ws.clockTag)
+			slowest, _ := ws.core.Slowest()
 			return false, fmt.Errorf("smb: worker %d waiting at iteration %d (staleness %d, slowest at %d): %w", w, iter, s, slowest, err)
 		}
 	}
+	if o.Err != nil {
+		return false, fmt.Errorf("smb: worker %d clocking iteration %d: %w", w, iter, o.Err)
+	}
+	return o.Stop, nil
 }
 
 // Leave implements center.Center: it marks w's slot as left (−1−count),
 // so it no longer holds back SSP, and frees w's increment buffer; a
 // later Join makes it live again and recreates the buffer.
-func (c *Center) Leave(ctx context.Context, w int, _ error) error {
+func (c *Center) Leave(ctx context.Context, w int, cause error) error {
 	c.checkWorker(w)
 	ws := &c.workers[w]
+	ws.ctlMu.Lock()
+	defer ws.ctlMu.Unlock()
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	ws.step(center.Request{Op: center.OpLeave, W: w, Finished: cause == nil})
+	return c.leave(ctx, w, ws)
+}
+
+// leave carries out w's leaving in the slots and buffers; ws.mu is held.
+func (c *Center) leave(ctx context.Context, w int, ws *workerState) error {
 	if _, err := c.b.ReadControl(ctx, w, ws.one[:]); err != nil {
 		return fmt.Errorf("smb: worker %d leaving: %w", w, err)
 	}
