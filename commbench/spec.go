@@ -53,7 +53,7 @@ type commChild struct {
 	// the parent holds the other end, so its death (even by SIGKILL)
 	// ends the child.
 	WatchStdin bool `json:"watch_stdin"`
-	// Shm lets ranks on this host use shared memory (benchcomm_shm.go);
+	// Shm lets ranks on this host use shared memory (shmMode);
 	// false measures loopback TCP.
 	Shm bool `json:"shm,omitempty"`
 	// Transport "mpi": the child is a rank of an mpirun job (its rank is

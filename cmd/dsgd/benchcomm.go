@@ -16,16 +16,15 @@ import (
 	"dsgd/commbench"
 )
 
-// runBenchComm measures communication in one invocation: memory
-// bandwidth for scale; allreduce bus bandwidth of our TCP transport (one
-// process per rank over loopback) and of the in-process one, beside
-// gloo's from the PyTorch peer; and the parameter-server pattern against
-// the reduction tree (FireCaffe Fig. 4) beside the α-β prediction from
-// the schedules' Cost.
+// runBenchComm is `dsgd bench-comm`: it parses the flags and runs
+// package commbench, which measures communication in one invocation
+// (memory bandwidth for scale; allreduce over every path beside gloo's
+// and Open MPI's; the parameter-server pattern against the reduction tree,
+// FireCaffe Fig. 4, beside the α-β prediction) and writes the tables.
 //
-// The ranks of a TCP group are child processes of this executable running
-// the hidden "bench-comm --child SPEC", which report their timings as JSON
-// lines on stdout.
+// The ranks of a group are child processes of this executable running the
+// hidden "bench-comm --child SPEC" (commbench.ChildArgs), routed here to
+// commbench.RunChild.
 func runBenchComm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && (args[0] == "--child" || args[0] == "-child") {
 		if len(args) != 2 {
