@@ -117,6 +117,12 @@ func TestSolverFields(t *testing.T) {
 				return s.Net == "" && s.TrainNet.Inline != nil && s.TrainNet.Inline.Name == "tr" &&
 					len(s.TestNets) == 1 && s.TestNets[0].Source.Inline.Name == "te"
 			}},
+		{"weights", `base_lr: 1 lr_policy: "fixed" weights: "a.caffemodel" weights: "b.caffemodel,c.caffemodel"`,
+			func(s *SolverDef) bool {
+				return slices.Equal(s.Weights, []string{"a.caffemodel", "b.caffemodel,c.caffemodel"})
+			}},
+		{"layer_wise_reduce", `base_lr: 1 lr_policy: "fixed" layer_wise_reduce: false`,
+			func(s *SolverDef) bool { return len(s.Warnings) == 1 && strings.Contains(s.Warnings[0], "ignoring layer_wise_reduce") }},
 		{"no net", `base_lr: 1 lr_policy: "fixed"`,
 			func(s *SolverDef) bool { return s.Net == "" && s.RandomSeed == -1 && s.Solver.Type == "SGD" }},
 	}
@@ -179,6 +185,8 @@ func TestSolverErrors(t *testing.T) {
 		{"display twice", ok + "display: 1 display: 2", "s.prototxt:1:44: display in solver is given more than once"},
 		{"test_initialization", ok + "test_initialization: 2", "s.prototxt:1:54: test_initialization in solver: expected true or false"},
 		{"solver_mode", ok + "solver_mode: TPU", "s.prototxt:1:46: solver_mode in solver: unknown value TPU; expected one of CPU, GPU"},
+		{"snapshot_diff", ok + "snapshot_diff: true", "s.prototxt:1:33: unsupported field 'snapshot_diff' in solver: dsgd's snapshots hold the weights"},
+		{"unknown field says what to do", ok + "\nbase_rate: 1", "s.prototxt:2:1: unsupported field 'base_rate' in solver: not a field dsgd knows there (check its spelling and place against Caffe's caffe.proto)"},
 		{"random seed", ok + "random_seed: 1.5", "s.prototxt:1:46: random_seed in solver: expected an integer, found float 1.5"},
 	}
 	for _, tt := range tests {

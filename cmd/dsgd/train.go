@@ -272,7 +272,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		Snapshot:           sd.Snapshot,
 		SnapshotPrefix:     sd.SnapshotPrefix,
 		Resume:             *f.resume,
-		Weights:            splitList(*f.weights),
+		Weights:            weightsFrom(*f.weights, sd.Weights),
 		SnapshotFormat:     train.FormatDsgd,
 		Seed:               j.seed,
 		Threads:            m.threads,
