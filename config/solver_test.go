@@ -122,7 +122,9 @@ func TestSolverFields(t *testing.T) {
 				return slices.Equal(s.Weights, []string{"a.caffemodel", "b.caffemodel,c.caffemodel"})
 			}},
 		{"layer_wise_reduce", `base_lr: 1 lr_policy: "fixed" layer_wise_reduce: false`,
-			func(s *SolverDef) bool { return len(s.Warnings) == 1 && strings.Contains(s.Warnings[0], "ignoring layer_wise_reduce") }},
+			func(s *SolverDef) bool {
+				return len(s.Warnings) == 1 && strings.Contains(s.Warnings[0], "ignoring layer_wise_reduce")
+			}},
 		{"no net", `base_lr: 1 lr_policy: "fixed"`,
 			func(s *SolverDef) bool { return s.Net == "" && s.RandomSeed == -1 && s.Solver.Type == "SGD" }},
 	}
