@@ -205,9 +205,10 @@ func validateSolver(d *decoder, r *reader, s *SolverDef) {
 		}
 		return file
 	}
+	// need points at lr_policy, the field that asks for the missing one.
 	need := func(name, why string) {
 		if !r.has(name) {
-			d.failf(file, "solver: %s needs %s", why, name)
+			d.failf(at("lr_policy"), "solver: %s needs %s", why, name)
 		}
 	}
 	switch {
@@ -224,7 +225,11 @@ func validateSolver(d *decoder, r *reader, s *SolverDef) {
 	case c.Delta <= 0:
 		d.failf(at("delta"), "delta in solver: must be > 0, got %g", c.Delta)
 	case c.Type == "AdaDelta" && c.Momentum == 0 && !r.has("momentum"):
-		d.failf(file, "solver: type \"AdaDelta\" needs momentum (its decay rate, typically 0.95)")
+		typePos := at("type")
+		if !r.has("type") {
+			typePos = at("solver_type")
+		}
+		d.failf(typePos, "solver: type \"AdaDelta\" needs momentum (its decay rate, typically 0.95)")
 	case c.Momentum != 0 && (c.Type == "AdaGrad" || c.Type == "RMSProp"):
 		d.failf(at("momentum"), "momentum in solver: type %q takes no momentum (got %g), as in Caffe", c.Type, c.Momentum)
 	case c.Gamma < 0:
