@@ -154,7 +154,7 @@ func ParseWindowFile(r io.Reader, name, root string, fgThreshold, bgThreshold fl
 		}
 		if idx != len(wf.Images) {
 			// Caffe looks images up by this index in file order.
-			return nil, fmt.Errorf("%s:%d: image_index %d, but this is image %d of the file; Caffe indexes images by their order, so they must be numbered 0, 1, 2, ...", name, iline, idx, len(wf.Images))
+			return nil, fmt.Errorf("%s:%d: image_index %d, but this is image %d of the file; Caffe indexes images by their order, so they must be numbered 0, 1, 2 and so on", name, iline, idx, len(wf.Images))
 		}
 		path, _, err := want("the image path")
 		if err != nil {
