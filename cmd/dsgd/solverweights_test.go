@@ -12,7 +12,9 @@ import (
 // from those models, and --weights replaces it, as caffe train's flag.
 func TestSolverWeights(t *testing.T) {
 	dir := t.TempDir()
-	fx := caffeFixtures
+	// A copy: opening an LMDB writes its lock file beside it.
+	copyTree(t, caffeFixtures, filepath.Join(dir, "fx"))
+	fx := filepath.Join(dir, "fx")
 	model := filepath.Join(fx, "model.caffemodel")
 	write(t, dir, "net.prototxt", logreg("Data", fx+"/train_lmdb", fx+"/test_lmdb", "LMDB"))
 	write(t, dir, "solver.prototxt", logregSolver+"weights: \""+model+"\"\n")
