@@ -237,7 +237,10 @@ func (m *modelFlags) load() (*job, error) {
 		testState = mergeState(testDef.State, tns[0].State)
 	}
 	if j.test, err = testDef.PhaseState(layers.Test, testState); err != nil {
-		if !j.noSolver {
+		// Caffe builds no test net for a solver without test nets or
+		// test_iter: its TEST phase may then be incomplete (a TRAIN-only
+		// data layer), and only --test-iter asks for it.
+		if !j.noSolver && len(j.solver.TestNets) > 0 {
 			return nil, err
 		}
 		j.test, j.testErr = &config.PhaseNet{Phase: layers.Test}, err

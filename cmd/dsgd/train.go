@@ -350,6 +350,8 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	if cfg.TestIter == 0 {
 		cfg.Test.Layers = nil // Caffe: no test_iter, no testing
+	} else if j.testErr != nil {
+		return fmt.Errorf("--test-iter %d: %w", cfg.TestIter, j.testErr)
 	}
 	rank := 0
 	if g != nil {

@@ -225,3 +225,24 @@ func TestZooDeployStyles(t *testing.T) {
 		})
 	}
 }
+
+// TestSolverWithoutTestNet: a solver without test_iter or test nets gets
+// no test net, as in Caffe, so a net whose data layer is TRAIN-only
+// trains; asking for tests with --test-iter names the TEST phase's fault.
+func TestSolverWithoutTestNet(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", `layer { name: "d" type: "DummyData" top: "data" top: "label" include { phase: TRAIN }
+  dummy_data_param { shape { dim: 4 dim: 6 } shape { dim: 4 } data_filler { type: "gaussian" std: 1 } data_filler { type: "constant" value: 1 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 3 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`)
+	write(t, dir, "solver.prototxt", "net: \"net.prototxt\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\nmax_iter: 3\n")
+	args := []string{"train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "1", "--snapshot-prefix", "none"}
+	if code, out, errs := runCmd(t, dir, args...); code != 0 || !strings.Contains(out, "done: 3 iterations") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs := runCmd(t, dir, append(args, "--test-iter", "1", "--test-interval", "2")...)
+	if code == 0 || !strings.Contains(errs, "--test-iter 1: net.prototxt:3:1: layer 'ip' (TEST phase)") {
+		t.Fatalf("exit %d, stderr %q; want the TEST phase's fault", code, errs)
+	}
+}
