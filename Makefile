@@ -63,3 +63,10 @@ proto:
 # plyvel, h5py, protobuf): remakes data/testdata/caffe and checks both ways.
 caffe-crosscheck: setup
 	GO=$(GO) ./scripts/caffe_crosscheck.sh
+
+# WindowData's crops against OpenCV (needs python3-opencv): remakes
+# data/testdata/window and runs the tests that read it.
+.PHONY: window-crosscheck
+window-crosscheck:
+	/usr/bin/python3 scripts/window_fixture.py data/testdata/window
+	$(GO) test ./data -run 'Window' -v

@@ -35,9 +35,7 @@ type DataSettings struct {
 	// one is repeated, none means constant 0).
 	Fillers []Filler
 	// Window holds a WindowData layer's window_data_param beyond source
-	// and batch size. dsgd parses the layer but does not read R-CNN
-	// window files: such a layer runs only with its source overridden
-	// (--data), and is refused with that advice otherwise.
+	// and batch size (data.OpenWindows reads its R-CNN window file).
 	Window *WindowSettings
 }
 
@@ -49,6 +47,9 @@ type WindowSettings struct {
 	CropMode                             string // "warp" or "square"
 	CacheImages                          bool
 	RootFolder                           string
+	// Scale is window_data_param.scale: Caffe 1.0's WindowData multiplies
+	// pixels by it and ignores transform_param.scale.
+	Scale float32
 }
 
 // Filler is a Caffe FillerParameter as DummyData uses it.
@@ -114,13 +115,14 @@ func decodeFileData(r *reader, l *LayerDef, dl *DataLayer) {
 			CropMode:    pr.str("crop_mode", "warp"),
 			CacheImages: pr.bool("cache_images", false),
 			RootFolder:  pr.str("root_folder", ""),
+			Scale:       pr.float32("scale", 1),
 		}
 		if w.CropMode != "warp" && w.CropMode != "square" && pr.ok() {
 			r.d.failf(m.Pos, "%s: crop_mode %q is neither \"warp\" nor \"square\"", pr.ctx, w.CropMode)
 		}
 		dl.Window = w
-		const old = "use transform_param in the layer instead"
-		for _, name := range []string{"scale", "mean_file", "crop_size", "mirror"} {
+		const old = "Caffe's WindowData reads it from transform_param; move it there"
+		for _, name := range []string{"mean_file", "crop_size", "mirror"} {
 			pr.unsupported(name, old)
 		}
 	}

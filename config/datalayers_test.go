@@ -25,12 +25,12 @@ func TestDataLayerSettings(t *testing.T) {
 			DataLayer{Type: "HDF5Data", Source: "h.txt", BatchSize: 5}},
 		{"window data", `layer { name: "d" type: "WindowData" top: "data" top: "label"
   transform_param { mirror: true crop_size: 227 } window_data_param { source: "w.txt" batch_size: 128
-  fg_threshold: 0.6 bg_threshold: 0.4 fg_fraction: 0.3 context_pad: 16 crop_mode: "square" root_folder: "img/" } }`,
+  fg_threshold: 0.6 bg_threshold: 0.4 fg_fraction: 0.3 context_pad: 16 crop_mode: "square" root_folder: "img/" scale: 0.5 } }`,
 			DataLayer{Type: "WindowData", Source: "w.txt", BatchSize: 128, DataSettings: DataSettings{Window: &WindowSettings{
-				FgThreshold: 0.6, BgThreshold: 0.4, FgFraction: 0.3, ContextPad: 16, CropMode: "square", RootFolder: "img/"}}}},
+				FgThreshold: 0.6, BgThreshold: 0.4, FgFraction: 0.3, ContextPad: 16, CropMode: "square", RootFolder: "img/", Scale: 0.5}}}},
 		{"window data defaults", `layer { name: "d" type: "WindowData" top: "data" window_data_param { source: "w.txt" batch_size: 2 } }`,
 			DataLayer{Type: "WindowData", Source: "w.txt", BatchSize: 2, DataSettings: DataSettings{Window: &WindowSettings{
-				FgThreshold: 0.5, BgThreshold: 0.5, FgFraction: 0.25, CropMode: "warp"}}}},
+				FgThreshold: 0.5, BgThreshold: 0.5, FgFraction: 0.25, CropMode: "warp", Scale: 1}}}},
 		{"dummy", `layer { name: "d" type: "DummyData" top: "a" top: "b" dummy_data_param { shape { dim: 2 dim: 3 } data_filler { type: "gaussian" std: 2 } } }`,
 			DataLayer{Type: "DummyData", Shapes: [][]int{{2, 3}, {2, 3}}, DataSettings: DataSettings{Fillers: []Filler{{Type: "gaussian", Max: 1, Std: 2}, {Type: "gaussian", Max: 1, Std: 2}}}}},
 		{"dummy legacy", `layer { name: "d" type: "DummyData" top: "a" dummy_data_param { num: 2 channels: 1 height: 3 width: 4 } }`,
@@ -56,7 +56,7 @@ func TestDataLayerErrors(t *testing.T) {
 		{"window data crop mode", `layer { name: "w" type: "WindowData" top: "data" window_data_param { source: "w.txt" batch_size: 1 crop_mode: "fit" } }`,
 			`crop_mode "fit" is neither "warp" nor "square"`},
 		{"window data old crop", `layer { name: "w" type: "WindowData" top: "data" window_data_param { source: "w.txt" batch_size: 1 crop_size: 5 } }`,
-			"unsupported field 'crop_size' in window_data_param of layer 'w': use transform_param"},
+			"unsupported field 'crop_size' in window_data_param of layer 'w': Caffe's WindowData reads it from transform_param"},
 		{"python", `layer { name: "p" type: "Python" top: "data" }`, "f.prototxt:1:1: layer 'p' is a Python layer"},
 		{"one of new_height", `layer { name: "d" type: "ImageData" top: "data" image_data_param { source: "l" batch_size: 1 new_height: 3 } }`,
 			"sets only one of new_height and new_width"},

@@ -338,7 +338,7 @@ func (r *reader) unsupported(name, why string) {
 func (r *reader) finish() {
 	for i, f := range r.m.Fields {
 		if !r.used[i] {
-			r.d.failf(f.Pos, "unsupported field '%s' in %s", f.Name, r.ctx)
+			r.d.failf(f.Pos, "unsupported field '%s' in %s: not a field dsgd knows there (check its spelling and place against Caffe's caffe.proto), so it cannot be honoured; remove it", f.Name, r.ctx)
 			return
 		}
 	}

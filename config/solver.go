@@ -68,6 +68,10 @@ type SolverDef struct {
 	SnapshotFormat string
 	// RandomSeed is random_seed; negative (-1 when absent) means not set.
 	RandomSeed int64
+	// Weights is weights (Caffe 1.0): .caffemodel files, each possibly a
+	// comma-separated list, to start from, as train's --weights (which
+	// overrides it, as caffe train's flag does).
+	Weights []string
 	// Warnings lists the harmless fields that were ignored, each with its
 	// position and the reason.
 	Warnings []string
@@ -150,6 +154,9 @@ func ParseSolver(filename string, src []byte) (*SolverDef, error) {
 		}
 	}
 	r.ignore("debug_info", "dsgd does not print per-layer debug information")
+	s.Weights = r.strs("weights")
+	r.ignore("layer_wise_reduce", "it only orders Caffe's multi-GPU NCCL reduction; dsgd's --scheme chooses how workers exchange gradients")
+	r.unsupported("snapshot_diff", "dsgd's snapshots hold the weights and the solver's history, not gradients; remove it")
 	// Caffe's mnist_autoencoder solvers set it to print the test loss;
 	// dsgd's test pass prints every scalar output of the test net anyway.
 	r.ignore("test_compute_loss", "dsgd's test pass reports every output of the test net, its losses among them")
@@ -198,9 +205,10 @@ func validateSolver(d *decoder, r *reader, s *SolverDef) {
 		}
 		return file
 	}
+	// need points at lr_policy, the field that asks for the missing one.
 	need := func(name, why string) {
 		if !r.has(name) {
-			d.failf(file, "solver: %s needs %s", why, name)
+			d.failf(at("lr_policy"), "solver: %s needs %s", why, name)
 		}
 	}
 	switch {
@@ -217,7 +225,11 @@ func validateSolver(d *decoder, r *reader, s *SolverDef) {
 	case c.Delta <= 0:
 		d.failf(at("delta"), "delta in solver: must be > 0, got %g", c.Delta)
 	case c.Type == "AdaDelta" && c.Momentum == 0 && !r.has("momentum"):
-		d.failf(file, "solver: type \"AdaDelta\" needs momentum (its decay rate, typically 0.95)")
+		typePos := at("type")
+		if !r.has("type") {
+			typePos = at("solver_type")
+		}
+		d.failf(typePos, "solver: type \"AdaDelta\" needs momentum (its decay rate, typically 0.95)")
 	case c.Momentum != 0 && (c.Type == "AdaGrad" || c.Type == "RMSProp"):
 		d.failf(at("momentum"), "momentum in solver: type %q takes no momentum (got %g), as in Caffe", c.Type, c.Momentum)
 	case c.Gamma < 0:

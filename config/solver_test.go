@@ -117,6 +117,14 @@ func TestSolverFields(t *testing.T) {
 				return s.Net == "" && s.TrainNet.Inline != nil && s.TrainNet.Inline.Name == "tr" &&
 					len(s.TestNets) == 1 && s.TestNets[0].Source.Inline.Name == "te"
 			}},
+		{"weights", `base_lr: 1 lr_policy: "fixed" weights: "a.caffemodel" weights: "b.caffemodel,c.caffemodel"`,
+			func(s *SolverDef) bool {
+				return slices.Equal(s.Weights, []string{"a.caffemodel", "b.caffemodel,c.caffemodel"})
+			}},
+		{"layer_wise_reduce", `base_lr: 1 lr_policy: "fixed" layer_wise_reduce: false`,
+			func(s *SolverDef) bool {
+				return len(s.Warnings) == 1 && strings.Contains(s.Warnings[0], "ignoring layer_wise_reduce")
+			}},
 		{"no net", `base_lr: 1 lr_policy: "fixed"`,
 			func(s *SolverDef) bool { return s.Net == "" && s.RandomSeed == -1 && s.Solver.Type == "SGD" }},
 	}
@@ -146,15 +154,15 @@ func TestSolverErrors(t *testing.T) {
 		{"no policy", `base_lr: 0.1`, "s.prototxt:1:1: solver: lr_policy is required (one of fixed, step, multistep, exp, inv, poly, sigmoid)"},
 		{"policy ident", `base_lr: 0.1 lr_policy: fixed`, "s.prototxt:1:25: lr_policy in solver: expected a quoted string, found identifier fixed"},
 		{"unknown policy", `base_lr: 0.1 lr_policy: "cosine"`, `s.prototxt:1:25: lr_policy in solver: unknown policy "cosine"`},
-		{"step no stepsize", `base_lr: 0.1 lr_policy: "step" gamma: 0.1`, `s.prototxt:1:1: solver: lr_policy "step" needs stepsize`},
-		{"step no gamma", `base_lr: 0.1 lr_policy: "step" stepsize: 10`, `s.prototxt:1:1: solver: lr_policy "step" needs gamma`},
+		{"step no stepsize", `base_lr: 0.1 lr_policy: "step" gamma: 0.1`, `s.prototxt:1:25: solver: lr_policy "step" needs stepsize`},
+		{"step no gamma", `base_lr: 0.1 lr_policy: "step" stepsize: 10`, `s.prototxt:1:25: solver: lr_policy "step" needs gamma`},
 		{"step zero", `base_lr: 0.1 lr_policy: "step" gamma: 0.1 stepsize: 0`, `s.prototxt:1:53: stepsize in solver: must be > 0`},
 		{"multistep order", "base_lr: 0.1 lr_policy: \"multistep\" gamma: 0.1\nstepvalue: 20\nstepvalue: 10",
 			`s.prototxt:3:12: stepvalue in solver: must increase, but 10 follows 20`},
-		{"inv no power", `base_lr: 0.1 lr_policy: "inv" gamma: 0.1`, `s.prototxt:1:1: solver: lr_policy "inv" needs power`},
-		{"poly no max_iter", `base_lr: 0.1 lr_policy: "poly" power: 1`, `s.prototxt:1:1: solver: lr_policy "poly" needs max_iter`},
-		{"exp no gamma", `base_lr: 0.1 lr_policy: "exp"`, `s.prototxt:1:1: solver: lr_policy "exp" needs gamma`},
-		{"sigmoid no stepsize", `base_lr: 0.1 lr_policy: "sigmoid" gamma: 1`, `s.prototxt:1:1: solver: lr_policy "sigmoid" needs stepsize`},
+		{"inv no power", `base_lr: 0.1 lr_policy: "inv" gamma: 0.1`, `s.prototxt:1:25: solver: lr_policy "inv" needs power`},
+		{"poly no max_iter", `base_lr: 0.1 lr_policy: "poly" power: 1`, `s.prototxt:1:25: solver: lr_policy "poly" needs max_iter`},
+		{"exp no gamma", `base_lr: 0.1 lr_policy: "exp"`, `s.prototxt:1:25: solver: lr_policy "exp" needs gamma`},
+		{"sigmoid no stepsize", `base_lr: 0.1 lr_policy: "sigmoid" gamma: 1`, `s.prototxt:1:25: solver: lr_policy "sigmoid" needs stepsize`},
 		{"momentum", ok + "momentum: 1", "s.prototxt:1:43: momentum in solver: must be in [0, 1), got 1"},
 		{"adagrad momentum", ok + `type: "AdaGrad" momentum: 0.9`, `s.prototxt:1:59: momentum in solver: type "AdaGrad" takes no momentum`},
 		{"negative gamma", `base_lr: 0.1 lr_policy: "exp" gamma: -1`, `s.prototxt:1:38: gamma in solver: must be >= 0, got -1`},
@@ -162,7 +170,7 @@ func TestSolverErrors(t *testing.T) {
 		{"delta", ok + "delta: 0", "s.prototxt:1:40: delta in solver: must be > 0"},
 		{"regularization", ok + `regularization_type: "L3"`, `s.prototxt:1:54: regularization_type in solver: unknown value "L3"`},
 		{"type", ok + `type: "sgd"`, `s.prototxt:1:39: type in solver: unknown solver type "sgd"`},
-		{"adadelta without momentum", ok + `type: "AdaDelta"`, `s.prototxt:1:1: solver: type "AdaDelta" needs momentum`},
+		{"adadelta without momentum", ok + `type: "AdaDelta"`, `s.prototxt:1:39: solver: type "AdaDelta" needs momentum`},
 		{"both types", ok + `type: "SGD" solver_type: SGD`, `s.prototxt:1:45: solver gives both type and the legacy solver_type`},
 		{"solver_type unknown", ok + `solver_type: FOO`, `s.prototxt:1:46: solver_type in solver: unknown value FOO`},
 		{"iter_size 0", ok + "iter_size: 0", "s.prototxt:1:44: iter_size in solver: must be at least 1, got 0"},
@@ -179,6 +187,8 @@ func TestSolverErrors(t *testing.T) {
 		{"display twice", ok + "display: 1 display: 2", "s.prototxt:1:44: display in solver is given more than once"},
 		{"test_initialization", ok + "test_initialization: 2", "s.prototxt:1:54: test_initialization in solver: expected true or false"},
 		{"solver_mode", ok + "solver_mode: TPU", "s.prototxt:1:46: solver_mode in solver: unknown value TPU; expected one of CPU, GPU"},
+		{"snapshot_diff", ok + "snapshot_diff: true", "s.prototxt:1:33: unsupported field 'snapshot_diff' in solver: dsgd's snapshots hold the weights"},
+		{"unknown field says what to do", ok + "\nbase_rate: 1", "s.prototxt:2:1: unsupported field 'base_rate' in solver: not a field dsgd knows there (check its spelling and place against Caffe's caffe.proto)"},
 		{"random seed", ok + "random_seed: 1.5", "s.prototxt:1:46: random_seed in solver: expected an integer, found float 1.5"},
 	}
 	for _, tt := range tests {

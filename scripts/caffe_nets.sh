@@ -13,7 +13,8 @@
 # layers and the TRAIN data layers' batch). A net with data layers (Data,
 # ImageData, HDF5Data, WindowData) reads synthetic images of the size named
 # for its folder in data_spec below (Caffe would read its LMDB, image list
-# or HDF5 files), and a transform_param mean_file that is missing is
+# or HDF5 files; WindowData layers whose window files are all there read
+# them), and a transform_param mean_file that is missing is
 # written as a zero mean of that size (Caffe's data/ scripts would have
 # made it). Nets with Python layers are counted apart: they run only inside
 # Caffe's Python.
@@ -72,7 +73,16 @@ PY
 data_layers='type:[[:space:]]*("?(Data|ImageData|HDF5Data|WindowData)"?|DATA|IMAGE_DATA|HDF5_DATA|WINDOW_DATA)[[:space:]]*$'
 data_args() {
 	grep -qE "$data_layers" "$1" || return 0
-	printf '%s\n' --data "$2"
+	# A net whose only data layers are WindowData layers reads its own
+	# window files (and their images) when they are all there.
+	local own=""
+	if ! grep -qE 'type:[[:space:]]*("?(Data|ImageData|HDF5Data)"?|DATA|IMAGE_DATA|HDF5_DATA)[[:space:]]*$' "$1"; then
+		own=1
+		for src in $(grep -oE 'source:[[:space:]]*"[^"]+"' "$1" | sed -E 's/.*"(.*)"/\1/'); do
+			[ -e "$src" ] || own=""
+		done
+	fi
+	[ -n "$own" ] || printf '%s\n' --data "$2"
 	grep -oE 'mean_file:[[:space:]]*"[^"]+"' "$1" | sed -E 's/.*"(.*)"/\1/' | sort -u | while read -r mean; do
 		[ -e "$mean" ] || zero_mean "$mean" "$2" >&2
 	done

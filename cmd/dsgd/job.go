@@ -237,7 +237,10 @@ func (m *modelFlags) load() (*job, error) {
 		testState = mergeState(testDef.State, tns[0].State)
 	}
 	if j.test, err = testDef.PhaseState(layers.Test, testState); err != nil {
-		if !j.noSolver {
+		// Caffe builds no test net for a solver without test nets or
+		// test_iter: its TEST phase may then be incomplete (a TRAIN-only
+		// data layer), and only --test-iter asks for it.
+		if !j.noSolver && len(j.solver.TestNets) > 0 {
 			return nil, err
 		}
 		j.test, j.testErr = &config.PhaseNet{Phase: layers.Test}, err
@@ -338,8 +341,12 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		if m.data != "" {
 			src, typ = m.data, "Data"
 		} else if typ == "WindowData" {
-			return nil, nil, fmt.Errorf("%s: data layer %q: dsgd does not read WindowData's R-CNN window files (source %s); "+
-				"override the source with --data (a Datum database, or synthetic to time the net), or convert the windows to an image list (ImageData) or a database (Data)", dl.Pos, dl.Name, src)
+			feed, err := windowFeed(dl, m.batch, split, j.seed+uint64(i)+uint64(rank)<<32, shapes)
+			if err != nil {
+				return nil, nil, err
+			}
+			feeds = append(feeds, feed)
+			continue
 		}
 		key := typ + "\x00" + src + "\x00" + split.String()
 		ds, ok := j.sets[key]

@@ -272,7 +272,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		Snapshot:           sd.Snapshot,
 		SnapshotPrefix:     sd.SnapshotPrefix,
 		Resume:             *f.resume,
-		Weights:            splitList(*f.weights),
+		Weights:            weightsFrom(*f.weights, sd.Weights),
 		SnapshotFormat:     train.FormatDsgd,
 		Seed:               j.seed,
 		Threads:            m.threads,
@@ -350,6 +350,8 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	if cfg.TestIter == 0 {
 		cfg.Test.Layers = nil // Caffe: no test_iter, no testing
+	} else if j.testErr != nil {
+		return fmt.Errorf("--test-iter %d: %w", cfg.TestIter, j.testErr)
 	}
 	rank := 0
 	if g != nil {
