@@ -183,7 +183,13 @@ func Encode(n *Net) ([]byte, error) {
 	return proto.Marshal(np)
 }
 
+// blobToProto encodes b with its shape as a BlobShape, or, for a blob
+// read with Caffe's legacy 4-D num/channels/height/width, as read.
 func blobToProto(b Blob) *caffepb.BlobProto {
+	if b.Legacy && len(b.Shape) == 4 {
+		return &caffepb.BlobProto{Num: proto.Int32(int32(b.Shape[0])), Channels: proto.Int32(int32(b.Shape[1])),
+			Height: proto.Int32(int32(b.Shape[2])), Width: proto.Int32(int32(b.Shape[3])), Data: b.Data}
+	}
 	dims := make([]int64, len(b.Shape))
 	for i, d := range b.Shape {
 		dims[i] = int64(d)
