@@ -4,14 +4,16 @@
 # dsgd write databases, a mean file and a Caffe-format snapshot that
 # scripts/caffe_crosscheck.py reads back with Python's lmdb, plyvel and
 # protobuf. Needs /usr/bin/python3 with python3-lmdb, python3-plyvel,
-# python3-h5py, python3-protobuf, python3-pil and protobuf-compiler.
+# python3-h5py, python3-protobuf, python3-pil, python3-torch and
+# protobuf-compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 /usr/bin/python3 scripts/caffe_fixtures.py
 /usr/bin/python3 scripts/caffe_shared_fixtures.py
+/usr/bin/python3 scripts/caffe_torch_net.py
 $GO test ./data/... ./caffemodel/... 
-$GO test -run 'TestCaffe|TestLabelOutOfRange' ./cmd/dsgd
+$GO test -run 'TestCaffe|TestLabelOutOfRange|TestTorchScoredCaffemodel|TestSharedParams|TestWeightsList|TestDataTools' ./cmd/dsgd
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 $GO build -o "$out/dsgd" ./cmd/dsgd
