@@ -97,7 +97,9 @@ def write_string(group, name, s):
     tid.set_size(len(raw) + 1)
     tid.set_strpad(h5py.h5t.STR_NULLTERM)
     sid = h5py.h5s.create(h5py.h5s.SCALAR)
-    did = h5py.h5d.create(group.id, name.encode(), tid, sid)
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_obj_track_times(False)  # no timestamp: the fixture stays byte-stable
+    did = h5py.h5d.create(group.id, name.encode(), tid, sid, dcpl=dcpl)
     did.write(h5py.h5s.ALL, h5py.h5s.ALL, np.array(raw + b"\0", dtype="S%d" % (len(raw) + 1)))
 
 
@@ -111,15 +113,15 @@ def write_all(pb):
             g = data.create_group(name)
             for j, (arr, owner) in enumerate(blobs):
                 if owner:
-                    g.create_dataset(str(j), data=arr.astype("<f4"))
+                    g.create_dataset(str(j), data=arr.astype("<f4"), track_times=False)
     _, _, _, _, hist = values()
     with h5py.File(os.path.join(OUT, "siamese.solverstate.h5"), "w") as f:
-        f.create_dataset("iter", data=np.array([ITER], dtype=np.int32))
+        f.create_dataset("iter", data=np.array([ITER], dtype=np.int32), track_times=False)
         write_string(f, "learned_net", MODEL_H5)
-        f.create_dataset("current_step", data=np.array([STEP], dtype=np.int32))
+        f.create_dataset("current_step", data=np.array([STEP], dtype=np.int32), track_times=False)
         h = f.create_group("history")
         for i, arr in enumerate(hist):
-            h.create_dataset(str(i), data=arr.astype("<f4"))
+            h.create_dataset(str(i), data=arr.astype("<f4"), track_times=False)
     w, b, w2, b2, hist = values()
     meta = {"w": w.ravel().tolist(), "b": b.tolist(), "w2": w2.ravel().tolist(), "b2": b2.tolist(),
             "history": [h.ravel().tolist() for h in hist], "iter": ITER, "current_step": STEP,
