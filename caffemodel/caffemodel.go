@@ -25,6 +25,14 @@ type Blob struct {
 	Legacy bool
 	// Data holds the values, row-major.
 	Data []float32
+	// Shared marks a blob the layer shares with an earlier layer (by
+	// param name): a .caffemodel holds it in full in every layer, as
+	// Caffe's Net::ToProto writes it, but an HDF5 model only in its
+	// owner's group.
+	Shared bool
+	// Absent marks a blob an HDF5 model lacks (a shared one): its place
+	// is kept so that blob indices stay Caffe's.
+	Absent bool
 }
 
 // Layer is one layer of a trained net: its name, type and blobs.
@@ -32,13 +40,21 @@ type Layer struct {
 	Name, Type string
 	Bottom     []string
 	Top        []string
-	Blobs      []Blob
+	// Phase is "TRAIN" or "TEST" (the phase of the net written), or "".
+	Phase string
+	// Params are the layer's param { } specs.
+	Params []model.ParamSpec
+	Blobs  []Blob
 }
 
 // Net is a trained net as a .caffemodel holds it.
 type Net struct {
 	Name   string
 	Layers []Layer
+	// HDF5 says the net came from an HDF5 model (.caffemodel.h5), whose
+	// layers are in name order and lack their shared blobs; CopyTrained
+	// copies it as Caffe's CopyTrainedLayersFromHDF5 does.
+	HDF5 bool
 }
 
 // maxDims bounds a blob's dimensions.
@@ -136,12 +152,30 @@ func Read(path string) (*Net, error) {
 }
 
 // Encode encodes n as a binary NetParameter, every blob with its shape
-// (BlobShape), as Caffe's current versions write them.
+// (BlobShape), as Caffe's current versions write them: every layer with
+// all its blobs, shared ones included (Net::ToProto has each layer write
+// its blobs, and a shared blob is one of each layer that names it).
 func Encode(n *Net) ([]byte, error) {
 	np := &caffepb.NetParameter{Name: proto.String(n.Name)}
 	for _, l := range n.Layers {
 		lp := &caffepb.LayerParameter{Name: proto.String(l.Name), Type: proto.String(l.Type), Bottom: l.Bottom, Top: l.Top}
-		for _, b := range l.Blobs {
+		switch l.Phase {
+		case "TRAIN":
+			lp.Phase = caffepb.Phase_TRAIN.Enum()
+		case "TEST":
+			lp.Phase = caffepb.Phase_TEST.Enum()
+		}
+		for _, ps := range l.Params {
+			pp := &caffepb.ParamSpec{LrMult: proto.Float32(ps.LRMult), DecayMult: proto.Float32(ps.DecayMult)}
+			if ps.Name != "" {
+				pp.Name = proto.String(ps.Name)
+			}
+			lp.Param = append(lp.Param, pp)
+		}
+		for i, b := range l.Blobs {
+			if b.Absent {
+				return nil, fmt.Errorf("layer %q blob %d is absent (an HDF5 model's shared blob): copy it into a net first", l.Name, i)
+			}
 			lp.Blobs = append(lp.Blobs, blobToProto(b))
 		}
 		np.Layer = append(np.Layer, lp)
@@ -149,7 +183,13 @@ func Encode(n *Net) ([]byte, error) {
 	return proto.Marshal(np)
 }
 
+// blobToProto encodes b with its shape as a BlobShape, or, for a blob
+// read with Caffe's legacy 4-D num/channels/height/width, as read.
 func blobToProto(b Blob) *caffepb.BlobProto {
+	if b.Legacy && len(b.Shape) == 4 {
+		return &caffepb.BlobProto{Num: proto.Int32(int32(b.Shape[0])), Channels: proto.Int32(int32(b.Shape[1])),
+			Height: proto.Int32(int32(b.Shape[2])), Width: proto.Int32(int32(b.Shape[3])), Data: b.Data}
+	}
 	dims := make([]int64, len(b.Shape))
 	for i, d := range b.Shape {
 		dims[i] = int64(d)
@@ -196,22 +236,15 @@ func writeAtomic(path string, b []byte) (err error) {
 	return nil
 }
 
-// LayerInfo describes one layer of a net for FromNet.
-type LayerInfo struct {
-	Name, Type  string
-	Bottom, Top []string
-}
-
-// FromNet makes a Net of layers (in order) whose blobs are the parameter
-// blocks each layer owns, with values from params (laid out as blocks).
-func FromNet(name string, layers []LayerInfo, blocks []model.Block, params []float32) *Net {
+// FromNet makes the Net of a built net's layers (see Resolve), phase
+// "TRAIN" or "TEST", with values from params: every layer with each of
+// its blobs, a shared blob (marked Shared) in every layer that uses it.
+func FromNet(name, phase string, layers []NetLayer, params []float32) *Net {
 	n := &Net{Name: name}
-	for _, li := range layers {
-		l := Layer{Name: li.Name, Type: li.Type, Bottom: li.Bottom, Top: li.Top}
-		for _, b := range blocks {
-			if b.Layer == li.Name {
-				l.Blobs = append(l.Blobs, Blob{Shape: slices.Clone([]int(b.Shape)), Data: params[b.Off : b.Off+b.Len()]})
-			}
+	for _, nl := range layers {
+		l := Layer{Name: nl.Name, Type: nl.Type, Bottom: nl.Bottom, Top: nl.Top, Phase: phase, Params: nl.Params}
+		for j, b := range nl.Blocks {
+			l.Blobs = append(l.Blobs, Blob{Shape: slices.Clone([]int(b.Shape)), Data: params[b.Off : b.Off+b.Len()], Shared: !nl.Owner[j]})
 		}
 		n.Layers = append(n.Layers, l)
 	}
@@ -224,65 +257,109 @@ type Report struct {
 	Copied []string
 	// Ignored lists the file's layers with blobs that the net lacks.
 	Ignored []string
-	// Kept lists the net's layers with parameters that the file lacks;
-	// they keep their initial values.
+	// Kept lists the net's layers with a param blob that no layer of the
+	// file wrote; those blobs keep their initial values.
 	Kept []string
 }
 
-// CopyTrained copies the blobs of src's layers into params (laid out as
-// blocks) by layer name, as Caffe's CopyTrainedLayersFrom. A layer whose
-// blob count or a blob's shape differs is an error naming the layer and
-// both shapes; so is a file of which no layer matches the net (a model of
-// another net), naming the layers of each. file names src in errors.
+// CopyTrained copies src into params (laid out as blocks) by layer name,
+// knowing the net's layers only from its blocks (no shared params); see
+// CopyTrainedNet.
 func CopyTrained(src *Net, file string, blocks []model.Block, params []float32) (Report, error) {
+	return CopyTrainedNet(src, file, blockLayers(blocks), params)
+}
+
+// CopyTrainedNet copies the blobs of src's layers into params by layer
+// name, as Caffe's Net::CopyTrainedLayersFrom does; layers are the net's
+// (see Resolve). Each layer of the file, in order, is copied into the
+// net's layer of that name (the first of that name; the last for an HDF5
+// model, whose layers come in name order), blob by blob; a shared blob is
+// written through whichever layer names it, so a later layer's copy
+// wins. A layer of the file that the net lacks is ignored. A blob count
+// that differs is an error, except that an HDF5 model may lack the blobs
+// a layer shares (Caffe writes them once, in their owner's group); so is
+// a blob whose shape differs (naming the layer and both shapes), and a
+// file of which no layer matches the net (a model of another net), naming
+// the layers of each. file names src in errors.
+func CopyTrainedNet(src *Net, file string, layers []NetLayer, params []float32) (Report, error) {
 	var rep Report
-	byLayer := map[string][]model.Block{}
-	var order []string
-	for _, b := range blocks {
-		if _, ok := byLayer[b.Layer]; !ok {
-			order = append(order, b.Layer)
+	at := map[string]int{}
+	for i, l := range layers {
+		if _, ok := at[l.Name]; !ok || src.HDF5 {
+			at[l.Name] = i
 		}
-		byLayer[b.Layer] = append(byLayer[b.Layer], b)
 	}
-	done := map[string]bool{}
+	written := map[int]bool{} // block offsets written
+	copied := map[string]bool{}
 	for _, l := range src.Layers {
-		target, ok := byLayer[l.Name]
+		have := 0
+		for _, b := range l.Blobs {
+			if !b.Absent {
+				have++
+			}
+		}
+		ti, ok := at[l.Name]
 		if !ok {
-			if len(l.Blobs) > 0 {
+			if have > 0 {
 				rep.Ignored = append(rep.Ignored, l.Name)
 			}
 			continue
 		}
-		if done[l.Name] {
+		target := layers[ti]
+		if src.HDF5 {
+			if len(l.Blobs) > len(target.Blocks) {
+				return rep, fmt.Errorf("%s: layer %q has %d blobs in the file but %d in the net", file, l.Name, len(l.Blobs), len(target.Blocks))
+			}
+			for j := range target.Blocks {
+				if (j >= len(l.Blobs) || l.Blobs[j].Absent) && target.Owner[j] {
+					return rep, fmt.Errorf("%s: layer %q lacks blob %d (dataset /data/%s/%d), which the layer owns in the net", file, l.Name, j, l.Name, j)
+				}
+			}
+		} else if len(l.Blobs) != len(target.Blocks) {
+			return rep, fmt.Errorf("%s: layer %q has %d blobs in the file but %d in the net", file, l.Name, len(l.Blobs), len(target.Blocks))
+		}
+		for i, b := range l.Blobs {
+			if !b.Absent && !shapeEquals(b, target.Blocks[i].Shape) {
+				return rep, fmt.Errorf("%s: layer %q blob %d has shape %s in the file but %s in the net (did num_output or the input change? rename the layer to train it afresh)", file, l.Name, i, shapeString(b.Shape), shapeString(target.Blocks[i].Shape))
+			}
+		}
+		for i, b := range l.Blobs {
+			if b.Absent {
+				continue
+			}
+			tb := target.Blocks[i]
+			copy(params[tb.Off:tb.Off+tb.Len()], b.Data)
+			written[tb.Off] = true
+		}
+		if have > 0 && !copied[l.Name] {
+			copied[l.Name] = true
+			rep.Copied = append(rep.Copied, l.Name)
+		}
+	}
+	var withParams []string
+	for _, l := range layers {
+		if len(l.Blocks) == 0 {
 			continue
 		}
-		if len(l.Blobs) != len(target) {
-			return rep, fmt.Errorf("%s: layer %q has %d blobs in the file but %d in the net", file, l.Name, len(l.Blobs), len(target))
-		}
-		for i, b := range l.Blobs {
-			if !shapeEquals(b, target[i].Shape) {
-				return rep, fmt.Errorf("%s: layer %q blob %d has shape %s in the file but %s in the net (did num_output or the input change? rename the layer to train it afresh)", file, l.Name, i, shapeString(b.Shape), shapeString(target[i].Shape))
+		withParams = append(withParams, l.Name)
+		for _, b := range l.Blocks {
+			if !written[b.Off] {
+				rep.Kept = append(rep.Kept, l.Name)
+				break
 			}
 		}
-		for i, b := range l.Blobs {
-			copy(params[target[i].Off:target[i].Off+target[i].Len()], b.Data)
-		}
-		done[l.Name] = true
-		rep.Copied = append(rep.Copied, l.Name)
 	}
-	for _, name := range order {
-		if !done[name] {
-			rep.Kept = append(rep.Kept, name)
-		}
-	}
-	if len(rep.Copied) == 0 && len(order) > 0 {
+	if len(rep.Copied) == 0 && len(withParams) > 0 {
 		var have []string
 		for _, l := range src.Layers {
-			if len(l.Blobs) > 0 {
-				have = append(have, l.Name)
+			for _, b := range l.Blobs {
+				if !b.Absent {
+					have = append(have, l.Name)
+					break
+				}
 			}
 		}
-		return rep, fmt.Errorf("%s matches no layer of this net: the file has weights for %s; the net has parameters in %s (a model of another net?)", file, listOrNone(have), listOrNone(order))
+		return rep, fmt.Errorf("%s matches no layer of this net: the file has weights for %s; the net has parameters in %s (a model of another net?)", file, listOrNone(have), listOrNone(withParams))
 	}
 	return rep, nil
 }

@@ -72,9 +72,12 @@ func TestRoundTrip(t *testing.T) {
 	for i := range params {
 		params[i] = float32(i) * 0.25
 	}
-	layers := []LayerInfo{{Name: "ip", Type: "InnerProduct", Bottom: []string{"data"}, Top: []string{"ip"}}, {Name: "loss", Type: "SoftmaxWithLoss"}}
+	layers, err := Resolve([]LayerInfo{{Name: "ip", Type: "InnerProduct", Bottom: []string{"data"}, Top: []string{"ip"}}, {Name: "loss", Type: "SoftmaxWithLoss"}}, blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "m.caffemodel")
-	if err := Write(path, FromNet("logreg", layers, blocks, params)); err != nil {
+	if err := Write(path, FromNet("logreg", "TRAIN", layers, params)); err != nil {
 		t.Fatal(err)
 	}
 	n, err := Read(path)

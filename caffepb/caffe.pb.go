@@ -87,6 +87,62 @@ func (Phase) EnumDescriptor() ([]byte, []int) {
 	return file_caffe_proto_rawDescGZIP(), []int{0}
 }
 
+type ParamSpec_DimCheckMode int32
+
+const (
+	ParamSpec_STRICT     ParamSpec_DimCheckMode = 0
+	ParamSpec_PERMISSIVE ParamSpec_DimCheckMode = 1
+)
+
+// Enum value maps for ParamSpec_DimCheckMode.
+var (
+	ParamSpec_DimCheckMode_name = map[int32]string{
+		0: "STRICT",
+		1: "PERMISSIVE",
+	}
+	ParamSpec_DimCheckMode_value = map[string]int32{
+		"STRICT":     0,
+		"PERMISSIVE": 1,
+	}
+)
+
+func (x ParamSpec_DimCheckMode) Enum() *ParamSpec_DimCheckMode {
+	p := new(ParamSpec_DimCheckMode)
+	*p = x
+	return p
+}
+
+func (x ParamSpec_DimCheckMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ParamSpec_DimCheckMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_caffe_proto_enumTypes[1].Descriptor()
+}
+
+func (ParamSpec_DimCheckMode) Type() protoreflect.EnumType {
+	return &file_caffe_proto_enumTypes[1]
+}
+
+func (x ParamSpec_DimCheckMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Do not use.
+func (x *ParamSpec_DimCheckMode) UnmarshalJSON(b []byte) error {
+	num, err := protoimpl.X.UnmarshalJSONEnum(x.Descriptor(), b)
+	if err != nil {
+		return err
+	}
+	*x = ParamSpec_DimCheckMode(num)
+	return nil
+}
+
+// Deprecated: Use ParamSpec_DimCheckMode.Descriptor instead.
+func (ParamSpec_DimCheckMode) EnumDescriptor() ([]byte, []int) {
+	return file_caffe_proto_rawDescGZIP(), []int{6, 0}
+}
+
 type BlobShape struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Dim           []int64                `protobuf:"varint,1,rep,packed,name=dim" json:"dim,omitempty"`
@@ -458,6 +514,7 @@ type LayerParameter struct {
 	Bottom        []string               `protobuf:"bytes,3,rep,name=bottom" json:"bottom,omitempty"`
 	Top           []string               `protobuf:"bytes,4,rep,name=top" json:"top,omitempty"`
 	Phase         *Phase                 `protobuf:"varint,10,opt,name=phase,enum=caffe.Phase" json:"phase,omitempty"`
+	Param         []*ParamSpec           `protobuf:"bytes,6,rep,name=param" json:"param,omitempty"`
 	Blobs         []*BlobProto           `protobuf:"bytes,7,rep,name=blobs" json:"blobs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -528,11 +585,94 @@ func (x *LayerParameter) GetPhase() Phase {
 	return Phase_TRAIN
 }
 
+func (x *LayerParameter) GetParam() []*ParamSpec {
+	if x != nil {
+		return x.Param
+	}
+	return nil
+}
+
 func (x *LayerParameter) GetBlobs() []*BlobProto {
 	if x != nil {
 		return x.Blobs
 	}
 	return nil
+}
+
+// A layer's param { }: how its blob i learns, and the name by which
+// layers share it.
+type ParamSpec struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Name          *string                 `protobuf:"bytes,1,opt,name=name" json:"name,omitempty"`
+	ShareMode     *ParamSpec_DimCheckMode `protobuf:"varint,2,opt,name=share_mode,json=shareMode,enum=caffe.ParamSpec_DimCheckMode" json:"share_mode,omitempty"`
+	LrMult        *float32                `protobuf:"fixed32,3,opt,name=lr_mult,json=lrMult,def=1" json:"lr_mult,omitempty"`
+	DecayMult     *float32                `protobuf:"fixed32,4,opt,name=decay_mult,json=decayMult,def=1" json:"decay_mult,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+// Default values for ParamSpec fields.
+const (
+	Default_ParamSpec_LrMult    = float32(1)
+	Default_ParamSpec_DecayMult = float32(1)
+)
+
+func (x *ParamSpec) Reset() {
+	*x = ParamSpec{}
+	mi := &file_caffe_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ParamSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ParamSpec) ProtoMessage() {}
+
+func (x *ParamSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_caffe_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ParamSpec.ProtoReflect.Descriptor instead.
+func (*ParamSpec) Descriptor() ([]byte, []int) {
+	return file_caffe_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ParamSpec) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *ParamSpec) GetShareMode() ParamSpec_DimCheckMode {
+	if x != nil && x.ShareMode != nil {
+		return *x.ShareMode
+	}
+	return ParamSpec_STRICT
+}
+
+func (x *ParamSpec) GetLrMult() float32 {
+	if x != nil && x.LrMult != nil {
+		return *x.LrMult
+	}
+	return Default_ParamSpec_LrMult
+}
+
+func (x *ParamSpec) GetDecayMult() float32 {
+	if x != nil && x.DecayMult != nil {
+		return *x.DecayMult
+	}
+	return Default_ParamSpec_DecayMult
 }
 
 type V1LayerParameter struct {
@@ -549,7 +689,7 @@ type V1LayerParameter struct {
 
 func (x *V1LayerParameter) Reset() {
 	*x = V1LayerParameter{}
-	mi := &file_caffe_proto_msgTypes[6]
+	mi := &file_caffe_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -561,7 +701,7 @@ func (x *V1LayerParameter) String() string {
 func (*V1LayerParameter) ProtoMessage() {}
 
 func (x *V1LayerParameter) ProtoReflect() protoreflect.Message {
-	mi := &file_caffe_proto_msgTypes[6]
+	mi := &file_caffe_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -574,7 +714,7 @@ func (x *V1LayerParameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use V1LayerParameter.ProtoReflect.Descriptor instead.
 func (*V1LayerParameter) Descriptor() ([]byte, []int) {
-	return file_caffe_proto_rawDescGZIP(), []int{6}
+	return file_caffe_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *V1LayerParameter) GetBottom() []string {
@@ -629,7 +769,7 @@ const (
 
 func (x *SolverState) Reset() {
 	*x = SolverState{}
-	mi := &file_caffe_proto_msgTypes[7]
+	mi := &file_caffe_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -641,7 +781,7 @@ func (x *SolverState) String() string {
 func (*SolverState) ProtoMessage() {}
 
 func (x *SolverState) ProtoReflect() protoreflect.Message {
-	mi := &file_caffe_proto_msgTypes[7]
+	mi := &file_caffe_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -654,7 +794,7 @@ func (x *SolverState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SolverState.ProtoReflect.Descriptor instead.
 func (*SolverState) Descriptor() ([]byte, []int) {
-	return file_caffe_proto_rawDescGZIP(), []int{7}
+	return file_caffe_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SolverState) GetIter() int32 {
@@ -718,7 +858,7 @@ const file_caffe_proto_rawDesc = "" +
 	"\fNetParameter\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12+\n" +
 	"\x05layer\x18d \x03(\v2\x15.caffe.LayerParameterR\x05layer\x12/\n" +
-	"\x06layers\x18\x02 \x03(\v2\x17.caffe.V1LayerParameterR\x06layers\"\xae\x01\n" +
+	"\x06layers\x18\x02 \x03(\v2\x17.caffe.V1LayerParameterR\x06layers\"\xd6\x01\n" +
 	"\x0eLayerParameter\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x16\n" +
@@ -726,7 +866,20 @@ const file_caffe_proto_rawDesc = "" +
 	"\x03top\x18\x04 \x03(\tR\x03top\x12\"\n" +
 	"\x05phase\x18\n" +
 	" \x01(\x0e2\f.caffe.PhaseR\x05phase\x12&\n" +
-	"\x05blobs\x18\a \x03(\v2\x10.caffe.BlobProtoR\x05blobs\"\x8c\x01\n" +
+	"\x05param\x18\x06 \x03(\v2\x10.caffe.ParamSpecR\x05param\x12&\n" +
+	"\x05blobs\x18\a \x03(\v2\x10.caffe.BlobProtoR\x05blobs\"\xc7\x01\n" +
+	"\tParamSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12<\n" +
+	"\n" +
+	"share_mode\x18\x02 \x01(\x0e2\x1d.caffe.ParamSpec.DimCheckModeR\tshareMode\x12\x1a\n" +
+	"\alr_mult\x18\x03 \x01(\x02:\x011R\x06lrMult\x12 \n" +
+	"\n" +
+	"decay_mult\x18\x04 \x01(\x02:\x011R\tdecayMult\"*\n" +
+	"\fDimCheckMode\x12\n" +
+	"\n" +
+	"\x06STRICT\x10\x00\x12\x0e\n" +
+	"\n" +
+	"PERMISSIVE\x10\x01\"\x8c\x01\n" +
 	"\x10V1LayerParameter\x12\x16\n" +
 	"\x06bottom\x18\x02 \x03(\tR\x06bottom\x12\x10\n" +
 	"\x03top\x18\x03 \x03(\tR\x03top\x12\x12\n" +
@@ -755,33 +908,37 @@ func file_caffe_proto_rawDescGZIP() []byte {
 	return file_caffe_proto_rawDescData
 }
 
-var file_caffe_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_caffe_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_caffe_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_caffe_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_caffe_proto_goTypes = []any{
-	(Phase)(0),               // 0: caffe.Phase
-	(*BlobShape)(nil),        // 1: caffe.BlobShape
-	(*BlobProto)(nil),        // 2: caffe.BlobProto
-	(*BlobProtoVector)(nil),  // 3: caffe.BlobProtoVector
-	(*Datum)(nil),            // 4: caffe.Datum
-	(*NetParameter)(nil),     // 5: caffe.NetParameter
-	(*LayerParameter)(nil),   // 6: caffe.LayerParameter
-	(*V1LayerParameter)(nil), // 7: caffe.V1LayerParameter
-	(*SolverState)(nil),      // 8: caffe.SolverState
+	(Phase)(0),                  // 0: caffe.Phase
+	(ParamSpec_DimCheckMode)(0), // 1: caffe.ParamSpec.DimCheckMode
+	(*BlobShape)(nil),           // 2: caffe.BlobShape
+	(*BlobProto)(nil),           // 3: caffe.BlobProto
+	(*BlobProtoVector)(nil),     // 4: caffe.BlobProtoVector
+	(*Datum)(nil),               // 5: caffe.Datum
+	(*NetParameter)(nil),        // 6: caffe.NetParameter
+	(*LayerParameter)(nil),      // 7: caffe.LayerParameter
+	(*ParamSpec)(nil),           // 8: caffe.ParamSpec
+	(*V1LayerParameter)(nil),    // 9: caffe.V1LayerParameter
+	(*SolverState)(nil),         // 10: caffe.SolverState
 }
 var file_caffe_proto_depIdxs = []int32{
-	1, // 0: caffe.BlobProto.shape:type_name -> caffe.BlobShape
-	2, // 1: caffe.BlobProtoVector.blobs:type_name -> caffe.BlobProto
-	6, // 2: caffe.NetParameter.layer:type_name -> caffe.LayerParameter
-	7, // 3: caffe.NetParameter.layers:type_name -> caffe.V1LayerParameter
-	0, // 4: caffe.LayerParameter.phase:type_name -> caffe.Phase
-	2, // 5: caffe.LayerParameter.blobs:type_name -> caffe.BlobProto
-	2, // 6: caffe.V1LayerParameter.blobs:type_name -> caffe.BlobProto
-	2, // 7: caffe.SolverState.history:type_name -> caffe.BlobProto
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	2,  // 0: caffe.BlobProto.shape:type_name -> caffe.BlobShape
+	3,  // 1: caffe.BlobProtoVector.blobs:type_name -> caffe.BlobProto
+	7,  // 2: caffe.NetParameter.layer:type_name -> caffe.LayerParameter
+	9,  // 3: caffe.NetParameter.layers:type_name -> caffe.V1LayerParameter
+	0,  // 4: caffe.LayerParameter.phase:type_name -> caffe.Phase
+	8,  // 5: caffe.LayerParameter.param:type_name -> caffe.ParamSpec
+	3,  // 6: caffe.LayerParameter.blobs:type_name -> caffe.BlobProto
+	1,  // 7: caffe.ParamSpec.share_mode:type_name -> caffe.ParamSpec.DimCheckMode
+	3,  // 8: caffe.V1LayerParameter.blobs:type_name -> caffe.BlobProto
+	3,  // 9: caffe.SolverState.history:type_name -> caffe.BlobProto
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_caffe_proto_init() }
@@ -794,8 +951,8 @@ func file_caffe_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_caffe_proto_rawDesc), len(file_caffe_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   8,
+			NumEnums:      2,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

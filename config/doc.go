@@ -12,7 +12,7 @@
 // naming the field and its position ("lenet.prototxt:14:5: unsupported
 // field 'dilation' in convolution_param of layer 'conv1': ..."); so is a
 // value of the wrong type, an unknown enum value, or a value out of range.
-// A short list of harmless fields (solver_mode, snapshot_format HDF5, device_id,
+// A short list of harmless fields (solver_mode, device_id,
 // snapshot_after_train, debug_info, data_param prefetch, the
 // engine of a layer) is accepted and ignored, each with a warning in
 // NetDef.Warnings or SolverDef.Warnings that the caller should show.

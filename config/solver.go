@@ -64,7 +64,8 @@ type SolverDef struct {
 	// SnapshotPrefix is snapshot_prefix.
 	SnapshotPrefix string
 	// SnapshotFormat is "BINARYPROTO" when the solver asks for Caffe's
-	// .caffemodel and .solverstate snapshots, else "" (dsgd's own).
+	// .caffemodel and .solverstate snapshots, "HDF5" for Caffe's HDF5
+	// ones (.caffemodel.h5 and .solverstate.h5), else "" (dsgd's own).
 	SnapshotFormat string
 	// RandomSeed is random_seed; negative (-1 when absent) means not set.
 	RandomSeed int64
@@ -148,7 +149,7 @@ func ParseSolver(filename string, src []byte) (*SolverDef, error) {
 	r.ignore("device_id", "dsgd computes on the CPU")
 	if f := r.one("snapshot_format"); f != nil {
 		if i := r.enumValue(f, "HDF5", "BINARYPROTO"); i == 0 {
-			d.warnings = append(d.warnings, warning{f.Pos, fmt.Sprintf("%s: ignoring snapshot_format HDF5 in solver: dsgd writes its own format instead (BINARYPROTO writes Caffe's .caffemodel and .solverstate)", f.Pos)})
+			s.SnapshotFormat = "HDF5"
 		} else if i == 1 {
 			s.SnapshotFormat = "BINARYPROTO"
 		}

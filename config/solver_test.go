@@ -49,11 +49,10 @@ func TestCifar10QuickSolver(t *testing.T) {
 		t.Errorf("got %+v", s)
 	}
 	want := []string{
-		file + ":23:1: ignoring snapshot_format HDF5 in solver: dsgd writes its own format instead (BINARYPROTO writes Caffe's .caffemodel and .solverstate)",
 		file + ":26:1: ignoring solver_mode in solver: dsgd computes on the CPU",
 	}
-	if s.SnapshotFormat != "" {
-		t.Errorf("SnapshotFormat = %q, want \"\" for HDF5", s.SnapshotFormat)
+	if s.SnapshotFormat != "HDF5" {
+		t.Errorf("SnapshotFormat = %q, want HDF5", s.SnapshotFormat)
 	}
 	if !slices.Equal(s.Warnings, want) {
 		t.Errorf("Warnings = %q\nwant %q", s.Warnings, want)
@@ -219,7 +218,7 @@ test_compute_loss: true`
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Warnings) != 5 {
+	if len(s.Warnings) != 4 {
 		t.Fatalf("Warnings = %q", s.Warnings)
 	}
 	for i, w := range s.Warnings {

@@ -68,7 +68,7 @@ func ConvertIDX(imagesPath, labelsPath, out string, b db.Backend, progress Progr
 	if err := w.Close(); err != nil {
 		return st, err
 	}
-	if progress != nil {
+	if progress != nil && ds.N%1000 != 0 {
 		progress(ds.N, ds.N)
 	}
 	return st, nil
@@ -184,7 +184,7 @@ func ConvertImageset(list, out string, cfg ImagesetConfig, progress Progress) (C
 		os.RemoveAll(out)
 		return st, err
 	}
-	if progress != nil {
+	if progress != nil && len(entries)%1000 != 0 {
 		progress(len(entries), len(entries))
 	}
 	return st, nil
@@ -261,7 +261,7 @@ func ComputeImageMean(path string, b db.Backend, progress Progress) (*caffepb.Bl
 			progress(i+1, ds.N)
 		}
 	}
-	if progress != nil {
+	if progress != nil && ds.N%10000 != 0 {
 		progress(ds.N, ds.N)
 	}
 	one, c, h, w := int32(1), int32(ds.C), int32(ds.H), int32(ds.W)

@@ -446,3 +446,32 @@ func BenchmarkLoaderNext(b *testing.B) {
 	}
 	b.ReportMetric(float64(l.Stalls())/float64(b.N), "stalls/op")
 }
+
+// TestLoaderRandSkip: rand_skip starts the first epoch at a position
+// drawn below it, as Caffe's DataLayer skips rand() % rand_skip records,
+// then reads on in order; 0 and 1 skip nothing.
+func TestLoaderRandSkip(t *testing.T) {
+	starts := map[int]bool{}
+	for seed := range uint64(40) {
+		for _, skip := range []int{0, 1, 7} {
+			l := newLoader(t, indexed(20), LoaderConfig{BatchSize: 4, Seed: seed, RandSkip: skip})
+			idx, _ := take(t, l, 2)
+			first := idx[0][0]
+			if first < 0 || first >= max(skip, 1) {
+				t.Fatalf("seed %d rand_skip %d: first record %d", seed, skip, first)
+			}
+			for i, v := range slices.Concat(idx...) {
+				if v != (first+i)%20 {
+					t.Fatalf("seed %d rand_skip %d: records %v do not follow in order from %d", seed, skip, idx, first)
+				}
+			}
+			if skip == 7 {
+				starts[first] = true
+			}
+			l.Close()
+		}
+	}
+	if len(starts) < 5 {
+		t.Errorf("rand_skip 7 over 40 seeds started at only %v", starts)
+	}
+}

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 
+import h5py
 import lmdb
 import numpy as np
 import plyvel
@@ -108,6 +109,28 @@ def main():
     assert st.iter == 60 and st.learned_net.endswith("snap_iter_60.caffemodel"), (st.iter, st.learned_net)
     assert [tuple(h.shape.dim) for h in st.history] == [(4, 144), (4,)], [h.shape for h in st.history]
     print("ok: dsgd's .solverstate: iter %d, learned_net %s, %d history blobs" % (st.iter, st.learned_net, len(st.history)))
+
+    # Caffe's HDF5 snapshot format (Net::ToHDF5, SnapshotSolverStateToHDF5).
+    with h5py.File(os.path.join(out, "h5snap_iter_60.caffemodel.h5"), "r") as f:
+        # One group per compute layer of the TRAIN net (dsgd feeds its data
+        # layers from outside the net, so "d" has no group; it has no blobs).
+        assert sorted(f["data"].keys()) == ["ip", "loss"], list(f["data"].keys())
+        assert sorted(f["data/ip"].keys()) == ["0", "1"] and len(f["data/loss"]) == 0
+        w, b = f["data/ip/0"], f["data/ip/1"]
+        assert w.dtype == np.float32 and w.shape == (4, 144) and b.shape == (4,), (w.dtype, w.shape, b.shape)
+        w, b = w[()], b[()]
+    acc = float(((X @ w.astype(np.float64).T + b).argmax(axis=1) == yt).mean())
+    with open(os.path.join(out, "dsgd_test_h5.txt")) as f:
+        dsgd_acc = float([l.split()[1] for l in f if l.strip().startswith("accuracy")][0])
+    assert abs(acc - dsgd_acc) <= 0.0051, (acc, dsgd_acc)
+    print("ok: dsgd's .caffemodel.h5 reads with h5py in Caffe's layout; numpy's test accuracy with its weights %.4f, dsgd test's %.4f" % (acc, dsgd_acc))
+    with h5py.File(os.path.join(out, "h5snap_iter_60.solverstate.h5"), "r") as f:
+        it, cs = f["iter"], f["current_step"]
+        assert it.dtype == np.int32 and it.shape == (1,) and it[0] == 60 and cs.shape == (1,), (it.dtype, it.shape, it[()])
+        ln = f["learned_net"][()].decode()
+        assert f["learned_net"].shape == () and ln.endswith("h5snap_iter_60.caffemodel.h5"), ln
+        assert [f["history"][str(i)].shape for i in range(len(f["history"]))] == [(4, 144), (4,)]
+    print("ok: dsgd's .solverstate.h5: iter 60 (int32), learned_net %s, 2 history datasets" % ln)
 
 
 if __name__ == "__main__":

@@ -4,13 +4,16 @@
 # dsgd write databases, a mean file and a Caffe-format snapshot that
 # scripts/caffe_crosscheck.py reads back with Python's lmdb, plyvel and
 # protobuf. Needs /usr/bin/python3 with python3-lmdb, python3-plyvel,
-# python3-h5py, python3-protobuf, python3-pil and protobuf-compiler.
+# python3-h5py, python3-protobuf, python3-pil, python3-torch and
+# protobuf-compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 /usr/bin/python3 scripts/caffe_fixtures.py
+/usr/bin/python3 scripts/caffe_shared_fixtures.py
+/usr/bin/python3 scripts/caffe_torch_net.py
 $GO test ./data/... ./caffemodel/... 
-$GO test -run 'TestCaffe|TestLabelOutOfRange' ./cmd/dsgd
+$GO test -run 'TestCaffe|TestLabelOutOfRange|TestTorchScoredCaffemodel|TestSharedParams|TestWeightsList|TestDataTools' ./cmd/dsgd
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 $GO build -o "$out/dsgd" ./cmd/dsgd
@@ -36,4 +39,10 @@ snapshot_prefix: "$out/snap" snapshot_format: BINARYPROTO
 SOLVER
 "$out/dsgd" train --solver "$out/solver.prototxt" --net "$out/net.prototxt" --workers 1
 "$out/dsgd" test --solver "$out/solver.prototxt" --net "$out/net.prototxt" --weights "$out/snap_iter_60.caffemodel" | tee "$out/dsgd_test.txt"
+"$out/dsgd" train --solver "$out/solver.prototxt" --net "$out/net.prototxt" --workers 1 --snapshot-format hdf5 --snapshot-prefix "$out/h5snap"
+"$out/dsgd" test --model "$out/net.prototxt" --weights "$out/h5snap_iter_60.caffemodel.h5" --iterations 4 | tee "$out/dsgd_test_h5.txt"
 /usr/bin/python3 scripts/caffe_crosscheck.py "$out"
+# Shared parameters and Caffe's HDF5 layout, against Python-made files.
+mkdir "$out/shared"
+DSGD_CROSSCHECK_OUT="$out/shared" $GO test -count=1 -run TestSharedWritersCrossCheck ./caffemodel/
+/usr/bin/python3 scripts/caffe_shared_fixtures.py check "$out/shared"

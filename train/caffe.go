@@ -19,6 +19,10 @@ const (
 	// PREFIX_iter_N.solverstate, which Caffe reads (snapshot_format:
 	// BINARYPROTO).
 	FormatCaffe = "caffe"
+	// FormatHDF5 writes PREFIX_iter_N.caffemodel.h5 and
+	// PREFIX_iter_N.solverstate.h5, Caffe's HDF5 snapshot format
+	// (snapshot_format: HDF5), which Caffe reads.
+	FormatHDF5 = "hdf5"
 )
 
 // loadWeights copies each .caffemodel into every local rank's parameters
@@ -27,11 +31,15 @@ const (
 func (t *Trainer) loadWeights(files []string) error {
 	for _, r := range t.ranks {
 		for _, f := range files {
-			n, err := caffemodel.Read(f)
+			n, err := caffemodel.ReadModel(f)
 			if err != nil {
 				return fmt.Errorf("train: --weights: %w", err)
 			}
-			rep, err := caffemodel.CopyTrained(n, f, r.net.Blocks(), r.net.Params())
+			layers, err := t.caffeLayers(r)
+			if err != nil {
+				return fmt.Errorf("train: --weights %s: %w", f, err)
+			}
+			rep, err := caffemodel.CopyTrainedNet(n, f, layers, r.net.Params())
 			if err != nil {
 				return fmt.Errorf("train: --weights: %w", err)
 			}
@@ -50,29 +58,39 @@ func (t *Trainer) loadWeights(files []string) error {
 	return nil
 }
 
-// caffeLayers lists the TRAIN net's compute layers for a .caffemodel.
-func (t *Trainer) caffeLayers() []caffemodel.LayerInfo {
-	var out []caffemodel.LayerInfo
-	for _, l := range t.cfg.Train.Layers {
-		out = append(out, caffemodel.LayerInfo{Name: l.Name, Type: l.Config.Type(), Bottom: l.Bottom, Top: l.Top})
-	}
-	return out
+// caffeLayers is rank r's TRAIN net as Caffe's Net holds it: every
+// layer with its param blobs, shared ones included.
+func (t *Trainer) caffeLayers(r *rankState) ([]caffemodel.NetLayer, error) {
+	return caffemodel.Resolve(caffemodel.SpecLayers(t.cfg.Train), r.net.Blocks())
 }
 
-// CaffeSnapshotPaths are the files of a Caffe-format snapshot.
-func CaffeSnapshotPaths(prefix string, iter int) (model, state string) {
+// CaffeSnapshotPaths are the files of a Caffe-format snapshot; with hdf5,
+// of Caffe's HDF5 snapshot format.
+func CaffeSnapshotPaths(prefix string, iter int, hdf5 bool) (model, state string) {
 	base := fmt.Sprintf("%s_iter_%d", prefix, iter)
+	if hdf5 {
+		return base + ".caffemodel.h5", base + ".solverstate.h5"
+	}
 	return base + ".caffemodel", base + ".solverstate"
 }
 
 // snapshotCaffe writes the updating rank's weights as a .caffemodel and
-// its solver history as a .solverstate naming it; it returns the
-// .solverstate's path, which --resume takes.
-func (t *Trainer) snapshotCaffe(iter int) (string, error) {
+// its solver history as a .solverstate naming it (with hdf5, as
+// .caffemodel.h5 and .solverstate.h5); it returns the state's path, which
+// --resume takes.
+func (t *Trainer) snapshotCaffe(iter int, hdf5 bool) (string, error) {
 	u := t.rank(t.updater)
-	mpath, spath := CaffeSnapshotPaths(t.cfg.SnapshotPrefix, iter)
-	n := caffemodel.FromNet(t.cfg.Train.Name, t.caffeLayers(), u.net.Blocks(), u.net.Params())
-	if err := caffemodel.Write(mpath, n); err != nil {
+	mpath, spath := CaffeSnapshotPaths(t.cfg.SnapshotPrefix, iter, hdf5)
+	layers, err := t.caffeLayers(u)
+	if err != nil {
+		return "", fmt.Errorf("train: snapshot: %w", err)
+	}
+	n := caffemodel.FromNet(t.cfg.Train.Name, "TRAIN", layers, u.net.Params())
+	writeModel, writeState := caffemodel.Write, caffemodel.WriteState
+	if hdf5 {
+		writeModel, writeState = caffemodel.WriteHDF5, caffemodel.WriteStateHDF5
+	}
+	if err := writeModel(mpath, n); err != nil {
 		return "", fmt.Errorf("train: snapshot: %w", err)
 	}
 	st := &caffemodel.State{
@@ -81,7 +99,7 @@ func (t *Trainer) snapshotCaffe(iter int) (string, error) {
 		History:     caffemodel.HistoryBlobs(u.solver.History(), u.net.Blocks()),
 		CurrentStep: t.currentStep(iter),
 	}
-	if err := caffemodel.WriteState(spath, st); err != nil {
+	if err := writeState(spath, st); err != nil {
 		return "", fmt.Errorf("train: snapshot: %w", err)
 	}
 	return spath, nil
@@ -102,11 +120,12 @@ func (t *Trainer) currentStep(iter int) int {
 	return n
 }
 
-// resumeCaffe continues from a Caffe .solverstate and the .caffemodel it
-// names (as written, else beside the state file), as `caffe train
-// --snapshot` does. Every layer of the net must be in the model.
+// resumeCaffe continues from a Caffe .solverstate (or .solverstate.h5)
+// and the model it names (as written, else beside the state file), as
+// `caffe train --snapshot` does. Every param blob of the net must be in
+// the model.
 func (t *Trainer) resumeCaffe(path string) error {
-	st, err := caffemodel.ReadState(path)
+	st, err := caffemodel.ReadAnyState(path)
 	if err != nil {
 		return fmt.Errorf("train: %s: %w", t.resumeFlag(), err)
 	}
@@ -114,12 +133,16 @@ func (t *Trainer) resumeCaffe(path string) error {
 	if _, err := os.Stat(mpath); errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(mpath) {
 		mpath = filepath.Join(filepath.Dir(path), filepath.Base(mpath))
 	}
-	n, err := caffemodel.Read(mpath)
+	n, err := caffemodel.ReadModel(mpath)
 	if err != nil {
 		return fmt.Errorf("train: %s %s: learned_net: %w", t.resumeFlag(), path, err)
 	}
 	for _, r := range t.ranks {
-		rep, err := caffemodel.CopyTrained(n, mpath, r.net.Blocks(), r.net.Params())
+		layers, err := t.caffeLayers(r)
+		if err != nil {
+			return fmt.Errorf("train: %s %s: %w", t.resumeFlag(), path, err)
+		}
+		rep, err := caffemodel.CopyTrainedNet(n, mpath, layers, r.net.Params())
 		if err != nil {
 			return fmt.Errorf("train: %s %s: %w", t.resumeFlag(), path, err)
 		}

@@ -82,7 +82,7 @@ type Config struct {
 	// snapshots.
 	Snapshot       int
 	SnapshotPrefix string
-	// SnapshotFormat is FormatDsgd ("" too) or FormatCaffe.
+	// SnapshotFormat is FormatDsgd ("" too), FormatCaffe or FormatHDF5.
 	SnapshotFormat string
 	// Weights lists .caffemodel files whose layers are copied into the
 	// initial weights by name, in order (caffe train --weights).

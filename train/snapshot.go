@@ -46,8 +46,8 @@ func SnapshotPath(prefix string, iter int) string {
 }
 
 func (t *Trainer) snapshot(iter int) (string, error) {
-	if t.cfg.SnapshotFormat == FormatCaffe {
-		return t.snapshotCaffe(iter)
+	if f := t.cfg.SnapshotFormat; f == FormatCaffe || f == FormatHDF5 {
+		return t.snapshotCaffe(iter, f == FormatHDF5)
 	}
 	u := t.rank(t.updater)
 	var sb bytes.Buffer

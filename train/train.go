@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"dsgd/accum"
+	"dsgd/caffemodel"
 	"dsgd/checkpoint"
 	"dsgd/collective"
 	"dsgd/metrics"
@@ -114,8 +114,10 @@ func New(cfg Config) (*Trainer, error) {
 		return nil, err
 	}
 	switch f := cfg.SnapshotFormat; {
-	case f != "" && f != FormatDsgd && f != FormatCaffe:
-		return nil, fmt.Errorf("train: snapshot format %q: want %s or %s", f, FormatDsgd, FormatCaffe)
+	case f != "" && f != FormatDsgd && f != FormatCaffe && f != FormatHDF5:
+		return nil, fmt.Errorf("train: snapshot format %q: want %s, %s or %s", f, FormatDsgd, FormatCaffe, FormatHDF5)
+	case f == FormatHDF5 && cfg.SnapshotPrefix != "" && caffemodel.HDF5Error() != nil:
+		return nil, fmt.Errorf("train: snapshot_format HDF5: %w", caffemodel.HDF5Error())
 	case len(cfg.Weights) > 0 && cfg.Resume != "":
 		return nil, errors.New("train: give --weights or --resume, not both (a snapshot already holds its weights)")
 	}
@@ -126,7 +128,7 @@ func New(cfg Config) (*Trainer, error) {
 	}
 	if cfg.Resume != "" {
 		resume := t.resume
-		if strings.HasSuffix(cfg.Resume, ".solverstate") {
+		if caffemodel.IsState(cfg.Resume) {
 			resume = t.resumeCaffe
 		}
 		if err := resume(cfg.Resume); err != nil {

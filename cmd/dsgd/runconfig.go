@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"dsgd/caffemodel"
 	"dsgd/checkpoint"
 )
 
@@ -56,7 +57,7 @@ func restoreRun(fs *flag.FlagSet, path string, out io.Writer) error {
 	if path == "" {
 		return nil
 	}
-	if strings.HasSuffix(path, ".solverstate") {
+	if caffemodel.IsState(path) {
 		fmt.Fprintf(out, "dsgd: --resume %s: a Caffe solver state records no dsgd run flags: give them again\n", path)
 		return nil
 	}

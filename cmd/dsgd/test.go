@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"dsgd/caffemodel"
 	"dsgd/train"
 )
 
@@ -68,7 +69,7 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		TestShapes: j.testShapes, TestFeeds: j.testFeeds,
 		MaxIter: 1, TestIter: n, Seed: j.seed, Threads: m.threads, Out: io.Discard,
 	}
-	if strings.HasSuffix(*weights, ".caffemodel") {
+	if caffemodel.IsModel(*weights) {
 		cfg.Weights = []string{*weights}
 		cfg.Out = stderr
 	} else {

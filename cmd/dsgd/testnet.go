@@ -24,8 +24,8 @@ const caffeTestIterations = 50
 // output averaged over the iterations. No solver and no TRAIN net are
 // involved, so a deploy net without a loss can be tested too.
 func testNetOnly(ctx context.Context, j *job, m *modelFlags, weights string, iters int, stdout, stderr io.Writer) error {
-	if !strings.HasSuffix(weights, ".caffemodel") {
-		return fmt.Errorf("--weights %s: a net file alone is tested with a .caffemodel (as caffe test); a dsgd snapshot is tested with --solver, the solver of the run that wrote it", weights)
+	if !caffemodel.IsModel(weights) {
+		return fmt.Errorf("--weights %s: a net file alone is tested with a .caffemodel or .caffemodel.h5 (as caffe test); a dsgd snapshot is tested with --solver, the solver of the run that wrote it", weights)
 	}
 	if j.testErr != nil {
 		return j.testErr
@@ -45,11 +45,15 @@ func testNetOnly(ctx context.Context, j *job, m *modelFlags, weights string, ite
 	if err != nil {
 		return err
 	}
-	src, err := caffemodel.Read(weights)
+	src, err := caffemodel.ReadModel(weights)
 	if err != nil {
 		return fmt.Errorf("--weights: %w", err)
 	}
-	rep, err := caffemodel.CopyTrained(src, weights, net.Blocks(), net.Params())
+	netLayers, err := caffemodel.Resolve(caffemodel.SpecLayers(j.test.Spec), net.Blocks())
+	if err != nil {
+		return fmt.Errorf("--weights %s: %w", weights, err)
+	}
+	rep, err := caffemodel.CopyTrainedNet(src, weights, netLayers, net.Params())
 	if err != nil {
 		return fmt.Errorf("--weights: %w", err)
 	}

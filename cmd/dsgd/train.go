@@ -64,7 +64,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.resume = fs.String("resume", "", "continue from this snapshot `FILE`")
 	f.prefix = fs.String("snapshot-prefix", "", "write snapshots to `PREFIX`_iter_N.dsgdsnap (default: the solver's snapshot_prefix; \"none\" disables them)")
 	f.weights = fs.String("weights", "", "start from the weights of these Caffe models (`A.caffemodel[,B.caffemodel]`), copied layer by layer by name as caffe train --weights")
-	f.snapFormat = fs.String("snapshot-format", "", "snapshot format: dsgd (PREFIX_iter_N.dsgdsnap) or caffe (PREFIX_iter_N.caffemodel and .solverstate, which Caffe reads; --resume takes the .solverstate) (default: caffe when the solver says snapshot_format: BINARYPROTO, else dsgd)")
+	f.snapFormat = fs.String("snapshot-format", "", "snapshot format: dsgd (PREFIX_iter_N.dsgdsnap), caffe (PREFIX_iter_N.caffemodel and .solverstate, which Caffe reads; --resume takes the .solverstate) or hdf5 (Caffe's HDF5 format: .caffemodel.h5 and .solverstate.h5) (default: caffe or hdf5 when the solver says snapshot_format: BINARYPROTO or HDF5, else dsgd)")
 	f.testInterval = fs.Int("test-interval", -1, "test every N iterations (default: the solver's test_interval; 0: only at the end)")
 	f.testIter = fs.Int("test-iter", 0, "test batches per test pass (default: the solver's test_iter)")
 	f.display = fs.Int("display", -1, "print progress every N iterations (default: the solver's display)")
@@ -286,13 +286,15 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		cfg.MaxIter = *f.iters
 	}
 	switch {
-	case *f.snapFormat == train.FormatDsgd || *f.snapFormat == train.FormatCaffe:
+	case *f.snapFormat == train.FormatDsgd || *f.snapFormat == train.FormatCaffe || *f.snapFormat == train.FormatHDF5:
 		cfg.SnapshotFormat = *f.snapFormat
 	case *f.snapFormat != "":
-		fmt.Fprintf(stderr, "dsgd: --snapshot-format %q: want dsgd or caffe\n", *f.snapFormat)
+		fmt.Fprintf(stderr, "dsgd: --snapshot-format %q: want dsgd, caffe or hdf5\n", *f.snapFormat)
 		return errUsage
 	case sd.SnapshotFormat == "BINARYPROTO":
 		cfg.SnapshotFormat = train.FormatCaffe
+	case sd.SnapshotFormat == "HDF5":
+		cfg.SnapshotFormat = train.FormatHDF5
 	}
 	switch *f.prefix {
 	case "":
@@ -592,10 +594,10 @@ func splitList(s string) []string {
 }
 
 // resumeIter is the iteration the snapshot at path was taken at: a dsgd
-// snapshot, or Caffe's .solverstate.
+// snapshot, or Caffe's .solverstate (.solverstate.h5).
 func resumeIter(path string) (int, error) {
-	if strings.HasSuffix(path, ".solverstate") {
-		st, err := caffemodel.ReadState(path)
+	if caffemodel.IsState(path) {
+		st, err := caffemodel.ReadAnyState(path)
 		if err != nil {
 			return 0, err
 		}

@@ -1,0 +1,94 @@
+//go:build !purego
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"dsgd/data"
+	"dsgd/data/db"
+)
+
+// TestDataTools: Caffe's three data tools as subcommands, each with
+// progress on stderr and a summary on stdout, a database made by one read
+// by the others, and bad input refused naming the file or flag.
+func TestDataTools(t *testing.T) {
+	dir := t.TempDir()
+	fx := filepath.Join(dir, "fx")
+	copyTree(t, caffeFixtures, fx)
+	imgs, labels := fx+"/idx/train-images-idx3-ubyte", fx+"/idx/train-labels-idx1-ubyte"
+	imageList(t, fx, dir, data.Train, "list.txt")
+	for _, c := range []struct {
+		name     string
+		args     []string
+		progress string
+		summary  string
+	}{
+		{"convert-mnist", []string{"convert-mnist", "--images", imgs, "--labels", labels, "--out", "mnist_lmdb"},
+			"convert-mnist: 400/400", "convert-mnist: wrote 400 records of 1x12x12 to mnist_lmdb (lmdb"},
+		{"convert-mnist leveldb", []string{"convert-mnist", "--images", imgs, "--labels", labels, "--out", "mnist_leveldb", "--backend", "leveldb"},
+			"convert-mnist: 400/400", "to mnist_leveldb (leveldb"},
+		{"convert-imageset", []string{"convert-imageset", "--list", "list.txt", "--root", "png/", "--gray", "--encoded", "--shuffle", "--resize_height", "16", "--resize_width", "14", "--out", "list_lmdb"},
+			"convert-imageset: 400/400", "convert-imageset: wrote 400 encoded records (first 1x16x14) to list_lmdb"},
+		{"compute-image-mean", []string{"compute-image-mean", "--db", "mnist_lmdb", "--out", "mean.binaryproto"},
+			"compute-image-mean: 400/400", "compute-image-mean: mean of 400 images of 1x12x12 written to mean.binaryproto"},
+		{"compute-image-mean of the encoded list", []string{"compute-image-mean", "--db", "list_lmdb", "--out", "list_mean.binaryproto"},
+			"compute-image-mean: 400/400", "mean of 400 images of 1x16x14"},
+	} {
+		code, out, errs := runCmd(t, dir, c.args...)
+		if code != 0 || !strings.Contains(errs, c.progress) || !strings.Contains(out, c.summary) {
+			t.Errorf("%s: exit %d\nstdout %q\nstderr %q\nwant progress %q and summary %q", c.name, code, out, errs, c.progress, c.summary)
+		}
+	}
+	// The shuffled list database holds every image once, in another order.
+	ds, err := data.ReadDB(filepath.Join(dir, "list_lmdb"), data.DBConfig{Backend: db.LMDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, inPlace := map[int]bool{}, 0
+	for i, k := range ds.Keys {
+		var at, file int
+		if _, err := fmt.Sscanf(k, "key \"%08d_train_%04d.png\"", &at, &file); err != nil || at != i {
+			t.Fatalf("record %d: key %s, want Caffe's %%08d_PATH", i, k)
+		}
+		files[file] = true
+		if file == i {
+			inPlace++
+		}
+	}
+	if len(files) != 400 || inPlace > 20 {
+		t.Errorf("convert-imageset --shuffle: %d distinct images, %d of 400 in list order", len(files), inPlace)
+	}
+	if _, err := data.ReadBlobProto(filepath.Join(dir, "mean.binaryproto")); err != nil {
+		t.Error(err)
+	}
+
+	write(t, dir, "badlist.txt", "train_0000.png 0\nnope.png 1\n")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"convert-mnist", "--images", imgs, "--labels", labels, "--out", "mnist_lmdb"}, 1, "mnist_lmdb already exists"},
+		{[]string{"convert-mnist", "--images", "nope-idx", "--labels", labels, "--out", "x_lmdb"}, 1, "nope-idx"},
+		{[]string{"convert-mnist", "--images", imgs}, 2, "--images, --labels and --out are required"},
+		{[]string{"convert-imageset", "--list", "badlist.txt", "--root", "png/", "--out", "y_lmdb"}, 1, "badlist.txt:2"},
+		{[]string{"convert-imageset", "--list", "list.txt", "--resize_height", "5", "--out", "z_lmdb"}, 2, "give both, positive, or neither"},
+		{[]string{"compute-image-mean", "--db", "nope_lmdb", "--out", "m.binaryproto"}, 1, "nope_lmdb"},
+		{[]string{"compute-image-mean", "--db", "mnist_lmdb", "--out", "mean.binaryproto", "--backend", "rocksdb"}, 2, "--backend"},
+	} {
+		code, out, errs := runCmd(t, dir, c.args...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d (want %d)\nstdout %q\nstderr %q\nwant %q", c.args, code, c.code, out, errs, c.want)
+		}
+	}
+	for _, half := range []string{"y_lmdb", "x_lmdb"} {
+		if _, err := os.Stat(filepath.Join(dir, half)); err == nil {
+			t.Errorf("a failed conversion left %s behind", half)
+		}
+	}
+}
