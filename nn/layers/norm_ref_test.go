@@ -23,6 +23,7 @@ type refBatchNormLayer struct {
 	xnorm                  []float32 // the normalised output, for Backward
 	meanDy, meanDyY        []float32 // per channel, Backward's scratch
 }
+
 func (l *refBatchNormLayer) Forward(bottom, top []*tensor.Blob) {
 	x, y := bottom[0].Data, top[0].Data
 	m := l.num * l.spatial
@@ -157,6 +158,7 @@ type refScaleLayer struct {
 	in                []float32 // copy of bottom[0].Data when in place
 	accScale, accBias []float64 // Backward's per-element sums
 }
+
 func (l *refScaleLayer) Forward(bottom, top []*tensor.Blob) {
 	x, y := bottom[0].Data, top[0].Data
 	if bottom[0] == top[0] {
