@@ -68,3 +68,18 @@ func (l *LRN) Forward(src, dst []float32) { panic("dnnl: purego build") }
 
 // Backward is never reached: NewLRN fails.
 func (l *LRN) Backward(src, ddst, dsrc []float32) { panic("dnnl: purego build") }
+
+// Softmax is not available in the purego build.
+type Softmax struct{}
+
+// NewSoftmax fails in the purego build.
+func NewSoftmax(outer, channels, inner int) (*Softmax, error) { return nil, Load() }
+
+// Close does nothing.
+func (s *Softmax) Close() {}
+
+// Forward is never reached: NewSoftmax fails.
+func (s *Softmax) Forward(src, dst []float32) { panic("dnnl: purego build") }
+
+// Backward is never reached: NewSoftmax fails.
+func (s *Softmax) Backward(dst, ddst, dsrc []float32) { panic("dnnl: purego build") }
