@@ -2,7 +2,10 @@
 
 package dnnl
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Load reports that this build has no oneDNN.
 func Load() error { return errors.New("oneDNN is not in the purego build") }
@@ -83,3 +86,9 @@ func (s *Softmax) Forward(src, dst []float32) { panic("dnnl: purego build") }
 
 // Backward is never reached: NewSoftmax fails.
 func (s *Softmax) Backward(dst, ddst, dsrc []float32) { panic("dnnl: purego build") }
+
+// ReorderTime is 0: no oneDNN in this build.
+func ReorderTime() time.Duration { return 0 }
+
+// WeightReorderTime is 0: no oneDNN in this build.
+func WeightReorderTime() time.Duration { return 0 }
