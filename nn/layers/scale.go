@@ -55,6 +55,7 @@ type scaleLayer struct {
 	x, y, a, b   []float32 // input, output, scale, bias (nil: none)
 	dy, dx       []float32 // Backward's gradients (dx nil: not wanted)
 	wantScale    bool      // Backward sums the scale's gradient
+	keep         bool      // Forward copies x to in (in place)
 	fwdFn, bwdFn func(lo, hi, worker int)
 }
 
@@ -160,10 +161,7 @@ func (l *scaleLayer) row(v []float32, o, d int) []float32 {
 
 func (l *scaleLayer) Forward(bottom, top []*tensor.Blob) {
 	x := bottom[0].Data
-	if bottom[0] == top[0] {
-		copy(l.in, x)
-	}
-	l.x, l.y, l.a, l.b = x, top[0].Data, l.scaleData(bottom), nil
+	l.x, l.y, l.a, l.b, l.keep = x, top[0].Data, l.scaleData(bottom), nil, bottom[0] == top[0]
 	if l.bias != nil {
 		l.b = l.bias.Data
 	}
@@ -171,7 +169,8 @@ func (l *scaleLayer) Forward(bottom, top []*tensor.Blob) {
 	l.x, l.y, l.a, l.b = nil, nil, nil, nil
 }
 
-// forwardRows writes y = x·scale + bias for scale elements [lo, hi).
+// forwardRows writes y = x·scale + bias for scale elements [lo, hi),
+// first keeping x for Backward when in place (keep).
 func (l *scaleLayer) forwardRows(lo, hi, _ int) {
 	for d := lo; d < hi; d++ {
 		var b float32
@@ -179,6 +178,9 @@ func (l *scaleLayer) forwardRows(lo, hi, _ int) {
 			b = l.b[d]
 		}
 		for o := range l.outer {
+			if l.keep {
+				copy(l.row(l.in, o, d), l.row(l.x, o, d))
+			}
 			simd.Affine(l.row(l.y, o, d), l.row(l.x, o, d), l.a[d], b)
 		}
 	}
