@@ -1,6 +1,11 @@
 package layers
 
-import "dsgd/tensor/dnnl"
+import (
+	"fmt"
+
+	"dsgd/tensor/dnnl"
+	"dsgd/tensor/simd"
+)
 
 // Softmax (and SoftmaxWithLoss's softmax) runs on oneDNN's JIT softmax
 // when the library loads and has a JIT kernel for the shape (it does for
@@ -26,4 +31,14 @@ func (s *softmax) dnnlSetup() {
 		return // no JIT kernel for this shape: the Go loops
 	}
 	s.dn, s.dnShape = d, [3]int{s.outer, s.channels, s.inner}
+}
+
+// NormEngine describes the kernels of Softmax (and SoftmaxWithLoss) and of
+// BatchNorm and Scale in this process, for the run header.
+func NormEngine() string {
+	sm := "Go loops"
+	if dnnlReady() {
+		sm = "oneDNN"
+	}
+	return fmt.Sprintf("softmax: %s; BatchNorm and Scale: %s, channels split across threads", sm, simd.Impl())
 }

@@ -39,3 +39,6 @@ func affine(dst, x []float32, a, b float32) { affineSSE(dst, x, a, b) }
 func normBackward(dx, dy, y []float32, a, b, inv float32) {
 	normBackwardSSE(dx, dy, y, a, b, inv)
 }
+
+// Impl names the implementation of this package's kernels in this build.
+func Impl() string { return "SSE2 assembly" }

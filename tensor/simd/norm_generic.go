@@ -11,3 +11,6 @@ func affine(dst, x []float32, a, b float32)              { affineGo(dst, x, a, b
 func normBackward(dx, dy, y []float32, a, b, inv float32) {
 	normBackwardGo(dx, dy, y, a, b, inv)
 }
+
+// Impl names the implementation of this package's kernels in this build.
+func Impl() string { return "portable Go" }
