@@ -32,6 +32,7 @@ func printEngine(w io.Writer) {
 	fmt.Fprintf(w, "dsgd: %s\n", tensor.WaitPolicyNote())
 	conv, why := layers.ConvEngine()
 	fmt.Fprintf(w, "dsgd: convolution, pooling and LRN: %s\n", conv)
+	fmt.Fprintf(w, "dsgd: %s\n", layers.NormEngine())
 	switch {
 	case why == "--kernels own":
 		fmt.Fprintf(w, "dsgd:   dsgd's own kernels, as --kernels own asks\n")

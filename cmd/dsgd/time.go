@@ -38,6 +38,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer j.close()
 	j.printNotes(stderr)
 	j.printHeader(stdout, net, m.threads, *iters)
+	probe := newReorderProbe(net, max(*warmup, 0))
 	tm, err := calib.Time(ctx, net, max(*warmup, 0), *iters)
 	if err != nil {
 		return err
@@ -62,6 +63,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "  %-54s %9.3f %9.3f\n", "total", perIter(fwd), perIter(bwd))
 	fmt.Fprintf(stdout, "forward-backward: %.3f ms per iteration (wall)\n", perIter(tm.Wall))
+	probe.print(stdout, *iters, m.threads, perIter(tm.Wall))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"dsgd/tensor"
+	"dsgd/tensor/simd"
 )
 
 // Type returns "BatchNorm".
@@ -32,20 +33,40 @@ func (c *BatchNormConfig) Build(ctx Context) (Layer, error) {
 	if c.UseGlobalStats != nil {
 		global = *c.UseGlobalStats
 	}
-	return &batchNormLayer{global: global, maf: c.MovingAverageFraction, eps: c.Eps}, nil
+	l := &batchNormLayer{global: global, maf: c.MovingAverageFraction, eps: c.Eps, threads: ctx.NumThreads(), pool: ctx.Pool}
+	l.fwdFn, l.bwdFn = l.forwardChannels, l.backwardChannels
+	return l, nil
 }
 
+// batchNormLayer runs on the SSE kernels of package simd (norm.go there),
+// one channel at a time, channels split across the worker threads: each
+// channel's mean, variance and gradient sums are taken by one thread in a
+// fixed order (16-lane float32 sums per image plane, planes added in
+// float64), so the results do not depend on the thread count. oneDNN's
+// batch normalisation was measured against it and not taken: its fast
+// kernel wants channels blocked by 16, and the reorders to and from
+// Caffe's NCHW cost more than this whole layer (docs/benchmarks.md).
 type batchNormLayer struct {
 	global   bool // normalise with the stored statistics
 	maf, eps float32
 	params   []Param // mean, variance, factor
+	threads  int
+	pool     *tensor.Pool
 
 	num, channels, spatial int
 	mean, variance         []float32 // per channel, of the current Forward
 	std                    []float32 // per channel: sqrt(variance + eps)
 	xnorm                  []float32 // the normalised output, for Backward
-	meanDy, meanDyY        []float32 // per channel, Backward's scratch
+
+	// The current pass's operands, read by the workers; fwdFn and bwdFn
+	// are bound once so passing them allocates nothing.
+	x, y, dy, dx []float32
+	fwdFn, bwdFn func(lo, hi, worker int)
 }
+
+// bnPerThread is the element count below which another thread costs more
+// than it saves on these memory-bound passes.
+const bnPerThread = 1 << 15
 
 func (*batchNormLayer) Type() string      { return "BatchNorm" }
 func (l *batchNormLayer) Params() []Param { return l.params }
@@ -69,8 +90,6 @@ func (l *batchNormLayer) Setup(bottom, top []*tensor.Blob) error {
 	l.mean = make([]float32, l.channels)
 	l.variance = make([]float32, l.channels)
 	l.std = make([]float32, l.channels)
-	l.meanDy = make([]float32, l.channels)
-	l.meanDyY = make([]float32, l.channels)
 	return l.Reshape(bottom, top)
 }
 
@@ -97,9 +116,12 @@ func (l *batchNormLayer) Reshape(bottom, top []*tensor.Blob) error {
 	return nil
 }
 
+// workers is how many threads a pass over the blob uses.
+func (l *batchNormLayer) workers() int {
+	return max(1, min(l.threads, l.channels, l.num*l.channels*l.spatial/bnPerThread))
+}
+
 func (l *batchNormLayer) Forward(bottom, top []*tensor.Blob) {
-	x, y := bottom[0].Data, top[0].Data
-	m := l.num * l.spatial
 	if l.global {
 		f := l.params[2].Blob.Data[0]
 		var s float32
@@ -110,64 +132,53 @@ func (l *batchNormLayer) Forward(bottom, top []*tensor.Blob) {
 			l.mean[c] = s * l.params[0].Blob.Data[c]
 			l.variance[c] = s * l.params[1].Blob.Data[c]
 		}
-	} else {
-		l.channelMeans(l.mean, x, nil, m)
 	}
-	// y = x - mean, then (batch statistics) variance = mean of y².
-	for n := range l.num {
-		for c := range l.channels {
-			off := (n*l.channels + c) * l.spatial
-			xs, ys, mu := x[off:off+l.spatial], y[off:off+l.spatial], l.mean[c]
-			for i, v := range xs {
-				ys[i] = v - mu
-			}
-		}
-	}
+	l.x, l.y = bottom[0].Data, top[0].Data
+	l.pool.For(l.channels, l.workers(), l.fwdFn)
+	l.x, l.y = nil, nil
 	if !l.global {
-		l.channelMeans(l.variance, y, y, m)
-		l.updateStats(m)
-	}
-	for c := range l.channels {
-		l.std[c] = float32(math.Sqrt(float64(l.variance[c]) + float64(l.eps)))
-	}
-	for n := range l.num {
-		for c := range l.channels {
-			off := (n*l.channels + c) * l.spatial
-			ys, inv := y[off:off+l.spatial], 1/l.std[c]
-			for i := range ys {
-				ys[i] *= inv
-			}
-		}
-	}
-	if !l.global {
-		copy(l.xnorm, y[:len(l.xnorm)])
+		l.updateStats(l.num * l.spatial)
 	}
 }
 
-// channelMeans sets dst[c] to the mean over images and positions of
-// a·b in channel c, or of a alone when b is nil; m is the number of values
-// per channel.
-func (l *batchNormLayer) channelMeans(dst, a, b []float32, m int) {
-	for c := range l.channels {
-		var s float64
+// plane is image n's plane of channel c in a blob's data.
+func (l *batchNormLayer) plane(v []float32, n, c int) []float32 {
+	off := (n*l.channels + c) * l.spatial
+	return v[off : off+l.spatial]
+}
+
+// forwardChannels normalises channels [lo, hi): with batch statistics it
+// takes each channel's mean, then its biased variance as the mean of
+// (x − mean)², then writes (x − mean)/std to the top and to xnorm.
+func (l *batchNormLayer) forwardChannels(lo, hi, _ int) {
+	m := float64(l.num * l.spatial)
+	for c := lo; c < hi; c++ {
+		if !l.global {
+			var s, q float64
+			for n := range l.num {
+				s += float64(simd.Sum(l.plane(l.x, n, c)))
+			}
+			if m > 0 {
+				s /= m
+			}
+			mu := float32(s)
+			for n := range l.num {
+				q += float64(simd.SumSqDev(l.plane(l.x, n, c), mu))
+			}
+			if m > 0 {
+				q /= m
+			}
+			l.mean[c], l.variance[c] = mu, float32(q)
+		}
+		l.std[c] = float32(math.Sqrt(float64(l.variance[c]) + float64(l.eps)))
+		mu, inv := l.mean[c], 1/l.std[c]
 		for n := range l.num {
-			off := (n*l.channels + c) * l.spatial
-			as := a[off : off+l.spatial]
-			if b == nil {
-				for _, v := range as {
-					s += float64(v)
-				}
-				continue
+			var xn []float32
+			if !l.global {
+				xn = l.plane(l.xnorm, n, c)
 			}
-			bs := b[off : off+l.spatial]
-			for i, v := range as {
-				s += float64(v) * float64(bs[i])
-			}
+			simd.Normalize(l.plane(l.y, n, c), xn, l.plane(l.x, n, c), mu, inv)
 		}
-		if m > 0 {
-			s /= float64(m)
-		}
-		dst[c] = float32(s)
 	}
 }
 
@@ -190,32 +201,36 @@ func (l *batchNormLayer) Backward(top []*tensor.Blob, propagateDown []bool, bott
 	if !propagateDown[0] {
 		return
 	}
-	dy, dx := top[0].Diff, bottom[0].Diff
-	if l.global {
-		for n := range l.num {
-			for c := range l.channels {
-				off := (n*l.channels + c) * l.spatial
-				dys, dxs, inv := dy[off:off+l.spatial], dx[off:off+l.spatial], 1/l.std[c]
-				for i, v := range dys {
-					dxs[i] = v * inv
-				}
+	l.dy, l.dx = top[0].Diff, bottom[0].Diff
+	l.pool.For(l.channels, l.workers(), l.bwdFn)
+	l.dy, l.dx = nil, nil
+}
+
+// backwardChannels writes the input gradient of channels [lo, hi): dy/std
+// with global statistics, else (dy − mean(dy) − mean(dy·y)·y)/std, the
+// means over the channel's values.
+func (l *batchNormLayer) backwardChannels(lo, hi, _ int) {
+	m := float64(l.num * l.spatial)
+	for c := lo; c < hi; c++ {
+		inv := 1 / l.std[c]
+		if l.global {
+			for n := range l.num {
+				simd.Affine(l.plane(l.dx, n, c), l.plane(l.dy, n, c), inv, 0)
 			}
+			continue
 		}
-		return
-	}
-	// dx = (dy - mean(dy) - mean(dy·y)·y) / std, the means per channel.
-	m := l.num * l.spatial
-	meanDy, meanDyY := l.meanDy, l.meanDyY
-	l.channelMeans(meanDy, dy, nil, m)
-	l.channelMeans(meanDyY, dy, l.xnorm, m)
-	for n := range l.num {
-		for c := range l.channels {
-			off := (n*l.channels + c) * l.spatial
-			dys, dxs, ys := dy[off:off+l.spatial], dx[off:off+l.spatial], l.xnorm[off:off+l.spatial]
-			a, b, inv := meanDy[c], meanDyY[c], 1/l.std[c]
-			for i, v := range dys {
-				dxs[i] = (v - a - b*ys[i]) * inv
-			}
+		var a, b float64
+		for n := range l.num {
+			s, p := simd.SumDot(l.plane(l.dy, n, c), l.plane(l.xnorm, n, c))
+			a += float64(s)
+			b += float64(p)
+		}
+		if m > 0 {
+			a /= m
+			b /= m
+		}
+		for n := range l.num {
+			simd.NormBackward(l.plane(l.dx, n, c), l.plane(l.dy, n, c), l.plane(l.xnorm, n, c), float32(a), float32(b), inv)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"dsgd/tensor"
+	"dsgd/tensor/simd"
 )
 
 // Type returns "Scale".
@@ -19,7 +20,7 @@ func (*ScaleConfig) Type() string { return "Scale" }
 // it receives a gradient too. BiasTerm adds a learned bias of the scale's
 // shape, filled by BiasFiller, as the last param. The layer may run in
 // place.
-func (c *ScaleConfig) Build(Context) (Layer, error) {
+func (c *ScaleConfig) Build(ctx Context) (Layer, error) {
 	if c.NumAxes < -1 {
 		return nil, fmt.Errorf("layers: Scale: num_axes %d must be -1 or more", c.NumAxes)
 	}
@@ -29,7 +30,9 @@ func (c *ScaleConfig) Build(Context) (Layer, error) {
 	if err := c.BiasFiller.Validate(); err != nil {
 		return nil, fmt.Errorf("layers: Scale: bias_filler: %w", err)
 	}
-	return &scaleLayer{cfg: *c}, nil
+	l := &scaleLayer{cfg: *c, threads: ctx.NumThreads(), pool: ctx.Pool}
+	l.fwdFn, l.bwdFn = l.forwardRows, l.backwardRows
+	return l, nil
 }
 
 type scaleLayer struct {
@@ -42,6 +45,18 @@ type scaleLayer struct {
 	outer, dim, inner int
 	in                []float32 // copy of bottom[0].Data when in place
 	accScale, accBias []float64 // Backward's per-element sums
+
+	// Its passes run on package simd's kernels, the scale's elements split
+	// across the worker threads; each element's sums are taken by one
+	// thread in a fixed order, so results do not depend on the thread
+	// count. The current pass's operands, read by the workers:
+	threads      int
+	pool         *tensor.Pool
+	x, y, a, b   []float32 // input, output, scale, bias (nil: none)
+	dy, dx       []float32 // Backward's gradients (dx nil: not wanted)
+	wantScale    bool      // Backward sums the scale's gradient
+	keep         bool      // Forward copies x to in (in place)
+	fwdFn, bwdFn func(lo, hi, worker int)
 }
 
 func (*scaleLayer) Type() string      { return "Scale" }
@@ -133,85 +148,92 @@ func (l *scaleLayer) scaleData(bottom []*tensor.Blob) []float32 {
 	return bottom[1].Data
 }
 
+// scaleWorkers is how many threads a pass over count elements uses.
+func (l *scaleLayer) workers(count int) int {
+	return max(1, min(l.threads, l.dim, count/bnPerThread))
+}
+
+// row is the inner run of scale element d in outer slice o.
+func (l *scaleLayer) row(v []float32, o, d int) []float32 {
+	off := (o*l.dim + d) * l.inner
+	return v[off : off+l.inner]
+}
+
 func (l *scaleLayer) Forward(bottom, top []*tensor.Blob) {
-	x, y := bottom[0].Data, top[0].Data
-	if bottom[0] == top[0] {
-		copy(l.in, x)
-	}
-	scale := l.scaleData(bottom)
-	var bias []float32
+	x := bottom[0].Data
+	l.x, l.y, l.a, l.b, l.keep = x, top[0].Data, l.scaleData(bottom), nil, bottom[0] == top[0]
 	if l.bias != nil {
-		bias = l.bias.Data
+		l.b = l.bias.Data
 	}
-	for o := range l.outer {
-		for d := range l.dim {
-			off := (o*l.dim + d) * l.inner
-			xs, ys, a := x[off:off+l.inner], y[off:off+l.inner], scale[d]
-			var b float32
-			if bias != nil {
-				b = bias[d]
+	l.pool.For(l.dim, l.workers(len(x)), l.fwdFn)
+	l.x, l.y, l.a, l.b = nil, nil, nil, nil
+}
+
+// forwardRows writes y = x·scale + bias for scale elements [lo, hi),
+// first keeping x for Backward when in place (keep).
+func (l *scaleLayer) forwardRows(lo, hi, _ int) {
+	for d := lo; d < hi; d++ {
+		var b float32
+		if l.b != nil {
+			b = l.b[d]
+		}
+		for o := range l.outer {
+			if l.keep {
+				copy(l.row(l.in, o, d), l.row(l.x, o, d))
 			}
-			for i, v := range xs {
-				ys[i] = v*a + b
-			}
+			simd.Affine(l.row(l.y, o, d), l.row(l.x, o, d), l.a[d], b)
 		}
 	}
 }
 
 func (l *scaleLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {
-	dy := top[0].Diff
-	x := bottom[0].Data
+	l.x = bottom[0].Data
 	if bottom[0] == top[0] {
-		x = l.in
+		l.x = l.in
 	}
-	// Param and scale-bottom gradients first: in place, bottom[0].Diff is
-	// top[0].Diff and is overwritten below.
-	wantScale := l.scale != nil || propagateDown[1]
-	if wantScale || l.bias != nil {
-		clear(l.accScale)
-		clear(l.accBias)
-		for o := range l.outer {
-			for d := range l.dim {
-				off := (o*l.dim + d) * l.inner
-				dys := dy[off : off+l.inner]
-				if wantScale {
-					l.accScale[d] += tensor.Dot(dys, x[off:off+l.inner])
-				}
-				if l.bias != nil {
-					var s float64
-					for _, v := range dys {
-						s += float64(v)
-					}
-					l.accBias[d] += s
-				}
-			}
+	l.dy, l.a, l.dx = top[0].Diff, l.scaleData(bottom), nil
+	if propagateDown[0] {
+		l.dx = bottom[0].Diff
+	}
+	l.wantScale = l.scale != nil || propagateDown[1]
+	if l.wantScale || l.bias != nil || l.dx != nil {
+		l.pool.For(l.dim, l.workers(len(l.dy)), l.bwdFn)
+	}
+	switch {
+	case l.scale != nil:
+		for d, v := range l.accScale {
+			l.scale.Diff[d] += float32(v)
 		}
-		switch {
-		case l.scale != nil:
-			for d, v := range l.accScale {
-				l.scale.Diff[d] += float32(v)
-			}
-		case propagateDown[1]:
-			for d, v := range l.accScale {
-				bottom[1].Diff[d] = float32(v)
-			}
-		}
-		if l.bias != nil {
-			for d, v := range l.accBias {
-				l.bias.Diff[d] += float32(v)
-			}
+	case propagateDown[1]:
+		for d, v := range l.accScale {
+			bottom[1].Diff[d] = float32(v)
 		}
 	}
-	if !propagateDown[0] {
-		return
+	if l.bias != nil {
+		for d, v := range l.accBias {
+			l.bias.Diff[d] += float32(v)
+		}
 	}
-	scale, dx := l.scaleData(bottom), bottom[0].Diff
-	for o := range l.outer {
-		for d := range l.dim {
-			off := (o*l.dim + d) * l.inner
-			dys, dxs, a := dy[off:off+l.inner], dx[off:off+l.inner], scale[d]
-			for i, v := range dys {
-				dxs[i] = v * a
+	l.x, l.dy, l.a, l.dx = nil, nil, nil, nil
+}
+
+// backwardRows sums the scale's and the bias's gradients of elements [lo,
+// hi) over the outer slices (Σ dy·x and Σ dy) and then, when wanted,
+// writes dx = dy·scale: in place dx is dy, so the sums come first.
+func (l *scaleLayer) backwardRows(lo, hi, _ int) {
+	for d := lo; d < hi; d++ {
+		if l.wantScale || l.bias != nil {
+			var s, p float64
+			for o := range l.outer {
+				sd, sdx := simd.SumDot(l.row(l.dy, o, d), l.row(l.x, o, d))
+				s += float64(sd)
+				p += float64(sdx)
+			}
+			l.accScale[d], l.accBias[d] = p, s
+		}
+		if l.dx != nil {
+			for o := range l.outer {
+				simd.Affine(l.row(l.dx, o, d), l.row(l.dy, o, d), l.a[d], 0)
 			}
 		}
 	}

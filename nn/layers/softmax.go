@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"dsgd/tensor"
+	"dsgd/tensor/dnnl"
 )
 
 // Type returns "Softmax".
@@ -59,7 +60,9 @@ func (l *softmaxLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom
 type softmax struct {
 	ax                     int
 	outer, channels, inner int
-	scratch                []float32 // inner
+	scratch                []float32     // inner
+	dn                     *dnnl.Softmax // nil: the Go loops (softmax_dnnl.go)
+	dnShape                [3]int        // the view dn was built for
 }
 
 // reshape sets the view for a blob of shape s, the softmax along axis.
@@ -71,11 +74,16 @@ func (s *softmax) reshape(layer string, axis int, shape tensor.Shape) error {
 	s.ax = ax
 	s.outer, s.channels, s.inner = shape.CountRange(0, ax), shape[ax], shape.CountFrom(ax+1)
 	s.scratch = fitBuf(s.scratch, s.inner)
+	s.dnnlSetup()
 	return nil
 }
 
 // forward writes softmax(x) to y; y may be x.
 func (s *softmax) forward(y, x []float32) {
+	if s.dn != nil {
+		s.dn.Forward(x, y)
+		return
+	}
 	n, inner := s.channels*s.inner, s.inner
 	m := s.scratch
 	for o := range s.outer {
@@ -112,6 +120,10 @@ func (s *softmax) forward(y, x []float32) {
 // backward writes dx = y·(dy - Σ_c dy·y) given the output y and its
 // gradient dy; dx may be dy.
 func (s *softmax) backward(dx, dy, y []float32) {
+	if s.dn != nil {
+		s.dn.Backward(y, dy, dx)
+		return
+	}
 	n, inner := s.channels*s.inner, s.inner
 	dot := s.scratch
 	for o := range s.outer {

@@ -7,6 +7,7 @@ package dnnl
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <oneapi/dnnl/dnnl.h>
 
 // The header gives the types and prototypes; the functions are looked up
@@ -37,6 +38,9 @@ DSGD_FN(dnnl_pooling_forward_desc_init)
 DSGD_FN(dnnl_pooling_backward_desc_init)
 DSGD_FN(dnnl_lrn_forward_desc_init)
 DSGD_FN(dnnl_lrn_backward_desc_init)
+DSGD_FN(dnnl_softmax_forward_desc_init)
+DSGD_FN(dnnl_softmax_backward_desc_init)
+DSGD_FN(dnnl_primitive_desc_query)
 DSGD_FN(dnnl_get_effective_cpu_isa)
 DSGD_FN(dnnl_version)
 static void (*p_omp_set_num_threads)(int);
@@ -72,6 +76,9 @@ static const char *dsgd_dnnl_load(const char *name) {
 	DSGD_LOAD(dnnl_pooling_backward_desc_init)
 	DSGD_LOAD(dnnl_lrn_forward_desc_init)
 	DSGD_LOAD(dnnl_lrn_backward_desc_init)
+	DSGD_LOAD(dnnl_softmax_forward_desc_init)
+	DSGD_LOAD(dnnl_softmax_backward_desc_init)
+	DSGD_LOAD(dnnl_primitive_desc_query)
 	DSGD_LOAD(dnnl_get_effective_cpu_isa)
 	DSGD_LOAD(dnnl_version)
 	// oneDNN's OpenMP runtime came with it; dsgd holds it to one thread.
@@ -102,6 +109,7 @@ static void dsgd_dnnl_version(int *v) {
 typedef struct {
 	dnnl_memory_t user, inner;
 	dnnl_primitive_t reorder;
+	int wei; // a weight port: its time counts apart from the activations'
 } port_t;
 
 static dnnl_status_t port_init(port_t *p, const dnnl_memory_desc_t *user_md, const dnnl_memory_desc_t *want, int out) {
@@ -127,10 +135,21 @@ static void port_free(port_t *p) {
 
 static dnnl_memory_t port_mem(port_t *p) { return p->inner ? p->inner : p->user; }
 
+// reorder_ns[0] is the time every thread has spent reordering
+// activations and their gradients, summed: what keeping them in oneDNN's
+// layouts between layers would save; reorder_ns[1] the same for weights.
+static int64_t reorder_ns[2];
+
+static int64_t dsgd_reorder_ns(int wei) { return __atomic_load_n(&reorder_ns[wei], __ATOMIC_RELAXED); }
+
 static void port_run(port_t *p, dnnl_stream_t s, int out) {
 	if (!p->inner) return;
 	dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, out ? p->inner : p->user}, {DNNL_ARG_TO, out ? p->user : p->inner}};
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	p_dnnl_primitive_execute(p->reorder, s, 2, a);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	__atomic_add_fetch(&reorder_ns[p->wei], (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec), __ATOMIC_RELAXED);
 }
 
 // port_in sets the caller's buffer and brings it into the primitive's layout.
@@ -229,6 +248,7 @@ static conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, const char **
 	if (!c->w_src_from_fwd && port_init(&c->w_src, &u_src, qmd(wpd, dnnl_query_src_md), 0)) goto fail;
 	if (!c->w_ddst_from_data && port_init(&c->w_ddst, &u_dst, qmd(wpd, dnnl_query_diff_dst_md), 0)) goto fail;
 	if (port_init(&c->w_dwei, &u_wei, qmd(wpd, dnnl_query_diff_weights_md), 1)) goto fail;
+	c->f_wei.wei = c->d_wei.wei = c->w_dwei.wei = 1;
 	if (bias && port_init(&c->w_dbia, &u_bia, &u_bia, 1)) goto fail;
 	p_dnnl_primitive_desc_destroy(fpd);
 	p_dnnl_primitive_desc_destroy(dpd);
@@ -445,6 +465,85 @@ static void dsgd_pool_backward(pool_t *p, float *src, float *ddst, float *dsrc) 
 	p_dnnl_primitive_execute(p->bwd, p->s, n, a);
 	port_run(&p->dsrc, p->s, 1);
 }
+
+// softmax_t is a softmax along axis 1 of an outer x channels x inner
+// tensor (plain layout), forward and backward; the caller's buffers are
+// used directly (no reorders).
+typedef struct {
+	dnnl_stream_t s;
+	dnnl_primitive_t fwd, bwd;
+	dnnl_memory_t src, dst, ddst, dsrc, pad_f, pad_b;
+} softmax_t;
+
+static void dsgd_softmax_free(softmax_t *p) {
+	if (!p) return;
+	dnnl_memory_t m[] = {p->src, p->dst, p->ddst, p->dsrc, p->pad_f, p->pad_b};
+	for (int i = 0; i < 6; i++) if (m[i]) p_dnnl_memory_destroy(m[i]);
+	if (p->fwd) p_dnnl_primitive_destroy(p->fwd);
+	if (p->bwd) p_dnnl_primitive_destroy(p->bwd);
+	if (p->s) p_dnnl_stream_destroy(p->s);
+	free(p);
+}
+
+// dsgd_softmax_create builds the softmax; *impl names oneDNN's
+// implementation (the caller refuses its reference code).
+static softmax_t *dsgd_softmax_create(int64_t outer, int64_t c, int64_t inner, const char **why, const char **impl) {
+	dnnl_dims_t d = {outer, c, inner};
+	dnnl_memory_desc_t md;
+	int nd = inner == 1 ? 2 : 3;
+	p_dnnl_memory_desc_init_by_tag(&md, nd, d, dnnl_f32, nd == 2 ? dnnl_ab : dnnl_abc);
+	one_thread();
+	softmax_t *p = calloc(1, sizeof(softmax_t));
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
+	dnnl_softmax_desc_t fd, bd;
+	*why = "attributes";
+	if (p_dnnl_primitive_attr_create(&attr) != dnnl_success ||
+	    p_dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) goto fail;
+	*why = "stream";
+	if (p_dnnl_stream_create(&p->s, eng, dnnl_stream_default_flags) != dnnl_success) goto fail;
+	*why = "softmax descriptors";
+	if (p_dnnl_softmax_forward_desc_init(&fd, dnnl_forward_training, &md, 1) != dnnl_success) goto fail;
+	if (p_dnnl_softmax_backward_desc_init(&bd, &md, &md, 1) != dnnl_success) goto fail;
+	if (p_dnnl_primitive_desc_create(&fpd, &fd, attr, eng, NULL) != dnnl_success) goto fail;
+	if (p_dnnl_primitive_desc_create(&bpd, &bd, attr, eng, fpd) != dnnl_success) goto fail;
+	*impl = "";
+	p_dnnl_primitive_desc_query(fpd, dnnl_query_impl_info_str, 0, impl);
+	*why = "primitives";
+	if (p_dnnl_primitive_create(&p->fwd, fpd) != dnnl_success) goto fail;
+	if (p_dnnl_primitive_create(&p->bwd, bpd) != dnnl_success) goto fail;
+	*why = "memories";
+	if (p_dnnl_memory_create(&p->pad_f, qmd(fpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_ALLOCATE)) goto fail;
+	if (p_dnnl_memory_create(&p->pad_b, qmd(bpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_ALLOCATE)) goto fail;
+	if (p_dnnl_memory_create(&p->src, &md, eng, DNNL_MEMORY_NONE)) goto fail;
+	if (p_dnnl_memory_create(&p->dst, &md, eng, DNNL_MEMORY_NONE)) goto fail;
+	if (p_dnnl_memory_create(&p->ddst, &md, eng, DNNL_MEMORY_NONE)) goto fail;
+	if (p_dnnl_memory_create(&p->dsrc, &md, eng, DNNL_MEMORY_NONE)) goto fail;
+	*why = NULL;
+fail:
+	if (fpd) p_dnnl_primitive_desc_destroy(fpd);
+	if (bpd) p_dnnl_primitive_desc_destroy(bpd);
+	if (attr) p_dnnl_primitive_attr_destroy(attr);
+	return p;
+}
+
+static void dsgd_softmax_forward(softmax_t *p, float *src, float *dst) {
+	one_thread();
+	p_dnnl_memory_set_data_handle(p->src, src);
+	p_dnnl_memory_set_data_handle(p->dst, dst);
+	dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_DST, p->dst}, {DNNL_ARG_SCRATCHPAD, p->pad_f}};
+	p_dnnl_primitive_execute(p->fwd, p->s, 3, a);
+}
+
+static void dsgd_softmax_backward(softmax_t *p, float *dst, float *ddst, float *dsrc) {
+	one_thread();
+	p_dnnl_memory_set_data_handle(p->dst, dst);
+	p_dnnl_memory_set_data_handle(p->ddst, ddst);
+	p_dnnl_memory_set_data_handle(p->dsrc, dsrc);
+	dnnl_exec_arg_t a[4] = {{DNNL_ARG_DST, p->dst}, {DNNL_ARG_DIFF_DST, p->ddst}, {DNNL_ARG_DIFF_SRC, p->dsrc},
+	                        {DNNL_ARG_SCRATCHPAD, p->pad_b}};
+	p_dnnl_primitive_execute(p->bwd, p->s, 4, a);
+}
 */
 import "C"
 
@@ -454,6 +553,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -757,4 +857,87 @@ func (l *LRN) Backward(src, ddst, dsrc []float32) {
 	checkLen("diff src", dsrc, n)
 	C.dsgd_pool_backward(l.p, ptr(src), ptr(ddst), ptr(dsrc))
 	runtime.KeepAlive(l)
+}
+
+// Softmax is a softmax along the channel axis of an outer×channels×inner
+// tensor in plain (Caffe) layout, forward and backward, on oneDNN's JIT
+// kernels, run on the calling thread. It is not safe for concurrent use.
+type Softmax struct {
+	outer, channels, inner int
+	p                      *C.softmax_t
+}
+
+// NewSoftmax builds the softmax for one shape. It fails when oneDNN is not
+// loaded or would run it on its reference (not JIT) code, which is slower
+// than dsgd's own loops.
+func NewSoftmax(outer, channels, inner int) (*Softmax, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
+	if outer <= 0 || channels <= 0 || inner <= 0 {
+		return nil, fmt.Errorf("dnnl: invalid softmax %dx%dx%d", outer, channels, inner)
+	}
+	var why, impl *C.char
+	p := C.dsgd_softmax_create(C.int64_t(outer), C.int64_t(channels), C.int64_t(inner), &why, &impl)
+	if why != nil {
+		msg := C.GoString(why)
+		C.dsgd_softmax_free(p)
+		return nil, fmt.Errorf("dnnl: no softmax for %dx%dx%d: %s failed", outer, channels, inner, msg)
+	}
+	if name := C.GoString(impl); !strings.HasPrefix(name, "jit") {
+		C.dsgd_softmax_free(p)
+		return nil, fmt.Errorf("dnnl: softmax %dx%dx%d has no JIT kernel (implementation %q)", outer, channels, inner, name)
+	}
+	s := &Softmax{outer: outer, channels: channels, inner: inner, p: p}
+	runtime.SetFinalizer(s, (*Softmax).Close)
+	return s, nil
+}
+
+// Close frees the primitives. A closed Softmax must not be used.
+func (s *Softmax) Close() {
+	if s.p != nil {
+		C.dsgd_softmax_free(s.p)
+		s.p = nil
+	}
+}
+
+// Forward writes dst = softmax(src) along the channels; dst may be src.
+func (s *Softmax) Forward(src, dst []float32) {
+	n := s.outer * s.channels * s.inner
+	checkLen("src", src, n)
+	checkLen("dst", dst, n)
+	C.dsgd_softmax_forward(s.p, ptr(src), ptr(dst))
+	runtime.KeepAlive(s)
+}
+
+// Backward writes dsrc = dst·(ddst − Σ_c ddst·dst), given the forward
+// output dst and its gradient ddst; dsrc may be ddst.
+func (s *Softmax) Backward(dst, ddst, dsrc []float32) {
+	n := s.outer * s.channels * s.inner
+	checkLen("dst", dst, n)
+	checkLen("diff dst", ddst, n)
+	checkLen("diff src", dsrc, n)
+	C.dsgd_softmax_backward(s.p, ptr(dst), ptr(ddst), ptr(dsrc))
+	runtime.KeepAlive(s)
+}
+
+// ReorderTime is the time spent so far reordering activations and their
+// gradients between Caffe's NCHW and the blocked layouts oneDNN's kernels
+// want (convolution, LRN), summed over every thread: what keeping them
+// blocked between layers would save. WeightReorderTime is the same for
+// convolution weights and their gradients. Both are 0 before a successful
+// Load.
+func ReorderTime() time.Duration {
+	if Load() != nil {
+		return 0
+	}
+	return time.Duration(C.dsgd_reorder_ns(0))
+}
+
+// WeightReorderTime: see ReorderTime.
+func WeightReorderTime() time.Duration {
+	if Load() != nil {
+		return 0
+	}
+	return time.Duration(C.dsgd_reorder_ns(1))
 }

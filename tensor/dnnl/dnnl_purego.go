@@ -2,7 +2,10 @@
 
 package dnnl
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Load reports that this build has no oneDNN.
 func Load() error { return errors.New("oneDNN is not in the purego build") }
@@ -68,3 +71,24 @@ func (l *LRN) Forward(src, dst []float32) { panic("dnnl: purego build") }
 
 // Backward is never reached: NewLRN fails.
 func (l *LRN) Backward(src, ddst, dsrc []float32) { panic("dnnl: purego build") }
+
+// Softmax is not available in the purego build.
+type Softmax struct{}
+
+// NewSoftmax fails in the purego build.
+func NewSoftmax(outer, channels, inner int) (*Softmax, error) { return nil, Load() }
+
+// Close does nothing.
+func (s *Softmax) Close() {}
+
+// Forward is never reached: NewSoftmax fails.
+func (s *Softmax) Forward(src, dst []float32) { panic("dnnl: purego build") }
+
+// Backward is never reached: NewSoftmax fails.
+func (s *Softmax) Backward(dst, ddst, dsrc []float32) { panic("dnnl: purego build") }
+
+// ReorderTime is 0: no oneDNN in this build.
+func ReorderTime() time.Duration { return 0 }
+
+// WeightReorderTime is 0: no oneDNN in this build.
+func WeightReorderTime() time.Duration { return 0 }

@@ -1,6 +1,7 @@
-// Package dnnl runs convolutions on oneDNN (Debian's libdnnl2, the library
-// PyTorch's CPU convolutions and Intel's Caffe fork use), which JIT-compiles
-// kernels for the instruction set of the CPU it finds (AVX-512, AVX2, ...).
+// Package dnnl runs convolutions, pooling, LRN and softmax on oneDNN
+// (Debian's libdnnl2, the library PyTorch's CPU convolutions and Intel's
+// Caffe fork use), which JIT-compiles kernels for the instruction set of
+// the CPU it finds (AVX-512, AVX2, ...).
 //
 // The library is opened at run time (dlopen) the first time it is asked
 // for, so a machine without it still runs: Load reports why it is missing
@@ -13,5 +14,6 @@
 // not depend on oneDNN's threading and a given thread count gives the same
 // numbers run after run. Tensors are in Caffe's layouts (NCHW data, OIHW
 // weights, GOIHW with groups); a Conv reorders them to the blocked layouts
-// oneDNN's kernels want and back, inside each call.
+// oneDNN's kernels want and back, inside each call, and ReorderTime says
+// how long those reorders took. A Softmax runs on the plain layout.
 package dnnl
