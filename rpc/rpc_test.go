@@ -359,10 +359,12 @@ func TestServerNeverAnswers(t *testing.T) {
 // TestKeepAlive checks that a handler running for several timeouts is
 // waited for, thanks to the server's keep-alives.
 func TestKeepAlive(t *testing.T) {
-	timeout := 150 * time.Millisecond
+	// The handler sleeps four timeouts; the timeout is long enough that a
+	// loaded machine still delivers the keep-alives within it.
+	timeout := 400 * time.Millisecond
 	srv, _ := startServer(t, Config{Timeout: timeout})
 	cl := dial(t, srv.Addr(), Config{Timeout: timeout})
-	if err := cl.Call(context.Background(), &Request{Op: opSleep, Ints: [NumInts]int64{600}}, &Response{}); err != nil {
+	if err := cl.Call(context.Background(), &Request{Op: opSleep, Ints: [NumInts]int64{1600}}, &Response{}); err != nil {
 		t.Fatal(err)
 	}
 	echo(t, cl, 5, "", &Response{})

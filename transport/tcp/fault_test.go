@@ -140,8 +140,11 @@ func testPeerProcessKilled(t *testing.T, mode Shm) {
 	case <-time.After(testTimeout):
 		t.Fatal("rank 1 still blocked on the dead rank 2")
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("failures seen after %v", d)
+	// Seen from the closed connection, not from a deadline: every read
+	// deadline here is testTimeout (a bound loose enough for a loaded
+	// machine; the error kinds above say which path reported it).
+	if d := time.Since(start); d >= testTimeout {
+		t.Errorf("failures seen after %v, no sooner than a deadline", d)
 	}
 	t.Logf("rank 0: %v", err)
 	if left, _ := os.ReadDir(dir); len(left) != 0 {

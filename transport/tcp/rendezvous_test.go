@@ -267,8 +267,8 @@ func TestRendezvousCancel(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, errs := connectAll(ctx, cfgs[:2]) // rank 2 never comes
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("cancelled Connects took %v", d)
+	if d := time.Since(start); d >= testTimeout {
+		t.Fatalf("cancelled Connects took %v, as long as the configured timeout", d)
 	}
 	for i, err := range errs {
 		if err == nil {
