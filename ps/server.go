@@ -195,7 +195,11 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		}
 	case opJoin:
 		if said := int(req.Ints[1]); said != 0 && s.workers != 0 && said != s.workers {
-			return fmt.Errorf("ps: worker %d runs a job of %d workers, but this server serves %d (--workers): start both with the same count", w, said, s.workers)
+			err := fmt.Errorf("ps: worker %d from %s runs a job of %d workers, but this server serves %d (--workers): start both with the same count", w, connAddr(ctx), said, s.workers)
+			if s.elog != nil {
+				s.elog(err)
+			}
+			return err
 		}
 		iter, err := s.join(ctx, w)
 		resp.Ints[0] = int64(iter)

@@ -74,7 +74,9 @@ func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token
 			return nil, nil, fmt.Errorf("--center %s: %w", addr, err)
 		}
 		w := tr.Net().Params()
-		c, err := smb.NewCenter(cl, smb.CenterConfig{Workers: workers, N: len(w), Weights: w, Finish: tr.Finish(), MaxIter: tr.MaxIter(),
+		// The worker claims its rank before it joins: the server refuses
+		// a second live worker of that rank and another --workers.
+		c, err := smb.NewClaimingCenter(cl, smb.CenterConfig{Workers: workers, N: len(w), Weights: w, Finish: tr.Finish(), MaxIter: tr.MaxIter(),
 			MaxUpdateNorm: *f.maxUpdateNorm})
 		if err != nil {
 			cl.Close()
@@ -204,6 +206,7 @@ func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	clients := fs.String("clients", "2,4,8,16", "--bench: client counts")
 	size := fs.String("bytes", "64MiB", "--bench: each client's buffer")
 	shmMode := fs.String("shm", "on", smbShmUsage)
+	workers := fs.Int("workers", 0, "the job's worker count: a worker started with another --workers is refused (default: the first worker's)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -230,7 +233,11 @@ func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "dsgd smb: %v\n", err)
 		return errUsage
 	}
-	return serveSMB(ctx, *listen, tok, *timeout, 0, noShm, stdout)
+	if *workers < 0 {
+		fmt.Fprintf(stderr, "dsgd smb: --workers %d: want a count > 0 (or 0: the first worker's)\n", *workers)
+		return errUsage
+	}
+	return serveSMB(ctx, *listen, tok, *timeout, 0, *workers, noShm, stdout)
 }
 
 // jobName is the name of the job in a blob store's keys: --job, else

@@ -31,6 +31,8 @@ func cases() []faultCase {
 		// Servers and the wire.
 		{"ps-emfile", "ps with 64 fds and 200 idle strangers keeps serving", 60 * time.Second, psEMFILE},
 		{"smb-preauth-flood", "2000 pre-auth 200 KiB hellos: smb grows < 100 MB and serves", 60 * time.Second, smbFlood},
+		{"ps-duplicate-rank", "ps: a second live rank 1 and a rank of another world size refused naming both; a killed rank rejoins", 90 * time.Second, rankClaims("async", false)},
+		{"smb-duplicate-rank", "smb: a second live rank 1 and a rank of another world size refused naming both; a killed rank rejoins", 90 * time.Second, rankClaims("seasgd", true)},
 		{"rendezvous-strangers", "60 16 MiB hellos, 200 silent sockets: rank 0 grows < 30 MB, the group forms", 60 * time.Second, rendezvousStrangers},
 		// Launcher and snapshots.
 		{"ctrl-c-inproc", "SIGINT: snapshot, resume hint, exit 130", 60 * time.Second, ctrlC(syscall.SIGINT, 130)},
