@@ -78,6 +78,8 @@ type Server struct {
 	workers int
 	silence time.Duration
 
+	stale staleTracker // how old the weights behind each push were
+
 	dirty atomic.Bool // the center changed since the last publication
 	// pubMu guards version and pub, and orders publications.
 	pubMu   sync.Mutex
@@ -209,13 +211,17 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		if err := s.c.Pull(ctx, w, buf); err != nil {
 			return err
 		}
+		s.stale.readBy(w)
 		resp.Data = buf
 	case opPush:
 		if err := s.checkLen("a delta", w, len(req.Data)); err != nil {
 			return err
 		}
 		defer s.dirty.Store(true)
-		return s.c.Push(ctx, w, req.Data)
+		if err := s.c.Push(ctx, w, req.Data); err != nil {
+			return err
+		}
+		s.stale.pushedBy(w)
 	case opElastic:
 		if err := s.checkLen("weights", w, len(req.Data)); err != nil {
 			return err
@@ -224,6 +230,7 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		if err := s.c.Elastic(ctx, w, req.Data, float32(req.Floats[0])); err != nil {
 			return err
 		}
+		s.stale.updated()
 		resp.Data = req.Data
 	case opRound:
 		if err := s.checkLen("gradients", w, len(req.Data)); err != nil {
@@ -245,6 +252,7 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		if err := s.c.Elastic(ctx, w, x, float32(req.Floats[0])); err != nil {
 			return err
 		}
+		s.stale.updated()
 		if err := s.store.PutFloats(ctx, req.Text, x); err != nil {
 			return fmt.Errorf("ps: putting worker %d's exchanged weights under %s: %w", w, req.Text, err)
 		}
@@ -290,6 +298,7 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		if err := s.c.Push(ctx, w, buf); err != nil {
 			return err
 		}
+		s.stale.pushedBy(w)
 		if err := s.publish(ctx); err != nil {
 			return err
 		}
@@ -305,6 +314,9 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 			}
 		}
 		resp.Ints[0] = s.version
+		// The worker reads what this version check says is current (or
+		// newer): its staleness counts from here.
+		s.stale.readBy(w)
 	default:
 		return fmt.Errorf("ps: unknown operation %d", req.Op)
 	}

@@ -172,9 +172,10 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 		if *f.center.shard != "" {
 			suffix += ":" + strings.ReplaceAll(*f.center.shard, "/", "of")
 		}
-		return servePSStore(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, st, suffix, stdout)
-	}
-	if err := servePS(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, 0, stdout); err != nil {
+		if err := servePSStore(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, st, suffix, stdout, reg); err != nil {
+			return err
+		}
+	} else if err := servePS(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, 0, stdout, reg); err != nil {
 		return err
 	}
 	st := local.Stats()
@@ -184,13 +185,17 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 
 // servePSStore is servePS with the weights carried through a blob store.
 // suffix, appended to every key, carries the job's name (and the shard's).
-func servePSStore(ctx context.Context, addr, token string, c *center.Local, workers int, timeout time.Duration, st ps.BlobStore, suffix string, stdout io.Writer) error {
+func servePSStore(ctx context.Context, addr, token string, c *center.Local, workers int, timeout time.Duration, st ps.BlobStore, suffix string, stdout io.Writer, reg *prometheus.Registry) error {
 	srv, err := ps.Listen(addr, c, ps.ServerConfig{Token: token, Timeout: timeout, Store: st, Workers: workers, Silence: psSilence(timeout), KeySuffix: suffix,
 		ErrorLog: func(err error) { fmt.Fprintf(stdout, "ps: %v\n", err) }})
 	if err != nil {
 		return err
 	}
+	if reg != nil {
+		registerServer(reg, srv)
+	}
 	fmt.Fprintf(stdout, "ps: serving %d parameters on %s, weights through %s\n", srv.N(), srv.Addr(), "redis")
+	defer printStaleness(stdout, srv.Staleness)
 	return srv.Serve(ctx)
 }
 

@@ -75,10 +75,12 @@ func TestMetricsListen(t *testing.T) {
 	w := startChild(t, dir, "worker", "worker", "--scheme", "async", "--rank", "0", "--world", "1", "--center", addr, "--solver", "solver.prototxt", "--threads", "1", "--iters", "30", "--test-interval", "0", "--snapshot-prefix", "none")
 	// The server stops once its worker is done: scrape while it trains.
 	pulls := 0.0
+	var during string // a scrape while the worker trains
 	for text := scrape(ps); ; {
 		// The center's counters appear once the server has built it.
 		if strings.Contains(text, "\ndsgd_center_pulls_total ") {
 			pulls = max(pulls, value(text, "dsgd_center_pulls_total"))
+			during = text
 		}
 		if pulls > 0 || !w.running() {
 			break
@@ -94,6 +96,17 @@ func TestMetricsListen(t *testing.T) {
 	}
 	if pulls < 1 {
 		t.Errorf("dsgd_center_pulls_total stayed %v while a worker trained", pulls)
+	} else {
+		if c := value(during, "dsgd_center_connected_workers"); c != 1 {
+			t.Errorf("dsgd_center_connected_workers %v while one worker trained", c)
+		}
+		// One worker: each push is computed on what it last read.
+		if n, sum := value(during, "dsgd_center_push_staleness_count"), value(during, "dsgd_center_push_staleness_sum"); n < 0 || sum != 0 {
+			t.Errorf("staleness of a lone worker's %v pushes sums to %v, want 0", n, sum)
+		}
+		if r := value(during, "dsgd_center_refused_total"); r != 0 {
+			t.Errorf("dsgd_center_refused_total %v", r)
+		}
 	}
 	w.wait(t, 60*time.Second)
 }
