@@ -33,6 +33,8 @@ func cases() []faultCase {
 		{"smb-preauth-flood", "2000 pre-auth 200 KiB hellos: smb grows < 100 MB and serves", 60 * time.Second, smbFlood},
 		{"ps-duplicate-rank", "ps: a second live rank 1 and a rank of another world size refused naming both; a killed rank rejoins", 90 * time.Second, rankClaims("async", false)},
 		{"smb-duplicate-rank", "smb: a second live rank 1 and a rank of another world size refused naming both; a killed rank rejoins", 90 * time.Second, rankClaims("seasgd", true)},
+		{"async-worker-diverges", "a worker's 1e30 push refused by --max-update-norm naming worker 2; the others finish", 90 * time.Second, divergingWorker},
+		{"redis-two-jobs", "a second job's ps on one Redis refused naming the first; accepted once the first ended", 60 * time.Second, redisTwoJobs},
 		{"rendezvous-strangers", "60 16 MiB hellos, 200 silent sockets: rank 0 grows < 30 MB, the group forms", 60 * time.Second, rendezvousStrangers},
 		// Launcher and snapshots.
 		{"ctrl-c-inproc", "SIGINT: snapshot, resume hint, exit 130", 60 * time.Second, ctrlC(syscall.SIGINT, 130)},
@@ -68,6 +70,7 @@ func cases() []faultCase {
 		// The operator's view.
 		{"help-stdout", "-h prints to stdout, exit 0", 30 * time.Second, helpStdout},
 		{"unknown-flag", "an unknown flag: one line saying how to get help, exit 2", 30 * time.Second, unknownFlag},
+		{"metrics-scrape", "--metrics-listen serves Prometheus metrics on loopback; dsgd_iteration grows", 60 * time.Second, metricsScrape},
 		{"log-plain", "progress to a file has no terminal escapes", 60 * time.Second, logPlain},
 	}
 }
