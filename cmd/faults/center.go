@@ -72,6 +72,7 @@ func redisTwoJobs(h *harness, dir string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	redis := exec.CommandContext(ctx, bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
 	if err := redis.Start(); err != nil {
+		cancel()
 		return err.Error()
 	}
 	defer func() { cancel(); redis.Wait() }()
