@@ -30,6 +30,7 @@ func cases() []faultCase {
 	return []faultCase{
 		// Servers and the wire.
 		{"ps-emfile", "ps with 64 fds and 200 idle strangers keeps serving", 60 * time.Second, psEMFILE},
+		{"smb-emfile", "smb with 64 fds and 200 idle strangers keeps serving", 60 * time.Second, smbEMFILE},
 		{"smb-preauth-flood", "2000 pre-auth 200 KiB hellos: smb grows < 100 MB and serves", 60 * time.Second, smbFlood},
 		{"ps-duplicate-rank", "ps: a second live rank 1 and a rank of another world size refused naming both; a killed rank rejoins", 90 * time.Second, rankClaims("async", false)},
 		{"smb-duplicate-rank", "smb: a second live rank 1 and a rank of another world size refused naming both; a killed rank rejoins", 90 * time.Second, rankClaims("seasgd", true)},
@@ -66,6 +67,7 @@ func cases() []faultCase {
 		// Security.
 		{"ps-no-token-off-loopback", "ps on 0.0.0.0 without a token refuses to start", 30 * time.Second, noToken("ps", "--scheme", "async", "--workers", "2", "--solver", "solver.prototxt", "--listen", "0.0.0.0:0")},
 		{"smb-no-token-off-loopback", "smb on 0.0.0.0 without a token refuses to start", 30 * time.Second, noToken("smb", "--listen", "0.0.0.0:0")},
+		{"rendezvous-no-token-off-loopback", "a rank 0 whose rendezvous is on 0.0.0.0 without a token refuses to start", 30 * time.Second, noToken("worker", "--rank", "0", "--world", "2", "--rendezvous", "0.0.0.0:0", "--solver", "solver.prototxt", "--threads", "1", "--iters", "5")},
 		{"secrets-off-argv", "the launcher's children carry no token in argv (nor --store URL)", 60 * time.Second, secretsOffArgv},
 		// The operator's view.
 		{"help-stdout", "-h prints to stdout, exit 0", 30 * time.Second, helpStdout},

@@ -158,3 +158,30 @@ func metricsScrape(h *harness, dir string) string {
 	p.wait(30 * time.Second)
 	return ""
 }
+
+// smbEMFILE: the shared buffer server with its descriptors lowered to 64
+// and 200 idle strangers keeps serving (item 1, as ps-emfile for ps): a
+// seasgd worker trains against it afterwards.
+func smbEMFILE(h *harness, dir string) string {
+	addr := freeAddr()
+	cmd := exec.Command("sh", "-c", `ulimit -n 64 && exec "$0" "$@"`, h.exe, "smb", "--listen", addr, "--shm", "off")
+	smb := h.startCmd(dir, []string{"DSGD_TOKEN=faults"}, cmd)
+	defer smb.stop()
+	if err := waitListening(addr, 20*time.Second); err != nil {
+		return err.Error() + ": " + lastLines(smb.out.String())
+	}
+	conns := dialMany(addr, 200, nil)
+	defer closeAll(conns)
+	time.Sleep(500 * time.Millisecond)
+	if !smb.running() {
+		return "smb exited under the flood: " + lastLines(smb.out.String())
+	}
+	closeAll(conns)
+	w := h.start(dir, []string{"DSGD_TOKEN=faults"}, "worker", "--scheme", "seasgd", "--rank", "0", "--world", "1", "--center", "smb://"+addr, "--shm", "off",
+		"--solver", "solver.prototxt", "--threads", "1", "--iters", "20", "--snapshot-prefix", "none", "--test-interval", "0")
+	if code := w.wait(40 * time.Second); code != 0 {
+		w.stop()
+		return fmt.Sprintf("a worker after the flood: exit %d: %s", code, lastLines(w.out.String()))
+	}
+	return crashed(smb.out.String())
+}
