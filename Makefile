@@ -29,7 +29,7 @@ test:
 
 # The fault matrix: what a client, a bad file or Ctrl-C can do to dsgd, on
 # loopback, each case bounded in time; a table of case, expectation and
-# outcome (about 30 s).
+# outcome (about 1.5 min).
 faults: build
 	$(GO) run ./cmd/faults -dsgd ./dsgd
 

@@ -169,3 +169,12 @@ func (s *Server) log(msgs []error) {
 		s.elog(err)
 	}
 }
+
+// connAddr is the address of the client whose call ctx serves, or
+// "an unknown address" outside a connection.
+func connAddr(ctx context.Context) string {
+	if c := rpc.ConnFrom(ctx); c != nil {
+		return c.RemoteAddr()
+	}
+	return "an unknown address"
+}

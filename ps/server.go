@@ -78,6 +78,8 @@ type Server struct {
 	workers int
 	silence time.Duration
 
+	stale staleTracker // how old the weights behind each push were
+
 	dirty atomic.Bool // the center changed since the last publication
 	// pubMu guards version and pub, and orders publications.
 	pubMu   sync.Mutex
@@ -195,7 +197,11 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		}
 	case opJoin:
 		if said := int(req.Ints[1]); said != 0 && s.workers != 0 && said != s.workers {
-			return fmt.Errorf("ps: worker %d runs a job of %d workers, but this server serves %d (--workers): start both with the same count", w, said, s.workers)
+			err := fmt.Errorf("ps: worker %d from %s runs a job of %d workers, but this server serves %d (--workers): start both with the same count", w, connAddr(ctx), said, s.workers)
+			if s.elog != nil {
+				s.elog(err)
+			}
+			return err
 		}
 		iter, err := s.join(ctx, w)
 		resp.Ints[0] = int64(iter)
@@ -205,13 +211,17 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		if err := s.c.Pull(ctx, w, buf); err != nil {
 			return err
 		}
+		s.stale.readBy(w)
 		resp.Data = buf
 	case opPush:
 		if err := s.checkLen("a delta", w, len(req.Data)); err != nil {
 			return err
 		}
 		defer s.dirty.Store(true)
-		return s.c.Push(ctx, w, req.Data)
+		if err := s.c.Push(ctx, w, req.Data); err != nil {
+			return err
+		}
+		s.stale.pushedBy(w)
 	case opElastic:
 		if err := s.checkLen("weights", w, len(req.Data)); err != nil {
 			return err
@@ -220,6 +230,7 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		if err := s.c.Elastic(ctx, w, req.Data, float32(req.Floats[0])); err != nil {
 			return err
 		}
+		s.stale.updated()
 		resp.Data = req.Data
 	case opRound:
 		if err := s.checkLen("gradients", w, len(req.Data)); err != nil {
@@ -241,6 +252,7 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		if err := s.c.Elastic(ctx, w, x, float32(req.Floats[0])); err != nil {
 			return err
 		}
+		s.stale.updated()
 		if err := s.store.PutFloats(ctx, req.Text, x); err != nil {
 			return fmt.Errorf("ps: putting worker %d's exchanged weights under %s: %w", w, req.Text, err)
 		}
@@ -286,6 +298,7 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		if err := s.c.Push(ctx, w, buf); err != nil {
 			return err
 		}
+		s.stale.pushedBy(w)
 		if err := s.publish(ctx); err != nil {
 			return err
 		}
@@ -301,6 +314,9 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 			}
 		}
 		resp.Ints[0] = s.version
+		// The worker reads what this version check says is current (or
+		// newer): its staleness counts from here.
+		s.stale.readBy(w)
 	default:
 		return fmt.Errorf("ps: unknown operation %d", req.Op)
 	}

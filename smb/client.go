@@ -30,6 +30,7 @@ type Client struct {
 	closed bool
 
 	shmc shmClient // the server's buffers mapped here (shm.go)
+	hold claimHold // the ranks this client claimed (claim.go)
 }
 
 // conn is one connection with its reusable request and response.
@@ -98,6 +99,7 @@ func (cl *Client) Close() error {
 		c.c.Close()
 	}
 	cl.closeShm()
+	cl.closeClaims()
 	return nil
 }
 
@@ -158,7 +160,7 @@ func (c *conn) call(ctx context.Context, op uint32, text string, ints [rpc.NumIn
 }
 
 // sentinels are the errors a server's message may carry.
-var sentinels = []error{ErrUnknownKey, ErrBounds, ErrSize, ErrLimit, ErrInvalid}
+var sentinels = []error{ErrUnknownKey, ErrBounds, ErrSize, ErrLimit, ErrInvalid, ErrRank}
 
 // remoteErr is a server's error with the sentinel its message names.
 type remoteErr struct {

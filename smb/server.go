@@ -41,6 +41,9 @@ const (
 	opWaitControl
 	// opFree: Text key.
 	opFree
+	// opClaim: Ints[0] rank, Ints[1] the job's worker count → Ints[0]
+	// how often to renew, in ms (claim.go).
+	opClaim
 )
 
 // maxWaitSlice bounds one Wait or WaitControl request on the server; a
@@ -70,6 +73,9 @@ type Config struct {
 	// ErrorLog (server), when set, receives each error that closed a
 	// connection.
 	ErrorLog func(error)
+	// Workers (server) is the job's worker count: a rank claimed with
+	// another count is refused (claim.go). 0 means the first claim's.
+	Workers int
 	// NoShm (client) never maps a server's buffers: every read and write
 	// crosses the connection, even from the server's own host (shm.go).
 	NoShm bool
@@ -81,14 +87,15 @@ func (c Config) rpc() rpc.Config {
 
 // Server serves a Store over TCP.
 type Server struct {
-	srv   *rpc.Server
-	store *Store
+	srv    *rpc.Server
+	store  *Store
+	claims *claims
 }
 
 // Listen listens on addr (an empty host means the loopback 127.0.0.1,
 // port 0 a free port) and returns a server of store; call Serve.
 func Listen(addr string, store *Store, cfg Config) (*Server, error) {
-	s := &Server{store: store}
+	s := &Server{store: store, claims: newClaims(cfg)}
 	srv, err := rpc.Listen(addr, cfg.rpc(), s.dispatch)
 	if err != nil {
 		return nil, fmt.Errorf("smb: %w", err)
@@ -150,6 +157,9 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		return err
 	case opFree:
 		return st.Free(ctx, key)
+	case opClaim:
+		resp.Ints[0] = max(s.claims.ping.Milliseconds(), 1)
+		return s.claims.claim(ctx, intArg(req.Ints[0]), intArg(req.Ints[1]))
 	case opRead, opWrite:
 		return s.readWrite(ctx, req, resp)
 	case opAccumulate:

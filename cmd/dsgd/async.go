@@ -74,7 +74,9 @@ func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token
 			return nil, nil, fmt.Errorf("--center %s: %w", addr, err)
 		}
 		w := tr.Net().Params()
-		c, err := smb.NewCenter(cl, smb.CenterConfig{Workers: workers, N: len(w), Weights: w, Finish: tr.Finish(), MaxIter: tr.MaxIter(),
+		// The worker claims its rank before it joins: the server refuses
+		// a second live worker of that rank and another --workers.
+		c, err := smb.NewClaimingCenter(cl, smb.CenterConfig{Workers: workers, N: len(w), Weights: w, Finish: tr.Finish(), MaxIter: tr.MaxIter(),
 			MaxUpdateNorm: *f.maxUpdateNorm})
 		if err != nil {
 			cl.Close()
@@ -170,9 +172,10 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 		if *f.center.shard != "" {
 			suffix += ":" + strings.ReplaceAll(*f.center.shard, "/", "of")
 		}
-		return servePSStore(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, st, suffix, stdout)
-	}
-	if err := servePS(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, 0, stdout); err != nil {
+		if err := servePSStore(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, st, suffix, stdout, reg); err != nil {
+			return err
+		}
+	} else if err := servePS(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, 0, stdout, reg); err != nil {
 		return err
 	}
 	st := local.Stats()
@@ -182,13 +185,17 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 
 // servePSStore is servePS with the weights carried through a blob store.
 // suffix, appended to every key, carries the job's name (and the shard's).
-func servePSStore(ctx context.Context, addr, token string, c *center.Local, workers int, timeout time.Duration, st ps.BlobStore, suffix string, stdout io.Writer) error {
+func servePSStore(ctx context.Context, addr, token string, c *center.Local, workers int, timeout time.Duration, st ps.BlobStore, suffix string, stdout io.Writer, reg *prometheus.Registry) error {
 	srv, err := ps.Listen(addr, c, ps.ServerConfig{Token: token, Timeout: timeout, Store: st, Workers: workers, Silence: psSilence(timeout), KeySuffix: suffix,
 		ErrorLog: func(err error) { fmt.Fprintf(stdout, "ps: %v\n", err) }})
 	if err != nil {
 		return err
 	}
+	if reg != nil {
+		registerServer(reg, srv)
+	}
 	fmt.Fprintf(stdout, "ps: serving %d parameters on %s, weights through %s\n", srv.N(), srv.Addr(), "redis")
+	defer printStaleness(stdout, srv.Staleness)
 	return srv.Serve(ctx)
 }
 
@@ -204,6 +211,7 @@ func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	clients := fs.String("clients", "2,4,8,16", "--bench: client counts")
 	size := fs.String("bytes", "64MiB", "--bench: each client's buffer")
 	shmMode := fs.String("shm", "on", smbShmUsage)
+	workers := fs.Int("workers", 0, "the job's worker count: a worker started with another --workers is refused (default: the first worker's)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -230,7 +238,11 @@ func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "dsgd smb: %v\n", err)
 		return errUsage
 	}
-	return serveSMB(ctx, *listen, tok, *timeout, 0, noShm, stdout)
+	if *workers < 0 {
+		fmt.Fprintf(stderr, "dsgd smb: --workers %d: want a count > 0 (or 0: the first worker's)\n", *workers)
+		return errUsage
+	}
+	return serveSMB(ctx, *listen, tok, *timeout, 0, *workers, noShm, stdout)
 }
 
 // jobName is the name of the job in a blob store's keys: --job, else

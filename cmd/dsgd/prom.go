@@ -75,6 +75,7 @@ func registerCenter(reg *prometheus.Registry, stats func() center.Stats) {
 	counter("dsgd_center_exchanges_total", "Elastic exchanges with the center.", func(s center.Stats) int64 { return s.Exchanges })
 	counter("dsgd_center_rounds_total", "Weed-out rounds closed.", func(s center.Stats) int64 { return s.Rounds })
 	counter("dsgd_center_dropped_total", "Gradients dropped as late (weed-out).", func(s center.Stats) int64 { return s.Dropped })
+	counter("dsgd_center_refused_total", "Updates refused as non-finite or too large (the worker is named in the log).", func(s center.Stats) int64 { return s.Refused })
 	counter("dsgd_center_waits_total", "Clock calls that waited for a slower worker (ssp).", func(s center.Stats) int64 { return s.Waits })
 	counter("dsgd_center_bytes_total", "Bytes of float32 values through the center, both ways.", func(s center.Stats) int64 { return 4 * s.Values })
 }

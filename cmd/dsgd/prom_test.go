@@ -72,15 +72,22 @@ func TestMetricsListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := startChild(t, dir, "ps", "ps", "--scheme", "async", "--workers", "1", "--solver", "solver.prototxt", "--threads", "1", "--listen", addr, "--metrics-listen", "127.0.0.1:0")
-	w := startChild(t, dir, "worker", "worker", "--scheme", "async", "--rank", "0", "--world", "1", "--center", addr, "--solver", "solver.prototxt", "--threads", "1", "--iters", "30", "--test-interval", "0", "--snapshot-prefix", "none")
-	// The server stops once its worker is done: scrape while it trains.
-	pulls := 0.0
+	w := startChild(t, dir, "worker", "worker", "--scheme", "async", "--rank", "0", "--world", "1", "--center", addr, "--solver", "solver.prototxt", "--threads", "1", "--iters", "300", "--straggle", "p=1:5ms", "--test-interval", "0", "--snapshot-prefix", "none")
+	// The server stops once its worker is done: scrape while it trains
+	// (at least 1.5 s: 300 iterations of 5 ms or more), until the
+	// worker is seen connected, having pulled.
+	pulls, connected := 0.0, 0.0
+	var during string // a scrape while the worker trains
 	for text := scrape(ps); ; {
-		// The center's counters appear once the server has built it.
-		if strings.Contains(text, "\ndsgd_center_pulls_total ") {
+		// The center's counters appear once the server has built it,
+		// the server's own once it listens.
+		if strings.Contains(text, "\ndsgd_center_pulls_total ") && strings.Contains(text, "\ndsgd_center_connected_workers ") {
 			pulls = max(pulls, value(text, "dsgd_center_pulls_total"))
+			if connected = value(text, "dsgd_center_connected_workers"); connected == 1 {
+				during = text
+			}
 		}
-		if pulls > 0 || !w.running() {
+		if (pulls > 0 && connected == 1) || !w.running() {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -92,8 +99,19 @@ func TestMetricsListen(t *testing.T) {
 		resp.Body.Close()
 		text = string(b)
 	}
-	if pulls < 1 {
+	switch {
+	case pulls < 1:
 		t.Errorf("dsgd_center_pulls_total stayed %v while a worker trained", pulls)
+	case during == "":
+		t.Errorf("dsgd_center_connected_workers never 1 while one worker trained (last %v)", connected)
+	default:
+		// One worker: each push is computed on what it last read.
+		if n, sum := value(during, "dsgd_center_push_staleness_count"), value(during, "dsgd_center_push_staleness_sum"); n < 0 || sum != 0 {
+			t.Errorf("staleness of a lone worker's %v pushes sums to %v, want 0", n, sum)
+		}
+		if r := value(during, "dsgd_center_refused_total"); r != 0 {
+			t.Errorf("dsgd_center_refused_total %v", r)
+		}
 	}
 	w.wait(t, 60*time.Second)
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"dsgd/center"
 	"dsgd/ps"
@@ -19,7 +22,7 @@ import (
 // defaults.
 // workers (0: unchecked) is the job's worker count; a worker of another
 // count, or a second worker with a live worker's rank, is refused.
-func servePS(ctx context.Context, addr, token string, c center.Center, workers int, timeout time.Duration, maxFrame int, stdout io.Writer) error {
+func servePS(ctx context.Context, addr, token string, c center.Center, workers int, timeout time.Duration, maxFrame int, stdout io.Writer, reg *prometheus.Registry) error {
 	var mu sync.Mutex // serialises the connection goroutines' lines
 	srv, err := ps.Listen(addr, c, ps.ServerConfig{
 		Token:    token,
@@ -36,10 +39,38 @@ func servePS(ctx context.Context, addr, token string, c center.Center, workers i
 	if err != nil {
 		return err
 	}
+	if reg != nil {
+		registerServer(reg, srv)
+	}
 	mu.Lock()
 	fmt.Fprintf(stdout, "ps: serving %d parameters on %s\n", srv.N(), srv.Addr())
 	mu.Unlock()
+	defer printStaleness(stdout, srv.Staleness)
 	return srv.Serve(ctx)
+}
+
+// printStaleness prints how stale the server's pushes were, and how many
+// had each staleness, once it has served some.
+func printStaleness(stdout io.Writer, get func() ps.Staleness) {
+	st := get()
+	if st.Pushes == 0 {
+		return
+	}
+	var b strings.Builder
+	for k, n := range st.Hist {
+		if n == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		if k == len(st.Hist)-1 {
+			fmt.Fprintf(&b, "%d+:%d", k, n)
+		} else {
+			fmt.Fprintf(&b, "%d:%d", k, n)
+		}
+	}
+	fmt.Fprintf(stdout, "ps: %v (pushes by staleness %s)\n", st, b.String())
 }
 
 // psSilence is how long a joined worker may stay silent before the

@@ -30,7 +30,12 @@ func cases() []faultCase {
 	return []faultCase{
 		// Servers and the wire.
 		{"ps-emfile", "ps with 64 fds and 200 idle strangers keeps serving", 60 * time.Second, psEMFILE},
+		{"smb-emfile", "smb with 64 fds and 200 idle strangers keeps serving", 60 * time.Second, smbEMFILE},
 		{"smb-preauth-flood", "2000 pre-auth 200 KiB hellos: smb grows < 100 MB and serves", 60 * time.Second, smbFlood},
+		{"ps-duplicate-rank", "ps: a second live rank 1 and a rank of another world size refused naming both; a killed rank rejoins", 90 * time.Second, rankClaims("async", false)},
+		{"smb-duplicate-rank", "smb: a second live rank 1 and a rank of another world size refused naming both; a killed rank rejoins", 90 * time.Second, rankClaims("seasgd", true)},
+		{"async-worker-diverges", "a worker's 1e30 push refused by --max-update-norm naming worker 2; the others finish", 90 * time.Second, divergingWorker},
+		{"redis-two-jobs", "a second job's ps on one Redis refused naming the first; accepted once the first ended", 60 * time.Second, redisTwoJobs},
 		{"rendezvous-strangers", "60 16 MiB hellos, 200 silent sockets: rank 0 grows < 30 MB, the group forms", 60 * time.Second, rendezvousStrangers},
 		// Launcher and snapshots.
 		{"ctrl-c-inproc", "SIGINT: snapshot, resume hint, exit 130", 60 * time.Second, ctrlC(syscall.SIGINT, 130)},
@@ -62,10 +67,12 @@ func cases() []faultCase {
 		// Security.
 		{"ps-no-token-off-loopback", "ps on 0.0.0.0 without a token refuses to start", 30 * time.Second, noToken("ps", "--scheme", "async", "--workers", "2", "--solver", "solver.prototxt", "--listen", "0.0.0.0:0")},
 		{"smb-no-token-off-loopback", "smb on 0.0.0.0 without a token refuses to start", 30 * time.Second, noToken("smb", "--listen", "0.0.0.0:0")},
+		{"rendezvous-no-token-off-loopback", "a rank 0 whose rendezvous is on 0.0.0.0 without a token refuses to start", 30 * time.Second, noToken("worker", "--rank", "0", "--world", "2", "--rendezvous", "0.0.0.0:0", "--solver", "solver.prototxt", "--threads", "1", "--iters", "5")},
 		{"secrets-off-argv", "the launcher's children carry no token in argv (nor --store URL)", 60 * time.Second, secretsOffArgv},
 		// The operator's view.
 		{"help-stdout", "-h prints to stdout, exit 0", 30 * time.Second, helpStdout},
 		{"unknown-flag", "an unknown flag: one line saying how to get help, exit 2", 30 * time.Second, unknownFlag},
+		{"metrics-scrape", "--metrics-listen serves Prometheus metrics on loopback; dsgd_iteration grows", 60 * time.Second, metricsScrape},
 		{"log-plain", "progress to a file has no terminal escapes", 60 * time.Second, logPlain},
 	}
 }
