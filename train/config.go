@@ -128,6 +128,11 @@ type Config struct {
 	// Metrics, when set, receives one JSON line per iteration per worker
 	// (see IterMetrics).
 	Metrics io.Writer
+	// OnIterMetrics, when set, receives the same per-iteration figures
+	// as Metrics, for every worker this process runs, on that worker's
+	// goroutine (a caller with several workers must be safe for
+	// concurrent calls).
+	OnIterMetrics func(IterMetrics)
 	// Timeline, when set, receives a trace of every local rank's work
 	// (see traceRank): per-layer forward and backward, communication,
 	// updates and waits. The caller closes it after Run.

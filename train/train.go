@@ -227,6 +227,10 @@ func (t *Trainer) resumeFlag() string {
 // once the trainer exists.
 func (t *Trainer) SetOnIter(f func(iter int, loss float64, d time.Duration)) { t.cfg.OnIter = f }
 
+// SetOnIterMetrics sets Config.OnIterMetrics, for a caller that can build
+// its hook only after New; call it before Run.
+func (t *Trainer) SetOnIterMetrics(f func(IterMetrics)) { t.cfg.OnIterMetrics = f }
+
 // GlobalBatch is the number of training images one iteration consumes,
 // all workers together.
 func (t *Trainer) GlobalBatch() int { return t.batch * max(t.cfg.Workers, 1) }
@@ -554,7 +558,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			hooks = append(hooks, snapIter)
 		}
 		n.OnIter = chain(hooks)
-		if cfg.Metrics != nil && rs.comp != nil {
+		if (cfg.Metrics != nil || cfg.OnIterMetrics != nil) && rs.comp != nil {
 			n.OnIter = t.metricsHook(r, n, rs.comp, n.OnIter)
 		}
 		if cfg.Timeline != nil {
@@ -688,15 +692,20 @@ func (t *Trainer) metricsHook(r int, n *node.Rank, comp *netComputer, next func(
 		m.WaitMS = ms(st.Phase[node.PhaseWait] - lastStats.Phase[node.PhaseWait])
 		m.CommBusy = ms(st.CommBusy - lastStats.CommBusy)
 		last, lastStats, lastT = cur, st, now
-		line, err := json.Marshal(m)
-		if err != nil {
-			return err
+		if t.cfg.OnIterMetrics != nil {
+			t.cfg.OnIterMetrics(m)
 		}
-		t.metricsMu.Lock()
-		_, err = t.cfg.Metrics.Write(append(line, '\n'))
-		t.metricsMu.Unlock()
-		if err != nil {
-			return fmt.Errorf("writing metrics: %w", err)
+		if t.cfg.Metrics != nil {
+			line, err := json.Marshal(m)
+			if err != nil {
+				return err
+			}
+			t.metricsMu.Lock()
+			_, err = t.cfg.Metrics.Write(append(line, '\n'))
+			t.metricsMu.Unlock()
+			if err != nil {
+				return fmt.Errorf("writing metrics: %w", err)
+			}
 		}
 		if next != nil {
 			return next(iter, loss)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,8 @@ import (
 
 	"dsgd/center"
 	"dsgd/netguard"
+	"dsgd/train"
+	"dsgd/transport"
 )
 
 // metricsListenUsage is --metrics-listen's usage line.
@@ -26,6 +29,7 @@ type promRun struct {
 	iter, loss, imagesSec prometheus.Gauge
 	iters, images         prometheus.Counter
 	iterSeconds           prometheus.Histogram
+	phaseSeconds          *prometheus.CounterVec
 }
 
 // newPromRun registers the training metrics, and the Go runtime's and
@@ -43,8 +47,39 @@ func newPromRun() *promRun {
 		iterSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dsgd_iteration_seconds", Help: "Wall time of one training iteration of rank 0.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 20)}),
 	}
-	reg.MustRegister(p.iter, p.loss, p.imagesSec, p.iters, p.images, p.iterSeconds)
+	p.phaseSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dsgd_phase_seconds_total",
+		Help: "Wall time per phase of an iteration (data, forward, backward, comm_exposed, comm_busy, update, wait), per worker of this process; comm_busy overlaps the others."},
+		[]string{"worker", "phase"})
+	reg.MustRegister(p.iter, p.loss, p.imagesSec, p.iters, p.images, p.iterSeconds, p.phaseSeconds)
 	return p
+}
+
+// onIterMetrics returns the train.Config.OnIterMetrics hook that adds
+// each worker's phase times; it is called on every worker's goroutine
+// (the counters are safe for that).
+func (p *promRun) onIterMetrics(m train.IterMetrics) {
+	w := strconv.Itoa(m.Rank)
+	for _, ph := range []struct {
+		name string
+		ms   float64
+	}{{"data", m.DataMS}, {"forward", m.ForwardMS}, {"backward", m.BackMS}, {"comm_exposed", m.CommMS},
+		{"comm_busy", m.CommBusy}, {"update", m.UpdateMS}, {"wait", m.WaitMS}} {
+		if ph.ms > 0 {
+			p.phaseSeconds.WithLabelValues(w, ph.name).Add(ph.ms / 1e3)
+		}
+	}
+}
+
+// registerEndpoint adds the bytes and messages this process's endpoint
+// moved, read at every scrape (the transports count with atomics).
+func (p *promRun) registerEndpoint(ep transport.Endpoint) {
+	counter := func(name, help string, f func(transport.Stats) int64) {
+		p.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(ep.Stats())) }))
+	}
+	counter("dsgd_transport_sent_bytes_total", "Bytes this rank sent to its peers.", func(s transport.Stats) int64 { return s.BytesSent })
+	counter("dsgd_transport_received_bytes_total", "Bytes this rank received from its peers.", func(s transport.Stats) int64 { return s.BytesRecv })
+	counter("dsgd_transport_sent_messages_total", "Messages this rank sent to its peers.", func(s transport.Stats) int64 { return s.MsgsSent })
+	counter("dsgd_transport_received_messages_total", "Messages this rank received from its peers.", func(s transport.Stats) int64 { return s.MsgsRecv })
 }
 
 // onIter returns the train.Config.OnIter hook that updates the metrics;

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"dsgd/transport"
 )
 
 // TestMetricsListen: a training run and a parameter server serve
@@ -37,7 +40,7 @@ func TestMetricsListen(t *testing.T) {
 		return string(b)
 	}
 	value := func(text, name string) float64 {
-		m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindStringSubmatch(text)
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindStringSubmatch(text)
 		if m == nil {
 			t.Fatalf("no %s in:\n%s", name, text)
 		}
@@ -63,6 +66,12 @@ func TestMetricsListen(t *testing.T) {
 	}
 	for _, name := range []string{"dsgd_images_total", "dsgd_iteration_seconds_count", "go_goroutines"} {
 		value(second, name)
+	}
+	for _, ph := range []string{"forward", "backward"} {
+		name := `dsgd_phase_seconds_total{phase="` + ph + `",worker="0"}`
+		if a, b := value(first, name), value(second, name); !(a > 0 && b > a) {
+			t.Errorf("%s %v then %v: want it to grow", name, a, b)
+		}
 	}
 	tr.cmd.Process.Signal(syscall.SIGINT)
 	<-tr.done
@@ -114,4 +123,41 @@ func TestMetricsListen(t *testing.T) {
 		}
 	}
 	w.wait(t, 60*time.Second)
+}
+
+// TestMetricsEndpointBytes: the transport counters read the endpoint's
+// own counts at every scrape.
+func TestMetricsEndpointBytes(t *testing.T) {
+	eps := transport.NewInproc(2)
+	p := newPromRun()
+	p.registerEndpoint(eps[0])
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() { done <- eps[1].Recv(ctx, 0, 7, make([]float32, 1000)) }()
+	if err := eps[0].Send(ctx, 1, 7, make([]float32, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := float64(eps[0].Stats().BytesSent)
+	if want < 4000 {
+		t.Fatalf("inproc counted %v bytes for 1000 floats", want)
+	}
+	mfs, err := p.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, mf := range mfs {
+		if mf.GetName() == "dsgd_transport_sent_bytes_total" {
+			seen = true
+			if v := mf.GetMetric()[0].GetCounter().GetValue(); v != want {
+				t.Errorf("dsgd_transport_sent_bytes_total %v, the endpoint says %v", v, want)
+			}
+		}
+	}
+	if !seen {
+		t.Error("no dsgd_transport_sent_bytes_total")
+	}
 }

@@ -481,6 +481,10 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	if prom != nil {
 		tr.SetOnIter(prom.onIter(tr.GlobalBatch(), cfg.OnIter))
+		tr.SetOnIterMetrics(prom.onIterMetrics)
+		if cfg.Group != nil && cfg.Group.Endpoint != nil {
+			prom.registerEndpoint(cfg.Group.Endpoint)
+		}
 	}
 	out := cfg.Out
 	j.printHeader(out, tr.Net(), m.threads, cfg.MaxIter)
