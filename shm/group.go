@@ -77,6 +77,8 @@ type Group struct {
 	seq    uint64 // operations begun here; guarded by busy
 	sent   atomic.Int64
 	recv   atomic.Int64
+	busyNs atomic.Int64
+	t0     time.Time // the use in progress began; guarded by busy
 }
 
 // ErrGroupClosed is returned by a Group's calls after Close.
@@ -136,11 +138,15 @@ func (g *Group) Begin() error {
 		return ErrGroupClosed
 	}
 	g.seq++
+	g.t0 = time.Now()
 	return nil
 }
 
 // End ends the use Begin started.
-func (g *Group) End() { g.busy.Store(false) }
+func (g *Group) End() {
+	g.busyNs.Add(int64(time.Since(g.t0)))
+	g.busy.Store(false)
+}
 
 // Count adds to the bytes this rank wrote for the others (sent) and read
 // of theirs (recv), for the owner's statistics.
@@ -149,8 +155,11 @@ func (g *Group) Count(sent, recv int64) {
 	g.recv.Add(recv)
 }
 
-// Traffic returns what Count added up.
-func (g *Group) Traffic() (sent, recv int64) { return g.sent.Load(), g.recv.Load() }
+// Traffic returns what Count added up, and the time spent between
+// Begin and End.
+func (g *Group) Traffic() (sent, recv int64, busy time.Duration) {
+	return g.sent.Load(), g.recv.Load(), time.Duration(g.busyNs.Load())
+}
 
 // Interrupt wakes every rank of the host blocked in the group's
 // barrier, so that each re-checks its conditions.

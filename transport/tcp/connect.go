@@ -90,8 +90,8 @@ func Connect(ctx context.Context, cfg Config) (transport.Endpoint, error) {
 		return nil, err
 	}
 	e := newEndpoint(&cfg, conns)
+	e.attachGroup(grp) // before attach starts the watchers, which wake it
 	e.attach(links)
-	e.attachGroup(grp)
 	return e, nil
 }
 

@@ -104,7 +104,7 @@ func (e *endpoint) Size() int { return e.size }
 func (e *endpoint) Stats() transport.Stats {
 	st := transport.Stats{BytesSent: e.stats.bs.Load(), BytesRecv: e.stats.br.Load(), MsgsSent: e.stats.ms.Load(), MsgsRecv: e.stats.mr.Load()}
 	if e.grp != nil {
-		sent, recv := e.grp.g.Traffic()
+		sent, recv, _ := e.grp.g.Traffic()
 		st.BytesSent += sent
 		st.BytesRecv += recv
 	}

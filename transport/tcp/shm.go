@@ -619,8 +619,8 @@ func (e *endpoint) LinkStats() []transport.LinkStats {
 	// The host group, once its collectives have moved something: what
 	// this rank wrote for the others and read of theirs.
 	if e.grp != nil {
-		if sent, recv := e.grp.g.Traffic(); sent+recv > 0 {
-			out = append(out, transport.LinkStats{Kind: "group", Peers: e.size - 1, BytesSent: sent, BytesRecv: recv})
+		if sent, recv, busy := e.grp.g.Traffic(); sent+recv > 0 {
+			out = append(out, transport.LinkStats{Kind: "group", Peers: e.size - 1, BytesSent: sent, BytesRecv: recv, Busy: busy})
 		}
 	}
 	return out
