@@ -2,10 +2,12 @@ package collective
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"dsgd/shm"
 	"dsgd/tensor"
+	"dsgd/transport"
 )
 
 // HostShared is implemented by endpoints whose ranks can all map one
@@ -77,7 +79,7 @@ func (h *hostState) allreduce(ctx context.Context, buf []float32, alg Algorithm)
 		}
 		if err := g.Sync(ctx, first, op); err != nil {
 			g.Count(4*sent, 4*recv)
-			return err
+			return peerErr(err)
 		}
 		first = false
 		lo, hi := sub(me, p, piece, m)
@@ -86,7 +88,7 @@ func (h *hostState) allreduce(ctx context.Context, buf []float32, alg Algorithm)
 		recv += int64((p - 1) * (hi - lo))
 		if err := g.Sync(ctx, false, 0); err != nil {
 			g.Count(4*sent, 4*recv)
-			return err
+			return peerErr(err)
 		}
 		for c := range p {
 			if c == me {
@@ -99,6 +101,17 @@ func (h *hostState) allreduce(ctx context.Context, buf []float32, alg Algorithm)
 	}
 	g.Count(4*sent, 4*recv)
 	return nil
+}
+
+// peerErr makes a group wait's failure on a rank (shm.RankError) a
+// *transport.PeerError naming it, as a schedule's failure names its
+// peer; errors.Is still sees a context's error inside.
+func peerErr(err error) error {
+	var re *shm.RankError
+	if errors.As(err, &re) {
+		return &transport.PeerError{Rank: re.Rank, Err: re.Err}
+	}
+	return err
 }
 
 // sub is rank c's sub-range of a round of m floats: its Chunk of a full
@@ -116,7 +129,7 @@ func (h *hostState) barrier(ctx context.Context) error {
 		return err
 	}
 	defer h.g.End()
-	return h.g.Sync(ctx, false, 0)
+	return peerErr(h.g.Sync(ctx, false, 0))
 }
 
 // begin starts a group collective, refused when ctx has ended already

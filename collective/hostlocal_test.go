@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"dsgd/shm"
 	"dsgd/transport"
@@ -162,7 +163,7 @@ func TestHostCancel(t *testing.T) {
 		t.Errorf("rank 1: %v, want its cancellation", errs[1])
 	}
 	for _, r := range []int{0, 2} {
-		var re *shm.RankError
+		var re *transport.PeerError
 		if !errors.As(errs[r], &re) || re.Rank != 1 {
 			t.Errorf("rank %d: %v, want rank 1 named", r, errs[r])
 		}
@@ -194,5 +195,30 @@ func TestHostDoesNotAllocate(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHostStalledRankNamed: a rank that never comes (frozen) is named by
+// the ranks whose deadline passes waiting for it.
+func TestHostStalledRankNamed(t *testing.T) {
+	eps := hostGroup(t, 3, 256)
+	errs := runGroup(t, eps, func(ctx context.Context, r int, ex *Executor) error {
+		if r == 2 {
+			return nil // never calls
+		}
+		c, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		return ex.Allreduce(c, make([]float32, 100), Ring)
+	})
+	deadline := false
+	for _, r := range []int{0, 1} {
+		var pe *transport.PeerError
+		if !errors.As(errs[r], &pe) || pe.Rank != 2 {
+			t.Errorf("rank %d: %v, want rank 2 named", r, errs[r])
+		}
+		deadline = deadline || errors.Is(errs[r], context.DeadlineExceeded)
+	}
+	if !deadline {
+		t.Errorf("neither rank says its deadline passed: %v, %v", errs[0], errs[1])
 	}
 }

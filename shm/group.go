@@ -34,8 +34,9 @@ type groupCtl struct {
 	broken atomic.Uint32
 	_      [124]byte
 	desc   [MaxGroup]struct {
-		v atomic.Uint64
-		_ [56]byte
+		v        atomic.Uint64
+		arrivals atomic.Uint64 // barriers this rank has entered
+		_        [48]byte
 	}
 }
 
@@ -239,6 +240,7 @@ func (g *Group) barrier(ctx context.Context) error {
 		return err
 	}
 	gen := c.gen.Load()
+	k := c.desc[g.rank].arrivals.Add(1)
 	if int(c.arrived.Add(1)) == g.size {
 		c.arrived.Store(0)
 		c.gen.Add(1)
@@ -276,18 +278,38 @@ func (g *Group) barrier(ctx context.Context) error {
 			}
 		}
 		if err := g.failed(); err != nil {
+			// Another rank gave up first: name the rank that
+			// never came, if one did not, else the one that gave up.
+			if r := g.stalled(k); r >= 0 {
+				return &RankError{Rank: r, Err: fmt.Errorf("never reached the host group's barrier (%v)", err)}
+			}
 			return err
 		}
-		// This rank's own reason to stop: tell the others.
+		// This rank's own reason to stop: tell the others, and name
+		// the rank it waited for.
 		err := ctx.Err()
 		if err == nil && time.Now().After(deadline) {
 			err = fmt.Errorf("shm: group barrier timed out: no progress for %v", timeout)
 		}
 		if err != nil {
 			g.Break()
+			if r := g.stalled(k); r >= 0 {
+				return &RankError{Rank: r, Err: fmt.Errorf("never reached the host group's barrier: %w", err)}
+			}
 			return err
 		}
 	}
+}
+
+// stalled returns the first rank that has not entered this rank's k-th
+// barrier, or -1.
+func (g *Group) stalled(k uint64) int {
+	for r := range g.size {
+		if g.ctl.desc[r].arrivals.Load() < k {
+			return r
+		}
+	}
+	return -1
 }
 
 // failed returns why the group cannot be used: closed here, or broken
