@@ -30,6 +30,11 @@
 //		}
 //	}
 //
+// Where the endpoint offers a host group (HostShared: every rank on one
+// host, the tcp transport with shared memory), Allreduce and Barrier run
+// in it instead of as messages, with the chosen schedule's summation
+// order, so the results are bitwise the same either way.
+//
 // Built-in collectives use the tags from TagBase up; a scheme that also
 // sends its own messages on the same Endpoint uses tags below TagBase and
 // must not send to a peer while an Executor is running.

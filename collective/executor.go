@@ -36,6 +36,9 @@ type Executor struct {
 	err     error   // sticky: set by the first failure
 	cache   map[schedKey]Schedule
 	closed  bool
+	// hs is the host group's state (hostlocal.go), looked up once.
+	hs          *hostState
+	hostChecked bool
 }
 
 // schedKey names a cached schedule; the group is fixed per Executor.
@@ -322,6 +325,9 @@ func (e *Executor) Allreduce(ctx context.Context, buf []float32, alg Algorithm) 
 		return e.native(func() error { return n.NativeAllreduce(ctx, buf) })
 	}
 	alg = alg.Resolve(e.ep.Size(), len(buf))
+	if h := e.host(); h != nil {
+		return e.native(func() error { return h.allreduce(ctx, buf, alg) })
+	}
 	k := kindRDAllreduce
 	switch alg {
 	case Tree:
@@ -370,6 +376,9 @@ func (e *Executor) Allgather(ctx context.Context, buf []float32) error {
 func (e *Executor) Barrier(ctx context.Context) error {
 	if n, ok := e.ep.(Native); ok {
 		return e.native(func() error { return n.NativeBarrier(ctx) })
+	}
+	if h := e.host(); h != nil {
+		return e.native(func() error { return h.barrier(ctx) })
 	}
 	return e.runKind(ctx, kindBarrier, Auto, 0, nil)
 }

@@ -101,6 +101,11 @@ type Config struct {
 	// same-host pair, a power of two of at least 64 KiB; default
 	// DefaultShmRing.
 	ShmRing int
+	// ShmSlot is the size in bytes of each rank's slot in the host group
+	// that collectives use when every rank is on one host (group.go), a
+	// multiple of 4 KiB; default DefaultShmSlot. Negative: no host group
+	// (collectives go as messages through the pairs' rings).
+	ShmSlot int
 
 	host string // this rank's shared-memory host identity, "" for none
 }
@@ -158,6 +163,12 @@ func (c *Config) validate() error {
 	}
 	if c.ShmRing < 64<<10 || c.ShmRing&(c.ShmRing-1) != 0 || c.ShmRing > 1<<30 {
 		return fmt.Errorf("tcp: shared-memory ring of %d bytes: want a power of two from 64 KiB to 1 GiB", c.ShmRing)
+	}
+	if c.ShmSlot == 0 {
+		c.ShmSlot = DefaultShmSlot
+	}
+	if c.ShmSlot > 0 && (c.ShmSlot%4096 != 0 || c.ShmSlot > 1<<30) {
+		return fmt.Errorf("tcp: shared-memory slot of %d bytes: want a multiple of 4 KiB up to 1 GiB", c.ShmSlot)
 	}
 	return nil
 }

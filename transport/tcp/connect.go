@@ -71,6 +71,16 @@ func Connect(ctx context.Context, cfg Config) (transport.Endpoint, error) {
 		return nil, err
 	}
 	links, err := setupShm(ctx, &cfg, conns, hosts)
+	var grp *hostGroup
+	if err == nil {
+		if grp, err = setupGroup(ctx, &cfg, conns, links); err != nil {
+			for _, l := range links {
+				if l != nil {
+					l.seg.Close()
+				}
+			}
+		}
+	}
 	if err != nil {
 		for _, c := range conns {
 			if c != nil {
@@ -80,6 +90,7 @@ func Connect(ctx context.Context, cfg Config) (transport.Endpoint, error) {
 		return nil, err
 	}
 	e := newEndpoint(&cfg, conns)
+	e.attachGroup(grp) // before attach starts the watchers, which wake it
 	e.attach(links)
 	return e, nil
 }

@@ -42,6 +42,7 @@ type endpoint struct {
 	closeOnce  sync.Once
 	stats      struct{ bs, br, ms, mr atomic.Int64 }
 	links      [numLinkKinds]linkCounters
+	grp        *hostGroup // every rank on this host: the collectives' group (group.go)
 }
 
 // peer is the connection to one other rank. Its send half is used by at
@@ -98,9 +99,16 @@ func newEndpoint(cfg *Config, conns []net.Conn) *endpoint {
 func (e *endpoint) Rank() int { return e.rank }
 func (e *endpoint) Size() int { return e.size }
 
-// Stats counts payload bytes on the wire, not the frame headers.
+// Stats counts payload bytes on the wire, not the frame headers, and
+// what the host group's collectives moved (group.go).
 func (e *endpoint) Stats() transport.Stats {
-	return transport.Stats{BytesSent: e.stats.bs.Load(), BytesRecv: e.stats.br.Load(), MsgsSent: e.stats.ms.Load(), MsgsRecv: e.stats.mr.Load()}
+	st := transport.Stats{BytesSent: e.stats.bs.Load(), BytesRecv: e.stats.br.Load(), MsgsSent: e.stats.ms.Load(), MsgsRecv: e.stats.mr.Load()}
+	if e.grp != nil {
+		sent, recv, _ := e.grp.g.Traffic()
+		st.BytesSent += sent
+		st.BytesRecv += recv
+	}
+	return st
 }
 
 // Close closes every connection: peers blocked on this rank get a

@@ -48,6 +48,9 @@ const (
 	helperEnv    = "DSGD_TCP_TEST_HELPER_RENDEZVOUS"
 	helperShmEnv = "DSGD_TCP_TEST_HELPER_SHM"
 	helperDirEnv = "DSGD_TCP_TEST_HELPER_SHMDIR"
+	// helperIdleEnv set: the helper joins and then idles instead of
+	// sending (TestHostGroupPeerKilled).
+	helperIdleEnv = "DSGD_TCP_TEST_HELPER_IDLE"
 )
 
 // TestHelperRank is not a test: it is rank 2 of TestPeerProcessKilled,
@@ -70,6 +73,10 @@ func TestHelperRank(t *testing.T) {
 		os.Exit(3)
 	}
 	fmt.Println("sending")
+	if os.Getenv(helperIdleEnv) != "" {
+		time.Sleep(time.Minute)
+		os.Exit(4)
+	}
 	err = ep.Send(context.Background(), 0, 0, make([]float32, 64<<20/4))
 	fmt.Println("sent:", err)
 	os.Exit(4)

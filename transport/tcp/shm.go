@@ -335,13 +335,18 @@ func (p *peer) watch() {
 	}
 	l.gone.Store(g)
 	l.interrupt()
+	if p.ep.grp != nil {
+		p.ep.grp.g.Interrupt()
+	}
 }
 
-// release unmaps the links once no call uses them: Close has woken
+// release unmaps the links and the host group once no call uses them: Close has woken
 // every blocked call, and a call that starts after Close returns
 // ErrClosed before it touches the rings. A call that does not let go
 // within a second keeps its mapping (never unmapped under it).
 func (e *endpoint) release() {
+	groupIdle := e.grp != nil && e.grp.g.Close()
+	watched := true
 	for _, p := range e.peers {
 		if p == nil || p.link == nil {
 			continue
@@ -355,6 +360,7 @@ func (e *endpoint) release() {
 		select {
 		case <-p.link.watched: // ends once Close has closed the connection
 		case <-time.After(time.Second):
+			watched = false
 			continue
 		}
 		for i := 0; p.tx.busy.Load() || p.rx.busy.Load(); i++ {
@@ -366,6 +372,10 @@ func (e *endpoint) release() {
 		if !p.tx.busy.Load() && !p.rx.busy.Load() {
 			p.link.seg.Close()
 		}
+	}
+	// The watchers wake the group too: unmap it once they are done.
+	if groupIdle && watched {
+		e.grp.seg.Close()
 	}
 }
 
@@ -591,7 +601,8 @@ func (p *peer) shmWait(ctx context.Context, data bool, need, done, total int) er
 	}
 }
 
-// LinkStats reports the traffic by kind of link: shared memory and TCP.
+// LinkStats reports the traffic by kind of link: shared memory, TCP and
+// the host group.
 func (e *endpoint) LinkStats() []transport.LinkStats {
 	var out []transport.LinkStats
 	for k := range e.links {
@@ -604,6 +615,13 @@ func (e *endpoint) LinkStats() []transport.LinkStats {
 			BytesSent: c.bs.Load(), BytesRecv: c.br.Load(), MsgsSent: c.ms.Load(), MsgsRecv: c.mr.Load(),
 			Busy: time.Duration(c.busy.Load()),
 		})
+	}
+	// The host group, once its collectives have moved something: what
+	// this rank wrote for the others and read of theirs.
+	if e.grp != nil {
+		if sent, recv, busy := e.grp.g.Traffic(); sent+recv > 0 {
+			out = append(out, transport.LinkStats{Kind: "group", Peers: e.size - 1, BytesSent: sent, BytesRecv: recv, Busy: busy})
+		}
 	}
 	return out
 }

@@ -1,0 +1,333 @@
+package collective
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"dsgd/shm"
+	"dsgd/tensor"
+	"dsgd/transport"
+)
+
+// HostShared is implemented by endpoints whose ranks can all map one
+// shared-memory group (every rank on this host: the tcp transport with
+// shared memory on). HostGroup returns the group, or nil when the ranks
+// are not all on one host or shared memory is off; every rank of the
+// endpoint gets the same answer.
+//
+// An Executor over such an endpoint runs Allreduce and Barrier in the
+// group instead of as messages: each rank copies the parts of its
+// buffer the others reduce into its slot once, reduces its own part
+// reading the others' slots in place, and copies the others' results
+// out, a Sync between the phases. The sums are the message schedules'
+// own, bitwise: each element is added in the order the chosen algorithm
+// (ring, tree, recursive doubling) adds it. The schedules and the
+// schemes above them never know which way it went.
+type HostShared interface {
+	HostGroup() *shm.Group
+}
+
+// Operation descriptors of the group collectives, checked across ranks
+// at their first Sync.
+const (
+	hostOpAllreduce = 1
+)
+
+// hostPiece is how many floats of the buffer one round of the group
+// allreduce takes at most (each rank's slot holds one round's piece).
+// Smaller rounds keep a round's data in the caches between the copy in
+// and the reads; larger ones pay fewer Syncs.
+func hostPiece(g *shm.Group) int { return len(g.Slot(0)) }
+
+// hostAllreduce is the group allreduce of buf, with alg's summation
+// order. In each round of up to hostPiece floats: every rank copies the
+// sub-ranges of the piece the others own (Chunk of the piece) into its
+// slot; Sync; each rank sums its own sub-range from its buffer and the
+// others' slots, into its slot's sub-range and its buffer; Sync; each
+// copies the others' sums out of their slots. The next round's copy in
+// overwrites only what the readers of this round are done with (they
+// passed the second Sync), and its sums go where no one reads until the
+// next round's first Sync: two Syncs per round.
+func (h *hostState) allreduce(ctx context.Context, buf []float32, alg Algorithm) error {
+	n := len(buf)
+	if n == 0 {
+		return nil // as the schedules: nothing to do, no one to wait for
+	}
+	g := h.g
+	if err := h.begin(ctx); err != nil {
+		return err
+	}
+	defer g.End()
+	p, me := g.Size(), g.Rank()
+	order := h.order(alg, n)
+	piece := hostPiece(g)
+	op := uint64(hostOpAllreduce) | uint64(alg)<<4 | uint64(n)<<8
+	slots, ev := h.slots, &h.ev
+	var sent, recv int64
+	first := true
+	for base := 0; base < n; base += piece {
+		m := min(piece, n-base)
+		mine := slots[me]
+		for c := range p {
+			if c == me {
+				continue
+			}
+			lo, hi := sub(c, p, piece, m)
+			copy(mine[lo:hi], buf[base+lo:base+hi])
+			sent += int64(hi - lo)
+		}
+		if err := g.Sync(ctx, first, op); err != nil {
+			g.Count(4*sent, 4*recv)
+			return peerErr(err)
+		}
+		first = false
+		lo, hi := sub(me, p, piece, m)
+		ev.reduce(order, slots, buf, base, lo, hi, me)
+		sent += int64(hi - lo)
+		recv += int64((p - 1) * (hi - lo))
+		if err := g.Sync(ctx, false, 0); err != nil {
+			g.Count(4*sent, 4*recv)
+			return peerErr(err)
+		}
+		for c := range p {
+			if c == me {
+				continue
+			}
+			lo, hi := sub(c, p, piece, m)
+			copy(buf[base+lo:base+hi], slots[c][lo:hi])
+			recv += int64(hi - lo)
+		}
+	}
+	g.Count(4*sent, 4*recv)
+	return nil
+}
+
+// peerErr makes a group wait's failure on a rank (shm.RankError) a
+// *transport.PeerError naming it, as a schedule's failure names its
+// peer; errors.Is still sees a context's error inside.
+func peerErr(err error) error {
+	var re *shm.RankError
+	if errors.As(err, &re) {
+		return &transport.PeerError{Rank: re.Rank, Err: re.Err}
+	}
+	return err
+}
+
+// sub is rank c's sub-range of a round of m floats: its Chunk of a full
+// round (piece floats), cut at m. Every round places the sub-ranges
+// alike, so a round's copy in never writes where a slower rank may
+// still copy the last round's sums from.
+func sub(c, p, piece, m int) (lo, hi int) {
+	lo, hi = Chunk(c, p, piece)
+	return min(lo, m), min(hi, m)
+}
+
+// barrier is Barrier in the group: one Sync.
+func (h *hostState) barrier(ctx context.Context) error {
+	if err := h.begin(ctx); err != nil {
+		return err
+	}
+	defer h.g.End()
+	return peerErr(h.g.Sync(ctx, false, 0))
+}
+
+// begin starts a group collective, refused when ctx has ended already
+// (as a schedule's Run refuses it): the group is then broken, so the
+// other ranks fail at once instead of waiting for this one.
+func (h *hostState) begin(ctx context.Context) error {
+	if err := h.g.Begin(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		h.g.Break()
+		h.g.End()
+		return err
+	}
+	return nil
+}
+
+// hostState is an Executor's state for its endpoint's host group: the
+// slots' views, the evaluator, the summation orders by algorithm and
+// size. Made once per Executor, so that a steady loop allocates nothing.
+type hostState struct {
+	g      *shm.Group
+	slots  [][]float32
+	ev     evaluator
+	orders map[orderKey][]orderRange
+}
+
+type orderKey struct {
+	alg Algorithm
+	n   int
+}
+
+// host returns the Executor's host-group state, or nil when its
+// endpoint has no host group.
+func (e *Executor) host() *hostState {
+	if e.hostChecked {
+		return e.hs
+	}
+	e.hostChecked = true
+	h, ok := e.ep.(HostShared)
+	if !ok {
+		return nil
+	}
+	g := h.HostGroup()
+	if g == nil {
+		return nil
+	}
+	hs := &hostState{g: g, orders: map[orderKey][]orderRange{}}
+	for r := range g.Size() {
+		hs.slots = append(hs.slots, g.Slot(r))
+	}
+	hs.ev.init(g.Size())
+	e.hs = hs
+	return hs
+}
+
+// order returns the cached summation order of an allreduce of n floats.
+func (h *hostState) order(alg Algorithm, n int) []orderRange {
+	k := orderKey{alg, n}
+	if o, ok := h.orders[k]; ok {
+		return o
+	}
+	if len(h.orders) >= maxCache {
+		clear(h.orders)
+	}
+	o := sumOrder(alg, h.g.Size(), n)
+	h.orders[k] = o
+	return o
+}
+
+// sumExpr is how one element's sum is formed from the ranks' values: a
+// rank's value (leaf >= 0) or the sum of two sub-expressions.
+type sumExpr struct {
+	leaf int
+	l, r *sumExpr
+}
+
+// orderRange is a range of elements whose sums are formed alike.
+type orderRange struct {
+	lo, hi int
+	e      *sumExpr
+}
+
+// sumOrder returns, for an allreduce of n floats over p ranks with alg,
+// the ranges of elements and the order in which each is summed by the
+// message schedule (see RingAllreduce, TreeAllreduce,
+// RecursiveDoublingAllreduce). Float addition is commutative, so only
+// the grouping matters.
+func sumOrder(alg Algorithm, p, n int) []orderRange {
+	leaf := func(r int) *sumExpr { return &sumExpr{leaf: r} }
+	add := func(a, b *sumExpr) *sumExpr { return &sumExpr{leaf: -1, l: a, r: b} }
+	switch alg.Resolve(p, n) {
+	case Ring:
+		// Chunk c starts at rank c+1, and each next rank adds its own:
+		// ((x[c+1] + x[c+2]) + ...) + x[c].
+		var out []orderRange
+		for c := range p {
+			lo, hi := Chunk(c, p, n)
+			e := leaf((c + 1) % p)
+			for k := 2; k <= p; k++ {
+				e = add(e, leaf((c+k)%p))
+			}
+			out = append(out, orderRange{lo, hi, e})
+		}
+		return out
+	case Tree:
+		// Binomial reduction to rank 0: rank r, after the rounds below
+		// k, holds its value plus, round by round, what rank r+2^j
+		// held after the rounds below j.
+		var at func(r, k int) *sumExpr
+		at = func(r, k int) *sumExpr {
+			e := leaf(r)
+			for j := range k {
+				if r+1<<j < p {
+					e = add(e, at(r+1<<j, j))
+				}
+			}
+			return e
+		}
+		return []orderRange{{0, n, at(0, ceilLog2(p))}}
+	case RecursiveDoubling:
+		// Ranks q+i fold into ranks i, then the butterfly over the q
+		// ranks pairs blocks of doubling size.
+		q := 1
+		for q*2 <= p {
+			q *= 2
+		}
+		var block func(lo, size int) *sumExpr
+		block = func(lo, size int) *sumExpr {
+			if size == 1 {
+				if lo+q < p {
+					return add(leaf(lo), leaf(lo+q))
+				}
+				return leaf(lo)
+			}
+			return add(block(lo, size/2), block(lo+size/2, size/2))
+		}
+		return []orderRange{{0, n, block(0, q)}}
+	}
+	panic(fmt.Sprintf("collective: unknown algorithm %d", alg))
+}
+
+// evalBlock is the block the evaluator works through at a time: its
+// temporaries stay in the first-level cache.
+const evalBlock = 2048
+
+// evaluator sums sub-ranges by their sumExpr, a block at a time.
+type evaluator struct {
+	tmp  [][]float32 // one per level of nesting on the right
+	srcs [][]float32 // each rank's values for the current block
+}
+
+func (v *evaluator) init(p int) {
+	depth := 1
+	for 1<<depth < p {
+		depth++
+	}
+	v.tmp = make([][]float32, depth+1)
+	for i := range v.tmp {
+		v.tmp[i] = make([]float32, evalBlock)
+	}
+	v.srcs = make([][]float32, p)
+}
+
+// reduce forms the sums of elements [base+lo, base+hi) of the
+// allreduce: rank me's values from buf, the others' from their slots
+// (offset by base), into slot me and buf.
+func (v *evaluator) reduce(order []orderRange, slots [][]float32, buf []float32, base, lo, hi, me int) {
+	for _, o := range order {
+		a, b := max(lo, o.lo-base), min(hi, o.hi-base)
+		for s := a; s < b; s += evalBlock {
+			t := min(s+evalBlock, b)
+			for r := range v.srcs {
+				if r == me {
+					v.srcs[r] = buf[base+s : base+t]
+				} else {
+					v.srcs[r] = slots[r][s:t]
+				}
+			}
+			dst := slots[me][s:t]
+			v.eval(o.e, dst, 0)
+			copy(buf[base+s:base+t], dst)
+		}
+	}
+}
+
+// eval writes e's value into dst, using the temporaries from level d.
+func (v *evaluator) eval(e *sumExpr, dst []float32, d int) {
+	if e.leaf >= 0 {
+		copy(dst, v.srcs[e.leaf])
+		return
+	}
+	v.eval(e.l, dst, d)
+	if e.r.leaf >= 0 {
+		tensor.AddTo(dst, v.srcs[e.r.leaf])
+		return
+	}
+	t := v.tmp[d][:len(dst)]
+	v.eval(e.r, t, d+1)
+	tensor.AddTo(dst, t)
+}
