@@ -254,11 +254,12 @@ func WriteHDF5(path string, n *Net) error {
 	})
 }
 
-// openH5 opens path for reading under h5mu; the caller closes f and
-// unlocks.
-func openH5(path, what string) (C.hid_t, error) {
-	if _, err := os.Stat(path); err != nil {
-		return -1, fmt.Errorf("%s: %w", what, err)
+// openH5 opens path for reading under h5mu and returns its size (which
+// bounds what a dataset may claim); the caller closes f and unlocks.
+func openH5(path, what string) (C.hid_t, int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return -1, 0, fmt.Errorf("%s: %w", what, err)
 	}
 	h5mu.Lock()
 	C.cm_quiet()
@@ -267,9 +268,9 @@ func openH5(path, what string) (C.hid_t, error) {
 	free(cpath)
 	if f < 0 {
 		h5mu.Unlock()
-		return -1, fmt.Errorf("%s is not a readable HDF5 file (corrupt or truncated?)", path)
+		return -1, 0, fmt.Errorf("%s is not a readable HDF5 file (corrupt or truncated?)", path)
 	}
-	return f, nil
+	return f, st.Size(), nil
 }
 
 // linkNames lists the links of group g in name order.
@@ -345,16 +346,12 @@ func readBlob(loc C.hid_t, name string, fileSize int64) (Blob, error) {
 // layout) at path: the layers of /data in name order, each with its
 // datasets "0", "1", ...; a blob the file lacks (a shared one) is Absent.
 func ReadHDF5(path string) (*Net, error) {
-	f, err := openH5(path, "caffemodel")
+	f, fileSize, err := openH5(path, "caffemodel")
 	if err != nil {
 		return nil, err
 	}
 	defer h5mu.Unlock()
 	defer C.H5Fclose(f)
-	var fileSize int64
-	if st, err := os.Stat(path); err == nil {
-		fileSize = st.Size()
-	}
 	cdata := cstr("data")
 	data := C.cm_gopen(f, cdata)
 	free(cdata)
@@ -532,16 +529,12 @@ func readString(f C.hid_t, name string) (s string, ok bool, err error) {
 // current_step are required, learned_net optional, history blobs "0" to
 // "N-1" in order.
 func ReadStateHDF5(path string) (*State, error) {
-	f, err := openH5(path, "solverstate")
+	f, fileSize, err := openH5(path, "solverstate")
 	if err != nil {
 		return nil, err
 	}
 	defer h5mu.Unlock()
 	defer C.H5Fclose(f)
-	var fileSize int64
-	if st, err := os.Stat(path); err == nil {
-		fileSize = st.Size()
-	}
 	st := &State{}
 	if st.Iter, err = readInt(f, "iter"); err != nil {
 		return nil, fmt.Errorf("%s: %v: not a Caffe HDF5 solver state (.solverstate.h5)?", path, err)
