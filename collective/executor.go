@@ -39,6 +39,7 @@ type Executor struct {
 	// hs is the host group's state (hostlocal.go), looked up once.
 	hs          *hostState
 	hostChecked bool
+	bufErr      error // why the last Buffer is not shared
 }
 
 // schedKey names a cached schedule; the group is fixed per Executor.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"dsgd/shm"
 	"dsgd/tensor"
@@ -59,13 +60,93 @@ func (h *hostState) allreduce(ctx context.Context, buf []float32, alg Algorithm)
 		return err
 	}
 	defer g.End()
-	p, me := g.Size(), g.Rank()
 	order := h.order(alg, n)
-	piece := hostPiece(g)
 	op := uint64(hostOpAllreduce) | uint64(alg)<<4 | uint64(n)<<8
+	g.Expose(buf)
+	if err := g.Sync(ctx, true, op); err != nil {
+		return peerErr(err)
+	}
+	if !h.shared() {
+		return h.allreduceSlots(ctx, buf, order)
+	}
+	err := h.allreduceShared(ctx, buf, order)
+	if err != nil {
+		// The peers may still be writing this buffer: let them stop
+		// before it goes back to the caller.
+		g.Break()
+		if qerr := g.Quiesce(); qerr != nil {
+			err = fmt.Errorf("%w (and %v)", err, qerr)
+		}
+	}
+	return err
+}
+
+// shared says whether every rank's buffer of the operation in progress
+// lies in the group's shared buffers (Executor.Buffer), and if so sets
+// h.views to them. Every rank gets the same answer.
+func (h *hostState) shared() bool {
+	for r := range h.views {
+		if h.views[r] = h.g.View(r); h.views[r] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// allreduceShared is the group allreduce over buffers in shared memory,
+// after the first Sync: each rank sums its own Chunk of the buffer
+// reading every rank's buffer in place, a block at a time, and writes
+// each block of sums into every rank's buffer; one Sync ends it. Each
+// rank reads n floats and writes n, and nothing is copied through the
+// slots. No two ranks touch the same part of any buffer: rank c alone
+// reads and writes Chunk c everywhere.
+func (h *hostState) allreduceShared(ctx context.Context, buf []float32, order []orderRange) error {
+	g := h.g
+	p, me := g.Size(), g.Rank()
+	lo, hi := Chunk(me, p, len(buf))
+	srcs, out := h.ev.srcsIO, h.out
+	g.Access(true)
+	defer g.Access(false)
+	for s := lo; s < hi; s += len(out) {
+		t := min(s+len(out), hi)
+		if err := g.Failed(); err != nil {
+			return peerErr(err)
+		}
+		for r := range p {
+			srcs[r] = h.views[r][s:t]
+		}
+		o := out[:t-s]
+		h.ev.sumRange(order, srcs, s, o, buf[s:t])
+		for r := range p {
+			if r != me {
+				copy(h.views[r][s:t], o)
+			}
+		}
+	}
+	g.Access(false)
+	// What crossed: this rank's Chunk read from and written to each
+	// peer, and, as the peers do the same with theirs, its values of
+	// their parts out and their sums in: 2(p-1)/p of the buffer each
+	// way, as a ring's messages.
+	x := int64((p-1)*(hi-lo) + len(buf) - (hi - lo))
+	g.Count(4*x, 4*x)
+	return peerErr(g.Sync(ctx, false, 0))
+}
+
+// sharedBlock is how many floats of its Chunk a rank sums at a time in
+// the shared allreduce before writing them to the peers: the block of
+// sums stays in the second-level cache.
+const sharedBlock = 16 << 10
+
+// allreduceSlots is the group allreduce through the slots, after the
+// first Sync (the operation is checked).
+func (h *hostState) allreduceSlots(ctx context.Context, buf []float32, order []orderRange) error {
+	g := h.g
+	n := len(buf)
+	p, me := g.Size(), g.Rank()
+	piece := hostPiece(g)
 	slots, ev := h.slots, &h.ev
 	var sent, recv int64
-	first := true
 	for base := 0; base < n; base += piece {
 		m := min(piece, n-base)
 		mine := slots[me]
@@ -77,11 +158,10 @@ func (h *hostState) allreduce(ctx context.Context, buf []float32, alg Algorithm)
 			copy(mine[lo:hi], buf[base+lo:base+hi])
 			sent += int64(hi - lo)
 		}
-		if err := g.Sync(ctx, first, op); err != nil {
+		if err := g.Sync(ctx, false, 0); err != nil {
 			g.Count(4*sent, 4*recv)
 			return peerErr(err)
 		}
-		first = false
 		lo, hi := sub(me, p, piece, m)
 		ev.reduce(order, slots, buf, base, lo, hi, me)
 		sent += int64(hi - lo)
@@ -103,10 +183,62 @@ func (h *hostState) allreduce(ctx context.Context, buf []float32, alg Algorithm)
 	return nil
 }
 
+// Buffer returns a buffer of n floats, zeroed, for this rank's
+// collectives; every rank must call it at the same point with the same
+// n. Where the endpoint's ranks share a host group, the ranks' buffers
+// lie in shared memory that all of them map, and an Allreduce of the
+// buffer (or of the same part of it on every rank) reads and writes the
+// peers' buffers in place: no copy in and out of the group's slots, half
+// the memory traffic. Otherwise, or when the shared memory cannot be
+// had (a full /dev/shm), it is ordinary memory and collectives go as
+// they would for any buffer; the error is then nil and the reason is
+// left for Shared to tell.
+//
+// A shared buffer stays mapped until the process exits, whatever
+// happens to the endpoint: ask for the long-lived buffers of a job (a
+// model's gradients), once.
+func (e *Executor) Buffer(ctx context.Context, n int) ([]float32, error) {
+	if _, ok := e.ep.(Native); ok || n <= 0 {
+		return make([]float32, max(n, 0)), nil
+	}
+	h := e.host()
+	if h == nil {
+		return make([]float32, n), nil
+	}
+	e.bufErr = nil
+	b, err := h.g.Alloc(ctx, (4*n+63)&^63)
+	if err != nil {
+		var re *shm.RankError
+		if !errors.As(err, &re) || h.g.Failed() != nil {
+			return nil, peerErr(err)
+		}
+		e.bufErr = err
+		return make([]float32, n), nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)[:n:n], nil
+}
+
+// Shared says whether buf lies in the shared memory of this
+// Executor's host group (Buffer), and, when it does not, why the last
+// Buffer could not be shared (nil where there is no host group at all).
+func (e *Executor) Shared(buf []float32) (bool, error) {
+	h := e.host()
+	if h == nil {
+		return false, nil
+	}
+	if h.g.Holds(buf) {
+		return true, nil
+	}
+	return false, e.bufErr
+}
+
 // peerErr makes a group wait's failure on a rank (shm.RankError) a
 // *transport.PeerError naming it, as a schedule's failure names its
 // peer; errors.Is still sees a context's error inside.
 func peerErr(err error) error {
+	if err == nil {
+		return nil
+	}
 	var re *shm.RankError
 	if errors.As(err, &re) {
 		return &transport.PeerError{Rank: re.Rank, Err: re.Err}
@@ -155,6 +287,10 @@ type hostState struct {
 	slots  [][]float32
 	ev     evaluator
 	orders map[orderKey][]orderRange
+	// views are the ranks' buffers of the shared allreduce in progress,
+	// out its block of sums.
+	views [][]float32
+	out   []float32
 }
 
 type orderKey struct {
@@ -182,6 +318,8 @@ func (e *Executor) host() *hostState {
 		hs.slots = append(hs.slots, g.Slot(r))
 	}
 	hs.ev.init(g.Size())
+	hs.views = make([][]float32, g.Size())
+	hs.out = make([]float32, sharedBlock)
 	e.hs = hs
 	return hs
 }
@@ -278,8 +416,9 @@ const evalBlock = 2048
 
 // evaluator sums sub-ranges by their sumExpr, a block at a time.
 type evaluator struct {
-	tmp  [][]float32 // one per level of nesting on the right
-	srcs [][]float32 // each rank's values for the current block
+	tmp    [][]float32 // one per level of nesting on the right
+	srcs   [][]float32 // each rank's values for the current block
+	srcsIO [][]float32 // the sources of sumRange's caller
 }
 
 func (v *evaluator) init(p int) {
@@ -292,26 +431,40 @@ func (v *evaluator) init(p int) {
 		v.tmp[i] = make([]float32, evalBlock)
 	}
 	v.srcs = make([][]float32, p)
+	v.srcsIO = make([][]float32, p)
 }
 
 // reduce forms the sums of elements [base+lo, base+hi) of the
 // allreduce: rank me's values from buf, the others' from their slots
 // (offset by base), into slot me and buf.
 func (v *evaluator) reduce(order []orderRange, slots [][]float32, buf []float32, base, lo, hi, me int) {
+	srcs := v.srcsIO
+	for r := range slots {
+		if r == me {
+			srcs[r] = buf[base+lo : base+hi]
+		} else {
+			srcs[r] = slots[r][lo:hi]
+		}
+	}
+	v.sumRange(order, srcs, base+lo, slots[me][lo:hi], buf[base+lo:base+hi])
+}
+
+// sumRange forms the sums of elements [off, off+len(out)) of the
+// allreduce into out, srcs[r] holding rank r's values of those
+// elements, a block at a time; each block of sums is also copied into
+// also (of out's length) while it is in the cache.
+func (v *evaluator) sumRange(order []orderRange, srcs [][]float32, off int, out, also []float32) {
+	end := off + len(out)
 	for _, o := range order {
-		a, b := max(lo, o.lo-base), min(hi, o.hi-base)
+		a, b := max(off, o.lo), min(end, o.hi)
 		for s := a; s < b; s += evalBlock {
 			t := min(s+evalBlock, b)
 			for r := range v.srcs {
-				if r == me {
-					v.srcs[r] = buf[base+s : base+t]
-				} else {
-					v.srcs[r] = slots[r][s:t]
-				}
+				v.srcs[r] = srcs[r][s-off : t-off]
 			}
-			dst := slots[me][s:t]
+			dst := out[s-off : t-off]
 			v.eval(o.e, dst, 0)
-			copy(buf[base+s:base+t], dst)
+			copy(also[s-off:t-off], dst)
 		}
 	}
 }

@@ -48,7 +48,7 @@ func TestParsePaths(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if PathNames() != "tcp,shm,inproc,mpi,mpi-own,ompi,gloo" {
+	if PathNames() != "tcp,shm,shm-own,inproc,mpi,mpi-own,ompi,gloo" {
 		t.Errorf("PathNames() = %q", PathNames())
 	}
 }

@@ -37,7 +37,8 @@ type arPath struct {
 // arPaths are the allreduce table's columns, in order.
 var arPaths = []arPath{
 	{col: "tcp", desc: "ours: one process per rank over loopback TCP (shared memory off)", best: true, run: runTCPPath},
-	{col: "shm", desc: "ours: the tcp column's processes with shared memory on (ranks on one host exchange data through /dev/shm rings, TCP for control only)", best: true, run: runShmPath},
+	{col: "shm", desc: "ours: the tcp column's processes with shared memory on (ranks on one host exchange data through /dev/shm, TCP for control only); buffers from Executor.Buffer, as train's gradients, which the ranks reduce in place", best: true, run: runShmPath(false)},
+	{col: "shm-own", desc: "ours: the shm column with each rank's buffer in its own memory (any slice: copied through the host group's slots)", best: true, run: runShmPath(true)},
 	{col: "inproc", desc: "ours: goroutines in one process (transport.NewInproc), sizes up to --inproc-max", run: runInprocPath},
 	{col: "mpi", desc: "ours: dsgd's schedules over MPI messages (transport/mpi, mpirun)", best: true, run: runMPIPath(false)},
 	{col: "mpi-own", desc: "ours: MPI_Allreduce through transport/mpi (--allreduce mpi, mpirun)", best: true, run: runMPIPath(true)},
@@ -83,13 +84,19 @@ func runTCPPath(ctx context.Context, o *Options, world int, sizes []int64, stder
 // runShmPath is the shm column: the tcp column's processes with shared
 // memory on, so ranks on this host exchange their data through /dev/shm
 // rings and keep TCP only for control.
-func runShmPath(ctx context.Context, o *Options, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {
-	res, err := runTCPGroup(ctx, o, world, allreduceJob(o, sizes), func(c *commChild) { c.Shm = true })
-	if err != nil {
-		return nil, "", fmt.Errorf("shm: %w", err)
+// With own, each rank's buffer is its own memory instead of
+// Executor.Buffer's.
+func runShmPath(own bool) func(ctx context.Context, o *Options, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {
+	return func(ctx context.Context, o *Options, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {
+		job := allreduceJob(o, sizes)
+		job.OwnBuf = own
+		res, err := runTCPGroup(ctx, o, world, job, func(c *commChild) { c.Shm = true })
+		if err != nil {
+			return nil, "", fmt.Errorf("shm: %w", err)
+		}
+		cells, err := cellsOf(res, world)
+		return cells, "", err
 	}
-	cells, err := cellsOf(res, world)
-	return cells, "", err
 }
 
 func runInprocPath(ctx context.Context, o *Options, world int, sizes []int64, stderr io.Writer) (map[int64]arCell, string, error) {

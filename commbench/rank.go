@@ -16,6 +16,20 @@ import (
 func benchCommRank(ctx context.Context, ep transport.Endpoint, job commJob, emit func(commResult) error) error {
 	ex := collective.NewExecutor(ep)
 	defer ex.Close()
+	// The allreduce buffers come from the executor, as a trainer's
+	// gradients do: in shared memory where the ranks share a host.
+	var shared []float32
+	if job.Task == taskAllreduce && !job.OwnBuf {
+		var most int64
+		for _, nb := range job.Sizes {
+			most = max(most, nb)
+		}
+		var err error
+		if shared, err = ex.Buffer(ctx, int(most/4)); err != nil {
+			ep.Close()
+			return fmt.Errorf("allocating the buffer: %w", err)
+		}
+	}
 	for _, nb := range job.Sizes {
 		res := commResult{Task: job.Task, Rank: ep.Rank(), Bytes: nb}
 		var err error
@@ -26,7 +40,13 @@ func benchCommRank(ctx context.Context, ep transport.Endpoint, job commJob, emit
 				alg, _ = collective.ParseAlgorithm(job.Alg)
 			}
 			res.Alg = alg.Resolve(ep.Size(), int(nb/4)).String()
-			res.Times, res.OK, err = benchAllreduceRank(ctx, ex, int(nb/4), alg, job.Reps, job.Warmup)
+			var buf []float32
+			if shared != nil {
+				buf = shared[:nb/4]
+			} else {
+				buf = make([]float32, nb/4)
+			}
+			res.Times, res.OK, err = benchAllreduceRank(ctx, ex, buf, alg, job.Reps, job.Warmup)
 		case taskPS:
 			res.Times, res.OK, err = benchPSRank(ctx, ex, int(nb/4), job.Reps, job.Warmup)
 		case taskPingPong:
@@ -83,9 +103,8 @@ func allEqual(b []float32, v float32) bool {
 	return true
 }
 
-func benchAllreduceRank(ctx context.Context, ex *collective.Executor, n int, alg collective.Algorithm, reps, warmup int) ([]float64, bool, error) {
+func benchAllreduceRank(ctx context.Context, ex *collective.Executor, buf []float32, alg collective.Algorithm, reps, warmup int) ([]float64, bool, error) {
 	rank, p := ex.Endpoint().Rank(), ex.Endpoint().Size()
-	buf := make([]float32, n)
 	fillF32(buf, float32(rank+1)) // stays positive and finite for dozens of reps
 	times, err := timeReps(ctx, ex, reps, warmup, func() error { return ex.Allreduce(ctx, buf, alg) })
 	if err != nil {

@@ -37,6 +37,9 @@ type commJob struct {
 	Alg    string  `json:"alg,omitempty"`
 	Reps   int     `json:"reps"`
 	Warmup int     `json:"warmup"`
+	// OwnBuf makes each rank allreduce a buffer of its own memory, not
+	// one from Executor.Buffer (which a host group puts in shared memory).
+	OwnBuf bool `json:"own_buf,omitempty"`
 }
 
 // commChild is the spec a parent passes to one child process.

@@ -27,3 +27,13 @@ func Wait(addr *atomic.Uint32, val uint32, d time.Duration) {
 func Wake(addr *atomic.Uint32) {
 	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWake, uintptr(1<<30), 0, 0, 0)
 }
+
+// Yield gives the processor to another runnable thread, if any.
+func Yield() {
+	syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+}
+
+// processAlive says whether process pid exists.
+func processAlive(pid int) bool {
+	return syscall.Kill(pid, 0) != syscall.ESRCH
+}

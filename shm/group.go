@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -36,7 +37,13 @@ type groupCtl struct {
 	desc   [MaxGroup]struct {
 		v        atomic.Uint64
 		arrivals atomic.Uint64 // barriers this rank has entered
-		_        [48]byte
+		pid      atomic.Uint64 // the rank's process
+		arena    atomic.Uint64 // the buffer it exposes (Expose): 1 + its arena, or 0
+		off      atomic.Uint64 // and its offset and length there, in floats
+		n        atomic.Uint64
+		access   atomic.Uint64 // the operation whose peers' buffers it is accessing, or 0
+		verdict  atomic.Uint32 // its part of a decision: verdictOK, verdictNo
+		_        [4]byte
 	}
 }
 
@@ -48,11 +55,14 @@ func GroupSize(size, slot int) int { return groupCtlSize + size*slot }
 // slot per rank, and a barrier with a check that all ranks are doing
 // the same thing. A collective over it writes what others need into its
 // own slot, passes Sync, and reads the others' slots in place: each
-// byte crosses once, with no per-message protocol.
+// byte crosses once, with no per-message protocol. Buffers that every
+// rank maps (Alloc) spare even that copy: a collective reads and writes
+// the peers' buffers in place.
 //
-// Waits spin briefly (only while the group fits the host's cores: with
-// more ranks than cores a spinning rank takes the core a peer needs),
-// then block on a futex, waking every slice to run the owner's check (a
+// Waits spin briefly while the group fits the host's cores; with more
+// ranks than cores (where a spinning rank takes the core a peer needs)
+// they poll a little and then yield the core for up to 2 ms. Then they
+// block on a futex, waking every slice to run the owner's check (a
 // peer gone, the endpoint closed), the context and the no-progress
 // timeout. A rank whose wait fails breaks the group, so every other rank
 // fails at once, naming it.
@@ -64,7 +74,8 @@ type Group struct {
 	rank, size int
 	ctl        *groupCtl
 	slots      [][]byte
-	spin       int // barrier polls before blocking
+	spin       int           // barrier polls before blocking
+	yieldFor   time.Duration // then how long to yield the core before blocking
 
 	// Check, when set, is called while waiting; an error ends the wait
 	// (the owner's view of its peers: one gone, the endpoint closed).
@@ -80,6 +91,10 @@ type Group struct {
 	recv   atomic.Int64
 	busyNs atomic.Int64
 	t0     time.Time // the use in progress began; guarded by busy
+
+	// Dir is where Alloc makes its segments ("" for DefaultDir).
+	Dir    string
+	arenas []arena // made by Alloc, the same on every rank; guarded by busy
 }
 
 // ErrGroupClosed is returned by a Group's calls after Close.
@@ -99,15 +114,20 @@ func NewGroup(mem []byte, rank, size, slot int) (*Group, error) {
 		return nil, fmt.Errorf("shm: group memory not page aligned")
 	}
 	g := &Group{rank: rank, size: size, ctl: (*groupCtl)(unsafe.Pointer(unsafe.SliceData(mem)))}
+	g.ctl.desc[rank].pid.Store(uint64(os.Getpid()))
 	for r := range size {
 		off := groupCtlSize + r*slot
 		g.slots = append(g.slots, mem[off:off+slot:off+slot])
 	}
-	// Spinning pays only when every rank has a core to itself.
+	// Spinning pays only when every rank has a core to itself; with
+	// more ranks than cores a waiting rank yields its core to the rank
+	// it waits for, for a while, before it blocks (a futex wake-up and
+	// the balancing it costs are dearer than a few yields).
 	if size <= runtime.NumCPU() {
 		g.spin = 4000
 	} else {
 		g.spin = 50
+		g.yieldFor = 2 * time.Millisecond
 	}
 	return g, nil
 }
@@ -257,6 +277,18 @@ func (g *Group) barrier(ctx context.Context) error {
 			runtime.Gosched()
 		}
 	}
+	if g.yieldFor > 0 {
+		t := time.Now()
+		for i := 0; ; i++ {
+			if c.gen.Load() != gen {
+				return nil
+			}
+			Yield()
+			if i&63 == 63 && (time.Since(t) > g.yieldFor || g.failed() != nil) {
+				break
+			}
+		}
+	}
 	timeout := g.Timeout
 	if timeout <= 0 {
 		timeout = time.Minute
@@ -278,8 +310,12 @@ func (g *Group) barrier(ctx context.Context) error {
 			}
 		}
 		if err := g.failed(); err != nil {
-			// Another rank gave up first: name the rank that
-			// never came, if one did not, else the one that gave up.
+			// Another rank gave up first: name it if it never came
+			// itself, else the rank that never came, if one did not,
+			// else the one that gave up.
+			if b := int(c.broken.Load()) - 1; b >= 0 && c.desc[b].arrivals.Load() < k {
+				return err
+			}
 			if r := g.stalled(k); r >= 0 {
 				return &RankError{Rank: r, Err: fmt.Errorf("never reached the host group's barrier (%v)", err)}
 			}

@@ -4,6 +4,7 @@ package shm
 
 import (
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -33,3 +34,8 @@ func Wait(_ *atomic.Uint32, _ uint32, d time.Duration) { time.Sleep(min(d, time.
 
 // Wake does nothing off Linux.
 func Wake(*atomic.Uint32) {}
+
+func processAlive(int) bool { return false }
+
+// Yield gives the processor to another goroutine.
+func Yield() { runtime.Gosched() }

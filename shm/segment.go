@@ -130,6 +130,19 @@ func (s *Segment) Close() error {
 	return err
 }
 
+// Keep releases the segment's file (and flock) but keeps its mapping
+// for the rest of the process's life: Data stays valid, and the memory
+// goes when the process exits (its file unlinked first). For memory
+// handed to callers that may hold it as long as they like.
+func (s *Segment) Keep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+}
+
 // ProcPath returns the path under which another process of this host
 // (of the same user) can open this segment while this process holds it,
 // even once it is unlinked: /proc/PID/fd/FD. OpenProc opens it. A

@@ -45,7 +45,7 @@ var benchCommQuick = map[string]string{
 	"worlds": "2", "sizes": "64KiB", "reps": "2", "warmup": "1", "mem": "4MiB",
 	"ps-workers": "2", "ps-floats": "65536", "ps-reps": "2", "ps-warmup": "1",
 	"peer": "none", "timeout": "1m", "comm-timeout": "20s",
-	"paths": "tcp,shm,inproc", "mpi-peer": "none",
+	"paths": "tcp,shm,shm-own,inproc", "mpi-peer": "none",
 }
 
 func parseBenchCommFlags(args []string, stderr io.Writer) (*commbench.Options, error) {
@@ -67,7 +67,7 @@ func parseBenchCommFlags(args []string, stderr io.Writer) (*commbench.Options, e
 	python := fs.String("python", "/usr/bin/python3", "the Python that has torch")
 	timeout := fs.Duration("timeout", 10*time.Minute, "limit for each group of processes (and for the peer): past it they are killed")
 	commWait := fs.Duration("comm-timeout", 60*time.Second, "a TCP rank that makes no progress on a message, or on joining, for this long fails")
-	paths := fs.String("paths", commbench.PathNames(), "comma-separated columns of the allreduce table: tcp, inproc, mpi (dsgd's schedules over MPI, mpirun), mpi-own (MPI_Allreduce through dsgd's MPI transport), ompi (Open MPI's peer), gloo (PyTorch's peer)")
+	paths := fs.String("paths", commbench.PathNames(), "comma-separated columns of the allreduce table: tcp, shm (shared memory, buffers from the executor as train's gradients), shm-own (shared memory, buffers of the ranks' own), inproc, mpi (dsgd's schedules over MPI, mpirun), mpi-own (MPI_Allreduce through dsgd's MPI transport), ompi (Open MPI's peer), gloo (PyTorch's peer)")
 	mpiPeer := fs.String("mpi-peer", "../shared/peer/mpi_allreduce.py", "the Open MPI peer's allreduce script, run under mpirun with --python (\"none\" to skip)")
 	quick := fs.Bool("quick", false, "tiny run for tests: "+quickSummary())
 	if err := parseFlags(fs, args, stderr); err != nil {

@@ -43,14 +43,14 @@ func TestBenchCommQuick(t *testing.T) {
 	for _, line := range strings.Split(text, "\n") {
 		f := strings.Fields(line)
 		switch {
-		case len(f) == 8 && f[0] == "2" && f[1] == "0.0625" && f[6] == "tcp" || len(f) == 8 && f[0] == "2" && f[1] == "0.0625" && f[6] == "shm":
-			// world MiB alg tcp shm inproc best ok (--quick: paths tcp,shm,inproc)
+		case len(f) == 9 && f[0] == "2" && f[1] == "0.0625" && (f[7] == "tcp" || f[7] == "shm" || f[7] == "shm-own"):
+			// world MiB alg tcp shm shm-own inproc best ok (--quick: paths tcp,shm,shm-own,inproc)
 			allreduce = true
 			if f[2] != "ring" && f[2] != "rd" {
 				t.Errorf("auto resolved to %q: %q", f[2], line)
 			}
-			positive(line, f[3:6]) // tcp, shm and inproc bus bandwidth
-			if f[7] != "ok" {
+			positive(line, f[3:7]) // tcp, shm, shm-own and inproc bus bandwidth
+			if f[8] != "ok" {
 				t.Errorf("result not ok: %q", line)
 			}
 		case len(f) >= 19 && (f[0] == "inproc" || f[0] == "tcp") && f[1] == "2":

@@ -181,6 +181,7 @@ func newHostGroup(cfg *Config, seg *shm.Segment) (*hostGroup, error) {
 		return nil, err
 	}
 	g.Timeout = cfg.Timeout
+	g.Dir = cfg.ShmDir
 	return &hostGroup{seg: seg, g: g}, nil
 }
 
