@@ -98,6 +98,9 @@ type Net struct {
 	blocks   []Block
 	params   []float32
 	grads    []float32
+	// gradUsers are the nets built ShareWith this one that use its
+	// grads too (no OwnGrads): UseGrads moves theirs along.
+	gradUsers []*Net
 	dangling []*tensor.Blob // tops nobody consumes and with no loss weight: their diffs stay zero
 	outputs  []*tensor.Blob // tops nobody consumes (Caffe's net outputs)
 	hook     func([]int)
@@ -334,6 +337,8 @@ func (n *Net) layoutParams(opt Options) error {
 		}
 		if opt.OwnGrads {
 			n.grads = make([]float32, len(o.grads))
+		} else {
+			o.gradUsers = append(o.gradUsers, n)
 		}
 	} else {
 		n.params = make([]float32, total)
@@ -607,6 +612,38 @@ func (n *Net) Params() []float32 { return n.params }
 
 // Grads is the flat buffer of all parameter gradients, laid out as Params.
 func (n *Net) Grads() []float32 { return n.grads }
+
+// UseGrads moves the net's gradients into buf, which must hold
+// len(Grads()) floats: buf gets the current gradients, and every param
+// blob's Diff, Grads, and those of the nets built ShareWith this one
+// without OwnGrads, view buf from then on. It is how a trainer puts the
+// gradients where its transport wants them (collective.Executor.Buffer:
+// shared memory a host group reduces in place). Layers read their
+// params' Diff on every call, so nothing else holds the old buffer.
+func (n *Net) UseGrads(buf []float32) error {
+	if len(buf) != len(n.grads) {
+		return fmt.Errorf("model: %d floats for the net's %d gradients", len(buf), len(n.grads))
+	}
+	copy(buf, n.grads)
+	n.pointGrads(buf)
+	return nil
+}
+
+// pointGrads makes buf the gradients of n and of the nets that share
+// them.
+func (n *Net) pointGrads(buf []float32) {
+	n.grads = buf
+	for _, nd := range n.nodes {
+		bis := n.byLayer[nd.spec.Name]
+		for j, p := range nd.layer.Params() {
+			b := n.blocks[bis[j]]
+			p.Blob.Diff = buf[b.Off : b.Off+b.Len() : b.Off+b.Len()]
+		}
+	}
+	for _, u := range n.gradUsers {
+		u.pointGrads(buf)
+	}
+}
 
 // Blocks describes each parameter blob's place in Params and Grads.
 func (n *Net) Blocks() []Block { return n.blocks }

@@ -412,6 +412,14 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 				transport.Abort(ep, err)
 				return res, err
 			}
+			note, err := t.shareGrads(ctx, ep)
+			if err != nil {
+				transport.Abort(ep, err)
+				return res, err
+			}
+			if note != "" {
+				prog.Printf("%s\n", note)
+			}
 		}
 	case len(t.ranks) > 1:
 		eps = transport.NewInproc(len(t.ranks))
@@ -768,4 +776,30 @@ func schemeLayout(net *model.Net) scheme.Layout {
 		l.Blocks = append(l.Blocks, scheme.Range{Lo: b.Off, Hi: b.Off + b.Len()})
 	}
 	return l
+}
+
+// shareGrads moves the gradients of this process's rank into memory its
+// transport shares with the ranks on its host, where it has any
+// (collective.Executor.Buffer: a host group, which then reduces them in
+// place instead of copying them through its slots). Every rank calls it
+// at the same point. It returns a line for the log: where the gradients
+// are, or why they could not be shared.
+func (t *Trainer) shareGrads(ctx context.Context, ep transport.Endpoint) (string, error) {
+	net := t.ranks[0].net
+	ex := collective.NewExecutor(ep)
+	defer ex.Close()
+	buf, err := ex.Buffer(ctx, len(net.Grads()))
+	if err != nil {
+		return "", fmt.Errorf("train: the gradients' shared buffer: %w", err)
+	}
+	if ok, why := ex.Shared(buf); !ok {
+		if why != nil {
+			return fmt.Sprintf("gradients in process memory, not shared with the host's other ranks: %v", why), nil
+		}
+		return "", nil
+	}
+	if err := net.UseGrads(buf); err != nil {
+		return "", err
+	}
+	return "gradients in shared memory: the ranks on this host reduce them in place", nil
 }

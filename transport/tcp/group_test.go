@@ -3,6 +3,7 @@ package tcp
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -100,6 +101,52 @@ func TestHostGroupAllreduce(t *testing.T) {
 				}
 			}
 		}
+	}
+	// The same through buffers in shared memory (Executor.Buffer),
+	// which the ranks reduce in place.
+	for _, alg := range []collective.Algorithm{collective.Ring, collective.Tree, collective.RecursiveDoubling} {
+		want, got := randomBufs(p, n), randomBufs(p, n)
+		for r, err := range allreduceAll(plain, want, alg) {
+			if err != nil {
+				t.Fatalf("%v, messages: rank %d: %v", alg, r, err)
+			}
+		}
+		errs := make([]error, p)
+		var wg sync.WaitGroup
+		for r, ep := range grouped {
+			wg.Go(func() {
+				ex := collective.NewExecutor(ep)
+				defer ex.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+				defer cancel()
+				b, err := ex.Buffer(ctx, n)
+				if err != nil {
+					errs[r] = err
+					return
+				}
+				if ok, why := ex.Shared(b); !ok {
+					errs[r] = fmt.Errorf("buffer not in shared memory (%v)", why)
+					return
+				}
+				copy(b, got[r])
+				errs[r] = ex.Allreduce(ctx, b, alg)
+				copy(got[r], b)
+			})
+		}
+		wg.Wait()
+		for r := range p {
+			if errs[r] != nil {
+				t.Fatalf("%v, shared buffers: rank %d: %v", alg, r, errs[r])
+			}
+			for i := range want[r] {
+				if math.Float32bits(got[r][i]) != math.Float32bits(want[r][i]) {
+					t.Fatalf("%v: rank %d element %d = %v in shared buffers, %v as messages", alg, r, i, got[r][i], want[r][i])
+				}
+			}
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("%d files left in the segment directory after Buffer: %s", len(left), left[0].Name())
 	}
 	for r, ep := range grouped {
 		var g *transport.LinkStats
