@@ -87,23 +87,23 @@ type split struct {
 
 // Net is a built network. See the package comment.
 type Net struct {
-	name     string
-	phase    layers.Phase
-	nodes    []*node
-	splits   map[int][]split // node index -> splits to run before its Backward
-	inputSp  []split         // splits on input blobs (never summed: inputs take no gradient)
-	blobs    map[string]*tensor.Blob
-	inputs   []*tensor.Blob
-	order    []string // blob names in creation order, for diagnostics
-	blocks   []Block
-	params   []float32
-	grads    []float32
+	name    string
+	phase   layers.Phase
+	nodes   []*node
+	splits  map[int][]split // node index -> splits to run before its Backward
+	inputSp []split         // splits on input blobs (never summed: inputs take no gradient)
+	blobs   map[string]*tensor.Blob
+	inputs  []*tensor.Blob
+	order   []string // blob names in creation order, for diagnostics
+	blocks  []Block
+	params  []float32
+	grads   []float32
 	// gradUsers are the nets built ShareWith this one that use its
 	// grads too (no OwnGrads): UseGrads moves theirs along.
 	gradUsers []*Net
-	dangling []*tensor.Blob // tops nobody consumes and with no loss weight: their diffs stay zero
-	outputs  []*tensor.Blob // tops nobody consumes (Caffe's net outputs)
-	hook     func([]int)
+	dangling  []*tensor.Blob // tops nobody consumes and with no loss weight: their diffs stay zero
+	outputs   []*tensor.Blob // tops nobody consumes (Caffe's net outputs)
+	hook      func([]int)
 	// layerHook, when set, is told each layer's forward and backward time.
 	layerHook func(layer string, backward bool, start time.Time, dur time.Duration)
 	// blocks per (layer name, param index), for ShareWith.
