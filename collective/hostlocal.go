@@ -63,22 +63,24 @@ func (h *hostState) allreduce(ctx context.Context, buf []float32, alg Algorithm)
 	order := h.order(alg, n)
 	op := uint64(hostOpAllreduce) | uint64(alg)<<4 | uint64(n)<<8
 	g.Expose(buf)
-	if err := g.Sync(ctx, true, op); err != nil {
-		return peerErr(err)
-	}
-	if !h.shared() {
+	err := g.Sync(ctx, true, op)
+	switch {
+	case err != nil:
+	case !h.shared():
 		return h.allreduceSlots(ctx, buf, order)
+	default:
+		err = h.allreduceShared(ctx, buf, order)
 	}
-	err := h.allreduceShared(ctx, buf, order)
-	if err != nil {
-		// The peers may still be writing this buffer: let them stop
+	if err != nil && g.Holds(buf) {
+		// The peers may still be writing this buffer (some may have
+		// passed the first Sync this rank failed in): let them stop
 		// before it goes back to the caller.
 		g.Break()
 		if qerr := g.Quiesce(); qerr != nil {
 			err = fmt.Errorf("%w (and %v)", err, qerr)
 		}
 	}
-	return err
+	return peerErr(err)
 }
 
 // shared says whether every rank's buffer of the operation in progress
