@@ -62,12 +62,18 @@ func (h *hostState) allreduce(ctx context.Context, buf []float32, alg Algorithm)
 	defer g.End()
 	order := h.order(alg, n)
 	op := uint64(hostOpAllreduce) | uint64(alg)<<4 | uint64(n)<<8
-	g.Expose(buf)
+	mine := g.Expose(buf)
+	if !mine {
+		// As good as sure to go through the slots: copy the first
+		// round in before the first Sync, which then serves as the
+		// round's.
+		h.firstIn = h.copyIn(buf, 0, min(hostPiece(g), n))
+	}
 	err := g.Sync(ctx, true, op)
 	switch {
 	case err != nil:
 	case !h.shared():
-		return h.allreduceSlots(ctx, buf, order)
+		return h.allreduceSlots(ctx, buf, order, !mine, h.anyShared())
 	default:
 		err = h.allreduceShared(ctx, buf, order)
 	}
@@ -93,6 +99,17 @@ func (h *hostState) shared() bool {
 		}
 	}
 	return true
+}
+
+// anyShared says whether some rank's buffer of the operation in
+// progress lies in the group's shared buffers.
+func (h *hostState) anyShared() bool {
+	for r := range h.views {
+		if h.g.View(r) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // allreduceShared is the group allreduce over buffers in shared memory,
@@ -140,9 +157,31 @@ func (h *hostState) allreduceShared(ctx context.Context, buf []float32, order []
 // sums stays in the second-level cache.
 const sharedBlock = 16 << 10
 
+// copyIn copies the sub-ranges of the round at base (m floats) that
+// the other ranks reduce into this rank's slot, returning the floats
+// copied.
+func (h *hostState) copyIn(buf []float32, base, m int) int64 {
+	p, me := h.g.Size(), h.g.Rank()
+	piece := hostPiece(h.g)
+	mine := h.slots[me]
+	var k int64
+	for c := range p {
+		if c == me {
+			continue
+		}
+		lo, hi := sub(c, p, piece, m)
+		copy(mine[lo:hi], buf[base+lo:base+hi])
+		k += int64(hi - lo)
+	}
+	return k
+}
+
 // allreduceSlots is the group allreduce through the slots, after the
-// first Sync (the operation is checked).
-func (h *hostState) allreduceSlots(ctx context.Context, buf []float32, order []orderRange) error {
+// first Sync (the operation is checked). A rank whose buffer is its own
+// memory copied the first round in before that Sync (copied); where
+// some rank's is shared (late), those copy it now and all Sync once
+// more.
+func (h *hostState) allreduceSlots(ctx context.Context, buf []float32, order []orderRange, copied, late bool) error {
 	g := h.g
 	n := len(buf)
 	p, me := g.Size(), g.Rank()
@@ -151,18 +190,16 @@ func (h *hostState) allreduceSlots(ctx context.Context, buf []float32, order []o
 	var sent, recv int64
 	for base := 0; base < n; base += piece {
 		m := min(piece, n-base)
-		mine := slots[me]
-		for c := range p {
-			if c == me {
-				continue
-			}
-			lo, hi := sub(c, p, piece, m)
-			copy(mine[lo:hi], buf[base+lo:base+hi])
-			sent += int64(hi - lo)
+		if base > 0 || !copied {
+			sent += h.copyIn(buf, base, m)
+		} else {
+			sent += h.firstIn
 		}
-		if err := g.Sync(ctx, false, 0); err != nil {
-			g.Count(4*sent, 4*recv)
-			return peerErr(err)
+		if base > 0 || late {
+			if err := g.Sync(ctx, false, 0); err != nil {
+				g.Count(4*sent, 4*recv)
+				return peerErr(err)
+			}
 		}
 		lo, hi := sub(me, p, piece, m)
 		ev.reduce(order, slots, buf, base, lo, hi, me)
@@ -291,8 +328,9 @@ type hostState struct {
 	orders map[orderKey][]orderRange
 	// views are the ranks' buffers of the shared allreduce in progress,
 	// out its block of sums.
-	views [][]float32
-	out   []float32
+	views   [][]float32
+	out     []float32
+	firstIn int64 // floats the first round's early copy in took
 }
 
 type orderKey struct {

@@ -60,6 +60,11 @@ func (g *Group) Alloc(ctx context.Context, bytes int) ([]byte, error) {
 			}
 		}
 	}
+	// The slots may still hold the last collective's results, which a
+	// slower rank may be copying out: write nothing there before a Sync.
+	if err := g.Sync(ctx, true, opAlloc|uint64(bytes)<<8); err != nil {
+		return nil, err
+	}
 	// Create this rank's segment and post its name (or why not).
 	seg, err := Create(g.Dir, "buf", bytes)
 	if err != nil {
@@ -72,7 +77,7 @@ func (g *Group) Alloc(ctx context.Context, bytes int) ([]byte, error) {
 	// Each decision is read between two Syncs: no rank posts again (a
 	// next Alloc) before every rank has read this one.
 	decide := func(first bool) (int, string, error) {
-		if err := g.Sync(ctx, first, opAlloc|uint64(bytes)<<8); err != nil {
+		if err := g.Sync(ctx, false, 0); err != nil {
 			return 0, "", err
 		}
 		r, msg := g.firstNo()
@@ -155,17 +160,19 @@ func (g *Group) firstNo() (int, string) {
 // Expose publishes buf as this rank's buffer of the operation in
 // progress, for the others to find after the operation's first Sync
 // (View): where it lies in one of the group's shared buffers (Alloc),
-// if it does. Call it after Begin, before that first Sync.
-func (g *Group) Expose(buf []float32) {
+// if it does (which it reports). Call it after Begin, before that
+// first Sync.
+func (g *Group) Expose(buf []float32) bool {
 	d := &g.ctl.desc[g.rank]
 	a, off, ok := g.locate(buf)
 	if !ok {
 		d.arena.Store(0)
-		return
+		return false
 	}
 	d.arena.Store(uint64(a) + 1)
 	d.off.Store(uint64(off))
 	d.n.Store(uint64(len(buf)))
+	return true
 }
 
 // Holds says whether buf lies in this rank's shared buffers (Alloc).
