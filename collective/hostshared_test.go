@@ -205,22 +205,5 @@ func TestHostSharedDoesNotAllocate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	go func() {
-		for range 102 {
-			if err := exs[1].Allreduce(ctx, bufs[1], Ring); err != nil {
-				errs <- err
-				return
-			}
-		}
-		errs <- nil
-	}()
-	if err := exs[0].Allreduce(ctx, bufs[0], Ring); err != nil {
-		t.Fatal(err)
-	}
-	if a := testing.AllocsPerRun(100, func() { exs[0].Allreduce(ctx, bufs[0], Ring) }); a != 0 {
-		t.Errorf("%v allocations per allreduce", a)
-	}
-	if err := <-errs; err != nil {
-		t.Fatal(err)
-	}
+	checkSteadyAllocs(t, exs, bufs)
 }
