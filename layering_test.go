@@ -50,8 +50,8 @@ func imports(t *testing.T) map[string]map[string]bool {
 // (the schemes, the center, the accumulator) import no other dsgd
 // package, and the schemes no clock, network, file system or model;
 // nothing below the training job imports it; only the command imports
-// the command or the communication benchmark; the process leaves
-// (launcher, spawn) import no dsgd package.
+// the command or the communication benchmark; the leaves (launcher,
+// spawn, internal/hdf5lock) import no dsgd package.
 func TestLayering(t *testing.T) {
 	if _, err := os.Stat("go.mod"); err != nil {
 		t.Skip("not at the module root")
@@ -60,7 +60,8 @@ func TestLayering(t *testing.T) {
 	pure := map[string]bool{"scheme": true, "center": true, "accum": true}
 	// Leaves about processes: detecting an external launcher, and
 	// spawning our own ranks.
-	leaf := map[string]bool{"launcher": true, "spawn": true}
+	// internal/hdf5lock holds the process's one libhdf5 lock.
+	leaf := map[string]bool{"launcher": true, "spawn": true, "internal/hdf5lock": true}
 	below := []string{"scheme", "center", "accum", "node", "sim", "ps", "smb", "rpc", "redisstore",
 		"collective", "transport", "tensor", "solver", "model", "data", "checkpoint", "wire", "metrics", "timeline",
 		"spawn", "launcher", "commbench"}
@@ -91,7 +92,50 @@ func TestLayering(t *testing.T) {
 			}
 		}
 	}
-	if len(all["scheme"]) == 0 || len(all["node"]) == 0 || len(all["spawn"]) == 0 || len(all["commbench"]) == 0 {
+	if len(all["scheme"]) == 0 || len(all["node"]) == 0 || len(all["spawn"]) == 0 || len(all["commbench"]) == 0 || len(all["internal/hdf5lock"]) == 0 {
 		t.Fatalf("found no imports for scheme or node: the walk missed the tree (%d packages)", len(all))
+	}
+}
+
+// TestHDF5OneLock: every package that calls libhdf5 through cgo imports
+// internal/hdf5lock, the one lock all such calls are made under (Debian's
+// libhdf5 is not thread-safe, so a mutex per package would not exclude
+// the other packages' calls).
+func TestHDF5OneLock(t *testing.T) {
+	if _, err := os.Stat("go.mod"); err != nil {
+		t.Skip("not at the module root")
+	}
+	all := imports(t)
+	callers := map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != "." {
+			return filepath.SkipDir
+		}
+		// Test files cannot use cgo.
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(src), "#include <hdf5.h>") {
+			callers[filepath.ToSlash(filepath.Dir(path))] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !callers["caffemodel"] || !callers["data"] {
+		t.Fatalf("found libhdf5 callers %v; want at least caffemodel and data: the walk missed them", callers)
+	}
+	for dir := range callers {
+		if !all[dir]["dsgd/internal/hdf5lock"] {
+			t.Errorf("%s calls libhdf5 but does not import dsgd/internal/hdf5lock: take hdf5lock.Lock around its calls", dir)
+		}
 	}
 }

@@ -123,13 +123,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"unsafe"
-)
 
-// h5mu serialises this package's calls into libhdf5, whose Debian serial
-// build is not thread-safe.
-var h5mu sync.Mutex
+	"dsgd/internal/hdf5lock"
+)
 
 // cstr is s as a C string the caller frees.
 func cstr(s string) *C.char { return C.CString(s) }
@@ -159,20 +156,20 @@ func writeH5(path string, fill func(f C.hid_t) error) (err error) {
 			os.Remove(name)
 		}
 	}()
-	h5mu.Lock()
+	hdf5lock.Lock()
 	C.cm_quiet()
 	cname := cstr(name)
 	f := C.cm_create(cname)
 	free(cname)
 	if f < 0 {
-		h5mu.Unlock()
+		hdf5lock.Unlock()
 		return fmt.Errorf("caffemodel: cannot create HDF5 file %s", path)
 	}
 	err = fill(f)
 	if C.H5Fclose(f) < 0 && err == nil {
 		err = errors.New("closing the file failed")
 	}
-	h5mu.Unlock()
+	hdf5lock.Unlock()
 	if err != nil {
 		return fmt.Errorf("caffemodel: writing %s: %w", path, err)
 	}
@@ -254,20 +251,20 @@ func WriteHDF5(path string, n *Net) error {
 	})
 }
 
-// openH5 opens path for reading under h5mu and returns its size (which
+// openH5 opens path for reading under the libhdf5 lock and returns its size (which
 // bounds what a dataset may claim); the caller closes f and unlocks.
 func openH5(path, what string) (C.hid_t, int64, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return -1, 0, fmt.Errorf("%s: %w", what, err)
 	}
-	h5mu.Lock()
+	hdf5lock.Lock()
 	C.cm_quiet()
 	cpath := cstr(path)
 	f := C.cm_open(cpath)
 	free(cpath)
 	if f < 0 {
-		h5mu.Unlock()
+		hdf5lock.Unlock()
 		return -1, 0, fmt.Errorf("%s is not a readable HDF5 file (corrupt or truncated?)", path)
 	}
 	return f, st.Size(), nil
@@ -350,7 +347,7 @@ func ReadHDF5(path string) (*Net, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer h5mu.Unlock()
+	defer hdf5lock.Unlock()
 	defer C.H5Fclose(f)
 	cdata := cstr("data")
 	data := C.cm_gopen(f, cdata)
@@ -533,7 +530,7 @@ func ReadStateHDF5(path string) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer h5mu.Unlock()
+	defer hdf5lock.Unlock()
 	defer C.H5Fclose(f)
 	st := &State{}
 	if st.Iter, err = readInt(f, "iter"); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"slices"
 	"sync"
 	"time"
@@ -170,13 +169,13 @@ func pair(ctx context.Context, kind string, timeout time.Duration) ([]transport.
 	default:
 		return nil, fmt.Errorf("calib: transport %q: choose inproc or tcp", kind)
 	}
-	// A free loopback port for the rendezvous: listen, note it, release it.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The rendezvous listener, opened here and handed to rank 0 (a port
+	// released and bound again could be taken in between).
+	rdv, err := tcp.Reserve("127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("calib: tcp: finding a free port: %w", err)
+		return nil, fmt.Errorf("calib: tcp: listening for the rendezvous: %w", err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer rdv.Close()
 	eps := make([]transport.Endpoint, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
@@ -184,7 +183,7 @@ func pair(ctx context.Context, kind string, timeout time.Duration) ([]transport.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			eps[r], errs[r] = tcp.Connect(ctx, tcp.Config{Rank: r, Size: 2, Rendezvous: addr, Token: "calib", Timeout: timeout, Shm: tcp.ShmOff})
+			eps[r], errs[r] = tcp.Connect(ctx, tcp.Config{Rank: r, Size: 2, Rendezvous: rdv.Addr(), Stream: rdv, Token: "calib", Timeout: timeout, Shm: tcp.ShmOff})
 		}()
 	}
 	wg.Wait()

@@ -2,7 +2,8 @@
 // communication (memory bandwidth for scale; allreduce over every path
 // dsgd has, beside Open MPI's and gloo's; the parameter-server pattern
 // against the reduction tree, beside collective's α-β prediction) and
-// writes the tables.
+// returns the tables as data (Section: lines of text and tables of rows
+// and columns), which the command prints.
 //
 // The ranks of a group that spans processes are children of this
 // executable (started through package spawn, or by mpirun) running
@@ -22,5 +23,5 @@
 //     (aggregateComm).
 //
 // Package collective owns the schedules being measured and the α-β
-// model; commbench only runs them, times them and lays out the tables.
+// model; commbench only runs them, times them and fills in the tables.
 package commbench

@@ -199,10 +199,10 @@ func runMPIPath(native bool) func(context.Context, *Options, int, []int64, io.Wr
 	}
 }
 
-// allreduceTable runs every chosen path on every world and prints the
+// allreduceTable runs every chosen path on every world and returns the
 // allreduce table: bus bandwidth per path, the best of ours across
 // processes, and its ratio to each peer; then the times.
-func allreduceTable(ctx context.Context, o *Options, stdout, stderr io.Writer, peerErr *error) error {
+func allreduceTable(ctx context.Context, o *Options, stderr io.Writer, peerErr *error) (Section, error) {
 	type key struct {
 		path, world int
 	}
@@ -225,25 +225,25 @@ func allreduceTable(ctx context.Context, o *Options, stdout, stderr io.Writer, p
 				}
 				notes = append(notes, fmt.Sprintf("%s, %d ranks: FAILED (see the error at the end)", p.col, w))
 			case err != nil:
-				return fmt.Errorf("allreduce over %s, %d ranks: %w", p.col, w, err)
+				return Section{}, fmt.Errorf("allreduce over %s, %d ranks: %w", p.col, w, err)
 			case skip != "":
 				notes = append(notes, fmt.Sprintf("%s, %d ranks: not run: %s", p.col, w, skip))
 			}
 			cells[key{i, w}] = c
 		}
 	}
-	fmt.Fprintf(stdout, "\nallreduce (float32 sum), alg %v for dsgd's schedules (the alg column: what tcp ran)\n", o.Alg)
+	lines := []string{"", fmt.Sprintf("allreduce (float32 sum), alg %v for dsgd's schedules (the alg column: what tcp ran)", o.Alg)}
 	for _, p := range paths {
-		fmt.Fprintf(stdout, "  %-8s %s\n", p.col, p.desc)
+		lines = append(lines, fmt.Sprintf("  %-8s %s", p.col, p.desc))
 	}
 	if o.glooHeader != "" {
-		fmt.Fprintf(stdout, "  gloo: %s\n", o.glooHeader)
+		lines = append(lines, fmt.Sprintf("  gloo: %s", o.glooHeader))
 	}
 	for _, n := range notes {
-		fmt.Fprintf(stdout, "  note: %s\n", n)
+		lines = append(lines, fmt.Sprintf("  note: %s", n))
 	}
-	fmt.Fprintf(stdout, "time: median over %d reps (after %d warm-up) of the max over ranks, each rep after a barrier (the ompi peer: 10 reps after 2)\n", o.Reps, o.Warmup)
-	fmt.Fprintf(stdout, "bus bandwidth, GB/s: 2(p-1)/p * bytes / time; best = the fastest of ours across processes (%s); best/PEER above 1: ours faster\n", strings.Join(bestNames(paths), ", "))
+	lines = append(lines, fmt.Sprintf("time: median over %d reps (after %d warm-up) of the max over ranks, each rep after a barrier (the ompi peer: 10 reps after 2)", o.Reps, o.Warmup),
+		fmt.Sprintf("bus bandwidth, GB/s: 2(p-1)/p * bytes / time; best = the fastest of ours across processes (%s); best/PEER above 1: ours faster", strings.Join(bestNames(paths), ", ")))
 	head := []string{"world", "MiB", "alg"}
 	for _, p := range paths {
 		head = append(head, p.col)
@@ -304,10 +304,10 @@ func allreduceTable(ctx context.Context, o *Options, stdout, stderr io.Writer, p
 			times = append(times, trow)
 		}
 	}
-	writeColumns(stdout, head, rows)
-	fmt.Fprintf(stdout, "\nallreduce time, ms (same runs)\n")
-	writeColumns(stdout, head[:3+len(paths)], times)
-	return nil
+	return Section{Part: "allreduce", Blocks: []Block{
+		{Lines: lines, Table: &Table{Cols: fitCols(head), Rows: rows}},
+		{Lines: []string{"", "allreduce time, ms (same runs)"}, Table: &Table{Cols: fitCols(head[:3+len(paths)]), Rows: times}},
+	}}, nil
 }
 
 func bestNames(paths []arPath) []string {
@@ -320,29 +320,14 @@ func bestNames(paths []arPath) []string {
 	return out
 }
 
-// writeColumns prints rows under head, each column right-aligned to its
-// widest cell.
-func writeColumns(w io.Writer, head []string, rows [][]string) {
-	width := make([]int, len(head))
+// fitCols are columns named head, each as wide as its widest cell,
+// aligned right.
+func fitCols(head []string) []Col {
+	cols := make([]Col, len(head))
 	for i, h := range head {
-		width[i] = len(h)
+		cols[i] = Col{Name: h}
 	}
-	for _, r := range rows {
-		for i, c := range r {
-			width[i] = max(width[i], len(c))
-		}
-	}
-	line := func(cells []string) {
-		parts := make([]string, len(cells))
-		for i, c := range cells {
-			parts[i] = fmt.Sprintf("%*s", width[i], c)
-		}
-		fmt.Fprintln(w, strings.Join(parts, " "))
-	}
-	line(head)
-	for _, r := range rows {
-		line(r)
-	}
+	return cols
 }
 
 // ParsePaths checks --paths against arPaths.

@@ -51,30 +51,39 @@ type Options struct {
 	glooHeader string // the gloo peer's version line, once run
 }
 
-// Run runs the parts o chooses and writes their tables to stdout, its
-// progress to stderr. A failed peer is reported after ours are written.
-func Run(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
+// Run runs the parts o chooses and hands each part's results to report
+// as soon as they are measured (the run's header first, its footer last);
+// its progress goes to stderr. A failed peer is reported after ours are
+// handed over.
+func Run(ctx context.Context, o *Options, stderr io.Writer, report func(Section)) error {
 	start := time.Now()
-	fmt.Fprintf(stdout, "bench-comm: %s, %d CPUs, GOMAXPROCS %d, %s %s/%s, load average %s\n",
-		start.Format("2006-01-02 15:04"), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, loadAvg())
+	report(Section{Part: "header", Blocks: []Block{{Lines: []string{fmt.Sprintf("bench-comm: %s, %d CPUs, GOMAXPROCS %d, %s %s/%s, load average %s",
+		start.Format("2006-01-02 15:04"), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, loadAvg())}}}})
 	if o.Parts["mem"] {
 		c, a := memBandwidth(o.MemBytes, 10)
-		fmt.Fprintf(stdout, "\nmemory, %s MiB buffers, one goroutine, median of 10:\n", FmtMiB(o.MemBytes))
-		fmt.Fprintf(stdout, "  memcpy (copy)             %7.2f GB/s  (bytes copied per s; memory traffic is twice that)\n", c)
-		fmt.Fprintf(stdout, "  float32 add dst += src    %7.2f GB/s  (bytes of dst per s, plain Go loop; %.2f Gadd/s)\n", a, a/4)
+		report(Section{Part: "mem", Blocks: []Block{{Lines: []string{"",
+			fmt.Sprintf("memory, %s MiB buffers, one goroutine, median of 10:", FmtMiB(o.MemBytes)),
+			fmt.Sprintf("  memcpy (copy)             %7.2f GB/s  (bytes copied per s; memory traffic is twice that)", c),
+			fmt.Sprintf("  float32 add dst += src    %7.2f GB/s  (bytes of dst per s, plain Go loop; %.2f Gadd/s)", a, a/4)}}}})
 	}
 	var peerErr error
 	if o.Parts["allreduce"] {
-		if err := allreduceTable(ctx, o, stdout, stderr, &peerErr); err != nil {
+		sec, err := allreduceTable(ctx, o, stderr, &peerErr)
+		if err != nil {
 			return err
 		}
+		report(sec)
 	}
 	if o.Parts["ps"] {
-		if err := psTable(ctx, o, stdout, stderr); err != nil {
+		sec, err := psTable(ctx, o, stderr)
+		if len(sec.Blocks) > 0 {
+			report(sec) // what was measured before a failure
+		}
+		if err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "\nbench-comm: done in %.0f s, load average %s\n", time.Since(start).Seconds(), loadAvg())
+	report(Section{Part: "footer", Blocks: []Block{{Lines: []string{"", fmt.Sprintf("bench-comm: done in %.0f s, load average %s", time.Since(start).Seconds(), loadAvg())}}}})
 	if peerErr != nil {
 		return fmt.Errorf("the peer failed (ours are above): %w", peerErr)
 	}
@@ -135,15 +144,19 @@ type psPoint struct {
 	ps, tree float64 // seconds; NaN when not run
 }
 
-func psTable(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
+// psTable runs the parameter server vs tree part; on a failure it returns
+// the section as far as it got.
+func psTable(ctx context.Context, o *Options, stderr io.Writer) (Section, error) {
 	n := o.PSFloats
 	nb := int64(4 * n)
-	fmt.Fprintf(stdout, "\nparameter server vs reduction tree (FireCaffe Fig. 4): communication per iteration, %.1f MB model (%d float32)\n", float64(nb)/1e6, n)
-	fmt.Fprintf(stdout, "PS: each of p workers sends its gradient to a server (one more rank: p+1 in all), which receives them in rank order summing as it goes, then sends the sum to each worker in turn (scheme sync-ps's messages)\n")
-	fmt.Fprintf(stdout, "tree: collective.Tree allreduce over the p workers (binomial reduce to rank 0, then broadcast)\n")
-	fmt.Fprintf(stdout, "time: median over %d iterations (after %d warm-up) of the max over ranks; rel = time / time at p=%d\n", o.PSReps, o.PSWarmup, o.PSWorkers[0])
-	fmt.Fprintf(stdout, "model: alpha*msgs + beta*bytes, msgs = sequential messages on the critical path and bytes = bytes sent+received by the busiest rank, both from the schedules (Verify, Cost); alpha, beta fitted from a 2-rank ping-pong (4 B and the model) on the same transport\n")
-	fmt.Fprintf(stdout, "tcp runs p up to %d (PS: p+1 processes); every rank shares this machine's %d cores, so transfers the tree runs in parallel compete for the same CPUs and memory bus\n", o.TCPMaxWorkers, runtime.NumCPU())
+	sec := Section{Part: "ps"}
+	sec.text("",
+		fmt.Sprintf("parameter server vs reduction tree (FireCaffe Fig. 4): communication per iteration, %.1f MB model (%d float32)", float64(nb)/1e6, n),
+		"PS: each of p workers sends its gradient to a server (one more rank: p+1 in all), which receives them in rank order summing as it goes, then sends the sum to each worker in turn (scheme sync-ps's messages)",
+		"tree: collective.Tree allreduce over the p workers (binomial reduce to rank 0, then broadcast)",
+		fmt.Sprintf("time: median over %d iterations (after %d warm-up) of the max over ranks; rel = time / time at p=%d", o.PSReps, o.PSWarmup, o.PSWorkers[0]),
+		"model: alpha*msgs + beta*bytes, msgs = sequential messages on the critical path and bytes = bytes sent+received by the busiest rank, both from the schedules (Verify, Cost); alpha, beta fitted from a 2-rank ping-pong (4 B and the model) on the same transport",
+		fmt.Sprintf("tcp runs p up to %d (PS: p+1 processes); every rank shares this machine's %d cores, so transfers the tree runs in parallel compete for the same CPUs and memory bus", o.TCPMaxWorkers, runtime.NumCPU()))
 	for _, tr := range []string{"inproc", "tcp"} {
 		run := func(world int, job commJob) (map[commKey]commStat, error) {
 			var res []commResult
@@ -170,7 +183,7 @@ func psTable(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "bench-comm: ping-pong %s...\n", tr)
 		pp, err := run(2, commJob{Task: taskPingPong, Sizes: []int64{4, nb}, Reps: max(o.PSReps, 5), Warmup: max(o.PSWarmup, 1)})
 		if err != nil {
-			return err
+			return sec, err
 		}
 		alpha := pp[commKey{taskPingPong, 4}].R0Med
 		beta := max((pp[commKey{taskPingPong, nb}].R0Med-alpha)/float64(nb), 1e-15)
@@ -186,36 +199,45 @@ func psTable(ctx context.Context, o *Options, stdout, stderr io.Writer) error {
 			job.Task = taskTree
 			st, err := run(p, job)
 			if err != nil {
-				return err
+				return sec, err
 			}
 			pt.tree = st[commKey{taskTree, nb}].Med
 			job.Task = taskPS
 			if st, err = run(p+1, job); err != nil {
-				return err
+				return sec, err
 			}
 			pt.ps = st[commKey{taskPS, nb}].Med
 			pts = append(pts, pt)
 		}
-		fmt.Fprintf(stdout, "\n%s: alpha %.1f us, beta^-1 %.2f GB/s (one-way ping-pong: 4 B %.3f ms, %.1f MB %.3f ms)\n",
-			tr, alpha*1e6, 1/beta/1e9, alpha*1e3, float64(nb)/1e6, pp[commKey{taskPingPong, nb}].R0Med*1e3)
-		fmt.Fprintf(stdout, "%-7s %3s %9s %6s %9s %6s %7s | %8s %8s %8s %6s | %9s %8s %8s %6s | %9s %9s\n",
-			"", "p", "PS_ms", "rel", "tree_ms", "rel", "PS/tree",
-			"PS_msgs", "PS_MB", "PS_ms", "rel", "tree_msgs", "tree_MB", "tree_ms", "rel", "PS_totMB", "tree_totMB")
-		fmt.Fprintf(stdout, "%-7s %3s %9s %6s %9s %6s %7s | %33s | %34s | %19s\n", "", "", "measured", "", "", "", "", "alpha-beta model (PS)", "alpha-beta model (tree)", "all ranks' bytes")
+		t := &Table{Cols: psCols(), Spans: []Span{{"", 1}, {"", 1}, {"measured", 1}, {"", 1}, {"", 1}, {"", 1}, {"", 1},
+			{"alpha-beta model (PS)", 4}, {"alpha-beta model (tree)", 4}, {"all ranks' bytes", 2}}}
 		base := pts[0]
 		bpm, btm := psModel(base.p, n), treeModel(base.p, n)
 		for _, pt := range pts {
 			pm, tm := psModel(pt.p, n), treeModel(pt.p, n)
-			meas := fmt.Sprintf("%9s %6s %9s %6s %7s", "-", "-", "-", "-", "-")
+			meas := []string{"-", "-", "-", "-", "-"}
 			if !math.IsNaN(pt.ps) {
-				meas = fmt.Sprintf("%9.2f %6.2f %9.2f %6.2f %7.2f", pt.ps*1e3, pt.ps/base.ps, pt.tree*1e3, pt.tree/base.tree, pt.ps/pt.tree)
+				meas = []string{fmt.Sprintf("%.2f", pt.ps*1e3), fmt.Sprintf("%.2f", pt.ps/base.ps), fmt.Sprintf("%.2f", pt.tree*1e3), fmt.Sprintf("%.2f", pt.tree/base.tree), fmt.Sprintf("%.2f", pt.ps/pt.tree)}
 			}
-			fmt.Fprintf(stdout, "%-7s %3d %s | %8d %8.1f %8.2f %6.2f | %9d %8.1f %8.2f %6.2f | %9.1f %9.1f\n",
-				tr, pt.p, meas,
-				pm.Msgs, float64(pm.MaxBytes)/1e6, pm.Predict(alpha, beta)*1e3, pm.Predict(alpha, beta)/bpm.Predict(alpha, beta),
-				tm.Msgs, float64(tm.MaxBytes)/1e6, tm.Predict(alpha, beta)*1e3, tm.Predict(alpha, beta)/btm.Predict(alpha, beta),
-				float64(pm.TotalBytes)/1e6, float64(tm.TotalBytes)/1e6)
+			row := append([]string{tr, fmt.Sprint(pt.p)}, meas...)
+			t.Rows = append(t.Rows, append(row,
+				fmt.Sprint(pm.Msgs), fmt.Sprintf("%.1f", float64(pm.MaxBytes)/1e6), fmt.Sprintf("%.2f", pm.Predict(alpha, beta)*1e3), fmt.Sprintf("%.2f", pm.Predict(alpha, beta)/bpm.Predict(alpha, beta)),
+				fmt.Sprint(tm.Msgs), fmt.Sprintf("%.1f", float64(tm.MaxBytes)/1e6), fmt.Sprintf("%.2f", tm.Predict(alpha, beta)*1e3), fmt.Sprintf("%.2f", tm.Predict(alpha, beta)/btm.Predict(alpha, beta)),
+				fmt.Sprintf("%.1f", float64(pm.TotalBytes)/1e6), fmt.Sprintf("%.1f", float64(tm.TotalBytes)/1e6)))
 		}
+		sec.Blocks = append(sec.Blocks, Block{Lines: []string{"", fmt.Sprintf("%s: alpha %.1f us, beta^-1 %.2f GB/s (one-way ping-pong: 4 B %.3f ms, %.1f MB %.3f ms)",
+			tr, alpha*1e6, 1/beta/1e9, alpha*1e3, float64(nb)/1e6, pp[commKey{taskPingPong, nb}].R0Med*1e3)}, Table: t})
 	}
-	return nil
+	return sec, nil
+}
+
+// psCols are the PS-vs-tree table's columns: the transport and p, what
+// was measured, then the alpha-beta model of each schedule and the bytes
+// all ranks move.
+func psCols() []Col {
+	const bar = " | "
+	return []Col{{Name: "", Width: 7, Left: true}, {Name: "p", Width: 3}, {Name: "PS_ms", Width: 9}, {Name: "rel", Width: 6}, {Name: "tree_ms", Width: 9}, {Name: "rel", Width: 6}, {Name: "PS/tree", Width: 7},
+		{Name: "PS_msgs", Width: 8, Sep: bar}, {Name: "PS_MB", Width: 8}, {Name: "PS_ms", Width: 8}, {Name: "rel", Width: 6},
+		{Name: "tree_msgs", Width: 9, Sep: bar}, {Name: "tree_MB", Width: 8}, {Name: "tree_ms", Width: 8}, {Name: "rel", Width: 6},
+		{Name: "PS_totMB", Width: 9, Sep: bar}, {Name: "tree_totMB", Width: 9}}
 }

@@ -31,13 +31,10 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"sync"
 	"unsafe"
-)
 
-// h5mu serialises calls into libhdf5, whose Debian serial build is not
-// thread-safe.
-var h5mu sync.Mutex
+	"dsgd/internal/hdf5lock"
+)
 
 // readH5Dataset reads the float dataset name of the open file f, with its
 // dimensions.
@@ -88,8 +85,8 @@ func readH5File(path, dataName, labelName string) (vals []float32, dims []int, l
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil, nil, fmt.Errorf("HDF5 file: %w", err)
 	}
-	h5mu.Lock()
-	defer h5mu.Unlock()
+	hdf5lock.Lock()
+	defer hdf5lock.Unlock()
 	C.dsgd_h5_quiet()
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))

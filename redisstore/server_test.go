@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"dsgd/spawn"
 )
 
 // redisServer is a redis-server process started for one test.
@@ -68,15 +70,21 @@ func startRedis(tb testing.TB, extra ...string) *redisServer {
 	return nil
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
+// freePort returns a loopback TCP port that was free a moment ago, from
+// outside the ephemeral ports, so that no other socket takes it before
+// redis-server binds it (spawn.LoopbackAddrs).
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := spawn.LoopbackAddrs(1)
 	if err != nil {
 		tb.Fatalf("find a free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	_, p, _ := net.SplitHostPort(a[0])
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		tb.Fatalf("find a free port: %v", err)
+	}
+	return port
 }
 
 // waitPing polls addr with an inline PING until the server answers

@@ -26,6 +26,9 @@ type Client struct {
 	wseq uint64
 	wbuf []byte
 	err  error // sticky: the connection is unusable
+	// expired is signalled by a call's cancellation function once it has
+	// forced the connection's deadline into the past (Call).
+	expired chan struct{}
 }
 
 // Dial connects to the server at addr and says hello with cfg.Token. A
@@ -58,7 +61,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 		}
 		return nil, fmt.Errorf("rpc: server %s: %w", addr, err)
 	}
-	cl := &Client{cfg: cfg, addr: addr, c: c, wseq: 1}
+	cl := &Client{cfg: cfg, addr: addr, c: c, wseq: 1, expired: make(chan struct{}, 1)}
 	cl.rd = reader{r: bufio.NewReaderSize(c, 64<<10), maxFrame: cfg.MaxFrame, seq: 1}
 	return cl, nil
 }
@@ -118,8 +121,21 @@ func (cl *Client) Call(ctx context.Context, req *Request, resp *Response) error 
 		return fmt.Errorf("rpc: call op %d to %s: %w", req.Op, cl.addr, err)
 	}
 	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() { cl.c.SetDeadline(time.Unix(1, 0)) })
-		defer stop()
+		stop := context.AfterFunc(ctx, func() {
+			cl.c.SetDeadline(time.Unix(1, 0))
+			cl.expired <- struct{}{}
+		})
+		defer func() {
+			// ctx may end just as the answer has been read: the function
+			// has started and will force the deadline into the past. Wait
+			// for it (before mu is released), so that it cannot land on
+			// the next call, which sets its own deadlines first; otherwise
+			// that call, with no deadline of its own, failed with a bare
+			// i/o timeout.
+			if !stop() {
+				<-cl.expired
+			}
+		}()
 	}
 	err := cl.roundTrip(ctx, &out, resp)
 	if err == nil {

@@ -336,11 +336,13 @@ func (cl *Client) wait(ctx context.Context, op uint32, key string, after uint64)
 			return after, context.DeadlineExceeded
 		}
 		var v uint64
-		err := cl.do(ctx, func(c *conn) error {
-			err := c.call(ctx, op, key, [rpc.NumInts]int64{int64(after), max(slice.Milliseconds(), 1)}, nil)
+		cctx, end := sliceContext(ctx)
+		err := cl.do(cctx, func(c *conn) error {
+			err := c.call(cctx, op, key, [rpc.NumInts]int64{int64(after), max(slice.Milliseconds(), 1)}, nil)
 			v = uint64(c.resp.Ints[0])
 			return err
 		})
+		end()
 		if err != nil {
 			if ctx.Err() != nil {
 				return after, ctx.Err()
@@ -350,6 +352,28 @@ func (cl *Client) wait(ctx context.Context, op uint32, key string, after uint64)
 		if v != after {
 			return v, nil
 		}
+	}
+}
+
+// sliceContext is the context of one wait request under ctx: cancelled
+// with ctx, but not ended by ctx's deadline. The server ends the slice
+// itself, and the last slice ends at ctx's deadline: a call ended by that
+// deadline too would race the server's "unchanged" and, each time it won,
+// close the connection under the answer (a redial per poll). The call
+// stays bounded by the rpc Timeout. Call end once the request is done.
+func sliceContext(ctx context.Context) (context.Context, func()) {
+	if _, ok := ctx.Deadline(); !ok {
+		return ctx, func() {}
+	}
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	return cctx, func() {
+		stop()
+		cancel()
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -160,20 +159,4 @@ func Failed(exits []Exit) bool {
 		}
 	}
 	return false
-}
-
-// LoopbackAddrs returns n distinct free loopback addresses for a group on
-// this host to meet at (a rendezvous, a center): all n are held open at
-// once, so none is handed out twice.
-func LoopbackAddrs(n int) ([]string, error) {
-	var addrs []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
-	}
-	return addrs, nil
 }

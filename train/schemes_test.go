@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -189,7 +188,7 @@ func tcpGroupWith(t *testing.T, name string, workers, b, iters, failRank int, mo
 	images, labels := samples(96, 64, 4)
 	sc := scheme.Config{Name: name, Workers: workers}
 	size := sc.Ranks()
-	addr := freeAddr(t)
+	rdv := rendezvous(t)
 	results := make([][]float32, size)
 	errs := make([]error, size)
 	var wg sync.WaitGroup
@@ -221,7 +220,7 @@ func tcpGroupWith(t *testing.T, name string, workers, b, iters, failRank int, mo
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			ep, err := tcp.Connect(ctx, tcp.Config{Rank: r, Size: size, Rendezvous: addr, Token: "t", ModelHash: tr.LayoutHash(), Timeout: 20 * time.Second})
+			ep, err := tcp.Connect(ctx, tcp.Config{Rank: r, Size: size, Rendezvous: rdv.Addr(), Stream: rdv, Token: "t", ModelHash: tr.LayoutHash(), Timeout: 20 * time.Second})
 			if err != nil {
 				errs[r] = err
 				return
@@ -267,13 +266,16 @@ func TestWorkerFailureOverTCP(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// rendezvous opens a test group's rendezvous listener in advance (a
+// port picked free, closed and bound again later can be taken in
+// between: "address already in use" under load).
+func rendezvous(t *testing.T) *tcp.Reserved {
+	r, err := tcp.Reserve("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
 // TestSyncSchemesMatchSeqOverTCP: the same equivalence over the TCP

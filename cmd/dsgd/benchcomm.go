@@ -37,7 +37,7 @@ func runBenchComm(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	return commbench.Run(ctx, o, stdout, stderr)
+	return commbench.Run(ctx, o, stderr, func(s commbench.Section) { printSection(stdout, s) })
 }
 
 // benchCommQuick are the --quick values of the flags not given explicitly.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"dsgd/checkpoint"
-	"dsgd/data"
 )
 
 // mpirunDsgd runs this test binary as dsgd under mpirun with np ranks, in
@@ -57,11 +56,8 @@ func mpirunDsgd(t *testing.T, dir string, np int, args ...string) (int, string) 
 // with MPI's own allreduce; a --workers that disagrees with MPI's size is
 // refused.
 func TestWorkerOverMPI(t *testing.T) {
-	if _, err := data.Open("fashion-mnist", data.Train); err != nil {
-		t.Skipf("Fashion-MNIST is not installed: %v", err)
-	}
 	dir := t.TempDir()
-	write(t, dir, "net.prototxt", fashionNet)
+	write(t, dir, "net.prototxt", fashionSubset(t, dir))
 	write(t, dir, "solver.prototxt", fashionSolver)
 	base := []string{"--solver", "solver.prototxt", "--threads", "1", "--test-interval", "0"}
 	params := func(prefix string) []float32 {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMain lets the test binary stand in for dsgd when the launcher (or
@@ -156,13 +158,22 @@ func TestMpirun(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe, _ := os.Executable()
-	cmd := exec.Command(mpirun, "--oversubscribe", "--allow-run-as-root", "-np", "4",
+	// About 2 s idle (4 s under the race detector); the bound is for a
+	// hang, which would otherwise run into the package's time limit
+	// with no output.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpirun, "--oversubscribe", "--allow-run-as-root", "-np", "4",
 		"--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
 		"-x", "DSGD_CHILD=1",
 		exe, "worker", "--rendezvous", addr, "--solver", "solver.prototxt", "--iters", "20", "--threads", "1", "--snapshot-prefix", "none")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "OMPI_MCA_plm_rsh_agent=false")
+	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("mpirun did not finish within 90 s:\n%s", out)
+	}
 	if err != nil {
 		t.Fatalf("mpirun: %v\n%s", err, out)
 	}

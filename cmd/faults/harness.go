@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"dsgd/spawn"
 )
 
 // A faultCase is one row of the matrix. check returns "" when dsgd
@@ -204,14 +206,15 @@ func lastLines(out string) string {
 	return s
 }
 
-// freeAddr is a free loopback address.
+// freeAddr is a free loopback address for a child to listen on, outside
+// the ephemeral ports, so that no other socket takes it before the child
+// binds it (spawn.LoopbackAddrs).
 func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := spawn.LoopbackAddrs(1)
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return a[0]
 }
 
 // rssMB is the resident memory of pid in MB, or -1.

@@ -214,14 +214,11 @@ func (s slowDial) Dial(ctx context.Context, addr string) (net.Conn, error) {
 // while the mesh forms: it is refused and the mesh completes.
 func TestMeshStranger(t *testing.T) {
 	cfgs := groupConfigs(t, 2, CompressNone)
-	// Rank 1 listens on a known port so the stranger can find it, and
-	// rank 0 dials it late so the stranger comes first.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgs[1].Listen = ln.Addr().String()
-	ln.Close()
+	// Rank 1 listens on a known port (opened in advance, handed to it by
+	// its stream layer; it only dials the rendezvous) so the stranger can
+	// find it, and rank 0 dials it late so the stranger comes first.
+	data := reserve(t)
+	cfgs[1].Listen, cfgs[1].Stream = data.Addr(), data
 	cfgs[0].Stream = slowDial{cfgs[0].Stream, 300 * time.Millisecond}
 	done := make(chan struct{})
 	var eps []transport.Endpoint
@@ -230,7 +227,10 @@ func TestMeshStranger(t *testing.T) {
 		eps, errs = connectAll(context.Background(), cfgs)
 		close(done)
 	}()
-	var c net.Conn
+	var (
+		c   net.Conn
+		err error
+	)
 	for range 200 {
 		if c, err = net.Dial("tcp", cfgs[1].Listen); err == nil {
 			break

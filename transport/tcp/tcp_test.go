@@ -21,36 +21,16 @@ import (
 // must show within it.
 const testTimeout = 5 * time.Second
 
-// reserved is a StreamLayer that hands out a listener opened in advance
-// for the rendezvous address, so a test group needs no guess at a free
-// port (a port freed and reused races with other listeners).
-type reserved struct {
-	TCP
-	mu   sync.Mutex
-	addr string
-	ln   net.Listener // until rank 0 takes it
-}
-
-// reserve opens the rendezvous listener of a test group.
-func reserve(t testing.TB) *reserved {
+// reserve opens the rendezvous listener of a test group (Reserved), so
+// a test group needs no guess at a free port.
+func reserve(t testing.TB) *Reserved {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	r, err := Reserve("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	return &reserved{addr: ln.Addr().String(), ln: ln}
-}
-
-func (s *reserved) Listen(addr string) (net.Listener, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if addr == s.addr && s.ln != nil {
-		ln := s.ln
-		s.ln = nil
-		return tcpListener{ln, s.TCP}, nil
-	}
-	return s.TCP.Listen(addr)
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
 // connectAll runs Connect for every config, each in its own goroutine,
@@ -71,7 +51,7 @@ func groupConfigs(t testing.TB, size int, compress Compress) []Config {
 	s := reserve(t)
 	cfgs := make([]Config, size)
 	for r := range cfgs {
-		cfgs[r] = Config{Rank: r, Size: size, Rendezvous: s.addr, Token: "test-token", ModelHash: 0xabc, Timeout: testTimeout, Compress: compress, Stream: s}
+		cfgs[r] = Config{Rank: r, Size: size, Rendezvous: s.Addr(), Token: "test-token", ModelHash: 0xabc, Timeout: testTimeout, Compress: compress, Stream: s}
 	}
 	return cfgs
 }
