@@ -274,7 +274,10 @@ func (g *Group) barrier(ctx context.Context) error {
 			return nil
 		}
 		if i&15 == 15 {
+			// The peer may be a goroutine of this process, or a
+			// process the scheduler put on this core: let it run.
 			runtime.Gosched()
+			Yield()
 		}
 	}
 	if g.yieldFor > 0 {
