@@ -188,3 +188,16 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		(*C.float)(unsafe.Pointer(&b[0])), C.int(ldb),
 		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc))
 }
+
+// cpuLevelName names an ISA level (see levelCore).
+func cpuLevelName(level int) string {
+	switch level {
+	case 3:
+		return "AVX-512"
+	case 2:
+		return "AVX2+FMA"
+	case 1:
+		return "AVX"
+	}
+	return "SSE"
+}

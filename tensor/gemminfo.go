@@ -65,18 +65,6 @@ func coreLevel(core string) int {
 // levelCore is the OpenBLAS core that serves each ISA level best.
 var levelCore = [...]string{0: "Prescott", 1: "Sandybridge", 2: "Haswell", 3: "SkylakeX"}
 
-func cpuLevelName(level int) string {
-	switch level {
-	case 3:
-		return "AVX-512"
-	case 2:
-		return "AVX2+FMA"
-	case 1:
-		return "AVX"
-	}
-	return "SSE"
-}
-
 // checkGemm64 runs f on every transpose combination over shapes that hit
 // the edge cases of blocked kernels (1, odd, just past a vector or block)
 // and compares with a float64 reference. It is how a kernel dsgd selected

@@ -118,7 +118,3 @@ func Create(path string, b Backend) (Writer, error) {
 	}
 	return nil, fmt.Errorf("database %s: unknown backend %v", path, b)
 }
-
-// batchSize is how many records a Writer commits at once, as Caffe's
-// convert tools do.
-const batchSize = 1000

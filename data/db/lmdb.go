@@ -232,3 +232,7 @@ func (w *lmdbWriter) Close() error {
 	w.env = nil
 	return err
 }
+
+// batchSize is how many records a Writer (LMDB's and LevelDB's) commits at once, as Caffe's
+// convert tools do.
+const batchSize = 1000
