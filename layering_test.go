@@ -11,11 +11,10 @@ import (
 	"testing"
 )
 
-// imports maps each package directory to the packages its non-test
-// files import.
-func imports(t *testing.T) map[string]map[string]bool {
+// goFiles calls f with the path of every non-test .go file of the tree
+// (not under testdata or hidden directories).
+func goFiles(t *testing.T, f func(path string) error) {
 	t.Helper()
-	out := map[string]map[string]bool{}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -26,6 +25,19 @@ func imports(t *testing.T) map[string]map[string]bool {
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
+		return f(path)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// imports maps each package directory to the packages its non-test
+// files import.
+func imports(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	out := map[string]map[string]bool{}
+	goFiles(t, func(path string) error {
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
 		if err != nil {
 			return err
@@ -40,9 +52,6 @@ func imports(t *testing.T) map[string]map[string]bool {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 
@@ -107,17 +116,8 @@ func TestHDF5OneLock(t *testing.T) {
 	}
 	all := imports(t)
 	callers := map[string]bool{}
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != "." {
-			return filepath.SkipDir
-		}
-		// Test files cannot use cgo.
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	// Test files cannot use cgo: goFiles leaves them out.
+	goFiles(t, func(path string) error {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
@@ -127,9 +127,6 @@ func TestHDF5OneLock(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if !callers["caffemodel"] || !callers["data"] {
 		t.Fatalf("found libhdf5 callers %v; want at least caffemodel and data: the walk missed them", callers)
 	}

@@ -56,18 +56,7 @@ func TestHostAllreduceMatchesSchedules(t *testing.T) {
 		for _, n := range []int{1, 3, 200, slot, 1000, 4*slot + 13, 3 * evalBlock} {
 			for _, alg := range []Algorithm{Ring, Tree, RecursiveDoubling, Auto} {
 				what := fmt.Sprintf("p=%d n=%d %v", p, n, alg)
-				data := randomData(uint64(7*p+n), p, n)
-				// Magnitudes from 1e-4 to 1e4: the grouping of the
-				// sums shows in the last bits.
-				for r := range data {
-					for i := range data[r] {
-						data[r][i] *= float32(math.Pow(10, float64((r*3+i)%9-4)))
-					}
-				}
-				want := clone(data)
-				checkNoErrors(t, what+" messages", runGroup(t, transport.NewInproc(p), func(ctx context.Context, r int, ex *Executor) error {
-					return ex.Allreduce(ctx, want[r], alg)
-				}))
+				data, want := scheduleSums(t, what, uint64(7*p+n), p, n, alg)
 				got := clone(data)
 				eps := hostGroup(t, p, slot)
 				checkNoErrors(t, what+" host", runGroup(t, eps, func(ctx context.Context, r int, ex *Executor) error {
@@ -97,6 +86,24 @@ func TestHostAllreduceMatchesSchedules(t *testing.T) {
 			}
 		}
 	}
+}
+
+// scheduleSums returns p ranks' data of n floats from seed, with
+// magnitudes from 1e-4 to 1e4 (the grouping of the sums shows in the
+// last bits), and their allreduce by the message schedules of alg.
+func scheduleSums(t *testing.T, what string, seed uint64, p, n int, alg Algorithm) (data, want [][]float32) {
+	t.Helper()
+	data = randomData(seed, p, n)
+	for r := range data {
+		for i := range data[r] {
+			data[r][i] *= float32(math.Pow(10, float64((r*3+i)%9-4)))
+		}
+	}
+	want = clone(data)
+	checkNoErrors(t, what+" messages", runGroup(t, transport.NewInproc(p), func(ctx context.Context, r int, ex *Executor) error {
+		return ex.Allreduce(ctx, want[r], alg)
+	}))
+	return data, want
 }
 
 // TestHostOrdersDiffer: the comparison above can fail: the algorithms'
@@ -159,6 +166,13 @@ func TestHostCancel(t *testing.T) {
 		}
 		return ex.Allreduce(ctx, make([]float32, 1000), Ring)
 	})
+	checkCancelled(t, errs)
+}
+
+// checkCancelled checks a group of three whose rank 1 had its context
+// cancelled: rank 1 fails with the cancellation, the others naming it.
+func checkCancelled(t *testing.T, errs []error) {
+	t.Helper()
 	if !errors.Is(errs[1], context.Canceled) {
 		t.Errorf("rank 1: %v, want its cancellation", errs[1])
 	}

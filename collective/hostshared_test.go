@@ -4,7 +4,6 @@ package collective
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -38,16 +37,7 @@ func TestHostSharedMatchesSchedules(t *testing.T) {
 			for _, alg := range []Algorithm{Ring, Tree, RecursiveDoubling, Auto} {
 				for _, at := range []int{0, 5} {
 					what := fmt.Sprintf("p=%d n=%d %v at %d", p, n, alg, at)
-					data := randomData(uint64(11*p+n), p, n)
-					for r := range data {
-						for i := range data[r] {
-							data[r][i] *= float32(math.Pow(10, float64((r*3+i)%9-4)))
-						}
-					}
-					want := clone(data)
-					checkNoErrors(t, what+" messages", runGroup(t, transport.NewInproc(p), func(ctx context.Context, r int, ex *Executor) error {
-						return ex.Allreduce(ctx, want[r], alg)
-					}))
+					data, want := scheduleSums(t, what, uint64(11*p+n), p, n, alg)
 					got := clone(data)
 					eps, dir := sharedGroup(t, p)
 					checkNoErrors(t, what+" shared", runGroup(t, eps, func(ctx context.Context, r int, ex *Executor) error {
@@ -174,15 +164,7 @@ func TestHostSharedCancel(t *testing.T) {
 		}
 		return ex.Allreduce(ctx, b, Ring)
 	})
-	if !errors.Is(errs[1], context.Canceled) {
-		t.Errorf("rank 1: %v, want its cancellation", errs[1])
-	}
-	for _, r := range []int{0, 2} {
-		var re *transport.PeerError
-		if !errors.As(errs[r], &re) || re.Rank != 1 {
-			t.Errorf("rank %d: %v, want rank 1 named", r, errs[r])
-		}
-	}
+	checkCancelled(t, errs)
 }
 
 // TestHostSharedDoesNotAllocate: a steady loop of allreduces over a
