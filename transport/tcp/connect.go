@@ -73,7 +73,16 @@ func Connect(ctx context.Context, cfg Config) (transport.Endpoint, error) {
 	links, err := setupShm(ctx, &cfg, conns, hosts)
 	var grp *hostGroup
 	if err == nil {
-		if grp, err = setupGroup(ctx, &cfg, conns, links); err != nil {
+		grp, err = setupGroup(ctx, &cfg, conns, links)
+		if err == nil && ctx.Err() != nil {
+			// It ended as the set-up finished: the connections'
+			// deadlines may have been forced into the past.
+			err = fmt.Errorf("tcp: rank %d: setting up shared memory: %w", cfg.Rank, ctx.Err())
+			if grp != nil {
+				grp.seg.Close()
+			}
+		}
+		if err != nil {
 			for _, l := range links {
 				if l != nil {
 					l.seg.Close()
@@ -98,6 +107,28 @@ func Connect(ctx context.Context, cfg Config) (transport.Endpoint, error) {
 func littleEndian() bool {
 	x := uint16(1)
 	return *(*byte)(unsafe.Pointer(&x)) == 1
+}
+
+// failOnCancel makes every I/O on conns fail at once when ctx ends, by
+// forcing their deadlines into the past, until the returned stop is
+// called. stop waits for a forcing already under way, so that none
+// lands once the caller has moved on; a caller that finds ctx ended
+// after stop must not use the connections (Connect fails).
+func failOnCancel(ctx context.Context, conns []net.Conn) (stop func()) {
+	done := make(chan struct{})
+	s := context.AfterFunc(ctx, func() {
+		defer close(done)
+		for _, c := range conns {
+			if c != nil {
+				c.SetDeadline(time.Unix(1, 0))
+			}
+		}
+	})
+	return func() {
+		if !s() {
+			<-done
+		}
+	}
 }
 
 // deadlineOf returns ctx's deadline; Connect always sets one.

@@ -58,14 +58,7 @@ func setupGroup(ctx context.Context, cfg *Config, conns []net.Conn, links []*shm
 		return nil, nil // no rank offered shared memory to us: no set-up frames either
 	}
 	deadline := deadlineOf(ctx)
-	stop := context.AfterFunc(ctx, func() {
-		for _, c := range conns {
-			if c != nil {
-				c.SetDeadline(time.Unix(1, 0))
-			}
-		}
-	})
-	defer stop()
+	defer failOnCancel(ctx, conns)()
 	ok := groupEligible(cfg, links)
 	size := shm.GroupSize(cfg.Size, cfg.ShmSlot)
 	if cfg.Rank != 0 {

@@ -151,14 +151,7 @@ func setupShm(ctx context.Context, cfg *Config, conns []net.Conn, hosts []string
 		return links, nil
 	}
 	deadline := deadlineOf(ctx)
-	stop := context.AfterFunc(ctx, func() {
-		for _, c := range conns {
-			if c != nil {
-				c.SetDeadline(time.Unix(1, 0))
-			}
-		}
-	})
-	defer stop()
+	defer failOnCancel(ctx, conns)()
 	errs := make([]error, cfg.Size)
 	var wg sync.WaitGroup
 	for r, h := range hosts {
