@@ -41,15 +41,18 @@ const (
 // and the reads; larger ones pay fewer Syncs.
 func hostPiece(g *shm.Group) int { return len(g.Slot(0)) }
 
-// hostAllreduce is the group allreduce of buf, with alg's summation
-// order. In each round of up to hostPiece floats: every rank copies the
-// sub-ranges of the piece the others own (Chunk of the piece) into its
-// slot; Sync; each rank sums its own sub-range from its buffer and the
-// others' slots, into its slot's sub-range and its buffer; Sync; each
-// copies the others' sums out of their slots. The next round's copy in
-// overwrites only what the readers of this round are done with (they
-// passed the second Sync), and its sums go where no one reads until the
-// next round's first Sync: two Syncs per round.
+// allreduce is the group allreduce of buf, with alg's summation order.
+// Each rank publishes where its buffer lies (Expose) at the first Sync;
+// when every rank's lies in the group's shared buffers it runs
+// allreduceShared, else allreduceSlots. In each round of the slots, of
+// up to hostPiece floats: every rank copies the sub-ranges of the piece
+// the others own (Chunk of the piece) into its slot; Sync; each rank
+// sums its own sub-range from its buffer and the others' slots, into
+// its slot's sub-range and its buffer; Sync; each copies the others'
+// sums out of their slots. The next round's copy in overwrites only what
+// the readers of this round are done with (they passed the second Sync),
+// and its sums go where no one reads until the next round's first Sync:
+// two Syncs per round.
 func (h *hostState) allreduce(ctx context.Context, buf []float32, alg Algorithm) error {
 	n := len(buf)
 	if n == 0 {
@@ -67,7 +70,7 @@ func (h *hostState) allreduce(ctx context.Context, buf []float32, alg Algorithm)
 		// As good as sure to go through the slots: copy the first
 		// round in before the first Sync, which then serves as the
 		// round's.
-		h.firstIn = h.copyIn(buf, 0, min(hostPiece(g), n))
+		h.copyIn(buf, 0, min(hostPiece(g), n))
 	}
 	err := g.Sync(ctx, true, op)
 	switch {
@@ -158,22 +161,17 @@ func (h *hostState) allreduceShared(ctx context.Context, buf []float32, order []
 const sharedBlock = 16 << 10
 
 // copyIn copies the sub-ranges of the round at base (m floats) that
-// the other ranks reduce into this rank's slot, returning the floats
-// copied.
-func (h *hostState) copyIn(buf []float32, base, m int) int64 {
+// the other ranks reduce into this rank's slot.
+func (h *hostState) copyIn(buf []float32, base, m int) {
 	p, me := h.g.Size(), h.g.Rank()
 	piece := hostPiece(h.g)
 	mine := h.slots[me]
-	var k int64
 	for c := range p {
-		if c == me {
-			continue
+		if c != me {
+			lo, hi := sub(c, p, piece, m)
+			copy(mine[lo:hi], buf[base+lo:base+hi])
 		}
-		lo, hi := sub(c, p, piece, m)
-		copy(mine[lo:hi], buf[base+lo:base+hi])
-		k += int64(hi - lo)
 	}
-	return k
 }
 
 // allreduceSlots is the group allreduce through the slots, after the
@@ -190,18 +188,17 @@ func (h *hostState) allreduceSlots(ctx context.Context, buf []float32, order []o
 	var sent, recv int64
 	for base := 0; base < n; base += piece {
 		m := min(piece, n-base)
+		lo, hi := sub(me, p, piece, m)
 		if base > 0 || !copied {
-			sent += h.copyIn(buf, base, m)
-		} else {
-			sent += h.firstIn
+			h.copyIn(buf, base, m)
 		}
+		sent += int64(m - (hi - lo)) // the others' sub-ranges
 		if base > 0 || late {
 			if err := g.Sync(ctx, false, 0); err != nil {
 				g.Count(4*sent, 4*recv)
 				return peerErr(err)
 			}
 		}
-		lo, hi := sub(me, p, piece, m)
 		ev.reduce(order, slots, buf, base, lo, hi, me)
 		sent += int64(hi - lo)
 		recv += int64((p - 1) * (hi - lo))
@@ -328,9 +325,8 @@ type hostState struct {
 	orders map[orderKey][]orderRange
 	// views are the ranks' buffers of the shared allreduce in progress,
 	// out its block of sums.
-	views   [][]float32
-	out     []float32
-	firstIn int64 // floats the first round's early copy in took
+	views [][]float32
+	out   []float32
 }
 
 type orderKey struct {

@@ -81,8 +81,8 @@ func (g *Group) Alloc(ctx context.Context, bytes int) ([]byte, error) {
 			return 0, "", err
 		}
 		r, msg := g.firstNo()
-		for q := range g.size {
-			if first { // the names of the segments
+		if first { // the notes are the segments' names
+			for q := range g.size {
 				paths[q] = g.note(q)
 			}
 		}
