@@ -665,6 +665,9 @@ type LayerInfo struct {
 	Forward, Backward time.Duration
 	// Backprop says whether the layer runs Backward.
 	Backprop bool
+	// Kernel says, for a layer that chooses between oneDNN and dsgd's own
+	// kernels (layers.KernelReporter), which runs and why; else "".
+	Kernel string
 }
 
 // Layers describes every layer in order, with its accumulated times.
@@ -672,6 +675,9 @@ func (n *Net) Layers() []LayerInfo {
 	out := make([]LayerInfo, len(n.nodes))
 	for i, nd := range n.nodes {
 		li := LayerInfo{Name: nd.spec.Name, Type: nd.layer.Type(), Forward: nd.fwd, Backward: nd.bwd, Backprop: nd.backward}
+		if k, ok := nd.layer.(layers.KernelReporter); ok {
+			li.Kernel = k.Kernel()
+		}
 		for _, t := range nd.top {
 			li.Tops = append(li.Tops, t.Shape.Clone())
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"dsgd/model"
 	"dsgd/nn/layers"
 	"dsgd/tensor"
 )
@@ -38,6 +39,29 @@ func printEngine(w io.Writer) {
 		fmt.Fprintf(w, "dsgd:   dsgd's own kernels, as --kernels own asks\n")
 	case why != "":
 		fmt.Fprintf(w, "dsgd: warning: %s; dsgd's own kernels run instead, several times slower on convolutional nets\n", why)
+	}
+}
+
+// printLayerKernels prints, per layer type that chooses its kernels
+// (convolution, pooling, LRN), which implementation each of the net's
+// layers of that type runs and, where it is dsgd's own, why: one line per
+// distinct choice, with the number of layers that made it.
+func printLayerKernels(w io.Writer, net *model.Net) {
+	type choice struct{ typ, kernel string }
+	count := map[choice]int{}
+	var order []choice
+	for _, li := range net.Layers() {
+		if li.Kernel == "" {
+			continue
+		}
+		c := choice{li.Type, li.Kernel}
+		if count[c] == 0 {
+			order = append(order, c)
+		}
+		count[c]++
+	}
+	for _, c := range order {
+		fmt.Fprintf(w, "dsgd:   %s: %s (%s)\n", c.typ, c.kernel, plural(count[c], "layer"))
 	}
 }
 

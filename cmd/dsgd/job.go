@@ -482,6 +482,7 @@ func (j *job) printHeader(w io.Writer, net *model.Net, threads, maxIter int) {
 	}
 	fmt.Fprintf(w, "dsgd: %d threads, seed %d\n", threads, j.seed)
 	printEngine(w)
+	printLayerKernels(w, net)
 	for _, wn := range j.warnings {
 		fmt.Fprintf(w, "dsgd: warning: %s\n", wn)
 	}

@@ -46,7 +46,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	n := float64(*iters)
 	perIter := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / n }
 	fmt.Fprintf(stdout, "\naverage over %d iterations (after %d warm-up), ms:\n", *iters, *warmup)
-	fmt.Fprintf(stdout, "  %-16s %-16s %-20s %9s %9s\n", "layer", "type", "top shape", "forward", "backward")
+	fmt.Fprintf(stdout, "  %-16s %-16s %-20s %9s %9s  %s\n", "layer", "type", "top shape", "forward", "backward", "kernel")
 	var fwd, bwd time.Duration
 	for _, li := range tm.Layers {
 		shape := ""
@@ -57,7 +57,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if li.Backprop {
 			b = fmt.Sprintf("%9.3f", perIter(li.Backward))
 		}
-		fmt.Fprintf(stdout, "  %-16s %-16s %-20s %9.3f %9s\n", li.Name, li.Type, shape, perIter(li.Forward), b)
+		fmt.Fprintf(stdout, "  %-16s %-16s %-20s %9.3f %9s  %s\n", li.Name, li.Type, shape, perIter(li.Forward), b, li.Kernel)
 		fwd += li.Forward
 		bwd += li.Backward
 	}

@@ -71,6 +71,8 @@ func ConvEngine() (engine string, why string) {
 // dnnlState is a convolution layer's oneDNN side.
 type dnnlState struct {
 	on    bool
+	why   string        // when not on: why (for Kernel)
+	impl  dnnl.Impl     // when on: what oneDNN runs
 	spec  dnnl.ConvSpec // whole batch; each worker's Conv has its chunk's N
 	convs perWorker[*dnnl.Conv]
 	fresh []bool // per worker: its Conv's last Forward read the current bottom
@@ -80,7 +82,7 @@ type dnnlState struct {
 // oneDNN runs this layer, and builds the first worker's Conv to find out.
 func (l *convLayer) dnnlSetup() {
 	d := &l.dn
-	d.on = false
+	d.on, d.why = false, ownWhy()
 	d.convs.reset(l.threads)
 	d.fresh = make([]bool, l.threads)
 	if !dnnlReady() || l.num == 0 {
@@ -92,20 +94,44 @@ func (l *convLayer) dnnlSetup() {
 		KH: g.kh, KW: g.kw, SH: g.sh, SW: g.sw, PT: g.ph, PL: g.pw,
 		PB: dnnl.PadAfter(g.h, g.ph, g.kh, g.sh, dh, g.oh), PR: dnnl.PadAfter(g.w, g.pw, g.kw, g.sw, dw, g.ow),
 		DH: dh, DW: dw, Groups: l.cfg.Group, Bias: l.bias != nil}
-	if !s.Valid() || !dnnlChannelsFit(g.c/l.cfg.Group, l.cfg.NumOutput/l.cfg.Group) {
+	if !s.Valid() {
+		d.why = "geometry oneDNN does not take"
+		return
+	}
+	if in, out := g.c/l.cfg.Group, l.cfg.NumOutput/l.cfg.Group; !dnnlChannelsFit(in, out) {
+		d.why = fmt.Sprintf("%d->%d channels fill under %.0f%% of oneDNN's %d-channel blocks", in, out, 100*dnnlMinChannelUse, dnnl.Block())
 		return
 	}
 	d.spec = s
-	if !d.convs.first(l.num, l.threads, l.newDnnlConv) {
+	if err := d.convs.first(l.num, l.threads, l.newDnnlConv); err != nil {
+		d.why = err.Error()
 		return
 	}
-	d.on = true
+	d.on, d.why = true, ""
+	d.impl = d.convs.items[0].Impl()
 }
 
+// Kernel says which kernels the convolution runs on: oneDNN's (naming its
+// implementations) or im2col and GEMM, and why.
+func (l *convLayer) Kernel() string {
+	return kernelName(l.dn.on, l.dn.impl, "im2col + GEMM", l.dn.why)
+}
+
+// newDnnlConv builds a worker's Conv for n images. oneDNN's reference
+// convolution (its last resort, where no JIT or JIT-GEMM kernel takes the
+// geometry) is refused: im2col and GEMM are faster.
 func (l *convLayer) newDnnlConv(n int) (*dnnl.Conv, error) {
 	s := l.dn.spec
 	s.N = n
-	return dnnl.NewConv(s)
+	c, err := dnnl.NewConv(s)
+	if err != nil {
+		return nil, err
+	}
+	if impl := c.Impl(); !impl.JIT() {
+		c.Close()
+		return nil, fmt.Errorf("oneDNN has only its reference convolution here (%s)", impl)
+	}
+	return c, nil
 }
 
 // dnnlMinChannelUse is the share of oneDNN's channel blocks that must hold
@@ -245,14 +271,45 @@ func (p *perWorker[T]) get(w, n int, layer string, build func(n int) (T, error))
 }
 
 // first builds worker 0's primitive for its chunk of num images over
-// threads workers; an error means oneDNN has no implementation, and the
-// layer stays on dsgd's own kernels.
-func (p *perWorker[T]) first(num, threads int, build func(n int) (T, error)) bool {
+// threads workers; an error means oneDNN has no implementation (or only
+// its reference code), and the layer stays on dsgd's own kernels.
+func (p *perWorker[T]) first(num, threads int, build func(n int) (T, error)) error {
 	lo, hi := chunkOf(num, threads, 0)
 	x, err := build(hi - lo)
 	if err != nil {
-		return false
+		return err
 	}
 	p.items[0], p.n[0] = x, hi-lo
-	return true
+	return nil
+}
+
+// KernelReporter is implemented by the layers that choose between oneDNN
+// and dsgd's own kernels (Convolution, Pooling, LRN): Kernel says, after
+// Reshape, which implementation runs and, when it is dsgd's own, why.
+type KernelReporter interface {
+	Kernel() string
+}
+
+// ownWhy says why a layer is not on oneDNN when the process as a whole
+// is not: --kernels own, or the library's load error.
+func ownWhy() string {
+	if dnnlOff {
+		return "--kernels own"
+	}
+	if dnnlErr != nil {
+		return "oneDNN not loaded"
+	}
+	return ""
+}
+
+// kernelName is what Kernel reports: "oneDNN jit:avx2 on nChw8c", or own
+// with the reason in brackets.
+func kernelName(on bool, impl dnnl.Impl, own, why string) string {
+	if on {
+		return "oneDNN " + impl.String()
+	}
+	if why == "" {
+		return own
+	}
+	return own + " (" + why + ")"
 }

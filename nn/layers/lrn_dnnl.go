@@ -12,20 +12,34 @@ import (
 // depend on the thread count. WITHIN_CHANNEL stays on the Go loops.
 type lrnDnnl struct {
 	on   bool
+	why  string    // when not on: why (for Kernel)
+	impl dnnl.Impl // when on: what oneDNN runs
 	lrns perWorker[*dnnl.LRN]
 }
 
 func (l *lrnLayer) dnnlSetup() {
 	d := &l.dn
-	d.on = false
+	d.on, d.why = false, ownWhy()
 	d.lrns.reset(l.threads)
-	if !dnnlReady() || l.num == 0 || l.cfg.NormRegion != AcrossChannels {
+	if !dnnlReady() || l.num == 0 {
 		return
 	}
-	if !d.lrns.first(l.num, l.threads, l.newDnnlLRN) {
+	if l.cfg.NormRegion != AcrossChannels {
+		d.why = "WITHIN_CHANNEL"
 		return
 	}
-	d.on = true
+	if err := d.lrns.first(l.num, l.threads, l.newDnnlLRN); err != nil {
+		d.why = err.Error()
+		return
+	}
+	d.on, d.why = true, ""
+	d.impl = d.lrns.items[0].Impl()
+}
+
+// Kernel says which kernels the LRN runs on: oneDNN's (naming its
+// implementation and layout) or dsgd's Go loops, and why.
+func (l *lrnLayer) Kernel() string {
+	return kernelName(l.dn.on, l.dn.impl, "Go loops", l.dn.why)
 }
 
 func (l *lrnLayer) newDnnlLRN(n int) (*dnnl.LRN, error) {

@@ -13,16 +13,22 @@ import (
 // results do not depend on the thread count.
 type poolDnnl struct {
 	on    bool
+	why   string    // when not on: why (for Kernel)
+	impl  dnnl.Impl // when on: what oneDNN runs
 	spec  dnnl.PoolSpec
 	pools perWorker[*dnnl.Pool]
 }
 
 func (l *poolLayer) dnnlSetup() {
 	d := &l.dn
-	d.on = false
+	d.on, d.why = false, ownWhy()
 	d.pools.reset(l.threads)
 	g := &l.geom
-	if !dnnlReady() || l.num == 0 || (l.cfg.Method != PoolMax && (g.ph != 0 || g.pw != 0)) {
+	if !dnnlReady() || l.num == 0 {
+		return
+	}
+	if l.cfg.Method != PoolMax && (g.ph != 0 || g.pw != 0) {
+		d.why = "padded AVE: oneDNN's divisor is not Caffe's"
 		return
 	}
 	if l.cfg.Method != PoolMax && l.cfg.Method != PoolAve {
@@ -32,6 +38,7 @@ func (l *poolLayer) dnnlSetup() {
 	// kernel: forward+backward 1.04 ms against oneDNN's 1.36 ms on LeNet's
 	// pool1 at one thread here.
 	if l.cfg.Method == PoolMax && l.tiled2x2() {
+		d.why = "2x2/2 tiles: dsgd's kernel is faster"
 		return
 	}
 	s := dnnl.PoolSpec{N: l.num, C: g.c, H: g.h, W: g.w, OH: g.oh, OW: g.ow, KH: g.kh, KW: g.kw,
@@ -41,13 +48,22 @@ func (l *poolLayer) dnnlSetup() {
 	// A window must start inside the image or its near padding and end
 	// past its start (Caffe's pooled-size rule guarantees both).
 	if !s.Valid() {
+		d.why = "geometry oneDNN does not take"
 		return
 	}
 	d.spec = s
-	if !d.pools.first(l.num, l.threads, l.newDnnlPool) {
+	if err := d.pools.first(l.num, l.threads, l.newDnnlPool); err != nil {
+		d.why = err.Error()
 		return
 	}
-	d.on = true
+	d.on, d.why = true, ""
+	d.impl = d.pools.items[0].Impl()
+}
+
+// Kernel says which kernels the pooling runs on: oneDNN's (naming its
+// implementation and layout) or dsgd's Go loops, and why.
+func (l *poolLayer) Kernel() string {
+	return kernelName(l.dn.on, l.dn.impl, "Go loops", l.dn.why)
 }
 
 func (l *poolLayer) newDnnlPool(n int) (*dnnl.Pool, error) {

@@ -1,5 +1,11 @@
 package dnnl
 
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
 // ConvSpec is one 2-D convolution's geometry, in Caffe's terms.
 type ConvSpec struct {
 	N, C, H, W int // batch and input shape
@@ -57,3 +63,63 @@ func (s PoolSpec) Valid() bool {
 func (s PoolSpec) Sizes() (src, dst int) {
 	return s.N * s.C * s.H * s.W, s.N * s.C * s.OH * s.OW
 }
+
+// Layout is the memory layout a primitive runs on: Plain (the caller's
+// NCHW, no reorder) or channels blocked by 8 or 16 (oneDNN's nChw8c and
+// nChw16c), reordered from and to NCHW inside each call.
+type Layout int
+
+const (
+	// Plain is NCHW, Caffe's layout.
+	Plain Layout = 0
+	// Block8 is nChw8c: channels in blocks of 8, AVX2's register width.
+	Block8 Layout = 8
+	// Block16 is nChw16c: channels in blocks of 16, AVX-512's.
+	Block16 Layout = 16
+	// Blocked is whatever blocked layout oneDNN picks for the kernel (a
+	// convolution's activations).
+	Blocked Layout = -1
+)
+
+func (l Layout) String() string {
+	switch l {
+	case Plain:
+		return "nchw"
+	case Block8:
+		return "nChw8c"
+	case Block16:
+		return "nChw16c"
+	case Blocked:
+		return "blocked"
+	}
+	return fmt.Sprintf("Layout(%d)", int(l))
+}
+
+// Impl names the oneDNN implementations a primitive runs ("jit:avx2",
+// "jit:avx512_core", or reference code such as "simple_nchw:any" and
+// "lrn_ref:any") and the layout it runs them on.
+type Impl struct {
+	Forward, Backward string
+	Layout            Layout
+}
+
+// JIT says whether both passes run on oneDNN's JIT-compiled kernels
+// ("jit:avx2", "lrn_jit:avx512_core", "x64:gemm:jit") rather than its
+// reference code ("simple_nchw:any", "lrn_ref:any", "ref:any").
+func (i Impl) JIT() bool { return isJIT(i.Forward) && isJIT(i.Backward) }
+
+func isJIT(name string) bool { return strings.Contains(name, "jit") && !strings.Contains(name, "ref") }
+
+// String is "jit:avx2 on nChw8c", with both passes' names where they
+// differ ("jit:avx2 / ref:any on nchw").
+func (i Impl) String() string {
+	name := i.Forward
+	if i.Backward != i.Forward {
+		name += " / " + i.Backward
+	}
+	return name + " on " + i.Layout.String()
+}
+
+// ErrNoJIT is wrapped by NewPool and NewLRN when oneDNN would run the
+// primitive on its reference code on every layout tried.
+var ErrNoJIT = errors.New("no JIT kernel")

@@ -28,6 +28,9 @@ func (c *Conv) Spec() ConvSpec { return c.spec }
 // Close does nothing.
 func (c *Conv) Close() {}
 
+// Impl is empty: no Conv is ever built.
+func (c *Conv) Impl() Impl { return Impl{} }
+
 // Forward is never reached: NewConv fails.
 func (c *Conv) Forward(src, wei, bias, dst []float32) { panic("dnnl: purego build") }
 
@@ -48,6 +51,9 @@ func (p *Pool) Spec() PoolSpec { return p.spec }
 // Close does nothing.
 func (p *Pool) Close() {}
 
+// Impl is empty: no Pool is ever built.
+func (p *Pool) Impl() Impl { return Impl{} }
+
 // Forward is never reached: NewPool fails.
 func (p *Pool) Forward(src, dst []float32) { panic("dnnl: purego build") }
 
@@ -65,6 +71,9 @@ func (l *LRN) Num() int { return 0 }
 
 // Close does nothing.
 func (l *LRN) Close() {}
+
+// Impl is empty: no LRN is ever built.
+func (l *LRN) Impl() Impl { return Impl{} }
 
 // Forward is never reached: NewLRN fails.
 func (l *LRN) Forward(src, dst []float32) { panic("dnnl: purego build") }
