@@ -182,6 +182,9 @@ func TestBelowFloor(t *testing.T) {
 	if CPUISA() != Below || Supports(SSE41) || EffectiveISA(AVX2) != Below {
 		t.Errorf("Core 2: CPUISA %v, Supports(SSE41) %v", CPUISA(), Supports(SSE41))
 	}
+	if _, err := KernelAt(AVX2); !errors.Is(err, ErrNoKernel) {
+		t.Errorf("KernelAt on a Core 2: %v", err)
+	}
 	features = func() isaFeatures { return zen3 }
 	if err := CheckFloor(); err != nil {
 		t.Errorf("CheckFloor on Zen 3: %v", err)
