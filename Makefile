@@ -36,7 +36,11 @@ faults: build
 # Our per-iteration time against PyTorch's on the same nets (LeNet,
 # cifar10_quick, CaffeNet, GoogLeNet), same batch and threads (1 and 2),
 # interleaved in one invocation; FLOP rate against the measured FMA peak.
-# Narrow it with BENCH_FLAGS, e.g. BENCH_FLAGS="--nets caffenet --reps 5".
+# Narrow it with BENCH_FLAGS, e.g. BENCH_FLAGS="--nets caffenet --reps 5";
+# BENCH_FLAGS="--isa avx2,avx512_core" runs everything once per ISA cap
+# (dsgd and the peers under ONEDNN_MAX_CPU_ISA and the matching
+# OPENBLAS_CORETYPE, % peak against the peak at that cap) in one table;
+# caps this CPU lacks are skipped with what it is missing.
 BENCH_FLAGS ?=
 bench-engine: build
 	./dsgd bench --peer ../shared/peer/torch_lenet.py --peer-nets ../shared/peer/torch_nets.py $(BENCH_FLAGS)

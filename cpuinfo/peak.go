@@ -8,20 +8,27 @@ import (
 	"time"
 )
 
-// Kernel is one FMA peak kernel: an instruction set, its register width
-// and the number of independent accumulators its loop keeps.
+// Kernel is one peak kernel: an instruction set, its register width and
+// the number of independent accumulators its loop keeps.
 type Kernel struct {
-	// Name says what the kernel runs on: "AVX-512 ZMM" or "AVX2 YMM".
+	// Name says what the kernel runs on: "AVX-512 ZMM", "AVX2 YMM", or,
+	// below AVX2, which has no FMA, "AVX YMM mul+add" and "SSE XMM
+	// mul+add".
 	Name string
-	// Lanes is float32 values per register (16 or 8); Accumulators the
-	// registers, each taking one FMA per iteration (24 or 12).
+	// Op is what each accumulator takes per iteration, two FLOP per lane:
+	// "FMA", or a multiply and an add ("VMULPS+VADDPS", "MULPS+ADDPS"),
+	// which round twice where an FMA rounds once.
+	Op string
+	// Lanes is float32 values per register (16, 8 or 4); Accumulators the
+	// registers, each taking one Op per iteration (24 or 12).
 	Lanes, Accumulators int
 	run                 func(n int, x, y float32, acc []float32)
 }
 
 // Run runs n iterations of the kernel on acc, which holds Accumulators x
 // Lanes values: afterwards acc[i] is x*y added n times to its old value,
-// rounded after each addition (a fused multiply-add rounds once).
+// rounded after each addition (a fused multiply-add rounds once; the
+// mul+add kernels round the product too).
 // It panics if acc has the wrong length.
 func (k Kernel) Run(n int, x, y float32, acc []float32) {
 	if len(acc) != k.Lanes*k.Accumulators {
@@ -30,10 +37,18 @@ func (k Kernel) Run(n int, x, y float32, acc []float32) {
 	k.run(n, x, y, acc)
 }
 
-// ErrNoKernel is what BestKernel and MeasurePeak return where no assembly
-// kernel can run: another architecture, the purego build, or a CPU
-// without AVX2 and FMA.
-var ErrNoKernel = errors.New("cpuinfo: no FMA peak kernel")
+// ErrNoKernel is what BestKernel, KernelAt and MeasurePeak return where no
+// assembly kernel can run: another architecture, the purego build, or a
+// CPU below SSE4.1.
+var ErrNoKernel = errors.New("cpuinfo: no peak kernel")
+
+// BestKernel is the kernel of the level this process runs at, EnvISA:
+// the CPU's widest (AVX-512 ZMM where it has AVX512_CORE, else AVX2 YMM,
+// else the mul+add kernels of AVX and SSE4.1), capped by
+// ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) when set, so that a run under
+// a cap reports the peak at that cap. ErrNoKernel, with the reason, where
+// none can run.
+func BestKernel() (Kernel, error) { return KernelAt(EnvISA()) }
 
 // Peak is one measurement of the FMA peak.
 type Peak struct {
@@ -46,8 +61,9 @@ type Peak struct {
 	Trials  int
 }
 
-// FLOPs counts the floating-point operations of one run: every FMA
-// instruction does Lanes multiply-adds, two operations each.
+// FLOPs counts the floating-point operations of one run: every Op (an
+// FMA, or a multiply and an add) does Lanes multiply-adds, two
+// operations each.
 func (p Peak) FLOPs() float64 {
 	return float64(p.Threads) * float64(p.Iters) * float64(p.Kernel.Accumulators) * float64(p.Kernel.Lanes) * 2
 }
@@ -62,14 +78,15 @@ func (p Peak) GFLOPS() float64 {
 
 // Formula shows how GFLOPS was computed, for a report: "1 thread x
 // 2000000 iterations x 24 FMA x 16 lanes x 2 FLOP / 0.0512 s = 150.0
-// GFLOP/s (AVX-512 ZMM, best of 5)".
+// GFLOP/s (AVX-512 ZMM, best of 5)"; the mul+add kernels show their Op
+// in place of FMA.
 func (p Peak) Formula() string {
 	th := "threads"
 	if p.Threads == 1 {
 		th = "thread"
 	}
-	return fmt.Sprintf("%d %s x %d iterations x %d FMA x %d lanes x 2 FLOP / %.4f s = %.1f GFLOP/s (%s, best of %d)",
-		p.Threads, th, p.Iters, p.Kernel.Accumulators, p.Kernel.Lanes, p.Seconds, p.GFLOPS(), p.Kernel.Name, p.Trials)
+	return fmt.Sprintf("%d %s x %d iterations x %d %s x %d lanes x 2 FLOP / %.4f s = %.1f GFLOP/s (%s, best of %d)",
+		p.Threads, th, p.Iters, p.Kernel.Accumulators, p.Kernel.Op, p.Kernel.Lanes, p.Seconds, p.GFLOPS(), p.Kernel.Name, p.Trials)
 }
 
 // MeasurePeak times the best kernel on threads goroutines at once, each
@@ -81,6 +98,16 @@ func (p Peak) Formula() string {
 // several trials is the estimate. threads must be at most GOMAXPROCS.
 func MeasurePeak(threads int, runFor time.Duration, trials int) (Peak, error) {
 	k, err := BestKernel()
+	if err != nil {
+		return Peak{}, err
+	}
+	return measure(k, threads, runFor, trials)
+}
+
+// MeasurePeakAt is MeasurePeak with the kernel of level l (KernelAt)
+// rather than that of the process's level.
+func MeasurePeakAt(l ISA, threads int, runFor time.Duration, trials int) (Peak, error) {
+	k, err := KernelAt(l)
 	if err != nil {
 		return Peak{}, err
 	}

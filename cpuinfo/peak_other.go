@@ -8,7 +8,7 @@ import "fmt"
 // being amd64 assembly, left out of purego builds.
 func Kernels() []Kernel { return nil }
 
-// BestKernel returns ErrNoKernel: this build has no assembly kernels.
-func BestKernel() (Kernel, error) {
-	return Kernel{}, fmt.Errorf("%w: the kernels are amd64 assembly, left out of this build (purego tag or another architecture)", ErrNoKernel)
+// KernelAt returns ErrNoKernel: this build has no assembly kernels.
+func KernelAt(l ISA) (Kernel, error) {
+	return Kernel{}, fmt.Errorf("%w at %s: the kernels are amd64 assembly, left out of this build (purego tag or another architecture)", ErrNoKernel, l)
 }

@@ -20,6 +20,13 @@ func fma32(x, y, a float32) float32 {
 	return f
 }
 
+// mulAdd32 is x*y rounded to float32, then added to a and rounded again:
+// what MULPS and ADDPS compute.
+func mulAdd32(x, y, a float32) float32 {
+	p := fma32(x, y, 0)
+	return fma32(p, 1, a)
+}
+
 // TestKernelsCompute checks that each kernel does what its FLOP count
 // claims: n fused multiply-adds on every lane of every accumulator, no
 // more, no fewer, each lane its own.
@@ -57,13 +64,17 @@ func TestKernelsCompute(t *testing.T) {
 			const n = 37
 			for i := range want {
 				for range n {
-					want[i] = fma32(x, y, want[i])
+					if k.Op == "FMA" {
+						want[i] = fma32(x, y, want[i])
+					} else {
+						want[i] = mulAdd32(x, y, want[i])
+					}
 				}
 			}
 			k.Run(n, x, y, acc)
 			for i := range acc {
 				if math.Float32bits(acc[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("lane %d = %v, want %v (fused, %d steps of %v*%v)", i, acc[i], want[i], n, x, y)
+					t.Fatalf("lane %d = %v, want %v (%s, %d steps of %v*%v)", i, acc[i], want[i], k.Op, n, x, y)
 				}
 			}
 		})
@@ -84,19 +95,54 @@ func TestKernelRunPanicsOnWrongLength(t *testing.T) {
 }
 
 func TestBestKernel(t *testing.T) {
+	t.Setenv("ONEDNN_MAX_CPU_ISA", "")
+	t.Setenv("DNNL_MAX_CPU_ISA", "")
 	k, err := BestKernel()
-	f := Detect()
-	switch {
+	switch l := CPUISA(); {
 	case len(Kernels()) == 0:
 		if !errors.Is(err, ErrNoKernel) {
 			t.Errorf("no kernels but BestKernel() error %v", err)
 		}
 	case err != nil:
 		t.Fatal(err)
-	case f.AVX512F && (k.Lanes != 16 || k.Name != "AVX-512 ZMM"):
-		t.Errorf("avx512f CPU, best kernel %+v", k)
-	case !f.AVX512F && (k.Lanes != 8 || k.Name != "AVX2 YMM"):
-		t.Errorf("no avx512f, best kernel %+v", k)
+	case l >= AVX512Core && (k.Lanes != 16 || k.Name != "AVX-512 ZMM"):
+		t.Errorf("%v CPU, best kernel %+v", l, k)
+	case (l == AVX2 || l == AVX2VNNI) && (k.Lanes != 8 || k.Name != "AVX2 YMM"):
+		t.Errorf("%v CPU, best kernel %+v", l, k)
+	}
+}
+
+// TestKernelAt: the kernel at each level the CPU has is that level's (the
+// YMM FMA kernel at AVX2 on an AVX-512 CPU, the mul+add kernels below
+// AVX2); a level above the CPU gets the CPU's own; BestKernel follows
+// ONEDNN_MAX_CPU_ISA.
+func TestKernelAt(t *testing.T) {
+	if len(Kernels()) == 0 {
+		if _, err := KernelAt(AVX2); !errors.Is(err, ErrNoKernel) {
+			t.Errorf("KernelAt without kernels: %v", err)
+		}
+		t.Skip("no kernels in this build")
+	}
+	want := map[ISA]string{SSE41: "SSE XMM mul+add", AVX: "AVX YMM mul+add", AVX2: "AVX2 YMM", AVX2VNNI: "AVX2 YMM",
+		AVX512Core: "AVX-512 ZMM", AVX512CoreVNNI: "AVX-512 ZMM", AVX512CoreBF16: "AVX-512 ZMM", AVX512CoreAMX: "AVX-512 ZMM"}
+	for l := SSE41; l < All; l++ {
+		k, err := KernelAt(l)
+		if err != nil {
+			t.Fatalf("KernelAt(%v): %v", l, err)
+		}
+		if w := want[EffectiveISA(l)]; k.Name != w {
+			t.Errorf("KernelAt(%v) on a %v CPU = %s, want %s", l, CPUISA(), k.Name, w)
+		}
+	}
+	for _, env := range []string{"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv("ONEDNN_MAX_CPU_ISA", "")
+			t.Setenv("DNNL_MAX_CPU_ISA", "")
+			t.Setenv(env, "sse41")
+			if k, err := BestKernel(); err != nil || k.Name != "SSE XMM mul+add" {
+				t.Errorf("BestKernel under %s=sse41: %+v, %v", env, k, err)
+			}
+		})
 	}
 }
 
@@ -124,7 +170,7 @@ func TestMeasurePeak(t *testing.T) {
 		t.Errorf("GFLOPS %v", g)
 	}
 	f := p.Formula()
-	for _, s := range []string{"1 thread x", "iterations", k.Name, "best of 2", "GFLOP/s"} {
+	for _, s := range []string{"1 thread x", "iterations", k.Name, k.Op + " x", "best of 2", "GFLOP/s"} {
 		if !strings.Contains(f, s) {
 			t.Errorf("formula %q lacks %q", f, s)
 		}

@@ -87,6 +87,8 @@ import (
 	"os"
 	"strings"
 	"unsafe"
+
+	"dsgd/cpuinfo"
 )
 
 var openblasLoaded bool
@@ -96,8 +98,36 @@ var openblasLoaded bool
 var openblasNames = []string{"libopenblas.so.0", "libopenblas.so"}
 
 func init() {
-	gemmInfo = loadOpenBLAS(openblasNames, int(C.dsgd_cpu_level()), os.Getenv("OPENBLAS_CORETYPE"))
+	level := int(C.dsgd_cpu_level())
+	// Under an ISA cap (ONEDNN_MAX_CPU_ISA, as dsgd bench --isa sets for
+	// its children) the kernel must stay under the cap too: the CPU's
+	// level is taken as the cap's, so a narrower OPENBLAS_CORETYPE that
+	// matches it stands rather than being widened to the CPU's.
+	capped := ""
+	if l, ok, err := cpuinfo.EnvCap(); ok && err == nil {
+		if c := isaLevel(cpuinfo.EffectiveISA(l)); c < level {
+			level, capped = c, l.String()
+		}
+	}
+	gemmInfo = loadOpenBLAS(openblasNames, level, os.Getenv("OPENBLAS_CORETYPE"))
+	if capped != "" {
+		gemmInfo.CPU += " under ONEDNN_MAX_CPU_ISA=" + capped
+	}
 	Backend = gemmInfo.Library
+}
+
+// isaLevel is dsgd_cpu_level's count for an ISA level: 3 AVX-512, 2
+// AVX2+FMA, 1 AVX, 0 SSE.
+func isaLevel(l cpuinfo.ISA) int {
+	switch {
+	case l >= cpuinfo.AVX512Core:
+		return 3
+	case l >= cpuinfo.AVX2:
+		return 2
+	case l == cpuinfo.AVX:
+		return 1
+	}
+	return 0
 }
 
 // loadOpenBLAS opens OpenBLAS and, when its kernel is narrower than the

@@ -71,6 +71,11 @@ type benchConfig struct {
 	data      string // LeNet's data set ("" for its zoo source)
 	seed      int64
 	peakTime  time.Duration
+	// isas are --isa's caps: with any, runBench runs itself once per cap
+	// as a child (see runBenchISAs).
+	isas []cpuinfo.ISA
+	// rowsTo is where a child writes its rows as JSON for its parent.
+	rowsTo string
 }
 
 func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
@@ -87,6 +92,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&c.data, "data", "", "LeNet's data set (default: its zoo source, fashion-mnist); the other nets get synthetic data of their shape")
 	fs.Int64Var(&c.seed, "seed", -1, "random seed for weights and data order (default: each solver's)")
 	fs.DurationVar(&c.peakTime, "peak-time", 200*time.Millisecond, "length of each FMA peak run (best of 5)")
+	isaList := fs.String("isa", "", "comma-separated ISA caps (oneDNN's names: "+strings.Join(cpuinfo.ISANames(), ", ")+
+		"): one run of everything per cap, dsgd and its peers under ONEDNN_MAX_CPU_ISA and the matching OPENBLAS_CORETYPE, in one table (default: no cap, in this process)")
+	fs.StringVar(&c.rowsTo, "rows-to", "", "internal, for --isa: write the table's rows as JSON to this file")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return c, err
 	}
@@ -105,6 +113,11 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 		return bad("--reps %d: want at least 1", *reps)
 	}
 	c.reps = *reps
+	isas, err := parseISAList(*isaList)
+	if err != nil {
+		return bad("--isa: %v", err)
+	}
+	c.isas = isas
 	if c.peakTime <= 0 {
 		return bad("--peak-time %v: want a positive duration", c.peakTime)
 	}
@@ -212,6 +225,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if len(c.isas) > 0 {
+		return runBenchISAs(ctx, c, args, stdout, stderr)
+	}
 	needLeNet, needNets := false, false
 	for _, n := range c.nets {
 		needLeNet = needLeNet || n.trains()
@@ -236,8 +252,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "bench: %s, CPU %s (%d logical CPUs; %v), GEMM %s, %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), model, runtime.NumCPU(), cpuinfo.Detect(), tensor.Info(), runtime.Version())
 	conv, _ := layers.ConvEngine()
 	fmt.Fprintf(stdout, "bench: convolution, pooling and LRN: %s\n", conv)
+	blasKernel := "" // OpenBLAS's core; the pure-Go GEMM has no ISA to cap
+	if tensor.Info().Library == "openblas" {
+		blasKernel = tensor.Info().Kernel
+	}
+	isa := checkCap(stdout, conv, blasKernel)
 	for _, v := range peerUnsetEnv {
-		if val, ok := os.LookupEnv(v); ok {
+		if val, ok := os.LookupEnv(v); ok && !peerKeeps(v) {
 			fmt.Fprintf(stdout, "bench: the peers run without %s=%s from this environment, so their OpenBLAS picks its own kernel\n", v, val)
 		}
 	}
@@ -296,6 +317,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintln(stdout)
 	printBenchTable(stdout, rows, peaks)
+	if c.rowsTo != "" {
+		return writeBenchRows(c.rowsTo, rows, peaks, isa)
+	}
 	return nil
 }
 
@@ -551,12 +575,14 @@ func peerTakesBLASThreads(script string) bool {
 // so the peer gets its best too.
 var peerUnsetEnv = []string{"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}
 
-// peerEnv is this process's environment less peerUnsetEnv.
+// peerEnv is this process's environment less peerUnsetEnv, except that
+// under an ISA cap (ONEDNN_MAX_CPU_ISA, as --isa sets) the peers keep
+// OPENBLAS_CORETYPE: it is the cap's core, which they must run under too.
 func peerEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(peerUnsetEnv, name) {
+		if !slices.Contains(peerUnsetEnv, name) || peerKeeps(name) {
 			env = append(env, kv)
 		}
 	}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"dsgd/cpuinfo"
+)
+
+// parseISAList parses --isa: comma-separated oneDNN ISA names, each at
+// most once; "" is no list.
+func parseISAList(s string) ([]cpuinfo.ISA, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []cpuinfo.ISA
+	for _, f := range strings.Split(s, ",") {
+		l, err := cpuinfo.ParseISA(f)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, l) {
+			return nil, fmt.Errorf("%s given twice", l)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// isaEnvVars are the variables a child of --isa gets from its cap; the
+// parent's own values of them are dropped.
+var isaEnvVars = []string{"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY"}
+
+// isaEnv is the environment of the child that runs under cap l: base less
+// isaEnvVars, plus ONEDNN_MAX_CPU_ISA (oneDNN's, dsgd's and PyTorch's
+// bundled copy), OPENBLAS_CORETYPE (the OpenBLAS core of the level) and,
+// for caps below what PyTorch's own vector kernels would pick,
+// ATEN_CPU_CAPABILITY ("avx2" at AVX2, "default" below). At the AVX-512
+// levels ATen keeps its own choice, which never exceeds them.
+func isaEnv(base []string, l cpuinfo.ISA) []string {
+	var env []string
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(isaEnvVars, name) {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "ONEDNN_MAX_CPU_ISA="+l.String())
+	if core := cpuinfo.OpenBLASCore(l); core != "" {
+		env = append(env, "OPENBLAS_CORETYPE="+core)
+	}
+	switch {
+	case l == cpuinfo.AVX2 || l == cpuinfo.AVX2VNNI:
+		env = append(env, "ATEN_CPU_CAPABILITY=avx2")
+	case l < cpuinfo.AVX2:
+		env = append(env, "ATEN_CPU_CAPABILITY=default")
+	}
+	return env
+}
+
+// withoutFlag returns args less every form of the flag name ("-name v",
+// "--name v", "-name=v", "--name=v"), for a child's command line.
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		bare := strings.TrimLeft(a, "-")
+		if len(a)-len(bare) == 1 || len(a)-len(bare) == 2 {
+			if bare == name {
+				i++ // and its value
+				continue
+			}
+			if strings.HasPrefix(bare, name+"=") {
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// isaRow is one row of the --isa table: a child's row under one cap.
+type isaRow struct {
+	Net     string    `json:"net"`
+	Batch   int       `json:"batch"`
+	Threads int       `json:"threads"`
+	Trains  bool      `json:"trains"`
+	Dsgd    []float64 `json:"dsgd_ms"`
+	Peer    []float64 `json:"peer_ms,omitempty"`
+	FLOPs   float64   `json:"flops"`
+	// Peak is the FMA peak at this row's thread count measured under the
+	// cap, GFLOP/s; 0 where not measured.
+	Peak float64 `json:"peak_gflops"`
+	// ISA is the cap and Runs the level oneDNN reported running at.
+	ISA  string `json:"isa"`
+	Runs string `json:"runs,omitempty"`
+}
+
+// writeBenchRows writes a child's rows for its parent.
+func writeBenchRows(path string, rows []*benchRow, peaks map[int]float64, isa capCheck) error {
+	var out []isaRow
+	for _, r := range rows {
+		out = append(out, isaRow{Net: r.net.name, Batch: r.net.batch, Threads: r.threads, Trains: r.net.trains(),
+			Dsgd: r.dsgd, Peer: r.peer, FLOPs: r.flops, Peak: peaks[r.threads], ISA: isa.cap, Runs: isa.runs})
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("--rows-to: %w", err)
+	}
+	return nil
+}
+
+// benchUnsupported says why this CPU cannot run a cap (nil when it can);
+// a variable so that tests can stand in a smaller CPU.
+var benchUnsupported = cpuinfo.Unsupported
+
+// runBenchISAs runs `dsgd bench` with the same flags less --isa once per
+// cap, as a child of this process with the cap's environment (isaEnv),
+// streaming its output, and prints the children's rows in one table with
+// an ISA column. A cap this CPU lacks is skipped with the reason; a child
+// that fails is reported and the rest still run (the error is returned at
+// the end).
+func runBenchISAs(ctx context.Context, c benchConfig, args []string, stdout, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("--isa: cannot find this program to run it per cap: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "dsgd-bench-isa-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	base := withoutFlag(withoutFlag(args, "isa"), "rows-to")
+	var names []string
+	for _, l := range c.isas {
+		names = append(names, l.String())
+	}
+	fmt.Fprintf(stdout, "bench: --isa %s: one `dsgd bench` per cap, with ONEDNN_MAX_CPU_ISA=<cap> and OPENBLAS_CORETYPE=<its core> (ATEN_CPU_CAPABILITY too below AVX-512) in its environment and its peers'; this CPU's level is %s\n",
+		strings.Join(names, ","), cpuinfo.CPUISA())
+	var rows []isaRow
+	var failed []string
+	for _, l := range c.isas {
+		if why := benchUnsupported(l); why != nil {
+			fmt.Fprintf(stdout, "bench: skipping %s: %v; the other caps run\n", l, strings.TrimPrefix(why.Error(), l.String()+": "))
+			continue
+		}
+		file := filepath.Join(dir, l.String()+".json")
+		cmd := exec.CommandContext(ctx, exe, append([]string{"bench"}, append(slices.Clone(base), "--rows-to", file)...)...)
+		cmd.Env = isaEnv(os.Environ(), l)
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		fmt.Fprintf(stdout, "\n=== ISA cap %s: %s\n", l, strings.Join(capVars(cmd.Env), " "))
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(stdout, "bench: the run under %s failed: %v\n", l, err)
+			failed = append(failed, l.String())
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("--isa %s: the child wrote no rows: %w", l, err)
+		}
+		var rs []isaRow
+		if err := json.Unmarshal(b, &rs); err != nil {
+			return fmt.Errorf("--isa %s: the child's rows: %w", l, err)
+		}
+		rows = append(rows, rs...)
+	}
+	fmt.Fprintln(stdout)
+	printISATable(stdout, rows)
+	if len(failed) > 0 {
+		return fmt.Errorf("--isa: the runs under %s failed (their output is above)", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// capVars are the isaEnvVars set in env, for the output.
+func capVars(env []string) []string {
+	var s []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(isaEnvVars, name) {
+			s = append(s, kv)
+		}
+	}
+	return s
+}
+
+// printISATable prints the --isa table: per cap, net and thread count the
+// medians over repetitions with their ranges, the ratio, dsgd's FLOP
+// rate and its share of the FMA peak measured under that cap. ISA is the
+// cap, with the level oneDNN ran at where it differs.
+func printISATable(w io.Writer, rows []isaRow) {
+	fmt.Fprintf(w, "%-14s %5s %7s %-16s %-8s %23s %23s %7s %9s %8s %7s\n", "net", "batch", "threads", "ISA", "timed", "dsgd ms (range)", "peer ms (range)", "ratio", "GFLOP/it", "GFLOP/s", "% peak")
+	for _, r := range rows {
+		timed := "fwd+bwd"
+		if r.Trains {
+			timed = "train"
+		}
+		isa := r.ISA
+		if r.Runs != "" && !strings.EqualFold(r.Runs, r.ISA) {
+			isa += "->" + r.Runs
+		}
+		if len(r.Dsgd) == 0 {
+			continue
+		}
+		ours := median(r.Dsgd)
+		peer, ratio := "-", "-"
+		if len(r.Peer) > 0 {
+			peer = msRange(r.Peer)
+			ratio = fmt.Sprintf("%.3f", ours/median(r.Peer))
+		}
+		rate := r.FLOPs / ours / 1e6
+		pct := "-"
+		if r.Peak > 0 {
+			pct = fmt.Sprintf("%.1f%%", 100*rate/r.Peak)
+		}
+		fmt.Fprintf(w, "%-14s %5d %7d %-16s %-8s %23s %23s %7s %9.2f %8.1f %7s\n", r.Net, r.Batch, r.Threads, isa, timed, msRange(r.Dsgd), peer, ratio, r.FLOPs/1e9, rate, pct)
+	}
+	fmt.Fprintln(w, "ISA = the cap (ONEDNN_MAX_CPU_ISA; ->X where oneDNN reported running at X instead); ratio = dsgd median / peer median, both under the cap; % peak = dsgd's GFLOP/s over the FMA peak measured under that cap at that thread count")
+}
+
+// capCheck is what a run under a cap found: the cap ("" for none) and
+// the level oneDNN reports running at.
+type capCheck struct{ cap, runs string }
+
+var dnnlISA = regexp.MustCompile(`ISA (\S+)`)
+
+// checkCap, under ONEDNN_MAX_CPU_ISA, prints the cap and the level it
+// means on this CPU, and warns where oneDNN (conv, the convolution
+// engine's description) or dsgd's OpenBLAS (gemmKernel) run at another
+// level; it also says what the peers inherit. Without a cap it prints
+// nothing.
+func checkCap(w io.Writer, conv, gemmKernel string) capCheck {
+	l, ok, err := cpuinfo.EnvCap()
+	if err != nil {
+		fmt.Fprintf(w, "bench: warning: %v; oneDNN ignores it and runs at the CPU's level\n", err)
+		return capCheck{}
+	}
+	if !ok {
+		return capCheck{}
+	}
+	eff := cpuinfo.EffectiveISA(l)
+	check := capCheck{cap: l.String()}
+	fmt.Fprintf(w, "bench: ISA cap ONEDNN_MAX_CPU_ISA=%s: %s on this CPU (its level is %s)\n", l, eff, cpuinfo.CPUISA())
+	if m := dnnlISA.FindStringSubmatch(conv); m != nil {
+		check.runs = strings.ToUpper(m[1])
+		if !strings.EqualFold(m[1], eff.String()) {
+			fmt.Fprintf(w, "bench: warning: oneDNN runs at %s, not at %s: the cap did not take (was oneDNN loaded before the variable was set?)\n", m[1], strings.ToLower(eff.String()))
+		}
+	} else {
+		fmt.Fprintf(w, "bench: warning: oneDNN is not running (%s): the cap applies to OpenBLAS and the peers only\n", conv)
+	}
+	if core := os.Getenv("OPENBLAS_CORETYPE"); core != "" && gemmKernel != "" && !strings.EqualFold(core, gemmKernel) {
+		fmt.Fprintf(w, "bench: warning: dsgd's GEMM runs OpenBLAS's %s kernel, not OPENBLAS_CORETYPE=%s: its GEMM is not under the cap\n", gemmKernel, core)
+	}
+	fmt.Fprintf(w, "bench: the peers run under the same cap: %s\n", strings.Join(capVars(os.Environ()), " "))
+	return check
+}
+
+// peerKeeps says whether a variable of peerUnsetEnv stays in the peers'
+// environment: OPENBLAS_CORETYPE does under an ISA cap.
+func peerKeeps(name string) bool {
+	_, capped, _ := cpuinfo.EnvCap()
+	return capped && name == "OPENBLAS_CORETYPE"
+}
