@@ -36,6 +36,9 @@ func benchLayer(b *testing.B, name string, cfg Config, ctx Context, shape []int,
 	if err := l.Setup(bs, ts); err != nil {
 		b.Fatal(err)
 	}
+	if err := l.Reshape(bs, ts); err != nil {
+		b.Fatal(err)
+	}
 	for _, p := range l.Params() {
 		if !p.Frozen {
 			fillGaussian(p.Blob, 1, r)

@@ -2,7 +2,6 @@ package layers
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 
 	"dsgd/tensor"
@@ -227,6 +226,10 @@ func (l *poolLayer) maxForward(lo, hi, _ int) {
 		l.maxForward2x2(lo, hi)
 		return
 	}
+	if g.kw == 3 {
+		l.maxForwardW3(lo, hi)
+		return
+	}
 	for p := lo; p < hi; p++ {
 		src := l.in.Data[p*hw : (p+1)*hw]
 		dst := l.out.Data[p*ohw : (p+1)*ohw]
@@ -235,23 +238,104 @@ func (l *poolLayer) maxForward(lo, hi, _ int) {
 			y0, y1 := int(ys[oy]), int(ye[oy])
 			drow, mrow := dst[oy*ow:(oy+1)*ow], mask[oy*ow:(oy+1)*ow]
 			for ox := range drow {
+				drow[ox], mrow[ox] = scanMax(src, w, y0, y1, int(xs[ox]), int(xe[ox]))
+			}
+		}
+	}
+}
+
+// maxForwardW3 is maxForward for windows three columns wide (the 3×3
+// pools of CaffeNet, GoogLeNet and cifar10_quick): a window whose columns
+// all lie inside the plane takes each row's first maximum by a two-step
+// tree, then the rows' in order, keeping the earlier on ties. That is the
+// sequential scan's first maximum in row-major order, with dependency
+// chains of 2 + rows compares instead of 9, so the CPU overlaps windows.
+// The value written is the input at the argmax. Windows clipped at the
+// left or right edge take the plain scan.
+//
+// Safety of the unsafe reads: src is plane p, bounds-checked; a full
+// window reads offsets y·w + x0 + {0, 1, 2} with 0 ≤ y < h (ys, ye are
+// clipped to the plane) and x0 + 3 ≤ w (xe − xs = 3 means unclipped).
+func (l *poolLayer) maxForwardW3(lo, hi int) {
+	g := &l.geom
+	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
+	ys, ye, xs, xe := l.ys, l.ye, l.xs, l.xe
+	for p := lo; p < hi; p++ {
+		src := l.in.Data[p*hw : (p+1)*hw]
+		dst := l.out.Data[p*ohw : (p+1)*ohw]
+		mask := l.mask[p*ohw : (p+1)*ohw]
+		sp := unsafe.Pointer(unsafe.SliceData(src))
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			drow, mrow := dst[oy*ow:(oy+1)*ow], mask[oy*ow:(oy+1)*ow]
+			for ox := range drow {
 				x0, x1 := int(xs[ox]), int(xe[ox])
-				best, arg := float32(-math.MaxFloat32), -1
-				for y := y0; y < y1; y++ {
-					row := src[y*w+x0 : y*w+x1]
-					for i, v := range row {
-						// Branch-free: random data defeats the predictor.
-						if v > best {
-							arg = y*w + x0 + i
-						}
-						best = max(best, v)
-					}
+				if x1-x0 != 3 {
+					drow[ox], mrow[ox] = scanMax(src, w, y0, y1, x0, x1)
+					continue
+				}
+				arg, best := rowMax3(sp, y0*w+x0)
+				nan := b2i(best != best)
+				for y := y0 + 1; y < y1; y++ {
+					i, v := rowMax3(sp, y*w+x0)
+					nan |= b2i(v != v)
+					arg += b2i(v > best) * (i - arg)
+					best = *(*float32)(unsafe.Add(sp, 4*arg))
+				}
+				if nan != 0 {
+					// A row began with NaN, which > never replaces: the
+					// rare window takes the scan, whose result is Caffe's.
+					best, a := scanMax(src, w, y0, y1, x0, x1)
+					drow[ox], mrow[ox] = best, a
+					continue
 				}
 				drow[ox], mrow[ox] = best, int32(arg)
 			}
 		}
 	}
 }
+
+// rowMax3 is the first maximum of the three floats at offset i of sp, and
+// its offset, by > alone: when the first float is NaN the result is NaN
+// (nothing is greater), which the caller detects. See maxForwardW3 for
+// why the reads are in bounds.
+func rowMax3(sp unsafe.Pointer, i int) (int, float32) {
+	r := (*[3]float32)(unsafe.Add(sp, 4*i))
+	a, b, c := r[0], r[1], r[2]
+	j := i + b2i(b > a)
+	m := *(*float32)(unsafe.Add(sp, 4*j))
+	j += b2i(c > m) * (i + 2 - j)
+	return j, *(*float32)(unsafe.Add(sp, 4*j))
+}
+
+// scanMax is the first maximum of src's window [y0, y1)×[x0, x1) in
+// row-major order (a row of width w) and its offset, as Caffe scans: an
+// element replaces the current maximum when it is greater (wins). The
+// value is the input at that offset, so -0 before +0 stays -0. Unlike
+// Caffe, which starts from -FLT_MAX, a window of NaN or -Inf alone still
+// names an element, so the backward pass always has one to route to.
+//
+// Not inlined: maxForwardW3 calls it only for clipped windows, and inlined
+// there it would crowd the fast path's registers.
+//
+//go:noinline
+func scanMax(src []float32, w, y0, y1, x0, x1 int) (float32, int32) {
+	arg := y0*w + x0
+	best := src[arg]
+	for y := y0; y < y1; y++ {
+		for i, v := range src[y*w+x0 : y*w+x1] {
+			if wins(v, best) {
+				best, arg = v, y*w+x0+i
+			}
+		}
+	}
+	return best, int32(arg)
+}
+
+// wins says whether v replaces cur as a window's maximum: it is greater,
+// or cur is NaN and v is not (Caffe never takes a NaN: every comparison
+// with one is false, and it starts from -FLT_MAX).
+func wins(v, cur float32) bool { return v > cur || (cur != cur && v == v) }
 
 // tiled2x2 says the windows are 2×2 with stride 2 and no pad over an
 // even-sized plane (LeNet's pools), so they tile it exactly.

@@ -400,3 +400,103 @@ func TestMaxPool2x2MatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPool times MAX and AVE pooling forward and backward on the
+// benchmark nets' geometries (cifar10_quick's pool1 and pool2, CaffeNet's
+// pool1, GoogLeNet's pool1 and an inception 3x3/1 pool) on the kernels a
+// run would pick; run it with ONEDNN_MAX_CPU_ISA=AVX2 too, and with
+// -tags purego for the Go loops alone.
+func BenchmarkPool(b *testing.B) {
+	cases := []struct {
+		name  string
+		cfg   PoolingConfig
+		shape []int
+	}{
+		{"cifar_pool1_max3s2", PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}, []int{100, 32, 32, 32}},
+		{"cifar_pool2_ave3s2", PoolingConfig{Method: PoolAve, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}, []int{100, 32, 16, 16}},
+		{"caffenet_pool1_max3s2", PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}, []int{8, 96, 55, 55}},
+		{"googlenet_pool1_max3s2", PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}, []int{8, 64, 112, 112}},
+		{"googlenet_3a_max3s1p1", PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}, []int{8, 192, 28, 28}},
+	}
+	for _, tc := range cases {
+		benchLayer(b, tc.name, &tc.cfg, Context{Threads: 1}, tc.shape, 0, false)
+	}
+}
+
+// TestMaxPoolW3MatchesScan holds the 3-wide MAX kernel to Caffe's scan
+// (the first element, replaced by each later one that is greater) bit for
+// bit, value and argmax, on windows clipped and not, with ties, ±0, ±Inf
+// and NaN planted: oneDNN is off, so the Go kernels run.
+func TestMaxPoolW3MatchesScan(t *testing.T) {
+	defer func(off bool) { dnnlOff = off }(dnnlOff)
+	dnnlOff = true
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	levels := []float32{-1, 0, float32(math.Copysign(0, -1)), 1, 2, nan, inf, -inf}
+	r := rand.New(rand.NewPCG(43, 44))
+	for _, tc := range []struct {
+		kh, s, p int
+		shape    [4]int
+	}{
+		{3, 2, 0, [4]int{2, 3, 32, 32}}, // cifar10_quick's pool1: the last column clipped
+		{3, 2, 0, [4]int{1, 4, 13, 13}}, // CaffeNet's pool5: every window inside
+		{3, 1, 1, [4]int{2, 2, 9, 9}},   // GoogLeNet's inception pools
+		{2, 1, 0, [4]int{1, 3, 6, 7}},
+		{4, 3, 1, [4]int{1, 2, 11, 10}},
+		{1, 2, 0, [4]int{1, 1, 5, 9}},
+	} {
+		for _, threads := range []int{1, 2} {
+			n, c, h, w := tc.shape[0], tc.shape[1], tc.shape[2], tc.shape[3]
+			cfg := &PoolingConfig{Method: PoolMax, KernelH: tc.kh, KernelW: 3, StrideH: tc.s, StrideW: tc.s, PadH: min(tc.p, tc.kh-1), PadW: tc.p}
+			bottom := tensor.NewBlob("x", n, c, h, w)
+			for i := range bottom.Data {
+				if i%3 == 0 {
+					bottom.Data[i] = levels[r.IntN(len(levels))]
+				} else {
+					bottom.Data[i] = float32(r.IntN(5)) // ties
+				}
+			}
+			top := tensor.NewBlob("y")
+			pool := tensor.NewPool(threads)
+			l := newTestLayer(t, cfg, Context{Threads: threads, Pool: pool}, []*tensor.Blob{bottom}, []*tensor.Blob{top})
+			pl := l.(*poolLayer)
+			pl.workPerThread = 1
+			l.Forward([]*tensor.Blob{bottom}, []*tensor.Blob{top})
+			g := &pl.geom
+			for p := range n * c {
+				plane := bottom.Data[p*h*w : (p+1)*h*w]
+				for oy := range g.oh {
+					for ox := range g.ow {
+						o := (p*g.oh+oy)*g.ow + ox
+						want, wantArg := refScanMax(plane, w, int(pl.ys[oy]), int(pl.ye[oy]), int(pl.xs[ox]), int(pl.xe[ox]))
+						if math.Float32bits(top.Data[o]) != math.Float32bits(want) || pl.mask[o] != wantArg {
+							t.Fatalf("kernel %dx3 stride %d pad %d %v threads %d: output %d = %v at %d, want %v at %d",
+								tc.kh, tc.s, tc.p, tc.shape, threads, o, top.Data[o], pl.mask[o], want, wantArg)
+						}
+					}
+				}
+			}
+			pool.Close()
+		}
+	}
+}
+
+// refScanMax is Caffe's scan of one window, written out plainly: the
+// first element that no later one exceeds, NaN never taken over a number.
+func refScanMax(x []float32, w, y0, y1, x0, x1 int) (float32, int32) {
+	arg := -1
+	for y := y0; y < y1; y++ {
+		for xx := x0; xx < x1; xx++ {
+			i := y*w + xx
+			v := x[i]
+			switch {
+			case arg < 0:
+				arg = i
+			case math.IsNaN(float64(x[arg])) && !math.IsNaN(float64(v)):
+				arg = i
+			case v > x[arg]:
+				arg = i
+			}
+		}
+	}
+	return x[arg], int32(arg)
+}

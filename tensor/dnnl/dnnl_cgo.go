@@ -778,8 +778,9 @@ type Pool struct {
 // NewPool builds oneDNN's pooling for s on the first layout of
 // poolLayouts that oneDNN runs on JIT kernels, forward and backward. It
 // fails, wrapping ErrNoJIT and naming each layout's implementation, when
-// every layout would run oneDNN's reference code, which is slower than
-// dsgd's own loops (on AVX2, oneDNN 2.6 pools plain NCHW only that way).
+// none would: oneDNN's reference code is slower than dsgd's own loops (on
+// AVX2, oneDNN 2.6 pools plain NCHW only that way), and so, for MAX, is
+// its blocked JIT kernel with the reorders around it.
 func NewPool(s PoolSpec) (*Pool, error) {
 	if err := Load(); err != nil {
 		return nil, err
@@ -787,7 +788,7 @@ func NewPool(s PoolSpec) (*Pool, error) {
 	if !s.Valid() {
 		return nil, fmt.Errorf("dnnl: invalid pooling %+v", s)
 	}
-	return firstJIT(fmt.Sprintf("pooling %+v", s), poolLayouts(), func(l Layout) (*Pool, Impl, error) {
+	return firstJIT(fmt.Sprintf("pooling %+v", s), poolLayouts(s.Max), func(l Layout) (*Pool, Impl, error) {
 		p, err := newPool(s, l)
 		if err != nil {
 			return nil, Impl{}, err
@@ -1042,16 +1043,20 @@ func firstJIT[T any](what string, layouts []Layout, build func(Layout) (T, Impl,
 	return zero, fmt.Errorf("dnnl: %s: %w on any layout (%s)", what, ErrNoJIT, strings.Join(tried, "; "))
 }
 
-// poolLayouts are the layouts NewPool tries, in order: plain NCHW first
-// (no reorders), then channels blocked by this CPU's Block. Measured with
-// BenchmarkPoolLayouts (oneDNN 2.6, an Emerald Rapids Xeon, one thread): on
-// AVX-512 plain and blocked are within 20% of each other either way, so
-// the plain layout saves its reorders; on AVX2 oneDNN has no JIT pooling
-// on plain NCHW, and the blocked JIT kernel with both reorders takes 2.1x
-// less time than the plain reference code (cifar10_quick's pool1: 11.1 ms
-// against 23.2 ms forward+backward for 50 images).
-func poolLayouts() []Layout {
-	if b := Block(); b > 0 {
+// poolLayouts are the layouts NewPool tries, in order. Plain NCHW first
+// (no reorders): on AVX-512 oneDNN 2.6 pools it on JIT kernels, within 20%
+// of the blocked layout either way (BenchmarkPoolLayouts). On AVX2 and
+// below it has no JIT pooling on plain NCHW; there AVE pooling goes to
+// the channel-blocked layout, whose JIT kernel with both reorders beats
+// the Go loops (cifar10_quick's pool2 at 100 images: 3.8 against 5.8 ms
+// forward+backward, BenchmarkPool in nn/layers under
+// ONEDNN_MAX_CPU_ISA=AVX2), while MAX pooling is left to the Go loops,
+// 2-3x faster than the blocked JIT kernel with its reorders (cifar10_quick's
+// pool1: 10.1 against 25.3 ms; GoogLeNet's pool1 at 8 images: 22 against
+// 46 ms), mostly because their backward pass is a scatter that oneDNN's
+// takes 5-10x longer over.
+func poolLayouts(max bool) []Layout {
+	if b := Block(); b > 0 && !max {
 		return []Layout{Plain, Layout(b)}
 	}
 	return []Layout{Plain}
