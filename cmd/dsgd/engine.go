@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"dsgd/cpuinfo"
 	"dsgd/model"
 	"dsgd/nn/layers"
 	"dsgd/tensor"
@@ -33,12 +34,37 @@ func printEngine(w io.Writer) {
 	fmt.Fprintf(w, "dsgd: %s\n", tensor.WaitPolicyNote())
 	conv, why := layers.ConvEngine()
 	fmt.Fprintf(w, "dsgd: convolution, pooling and LRN: %s\n", conv)
+	printISACap(w)
 	fmt.Fprintf(w, "dsgd: %s\n", layers.NormEngine())
 	switch {
 	case why == "--kernels own":
 		fmt.Fprintf(w, "dsgd:   dsgd's own kernels, as --kernels own asks\n")
 	case why != "":
 		fmt.Fprintf(w, "dsgd: warning: %s; dsgd's own kernels run instead, several times slower on convolutional nets\n", why)
+	}
+}
+
+// printISACap says what an instruction-set cap in the environment does
+// (ONEDNN_MAX_CPU_ISA, which oneDNN and dsgd's GEMM choice obey), and warns
+// when it cannot be honoured: a name oneDNN does not know (it then ignores
+// the variable) or a level this CPU lacks (oneDNN runs the CPU's own).
+// It also warns on a CPU below SSE4.1, where oneDNN has no kernels.
+func printISACap(w io.Writer) {
+	if err := cpuinfo.CheckFloor(); err != nil {
+		fmt.Fprintf(w, "dsgd: warning: %v\n", err)
+		return
+	}
+	l, ok, err := cpuinfo.EnvCap()
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "dsgd: warning: %v; oneDNN ignores it and runs at this CPU's level, %s\n", err, cpuinfo.CPUISA())
+	case !ok:
+	case cpuinfo.Unsupported(l) != nil:
+		fmt.Fprintf(w, "dsgd: warning: ONEDNN_MAX_CPU_ISA=%v: %v; the cap changes nothing and the CPU's own %s kernels run\n",
+			l, cpuinfo.Unsupported(l), cpuinfo.EffectiveISA(l))
+	default:
+		fmt.Fprintf(w, "dsgd:   capped at %v by ONEDNN_MAX_CPU_ISA (this CPU has %v): oneDNN and the GEMM kernel run %v code\n",
+			l, cpuinfo.CPUISA(), cpuinfo.EffectiveISA(l))
 	}
 }
 
