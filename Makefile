@@ -34,7 +34,7 @@ faults: build
 	$(GO) run ./cmd/faults -dsgd ./dsgd
 
 # Our per-iteration time against PyTorch's on the same nets (LeNet,
-# cifar10_quick, CaffeNet, GoogLeNet), same batch and threads (1 and 2),
+# cifar10_quick, CaffeNet, GoogLeNet, ResNet-18), same batch and threads (1 and 2),
 # interleaved in one invocation; FLOP rate against the measured FMA peak.
 # Narrow it with BENCH_FLAGS, e.g. BENCH_FLAGS="--nets caffenet --reps 5";
 # BENCH_FLAGS="--isa avx2,avx512_core" runs everything once per ISA cap

@@ -34,6 +34,9 @@ type benchNet struct {
 	// trains on its real data set as its peer does.
 	data          string
 	iters, warmup int // timed and untimed iterations per run
+	// net is a prototxt the net is read from, relative to the repository
+	// root, for a net the zoo does not have ("" for a zoo model).
+	net string
 }
 
 // trains says whether the net is timed training (forward, backward, the
@@ -50,6 +53,7 @@ var benchNets = []benchNet{
 	{name: "cifar10_quick", batch: 100, data: "synthetic:N=100,C=3,H=32,W=32,classes=10", iters: 10, warmup: 2},
 	{name: "caffenet", batch: 32, data: "synthetic:N=32,C=3,H=256,W=256,classes=256", iters: 2, warmup: 1},
 	{name: "googlenet", batch: 32, data: "synthetic:N=32,C=3,H=256,W=256,classes=256", iters: 2, warmup: 1},
+	{name: "resnet18", batch: 16, data: "synthetic:N=16,C=3,H=256,W=256,classes=1000", iters: 2, warmup: 1, net: "bench/resnet18.prototxt"},
 }
 
 func benchNetNames() []string {
@@ -232,6 +236,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, n := range c.nets {
 		needLeNet = needLeNet || n.trains()
 		needNets = needNets || !n.trains()
+		if n.net != "" {
+			if _, err := os.Stat(n.net); err != nil {
+				return fmt.Errorf("--nets %s: %w (run dsgd bench from the repository root)", n.name, err)
+			}
+		}
 	}
 	for _, p := range []struct {
 		flag, path string
@@ -424,7 +433,7 @@ func summarize(ms []float64) stats {
 // benchOurs runs one dsgd run of net at threads threads and returns its
 // per-iteration times after warm-up and the FLOPs of one iteration.
 func benchOurs(ctx context.Context, c benchConfig, n benchNet, threads int) (stats, float64, error) {
-	m := modelFlags{model: n.name, data: n.data, threads: threads, seed: c.seed, batch: n.batch}
+	m := modelFlags{model: n.name, net: n.net, netOnly: n.net != "", data: n.data, threads: threads, seed: c.seed, batch: n.batch}
 	if n.trains() {
 		m.data, m.shuffle = c.data, true
 		return benchTrain(ctx, &m, n.iters+n.warmup, n.warmup)

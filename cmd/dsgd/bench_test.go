@@ -28,7 +28,7 @@ func TestParseBenchFlags(t *testing.T) {
 		}
 		return m
 	}
-	defaults := map[string][2]int{"lenet": {200, 20}, "cifar10_quick": {10, 2}, "caffenet": {2, 1}, "googlenet": {2, 1}}
+	defaults := map[string][2]int{"lenet": {200, 20}, "cifar10_quick": {10, 2}, "caffenet": {2, 1}, "googlenet": {2, 1}, "resnet18": {2, 1}}
 	tests := []struct {
 		args    []string
 		iters   map[string][2]int // net -> iters, warmup
@@ -40,9 +40,9 @@ func TestParseBenchFlags(t *testing.T) {
 		{args: []string{"--nets", "googlenet,caffenet", "--thread-list", "2", "--reps", "1"},
 			iters: map[string][2]int{"googlenet": {2, 1}, "caffenet": {2, 1}}, threads: []int{2}, reps: 1},
 		{args: []string{"--iters", "5", "--warmup", "0"},
-			iters: map[string][2]int{"lenet": {5, 0}, "cifar10_quick": {5, 0}, "caffenet": {5, 0}, "googlenet": {5, 0}}, threads: []int{1, 2}, reps: 3},
+			iters: map[string][2]int{"lenet": {5, 0}, "cifar10_quick": {5, 0}, "caffenet": {5, 0}, "googlenet": {5, 0}, "resnet18": {5, 0}}, threads: []int{1, 2}, reps: 3},
 		{args: []string{"--iters", "caffenet=2, googlenet=1", "--warmup", "lenet=0"},
-			iters: map[string][2]int{"lenet": {200, 0}, "cifar10_quick": {10, 2}, "caffenet": {2, 1}, "googlenet": {1, 1}}, threads: []int{1, 2}, reps: 3},
+			iters: map[string][2]int{"lenet": {200, 0}, "cifar10_quick": {10, 2}, "caffenet": {2, 1}, "googlenet": {1, 1}, "resnet18": {2, 1}}, threads: []int{1, 2}, reps: 3},
 		{args: []string{"--nets", "resnet"}, err: `no net "resnet"`},
 		{args: []string{"--nets", "lenet,lenet"}, err: "lenet given twice"},
 		{args: []string{"--nets", ""}, err: `no net ""`},

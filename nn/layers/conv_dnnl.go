@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -104,7 +105,7 @@ func (l *convLayer) dnnlSetup() {
 	}
 	d.spec = s
 	if err := d.convs.first(l.num, l.threads, l.newDnnlConv); err != nil {
-		d.why = err.Error()
+		d.why = buildWhy(err)
 		return
 	}
 	d.on, d.why = true, ""
@@ -300,6 +301,16 @@ func ownWhy() string {
 		return "oneDNN not loaded"
 	}
 	return ""
+}
+
+// buildWhy is the reason a layer gives for staying off oneDNN when
+// building its primitive failed: short for "only reference code", the
+// library's error otherwise.
+func buildWhy(err error) string {
+	if e, ok := errors.AsType[*dnnl.NoJITError](err); ok {
+		return e.Short()
+	}
+	return err.Error()
 }
 
 // kernelName is what Kernel reports: "oneDNN jit:avx2 on nChw8c", or own

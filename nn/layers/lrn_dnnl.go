@@ -29,7 +29,7 @@ func (l *lrnLayer) dnnlSetup() {
 		return
 	}
 	if err := d.lrns.first(l.num, l.threads, l.newDnnlLRN); err != nil {
-		d.why = err.Error()
+		d.why = buildWhy(err)
 		return
 	}
 	d.on, d.why = true, ""

@@ -1,6 +1,8 @@
 package layers
 
 import (
+	"errors"
+
 	"dsgd/tensor/dnnl"
 )
 
@@ -53,7 +55,10 @@ func (l *poolLayer) dnnlSetup() {
 	}
 	d.spec = s
 	if err := d.pools.first(l.num, l.threads, l.newDnnlPool); err != nil {
-		d.why = err.Error()
+		d.why = buildWhy(err)
+		if s.Max && errors.Is(err, dnnl.ErrNoJIT) {
+			d.why += "; its blocked-layout kernel is slower than these loops with the reorders"
+		}
 		return
 	}
 	d.on, d.why = true, ""

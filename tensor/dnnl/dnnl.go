@@ -123,3 +123,24 @@ func (i Impl) String() string {
 // ErrNoJIT is wrapped by NewPool and NewLRN when oneDNN would run the
 // primitive on its reference code on every layout tried.
 var ErrNoJIT = errors.New("no JIT kernel")
+
+// NoJITError is NewPool's and NewLRN's error when oneDNN has no JIT
+// kernel for the primitive on any layout tried: What is the primitive,
+// Tried each layout's implementation ("simple_nchw:any on nchw").
+type NoJITError struct {
+	What  string
+	Tried []string
+}
+
+func (e *NoJITError) Error() string {
+	return fmt.Sprintf("dnnl: %s: %v on any layout (%s)", e.What, ErrNoJIT, strings.Join(e.Tried, "; "))
+}
+
+// Unwrap makes errors.Is(err, ErrNoJIT) hold.
+func (e *NoJITError) Unwrap() error { return ErrNoJIT }
+
+// Short is the reason without the geometry, for a layer's report:
+// "oneDNN has only reference code here: simple_nchw:any on nchw".
+func (e *NoJITError) Short() string {
+	return "oneDNN has only reference code here: " + strings.Join(e.Tried, "; ")
+}

@@ -1018,8 +1018,8 @@ func WeightReorderTime() time.Duration {
 }
 
 // firstJIT builds a primitive on each layout in turn and returns the first
-// that runs on JIT kernels, closing the others; it fails with ErrNoJIT,
-// naming every layout's implementation, when none does.
+// that runs on JIT kernels, closing the others; it fails with a *NoJITError
+// (wrapping ErrNoJIT) naming every layout's implementation when none does.
 func firstJIT[T any](what string, layouts []Layout, build func(Layout) (T, Impl, error), closeFn func(T)) (T, error) {
 	var zero T
 	var tried []string
@@ -1040,7 +1040,7 @@ func firstJIT[T any](what string, layouts []Layout, build func(Layout) (T, Impl,
 	if lastErr != nil && len(tried) == 1 {
 		return zero, lastErr
 	}
-	return zero, fmt.Errorf("dnnl: %s: %w on any layout (%s)", what, ErrNoJIT, strings.Join(tried, "; "))
+	return zero, &NoJITError{What: what, Tried: tried}
 }
 
 // poolLayouts are the layouts NewPool tries, in order. Plain NCHW first
