@@ -36,6 +36,8 @@ func TestEnginesAgree(t *testing.T) {
 		{"dilated conv", &ConvolutionConfig{NumOutput: 32, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 2, PadW: 2,
 			DilationH: 2, DilationW: 2, Group: 1, BiasTerm: true}, []int{4, 16, 11, 11}},
 		{"strided first layer", conv(16, 11, 4, 0, 1), []int{4, 3, 51, 51}},
+		{"1x1 stride 2 projection, last row in no window", &ConvolutionConfig{NumOutput: 32, KernelH: 1, KernelW: 1, StrideH: 2, StrideW: 2,
+			Group: 1}, []int{4, 16, 14, 14}},
 		{"max pool 2/2, not tiling", &PoolingConfig{Method: PoolMax, KernelH: 2, KernelW: 2, StrideH: 2, StrideW: 2}, []int{8, 20, 25, 25}},
 		{"max pool 3/2 ceil", &PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}, []int{8, 32, 32, 32}},
 		{"max pool 3/1 pad 1", &PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}, []int{4, 16, 14, 14}},

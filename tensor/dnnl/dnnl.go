@@ -29,9 +29,17 @@ func (s ConvSpec) Valid() bool {
 // PadAfter returns the bottom (or right) padding that makes a dimension of
 // size in, with padding pad before it, kernel k, stride s and dilation d,
 // give out outputs: Caffe pads both sides by pad and floors, so the far
-// side may use less than pad. It is negative when out is not reachable.
+// side may use less than pad. Where the stride leaves the input's last
+// rows in no window (a 1×1 stride-2 projection over an even size, as in
+// every ResNet), it is 0: oneDNN floors the output size as Caffe does, so
+// no padding gives out too, and those rows get a zero gradient. It is
+// negative only when out is not reachable at all.
 func PadAfter(in, pad, k, s, d, out int) int {
-	return (out-1)*s + (k-1)*d + 1 - in - pad
+	p := (out-1)*s + (k-1)*d + 1 - in - pad
+	if p < 0 && (in+pad-((k-1)*d+1))/s+1 == out {
+		return 0
+	}
+	return p
 }
 
 // Sizes returns the element counts of the input, the weights and the

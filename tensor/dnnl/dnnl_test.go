@@ -167,6 +167,10 @@ func TestPadAfter(t *testing.T) {
 		{10, 1, 3, 2, 1, 5, 0}, // (10+2-3)/2+1 = 5: the floor leaves the far pad unused
 		{227, 0, 11, 4, 1, 55, 0},
 		{13, 2, 3, 1, 2, 13, 2},
+		{56, 0, 1, 2, 1, 28, 0}, // ResNet's 1x1/2 projection: the last row is in no window
+		{14, 0, 1, 2, 1, 7, 0},
+		{56, 0, 1, 2, 1, 30, 3},   // beyond the input: padding needed
+		{56, 0, 1, 2, 1, 20, -17}, // not reachable: the caller refuses it
 	} {
 		if got := PadAfter(tc.in, tc.pad, tc.k, tc.s, tc.d, tc.out); got != tc.want {
 			t.Errorf("PadAfter(%v) = %d, want %d", tc, got, tc.want)
