@@ -14,38 +14,6 @@ import (
 	"dsgd/nn/layers"
 )
 
-func TestParseBenchISAFlag(t *testing.T) {
-	tests := []struct {
-		args []string
-		want []cpuinfo.ISA
-		err  string // in stderr
-	}{
-		{args: nil, want: nil},
-		{args: []string{"--isa", ""}, want: nil},
-		{args: []string{"--isa", "avx2"}, want: []cpuinfo.ISA{cpuinfo.AVX2}},
-		{args: []string{"--isa", "avx2,AVX512_CORE"}, want: []cpuinfo.ISA{cpuinfo.AVX2, cpuinfo.AVX512Core}},
-		{args: []string{"--isa=sse41, avx ,all"}, want: []cpuinfo.ISA{cpuinfo.SSE41, cpuinfo.AVX, cpuinfo.All}},
-		{args: []string{"--isa", "avx3"}, err: `--isa: unknown ISA "avx3"; the levels are SSE41, AVX, AVX2, AVX2_VNNI, AVX512_CORE, AVX512_CORE_VNNI, AVX512_CORE_BF16, AVX512_CORE_AMX, ALL`},
-		{args: []string{"--isa", "avx2,"}, err: `--isa: unknown ISA ""`},
-		{args: []string{"--isa", "avx2,AVX2"}, err: "--isa: AVX2 given twice"},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			var stderr bytes.Buffer
-			c, err := parseBenchFlags(tt.args, &stderr)
-			if tt.err != "" {
-				if err != errUsage || !strings.Contains(stderr.String(), tt.err) {
-					t.Fatalf("err %v, stderr %q; want usage error with %q", err, stderr.String(), tt.err)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(c.isas, tt.want) {
-				t.Errorf("isas %v, err %v (%s); want %v", c.isas, err, stderr.String(), tt.want)
-			}
-		})
-	}
-}
-
 func TestWithoutFlag(t *testing.T) {
 	tests := []struct{ in, want []string }{
 		{[]string{"--isa", "avx2", "--nets", "lenet"}, []string{"--nets", "lenet"}},

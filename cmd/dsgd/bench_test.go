@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dsgd/config"
+	"dsgd/cpuinfo"
 	"dsgd/model"
 	"dsgd/nn/layers"
 	"dsgd/tensor"
@@ -34,7 +35,8 @@ func TestParseBenchFlags(t *testing.T) {
 		iters   map[string][2]int // net -> iters, warmup
 		threads []int
 		reps    int
-		err     string // in stderr
+		isas    []cpuinfo.ISA // --isa's caps
+		err     string        // in stderr
 	}{
 		{args: nil, iters: defaults, threads: []int{1, 2}, reps: 3},
 		{args: []string{"--nets", "googlenet,caffenet", "--thread-list", "2", "--reps", "1"},
@@ -43,6 +45,12 @@ func TestParseBenchFlags(t *testing.T) {
 			iters: map[string][2]int{"lenet": {5, 0}, "cifar10_quick": {5, 0}, "caffenet": {5, 0}, "googlenet": {5, 0}, "resnet18": {5, 0}}, threads: []int{1, 2}, reps: 3},
 		{args: []string{"--iters", "caffenet=2, googlenet=1", "--warmup", "lenet=0"},
 			iters: map[string][2]int{"lenet": {200, 0}, "cifar10_quick": {10, 2}, "caffenet": {2, 1}, "googlenet": {1, 1}, "resnet18": {2, 1}}, threads: []int{1, 2}, reps: 3},
+		{args: []string{"--isa", ""}, iters: defaults, threads: []int{1, 2}, reps: 3},
+		{args: []string{"--isa", "avx2,AVX512_CORE"}, iters: defaults, threads: []int{1, 2}, reps: 3, isas: []cpuinfo.ISA{cpuinfo.AVX2, cpuinfo.AVX512Core}},
+		{args: []string{"--isa=sse41, avx ,all"}, iters: defaults, threads: []int{1, 2}, reps: 3, isas: []cpuinfo.ISA{cpuinfo.SSE41, cpuinfo.AVX, cpuinfo.All}},
+		{args: []string{"--isa", "avx3"}, err: `--isa: unknown ISA "avx3"; the levels are SSE41, AVX, AVX2, AVX2_VNNI, AVX512_CORE, AVX512_CORE_VNNI, AVX512_CORE_BF16, AVX512_CORE_AMX, ALL`},
+		{args: []string{"--isa", "avx2,"}, err: `--isa: unknown ISA ""`},
+		{args: []string{"--isa", "avx2,AVX2"}, err: "--isa: AVX2 given twice"},
 		{args: []string{"--nets", "resnet"}, err: `no net "resnet"`},
 		{args: []string{"--nets", "lenet,lenet"}, err: "lenet given twice"},
 		{args: []string{"--nets", ""}, err: `no net ""`},
@@ -77,6 +85,9 @@ func TestParseBenchFlags(t *testing.T) {
 			}
 			if !reflect.DeepEqual(c.threads, tt.threads) || c.reps != tt.reps {
 				t.Errorf("threads %v reps %d", c.threads, c.reps)
+			}
+			if !reflect.DeepEqual(c.isas, tt.isas) {
+				t.Errorf("isas %v, want %v", c.isas, tt.isas)
 			}
 			if c.peerLeNet != "../shared/peer/torch_lenet.py" || c.peerNets != "../shared/peer/torch_nets.py" || c.python != "/usr/bin/python3" {
 				t.Errorf("peers %q %q %q", c.peerLeNet, c.peerNets, c.python)
