@@ -1051,9 +1051,11 @@ func firstJIT[T any](what string, layouts []Layout, build func(Layout) (T, Impl,
 // the Go loops (cifar10_quick's pool2 at 100 images: 3.8 against 5.8 ms
 // forward+backward, BenchmarkPool in nn/layers under
 // ONEDNN_MAX_CPU_ISA=AVX2), while MAX pooling is left to the Go loops,
-// 2-3x faster than the blocked JIT kernel with its reorders (cifar10_quick's
-// pool1: 10.1 against 25.3 ms; GoogLeNet's pool1 at 8 images: 22 against
-// 46 ms), mostly because their backward pass is a scatter that oneDNN's
+// 1.6-2.6x faster than the blocked JIT kernel with its reorders
+// (2026-11-26, BenchmarkPoolLayouts and BenchmarkPool back to back,
+// forward+backward: cifar10_quick's pool1 13.7 against 36.1 ms, CaffeNet's
+// pool1 at 8 images 12.3 against 21.6, GoogLeNet's pool1 26.7 against
+// 48.7), mostly because their backward pass is a scatter that oneDNN's
 // takes 5-10x longer over.
 func poolLayouts(max bool) []Layout {
 	if b := Block(); b > 0 && !max {

@@ -8,10 +8,10 @@ import (
 )
 
 // BenchmarkPoolLayouts times pooling forward+backward on each layout for
-// the pooling geometries of the benchmark nets (cifar10_quick's pool1,
-// CaffeNet's pool1, a GoogLeNet inception pool), with the reorders to and
-// from NCHW: the measurement behind Layouts' order. Run it under
-// ONEDNN_MAX_CPU_ISA=AVX2 too.
+// the pooling geometries of the benchmark nets (the same as nn/layers'
+// BenchmarkPool, whose Go loops they are weighed against), with the
+// reorders to and from NCHW: the measurement behind poolLayouts. Run it
+// under ONEDNN_MAX_CPU_ISA=AVX2 too.
 func BenchmarkPoolLayouts(b *testing.B) {
 	if err := Load(); err != nil {
 		b.Skip(err)
@@ -20,10 +20,11 @@ func BenchmarkPoolLayouts(b *testing.B) {
 		name string
 		s    PoolSpec
 	}{
-		{"cifar_pool1_max", PoolSpec{N: 50, C: 32, H: 32, W: 32, OH: 16, OW: 16, KH: 3, KW: 3, SH: 2, SW: 2, PB: 1, PR: 1, Max: true}},
-		{"cifar_pool2_ave", PoolSpec{N: 50, C: 32, H: 16, W: 16, OH: 8, OW: 8, KH: 3, KW: 3, SH: 2, SW: 2, PB: 1, PR: 1}},
-		{"caffenet_pool1", PoolSpec{N: 16, C: 96, H: 55, W: 55, OH: 27, OW: 27, KH: 3, KW: 3, SH: 2, SW: 2, Max: true}},
-		{"googlenet_3x3s1", PoolSpec{N: 16, C: 192, H: 28, W: 28, OH: 28, OW: 28, KH: 3, KW: 3, SH: 1, SW: 1, PT: 1, PL: 1, PB: 1, PR: 1, Max: true}},
+		{"cifar_pool1_max3s2", PoolSpec{N: 100, C: 32, H: 32, W: 32, OH: 16, OW: 16, KH: 3, KW: 3, SH: 2, SW: 2, PB: 1, PR: 1, Max: true}},
+		{"cifar_pool2_ave3s2", PoolSpec{N: 100, C: 32, H: 16, W: 16, OH: 8, OW: 8, KH: 3, KW: 3, SH: 2, SW: 2, PB: 1, PR: 1}},
+		{"caffenet_pool1_max3s2", PoolSpec{N: 8, C: 96, H: 55, W: 55, OH: 27, OW: 27, KH: 3, KW: 3, SH: 2, SW: 2, Max: true}},
+		{"googlenet_pool1_max3s2", PoolSpec{N: 8, C: 64, H: 112, W: 112, OH: 56, OW: 56, KH: 3, KW: 3, SH: 2, SW: 2, PB: 1, PR: 1, Max: true}},
+		{"googlenet_3a_max3s1p1", PoolSpec{N: 8, C: 192, H: 28, W: 28, OH: 28, OW: 28, KH: 3, KW: 3, SH: 1, SW: 1, PT: 1, PL: 1, PB: 1, PR: 1, Max: true}},
 	}
 	for _, sp := range specs {
 		for _, l := range []Layout{Plain, Layout(Block())} {
