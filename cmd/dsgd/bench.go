@@ -327,7 +327,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintln(stdout)
 	printBenchTable(stdout, rows, peaks)
 	if c.rowsTo != "" {
-		return writeBenchRows(c.rowsTo, rows, peaks, isa)
+		return writeBenchRows(c.rowsTo, tableRows(rows, peaks, isa))
 	}
 	return nil
 }
@@ -343,26 +343,7 @@ const flopsHow = "2 per multiply-add of every Convolution and InnerProduct layer
 // FLOPs of one iteration, dsgd's achieved rate and its share of the FMA
 // peak at that thread count.
 func printBenchTable(w io.Writer, rows []*benchRow, peaks map[int]float64) {
-	fmt.Fprintf(w, "%-14s %5s %7s %-8s %23s %23s %7s %9s %8s %7s\n", "net", "batch", "threads", "timed", "dsgd ms (range)", "peer ms (range)", "ratio", "GFLOP/it", "GFLOP/s", "% peak")
-	for _, r := range rows {
-		timed := "fwd+bwd"
-		if r.net.trains() {
-			timed = "train"
-		}
-		ours := median(r.dsgd)
-		peer, ratio := "-", "-"
-		if len(r.peer) > 0 {
-			peer = msRange(r.peer)
-			ratio = fmt.Sprintf("%.3f", ours/median(r.peer))
-		}
-		rate := r.flops / ours / 1e6 // FLOP per ms -> GFLOP/s
-		pct := "-"
-		if p, ok := peaks[r.threads]; ok && p > 0 {
-			pct = fmt.Sprintf("%.1f%%", 100*rate/p)
-		}
-		fmt.Fprintf(w, "%-14s %5d %7d %-8s %23s %23s %7s %9.2f %8.1f %7s\n", r.net.name, r.net.batch, r.threads, timed, msRange(r.dsgd), peer, ratio, r.flops/1e9, rate, pct)
-	}
-	fmt.Fprintln(w, "ratio = dsgd median / peer median per iteration: below 1 means dsgd is faster; % peak = dsgd's GFLOP/s over the FMA peak measured at that thread count")
+	printRows(w, tableRows(rows, peaks, capCheck{}))
 }
 
 // msRange formats the median of per-repetition medians and their range.

@@ -90,7 +90,8 @@ func withoutFlag(args []string, name string) []string {
 	return out
 }
 
-// isaRow is one row of the --isa table: a child's row under one cap.
+// isaRow is one row of bench's table, as printRows prints it and an
+// --isa child hands it to its parent.
 type isaRow struct {
 	Net     string    `json:"net"`
 	Batch   int       `json:"batch"`
@@ -107,14 +108,20 @@ type isaRow struct {
 	Runs string `json:"runs,omitempty"`
 }
 
-// writeBenchRows writes a child's rows for its parent.
-func writeBenchRows(path string, rows []*benchRow, peaks map[int]float64, isa capCheck) error {
+// tableRows are the table's rows for a run's results: peaks by thread
+// count, isa the run's cap ("" for none).
+func tableRows(rows []*benchRow, peaks map[int]float64, isa capCheck) []isaRow {
 	var out []isaRow
 	for _, r := range rows {
 		out = append(out, isaRow{Net: r.net.name, Batch: r.net.batch, Threads: r.threads, Trains: r.net.trains(),
 			Dsgd: r.dsgd, Peer: r.peer, FLOPs: r.flops, Peak: peaks[r.threads], ISA: isa.cap, Runs: isa.runs})
 	}
-	b, err := json.Marshal(out)
+	return out
+}
+
+// writeBenchRows writes a child's rows for its parent.
+func writeBenchRows(path string, rows []isaRow) error {
+	b, err := json.Marshal(rows)
 	if err != nil {
 		return err
 	}
@@ -179,7 +186,7 @@ func runBenchISAs(ctx context.Context, c benchConfig, args []string, stdout, std
 		rows = append(rows, rs...)
 	}
 	fmt.Fprintln(stdout)
-	printISATable(stdout, rows)
+	printRows(stdout, rows)
 	if len(failed) > 0 {
 		return fmt.Errorf("--isa: the runs under %s failed (their output is above)", strings.Join(failed, ", "))
 	}
@@ -198,13 +205,24 @@ func capVars(env []string) []string {
 	return s
 }
 
-// printISATable prints the --isa table: per cap, net and thread count the
-// medians over repetitions with their ranges, the ratio, dsgd's FLOP
-// rate and its share of the FMA peak measured under that cap. ISA is the
-// cap, with the level oneDNN ran at where it differs.
-func printISATable(w io.Writer, rows []isaRow) {
-	fmt.Fprintf(w, "%-14s %5s %7s %-16s %-8s %23s %23s %7s %9s %8s %7s\n", "net", "batch", "threads", "ISA", "timed", "dsgd ms (range)", "peer ms (range)", "ratio", "GFLOP/it", "GFLOP/s", "% peak")
+// printRows prints bench's table: per net and thread count (and cap,
+// with an ISA column when any row has one) the medians over repetitions
+// with their ranges, the ratio, dsgd's FLOP rate and its share of the FMA
+// peak measured at that thread count (under that cap). The ISA column
+// shows the cap, with the level oneDNN ran at where it differs.
+func printRows(w io.Writer, rows []isaRow) {
+	capped := slices.ContainsFunc(rows, func(r isaRow) bool { return r.ISA != "" })
+	isaCol := func(s string) string {
+		if !capped {
+			return ""
+		}
+		return fmt.Sprintf(" %-16s", s)
+	}
+	fmt.Fprintf(w, "%-14s %5s %7s%s %-8s %23s %23s %7s %9s %8s %7s\n", "net", "batch", "threads", isaCol("ISA"), "timed", "dsgd ms (range)", "peer ms (range)", "ratio", "GFLOP/it", "GFLOP/s", "% peak")
 	for _, r := range rows {
+		if len(r.Dsgd) == 0 {
+			continue
+		}
 		timed := "fwd+bwd"
 		if r.Trains {
 			timed = "train"
@@ -213,23 +231,24 @@ func printISATable(w io.Writer, rows []isaRow) {
 		if r.Runs != "" && !strings.EqualFold(r.Runs, r.ISA) {
 			isa += "->" + r.Runs
 		}
-		if len(r.Dsgd) == 0 {
-			continue
-		}
 		ours := median(r.Dsgd)
 		peer, ratio := "-", "-"
 		if len(r.Peer) > 0 {
 			peer = msRange(r.Peer)
 			ratio = fmt.Sprintf("%.3f", ours/median(r.Peer))
 		}
-		rate := r.FLOPs / ours / 1e6
+		rate := r.FLOPs / ours / 1e6 // FLOP per ms -> GFLOP/s
 		pct := "-"
 		if r.Peak > 0 {
 			pct = fmt.Sprintf("%.1f%%", 100*rate/r.Peak)
 		}
-		fmt.Fprintf(w, "%-14s %5d %7d %-16s %-8s %23s %23s %7s %9.2f %8.1f %7s\n", r.Net, r.Batch, r.Threads, isa, timed, msRange(r.Dsgd), peer, ratio, r.FLOPs/1e9, rate, pct)
+		fmt.Fprintf(w, "%-14s %5d %7d%s %-8s %23s %23s %7s %9.2f %8.1f %7s\n", r.Net, r.Batch, r.Threads, isaCol(isa), timed, msRange(r.Dsgd), peer, ratio, r.FLOPs/1e9, rate, pct)
 	}
-	fmt.Fprintln(w, "ISA = the cap (ONEDNN_MAX_CPU_ISA; ->X where oneDNN reported running at X instead); ratio = dsgd median / peer median, both under the cap; % peak = dsgd's GFLOP/s over the FMA peak measured under that cap at that thread count")
+	if capped {
+		fmt.Fprintln(w, "ISA = the cap (ONEDNN_MAX_CPU_ISA; ->X where oneDNN reported running at X instead); ratio = dsgd median / peer median, both under the cap; % peak = dsgd's GFLOP/s over the FMA peak measured under that cap at that thread count")
+		return
+	}
+	fmt.Fprintln(w, "ratio = dsgd median / peer median per iteration: below 1 means dsgd is faster; % peak = dsgd's GFLOP/s over the FMA peak measured at that thread count")
 }
 
 // capCheck is what a run under a cap found: the cap ("" for none) and

@@ -84,7 +84,7 @@ func TestPrintISATable(t *testing.T) {
 		{Net: "caffenet", Batch: 32, Threads: 1, Dsgd: []float64{1000}, Peer: []float64{2000}, FLOPs: 50e9, Peak: 181, ISA: "AVX512_CORE"},
 	}
 	var b bytes.Buffer
-	printISATable(&b, rows)
+	printRows(&b, rows)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	want := []string{
 		"net            batch threads ISA              timed            dsgd ms (range)         peer ms (range)   ratio  GFLOP/it  GFLOP/s  % peak",

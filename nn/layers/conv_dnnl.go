@@ -297,7 +297,7 @@ func ownWhy() string {
 	if dnnlOff {
 		return "--kernels own"
 	}
-	if dnnlErr != nil {
+	if !dnnlReady() {
 		return "oneDNN not loaded"
 	}
 	return ""
