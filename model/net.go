@@ -98,6 +98,10 @@ type Net struct {
 	blocks  []Block
 	params  []float32
 	grads   []float32
+	// seed and rngs are the seed and each layer's random source (layer i
+	// draws from stream i+1), for Reseed.
+	seed uint64
+	rngs []*rand.PCG
 	// gradUsers are the nets built ShareWith this one that use its
 	// grads too (no OwnGrads): UseGrads moves theirs along.
 	gradUsers []*Net
@@ -142,6 +146,7 @@ func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (
 		splits:  map[int][]split{},
 		hook:    opt.OnGradReady,
 		byLayer: map[string][]int{},
+		seed:    opt.Seed,
 	}
 	for _, name := range spec.Inputs {
 		shape, ok := inputs[name]
@@ -175,7 +180,9 @@ func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (
 			return nil, fmt.Errorf("model: %s: no layer config", where)
 		}
 		c := ctx
-		c.Rand = rand.New(rand.NewPCG(opt.Seed, uint64(i)+1))
+		pcg := rand.NewPCG(opt.Seed, uint64(i)+1)
+		n.rngs = append(n.rngs, pcg)
+		c.Rand = rand.New(pcg)
 		l, err := ls.Config.Build(c)
 		if err != nil {
 			return nil, fmt.Errorf("model: %s: %w", where, err)
@@ -647,6 +654,18 @@ func (n *Net) pointGrads(buf []float32) {
 
 // Blocks describes each parameter blob's place in Params and Grads.
 func (n *Net) Blocks() []Block { return n.blocks }
+
+// Reseed restarts every layer's random source (Dropout's masks) at a point
+// that depends only on the net's seed and key: layer i then draws what a
+// net of that seed reseeded with the same key draws, whatever it drew
+// before. Exact summation (issue 27) reseeds before each atom of the
+// global batch with the atom's index, so that an atom's masks do not
+// depend on which worker computes it.
+func (n *Net) Reseed(key uint64) {
+	for i, r := range n.rngs {
+		r.Seed(n.seed^(key*0x9e3779b97f4a7c15+0x632be59bd9b4e019), uint64(i)+1)
+	}
+}
 
 // Pool is the worker pool the net's layers split their loops across
 // (Options.Threads wide), for work that should run on the same threads

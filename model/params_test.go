@@ -411,3 +411,28 @@ func TestDropoutSeed(t *testing.T) {
 		t.Errorf("TEST phase: loss %v with Dropout, %v without", lt, lp)
 	}
 }
+
+// TestReseed: after Reseed(k) a net draws the masks any net of its seed
+// draws after Reseed(k), whatever either drew before; another key draws
+// others.
+func TestReseed(t *testing.T) {
+	tn := mlpNet()
+	tn.spec.Layers = slices.Insert(slices.Clone(tn.spec.Layers), 2, unary("drop1", "ip1", "ip1", &layers.DropoutConfig{Ratio: 0.5}))
+	tn.inputs = map[string]tensor.Shape{"data": {16, 6}, "label": {16}}
+	a := tn.build(t, Options{Seed: 10}, 1)
+	b := tn.build(t, Options{Seed: 10}, 1)
+	for range 3 {
+		a.ForwardBackward() // a's streams move on; b's do not
+	}
+	a.Reseed(7)
+	b.Reseed(7)
+	la, lb := a.ForwardBackward(), b.ForwardBackward()
+	if la != lb || !bitEqual(a.Grads(), b.Grads()) {
+		t.Fatalf("after Reseed(7): losses %v and %v", la, lb)
+	}
+	a.Reseed(8)
+	b.Reseed(7)
+	if la, lb := a.ForwardBackward(), b.ForwardBackward(); la == lb {
+		t.Fatalf("keys 7 and 8 gave the same masks (loss %v)", la)
+	}
+}

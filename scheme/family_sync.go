@@ -7,6 +7,7 @@ import "fmt"
 var syncFamily = []Info{
 	{
 		Name: "seq", Paper: "Caffe's Solver::Solve", Summary: "one worker, no communication",
+		Exact:      true,
 		MinWorkers: 1, MaxWorkers: 1,
 		check: func(c Config) error {
 			if c.Workers != 1 {
@@ -18,6 +19,7 @@ var syncFamily = []Info{
 	},
 	{
 		Name: "sync-ps", Paper: "SpeeDO 3.1, FireCaffe 6.1", Summary: "workers push gradients to a parameter server, which updates and sends the weights back",
+		Exact:   true,
 		Servers: func(Config) int { return 1 }, ServerUpdates: true,
 		newRanks: func(c Config, n int) []Rank {
 			ranks := workers(c, n, func(c Config, _ int) Rank { return &psWorker{cfg: c, server: c.Workers, iter: c.StartIter} })
@@ -26,15 +28,18 @@ var syncFamily = []Info{
 		},
 	},
 	{
-		Name: "sync-tree", Paper: "FireCaffe 4 (reduction trees)", Summary: "allreduce of the gradients by binomial trees",
+		Name: "sync-tree", Paper: "FireCaffe 6.2 (reduction trees)", Summary: "allreduce of the gradients by binomial trees",
+		Exact:    true,
 		newRanks: func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
 	},
 	{
 		Name: "sync-ring", Paper: "ring allreduce (reduce-scatter + allgather)", Summary: "allreduce of the gradients around a ring",
+		Exact:    true,
 		newRanks: func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
 	},
 	{
 		Name: "overlap", Paper: "TRL/Caffe Alg. 5–7", Summary: "gradients accumulated layer by layer while backward runs",
+		Exact:       true,
 		Accumulator: true,
 		newRanks:    func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
 	},

@@ -50,6 +50,10 @@ type Info struct {
 	// SharedWeights: the workers update one set of weights in memory
 	// with no lock (hogwild); they run in one process only.
 	SharedWeights bool
+	// Exact: the scheme promises seq's weights bit for bit: its
+	// reductions only add gradients, so they can carry exact sums
+	// (Config.GradWidth, package tensor/exact).
+	Exact bool
 	// Accumulator: the workers can reduce through TRL's shared
 	// accumulator when they run in one process (Config.Accumulate).
 	Accumulator bool

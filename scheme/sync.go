@@ -30,6 +30,12 @@ type Config struct {
 	// ranks must share memory (one process); without it overlap
 	// allreduces each bucket among the workers.
 	Accumulate bool
+	// GradWidth is how many values the Grads buffer holds per parameter:
+	// 0 or 1 for float32 gradients; more (tensor/exact.Limbs) when the
+	// synchronous schemes carry exact sums as digits (issue 27), which
+	// every reduction only adds: Grads ranges scale by it, and no Scale is
+	// emitted, the driver's Update decoding and averaging the sum.
+	GradWidth int
 
 	// Interval is how many iterations a worker of an asynchronous scheme
 	// runs between exchanges with the center: SpeeDO's S, ShmCaffe's
@@ -122,6 +128,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("scheme: interval %d is negative", c.Interval)
 	case in.Elastic && (c.Alpha < 0 || c.Alpha >= 1):
 		return fmt.Errorf("scheme: %s needs a moving rate alpha in [0,1), got %g", c.Name, c.Alpha)
+	case c.width() > 1 && !in.Exact:
+		return fmt.Errorf("scheme: %s does not reduce gradients by sums alone, so it cannot carry exact sums (only %s do)", c.Name, strings.Join(exactNames(), ", "))
 	case c.Accumulate && c.Name != "overlap":
 		return fmt.Errorf("scheme: only overlap accumulates into a shared accumulator, not %s", c.Name)
 	case c.Aligned && !in.Aligned:
@@ -131,6 +139,17 @@ func (c Config) Validate() error {
 		return in.check(c)
 	}
 	return nil
+}
+
+// exactNames lists the schemes that can carry exact sums.
+func exactNames() []string {
+	var out []string
+	for _, in := range catalogue {
+		if in.Exact {
+			out = append(out, in.Name)
+		}
+	}
+	return out
 }
 
 // alignedNames lists the schemes that support aligned termination.
@@ -162,18 +181,25 @@ func New(c Config) ([]Rank, error) {
 // into: the whole buffer when packed, else one per block, in backward
 // order (the order backward finishes them).
 func (c Config) messages(buf Buffer) []Range {
+	w := 1
+	if buf == Grads {
+		w = c.width()
+	}
 	if c.Pack || len(c.Layout.Blocks) == 0 {
-		return []Range{{buf, 0, c.Layout.N}}
+		return []Range{{buf, 0, w * c.Layout.N}}
 	}
 	out := make([]Range, 0, len(c.Layout.Blocks))
 	for i := len(c.Layout.Blocks) - 1; i >= 0; i-- {
 		b := c.Layout.Blocks[i]
 		if b.Hi > b.Lo {
-			out = append(out, Range{buf, b.Lo, b.Hi})
+			out = append(out, Range{buf, w * b.Lo, w * b.Hi})
 		}
 	}
 	return out
 }
+
+// width is GradWidth, at least 1.
+func (c Config) width() int { return max(c.GradWidth, 1) }
 
 // issuer collects the actions of one Step and counts the communication
 // actions in flight; every scheme embeds one.
@@ -203,9 +229,10 @@ func (s *issuer) computeOrFinish(iter, maxIter int, watch bool) {
 }
 
 // averageAndUpdate emits the mean of the summed gradients (Scale by
-// 1/workers) and the solver update of iteration iter.
+// 1/workers) and the solver update of iteration iter. Exact sums
+// (GradWidth > 1) are not scaled: the update decodes them into their mean.
 func (s *issuer) averageAndUpdate(c Config, iter int) {
-	if n := c.Workers; n > 1 {
+	if n := c.Workers; n > 1 && c.width() == 1 {
 		s.emit(Action{Op: Scale, R: Range{Grads, 0, c.Layout.N}, Factor: 1 / float32(n)})
 	}
 	s.emit(Action{Op: Update, Iter: iter})

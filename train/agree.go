@@ -25,6 +25,8 @@ func (t *Trainer) runFields() [][2]string {
 		f("--scheme", c.Scheme),
 		f("--workers", max(c.Workers, 1)),
 		f("batch size", t.batch),
+		f("--reduce", map[bool]string{true: "exact", false: "fast"}[c.Exact]),
+		f("passes per iteration (iter_size x atoms)", max(c.IterSize, 1)),
 		f("--iters (max_iter)", c.MaxIter),
 		f("start iteration (--resume)", t.start),
 		f("solver type", s.Type),

@@ -9,6 +9,7 @@ import (
 	"dsgd/node"
 	"dsgd/scheme"
 	"dsgd/solver"
+	"dsgd/tensor/exact"
 )
 
 // schemeConfig is the scheme's configuration for a run from start.
@@ -27,6 +28,9 @@ func (t *Trainer) schemeConfig(start int) scheme.Config {
 	sc.Accumulate = sc.Accumulate && sc.Info().Accumulator
 	if t.net != nil {
 		sc.Layout = schemeLayout(t.net)
+	}
+	if cfg.Exact {
+		sc.GradWidth = exact.Limbs
 	}
 	return sc
 }

@@ -32,6 +32,17 @@ type netComputer struct {
 	iterSize int
 	acc      []float32
 	final    bool
+	// exact, when set (Config.Exact), replaces acc: each pass is one atom,
+	// whose gradients are added to an exact sum; the final pass encodes
+	// each block as it finishes and reports the block's digits ready.
+	exact *exactSum
+	// With exact, atom is the index of this rank's next atom among its
+	// passes (a resumed run starts at StartIter×iterSize), and rank and
+	// world place it in the global batch (the loaders' slices): global
+	// atom atom·world+rank. Each pass reseeds the net's random layers
+	// with it, so that an atom's dropout masks do not depend on which
+	// worker computes it.
+	atom, rank, world int
 }
 
 func newNetComputer(net *model.Net, feeds []Feed) *netComputer {
@@ -48,6 +59,16 @@ func newNetComputer(net *model.Net, feeds []Feed) *netComputer {
 			return
 		}
 		all := net.Blocks()
+		if e := c.exact; e != nil {
+			for _, bi := range blocks {
+				e.add(bi, net.Grads())
+				lo, hi := e.encode(bi)
+				if c.ready != nil {
+					c.ready(lo, hi)
+				}
+			}
+			return
+		}
 		for _, bi := range blocks {
 			b := all[bi]
 			lo, hi := b.Off, b.Off+b.Len()
@@ -72,6 +93,9 @@ func newNetComputer(net *model.Net, feeds []Feed) *netComputer {
 // Blocks are reported ready only in the last pass, once they hold the mean.
 func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (float64, error) {
 	k := max(c.iterSize, 1)
+	if c.exact != nil {
+		return c.computeExact(ctx, ready, k)
+	}
 	if k > 1 && len(c.acc) != len(c.net.Grads()) {
 		c.acc = make([]float32, len(c.net.Grads()))
 	}
@@ -91,6 +115,44 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 		}
 	}
 	c.phases.Iter()
+	return sum / float64(k), nil
+}
+
+// computeExact is Compute with Config.Exact: k atoms, each one pass whose
+// gradients join the exact sum.
+func (c *netComputer) computeExact(ctx context.Context, ready func(lo, hi int), k int) (float64, error) {
+	e := c.exact
+	e.begin(c.net.Params())
+	var sum float64
+	for pass := range k {
+		last := pass == k-1
+		c.net.Reseed(uint64(c.atom*max(c.world, 1) + c.rank))
+		c.atom++
+		loss, err := c.pass(ctx, ready, last, pass == 0)
+		if err != nil {
+			return loss, err
+		}
+		sum += loss
+		if !last {
+			for i := range e.blocks {
+				e.add(i, c.net.Grads())
+			}
+		}
+	}
+	// Blocks backward did not report (none do today) are encoded now.
+	for i := range e.blocks {
+		if !e.done[i] {
+			e.add(i, c.net.Grads())
+			lo, hi := e.encode(i)
+			if ready != nil {
+				ready(lo, hi)
+			}
+		}
+	}
+	c.phases.Iter()
+	if e.err != nil {
+		return sum / float64(k), e.err
+	}
 	return sum / float64(k), nil
 }
 

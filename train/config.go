@@ -57,6 +57,14 @@ type Config struct {
 	// of their gradients (and of their losses), so one update sees
 	// IterSize×batch samples per worker (1 when zero).
 	IterSize int
+	// Exact makes a synchronous scheme reproduce seq bit for bit at any
+	// worker count (issue 27, package tensor/exact): each of the IterSize
+	// passes is one atom of the global batch, its gradients are rounded
+	// onto a fixed grid and summed as integers, and the schemes reduce
+	// those sums' digits, which no order or partition changes. The
+	// caller makes each feed's batch one atom, and IterSize the atoms per
+	// worker, so that IterSize×Workers atoms make the global batch.
+	Exact bool
 	// MaxIter is the iteration to stop at.
 	MaxIter int
 	// TestInterval runs the test net every TestInterval iterations (0:

@@ -63,6 +63,13 @@ func samples(m, per, classes int) (images, labels []float32) {
 // count, each worker with batch b, and returns the final weights.
 func runScheme(t *testing.T, name string, workers, b, iters int, pack bool, alg collective.Algorithm) (*Result, []float32) {
 	t.Helper()
+	return runSchemeWith(t, name, workers, b, iters, pack, alg, nil, nil)
+}
+
+// runSchemeWith is runScheme with the config changed by mod before the
+// trainer is built.
+func runSchemeWith(t *testing.T, name string, workers, b, iters int, pack bool, alg collective.Algorithm, mod func(*Config), trp **Trainer) (*Result, []float32) {
+	t.Helper()
 	images, labels := samples(96, 64, 4)
 	spec := mlp(false)
 	shapes := map[string]tensor.Shape{"data": {b, 1, 8, 8}, "label": {b}}
@@ -78,9 +85,15 @@ func runScheme(t *testing.T, name string, workers, b, iters int, pack bool, alg 
 	for r := 1; r < workers; r++ {
 		cfg.WorkerFeeds = append(cfg.WorkerFeeds, feeds(r))
 	}
+	if mod != nil {
+		mod(&cfg)
+	}
 	tr, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if trp != nil {
+		*trp = tr
 	}
 	res, err := tr.Run(context.Background())
 	if err != nil {
@@ -182,6 +195,9 @@ func tcpGroup(t *testing.T, name string, workers, b, iters, failRank int) ([][]f
 	return tcpGroupWith(t, name, workers, b, iters, failRank, nil)
 }
 
+// tcpShm is the shared-memory setting of tcpGroupWith's endpoints.
+var tcpShm = tcp.ShmAuto
+
 // tcpGroupWith is tcpGroup with rank r's configuration changed by mod.
 func tcpGroupWith(t *testing.T, name string, workers, b, iters, failRank int, mod func(r int, c *Config)) ([][]float32, []error) {
 	t.Helper()
@@ -220,7 +236,7 @@ func tcpGroupWith(t *testing.T, name string, workers, b, iters, failRank int, mo
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			ep, err := tcp.Connect(ctx, tcp.Config{Rank: r, Size: size, Rendezvous: rdv.Addr(), Stream: rdv, Token: "t", ModelHash: tr.LayoutHash(), Timeout: 20 * time.Second})
+			ep, err := tcp.Connect(ctx, tcp.Config{Rank: r, Size: size, Rendezvous: rdv.Addr(), Stream: rdv, Token: "t", ModelHash: tr.LayoutHash(), Timeout: 20 * time.Second, Shm: tcpShm})
 			if err != nil {
 				errs[r] = err
 				return

@@ -20,6 +20,7 @@ import (
 	"dsgd/collective"
 	"dsgd/metrics"
 	"dsgd/model"
+	"dsgd/tensor/exact"
 	"dsgd/nn/layers"
 	"dsgd/node"
 	"dsgd/scheme"
@@ -53,6 +54,10 @@ type rankState struct {
 	solver *solver.Solver
 	feeds  []Feed
 	comp   *netComputer
+	// exactBuf, with Config.Exact, is the buffer of digits the rank's
+	// scheme reduces (its computer's sum, or a server's); shared memory
+	// when the host's ranks share it.
+	exactBuf []float32
 }
 
 // New builds the nets and the solver, loads the snapshot to resume from,
@@ -346,6 +351,11 @@ func (t *Trainer) buildRanks() error {
 			}
 			rs.comp = newNetComputer(net, rs.feeds)
 			rs.comp.iterSize = max(cfg.IterSize, 1)
+			if cfg.Exact {
+				rs.comp.exact = newExactSum(net, nil)
+				rs.exactBuf = rs.comp.exact.buf
+				rs.comp.rank, rs.comp.world = r, workers
+			}
 			if st := cfg.Straggle; st != nil && (st.Rank == r || st.Rank < 0) {
 				rng := rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
 				rs.comp.delay = func() time.Duration {
@@ -394,6 +404,11 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		res.Tests = append(res.Tests, tr)
 		prog.Printf("%s\n", tr)
 	}
+	for _, rs := range t.ranks {
+		if rs.comp != nil {
+			rs.comp.atom = t.start * max(cfg.IterSize, 1)
+		}
+	}
 	sc := t.schemeConfig(t.start)
 	schemes, err := scheme.New(sc)
 	if err != nil {
@@ -430,7 +445,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	}
 	var acc *accum.Shared
 	if sc.Accumulate {
-		if acc, err = accum.New(sc.Workers, sc.Layout.N); err != nil {
+		if acc, err = accum.New(sc.Workers, max(sc.GradWidth, 1)*sc.Layout.N); err != nil {
 			return res, fmt.Errorf("train: %w", err)
 		}
 	}
@@ -545,6 +560,21 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			Algo:     t.algo,
 			Center:   cen,
 			CenterID: centerID(sc, r),
+		}
+		if cfg.Exact {
+			// The scheme reduces the digits of the exact sum; the update
+			// first decodes their mean over every atom of the global
+			// batch into the gradients, on the grids of the weights the
+			// sum was made against (not yet updated).
+			if rs.exactBuf == nil {
+				rs.exactBuf = make([]float32, exact.Limbs*len(rs.net.Params()))
+			}
+			atoms := max(cfg.IterSize, 1) * workers
+			n.Grads = rs.exactBuf
+			n.Update = func(iter int) {
+				decodeExact(rs.net.Blocks(), rs.net.Params(), rs.net.Grads(), rs.exactBuf, atoms)
+				rs.solver.Step(iter, rs.net.Params(), rs.net.Grads())
+			}
 		}
 		if acc != nil {
 			n.Accum = acc
@@ -788,7 +818,11 @@ func (t *Trainer) shareGrads(ctx context.Context, ep transport.Endpoint) (string
 	net := t.ranks[0].net
 	ex := collective.NewExecutor(ep)
 	defer ex.Close()
-	buf, err := ex.Buffer(ctx, len(net.Grads()))
+	n := len(net.Grads())
+	if t.cfg.Exact {
+		n *= exact.Limbs
+	}
+	buf, err := ex.Buffer(ctx, n)
 	if err != nil {
 		return "", fmt.Errorf("train: the gradients' shared buffer: %w", err)
 	}
@@ -798,7 +832,13 @@ func (t *Trainer) shareGrads(ctx context.Context, ep transport.Endpoint) (string
 		}
 		return "", nil
 	}
-	if err := net.UseGrads(buf); err != nil {
+	if t.cfg.Exact {
+		rs := t.ranks[0]
+		rs.exactBuf = buf
+		if rs.comp != nil && rs.comp.exact != nil {
+			rs.comp.exact.buf = buf
+		}
+	} else if err := net.UseGrads(buf); err != nil {
 		return "", err
 	}
 	return "gradients in shared memory: the ranks on this host reduce them in place", nil
