@@ -134,9 +134,7 @@ func (c *netComputer) computeExact(ctx context.Context, ready func(lo, hi int), 
 		}
 		sum += loss
 		if !last {
-			for i := range e.blocks {
-				e.add(i, c.net.Grads())
-			}
+			e.addAll(c.net.Grads())
 		}
 	}
 	// Blocks backward did not report (none do today) are encoded now.

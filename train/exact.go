@@ -2,8 +2,11 @@ package train
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"dsgd/model"
+	"dsgd/nn/layers"
+	"dsgd/tensor"
 	"dsgd/tensor/exact"
 )
 
@@ -14,6 +17,7 @@ import (
 // which the scheme reduces in place of the gradients. Integer sums do not
 // depend on order or partition, so any worker count gives seq's bits.
 type exactSum struct {
+	pool   *tensor.Pool // the net's threads, idle between its layers
 	blocks []model.Block
 	scale  []float64 // per block, from the weights at the start of the iteration
 	acc    []int64   // the rank's integer sum, per parameter
@@ -30,7 +34,7 @@ func newExactSum(net *model.Net, buf []float32) *exactSum {
 	if buf == nil {
 		buf = make([]float32, exact.Limbs*n)
 	}
-	return &exactSum{blocks: net.Blocks(), scale: make([]float64, len(net.Blocks())), acc: make([]int64, n), buf: buf, done: make([]bool, len(net.Blocks()))}
+	return &exactSum{pool: net.Pool(), blocks: net.Blocks(), scale: make([]float64, len(net.Blocks())), acc: make([]int64, n), buf: buf, done: make([]bool, len(net.Blocks()))}
 }
 
 // scales sets every block's grid from the weights: every replica holds the
@@ -52,11 +56,31 @@ func (e *exactSum) begin(params []float32) {
 // add adds block i of one atom's gradients to the sum.
 func (e *exactSum) add(i int, grads []float32) {
 	b := e.blocks[i]
-	lo, hi := b.Off, b.Off+b.Len()
-	c, bad := exact.Add(e.acc[lo:hi], grads[lo:hi], e.scale[i])
-	e.clipped += int64(c)
-	if bad >= 0 && e.err == nil {
-		e.err = fmt.Errorf("%w: the gradient of %s (layer %q) holds %v at index %d (the last good snapshot, if any, is kept; lower base_lr or check the data)", ErrDiverged, b.Name, b.Layer, grads[lo+bad], bad)
+	e.addRange(i, b.Off, b.Off+b.Len(), grads)
+}
+
+// addAll adds every block of one atom's gradients to the sum.
+func (e *exactSum) addAll(grads []float32) {
+	e.split(0, len(e.acc), func(i, lo, hi int) { e.addRange(i, lo, hi, grads) })
+}
+
+// addRange adds grads[lo:hi], part of block i, to the sum, on the pool's
+// threads.
+func (e *exactSum) addRange(i, lo, hi int, grads []float32) {
+	var clipped atomic.Int64
+	var bad atomic.Int64
+	bad.Store(-1)
+	forChunks(e.pool, lo, hi, func(lo, hi int) {
+		c, at := exact.Add(e.acc[lo:hi], grads[lo:hi], e.scale[i])
+		clipped.Add(int64(c))
+		if at >= 0 {
+			bad.CompareAndSwap(-1, int64(lo+at))
+		}
+	})
+	e.clipped += clipped.Load()
+	if at := bad.Load(); at >= 0 && e.err == nil {
+		b := e.blocks[i]
+		e.err = fmt.Errorf("%w: the gradient of %s (layer %q) holds %v at index %d (the last good snapshot, if any, is kept; lower base_lr or check the data)", ErrDiverged, b.Name, b.Layer, grads[at], int(at)-b.Off)
 	}
 }
 
@@ -64,15 +88,82 @@ func (e *exactSum) add(i int, grads []float32) {
 func (e *exactSum) encode(i int) (lo, hi int) {
 	b := e.blocks[i]
 	e.done[i] = true
-	exact.Encode(e.buf[exact.Limbs*b.Off:exact.Limbs*(b.Off+b.Len())], e.acc[b.Off:b.Off+b.Len()])
+	forChunks(e.pool, b.Off, b.Off+b.Len(), func(lo, hi int) {
+		exact.Encode(e.buf[exact.Limbs*lo:exact.Limbs*hi], e.acc[lo:hi])
+	})
 	return exact.Limbs * b.Off, exact.Limbs * (b.Off + b.Len())
 }
 
-// decode writes into grads the mean over atoms of the summed digits in
-// buf, on the grids of params (the weights the sum was made against).
-func decodeExact(blocks []model.Block, params, grads, buf []float32, atoms int) {
+// split runs fn over [lo, hi) cut at block boundaries.
+func (e *exactSum) split(lo, hi int, fn func(i, lo, hi int)) {
+	for i, b := range e.blocks {
+		if l, h := max(lo, b.Off), min(hi, b.Off+b.Len()); l < h {
+			fn(i, l, h)
+		}
+	}
+}
+
+// chunk is the least work worth a thread of its own (values).
+const chunk = 1 << 14
+
+// forChunks runs fn over [lo, hi) in contiguous pieces on the pool's
+// threads (on the caller's alone when the range is small).
+func forChunks(pool *tensor.Pool, lo, hi int, fn func(lo, hi int)) {
+	n := hi - lo
+	threads := 1
+	if pool != nil {
+		threads = min(pool.Threads(), max(1, n/chunk))
+	}
+	if threads <= 1 {
+		fn(lo, hi)
+		return
+	}
+	pool.For(n, threads, func(l, h, _ int) { fn(lo+l, lo+h) })
+}
+
+// decodeExact writes into grads the mean over atoms of the summed digits
+// in buf, on the grids of params (the weights the sum was made against).
+func decodeExact(pool *tensor.Pool, blocks []model.Block, params, grads, buf []float32, atoms int) {
 	for _, b := range blocks {
 		lo, hi := b.Off, b.Off+b.Len()
-		exact.Decode(grads[lo:hi], buf[exact.Limbs*lo:exact.Limbs*hi], exact.Scale(params[lo:hi]), atoms)
+		s := exact.Scale(params[lo:hi])
+		forChunks(pool, lo, hi, func(lo, hi int) {
+			exact.Decode(grads[lo:hi], buf[exact.Limbs*lo:exact.Limbs*hi], s, atoms)
+		})
 	}
+}
+
+// DefaultAtom is the number of images per atom that exact summation uses
+// unless told otherwise, for a global batch of global images of which
+// each worker reads perWorker: the global batch is cut into gcd(global,
+// 24) atoms, so that any worker count dividing that (1, 2, 3, 4, 6, 8,
+// 12, 24 where the batch allows) reads whole atoms and gives the same
+// bits; an atom that does not divide perWorker (more workers than that)
+// is cut to gcd(atom, perWorker), the same bits as runs with that atom.
+func DefaultAtom(global, perWorker int) int {
+	if global <= 0 || perWorker <= 0 {
+		return max(perWorker, 1)
+	}
+	return gcd(global/gcd(global, 24), perWorker)
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// BatchCoupled names the layers of spec whose TRAIN output for one image
+// depends on the other images of its batch (BatchNorm on the batch's
+// statistics): cutting the batch into atoms would change what they
+// compute, so exact summation keeps each worker's batch whole.
+func BatchCoupled(spec model.Spec) []string {
+	var out []string
+	for _, l := range spec.Layers {
+		if bn, ok := l.Config.(*layers.BatchNormConfig); ok && (bn.UseGlobalStats == nil || !*bn.UseGlobalStats) {
+			out = append(out, l.Name)
+		}
+	}
+	return out
 }

@@ -169,3 +169,22 @@ func TestExactResumeAtOtherWorkerCount(t *testing.T) {
 func withDropout(c *Config) {
 	c.Train.Layers = slices.Insert(slices.Clone(c.Train.Layers), 2, model.LayerSpec{Name: "drop1", Bottom: []string{"ip1"}, Top: []string{"ip1"}, Config: &layers.DropoutConfig{Ratio: 0.5}})
 }
+
+func TestDefaultAtom(t *testing.T) {
+	cases := []struct{ global, per, want int }{
+		{64, 64, 8},   // LeNet: 8 atoms, for 1, 2, 4, 8 workers
+		{64, 32, 8},   // the same atom on 2 workers
+		{64, 8, 8},    // and on 8
+		{64, 4, 4},    // 16 workers: atoms of 4
+		{48, 16, 2},   // 24 atoms: 3 workers as 1, 2, 4, 8
+		{100, 50, 25}, // cifar10_quick: 4 atoms
+		{256, 256, 32},
+		{7, 7, 7}, // no common factor with 24: one atom
+		{0, 5, 5},
+	}
+	for _, c := range cases {
+		if got := DefaultAtom(c.global, c.per); got != c.want {
+			t.Errorf("DefaultAtom(%d, %d) = %d, want %d", c.global, c.per, got, c.want)
+		}
+	}
+}

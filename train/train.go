@@ -20,12 +20,12 @@ import (
 	"dsgd/collective"
 	"dsgd/metrics"
 	"dsgd/model"
-	"dsgd/tensor/exact"
 	"dsgd/nn/layers"
 	"dsgd/node"
 	"dsgd/scheme"
 	"dsgd/solver"
 	"dsgd/tensor"
+	"dsgd/tensor/exact"
 	"dsgd/transport"
 )
 
@@ -572,7 +572,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			atoms := max(cfg.IterSize, 1) * workers
 			n.Grads = rs.exactBuf
 			n.Update = func(iter int) {
-				decodeExact(rs.net.Blocks(), rs.net.Params(), rs.net.Grads(), rs.exactBuf, atoms)
+				decodeExact(rs.net.Pool(), rs.net.Blocks(), rs.net.Params(), rs.net.Grads(), rs.exactBuf, atoms)
 				rs.solver.Step(iter, rs.net.Params(), rs.net.Grads())
 			}
 		}

@@ -154,6 +154,10 @@ type job struct {
 	// start is the iteration a resumed run continues from: the TRAIN
 	// loaders begin at that global batch.
 	start int
+	// atom, when set (--reduce exact), is the TRAIN loaders' batch: one
+	// atom per pass; trainPasses is the loader batches one iteration
+	// reads (iter_size times the atoms per worker; 0 counts as 1).
+	atom, trainPasses int
 
 	trainShapes, testShapes map[string]tensor.Shape
 	trainFeeds, testFeeds   []train.Feed
@@ -387,6 +391,12 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		if m.batch > 0 && split == data.Train {
 			batch = m.batch
 		}
+		configured, sizeNote := batch, ""
+		if j.atom > 0 && split == data.Train {
+			// --reduce exact: the loader reads one atom per pass.
+			sizeNote = fmt.Sprintf(" (read in atoms of %d)", j.atom)
+			batch = j.atom
+		}
 		// The loader's buffers (the batches in flight, and the one being
 		// filled) must fit: refuse with the figure rather than die of a
 		// fatal out-of-memory.
@@ -394,7 +404,7 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 			need := float64(batch) * float64(ds.ImageSize()+1) * 4 * float64(data.DefaultPrefetch+2)
 			j.bufferBytes += need
 			if j.bufferBytes > float64(lim) {
-				return nil, nil, fmt.Errorf("%s: data layer %q: batch_size %d of %dx%dx%d images needs %s of batch buffers per loader (%s for all %d so far), more than the %s this machine has", dl.Pos, dl.Name, batch, ds.C, ds.H, ds.W, tensor.HumanBytes(need), tensor.HumanBytes(j.bufferBytes), len(j.loaders)+1, tensor.HumanBytes(float64(lim)))
+				return nil, nil, fmt.Errorf("%s: data layer %q: batch_size %d%s of %dx%dx%d images needs %s of batch buffers per loader (%s for all %d so far), more than the %s this machine has", dl.Pos, dl.Name, configured, sizeNote, ds.C, ds.H, ds.W, tensor.HumanBytes(need), tensor.HumanBytes(j.bufferBytes), len(j.loaders)+1, tensor.HumanBytes(float64(lim)))
 			}
 		}
 		l, err := data.NewLoader(ds, data.LoaderConfig{
@@ -409,7 +419,7 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 			// so the images of iteration t do not depend on the worker
 			// count, and a resumed run reads on from its iteration.
 			Slice:     split == data.Train,
-			Start:     int64(startOf(split, j.start)),
+			Start:     int64(startOf(split, j.start) * max(j.trainPasses, 1)),
 			Transform: dl.Transform,
 		})
 		if err != nil {

@@ -39,6 +39,8 @@ type trainFlags struct {
 	weights, snapFormat               *string
 	metricsListen                     *string
 	shm                               *string
+	reduce                            *string
+	atom                              *int
 
 	// the asynchronous and elastic schemes
 	interval, staleness, variant, groups *int
@@ -48,6 +50,9 @@ type trainFlags struct {
 	maxUpdateNorm                        *float64
 	center                               centerFlags
 	timeBudget                           *time.Duration
+
+	// reduceNote is the header's line on how gradients are summed.
+	reduceNote string
 
 	// result is the finished run's, for dsgd compare.
 	result *train.Result
@@ -80,6 +85,8 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.lrScale = fs.String("lr-scale", "none", "learning rate scaling: none, linear (base_lr x workers, for the global batch of the synchronous schemes, FireCaffe 7.2), or inverse (base_lr / workers, for async, ssp and hogwild, where every worker's steps land in the same weights)")
 	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations")
 	f.compress = fs.String("compress", "none", "float encoding on the wire with --transport tcp: none or fp16 (half the bytes)")
+	f.reduce = fs.String("reduce", "auto", "how the synchronous schemes sum gradients: exact (the same bits as seq at any worker count: each atom's gradients rounded once onto a fixed grid and summed as integers, at a cost in speed), fast (float32 sums in whatever order the reduction takes; the bits depend on the worker count), or auto (exact for seq, sync-ps, sync-tree, sync-ring and overlap; the other schemes do not promise seq's numbers)")
+	f.atom = fs.Int("atom", 0, "--reduce exact: images per atom, the unit of the global batch whose gradients are rounded and summed; runs give the same bits when their global batch and atom agree and the atom divides each worker's batch (default: the global batch over gcd(global batch, 24))")
 	f.commTimeout = fs.Duration("comm-timeout", time.Minute, "give up on a peer that does not answer within this")
 	f.shm = fs.String("shm", "on", shmUsage)
 	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center (SpeeDO's S, ShmCaffe's update_interval, EASGD's tau); local-sgd: iterations between model averages (H)")
@@ -411,6 +418,10 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 		j.start = start
 	}
+	if err := f.exactPlan(j, &cfg); err != nil {
+		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+		return errUsage
+	}
 	if g == nil {
 		err = j.openData(m, len(cfg.Test.Layers) > 0, cfg.Workers)
 	} else {
@@ -502,6 +513,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	fmt.Fprintf(out, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Scheme, cfg.Workers, where, threads, cfg.Pack)
 	fmt.Fprint(out, autoNote)
 	fmt.Fprint(out, f.note)
+	fmt.Fprint(out, f.reduceNote)
 	if cfg.Resume != "" {
 		fmt.Fprintf(out, "dsgd: resuming from %s\n", cfg.Resume)
 	}

@@ -22,6 +22,7 @@ import (
 	"dsgd/collective"
 	"dsgd/data"
 	"dsgd/netns"
+	"dsgd/tensor/exact"
 )
 
 // twoHostRate is the link between the two "hosts": 1 Gbit/s each way,
@@ -277,8 +278,9 @@ type linkBytes struct {
 
 // twoHostBytes is what sync-tree's schedule moves for each rank of
 // TestTwoHosts over a run of iters iterations of a net of params
-// float32s: one tree allreduce per iteration (the packed gradients) and
-// one tree broadcast of the starting weights.
+// float32s: one tree allreduce per iteration (the packed gradients, as
+// the exact sums' exact.Limbs digits per value: --reduce exact is the
+// default) and one tree broadcast of the starting weights.
 func twoHostBytes(params, iters int) []linkBytes {
 	world := len(twoHostPlacement)
 	out := make([]linkBytes, world)
@@ -310,7 +312,7 @@ func twoHostBytes(params, iters int) []linkBytes {
 				}
 			}
 		}
-		add(collective.TreeAllreduce(r, world, params), iters)
+		add(collective.TreeAllreduce(r, world, exact.Limbs*params), iters)
 		add(collective.TreeBroadcast(r, world, 0, params), 1)
 	}
 	return out

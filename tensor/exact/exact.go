@@ -50,26 +50,39 @@ func abs(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^
 func Add(acc []int64, g []float32, s float64) (clipped, bad int) {
 	bad = -1
 	acc = acc[:len(g)]
+	mb := int64(math.Float64bits(magic))
 	for i, v := range g {
-		x := math.RoundToEven(float64(v) * s)
-		if x >= -clip && x <= clip {
-			acc[i] += int64(x)
-			continue
-		}
-		switch {
-		case math.IsNaN(x) || math.IsInf(float64(v), 0):
-			if bad < 0 {
+		x := float64(v) * s
+		if x > clip || x < -clip || x != x {
+			c, b := addSlow(&acc[i], x)
+			clipped += c
+			if b && bad < 0 {
 				bad = i
 			}
-		case x > 0:
-			acc[i] += clip
-			clipped++
-		default:
-			acc[i] -= clip
-			clipped++
+			continue
 		}
+		// |x| <= 2^50: adding 1.5·2^52 rounds x to an integer (ties to
+		// even, the FPU's rounding) held in the low mantissa bits.
+		acc[i] += int64(math.Float64bits(x+magic)) - mb
 	}
 	return clipped, bad
+}
+
+// magic is 1.5·2^52: x+magic has the unit in its last place, for |x| < 2^51.
+const magic = 0x1.8p52
+
+// addSlow adds a value beyond the clip bound: ±2^50, or nothing for a
+// non-finite one (reported).
+func addSlow(acc *int64, x float64) (clipped int, bad bool) {
+	switch {
+	case x != x || math.IsInf(x, 0):
+		return 0, true
+	case x > 0:
+		*acc += clip
+	default:
+		*acc -= clip
+	}
+	return 1, false
 }
 
 // Encode writes each acc[i] as Limbs signed 16-bit digits,
@@ -79,37 +92,31 @@ func Encode(dst []float32, acc []int64) {
 	dst = dst[:Limbs*len(acc)]
 	for i, v := range acc {
 		d := dst[Limbs*i : Limbs*i+Limbs : Limbs*i+Limbs]
-		for j := 0; j < Limbs-1; j++ {
-			lo := int64(int16(v)) // balanced digit in [-2^15, 2^15)
-			d[j] = float32(lo)
-			v = (v - lo) >> 16
-		}
-		d[Limbs-1] = float32(v)
+		d0 := int64(int16(v)) // balanced digits in [-2^15, 2^15)
+		v = (v - d0) >> 16
+		d1 := int64(int16(v))
+		v = (v - d1) >> 16
+		d2 := int64(int16(v))
+		v = (v - d2) >> 16
+		d[0], d[1], d[2], d[3] = float32(d0), float32(d1), float32(d2), float32(v)
 	}
 }
 
 // Sum returns the integer that the digits of one value, as Encode wrote
 // them or as a float32 sum of such encodings left them, stand for.
 func Sum(d []float32) int64 {
-	var v int64
-	for j := Limbs - 1; j >= 0; j-- {
-		v = v<<16 + int64(d[j])
-	}
-	return v
+	d = d[:Limbs:Limbs]
+	return ((int64(d[3])<<16+int64(d[2]))<<16+int64(d[1]))<<16 + int64(d[0])
 }
 
 // Decode turns summed digits back into gradients: dst[i] is the integer
-// of src[Limbs·i:Limbs·i+Limbs] divided by s and by k (the number of
-// atoms the sum holds, for their mean), rounded to float32. The result
-// depends only on the integer, never on how it was summed.
+// of src[Limbs·i:Limbs·i+Limbs] divided by s·k (k the number of atoms the
+// sum holds, for their mean), rounded to float32. The result depends only
+// on the integer, never on how its digits were summed.
 func Decode(dst, src []float32, s float64, k int) {
 	src = src[:Limbs*len(dst)]
-	f := 1 / s // a power of two: exact
+	f := 1 / (s * float64(k))
 	for i := range dst {
-		x := float64(Sum(src[Limbs*i:Limbs*i+Limbs])) * f
-		if k != 1 {
-			x /= float64(k)
-		}
-		dst[i] = float32(x)
+		dst[i] = float32(float64(Sum(src[Limbs*i:Limbs*i+Limbs])) * f)
 	}
 }

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"dsgd/scheme"
+	"dsgd/train"
+)
+
+// exactPlan decides --reduce and --atom: whether the run sums gradients
+// exactly (train.Config.Exact) and, if so, the atom its loaders read per
+// pass and the passes per iteration (cfg.IterSize, times the solver's
+// iter_size). It sets the header's note.
+func (f *trainFlags) exactPlan(j *job, cfg *train.Config) error {
+	in, err := scheme.Lookup(cfg.Scheme)
+	if err != nil {
+		return err
+	}
+	// A resumed run's loaders skip what the iterations before read.
+	j.trainPasses = max(cfg.IterSize, 1)
+	switch *f.reduce {
+	case "fast":
+		if in.Exact {
+			f.reduceNote = "dsgd: --reduce fast: float32 gradient sums, in the order the reduction takes: the weights' last bits depend on the worker count\n"
+		}
+		return nil
+	case "auto":
+		if !in.Exact {
+			return nil
+		}
+	case "exact":
+		if !in.Exact {
+			return fmt.Errorf("--reduce exact: %s does not promise seq's numbers (exact sums are for seq, sync-ps, sync-tree, sync-ring and overlap)", cfg.Scheme)
+		}
+	default:
+		return fmt.Errorf("--reduce %q: choose exact, fast or auto", *f.reduce)
+	}
+	if *f.compress != "none" {
+		if *f.reduce == "exact" {
+			return fmt.Errorf("--reduce exact with --compress %s: the exact sums' digits do not survive %s; use --reduce fast", *f.compress, *f.compress)
+		}
+		f.reduceNote = fmt.Sprintf("dsgd: --compress %s rounds what travels: float32 gradient sums (--reduce fast), whose last bits depend on the worker count\n", *f.compress)
+		return nil
+	}
+	cfg.Exact = true
+	iterSize := max(cfg.IterSize, 1)
+	b, why := j.trainBatch(&f.m)
+	if c := train.BatchCoupled(j.train.Spec); len(c) > 0 && why == "" {
+		why = fmt.Sprintf("BatchNorm %s normalises over each worker's batch", strings.Join(c, ", "))
+	}
+	atom := b
+	switch {
+	case *f.atom < 0:
+		return fmt.Errorf("--atom %d is negative", *f.atom)
+	case *f.atom > 0 && why != "":
+		return fmt.Errorf("--atom %d: the batch cannot be cut into atoms: %s", *f.atom, why)
+	case *f.atom > 0 && b%*f.atom != 0:
+		return fmt.Errorf("--atom %d does not divide each worker's batch of %d images", *f.atom, b)
+	case *f.atom > 0:
+		atom = *f.atom
+	case why == "":
+		atom = train.DefaultAtom(b*cfg.Workers, b)
+	}
+	passes := 1
+	if atom > 0 && b > 0 {
+		passes = b / atom
+	}
+	if atoms := passes * cfg.Workers * iterSize; atoms > 4096 {
+		return fmt.Errorf("--reduce exact: %d atoms per iteration, more than the 4096 an exact sum holds; raise --atom", atoms)
+	}
+	cfg.IterSize = iterSize * passes
+	j.atom, j.trainPasses = 0, cfg.IterSize
+	if passes > 1 {
+		j.atom = atom
+	}
+	global := b * cfg.Workers
+	switch {
+	case why != "":
+		f.reduceNote = fmt.Sprintf("dsgd: exact gradient sums (--reduce exact), each worker's batch one atom: %s, so the bits depend on the worker count\n", why)
+	default:
+		f.reduceNote = fmt.Sprintf("dsgd: exact gradient sums (--reduce exact): %d atoms of %d images per iteration, the same bits with any worker count that divides %d (--reduce fast: float32 sums, faster)\n", global/atom*iterSize, atom, global/atom)
+	}
+	return nil
+}
+
+// trainBatch is each worker's TRAIN batch (the data layers' batch_size or
+// --batch), and why it cannot be cut into atoms ("" when it can: every
+// TRAIN data layer reads through a loader, which slices the global batch
+// by position).
+func (j *job) trainBatch(m *modelFlags) (int, string) {
+	b := 0
+	for _, dl := range j.train.Data {
+		if dl.Type == "DummyData" || dl.Type == "Input" || (dl.Type == "WindowData" && m.data == "") {
+			return 0, fmt.Sprintf("data layer %q (%s) has no positions to slice", dl.Name, dl.Type)
+		}
+		n := dl.BatchSize
+		if m.batch > 0 {
+			n = m.batch
+		}
+		if b != 0 && n != b {
+			return 0, fmt.Sprintf("the TRAIN data layers' batches differ (%d, %d)", b, n)
+		}
+		b = n
+	}
+	if b == 0 {
+		return 0, "no TRAIN data layer"
+	}
+	return b, ""
+}
