@@ -112,11 +112,17 @@ func Sum(d []float32) int64 {
 // Decode turns summed digits back into gradients: dst[i] is the integer
 // of src[Limbs·i:Limbs·i+Limbs] divided by s·k (k the number of atoms the
 // sum holds, for their mean), rounded to float32. The result depends only
-// on the integer, never on how its digits were summed.
+// on the integer, never on how its digits were summed: the two halves
+// d3·2^16+d2 and d1·2^16+d0 are exact in float64 (below 2^41), and
+// adding them once rounds the exact integer to the nearest float64, as
+// float64(Sum) does.
 func Decode(dst, src []float32, s float64, k int) {
 	src = src[:Limbs*len(dst)]
 	f := 1 / (s * float64(k))
 	for i := range dst {
-		dst[i] = float32(float64(Sum(src[Limbs*i:Limbs*i+Limbs])) * f)
+		d := src[Limbs*i : Limbs*i+Limbs : Limbs*i+Limbs]
+		hi := float64(d[3])*0x1p16 + float64(d[2])
+		lo := float64(d[1])*0x1p16 + float64(d[0])
+		dst[i] = float32((hi*0x1p32 + lo) * f)
 	}
 }

@@ -149,3 +149,23 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeRoundsTheInteger: Decode's float halves give float64(Sum),
+// the integer correctly rounded, for digit vectors as float32 sums of
+// encodings leave them (unnormalised, up to 2^24 each).
+func TestDecodeRoundsTheInteger(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		d := make([]float32, Limbs)
+		for j := range d {
+			d[j] = float32(r.IntN(1<<25) - 1<<24)
+		}
+		d[3] = float32(r.IntN(1<<15) - 1<<14) // keep the integer below 2^63
+		out := make([]float32, 1)
+		Decode(out, d, 1<<20, 3)
+		want := float32(float64(Sum(d)) * (1 / (float64(1<<20) * 3)))
+		if math.Float32bits(out[0]) != math.Float32bits(want) {
+			t.Fatalf("digits %v: Decode %g, float64(Sum) %g", d, out[0], want)
+		}
+	}
+}
