@@ -70,6 +70,10 @@ type Rank struct {
 	// OnIter is called after every IterDone with the iteration and the
 	// rank's loss; an error ends the run. May be nil.
 	OnIter func(iter int, loss float64) error
+	// OnSkip is called after an IterDone marked Skipped: iteration iter
+	// of the run is over without this rank's gradient (weedout). May be
+	// nil.
+	OnSkip func(iter int)
 	// Algo maps the scheme's allreduce choice to a collective algorithm;
 	// nil picks collective.Auto for every choice.
 	Algo func(scheme.Algo) collective.Algorithm
@@ -304,6 +308,12 @@ func (r *Rank) local(a scheme.Action) error {
 	case scheme.Axpy:
 		tensor.Axpy(a.Factor, r.slice(a.Src), r.slice(a.R))
 	case scheme.IterDone:
+		if a.Skipped {
+			if r.OnSkip != nil {
+				r.OnSkip(a.Iter)
+			}
+			return nil
+		}
 		r.Stats.Iters++
 		if r.OnIter != nil {
 			return r.OnIter(a.Iter, a.Loss)

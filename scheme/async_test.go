@@ -23,6 +23,9 @@ func atrace(acts []Action) string {
 			s += fmt.Sprintf("(%s*=%g)", rg(a.R), a.Factor)
 		case Update, IterDone:
 			s += fmt.Sprintf("(%d)", a.Iter)
+			if a.Skipped {
+				s += "skipped"
+			}
 		case Pull, Push:
 			s += fmt.Sprintf("#%d(%s)", a.ID, rg(a.R))
 		case Elastic:
@@ -125,7 +128,7 @@ func TestAsyncSchemesTrace(t *testing.T) {
 				"pull#2(params[0:4])",
 				"compute closed",
 				"round#4(grads[0:4],0)",
-				"pull#5(params[0:4])",
+				"iter-done(3)skipped pull#5(params[0:4])", // rounds 0-3 closed without it
 				"", // the watch of round 0, answered late: ignored
 				"compute closed",
 				"round#7(grads[0:4],4)",
@@ -136,8 +139,8 @@ func TestAsyncSchemesTrace(t *testing.T) {
 		{
 			// SpeeDO 3.4's restart: the round closes while the worker
 			// still computes; it aborts the compute, pulls the fresh
-			// weights and continues with the round now open, reporting no
-			// iteration for the aborted one.
+			// weights and continues with the round now open, reporting the
+			// rounds closed without it as skipped (no loss of its own).
 			name: "weedout restarts a straggler",
 			cfg:  Config{Name: "weedout", Workers: 3, MaxIter: 10, Layout: small},
 			events: []Event{
@@ -148,7 +151,7 @@ func TestAsyncSchemesTrace(t *testing.T) {
 				"join#1",
 				"pull#2(params[0:4])",
 				"compute closed",
-				"abort",
+				"abort iter-done(5)skipped",
 				"pull#4(params[0:4])",
 				"compute closed",
 			},

@@ -146,6 +146,18 @@ func Names() []string {
 	return out
 }
 
+// PlainSGDNames lists the schemes whose paper's update rule is plain SGD
+// (Info.PlainSGD), in catalogue order.
+func PlainSGDNames() []string {
+	var out []string
+	for _, in := range catalogue {
+		if in.PlainSGD {
+			out = append(out, in.Name)
+		}
+	}
+	return out
+}
+
 // info is c's scheme; a zero Info for an unknown name.
 func (c Config) info() Info {
 	in, _ := Lookup(c.Name)

@@ -170,6 +170,10 @@ type Action struct {
 	Factor float32 // Scale, Axpy, Elastic (alpha)
 	Iter   int     // Update, IterDone, Round, Clock
 	Loss   float64 // IterDone
+	// Skipped marks an IterDone of a round that closed without this
+	// rank's gradient (weedout): the run's iteration Iter is over, but
+	// the rank has no loss for it.
+	Skipped bool
 	// Staleness is Clock's bound.
 	Staleness int
 	// Group, when set, runs Allreduce, Broadcast or Reduce among these

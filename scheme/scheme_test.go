@@ -26,6 +26,9 @@ func trace(acts []Action) string {
 			s += fmt.Sprintf("(%g)", a.Factor)
 		case Update, IterDone:
 			s += fmt.Sprintf("(%d)", a.Iter)
+			if a.Skipped {
+				s += "skipped"
+			}
 		}
 		parts = append(parts, s)
 	}

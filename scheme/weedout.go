@@ -53,6 +53,7 @@ func (w *weedout) Step(ev Event) []Action {
 		// The round closed without this worker: restart (SpeeDO 3.4).
 		w.next = ev.Iter
 		w.emit(Action{Op: Abort})
+		w.skipped()
 		w.state = wAborting
 	case ev.Kind == ComputeDone && w.state == wAborting:
 		w.done = false
@@ -63,12 +64,24 @@ func (w *weedout) Step(ev Event) []Action {
 		w.state = wRounding
 	case ev.Kind == Done && ev.ID == w.roundID && w.state == wRounding:
 		w.next, w.done = ev.Iter, !ev.Dropped
+		if ev.Dropped {
+			w.skipped()
+		}
 		w.pull()
 	case ev.Kind == Done && ev.ID == w.leaveID && w.state == wLeaving:
 		w.emit(Action{Op: Finish})
 	}
 	// Anything else is a watch answered after its round was settled.
 	return w.out
+}
+
+// skipped reports the rounds up to w.next-1 over without this worker's
+// gradient, so that the run's iteration count is the center's rounds,
+// not this worker's hand-ins.
+func (w *weedout) skipped() {
+	if w.next > w.iter {
+		w.emit(Action{Op: IterDone, Iter: w.next - 1, Skipped: true})
+	}
 }
 
 // send issues a communication or side action and returns its ID.

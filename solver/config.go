@@ -36,7 +36,8 @@ type Config struct {
 	MaxIter    int
 
 	// WarmupIters ramps the learning rate linearly from 0 to the policy's
-	// value over the first WarmupIters iterations (FireCaffe 7.2's large
-	// batch training; not in Caffe). 0 disables it.
+	// value over the first WarmupIters iterations: the gradual warm-up of
+	// large-batch training (Goyal et al. 2017); none of the five papers
+	// has it, and Caffe does not. 0 disables it.
 	WarmupIters int
 }

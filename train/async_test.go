@@ -281,3 +281,27 @@ func TestWeedoutDropsStragglers(t *testing.T) {
 		t.Fatalf("%d rounds closed, want at least %d", res.Center.Rounds, iters)
 	}
 }
+
+// TestWeedoutCountsRounds: when rank 0 is the straggler, its gradients miss
+// rounds, yet the run's iteration count is the center's rounds (issue 27:
+// "done: 19 iterations" after 20 rounds).
+func TestWeedoutCountsRounds(t *testing.T) {
+	const workers, iters = 3, 12
+	cfg := asyncConfig("weedout", workers, iters)
+	cfg.Straggle = &Straggler{Rank: 0, Delay: 20 * time.Millisecond}
+	cfg.RoundDeadline = 5 * time.Millisecond
+	tr, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Center.Dropped == 0 {
+		t.Skipf("rank 0 missed no round (a slow machine?): %+v", res.Center)
+	}
+	if res.Iters != iters {
+		t.Fatalf("the run reports %d iterations; the center closed %d rounds, want %d", res.Iters, res.Center.Rounds, iters)
+	}
+}

@@ -596,6 +596,11 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			hooks = append(hooks, snapIter)
 		}
 		n.OnIter = chain(hooks)
+		if r == 0 || i == 0 {
+			// weedout: a round closed without this rank's gradient still
+			// counts as one of the run's iterations.
+			n.OnSkip = func(iter int) { done = max(done, iter+1) }
+		}
 		if (cfg.Metrics != nil || cfg.OnIterMetrics != nil) && rs.comp != nil {
 			n.OnIter = t.metricsHook(r, n, rs.comp, n.OnIter)
 		}

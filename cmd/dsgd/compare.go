@@ -17,7 +17,8 @@ import (
 )
 
 // defaultCompare is every scheme, seq first as the baseline.
-const defaultCompare = "seq,sync-ps,sync-tree,sync-ring,overlap,async,ssp,weedout,easgd-rr,easgd,measgd,hogwild-easgd,hogwild,sync-easgd,seasgd,hybrid"
+// defaultCompare is every scheme, in the catalogue's order.
+var defaultCompare = strings.Join(scheme.Names(), ",")
 
 // runCompare trains each scheme on the same model, data and seed for the
 // same time budget and prints one table and a plot of test error against

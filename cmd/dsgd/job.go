@@ -15,6 +15,7 @@ import (
 	"dsgd/data"
 	"dsgd/data/db"
 	"dsgd/model"
+	"dsgd/solver"
 	"dsgd/nn/layers"
 	"dsgd/tensor"
 	"dsgd/train"
@@ -481,14 +482,13 @@ func (j *job) close() {
 	}
 }
 
-func (j *job) printHeader(w io.Writer, net *model.Net, threads, maxIter int) {
+func (j *job) printHeader(w io.Writer, net *model.Net, threads, maxIter int, sc solver.Config) {
 	fmt.Fprintf(w, "dsgd: net %s, %d parameters in %d blobs\n", j.name, len(net.Params()), len(net.Blocks()))
 	for _, d := range j.dataDesc {
 		fmt.Fprintf(w, "dsgd: data %s\n", d)
 	}
-	sc := j.solver.Solver
 	if !j.noSolver {
-		fmt.Fprintf(w, "dsgd: solver %s, base_lr %g, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), sc.BaseLR, sc.LRPolicy, sc.Momentum, sc.WeightDecay, maxIter)
+		fmt.Fprintf(w, "dsgd: solver %s, base_lr %.6g, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), sc.BaseLR, sc.LRPolicy, sc.Momentum, sc.WeightDecay, maxIter)
 	}
 	fmt.Fprintf(w, "dsgd: %d threads, seed %d\n", threads, j.seed)
 	printEngine(w)

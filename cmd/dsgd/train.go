@@ -83,7 +83,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.metricsListen = fs.String("metrics-listen", "", metricsListenUsage)
 	f.timeline = fs.String("timeline", "", "write a Chrome trace of every rank's work (per-layer forward and backward, communication, updates, waits) to `FILE`, for Perfetto or chrome://tracing (a worker process of rank N > 0 writes FILE.rankN)")
 	f.lrScale = fs.String("lr-scale", "none", "learning rate scaling: none, linear (base_lr x workers, for the global batch of the synchronous schemes, FireCaffe 7.2), or inverse (base_lr / workers, for async, ssp and hogwild, where every worker's steps land in the same weights)")
-	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations")
+	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations (the gradual warm-up of large-batch training, Goyal et al. 2017; not in the five papers or Caffe)")
 	f.compress = fs.String("compress", "none", "float encoding on the wire with --transport tcp: none or fp16 (half the bytes)")
 	f.reduce = fs.String("reduce", "auto", "how the synchronous schemes sum gradients: exact (the same bits as seq at any worker count: each atom's gradients rounded once onto a fixed grid and summed as integers, at a cost in speed), fast (float32 sums in whatever order the reduction takes; the bits depend on the worker count), or auto (exact for seq, sync-ps, sync-tree, sync-ring and overlap; the other schemes do not promise seq's numbers)")
 	f.atom = fs.Int("atom", 0, "--reduce exact: images per atom, the unit of the global batch whose gradients are rounded and summed; runs give the same bits when their global batch and atom agree and the atom divides each worker's batch (default: the global batch over gcd(global batch, 24))")
@@ -94,7 +94,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.staleness = fs.Int("staleness", 3, "ssp: a worker more than this many iterations ahead of the slowest waits")
 	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate alpha (ShmCaffe's moving_rate, SC17's eta*rho); default 0.9/workers (EASGD's beta = 0.9)")
 	f.rho = fs.Float64("rho", 0, "elastic schemes: SC17's rho; sets alpha = base_lr * rho")
-	f.momentum = fs.Float64("momentum", -1, "solver momentum (default: the solver's; for easgd, easgd-rr and hogwild-easgd, whose Eq. 1 is plain SGD, 0 with base_lr / (1 - the solver's momentum))")
+	f.momentum = fs.Float64("momentum", -1, "solver momentum (default: the solver's; for "+strings.Join(scheme.PlainSGDNames(), ", ")+", whose rule is plain SGD (SC17 Eq. 1), 0 with base_lr / (1 - the solver's momentum); the header shows the momentum and base_lr the run uses)")
 	f.variant = fs.Int("variant", 3, "sync-easgd: 1 center on a separate master, 2 center on worker 0, 3 as 2 with the exchange overlapped with compute (SC17 6.1)")
 	f.groups = fs.Int("groups", 0, "hybrid: number of synchronous groups (default: 2, or 1 for an odd worker count)")
 	f.finish = fs.String("finish", "own", "asynchronous schemes: when workers stop: own (each after its iterations), master (when worker 0 finishes), first (when the first finishes), average (when the mean count reaches the iterations)")
@@ -498,7 +498,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 	}
 	out := cfg.Out
-	j.printHeader(out, tr.Net(), m.threads, cfg.MaxIter)
+	j.printHeader(out, tr.Net(), m.threads, cfg.MaxIter, cfg.Solver)
 	threads := max(1, m.threads/cfg.Workers)
 	where := *f.transport
 	if g != nil {
