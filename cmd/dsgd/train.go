@@ -196,6 +196,23 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	return err
 }
 
+// rankPath is where a process of a group writes a per-process file the
+// flags name (--metrics, --timeline): rank 0 the path itself, rank N
+// PATH.rankN, and the center's server (dsgd ps serving an asynchronous
+// scheme, which is "rank 0" of no group) PATH.center, so that it never
+// writes over rank 0's file.
+func rankPath(path string, g *groupFlags, rank int) string {
+	switch {
+	case g == nil:
+		return path
+	case g.serve:
+		return path + ".center"
+	case rank > 0:
+		return fmt.Sprintf("%s.rank%d", path, rank)
+	}
+	return path
+}
+
 // schemeName is the scheme the flags ask for, with the default applied.
 func (f *trainFlags) schemeName() string {
 	if *f.scheme != "" {
@@ -374,10 +391,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 	}
 	if *f.metrics != "" {
-		path := *f.metrics
-		if g != nil && rank > 0 {
-			path = fmt.Sprintf("%s.rank%d", path, rank)
-		}
+		path := rankPath(*f.metrics, g, rank)
 		mf, err := os.Create(path)
 		if err != nil {
 			return fmt.Errorf("--metrics: %w", err)
@@ -390,10 +404,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		cfg.Metrics = bw
 	}
 	if *f.timeline != "" {
-		path := *f.timeline
-		if g != nil && rank > 0 {
-			path = fmt.Sprintf("%s.rank%d", path, rank)
-		}
+		path := rankPath(*f.timeline, g, rank)
 		tf, err := os.Create(path)
 		if err != nil {
 			return fmt.Errorf("--timeline: cannot create the trace file: %w", err)

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestTimelineOfCenterSchemeOverTCP: with a parameter-server scheme over
+// TCP, the center's process writes its own trace (FILE.center) and rank
+// 0's FILE stays rank 0's, valid JSON with its events (it was written over
+// by the center's empty trace).
+func TestTimelineOfCenterSchemeOverTCP(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--transport", "tcp", "--workers", "2", "--scheme", "async",
+		"--iters", "4", "--threads", "1", "--snapshot-prefix", "none", "--timeline", "tl.json", "--metrics", "m.jsonl")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, c := range []struct {
+		file   string
+		events bool
+	}{{"tl.json", true}, {"tl.json.rank1", true}, {"tl.json.center", false}} {
+		b, err := os.ReadFile(filepath.Join(dir, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr struct {
+			TraceEvents []json.RawMessage `json:"traceEvents"`
+		}
+		if err := json.Unmarshal(b, &tr); err != nil {
+			t.Fatalf("%s is not a trace: %v", c.file, err)
+		}
+		if c.events && len(tr.TraceEvents) == 0 {
+			t.Errorf("%s has no events", c.file)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "m.jsonl")); err != nil || len(b) == 0 {
+		t.Errorf("rank 0's metrics file is empty or missing (%v)", err)
+	}
+}
