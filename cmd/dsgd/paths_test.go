@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -40,5 +41,20 @@ func TestTimelineOfCenterSchemeOverTCP(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "m.jsonl")); err != nil || len(b) == 0 {
 		t.Errorf("rank 0's metrics file is empty or missing (%v)", err)
+	}
+}
+
+// TestStoreRefusedWithoutCenter: --store on a scheme whose weights never
+// pass through a parameter server is refused, naming the flag and the
+// schemes it serves, instead of being ignored.
+func TestStoreRefusedWithoutCenter(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	for _, name := range []string{"sync-ps", "sync-tree", "seasgd", "hybrid"} {
+		code, _, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--scheme", name, "--workers", "2", "--iters", "1", "--store", "redis://127.0.0.1:1")
+		if code == 0 || !strings.Contains(errs, "--store: "+name) || !strings.Contains(errs, "easgd") {
+			t.Errorf("%s with --store: exit %d, stderr %q", name, code, errs)
+		}
 	}
 }

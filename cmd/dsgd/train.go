@@ -81,7 +81,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling), or mpi (MPI_Allreduce and MPI_Bcast, with dsgd worker --transport mpi)")
 	f.metrics = fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
 	f.metricsListen = fs.String("metrics-listen", "", metricsListenUsage)
-	f.timeline = fs.String("timeline", "", "write a Chrome trace of every rank's work (per-layer forward and backward, communication, updates, waits) to `FILE`, for Perfetto or chrome://tracing (a worker process of rank N > 0 writes FILE.rankN)")
+	f.timeline = fs.String("timeline", "", "write a Chrome trace of every rank's work (per-layer forward and backward, communication, updates, waits) to `FILE`, for Perfetto or chrome://tracing (a worker process of rank N > 0 writes FILE.rankN, a parameter-server scheme's center FILE.center)")
 	f.lrScale = fs.String("lr-scale", "none", "learning rate scaling: none, linear (base_lr x workers, for the global batch of the synchronous schemes, FireCaffe 7.2), or inverse (base_lr / workers, for async, ssp and hogwild, where every worker's steps land in the same weights)")
 	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations (the gradual warm-up of large-batch training, Goyal et al. 2017; not in the five papers or Caffe)")
 	f.compress = fs.String("compress", "none", "float encoding on the wire with --transport tcp: none or fp16 (half the bytes)")

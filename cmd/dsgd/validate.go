@@ -98,5 +98,37 @@ func (f *trainFlags) validate() error {
 			return err
 		}
 	}
+	switch *f.reduce {
+	case "auto", "exact", "fast":
+	default:
+		return fmt.Errorf("--reduce %q: choose exact, fast or auto", *f.reduce)
+	}
+	if *f.atom < 0 {
+		return fmt.Errorf("--atom must not be negative, got %d", *f.atom)
+	}
+	// --store carries a parameter server's weights; a scheme without one
+	// would ignore it.
+	if *f.center.store != "" {
+		name := f.schemeName()
+		in, _ := scheme.Lookup(name)
+		switch {
+		case in.Center == scheme.NoCenter:
+			return fmt.Errorf("--store: %s moves its gradients and weights over --transport between its ranks, not through a center that Redis could carry (SpeeDO 3.1 also put sync SGD's weights in Redis; dsgd does not); --store is for %s", name, strings.Join(storeSchemes(), ", "))
+		case in.SharedBuffers:
+			return fmt.Errorf("--store: %s keeps its global weights in dsgd smb's shared buffers, not in a parameter server; --store is for %s", name, strings.Join(storeSchemes(), ", "))
+		}
+	}
 	return nil
+}
+
+// storeSchemes lists the schemes whose parameter server --store serves:
+// a center over dsgd ps.
+func storeSchemes() []string {
+	var out []string
+	for _, n := range scheme.Names() {
+		if in, _ := scheme.Lookup(n); in.Center != scheme.NoCenter && !in.SharedBuffers {
+			out = append(out, n)
+		}
+	}
+	return out
 }
