@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,46 @@ func TestStoreRefusedWithoutCenter(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, "--store: "+name) || !strings.Contains(errs, "easgd") {
 			t.Errorf("%s with --store: exit %d, stderr %q", name, code, errs)
 		}
+	}
+}
+
+// TestOverlapHandsOffEachLayer: in one process overlap's default is TRL's
+// per-layer hand-off (Alg. 6-7): each parameter block is accumulated on
+// its own, as backward finishes it, not gathered into 1 MiB buckets.
+func TestOverlapHandsOffEachLayer(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	const iters = 3
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--scheme", "overlap", "--workers", "2",
+		"--iters", strconv.Itoa(iters), "--threads", "2", "--snapshot-prefix", "none", "--timeline", "tl.json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "tl.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name string `json:"name"`
+			Tid  int    `json:"tid"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	ranges := map[string]bool{}
+	n := 0
+	for _, e := range tr.TraceEvents {
+		if strings.HasPrefix(e.Name, "accumulate grads[") {
+			ranges[e.Name] = true
+			n++
+		}
+	}
+	// The tiny net has two InnerProduct layers: four blocks, each its own
+	// accumulate, on each of the 2 workers, every iteration.
+	if len(ranges) != 4 || n != 4*2*iters {
+		t.Fatalf("%d accumulates over %d ranges %v; want one per block (4) per worker per iteration (%d)", n, len(ranges), ranges, 4*2*iters)
 	}
 }

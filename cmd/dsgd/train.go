@@ -77,7 +77,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.workers = fs.Int("workers", 0, "number of workers, each reading its own shard of the training set with the solver's batch_size (default 1: one worker computing on every core, which on one machine beats several workers; see the run header)")
 	f.transport = fs.String("transport", "inproc", "how workers talk: inproc (goroutines in this process) or tcp (one process per rank on loopback); dsgd worker: tcp, or mpi (ranks from mpirun or srun, messages through Open MPI)")
 	f.pack = fs.Bool("pack", true, "send all layers as one contiguous message (off: one message per layer)")
-	f.bucketKiB = fs.Int("bucket", 1024, "overlap: gather this many KiB of consecutive layers' gradients before each accumulate (one process: TRL's shared accumulator) or allreduce (across processes); 0: every parameter blob on its own")
+	f.bucketKiB = fs.Int("bucket", -1, "overlap: gather this many KiB of consecutive layers' gradients before each accumulate (one process: TRL's shared accumulator) or allreduce (across processes); 0: every parameter blob on its own (default: 0 in one process, each layer handed to the accumulator as backward finishes it, TRL Alg. 6-7; 1024 across processes, PyTorch DDP's buckets)")
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling), or mpi (MPI_Allreduce and MPI_Bcast, with dsgd worker --transport mpi)")
 	f.metrics = fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
 	f.metricsListen = fs.String("metrics-listen", "", metricsListenUsage)
@@ -347,11 +347,17 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	cfg.Scheme, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = f.schemeName(), *f.workers, *f.pack, algo, *f.commTimeout
 	cfg.Run = f.record(cfg.Scheme, cfg.Workers, autoBatch)
-	if *f.bucketKiB < 0 {
+	switch {
+	case *f.bucketKiB < -1:
 		fmt.Fprintf(stderr, "dsgd train: --bucket must not be negative, got %d\n", *f.bucketKiB)
 		return errUsage
+	case *f.bucketKiB >= 0:
+		cfg.Bucket = *f.bucketKiB << 10 / 4
+	case g != nil:
+		cfg.Bucket = 1024 << 10 / 4 // across processes: DDP's 1 MiB buckets
+	default:
+		cfg.Bucket = 0 // in one process: TRL's per-layer hand-off
 	}
-	cfg.Bucket = *f.bucketKiB << 10 / 4
 	cfg.TimeBudget = *f.timeBudget
 	if err := f.asyncConfig(&cfg); err != nil {
 		fmt.Fprintf(stderr, "dsgd train: %v\n", err)

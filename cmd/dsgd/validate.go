@@ -40,7 +40,7 @@ func (f *trainFlags) validate() error {
 		v    int
 	}{
 		{"iters", *f.iters}, {"test-iter", *f.testIter}, {"workers", *f.workers}, {"warmup", *f.warmup},
-		{"bucket", *f.bucketKiB}, {"staleness", *f.staleness}, {"groups", *f.groups},
+		{"bucket", max(*f.bucketKiB, 0)}, {"staleness", *f.staleness}, {"groups", *f.groups},
 	}
 	for _, c := range nonNeg {
 		if c.v < 0 {
@@ -97,6 +97,9 @@ func (f *trainFlags) validate() error {
 		if _, err := parseStraggle(*f.straggle, max(*f.workers, 1<<30)); err != nil {
 			return err
 		}
+	}
+	if *f.bucketKiB < -1 {
+		return fmt.Errorf("--bucket must not be negative, got %d", *f.bucketKiB)
 	}
 	switch *f.reduce {
 	case "auto", "exact", "fast":
