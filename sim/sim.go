@@ -146,6 +146,7 @@ type sim struct {
 	done    int
 	end     float64
 	ex      *exactState // nil: no arithmetic
+	acc     *accumState // overlap's shared accumulator (Accumulate)
 }
 
 func newSim(cfg Config) (*sim, error) {
@@ -189,6 +190,9 @@ func newSim(cfg Config) (*sim, error) {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	s := &sim{cfg: cfg, sc: sc, info: sc.Info(), insts: map[instKey]*inst{}}
+	if sc.Accumulate {
+		s.acc = newAccumState()
+	}
 	for _, l := range cfg.Model.Layers {
 		s.fwd += l.Forward.Seconds()
 		s.bwd = append(s.bwd, l.Backward.Seconds())
@@ -217,6 +221,9 @@ func newSim(cfg Config) (*sim, error) {
 			d.jit = rand.New(rand.NewPCG(cfg.Seed, ^(uint64(r) + 1)))
 		}
 		s.drivers = append(s.drivers, d)
+	}
+	if cfg.Exact != nil && sc.Accumulate {
+		return nil, fmt.Errorf("sim: exact arithmetic does not carry out TRL's shared accumulator (overlap with Accumulate); simulate overlap's allreduce instead")
 	}
 	if cfg.Exact != nil {
 		if err := cfg.Exact.validate(sc, len(ranks), sc.Layout.N); err != nil {
@@ -473,6 +480,14 @@ func (d *driver) dispatch(acts []scheme.Action, now float64) {
 				d.gen++ // the running compute's events are now stale
 				d.s.eng.at(now, func() { d.post(scheme.Event{Kind: scheme.ComputeDone, Aborted: true}) })
 			}
+		case a.Op == scheme.Gather && d.s.acc != nil:
+			if d.side == nil {
+				d.side = map[int]bool{}
+			}
+			d.side[a.ID] = true
+			d.s.acc.gather(d.s, a.Iter, a.R.Lo, a.R.Len(), now, func(float64) {
+				d.post(scheme.Event{Kind: scheme.Done, ID: a.ID})
+			})
 		case a.Op.IsSide():
 			if d.side == nil {
 				d.side = map[int]bool{}
@@ -631,6 +646,13 @@ func (d *driver) comm(op *commOp, now float64, fin func(answer)) {
 		return
 	}
 	switch a.Op {
+	case scheme.Accumulate:
+		if s.acc == nil {
+			s.fail(fmt.Errorf("sim: %s accumulates but the run has no shared accumulator", s.sc.Name))
+			return
+		}
+		end := s.acc.add(s, a.Iter, a.R.Lo, a.R.Len(), now)
+		s.eng.at(end, func() { fin(answer{}) })
 	case scheme.Allreduce, scheme.Broadcast, scheme.Reduce:
 		d.collective(op, now, fin)
 	case scheme.Send:

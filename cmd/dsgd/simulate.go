@@ -54,7 +54,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	f.iters = fs.Int("iters", 20, "simulated iterations timed per run")
 	f.warmup = fs.Int("warmup", 2, "simulated iterations run first and not timed")
 	f.pack = fs.Bool("pack", true, "send all layers as one message (off: one message per layer)")
-	f.bucketKiB = fs.Int("bucket", 1024, "overlap: KiB of consecutive layers' gradients per allreduce (0: every block on its own)")
+	f.bucketKiB = fs.Int("bucket", -1, "overlap: KiB of consecutive layers' gradients per allreduce or, with --validate (one process), per accumulate into TRL's shared accumulator (0: every block on its own; default: 1024 across processes, 0 in one process, as dsgd train)")
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd")
 	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center")
 	f.staleness = fs.Int("staleness", 3, "ssp: the staleness bound")
@@ -239,13 +239,17 @@ type simOptions struct {
 	finish                                     center.Finish
 	roundDeadline                              time.Duration
 	straggle                                   *train.Straggler
+	// oneProcess: the ranks share one process (--validate's real runs),
+	// so overlap uses TRL's shared accumulator; bucketSet: --bucket was
+	// given.
+	oneProcess, bucketSet bool
 }
 
 func (f *simFlags) simOptions(maxWorkers int) (simOptions, error) {
 	o := simOptions{pack: *f.pack, interval: *f.interval, staleness: *f.staleness, variant: *f.variant, grps: *f.groups, alpha: *f.alpha, roundDeadline: *f.roundDeadline}
 	var err error
 	switch {
-	case *f.bucketKiB < 0:
+	case *f.bucketKiB < -1:
 		return o, fmt.Errorf("--bucket must not be negative, got %d", *f.bucketKiB)
 	case *f.interval < 1:
 		return o, fmt.Errorf("--interval must be at least 1, got %d", *f.interval)
@@ -256,7 +260,10 @@ func (f *simFlags) simOptions(maxWorkers int) (simOptions, error) {
 	case *f.roundDeadline < 0:
 		return o, fmt.Errorf("--round-deadline must not be negative, got %v", *f.roundDeadline)
 	}
-	o.bucket = *f.bucketKiB << 10 / 4
+	o.bucket = 1024 << 10 / 4 // across processes: DDP's buckets, as dsgd train
+	if *f.bucketKiB >= 0 {
+		o.bucket, o.bucketSet = *f.bucketKiB<<10/4, true
+	}
 	if o.algo, err = collective.ParseAlgorithm(*f.algo); err != nil {
 		return o, fmt.Errorf("--allreduce: %v", err)
 	}
@@ -274,6 +281,15 @@ func (f *simFlags) simOptions(maxWorkers int) (simOptions, error) {
 func (o simOptions) schemeConfig(name string, workers int, layout scheme.Layout, iters int) scheme.Config {
 	c := scheme.Config{Name: name, Workers: workers, MaxIter: iters, Pack: o.pack, Layout: layout, Bucket: o.bucket,
 		Interval: o.interval, Staleness: o.staleness, Variant: o.variant, Groups: o.grps}
+	if o.oneProcess && workers > 1 {
+		// Every rank in one process, as dsgd train's default: overlap
+		// reduces through TRL's shared accumulator, layer by layer
+		// unless --bucket says otherwise.
+		c.Accumulate = c.Info().Accumulator
+		if c.Accumulate && !o.bucketSet {
+			c.Bucket = 0
+		}
+	}
 	if c.Groups == 0 {
 		c.Groups = 1
 		if workers%2 == 0 {
@@ -513,20 +529,31 @@ const validateSchemes = "sync-ps,sync-tree,sync-ring,overlap"
 // alpha and beta, and prints measured against predicted per-iteration time.
 func runValidate(ctx context.Context, f *simFlags, given map[string]string, stdout, stderr io.Writer) error {
 	set := func(name string) bool { _, ok := given[name]; return ok }
-	const workers = 2
+	workers := 2
 	names := strings.Split(validateSchemes, ",")
 	if set("scheme") {
 		names = strings.Split(*f.schemes, ",")
 	}
-	if set("params") || set("compute-ms") || set("network") || set("workers") {
-		fmt.Fprintln(stderr, "dsgd simulate: --validate measures this machine: it takes --model (or --solver), --scheme and --iters, not --params, --compute-ms, --network or --workers")
+	if set("params") || set("compute-ms") || set("network") {
+		fmt.Fprintln(stderr, "dsgd simulate: --validate measures this machine: it takes --model (or --solver), --scheme, --workers and --iters, not --params, --compute-ms or --network")
 		return errUsage
+	}
+	if set("workers") {
+		n, err := strconv.Atoi(*f.workers)
+		if err != nil || n < 2 {
+			fmt.Fprintf(stderr, "dsgd simulate: --validate --workers %q: want one count of at least 2\n", *f.workers)
+			return errUsage
+		}
+		workers = n
 	}
 	opts, err := f.simOptions(workers)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsgd simulate: %v\n", err)
 		return errUsage
 	}
+	// The real runs are every rank in this process: overlap reduces
+	// through TRL's shared accumulator there, and the simulation does too.
+	opts.oneProcess = true
 	iters := *f.iters
 	if !set("iters") {
 		iters = 150
@@ -547,10 +574,15 @@ func runValidate(ctx context.Context, f *simFlags, given map[string]string, stdo
 			base = append(base, "--"+name+"="+v)
 		}
 	}
-	base = append(base, "--workers=2", "--iters="+strconv.Itoa(iters), "--test-interval=0", "--test-iter=1", "--snapshot-prefix=none", "--display=0")
+	base = append(base, "--workers="+strconv.Itoa(workers), "--iters="+strconv.Itoa(iters), "--test-interval=0", "--test-iter=1", "--snapshot-prefix=none", "--display=0")
+	if !set("reduce") {
+		// The simulator models float32 reductions; exact sums' atoms and
+		// digits are a cost of their own (docs/benchmarks.md).
+		base = append(base, "--reduce=fast")
+	}
 	threads := max(1, f.m.threads/workers)
 	reps := *f.repeat
-	fmt.Fprintf(stdout, "dsgd simulate --validate: %d workers over inproc, %d thread(s) each, %d iterations per scheme, %d run(s) each (interleaved; the median is compared)\n", workers, threads, iters, reps)
+	fmt.Fprintf(stdout, "dsgd simulate --validate: %d workers over inproc, %d thread(s) each, %d iterations per scheme, %d run(s) each (interleaved; the median is compared), float32 sums (--reduce fast)\n", workers, threads, iters, reps)
 
 	type row struct {
 		name                       string
