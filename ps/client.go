@@ -28,6 +28,10 @@ type ClientConfig struct {
 	// Join so that it refuses a worker of another job size; 0 says
 	// nothing.
 	Workers int
+	// Run is the worker's run settings (runcfg.Fields' String), told to
+	// the server with every Join so that it refuses a worker of another
+	// configuration (ServerConfig.Run); empty says nothing.
+	Run string
 }
 
 // Client is a center.Center whose operations run on a parameter server.
@@ -48,6 +52,7 @@ type Client struct {
 	side   *rpc.Client
 
 	workers int
+	run     string
 	beat    heartbeat
 }
 
@@ -66,7 +71,7 @@ func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("ps: %w", err)
 	}
 	rcfg := rpc.Config{Token: cfg.Token, Timeout: cfg.Timeout, MaxFrame: cfg.MaxFrame}
-	c := &Client{rpc: rc, n: int(resp.Ints[0]), store: cfg.Store, suffix: resp.Text, addr: addr, rcfg: rcfg, workers: cfg.Workers}
+	c := &Client{rpc: rc, n: int(resp.Ints[0]), store: cfg.Store, suffix: resp.Text, addr: addr, rcfg: rcfg, workers: cfg.Workers, run: cfg.Run}
 	if c.n <= 0 {
 		rc.Close()
 		return nil, fmt.Errorf("ps: server %s holds %d parameters", addr, c.n)
@@ -147,7 +152,7 @@ func (c *Client) call(ctx context.Context, req *rpc.Request, resp *rpc.Response)
 // Join implements center.Center.
 func (c *Client) Join(ctx context.Context, w int) (int, error) {
 	var resp rpc.Response
-	if err := c.call(ctx, &rpc.Request{Op: opJoin, Ints: [rpc.NumInts]int64{int64(w), int64(c.workers)}}, &resp); err != nil {
+	if err := c.call(ctx, &rpc.Request{Op: opJoin, Ints: [rpc.NumInts]int64{int64(w), int64(c.workers)}, Text: c.run}, &resp); err != nil {
 		return 0, err
 	}
 	return int(resp.Ints[0]), nil

@@ -80,6 +80,22 @@ func TestWorkerCountMismatch(t *testing.T) {
 	}
 }
 
+// TestRunSettingsMismatch: a worker whose run settings differ from the
+// server's job is refused at Join, naming the setting and both values;
+// one with the same settings (in any order) joins.
+func TestRunSettingsMismatch(t *testing.T) {
+	srv, _ := serve(t, newLocal(t, 2, weights(5, 0)), ServerConfig{Run: "--seed=1\nbase_lr=0.01\n--staleness=3\n"})
+	c := dial(t, srv.Addr(), ClientConfig{Run: "--seed=1\nbase_lr=50\n--staleness=3\n"})
+	_, err := c.Join(context.Background(), 0)
+	if err == nil || !strings.Contains(err.Error(), "runs with base_lr 50, but this server's job has 0.01") {
+		t.Fatalf("join with base_lr 50: %v", err)
+	}
+	c = dial(t, srv.Addr(), ClientConfig{Run: "--staleness=3\n--seed=1\nbase_lr=0.01\n"})
+	if _, err := c.Join(context.Background(), 1); err != nil {
+		t.Fatalf("join with the same settings: %v", err)
+	}
+}
+
 // TestSilentWorkerDropped: a worker that stops calling (a frozen
 // process: here a bare rpc client that sends no heartbeats) is made to
 // leave the center after the silence deadline, so the SSP wait of a

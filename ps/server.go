@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dsgd/center"
+	"dsgd/internal/runcfg"
 	"dsgd/rpc"
 )
 
@@ -41,6 +42,12 @@ type ServerConfig struct {
 	// Workers is the job's worker count. A worker that joins saying
 	// another count is refused, naming both. Zero skips the check.
 	Workers int
+	// Run is the job's run settings (runcfg.Fields' String: seed, solver,
+	// scheme settings, net). A worker that joins with settings of its own
+	// is refused if one differs, naming it and both values (issue 27: a
+	// worker with base_lr 50 took an async job's healthy workers to NaN).
+	// Empty skips the check.
+	Run string
 	// Silence is how long a joined worker's connection may stay silent
 	// (no call running, no call or heartbeat arriving) before the worker
 	// is made to leave the center, so that a frozen process no longer
@@ -76,6 +83,7 @@ type Server struct {
 	life map[*rpc.Conn]*connLife
 
 	workers int
+	run     runcfg.Fields
 	silence time.Duration
 
 	stale staleTracker // how old the weights behind each push were
@@ -85,6 +93,22 @@ type Server struct {
 	pubMu   sync.Mutex
 	version int64
 	pub     []float32
+}
+
+// checkRun refuses a joining worker whose run settings differ from the
+// server's, naming the first that differs and both values.
+func (s *Server) checkRun(ctx context.Context, w int, text string) error {
+	if len(s.run) == 0 || text == "" {
+		return nil
+	}
+	theirs, err := runcfg.Parse(text)
+	if err != nil {
+		return fmt.Errorf("ps: worker %d from %s: %w", w, connAddr(ctx), err)
+	}
+	if d, differ := runcfg.Compare(s.run, theirs); differ {
+		return fmt.Errorf("ps: worker %d from %s runs with %s %s, but this server's job has %s: every worker must run the server's configuration", w, connAddr(ctx), d.Name, d.Theirs, d.Mine)
+	}
+	return nil
 }
 
 // sized is what a center offers to tell its parameter count.
@@ -105,13 +129,16 @@ func Listen(addr string, c center.Center, cfg ServerConfig) (*Server, error) {
 	if need := 4*n + 4096; cfg.MaxFrame != 0 && cfg.MaxFrame < need {
 		return nil, fmt.Errorf("ps: max frame %d bytes cannot carry %d parameters (need %d)", cfg.MaxFrame, n, need)
 	}
-	s := &Server{c: c, n: n, store: cfg.Store, suffix: cfg.KeySuffix, elog: cfg.ErrorLog,
+	run, err := runcfg.Parse(cfg.Run)
+	if err != nil {
+		return nil, fmt.Errorf("ps: %w", err)
+	}
+	s := &Server{c: c, n: n, store: cfg.Store, suffix: cfg.KeySuffix, elog: cfg.ErrorLog, run: run,
 		owner: map[int]*rpc.Conn{}, watched: map[*rpc.Conn]bool{}, life: map[*rpc.Conn]*connLife{},
 		workers: cfg.Workers, silence: cfg.Silence}
 	if s.silence == 0 {
 		s.silence = DefaultSilence
 	}
-	var err error
 	s.rpc, err = rpc.Listen(addr, rpc.Config{Token: cfg.Token, Timeout: cfg.Timeout, MaxFrame: cfg.MaxFrame, ErrorLog: cfg.ErrorLog}, s.handle)
 	if err != nil {
 		return nil, fmt.Errorf("ps: %w", err)
@@ -198,6 +225,12 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 	case opJoin:
 		if said := int(req.Ints[1]); said != 0 && s.workers != 0 && said != s.workers {
 			err := fmt.Errorf("ps: worker %d from %s runs a job of %d workers, but this server serves %d (--workers): start both with the same count", w, connAddr(ctx), said, s.workers)
+			if s.elog != nil {
+				s.elog(err)
+			}
+			return err
+		}
+		if err := s.checkRun(ctx, w, req.Text); err != nil {
 			if s.elog != nil {
 				s.elog(err)
 			}

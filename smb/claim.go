@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"dsgd/internal/runcfg"
 	"dsgd/rpc"
 )
 
@@ -40,6 +41,10 @@ type claims struct {
 	mu      sync.Mutex
 	workers int    // the job's worker count; 0 until the first claim
 	setBy   string // who fixed workers, for the refusal's message
+	// run is the job's run settings, from the first claim that had any,
+	// and runBy who that was.
+	run   runcfg.Fields
+	runBy string
 	owner   map[int]*rpc.Conn
 	watched map[*rpc.Conn]bool
 	// ping is how often a claimant should speak: a quarter of the
@@ -70,7 +75,7 @@ func newClaims(cfg Config) *claims {
 // claim gives rank of a job of workers workers to the connection of ctx,
 // or refuses it (ErrRank). Claiming a rank the connection already holds
 // is a keep-alive.
-func (c *claims) claim(ctx context.Context, rank, workers int) error {
+func (c *claims) claim(ctx context.Context, rank, workers int, run string) error {
 	conn := rpc.ConnFrom(ctx)
 	if conn == nil {
 		return fmt.Errorf("smb: %w: a claim needs a connection", ErrInvalid)
@@ -86,6 +91,18 @@ func (c *claims) claim(ctx context.Context, rank, workers int) error {
 	if workers != c.workers {
 		return c.refuse(fmt.Errorf("smb: %w: rank %d from %s runs a job of %d workers (--workers), but this server's job has %d (set by %s): start every worker with the same count",
 			ErrRank, rank, conn.RemoteAddr(), workers, c.workers, c.setBy))
+	}
+	if run != "" {
+		theirs, err := runcfg.Parse(run)
+		if err != nil {
+			return c.refuse(fmt.Errorf("smb: %w: rank %d from %s: %w", ErrRank, rank, conn.RemoteAddr(), err))
+		}
+		if c.run == nil {
+			c.run, c.runBy = theirs, fmt.Sprintf("rank %d from %s, the first to claim", rank, conn.RemoteAddr())
+		} else if d, differ := runcfg.Compare(c.run, theirs); differ {
+			return c.refuse(fmt.Errorf("smb: %w: rank %d from %s runs with %s %s, but this server's job has %s (set by %s): every worker must run the same configuration",
+				ErrRank, rank, conn.RemoteAddr(), d.Name, d.Theirs, d.Mine, c.runBy))
+		}
 	}
 	if rank < 0 || rank >= workers {
 		return c.refuse(fmt.Errorf("smb: %w: rank %d from %s is outside a job of %d workers (ranks 0 to %d)", ErrRank, rank, conn.RemoteAddr(), workers, workers-1))
@@ -211,7 +228,7 @@ func (h *claimHold) claimOn(ctx context.Context, cl *Client, rank, workers int) 
 		h.conn = c
 	}
 	var resp rpc.Response
-	err := h.conn.Call(ctx, &rpc.Request{Op: opClaim, Ints: [rpc.NumInts]int64{int64(rank), int64(workers)}}, &resp)
+	err := h.conn.Call(ctx, &rpc.Request{Op: opClaim, Ints: [rpc.NumInts]int64{int64(rank), int64(workers)}, Text: cl.cfg.Run}, &resp)
 	if err != nil {
 		if !isRemote(err) {
 			h.conn.Close()

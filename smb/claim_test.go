@@ -23,8 +23,12 @@ func TestClaims(t *testing.T) {
 		// closeFirst.
 		rank0, workers0, rank1, workers1 int
 		closeFirst                       bool
+		run0, run1                       string   // the clients' run settings
 		want                             []string // in the refusal; none: accepted
 	}{
+		{name: "same run settings", rank0: 0, workers0: 3, rank1: 1, workers1: 3, run0: "--seed=1\nbase_lr=0.01\n", run1: "--seed=1\nbase_lr=0.01\n"},
+		{name: "other base_lr", rank0: 0, workers0: 3, rank1: 1, workers1: 3, run0: "--seed=1\nbase_lr=0.01\n", run1: "--seed=1\nbase_lr=50\n",
+			want: []string{"rank refused", "rank 1 from 127.0.0.1:", "runs with base_lr 50", "this server's job has 0.01 (set by rank 0 from 127.0.0.1:"}},
 		{name: "distinct ranks", rank0: 0, workers0: 3, rank1: 1, workers1: 3},
 		{name: "duplicate rank", rank0: 1, workers0: 3, rank1: 1, workers1: 3,
 			want: []string{"rank refused", "rank 1 is already held by a live worker connected from 127.0.0.1:", "refusing a second rank 1 from 127.0.0.1:"}},
@@ -52,14 +56,14 @@ func TestClaims(t *testing.T) {
 				mu.Unlock()
 			}
 			srv := startServer(t, NewStore(0), cfg)
-			a := dialTest(t, srv.Addr(), Config{})
+			a := dialTest(t, srv.Addr(), Config{Run: tc.run0})
 			if err := a.Claim(ctx, tc.rank0, tc.workers0); err != nil {
 				t.Fatalf("first claim: %v", err)
 			}
 			if tc.closeFirst {
 				a.Close()
 			}
-			b := dialTest(t, srv.Addr(), Config{})
+			b := dialTest(t, srv.Addr(), Config{Run: tc.run1})
 			t0 := time.Now()
 			err := b.Claim(ctx, tc.rank1, tc.workers1)
 			if tc.want == nil {
@@ -86,7 +90,7 @@ func TestClaims(t *testing.T) {
 				t.Errorf("server log %q lacks the refusal", logged)
 			}
 			mu.Unlock()
-			if tc.srv.Workers == 0 && !tc.closeFirst {
+			if tc.srv.Workers == 0 && !tc.closeFirst && tc.run1 == tc.run0 {
 				if err := b.Claim(ctx, 2, tc.workers0); err != nil {
 					t.Errorf("claiming a free rank after a refusal: %v", err)
 				}

@@ -76,6 +76,10 @@ type Config struct {
 	// Workers (server) is the job's worker count: a rank claimed with
 	// another count is refused (claim.go). 0 means the first claim's.
 	Workers int
+	// Run (client) is the worker's run settings (runcfg.Fields' String),
+	// sent with its rank claims: the first claim's settings are the job's,
+	// and a worker with another value of one is refused, naming it.
+	Run string
 	// NoShm (client) never maps a server's buffers: every read and write
 	// crosses the connection, even from the server's own host (shm.go).
 	NoShm bool
@@ -159,7 +163,7 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		return st.Free(ctx, key)
 	case opClaim:
 		resp.Ints[0] = max(s.claims.ping.Milliseconds(), 1)
-		return s.claims.claim(ctx, intArg(req.Ints[0]), intArg(req.Ints[1]))
+		return s.claims.claim(ctx, intArg(req.Ints[0]), intArg(req.Ints[1]), key)
 	case opRead, opWrite:
 		return s.readWrite(ctx, req, resp)
 	case opAccumulate:

@@ -3,8 +3,8 @@ package train
 import (
 	"context"
 	"fmt"
-	"strings"
 
+	"dsgd/internal/runcfg"
 	"dsgd/transport"
 )
 
@@ -12,15 +12,18 @@ import (
 // and the schemes use tags far below it.
 const tagAgree uint32 = 0x7a9e0001
 
+// startField names the start iteration among the run's fields.
+const startField = "start iteration (--resume)"
+
 // runFields is what every rank of a multi-process group must agree on,
 // as name=value pairs named as the command's flags: the random seed
 // (initial weights, random layers, data order), the solver, the scheme
 // and its settings, the batch and the iterations.
-func (t *Trainer) runFields() [][2]string {
+func (t *Trainer) runFields() runcfg.Fields {
 	c := t.cfg
 	s := c.Solver
 	f := func(name string, v any) [2]string { return [2]string{name, fmt.Sprint(v)} }
-	return [][2]string{
+	return runcfg.Fields{
 		f("--seed", c.Seed),
 		f("--scheme", c.Scheme),
 		f("--workers", max(c.Workers, 1)),
@@ -28,7 +31,7 @@ func (t *Trainer) runFields() [][2]string {
 		f("--reduce", map[bool]string{true: "exact", false: "fast"}[c.Exact]),
 		f("passes per iteration (iter_size x atoms)", max(c.IterSize, 1)),
 		f("--iters (max_iter)", c.MaxIter),
-		f("start iteration (--resume)", t.start),
+		f(startField, t.start),
 		f("solver type", s.Type),
 		f("base_lr", s.BaseLR),
 		f("momentum", s.Momentum),
@@ -45,22 +48,31 @@ func (t *Trainer) runFields() [][2]string {
 	}
 }
 
+// JoinFields is what a worker of a center scheme tells its parameter
+// server when it joins (ps.ClientConfig.Run), and what the server checks
+// it against (ps.ServerConfig.Run): the run's fields but the start
+// iteration (a restarted worker rejoins from its own snapshot), and the
+// net's parameter layout.
+func (t *Trainer) JoinFields() string {
+	var out runcfg.Fields
+	for _, kv := range t.runFields() {
+		if kv[0] != startField {
+			out = append(out, kv)
+		}
+	}
+	out = append(out, [2]string{"net (its parameter layout)", fmt.Sprintf("%016x", t.LayoutHash())})
+	return out.String()
+}
+
 // agree checks that this rank's run configuration is rank 0's: rank 0
 // sends its fields to every other rank, which compares them with its own
 // and fails naming the first field that differs. A rank that fails
 // aborts its endpoint with the reason, so rank 0 learns of it too.
 func (t *Trainer) agree(ctx context.Context, ep transport.Endpoint) error {
-	mine := t.runFields()
-	var b strings.Builder
-	for _, kv := range mine {
-		b.WriteString(kv[0])
-		b.WriteByte('=')
-		b.WriteString(kv[1])
-		b.WriteByte('\n')
-	}
+	mine := runcfg.Fields(t.runFields())
 	if ep.Rank() == 0 {
 		for r := 1; r < ep.Size(); r++ {
-			if err := ep.SendBytes(ctx, r, tagAgree, []byte(b.String())); err != nil {
+			if err := ep.SendBytes(ctx, r, tagAgree, []byte(mine.String())); err != nil {
 				return fmt.Errorf("train: sending the run configuration to rank %d: %w", r, err)
 			}
 		}
@@ -70,16 +82,15 @@ func (t *Trainer) agree(ctx context.Context, ep transport.Endpoint) error {
 	if err != nil {
 		return fmt.Errorf("train: receiving rank 0's run configuration: %w", err)
 	}
-	theirs := strings.Split(strings.TrimSuffix(string(msg), "\n"), "\n")
+	theirs, err := runcfg.Parse(string(msg))
+	if err != nil {
+		return fmt.Errorf("train: rank 0's run configuration: %w", err)
+	}
 	if len(theirs) != len(mine) {
 		return fmt.Errorf("train: rank 0 sent %d run settings, this rank has %d: a different dsgd version?", len(theirs), len(mine))
 	}
-	for i, kv := range mine {
-		want := kv[0] + "=" + kv[1]
-		if theirs[i] != want {
-			v := strings.TrimPrefix(theirs[i], kv[0]+"=")
-			return fmt.Errorf("train: rank %d's %s is %s, rank 0's is %s: every rank must run the same configuration", ep.Rank(), kv[0], kv[1], v)
-		}
+	if d, differ := runcfg.Compare(mine, theirs); differ {
+		return fmt.Errorf("train: rank %d's %s is %s, rank 0's is %s: every rank must run the same configuration", ep.Rank(), d.Name, d.Mine, d.Theirs)
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ func isDialRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED)
 func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token string, workers int, timeout time.Duration) (center.Center, func(), error) {
 	addr := *f.center.addr
 	if rest, ok := strings.CutPrefix(addr, "smb://"); ok {
-		cl, err := smb.Dial(ctx, rest, smb.Config{Token: token, Timeout: timeout, NoShm: *f.shm == "off"})
+		cl, err := smb.Dial(ctx, rest, smb.Config{Token: token, Timeout: timeout, NoShm: *f.shm == "off", Run: tr.JoinFields()})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--center %s: %w", addr, err)
 		}
@@ -94,7 +94,7 @@ func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token
 			cl.Close()
 		}, nil
 	}
-	cfg := ps.ClientConfig{Token: token, Timeout: timeout, Workers: workers}
+	cfg := ps.ClientConfig{Token: token, Timeout: timeout, Workers: workers, Run: tr.JoinFields()}
 	var st *redisstore.Store
 	if url := f.center.storeURL(); url != "" {
 		var err error
@@ -172,10 +172,10 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 		if *f.center.shard != "" {
 			suffix += ":" + strings.ReplaceAll(*f.center.shard, "/", "of")
 		}
-		if err := servePSStore(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, st, suffix, stdout, reg); err != nil {
+		if err := servePSStore(ctx, listen, token, local, tr.CenterWorkers(), tr.JoinFields(), *f.commTimeout, st, suffix, stdout, reg); err != nil {
 			return err
 		}
-	} else if err := servePS(ctx, listen, token, local, tr.CenterWorkers(), *f.commTimeout, 0, stdout, reg); err != nil {
+	} else if err := servePS(ctx, listen, token, local, tr.CenterWorkers(), tr.JoinFields(), *f.commTimeout, 0, stdout, reg); err != nil {
 		return err
 	}
 	st := local.Stats()
@@ -185,8 +185,8 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 
 // servePSStore is servePS with the weights carried through a blob store.
 // suffix, appended to every key, carries the job's name (and the shard's).
-func servePSStore(ctx context.Context, addr, token string, c *center.Local, workers int, timeout time.Duration, st ps.BlobStore, suffix string, stdout io.Writer, reg *prometheus.Registry) error {
-	srv, err := ps.Listen(addr, c, ps.ServerConfig{Token: token, Timeout: timeout, Store: st, Workers: workers, Silence: psSilence(timeout), KeySuffix: suffix,
+func servePSStore(ctx context.Context, addr, token string, c *center.Local, workers int, run string, timeout time.Duration, st ps.BlobStore, suffix string, stdout io.Writer, reg *prometheus.Registry) error {
+	srv, err := ps.Listen(addr, c, ps.ServerConfig{Token: token, Timeout: timeout, Store: st, Workers: workers, Run: run, Silence: psSilence(timeout), KeySuffix: suffix,
 		ErrorLog: func(err error) { fmt.Fprintf(stdout, "ps: %v\n", err) }})
 	if err != nil {
 		return err

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTimelineOfCenterSchemeOverTCP: with a parameter-server scheme over
@@ -98,5 +101,52 @@ func TestOverlapHandsOffEachLayer(t *testing.T) {
 	// accumulate, on each of the 2 workers, every iteration.
 	if len(ranges) != 4 || n != 4*2*iters {
 		t.Fatalf("%d accumulates over %d ranges %v; want one per block (4) per worker per iteration (%d)", n, len(ranges), ranges, 4*2*iters)
+	}
+}
+
+// TestPSRefusesMismatchedWorker: a worker that joins a parameter server
+// with another base_lr, seed or staleness than the server's job is
+// refused at join, naming the setting and both values, and the server
+// goes on serving the healthy workers (issue 27: one worker with base_lr
+// 50 took an async job to NaN).
+func TestPSRefusesMismatchedWorker(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	write(t, dir, "hot.prototxt", regexp.MustCompile(`base_lr: *[0-9.e-]+`).ReplaceAllString(tinySolver, "base_lr: 50"))
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tok = "mismatch-test"
+	model := []string{"--scheme", "ssp", "--iters", "30", "--threads", "1", "--snapshot-prefix", "none", "--test-interval", "0", "--comm-timeout", "20s"}
+	server := startChild(t, dir, "ps", append([]string{"ps", "--workers", "2", "--listen", addr, "--token", tok, "--solver", "solver.prototxt"}, model...)...)
+	worker := func(rank int, args ...string) *child {
+		a := append([]string{"worker", "--rank", strconv.Itoa(rank), "--world", "2", "--center", addr, "--token", tok}, model...)
+		return startChild(t, dir, fmt.Sprintf("worker %d", rank), append(a, args...)...)
+	}
+	for _, c := range []struct {
+		args       []string
+		name, want string
+	}{
+		{[]string{"--solver", "hot.prototxt"}, "base_lr", "base_lr 50"},
+		{[]string{"--solver", "solver.prototxt", "--seed", "9"}, "--seed", "--seed 9"},
+		{[]string{"--solver", "solver.prototxt", "--staleness", "1"}, "--staleness", "--staleness 1"},
+	} {
+		bad := worker(1, c.args...)
+		select {
+		case <-bad.done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("a worker with %v still runs after 60s:\n%s", c.args, bad.out)
+		}
+		if bad.err == nil || !strings.Contains(bad.out.String(), c.want) {
+			t.Errorf("a worker with %v: exit %v, output lacks %q:\n%s", c.args, bad.err, c.want, bad.out)
+		}
+	}
+	w0, w1 := worker(0, "--solver", "solver.prototxt"), worker(1, "--solver", "solver.prototxt")
+	w0.wait(t, 60*time.Second)
+	w1.wait(t, 60*time.Second)
+	if w0.err != nil || w1.err != nil {
+		t.Fatalf("healthy workers failed: %v %v\n%s\n%s\nserver:\n%s", w0.err, w1.err, w0.out, w1.out, server.out)
 	}
 }

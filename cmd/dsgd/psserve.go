@@ -22,13 +22,16 @@ import (
 // defaults.
 // workers (0: unchecked) is the job's worker count; a worker of another
 // count, or a second worker with a live worker's rank, is refused.
-func servePS(ctx context.Context, addr, token string, c center.Center, workers int, timeout time.Duration, maxFrame int, stdout io.Writer, reg *prometheus.Registry) error {
+// run (empty: unchecked) is the job's run settings (train's JoinFields);
+// a worker that joins with others is refused, naming the setting.
+func servePS(ctx context.Context, addr, token string, c center.Center, workers int, run string, timeout time.Duration, maxFrame int, stdout io.Writer, reg *prometheus.Registry) error {
 	var mu sync.Mutex // serialises the connection goroutines' lines
 	srv, err := ps.Listen(addr, c, ps.ServerConfig{
 		Token:    token,
 		Timeout:  timeout,
 		MaxFrame: maxFrame,
 		Workers:  workers,
+		Run:      run,
 		Silence:  psSilence(timeout),
 		ErrorLog: func(err error) {
 			mu.Lock()

@@ -1,0 +1,68 @@
+// Package runcfg is the run configuration that the processes of one job
+// must agree on, as name=value pairs: rank 0 sends it to the other ranks of
+// a group (package train), a worker sends it to the parameter server when
+// it joins (package ps), and each side names the first setting that
+// differs with both values.
+package runcfg
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Fields are the settings, in a fixed order; a name is as the user knows
+// the setting (a flag, or a solver field), and holds no '=' or newline.
+type Fields [][2]string
+
+// String is the fields as name=value lines.
+func (f Fields) String() string {
+	var b strings.Builder
+	for _, kv := range f {
+		b.WriteString(kv[0])
+		b.WriteByte('=')
+		b.WriteString(kv[1])
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Parse reads what String wrote.
+func Parse(s string) (Fields, error) {
+	var out Fields
+	for i, line := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		if line == "" && s == "" {
+			break
+		}
+		name, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("run settings: line %d %q is not name=value", i+1, line)
+		}
+		out = append(out, [2]string{name, v})
+	}
+	return out, nil
+}
+
+// Diff is a setting whose values differ.
+type Diff struct {
+	Name, Mine, Theirs string
+}
+
+// Compare returns the first setting of mine whose value in theirs differs
+// (missing counts as differing, with Theirs "(not set)"); ok is false when
+// they agree.
+func Compare(mine, theirs Fields) (d Diff, ok bool) {
+	th := make(map[string]string, len(theirs))
+	for _, kv := range theirs {
+		th[kv[0]] = kv[1]
+	}
+	for _, kv := range mine {
+		v, has := th[kv[0]]
+		if !has {
+			v = "(not set)"
+		}
+		if v != kv[1] {
+			return Diff{Name: kv[0], Mine: kv[1], Theirs: v}, true
+		}
+	}
+	return Diff{}, false
+}
