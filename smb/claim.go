@@ -43,8 +43,8 @@ type claims struct {
 	setBy   string // who fixed workers, for the refusal's message
 	// run is the job's run settings, from the first claim that had any,
 	// and runBy who that was.
-	run   runcfg.Fields
-	runBy string
+	run     runcfg.Fields
+	runBy   string
 	owner   map[int]*rpc.Conn
 	watched map[*rpc.Conn]bool
 	// ping is how often a claimant should speak: a quarter of the
