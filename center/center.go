@@ -50,6 +50,16 @@ type Center interface {
 	Leave(ctx context.Context, w int, cause error) error
 }
 
+// FinalPuller is a Center that can hand out the run's final model: the
+// center weights once no worker is present any more, so that it holds
+// every worker's last exchange. A worker process that reads the center
+// for its final test and snapshot (rank 0 over TCP, where the others are
+// processes of their own) uses it instead of an observer's Pull, which
+// would miss the exchanges of the workers still running.
+type FinalPuller interface {
+	PullFinal(ctx context.Context, dst []float32) error
+}
+
 // Observer is the worker id of a reader that takes no part in the run
 // (tests and snapshots of the center's weights): Pull accepts it and never
 // waits for a turn.

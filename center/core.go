@@ -180,6 +180,11 @@ func (c *Core) Round() int { return c.round }
 // is active (for clocked reads).
 func (c *Core) Slowest() (int, bool) { return c.ctl.Slowest() }
 
+// Idle reports whether no worker is present: every one has joined and
+// left, after finishing or gone (a worker that has not joined yet counts
+// as present).
+func (c *Core) Idle() bool { return !slices.Contains(c.ctl.Active, true) }
+
 // Finished reports whether every worker has left after finishing.
 func (c *Core) Finished() bool { return !slices.Contains(c.left, false) }
 

@@ -361,6 +361,26 @@ func (l *Local) Leave(ctx context.Context, w int, cause error) error {
 	return err
 }
 
+// PullFinal implements FinalPuller: it waits until no worker is present
+// (Core.Idle), then copies the center weights into dst as an observer's
+// Pull does.
+func (l *Local) PullFinal(ctx context.Context, dst []float32) error {
+	for {
+		l.mu.Lock()
+		idle := l.core.Idle()
+		l.mu.Unlock()
+		if idle {
+			return l.Pull(ctx, Observer, dst)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.allLeft:
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // Finished is closed once every worker has left after finishing its run;
 // a server may stop then.
 func (l *Local) Finished() <-chan struct{} { return l.allLeft }

@@ -132,6 +132,32 @@ func (c *Client) Closed(ctx context.Context, w, iter int) (int, error) {
 	return int(resp.Ints[0]), nil
 }
 
+// PullFinal implements center.FinalPuller: the server answers once no
+// worker is present, with the center weights (through the store in blob
+// store mode).
+func (c *Client) PullFinal(ctx context.Context, dst []float32) error {
+	if err := c.checkLen("final pull into a buffer", len(dst)); err != nil {
+		return err
+	}
+	req := rpc.Request{Op: opFinal, Ints: [rpc.NumInts]int64{int64(center.Observer)}}
+	if c.store != nil {
+		var resp rpc.Response
+		if err := c.call(ctx, &req, &resp); err != nil {
+			return err
+		}
+		if err := c.store.GetFloats(ctx, WeightsKey+c.suffix, dst); err != nil {
+			return fmt.Errorf("ps: getting the final center weights from %s: %w", WeightsKey+c.suffix, err)
+		}
+		c.version.Store(resp.Ints[0])
+		return nil
+	}
+	resp := rpc.Response{Data: dst[:0]}
+	if err := c.call(ctx, &req, &resp); err != nil {
+		return err
+	}
+	return c.landed(resp.Data, dst)
+}
+
 func (c *Client) checkLen(what string, n int) error {
 	if n != c.n {
 		return fmt.Errorf("ps: %s of %d values for server %s, which holds %d", what, n, c.rpc.Addr(), c.n)

@@ -201,3 +201,44 @@ func TestObserverPullAfterCancelledCall(t *testing.T) {
 		}
 	}
 }
+
+// TestPullFinalWaitsForEveryWorker: the final model is the center once no
+// worker is present: PullFinal answers only after the last worker has
+// left, with that worker's last push in it.
+func TestPullFinalWaitsForEveryWorker(t *testing.T) {
+	ctx := context.Background()
+	w0 := weights(5, 0)
+	srv, _ := serve(t, newLocal(t, 2, w0), ServerConfig{})
+	a, b, obs := dial(t, srv.Addr(), ClientConfig{}), dial(t, srv.Addr(), ClientConfig{}), dial(t, srv.Addr(), ClientConfig{})
+	for w, c := range []*Client{a, b} {
+		if _, err := c.Join(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Leave(ctx, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 5)
+	done := make(chan error, 1)
+	go func() { done <- obs.PullFinal(ctx, got) }()
+	select {
+	case err := <-done:
+		t.Fatalf("PullFinal answered (%v) while worker 1 was still present", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	delta := []float32{1, 1, 1, 1, 1}
+	if err := b.Push(ctx, 1, delta); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Leave(ctx, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i] != w0[i]+1 {
+			t.Fatalf("final weights %v, want the initial %v plus worker 1's last push", got, w0)
+		}
+	}
+}

@@ -56,6 +56,10 @@ const (
 	// opPing is a worker's heartbeat while it computes: it proves the
 	// connection's workers alive (see ServerConfig.Silence).
 	opPing = 14 // I0 = -1 → nothing
+	// opFinal is the final model (center.FinalPuller): it waits until no
+	// worker is present, then answers as an observer's opPull (or, in
+	// blob store mode, publishes and answers opVersion's I0 = version).
+	opFinal = 15 // I0 = -1 → data (store mode: I0 = version)
 )
 
 func b2i(b bool) int64 {

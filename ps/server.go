@@ -335,6 +335,25 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 		if err := s.publish(ctx); err != nil {
 			return err
 		}
+	case opFinal:
+		fp, ok := s.c.(center.FinalPuller)
+		if !ok {
+			return errors.New("ps: this server's center cannot wait for the end of the run")
+		}
+		buf := resp.Buffer(s.n)
+		if err := fp.PullFinal(ctx, buf); err != nil {
+			return err
+		}
+		if s.store == nil {
+			resp.Data = buf
+			return nil
+		}
+		s.pubMu.Lock()
+		defer s.pubMu.Unlock()
+		if err := s.publish(ctx); err != nil {
+			return err
+		}
+		resp.Ints[0] = s.version
 	case opVersion:
 		if s.store == nil {
 			return errors.New("ps: this server has no blob store")

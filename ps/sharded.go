@@ -139,6 +139,20 @@ func (s *Sharded) Pull(ctx context.Context, w int, dst []float32) error {
 	return s.each(func(_ int, c center.Center, lo, hi int) error { return c.Pull(ctx, w, dst[lo:hi]) })
 }
 
+// PullFinal implements center.FinalPuller: every shard's final weights.
+func (s *Sharded) PullFinal(ctx context.Context, dst []float32) error {
+	if err := s.checkLen("final pull into a buffer", len(dst)); err != nil {
+		return err
+	}
+	return s.each(func(_ int, c center.Center, lo, hi int) error {
+		fp, ok := c.(center.FinalPuller)
+		if !ok {
+			return fmt.Errorf("ps: shard [%d,%d) cannot wait for the end of the run", lo, hi)
+		}
+		return fp.PullFinal(ctx, dst[lo:hi])
+	})
+}
+
 // Push implements center.Center.
 func (s *Sharded) Push(ctx context.Context, w int, delta []float32) error {
 	if err := s.checkLen("push of a delta", len(delta)); err != nil {

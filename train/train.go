@@ -16,6 +16,7 @@ import (
 
 	"dsgd/accum"
 	"dsgd/caffemodel"
+	"dsgd/center"
 	"dsgd/checkpoint"
 	"dsgd/collective"
 	"dsgd/metrics"
@@ -689,7 +690,13 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 	}
 	if weights != nil && t.ranks[0].rank == 0 {
-		// The model is the center: keep it as the final weights.
+		// The model is the center: keep it as the final weights. Workers
+		// in processes of their own may still be exchanging with it:
+		// the final model waits for their last exchanges, as in one
+		// process, where every rank has finished by now.
+		if fp, ok := cen.(center.FinalPuller); ok && cfg.Group != nil {
+			weights = func(ctx context.Context, dst []float32) error { return fp.PullFinal(ctx, dst) }
+		}
 		if err := weights(ctx, t.net.Params()); err != nil {
 			return res, fmt.Errorf("train: fetching the model's final weights: %w", err)
 		}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"dsgd/checkpoint"
 )
 
 // TestTimelineOfCenterSchemeOverTCP: with a parameter-server scheme over
@@ -148,5 +150,34 @@ func TestPSRefusesMismatchedWorker(t *testing.T) {
 	w1.wait(t, 60*time.Second)
 	if w0.err != nil || w1.err != nil {
 		t.Fatalf("healthy workers failed: %v %v\n%s\n%s\nserver:\n%s", w0.err, w1.err, w0.out, w1.out, server.out)
+	}
+}
+
+// TestCenterFinalModelOverTCP: over TCP the final model (snapshot and
+// test) of a center scheme holds every worker's last exchange, as in one
+// process: easgd-rr's turns make both runs the same, bit for bit (rank 0
+// used to read the center while the others still exchanged).
+func TestCenterFinalModelOverTCP(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	final := func(prefix string, args ...string) []float32 {
+		t.Helper()
+		base := []string{"train", "--solver", "solver.prototxt", "--scheme", "easgd-rr", "--workers", "3", "--iters", "6", "--threads", "1",
+			"--test-interval", "0", "--snapshot-prefix", prefix}
+		code, out, errs := runCmd(t, dir, append(base, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errs)
+		}
+		st, err := checkpoint.Read(filepath.Join(dir, prefix+"_iter_6.dsgdsnap"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Params
+	}
+	in := final("in")
+	tcp := final("tcp", "--transport", "tcp")
+	if !bitEqual(in, tcp) {
+		t.Fatalf("the final model over TCP differs from the one in process (largest difference %.3g)", maxDiff(in, tcp))
 	}
 }
