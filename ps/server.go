@@ -195,6 +195,22 @@ func (s *Server) publish(ctx context.Context) error {
 	return nil
 }
 
+// publishFrom publishes w, a read of the center: the store's weights
+// become w's copy. s.pubMu is held.
+func (s *Server) publishFrom(ctx context.Context, w []float32) error {
+	if s.pub == nil {
+		s.pub = make([]float32, s.n)
+	}
+	copy(s.pub, w)
+	s.dirty.Store(false)
+	if err := s.store.PutFloats(ctx, WeightsKey+s.suffix, s.pub); err != nil {
+		s.dirty.Store(true)
+		return fmt.Errorf("ps: publishing the center weights under %s: %w", WeightsKey+s.suffix, err)
+	}
+	s.version++
+	return nil
+}
+
 func (s *Server) checkLen(what string, w, n int) error {
 	if n != s.n {
 		return fmt.Errorf("ps: worker %d sent %s of %d values, the server holds %d", w, what, n, s.n)
@@ -357,6 +373,28 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 	case opVersion:
 		if s.store == nil {
 			return errors.New("ps: this server has no blob store")
+		}
+		if w != center.Observer {
+			// A worker's read follows the center's rules as on the direct
+			// path: it waits for its round-robin turn and reads as of the
+			// global clock (SSP's clocked reads), and the store then holds
+			// exactly what it read: a clock moves the readable weights
+			// without a push, so the dirty flag alone would serve a stale
+			// publication.
+			buf := resp.Buffer(s.n)
+			if err := s.c.Pull(ctx, w, buf); err != nil {
+				return err
+			}
+			s.pubMu.Lock()
+			defer s.pubMu.Unlock()
+			if s.pub == nil || !slices.Equal(buf, s.pub) {
+				if err := s.publishFrom(ctx, buf); err != nil {
+					return err
+				}
+			}
+			resp.Ints[0] = s.version
+			s.stale.readBy(w)
+			return nil
 		}
 		s.pubMu.Lock()
 		defer s.pubMu.Unlock()

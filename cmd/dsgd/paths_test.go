@@ -181,3 +181,44 @@ func TestCenterFinalModelOverTCP(t *testing.T) {
 		t.Fatalf("the final model over TCP differs from the one in process (largest difference %.3g)", maxDiff(in, tcp))
 	}
 }
+
+// TestStoreKeepsTheCenterOrder: with the weights carried through Redis,
+// easgd-rr's turns and ssp --staleness 0's BSP reads hold as on the
+// direct path: the final models are the same, bit for bit (issue 27: the
+// store path let a worker pull before its turn, and served BSP reads a
+// publication older than the clock).
+func TestStoreKeepsTheCenterOrder(t *testing.T) {
+	url := startRedisServer(t)
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"easgd-rr", []string{"--scheme", "easgd-rr", "--workers", "3"}},
+		{"ssp s=0", []string{"--scheme", "ssp", "--staleness", "0", "--workers", "2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			final := func(prefix string, extra ...string) []float32 {
+				t.Helper()
+				args := append([]string{"train", "--solver", "solver.prototxt", "--iters", "8", "--threads", "1", "--transport", "tcp",
+					"--test-interval", "0", "--snapshot-prefix", prefix}, c.args...)
+				code, out, errs := runCmd(t, dir, append(args, extra...)...)
+				if code != 0 {
+					t.Fatalf("%v: exit %d\n%s\n%s", extra, code, out, errs)
+				}
+				st, err := checkpoint.Read(filepath.Join(dir, prefix+"_iter_8.dsgdsnap"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st.Params
+			}
+			direct := final("direct")
+			store := final("store", "--store", url)
+			if !bitEqual(direct, store) {
+				t.Fatalf("through Redis the final model differs from the direct path's (largest difference %.3g)", maxDiff(direct, store))
+			}
+		})
+	}
+}
