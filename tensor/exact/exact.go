@@ -51,22 +51,46 @@ func Add(acc []int64, g []float32, s float64) (clipped, bad int) {
 	bad = -1
 	acc = acc[:len(g)]
 	mb := int64(math.Float64bits(magic))
-	for i, v := range g {
-		x := float64(v) * s
-		if x > clip || x < -clip || x != x {
+	one := func(i int) {
+		x := float64(g[i]) * s
+		if !inRange(x) {
 			c, b := addSlow(&acc[i], x)
 			clipped += c
 			if b && bad < 0 {
 				bad = i
 			}
+			return
+		}
+		acc[i] += int64(math.Float64bits(x+magic)) - mb
+	}
+	i := 0
+	// Four at a time, independent chains for the out-of-order core; a
+	// group with a value out of range goes one by one.
+	for ; i+4 <= len(g); i += 4 {
+		x0, x1, x2, x3 := float64(g[i])*s, float64(g[i+1])*s, float64(g[i+2])*s, float64(g[i+3])*s
+		if !(inRange(x0) && inRange(x1) && inRange(x2) && inRange(x3)) {
+			for j := i; j < i+4; j++ {
+				one(j)
+			}
 			continue
 		}
+		a := acc[i : i+4 : i+4]
 		// |x| <= 2^50: adding 1.5·2^52 rounds x to an integer (ties to
 		// even, the FPU's rounding) held in the low mantissa bits.
-		acc[i] += int64(math.Float64bits(x+magic)) - mb
+		a[0] += int64(math.Float64bits(x0+magic)) - mb
+		a[1] += int64(math.Float64bits(x1+magic)) - mb
+		a[2] += int64(math.Float64bits(x2+magic)) - mb
+		a[3] += int64(math.Float64bits(x3+magic)) - mb
+	}
+	for ; i < len(g); i++ {
+		one(i)
 	}
 	return clipped, bad
 }
+
+// inRange reports whether x is a number of magnitude at most 2^50 (false
+// for NaN).
+func inRange(x float64) bool { return x >= -clip && x <= clip }
 
 // magic is 1.5·2^52: x+magic has the unit in its last place, for |x| < 2^51.
 const magic = 0x1.8p52
@@ -90,8 +114,13 @@ func addSlow(acc *int64, x float64) (clipped int, bad bool) {
 // acc[i] = Σ_j dst[Limbs·i+j]·2^(16j). |acc[i]| must be below 2^62.
 func Encode(dst []float32, acc []int64) {
 	dst = dst[:Limbs*len(acc)]
-	for i, v := range acc {
+	i := 0
+	for ; i+2 <= len(acc); i += 2 {
+		encodeTwo(dst[Limbs*i:Limbs*i+2*Limbs:Limbs*i+2*Limbs], acc[i], acc[i+1])
+	}
+	if i < len(acc) {
 		d := dst[Limbs*i : Limbs*i+Limbs : Limbs*i+Limbs]
+		v := acc[i]
 		d0 := int64(int16(v)) // balanced digits in [-2^15, 2^15)
 		v = (v - d0) >> 16
 		d1 := int64(int16(v))
@@ -100,6 +129,20 @@ func Encode(dst []float32, acc []int64) {
 		v = (v - d2) >> 16
 		d[0], d[1], d[2], d[3] = float32(d0), float32(d1), float32(d2), float32(v)
 	}
+}
+
+// encodeTwo is Encode of two values, interleaved for the out-of-order
+// core.
+func encodeTwo(d []float32, v, u int64) {
+	d = d[:2*Limbs:2*Limbs]
+	v0, u0 := int64(int16(v)), int64(int16(u))
+	v, u = (v-v0)>>16, (u-u0)>>16
+	v1, u1 := int64(int16(v)), int64(int16(u))
+	v, u = (v-v1)>>16, (u-u1)>>16
+	v2, u2 := int64(int16(v)), int64(int16(u))
+	v, u = (v-v2)>>16, (u-u2)>>16
+	d[0], d[1], d[2], d[3] = float32(v0), float32(v1), float32(v2), float32(v)
+	d[4], d[5], d[6], d[7] = float32(u0), float32(u1), float32(u2), float32(u)
 }
 
 // Sum returns the integer that the digits of one value, as Encode wrote
@@ -119,10 +162,23 @@ func Sum(d []float32) int64 {
 func Decode(dst, src []float32, s float64, k int) {
 	src = src[:Limbs*len(dst)]
 	f := 1 / (s * float64(k))
-	for i := range dst {
-		d := src[Limbs*i : Limbs*i+Limbs : Limbs*i+Limbs]
+	one := func(d []float32) float32 {
+		d = d[:Limbs:Limbs]
 		hi := float64(d[3])*0x1p16 + float64(d[2])
 		lo := float64(d[1])*0x1p16 + float64(d[0])
-		dst[i] = float32((hi*0x1p32 + lo) * f)
+		return float32((hi*0x1p32 + lo) * f)
+	}
+	i := 0
+	for ; i+2 <= len(dst); i += 2 {
+		d := src[Limbs*i : Limbs*i+2*Limbs : Limbs*i+2*Limbs]
+		hi0 := float64(d[3])*0x1p16 + float64(d[2])
+		lo0 := float64(d[1])*0x1p16 + float64(d[0])
+		hi1 := float64(d[7])*0x1p16 + float64(d[6])
+		lo1 := float64(d[5])*0x1p16 + float64(d[4])
+		dst[i] = float32((hi0*0x1p32 + lo0) * f)
+		dst[i+1] = float32((hi1*0x1p32 + lo1) * f)
+	}
+	for ; i < len(dst); i++ {
+		dst[i] = one(src[Limbs*i:])
 	}
 }
