@@ -134,7 +134,7 @@ func Encode(dst []float32, acc []int64) {
 // encodeTwo is Encode of two values, interleaved for the out-of-order
 // core.
 func encodeTwo(d []float32, v, u int64) {
-	d = d[:2*Limbs:2*Limbs]
+	d = d[: 2*Limbs : 2*Limbs]
 	v0, u0 := int64(int16(v)), int64(int16(u))
 	v, u = (v-v0)>>16, (u-u0)>>16
 	v1, u1 := int64(int16(v)), int64(int16(u))
