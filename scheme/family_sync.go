@@ -46,6 +46,13 @@ var syncFamily = []Info{
 	{
 		Name: "local-sgd", Paper: "Stich 2019; PyTorch's PeriodicModelAverager", Summary: "local steps, weights averaged every H = --interval iterations",
 		newRanks: func(c Config, n int) []Rank {
+			if c.AverageGrads {
+				// H = 1 with a linear solver: the gradients' mean, as
+				// sync-ring computes it (Config.AverageGrads).
+				return workers(c, n, func(c Config, _ int) Rank {
+					return &allreduceWorker{cfg: c, iter: c.StartIter, algo: AlgoRing}
+				})
+			}
 			return workers(c, n, func(c Config, _ int) Rank { return newLocalSGD(c) })
 		},
 	},

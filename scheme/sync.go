@@ -36,6 +36,15 @@ type Config struct {
 	// every reduction only adds: Grads ranges scale by it, and no Scale is
 	// emitted, the driver's Update decoding and averaging the sum.
 	GradWidth int
+	// AverageGrads makes local-sgd with an averaging period of 1 average
+	// the gradients before the update instead of the weights after it:
+	// for a solver whose step is linear in the gradient (SGD, Nesterov,
+	// without clip_gradients) the mean of the workers' weights is the
+	// same either way (each worker's momentum differs, their mean follows
+	// seq's), and the gradients' mean can be an exact sum (GradWidth), so
+	// local-sgd with H = 1 gives seq's bits like the other synchronous
+	// schemes. The driver sets it only when that holds.
+	AverageGrads bool
 
 	// Interval is how many iterations a worker of an asynchronous scheme
 	// runs between exchanges with the center: SpeeDO's S, ShmCaffe's
@@ -128,7 +137,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("scheme: interval %d is negative", c.Interval)
 	case in.Elastic && (c.Alpha < 0 || c.Alpha >= 1):
 		return fmt.Errorf("scheme: %s needs a moving rate alpha in [0,1), got %g", c.Name, c.Alpha)
-	case c.width() > 1 && !in.Exact:
+	case c.AverageGrads && (c.Name != "local-sgd" || c.Interval > 1):
+		return fmt.Errorf("scheme: averaging the gradients is local-sgd's with an averaging period of 1, not %s with interval %d", c.Name, c.Interval)
+	case c.width() > 1 && !in.Exact && !c.AverageGrads:
 		return fmt.Errorf("scheme: %s does not reduce gradients by sums alone, so it cannot carry exact sums (only %s do)", c.Name, strings.Join(exactNames(), ", "))
 	case c.Accumulate && c.Name != "overlap":
 		return fmt.Errorf("scheme: only overlap accumulates into a shared accumulator, not %s", c.Name)

@@ -31,6 +31,7 @@ func (t *Trainer) schemeConfig(start int) scheme.Config {
 	}
 	if cfg.Exact {
 		sc.GradWidth = exact.Limbs
+		sc.AverageGrads = localSGDAveragesGrads(cfg)
 	}
 	return sc
 }

@@ -6,6 +6,7 @@ import (
 
 	"dsgd/model"
 	"dsgd/nn/layers"
+	"dsgd/scheme"
 	"dsgd/tensor"
 	"dsgd/tensor/exact"
 )
@@ -166,4 +167,29 @@ func BatchCoupled(spec model.Spec) []string {
 		}
 	}
 	return out
+}
+
+// ExactCapable reports whether a run of cfg can sum its gradients exactly
+// (Config.Exact): the synchronous schemes, whose reductions only add
+// gradients (scheme.Info.Exact), and local-sgd averaging every iteration
+// with a solver whose step is linear in the gradient (SGD or Nesterov,
+// without clip_gradients), which then averages the gradients
+// (scheme.Config.AverageGrads).
+func ExactCapable(cfg Config) bool {
+	name := cfg.Scheme
+	if name == "" {
+		name = "seq"
+	}
+	in, err := scheme.Lookup(name)
+	if err != nil {
+		return false
+	}
+	return in.Exact || localSGDAveragesGrads(cfg)
+}
+
+// localSGDAveragesGrads reports whether cfg is local-sgd with H = 1 and a
+// solver linear in the gradient.
+func localSGDAveragesGrads(cfg Config) bool {
+	linear := cfg.Solver.Type == "" || cfg.Solver.Type == "SGD" || cfg.Solver.Type == "Nesterov"
+	return cfg.Scheme == "local-sgd" && cfg.Interval <= 1 && linear && cfg.Solver.ClipGradients <= 0
 }

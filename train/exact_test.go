@@ -73,6 +73,16 @@ func TestExactSchemesMatchSeqBitwise(t *testing.T) {
 		{"sync-ring", false, collective.Ring},
 		{"overlap", false, collective.Auto},
 	}
+	// local-sgd averaging every iteration with SGD is synchronous SGD:
+	// it averages the gradients, exactly.
+	for _, n := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("local-sgd/H=1/N=%d", n), func(t *testing.T) {
+			_, got, _ := runExact(t, "local-sgd", n, atom, atoms, iters, true, collective.Auto, func(c *Config) { c.Interval = 1 })
+			if !slices.Equal(got, want) {
+				t.Fatal("local-sgd with H = 1: the weights differ from seq's")
+			}
+		})
+	}
 	// With dropout, every atom's masks must not depend on its worker.
 	_, wantDrop, _ := runExact(t, "seq", 1, atom, atoms, iters, true, collective.Auto, withDropout)
 	if wantDrop[iters-1] == want[iters-1] {

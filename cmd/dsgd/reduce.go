@@ -13,25 +13,25 @@ import (
 // pass and the passes per iteration (cfg.IterSize, times the solver's
 // iter_size). It sets the header's note.
 func (f *trainFlags) exactPlan(j *job, cfg *train.Config) error {
-	in, err := scheme.Lookup(cfg.Scheme)
-	if err != nil {
+	if _, err := scheme.Lookup(cfg.Scheme); err != nil {
 		return err
 	}
+	capable := train.ExactCapable(*cfg)
 	// A resumed run's loaders skip what the iterations before read.
 	j.trainPasses = max(cfg.IterSize, 1)
 	switch *f.reduce {
 	case "fast":
-		if in.Exact {
+		if capable {
 			f.reduceNote = "dsgd: --reduce fast: float32 gradient sums, in the order the reduction takes: the weights' last bits depend on the worker count\n"
 		}
 		return nil
 	case "auto":
-		if !in.Exact {
+		if !capable {
 			return nil
 		}
 	case "exact":
-		if !in.Exact {
-			return fmt.Errorf("--reduce exact: %s does not promise seq's numbers (exact sums are for seq, sync-ps, sync-tree, sync-ring and overlap)", cfg.Scheme)
+		if !capable {
+			return fmt.Errorf("--reduce exact: %s does not promise seq's numbers (exact sums are for seq, sync-ps, sync-tree, sync-ring, overlap, and local-sgd with --interval 1 and an SGD or Nesterov solver without clip_gradients)", cfg.Scheme)
 		}
 	default:
 		return fmt.Errorf("--reduce %q: choose exact, fast or auto", *f.reduce)
@@ -80,6 +80,9 @@ func (f *trainFlags) exactPlan(j *job, cfg *train.Config) error {
 		f.reduceNote = fmt.Sprintf("dsgd: exact gradient sums (--reduce exact), each worker's batch one atom: %s, so the bits depend on the worker count\n", why)
 	default:
 		f.reduceNote = fmt.Sprintf("dsgd: exact gradient sums (--reduce exact): %d atoms of %d images per iteration, the same bits with any worker count that divides %d (--reduce fast: float32 sums, faster)\n", global/atom*iterSize, atom, global/atom)
+	}
+	if cfg.Scheme == "local-sgd" {
+		f.reduceNote += "dsgd: local-sgd averaging every iteration with a solver linear in the gradient averages the gradients before the update: the same mean weights as averaging them after, and seq's bits (--interval 2 or more averages the weights)\n"
 	}
 	return nil
 }
