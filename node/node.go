@@ -305,6 +305,11 @@ func (r *Rank) local(a scheme.Action) error {
 		r.Update(a.Iter)
 	case scheme.Copy:
 		copy(r.slice(a.R), r.slice(a.Src))
+	case scheme.Fill:
+		dst := r.slice(a.R)
+		for i := range dst {
+			dst[i] = a.Factor
+		}
 	case scheme.Axpy:
 		tensor.Axpy(a.Factor, r.slice(a.Src), r.slice(a.R))
 	case scheme.IterDone:
@@ -418,9 +423,11 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 		return answer{}, exec.Allreduce(ctx, buf, alg)
 	case scheme.Broadcast:
 		if r.Ep == nil {
-			return answer{}, nil
+			return answer{stop: a.Flag && len(buf) > 0 && buf[0] != 0}, nil
 		}
-		return answer{}, exec.Broadcast(ctx, r.groupRank(a.Group, a.Peer), buf)
+		err := exec.Broadcast(ctx, r.groupRank(a.Group, a.Peer), buf)
+		// A flag broadcast tells the ranks the root's stop decision.
+		return answer{stop: err == nil && a.Flag && len(buf) > 0 && buf[0] != 0}, err
 	case scheme.Reduce:
 		if r.Ep == nil {
 			return answer{}, nil

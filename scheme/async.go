@@ -198,6 +198,23 @@ func (w *centerWorker) iteration() {
 			w.local(Action{Op: Copy, R: aux, Src: p})
 		}
 	}
+	if w.cfg.Name == "hybrid" && w.cfg.Aligned && w.group != nil {
+		// ShmCaffe III.E for HSGD: the root learns from the center
+		// whether the run ends now and tells its group, whose other
+		// ranks do not clock there, in one flag broadcast.
+		flag := Range{Spare, 0, 1}
+		if w.talks() {
+			w.then(func() {
+				v := float32(0)
+				if w.stop {
+					v = 1
+				}
+				w.emit(Action{Op: Fill, R: flag, Factor: v})
+			})
+		}
+		w.do(Action{Op: Broadcast, R: flag, Peer: w.root, Group: w.group, Flag: true}, true)
+		w.then(func() { w.stop = w.ans.Stop })
+	}
 	w.then(func() {
 		w.emit(Action{Op: IterDone, Iter: it, Loss: w.loss})
 		w.iter++

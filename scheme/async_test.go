@@ -38,6 +38,11 @@ func atrace(acts []Action) string {
 			s += fmt.Sprintf("#%d", a.ID)
 		case Broadcast, Reduce:
 			s += fmt.Sprintf("#%d(%s,%d)", a.ID, rg(a.R), a.Peer)
+			if a.Flag {
+				s += "flag"
+			}
+		case Fill:
+			s += fmt.Sprintf("(%s=%g)", rg(a.R), a.Factor)
 		case Allreduce, Accumulate, Gather:
 			s += fmt.Sprintf("#%d(%s)", a.ID, rg(a.R))
 		}
@@ -215,6 +220,45 @@ func TestAsyncSchemesTrace(t *testing.T) {
 			},
 		},
 		{
+			// Hybrid with --finish (ShmCaffe III.E for HSGD): after its
+			// clock the root writes the center's stop decision into the
+			// flag its group broadcasts; every rank of the group stops on
+			// the same iteration.
+			name:   "hybrid aligned root",
+			cfg:    Config{Name: "hybrid", Workers: 4, Groups: 2, MaxIter: 5, Alpha: 0.5, Aligned: true, Layout: small},
+			rank:   2,
+			events: []Event{done(1), done(2), done(3), done(4), done(5), {Kind: ComputeDone}, done(6), done(7), {Kind: Done, ID: 8, Stop: true}, {Kind: Done, ID: 9, Stop: true}},
+			want: []string{
+				"join#1",
+				"pull#2(params[0:4])",
+				"broadcast#3(params[0:4],2)",
+				"pull#4(aux[0:4])",
+				"copy(delta[0:4]<-params[0:4]) axpy(delta[0:4]+=-1*aux[0:4]) scale(delta[0:4]*=0.5) axpy(params[0:4]+=-1*delta[0:4]) broadcast#5(params[0:4],2)",
+				"push#6(delta[0:4]) compute",
+				"allreduce#7(grads[0:4])",
+				"",
+				"scale(grads[0:4]*=0.5) update(0) clock#8(0,-1)",
+				"fill(spare[0:1]=1) broadcast#9(spare[0:1],2)flag",
+				"iter-done(0) leave#10",
+			},
+		},
+		{
+			// The other rank of that group never clocks: it stops when
+			// the root's flag says so.
+			name:   "hybrid aligned member",
+			cfg:    Config{Name: "hybrid", Workers: 4, Groups: 2, MaxIter: 5, Alpha: 0.5, Aligned: true, Layout: small},
+			rank:   3,
+			events: []Event{done(1), done(2), {Kind: ComputeDone}, done(3), {Kind: Done, ID: 4, Stop: true}},
+			want: []string{
+				"broadcast#1(params[0:4],2)",
+				"broadcast#2(params[0:4],2)",
+				"compute",
+				"allreduce#3(grads[0:4])",
+				"scale(grads[0:4]*=0.5) update(0) broadcast#4(spare[0:1],2)flag",
+				"iter-done(0) finish",
+			},
+		},
+		{
 			// Sync EASGD variant 3 issues the compute and the broadcast of
 			// the center together, and the reduce of the differences
 			// without waiting; the elastic step and the update wait for
@@ -366,7 +410,6 @@ func TestValidateAsync(t *testing.T) {
 		{with("ssp", func(c *Config) { c.Staleness = -1 }), "staleness"},
 		{with("async", func(c *Config) { c.Interval = -1 }), "interval -1"},
 		{with("weedout", func(c *Config) { c.Aligned = true }), "aligned"},
-		{with("hybrid", func(c *Config) { c.Aligned = true }), "aligned"},
 		// hogwild has no center to count at (it never ended), and the
 		// synchronous schemes are aligned by construction: --finish is
 		// refused rather than ignored.

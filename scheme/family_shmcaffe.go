@@ -14,7 +14,7 @@ var shmcaffeFamily = []Info{
 	},
 	{
 		Name: "hybrid", Paper: "ShmCaffe III.D", Summary: "synchronous SGD in --groups groups, SEASGD between their roots",
-		Center: GroupRoots, Elastic: true, SharedBuffers: true, AlphaPerGroup: true,
+		Center: GroupRoots, Elastic: true, SharedBuffers: true, AlphaPerGroup: true, Aligned: true,
 		check: func(c Config) error {
 			if c.Groups < 1 || c.Workers%c.Groups != 0 {
 				return fmt.Errorf("scheme: hybrid splits %d workers into %d groups; the workers must be a multiple of the groups", c.Workers, c.Groups)

@@ -123,10 +123,14 @@ const (
 	// Gather waits until every worker has accumulated R for iteration
 	// Iter and copies the sum into R (TRL Alg. 6 lines 7–10): a side op.
 	Gather
+	// Fill sets every value of R to Factor (local): hybrid's root writes
+	// its stop decision into the value its group's flag broadcast
+	// carries.
+	Fill
 )
 
 var opNames = [...]string{"compute", "allreduce", "broadcast", "send", "recv", "scale", "update", "copy", "iter-done", "finish",
-	"reduce", "axpy", "join", "pull", "push", "elastic", "round", "clock", "leave", "closed", "abort", "accumulate", "gather"}
+	"reduce", "axpy", "join", "pull", "push", "elastic", "round", "clock", "leave", "closed", "abort", "accumulate", "gather", "fill"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -179,6 +183,10 @@ type Action struct {
 	// Group, when set, runs Allreduce, Broadcast or Reduce among these
 	// ranks only (ascending; Peer is then a rank of the whole group).
 	Group []int
+	// Flag, on a Broadcast, makes its Done carry Stop when the first
+	// value of R, as broadcast, is non-zero: how a group root's stop
+	// decision reaches ranks that do not talk to the center.
+	Flag bool
 	// WatchGrads asks Compute for GradsReady events.
 	WatchGrads bool
 	// Algo picks the allreduce algorithm.

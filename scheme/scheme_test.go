@@ -24,6 +24,8 @@ func trace(acts []Action) string {
 			s += fmt.Sprintf("(%v[%d:%d]%s,%d)", a.R.Buf, a.R.Lo, a.R.Hi, add, a.Peer)
 		case Scale:
 			s += fmt.Sprintf("(%g)", a.Factor)
+		case Fill:
+			s += fmt.Sprintf("(%v[%d:%d]=%g)", a.R.Buf, a.R.Lo, a.R.Hi, a.Factor)
 		case Update, IterDone:
 			s += fmt.Sprintf("(%d)", a.Iter)
 			if a.Skipped {

@@ -120,7 +120,9 @@ func (d *driver) collective(op *commOp, now float64, fin func(answer)) {
 	op.inst = in
 	done := func() {
 		s.release(k, in)
-		fin(answer{})
+		// A flag broadcast carries the root's stop decision (hybrid's
+		// aligned termination): the value its root's Fill wrote.
+		fin(answer{stop: a.Op == scheme.Broadcast && a.Flag && s.drivers[a.Peer].flag != 0})
 	}
 	root := func() int {
 		if a.Group == nil {

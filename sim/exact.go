@@ -144,6 +144,11 @@ func (d *driver) apply(a scheme.Action) {
 		copy(d.slice(a.R), d.slice(a.Src))
 	case scheme.Axpy:
 		tensor.Axpy(a.Factor, d.slice(a.Src), d.slice(a.R))
+	case scheme.Fill:
+		dst := d.slice(a.R)
+		for i := range dst {
+			dst[i] = a.Factor
+		}
 	}
 }
 

@@ -351,6 +351,7 @@ type commOp struct {
 type driver struct {
 	s        *sim
 	rank     int
+	flag     float32 // the last Fill's value: a flag broadcast's stop decision
 	sch      scheme.Rank
 	worker   bool
 	centerID int
@@ -503,6 +504,9 @@ func (d *driver) dispatch(acts []scheme.Action, now float64) {
 			d.kick(now)
 		default:
 			c := d.local(a)
+			if a.Op == scheme.Fill {
+				d.flag = a.Factor
+			}
 			if d.s.ex != nil {
 				d.apply(a)
 			}

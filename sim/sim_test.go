@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"dsgd/center"
 	"dsgd/scheme"
 )
 
@@ -423,5 +424,20 @@ func TestOverlapAccumulatorHidesAllButLastLayer(t *testing.T) {
 	}
 	if got, want := secs(ov.Iter), compute+last+scale; !within(got, want, 0.01) {
 		t.Errorf("an iteration takes %.4g s, want the compute, conv1's adds and copy, and the mean's scaling: %.4g s", got, want)
+	}
+}
+
+// TestHybridFinishInVirtualTime: hybrid with aligned termination runs in
+// the simulator too: a straggling group stops when the first group
+// finishes (the roots' flag broadcasts carry the stop), and no rank is
+// left waiting in its group's allreduce.
+func TestHybridFinishInVirtualTime(t *testing.T) {
+	m := Layered(100_000, 10*time.Millisecond, 3)
+	m.AddRate = 1e9
+	const iters = 20
+	res := run(t, Config{Scheme: scheme.Config{Name: "hybrid", Workers: 4, Groups: 2, Alpha: 0.2}, Model: m, Network: Presets["10gbe"],
+		Iters: iters, Finish: center.FinishFirst, Straggle: &Straggler{Rank: 2, Delay: 30 * time.Millisecond}})
+	if res.Iters != iters {
+		t.Fatalf("worker 0 ran %d iterations, want %d", res.Iters, iters)
 	}
 }

@@ -305,3 +305,35 @@ func TestWeedoutCountsRounds(t *testing.T) {
 		t.Fatalf("the run reports %d iterations; the center closed %d rounds, want %d", res.Iters, res.Center.Rounds, iters)
 	}
 }
+
+// TestHybridFinishFirst: hybrid with aligned termination (ShmCaffe III.E
+// for HSGD): the group roots clock at the center and tell their groups;
+// with --finish first, a straggling group's ranks stop with the others
+// when the fast group finishes, every rank of a group on the same
+// iteration (no rank left waiting in its group's allreduce).
+func TestHybridFinishFirst(t *testing.T) {
+	const workers, iters = 4, 12
+	cfg := asyncConfig("hybrid", workers, iters)
+	cfg.Finish = center.FinishFirst
+	cfg.Straggle = &Straggler{Rank: 2, Delay: 15 * time.Millisecond} // group 1's first rank
+	var mu sync.Mutex
+	seen := map[int]int{} // rank -> iterations done
+	cfg.OnIterMetrics = func(m IterMetrics) {
+		mu.Lock()
+		seen[m.Rank] = max(seen[m.Rank], m.Iter+1)
+		mu.Unlock()
+	}
+	res, _ := runAsync(t, cfg)
+	if res.Iters > iters {
+		t.Fatalf("rank 0 ran %d iterations, past the %d of the first to finish", res.Iters, iters)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen[2] != seen[3] || seen[0] != seen[1] {
+		t.Fatalf("the ranks of a group stopped on different iterations: %v", seen)
+	}
+	if seen[2] >= iters {
+		t.Fatalf("the straggling group ran its %d iterations (%v): it did not stop with the first group", iters, seen)
+	}
+	t.Logf("iterations per rank: %v", seen)
+}
