@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"dsgd/center"
 	"dsgd/internal/runcfg"
 	"dsgd/transport"
 )
@@ -12,8 +13,12 @@ import (
 // and the schemes use tags far below it.
 const tagAgree uint32 = 0x7a9e0001
 
-// startField names the start iteration among the run's fields.
-const startField = "start iteration (--resume)"
+// startField and itersField name the start iteration and the iterations
+// among the run's fields.
+const (
+	startField = "start iteration (--resume)"
+	itersField = "--iters (max_iter)"
+)
 
 // runFields is what every rank of a multi-process group must agree on,
 // as name=value pairs named as the command's flags: the random seed
@@ -30,7 +35,7 @@ func (t *Trainer) runFields() runcfg.Fields {
 		f("batch size", t.batch),
 		f("--reduce", map[bool]string{true: "exact", false: "fast"}[c.Exact]),
 		f("passes per iteration (iter_size x atoms)", max(c.IterSize, 1)),
-		f("--iters (max_iter)", c.MaxIter),
+		f(itersField, c.MaxIter),
 		f(startField, t.start),
 		f("solver type", s.Type),
 		f("base_lr", s.BaseLR),
@@ -51,14 +56,18 @@ func (t *Trainer) runFields() runcfg.Fields {
 // JoinFields is what a worker of a center scheme tells its parameter
 // server when it joins (ps.ClientConfig.Run), and what the server checks
 // it against (ps.ServerConfig.Run): the run's fields but the start
-// iteration (a restarted worker rejoins from its own snapshot), and the
+// iteration (a restarted worker rejoins from its own snapshot) and, when
+// every worker runs its own count (--finish own), the iterations; and the
 // net's parameter layout.
 func (t *Trainer) JoinFields() string {
 	var out runcfg.Fields
 	for _, kv := range t.runFields() {
-		if kv[0] != startField {
-			out = append(out, kv)
+		// A worker may run iterations of its own (--iters) unless a
+		// finish rule counts them against the center's.
+		if kv[0] == startField || (kv[0] == itersField && t.cfg.Finish == center.FinishOwn) {
+			continue
 		}
+		out = append(out, kv)
 	}
 	out = append(out, [2]string{"net (its parameter layout)", fmt.Sprintf("%016x", t.LayoutHash())})
 	return out.String()

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"strings"
+	"syscall"
 	"time"
 
 	"dsgd/checkpoint"
@@ -40,22 +43,67 @@ func (t *Trainer) interrupted(ctx context.Context, res *Result, iter int, cause 
 	return fmt.Errorf("%w (snapshot of iteration %d written to %s%s; continue with --resume %s)", cause, iter, p, note, p)
 }
 
+// snapshotGlobs are the files a run's snapshots under prefix may be, in
+// every format: their killed writes' temporary files are what a new run
+// on the prefix removes.
+func snapshotGlobs(prefix string) []string {
+	var out []string
+	for _, ext := range []string{".dsgdsnap", ".caffemodel", ".solverstate", ".caffemodel.h5", ".solverstate.h5"} {
+		out = append(out, prefix+"_iter_*"+ext)
+	}
+	return out
+}
+
+// lockPrefix takes the snapshot prefix's lock file, PREFIX.lock, for the
+// life of the run (released by the returned function): one run writes
+// under a prefix at a time, so the temporary files a new run removes are
+// never a live run's. A prefix held by another live process is refused,
+// naming the holder; a lock file whose process died is taken over.
+func lockPrefix(prefix string) (func(), error) {
+	path := prefix + ".lock"
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("train: snapshot prefix %s: cannot open its lock file: %w", prefix, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		who := strings.TrimSpace(string(holder))
+		if who == "" {
+			who = "another process"
+		}
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("train: snapshot prefix %s is in use by a live run (%s, holding %s): two runs on one prefix would overwrite each other's snapshots; give this one another --snapshot-prefix (or \"none\")", prefix, who, path)
+		}
+		return nil, fmt.Errorf("train: snapshot prefix %s: cannot lock %s: %w", prefix, path, err)
+	}
+	host, _ := os.Hostname()
+	f.Truncate(0)
+	fmt.Fprintf(f, "pid %d on %s, since %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
 // SnapshotPath is where the snapshot of iteration iter goes.
 func SnapshotPath(prefix string, iter int) string {
 	return fmt.Sprintf("%s_iter_%d.dsgdsnap", prefix, iter)
 }
 
 func (t *Trainer) snapshot(iter int) (string, error) {
+	u := t.rank(t.updater)
+	// Every format refuses weights that have blown up: a snapshot that a
+	// later run would trust must not hold them.
+	if msg := insane(u.net); msg != "" {
+		return "", fmt.Errorf("train: %w: no snapshot of iteration %d: %s (the last good snapshot, if any, is kept; lower base_lr or check lr_policy)", ErrDiverged, iter, msg)
+	}
 	if f := t.cfg.SnapshotFormat; f == FormatCaffe || f == FormatHDF5 {
 		return t.snapshotCaffe(iter, f == FormatHDF5)
 	}
-	u := t.rank(t.updater)
 	var sb bytes.Buffer
 	if err := u.solver.WriteState(&sb); err != nil {
 		return "", fmt.Errorf("train: snapshot: solver state: %w", err)
-	}
-	if msg := insane(u.net); msg != "" {
-		return "", fmt.Errorf("train: %w: no snapshot of iteration %d: %s (the last good snapshot, if any, is kept; lower base_lr or check lr_policy)", ErrDiverged, iter, msg)
 	}
 	path := SnapshotPath(t.cfg.SnapshotPrefix, iter)
 	err := checkpoint.Write(path, checkpoint.State{Iter: iter, Layout: t.layout, Params: u.net.Params(), Solver: sb.Bytes(), Run: t.cfg.Run})

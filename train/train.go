@@ -145,13 +145,6 @@ func New(cfg Config) (*Trainer, error) {
 		if err := checkWritable(cfg.SnapshotPrefix); err != nil {
 			return nil, err
 		}
-		removed, err := checkpoint.CleanTemps(cfg.SnapshotPrefix + "_iter_*.dsgdsnap")
-		for _, p := range removed {
-			fmt.Fprintf(t.out, "dsgd: removed %s, left by a snapshot write that was killed\n", p)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("train: %w", err)
-		}
 	}
 	return t, nil
 }
@@ -408,6 +401,24 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	for _, rs := range t.ranks {
 		if rs.comp != nil {
 			rs.comp.atom = t.start * max(cfg.IterSize, 1)
+		}
+	}
+	if cfg.SnapshotPrefix != "" && t.rank(t.updater) != nil {
+		// This run writes under the prefix: hold it, then remove what
+		// killed writes left (no live run's, since none holds it).
+		unlock, err := lockPrefix(cfg.SnapshotPrefix)
+		if err != nil {
+			return res, err
+		}
+		defer unlock()
+		for _, pat := range snapshotGlobs(cfg.SnapshotPrefix) {
+			removed, err := checkpoint.CleanTemps(pat)
+			for _, p := range removed {
+				prog.Printf("dsgd: removed %s, left by a snapshot write that was killed\n", p)
+			}
+			if err != nil {
+				return res, fmt.Errorf("train: %w", err)
+			}
 		}
 	}
 	sc := t.schemeConfig(t.start)
