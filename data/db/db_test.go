@@ -4,6 +4,7 @@ package db
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -173,6 +174,46 @@ func TestCursor(t *testing.T) {
 				t.Fatalf("Open after Close: %v, same DB %v", err, d3 == d)
 			}
 			d3.Close()
+		})
+	}
+}
+
+// TestTruncatedLMDB: a data.mdb cut short (to half, or to two pages) is an
+// error naming the database and the file, not a SIGBUS inside LMDB's
+// cursor (issue 23).
+func TestTruncatedLMDB(t *testing.T) {
+	for _, cut := range []string{"half", "8KiB"} {
+		t.Run(cut, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "db")
+			w, err := Create(path, LMDB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			val := make([]byte, 3000)
+			for i := range 2000 {
+				if err := w.Put(fmt.Appendf(nil, "%08d", i), val); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(path, "data.mdb")
+			st, err := os.Stat(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size := st.Size() / 2
+			if cut == "8KiB" {
+				size = 8 << 10
+			}
+			if err := os.Truncate(file, size); err != nil {
+				t.Fatal(err)
+			}
+			err = Scan(path, LMDB, func(k, v []byte) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "truncated") {
+				t.Fatalf("scanning a truncated LMDB: %v", err)
+			}
 		})
 	}
 }

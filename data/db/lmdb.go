@@ -13,6 +13,20 @@ static int dsgd_mdb_put(MDB_txn *txn, MDB_dbi dbi, void *k, size_t kl, void *v, 
 	return mdb_put(txn, dbi, &key, &val, 0);
 }
 
+// dsgd_mdb_extent is the byte where the environment's last used page
+// ends: the data file must be at least that long, or reading it through
+// the map faults (SIGBUS) past the file's end.
+static int dsgd_mdb_extent(MDB_env *env, size_t *end) {
+	MDB_envinfo info;
+	MDB_stat st;
+	int rc = mdb_env_info(env, &info);
+	if (rc != 0) return rc;
+	rc = mdb_env_stat(env, &st);
+	if (rc != 0) return rc;
+	*end = ((size_t)info.me_last_pgno + 1) * (size_t)st.ms_psize;
+	return 0;
+}
+
 static int dsgd_mdb_seek(MDB_cursor *c, void *k, size_t kl, MDB_val *val) {
 	MDB_val key = {kl, k};
 	return mdb_cursor_get(c, &key, val, MDB_SET_KEY);
@@ -23,6 +37,7 @@ import "C"
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"unsafe"
 )
 
@@ -65,12 +80,44 @@ func openLMDBReader(path string) (handle, error) {
 			return nil, lmdbErr(path, "open", rc)
 		}
 	}
-	return &lmdbReader{path: path, env: env}, nil
+	r := &lmdbReader{path: path, env: env}
+	if err := r.checkExtent(); err != nil {
+		C.mdb_env_close(env)
+		return nil, err
+	}
+	return r, nil
+}
+
+// checkExtent refuses a data file shorter than the pages the environment
+// says it holds (a truncated copy, a disk that filled while it was
+// written): reading those pages through LMDB's map would kill the
+// process with SIGBUS instead of naming the database.
+func (r *lmdbReader) checkExtent() error {
+	var end C.size_t
+	if rc := C.dsgd_mdb_extent(r.env, &end); rc != 0 {
+		return lmdbErr(r.path, "read the environment's size", rc)
+	}
+	file := r.path
+	if st, err := os.Stat(file); err == nil && st.IsDir() {
+		file = filepath.Join(file, "data.mdb")
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		return fmt.Errorf("lmdb database %s: %w", r.path, err)
+	}
+	if st.Size() < int64(end) {
+		return fmt.Errorf("lmdb database %s: %s is truncated: %d bytes, but its pages run to byte %d (a copy cut short, or a disk that filled while it was written)", r.path, file, st.Size(), uint64(end))
+	}
+	return nil
 }
 
 func (r *lmdbReader) close() { C.mdb_env_close(r.env) }
 
 func (r *lmdbReader) cursor() (Cursor, error) {
+	// The file may have shrunk since it was opened.
+	if err := r.checkExtent(); err != nil {
+		return nil, err
+	}
 	c := &lmdbCursor{path: r.path}
 	if rc := C.mdb_txn_begin(r.env, nil, C.MDB_RDONLY, &c.txn); rc != 0 {
 		return nil, lmdbErr(r.path, "begin read transaction", rc)
