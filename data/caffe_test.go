@@ -421,9 +421,10 @@ func TestLockedLevelDB(t *testing.T) {
 	}
 	defer w.Close()
 	w.Put([]byte("k"), []byte("v"))
-	// The writer holds LevelDB's lock: a reader is refused, not hung.
+	// The writer holds LevelDB's lock and has flushed nothing: a reader
+	// is refused, not hung, and told why.
 	_, err = ReadDB(p, DBConfig{Backend: db.LevelDB})
-	if err == nil || !strings.Contains(err.Error(), "is another program using it?") || !strings.Contains(err.Error(), p) {
+	if err == nil || !strings.Contains(err.Error(), "another process holds the database") || !strings.Contains(err.Error(), p) {
 		t.Fatalf("ReadDB of a locked LevelDB: %v", err)
 	}
 }

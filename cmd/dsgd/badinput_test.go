@@ -85,7 +85,7 @@ func TestCaffeBadInput(t *testing.T) {
 	}{
 		{"missing", logreg("Data", dir+"/nope_lmdb", fx+"/test_lmdb", "LMDB"), nil, []string{"nope_lmdb", "does not exist"}},
 		{"wrong backend", logreg("Data", lv, fx+"/test_lmdb", "LMDB"), nil, []string{lv, "is a leveldb database: set backend: LEVELDB"}},
-		{"locked", logreg("Data", filepath.Join(dir, "locked_db2"), fx+"/test_lmdb", "LEVELDB"), nil, []string{"locked_db2", "is another program using it?"}},
+		{"locked", logreg("Data", filepath.Join(dir, "locked_db2"), fx+"/test_lmdb", "LEVELDB"), nil, []string{"locked_db2", "another process holds the database"}},
 		{"not datum", logreg("Data", junk, fx+"/test_lmdb", "LMDB"), nil, []string{junk, `key "00000001"`, "not a Caffe Datum"}},
 		{"shape change", logreg("Data", shapes, fx+"/test_lmdb", "LMDB"), nil, []string{shapes, `key "00000001"`, "differs from the first record's"}},
 		{"bad image", logreg("Data", badimg, fx+"/test_lmdb", "LMDB"), nil, []string{badimg, `key "00000000"`, "cannot decode image"}},

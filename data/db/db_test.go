@@ -217,3 +217,56 @@ func TestTruncatedLMDB(t *testing.T) {
 		})
 	}
 }
+
+// TestLevelDBSecondReader: LevelDB lets one process open a database (its
+// LOCK); a second reader (another rank of a job on the host) reads a
+// private mirror instead of failing with "Resource temporarily
+// unavailable", sees every record, and leaves nothing behind (issue 23).
+func TestLevelDBSecondReader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	w, err := Create(path, LevelDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	for i := range n {
+		if err := w.Put(fmt.Appendf(nil, "%08d", i), fmt.Appendf(nil, "value %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	first, err := openLevelDBReader(path) // holds the LOCK
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.close()
+	second, err := openLevelDBReader(path)
+	if err != nil {
+		t.Fatalf("a second reader: %v", err)
+	}
+	mirror := second.(*levelDBReader).mirror
+	if mirror == "" {
+		t.Fatal("the second reader took the lock the first holds")
+	}
+	c, err := second.cursor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := 0
+	for _, _, ok, err := c.First(); ok; _, _, ok, err = c.Next() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		count++
+	}
+	c.Close()
+	if count != n {
+		t.Fatalf("the mirror holds %d records, want %d", count, n)
+	}
+	second.close()
+	if _, err := os.Stat(mirror); !os.IsNotExist(err) {
+		t.Fatalf("the mirror %s is still there after close", mirror)
+	}
+}

@@ -11,6 +11,10 @@ import "C"
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"unsafe"
 )
 
@@ -40,26 +44,131 @@ func openLevelDB(path string, create bool) (*C.leveldb_t, error) {
 	var e *C.char
 	h := C.leveldb_open(opts, cpath, &e)
 	if err := takeErr(path, "open", e); err != nil {
-		return nil, fmt.Errorf("%w (is another program using it?)", err)
+		if isLockErr(err) && create {
+			return nil, fmt.Errorf("%w (is another program using it?)", err)
+		}
+		return nil, err
 	}
 	return h, nil
+}
+
+// isLockErr reports whether a LevelDB open failed on its LOCK file: held
+// by another process (a second reader: LevelDB has no shared mode), or not
+// creatable (a read-only directory).
+func isLockErr(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "LOCK") || strings.Contains(m, "lock ")
 }
 
 // levelDBReader is a LevelDB database open for reading.
 type levelDBReader struct {
 	path string
 	h    *C.leveldb_t
+	// mirror, when set, is the private copy being read (removed at
+	// close): the database's LOCK was another reader's.
+	mirror string
 }
 
 func openLevelDBReader(path string) (handle, error) {
 	h, err := openLevelDB(path, false)
-	if err != nil {
+	if err == nil {
+		return &levelDBReader{path: path, h: h}, nil
+	}
+	if !isLockErr(err) {
 		return nil, err
 	}
-	return &levelDBReader{path: path, h: h}, nil
+	// LevelDB opens a database for one process at a time (its LOCK), and
+	// needs to write that lock. Readers that cannot take it (the other
+	// ranks of a job on one host, or a read-only directory) read a
+	// private mirror instead: its table files are hard links (LevelDB
+	// never changes one once written), the rest copies.
+	mirror, merr := mirrorLevelDB(path)
+	if merr != nil {
+		return nil, fmt.Errorf("%w; and reading a private copy failed: %w", err, merr)
+	}
+	h, err2 := openLevelDB(mirror, false)
+	if err2 != nil {
+		os.RemoveAll(mirror)
+		return nil, fmt.Errorf("%w; and its private copy %s: %w", err, mirror, err2)
+	}
+	r := &levelDBReader{path: path, h: h, mirror: mirror}
+	if r.empty() {
+		// Nothing flushed yet: the holder is most likely still writing.
+		r.close()
+		return nil, fmt.Errorf("%w: another process holds the database and nothing it wrote is on disk yet (is it still being written?)", err)
+	}
+	return r, nil
 }
 
-func (r *levelDBReader) close() { C.leveldb_close(r.h) }
+// mirrorLevelDB makes a private copy of the database at path for reading:
+// a new directory (beside the database when it is writable, else in the
+// temporary directory) whose .ldb and .sst tables are hard links to the
+// database's where the file system allows, and whose other files
+// (CURRENT, MANIFEST, the log) are copies; no LOCK.
+func mirrorLevelDB(path string) (string, error) {
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(filepath.Dir(path), "."+filepath.Base(path)+".reader-*")
+	if err != nil {
+		if dir, err = os.MkdirTemp("", "dsgd-leveldb-*"); err != nil {
+			return "", err
+		}
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if name == "LOCK" || e.IsDir() {
+			continue
+		}
+		src, dst := filepath.Join(path, name), filepath.Join(dir, name)
+		if ext := filepath.Ext(name); ext == ".ldb" || ext == ".sst" {
+			if os.Link(src, dst) == nil {
+				continue
+			}
+		}
+		if err := copyFile(src, dst); err != nil {
+			os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// empty reports whether the database has no record.
+func (r *levelDBReader) empty() bool {
+	c, err := r.cursor()
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_, _, ok, _ := c.First()
+	return !ok
+}
+
+func (r *levelDBReader) close() {
+	C.leveldb_close(r.h)
+	if r.mirror != "" {
+		os.RemoveAll(r.mirror)
+	}
+}
 
 func (r *levelDBReader) cursor() (Cursor, error) {
 	ro := C.leveldb_readoptions_create()
