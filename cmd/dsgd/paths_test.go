@@ -261,3 +261,28 @@ func TestLevelDBUnderTCP(t *testing.T) {
 		t.Errorf("the readers' mirrors were left behind: %v", left)
 	}
 }
+
+// TestCenterDeathReportedAtOnce: when the launcher's parameter server dies
+// at start, the run ends at once (not after --comm-timeout) with the
+// server's own error first (issue 23: only the workers' "connection
+// refused" came, a minute later).
+func TestCenterDeathReportedAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	t0 := time.Now()
+	// --shard is the server's alone: a bad one kills it and no worker.
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--scheme", "async", "--workers", "2", "--transport", "tcp",
+		"--shard", "3/2", "--comm-timeout", "30s", "--snapshot-prefix", "none")
+	took := time.Since(t0)
+	if code == 0 {
+		t.Fatalf("exit 0\n%s\n%s", out, errs)
+	}
+	first := strings.SplitN(errs, "\n", 2)[0]
+	if !strings.Contains(first, "the center (dsgd ps") || !strings.Contains(errs, `--shard "3/2"`) {
+		t.Errorf("the server's death is not what the run reports first:\n%s", errs)
+	}
+	if took > 15*time.Second {
+		t.Errorf("the run took %v to report it, near --comm-timeout 30s", took)
+	}
+}

@@ -254,6 +254,7 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	async := centerScheme(sc.Name, sc.Workers)
 	var server *spawn.Group
 	var serverOut bytes.Buffer
+	serverCmd := "" // the center's subcommand: ps or smb
 	centerAddr := ""
 	if in := sc.Info(); in.Center != scheme.NoCenter {
 		sargs := append([]string{"ps", "--listen", addr}, base...)
@@ -266,6 +267,7 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		// workers have exited, so they can fetch the model to snapshot it.
 		so := stop
 		so.Linger = -1
+		serverCmd = sargs[0]
 		server, err = spawn.Start(context.WithoutCancel(ctx), []spawn.Proc{{Name: "the center", Args: sargs, Env: env, Stdout: &serverOut, Stderr: &serverOut}}, so)
 		if err != nil {
 			return fmt.Errorf("--transport tcp: %w", err)
@@ -302,7 +304,28 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		}
 		return fmt.Errorf("--transport tcp: %w", err)
 	}
+	// A center that dies while the workers run is reported at once, with
+	// its last words, and the workers are stopped: they could only wait
+	// for it until --comm-timeout and report "connection refused".
+	var centerFailure string
+	watched := make(chan struct{})
+	if server != nil {
+		go func() {
+			defer close(watched)
+			select {
+			case <-server.Done():
+				if ex := server.Wait(); len(ex) > 0 && ex[0].Err != nil && !ex[0].Stopped {
+					centerFailure = fmt.Sprintf("the center (dsgd %s, listening on %s) exited while the workers ran: %v%s", serverCmd, centerAddr, ex[0].Err, lastLines(serverOut.String(), 6))
+					workers.Stop()
+				}
+			case <-workers.Done():
+			}
+		}()
+	} else {
+		close(watched)
+	}
 	exits := workers.Wait()
+	<-watched
 	if server != nil {
 		select {
 		case <-server.Done():
@@ -312,6 +335,9 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		server.Wait()
 	}
 	var msgs []string
+	if centerFailure != "" {
+		msgs = append(msgs, centerFailure)
+	}
 	for r, e := range exits {
 		if e.Err == nil {
 			continue
@@ -326,6 +352,17 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		return errors.New(strings.Join(msgs, "\n"))
 	}
 	return ctx.Err()
+}
+
+// lastLines is the last n lines of out, each indented on a line of its
+// own, or "" when out is empty.
+func lastLines(out string, n int) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return ""
+	}
+	lines = lines[max(0, len(lines)-n):]
+	return "; its last output:\n    " + strings.Join(lines, "\n    ")
 }
 
 // stripFlag removes -name/--name and its value from args.
