@@ -24,7 +24,12 @@ var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 type interrupter struct {
 	mu  sync.Mutex
 	sig os.Signal // the first signal received, or nil
+	at  time.Time // when
 }
+
+// repeatWindow is how soon after the first SIGTERM another SIGTERM counts
+// as the same one delivered again rather than a request to exit at once.
+const repeatWindow = 2 * time.Second
 
 // exitCode is the conventional status for dying of sig: 128 + its number
 // (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
@@ -71,9 +76,17 @@ func (in *interrupter) watch(grace time.Duration, stderr io.Writer, exit func(in
 				in.mu.Lock()
 				first := in.sig == nil
 				if first {
-					in.sig = s
+					in.sig, in.at = s, time.Now()
 				}
+				dup := !first && s == in.sig && s == syscall.SIGTERM && time.Since(in.at) < repeatWindow
 				in.mu.Unlock()
+				if dup {
+					// The same SIGTERM delivered again: a launcher killed
+					// with -9 signals its children once per thread of
+					// its that exits (PR_SET_PDEATHSIG follows the
+					// parent thread), so it is not a second request.
+					continue
+				}
 				if !first {
 					fmt.Fprintf(stderr, "\ndsgd: second signal (%v): exiting now, without waiting for the snapshot\n", s)
 					exit(exitCode(s))
@@ -109,6 +122,13 @@ func (in *interrupter) received() os.Signal {
 // returns the process's exit status: the command's, or 128+N when a
 // signal stopped it (after it had its chance to snapshot).
 func mainStatus(args []string, stdout, stderr io.Writer) int {
+	if os.Getenv("DSGD_CHILD") == "1" {
+		// A rank or center started by dsgd's launcher writes to the
+		// launcher's pipes: if the launcher dies (kill -9), a write must
+		// fail, not kill the process with SIGPIPE before it has written
+		// its snapshot (issue 23).
+		signal.Ignore(syscall.SIGPIPE)
+	}
 	var in interrupter
 	ctx, stop := in.watch(graceFromEnv(stderr), stderr, os.Exit)
 	code := run(ctx, args, stdout, stderr)

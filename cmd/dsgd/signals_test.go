@@ -41,6 +41,35 @@ func TestInterrupterSecondSignal(t *testing.T) {
 	}
 }
 
+// TestInterrupterRepeatedSIGTERM: the same SIGTERM delivered twice at once
+// (a launcher killed with -9 signals its children once per thread of its
+// that exits) is one request to stop, not two: the run still snapshots.
+// Another signal after it exits at once.
+func TestInterrupterRepeatedSIGTERM(t *testing.T) {
+	var in interrupter
+	var code atomic.Int32
+	exited := make(chan struct{})
+	ctx, stop := in.watch(time.Minute, &bytes.Buffer{}, func(c int) { code.Store(int32(c)); close(exited) })
+	defer stop()
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	<-ctx.Done()
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case <-exited:
+		t.Fatal("a repeated SIGTERM exited at once")
+	case <-time.After(300 * time.Millisecond):
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a SIGHUP after the SIGTERM did not exit")
+	}
+	if code.Load() != 129 {
+		t.Errorf("exit status %d after SIGHUP, want 129", code.Load())
+	}
+}
+
 // TestInterrupterGrace: a process that does not stop within the grace
 // period after the first signal exits anyway.
 func TestInterrupterGrace(t *testing.T) {
