@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dsgd/caffemodel"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -51,7 +52,12 @@ func cases() []faultCase {
 		{"resume-restores-run", "--resume alone continues the snapshot's scheme, workers, iterations", 90 * time.Second, resumeRestores},
 		{"exploding-weights", "exp lr_policy gamma 1.5: no snapshot of |w| > 1e8, non-zero exit", 60 * time.Second, exploding},
 		{"test-nan-weights", "dsgd test on NaN weights fails", 60 * time.Second, testNaN},
-		{"stale-tmp", "a .tmp of a killed snapshot write is removed at start", 60 * time.Second, staleTmp},
+		{"stale-tmp", "a .tmp of a killed snapshot write (every format) is removed at start", 60 * time.Second, staleTmp},
+		{"exploding-weights-caffe", "exp lr_policy gamma 1.5, caffe format: no snapshot of |w| > 1e8, non-zero exit", 60 * time.Second, explodingIn("caffe")},
+		{"exploding-weights-hdf5", "exp lr_policy gamma 1.5, hdf5 format: no snapshot of |w| > 1e8, non-zero exit", 60 * time.Second, explodingIn("hdf5")},
+		{"two-runs-one-prefix", "a second run on a live run's snapshot prefix refused naming it; the live run's .tmp kept", 60 * time.Second, twoRunsOnePrefix},
+		{"launcher-killed", "kill -9 of a --transport tcp launcher: rank 0 still snapshots", 60 * time.Second, launcherKilled},
+		{"center-dies-at-start", "the launcher's ps dies at start: its error first, at once (not after --comm-timeout)", 60 * time.Second, centerDiesAtStart},
 		// Bad models and flags.
 		{"kernel-2^31-1", "kernel_size 2147483647: error naming the layer", 30 * time.Second, badModelLenet("kernel_size: 5", "kernel_size: 2147483647", `layer "conv1"`)},
 		{"lenet-pool1-stride-7", "LeNet pool1 stride 7: error naming the layer", 30 * time.Second, badModelLenet("    kernel_size: 2\n    stride: 2", "    kernel_size: 2\n    stride: 7", `layer "pool1"`)},
@@ -291,16 +297,119 @@ func testNaN(h *harness, dir string) string {
 
 func staleTmp(h *harness, dir string) string {
 	os.MkdirAll(filepath.Join(dir, "out"), 0o755)
-	stale := filepath.Join(dir, "out", ".tiny_iter_100.dsgdsnap.tmp123")
-	os.WriteFile(stale, []byte("half a snapshot"), 0o644)
+	var stale []string
+	for _, ext := range []string{".dsgdsnap", ".caffemodel", ".solverstate", ".caffemodel.h5", ".solverstate.h5"} {
+		p := filepath.Join(dir, "out", ".tiny_iter_100"+ext+".tmp123")
+		os.WriteFile(p, []byte("half a snapshot"), 0o644)
+		stale = append(stale, p)
+	}
 	code, out := h.dsgd(dir, 60*time.Second, args(train, "--iters", "5")...)
 	if code != 0 {
 		return lastLines(out)
 	}
-	if _, err := os.Stat(stale); err == nil {
-		return "still there"
+	for _, p := range stale {
+		if _, err := os.Stat(p); err == nil {
+			return filepath.Base(p) + " still there"
+		}
 	}
 	return ""
+}
+
+// explodingIn is exploding with the snapshots in a Caffe format.
+func explodingIn(format string) func(*harness, string) string {
+	return func(h *harness, dir string) string {
+		os.WriteFile(filepath.Join(dir, "solver.prototxt"), []byte(strings.Replace(tinySolver, `lr_policy: "fixed"`, `lr_policy: "exp" gamma: 1.5`, 1)), 0o644)
+		code, out := h.dsgd(dir, 60*time.Second, args(train, "--test-interval", "0", "--snapshot-format", format)...)
+		if code == 0 {
+			return "the run succeeded"
+		}
+		models, _ := filepath.Glob(filepath.Join(dir, "out", "*.caffemodel*"))
+		for _, m := range models {
+			n, err := caffemodel.ReadModel(m)
+			if err != nil {
+				return fmt.Sprintf("%s: %v", filepath.Base(m), err)
+			}
+			for _, l := range n.Layers {
+				for _, b := range l.Blobs {
+					for _, v := range b.Data {
+						if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e8 {
+							return fmt.Sprintf("%s holds a weight of %g", filepath.Base(m), v)
+						}
+					}
+				}
+			}
+		}
+		return crashed(out)
+	}
+}
+
+// twoRunsOnePrefix starts a second run on the snapshot prefix of a live
+// one: it must be refused naming the holder, and leave the live run's
+// in-flight temporary file alone.
+func twoRunsOnePrefix(h *harness, dir string) string {
+	first := h.start(dir, nil, args(train, "--iters", "1000000", "--test-interval", "0", "--straggle", "0:5ms")...)
+	defer first.stop()
+	lock := filepath.Join(dir, "out", "tiny.lock")
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(lock); err == nil && len(b) > 0 {
+			break
+		}
+		if time.Now().After(end) || !first.running() {
+			return "the first run took no lock: " + lastLines(first.out.String())
+		}
+	}
+	inflight := filepath.Join(dir, "out", ".tiny_iter_7.dsgdsnap.tmp99")
+	os.WriteFile(inflight, []byte("the live run's write"), 0o644)
+	code, out := h.dsgd(dir, 30*time.Second, args(train, "--iters", "5")...)
+	if code == 0 || !strings.Contains(out, "in use by a live run") || !strings.Contains(out, fmt.Sprintf("pid %d", first.cmd.Process.Pid)) {
+		return fmt.Sprintf("the second run: exit %d: %s", code, lastLines(out))
+	}
+	if _, err := os.Stat(inflight); err != nil {
+		return "the live run's temporary file was removed"
+	}
+	return crashed(out)
+}
+
+// launcherKilled kills a --transport tcp launcher with -9 while its ranks
+// train: rank 0 must still write its snapshot (it died of a second
+// SIGTERM or of SIGPIPE on the dead launcher's pipe).
+func launcherKilled(h *harness, dir string) string {
+	p := h.start(dir, nil, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "1000000", "--test-interval", "0",
+		"--transport", "tcp", "--workers", "2", "--scheme", "sync-tree")
+	defer p.stop()
+	r0, why := p.rankOnceTraining(0)
+	if why != "" {
+		return why
+	}
+	syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+	p.wait(10 * time.Second)
+	for end := time.Now().Add(30 * time.Second); syscall.Kill(r0, 0) == nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			syscall.Kill(r0, syscall.SIGKILL)
+			return "rank 0 still runs 30 s after its launcher died"
+		}
+	}
+	if snaps, _ := filepath.Glob(filepath.Join(dir, "out", "tiny_iter_*.dsgdsnap")); len(snaps) == 0 {
+		return "rank 0 wrote no snapshot"
+	}
+	return ""
+}
+
+// centerDiesAtStart gives the launcher's parameter server a bad --shard
+// (the server's alone): its death must be reported first, at once.
+func centerDiesAtStart(h *harness, dir string) string {
+	t0 := time.Now()
+	code, out := h.dsgd(dir, 45*time.Second, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "20", "--test-interval", "0",
+		"--transport", "tcp", "--workers", "2", "--scheme", "async", "--shard", "3/2", "--comm-timeout", "30s")
+	switch {
+	case code == 0:
+		return "the run succeeded"
+	case time.Since(t0) > 15*time.Second:
+		return fmt.Sprintf("took %v (--comm-timeout 30s)", time.Since(t0).Round(time.Second))
+	case !strings.Contains(out, "the center (dsgd ps") || !strings.Contains(out, "--shard"):
+		return "the server's death is not reported: " + lastLines(out)
+	}
+	return crashed(out)
 }
 
 // badModel replaces from with to in the tiny net and wants exit 1 with
