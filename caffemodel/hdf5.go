@@ -121,6 +121,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"syscall"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -171,7 +172,7 @@ func writeH5(path string, fill func(f C.hid_t) error) (err error) {
 	}
 	hdf5lock.Unlock()
 	if err != nil {
-		return fmt.Errorf("caffemodel: writing %s: %w", path, err)
+		return fmt.Errorf("caffemodel: writing %s: %w%s", path, err, diskFull(filepath.Dir(path)))
 	}
 	if err = os.Chmod(name, 0o644); err != nil {
 		return fmt.Errorf("caffemodel: writing %s: %w", path, err)
@@ -187,6 +188,22 @@ func writeH5(path string, fill func(f C.hid_t) error) (err error) {
 		return fmt.Errorf("caffemodel: writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// diskFull says why an HDF5 write most likely failed when the file system
+// of dir is (nearly) full: libhdf5's errors carry no errno, so "cannot
+// write dataset 0" would otherwise be all a user learns. "" when there is
+// room.
+func diskFull(dir string) string {
+	var st syscall.Statfs_t
+	if syscall.Statfs(dir, &st) != nil {
+		return ""
+	}
+	free := uint64(st.Bavail) * uint64(st.Bsize)
+	if free >= 1<<20 {
+		return ""
+	}
+	return fmt.Sprintf(" (no space left on device: %d bytes free on the file system of %s)", free, dir)
 }
 
 // writeBlob writes b as the float dataset name of loc, with b's shape.

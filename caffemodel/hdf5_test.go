@@ -4,8 +4,10 @@ package caffemodel
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -182,5 +184,28 @@ func TestHDF5Errors(t *testing.T) {
 		if strings.Contains(e.Name(), ".tmp") {
 			t.Errorf("temporary file %s left behind", e.Name())
 		}
+	}
+}
+
+// TestHDF5FullDisk: an HDF5 model written to a full file system fails
+// saying so ("no space left on device"), not only "cannot write dataset
+// 0", and leaves no file (issue 23).
+func TestHDF5FullDisk(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root on Linux")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s)", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	n := &Net{Name: "big", Layers: []Layer{{Name: "fc", Type: "InnerProduct", Blobs: []Blob{{Shape: []int{1024, 256}, Data: make([]float32, 1024*256)}}}}}
+	path := filepath.Join(dir, "big.caffemodel.h5")
+	err := WriteHDF5(path, n)
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("writing 1 MiB into a 256 KiB file system: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
 	}
 }
