@@ -121,9 +121,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"syscall"
 	"strconv"
 	"strings"
+	"syscall"
 	"unsafe"
 
 	"dsgd/internal/hdf5lock"

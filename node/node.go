@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -381,7 +383,11 @@ func (r *Rank) commLoop(ctx context.Context, in <-chan scheme.Action, events cha
 			r.Trace(ActionName(a), cat, t0, busy)
 		}
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("%v %v: no answer from %s within %v: %w", a.Op, a.R.Buf, stalledPeer(a, err), r.Timeout, err)
+			if cause := r.probeStalled(ctx, a, err); cause != nil {
+				err = fmt.Errorf("%v %v: %w", a.Op, a.R.Buf, cause)
+			} else {
+				err = fmt.Errorf("%v %v: no answer from %s within %v: %w", a.Op, a.R.Buf, stalledPeer(a, err), r.Timeout, err)
+			}
 		}
 		select {
 		case events <- event{ev: scheme.Event{Kind: scheme.Done, ID: a.ID, Iter: ans.iter, Dropped: ans.dropped, Stop: ans.stop}, err: err, busy: busy}:
@@ -450,6 +456,56 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 		return answer{}, nil
 	}
 	return answer{}, fmt.Errorf("node: %v is not a communication action", a.Op)
+}
+
+// tagProbe is a tag no rank sends: probeStalled receives on it only to
+// read the peer's next frame, a note or an abort.
+const tagProbe uint32 = 0x7a9e00f0
+
+// probeStalled finds whom to blame when a transfer from peer timed out: a
+// healthy peer may itself be waiting on another (a frozen rank further
+// along a ring or tree) and time out at the same moment. Every rank that
+// times out first tells all the others whom it waits on
+// (transport.Notifier: their next receive from it fails with that), then
+// waits up to half the timeout for the peer's own word. The peer's note
+// names the rank it waits on; a peer that says nothing is the one that
+// stopped. It returns the cause to report, or nil when the peer stayed
+// silent (or the transport cannot tell).
+func (r *Rank) probeStalled(ctx context.Context, a scheme.Action, err error) error {
+	var pe *transport.PeerError
+	nt, ok := r.Ep.(transport.Notifier)
+	if !ok || r.Timeout <= 0 || !errors.As(err, &pe) {
+		return nil
+	}
+	peer := pe.Rank
+	if a.Group != nil && peer >= 0 && peer < len(a.Group) {
+		peer = a.Group[peer]
+	}
+	me := r.Ep.Rank()
+	if peer < 0 || peer >= r.Ep.Size() || peer == me {
+		return nil
+	}
+	stuck := nt.Notify(fmt.Errorf("rank %d: no answer from rank %d within %v", me, peer, r.Timeout))
+	pctx, cancel := context.WithTimeout(ctx, min(r.Timeout/2, 10*time.Second))
+	defer cancel()
+	_, perr := r.Ep.RecvBytes(pctx, peer, tagProbe, 16)
+	var gone *transport.PeerError
+	switch {
+	case perr != nil && !errors.Is(perr, context.DeadlineExceeded) && errors.As(perr, &gone) && gone.Rank == peer && !midMessage(pe):
+		return fmt.Errorf("rank %d gave up waiting too: %w", peer, gone.Err)
+	case midMessage(pe) && len(stuck) > 0 && !slices.Contains(stuck, peer):
+		// The peer stalled in the middle of a message (it was sending,
+		// so alive, and held up by another), while our data to these
+		// ranks stays stuck: they are the ones that stopped.
+		return fmt.Errorf("no answer from rank %d within %v: a send to it is stuck, and rank %d stalled mid-message, waiting on it too: %w", stuck[0], r.Timeout, peer, err)
+	}
+	return nil
+}
+
+// midMessage reports whether a timeout came in the middle of a peer's
+// message: the peer was sending, so it was alive a moment ago.
+func midMessage(pe *transport.PeerError) bool {
+	return strings.Contains(pe.Err.Error(), "mid-message")
 }
 
 // gather carries out a Gather.

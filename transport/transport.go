@@ -73,6 +73,17 @@ type Stats struct {
 }
 
 // PeerError is an error caused by, or observed on, one peer.
+// Notifier is an Endpoint that can tell every peer why this rank is about
+// to fail without closing: a peer's next receive from this rank fails with
+// a PeerError carrying the reason, while this rank may still receive (to
+// learn, in turn, what its peers are waiting on). TCP endpoints are.
+type Notifier interface {
+	// Notify returns the peers it could not tell because a send to them
+	// has been stuck a while (they take no data: evidence that they
+	// stopped).
+	Notify(reason error) (stuck []int)
+}
+
 type PeerError struct {
 	Rank int
 	Err  error

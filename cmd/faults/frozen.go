@@ -60,9 +60,16 @@ func sspWorkerFrozen(h *harness, dir string) string {
 // syncRankFrozen: under sync-ring over TCP, rank 1 is frozen: rank 0's
 // collective times out (--comm-timeout 5s) with an error naming rank 1,
 // not itself.
-func syncRankFrozen(h *harness, dir string) string {
-	p := h.start(dir, nil, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "1000000", "--test-interval", "0",
-		"--transport", "tcp", "--workers", "2", "--scheme", "sync-ring", "--comm-timeout", "5s")
+func syncRankFrozen(h *harness, dir string) string { return rankFrozen(h, dir, "2") }
+
+// syncRankFrozen3 is syncRankFrozen with 3 ranks over TCP alone (no
+// shared memory): rank 0 waits on rank 2, which waits on the frozen rank
+// 1; rank 0 must name rank 1, not the healthy rank 2 (issue 23).
+func syncRankFrozen3(h *harness, dir string) string { return rankFrozen(h, dir, "3", "--shm", "off") }
+
+func rankFrozen(h *harness, dir, workers string, extra ...string) string {
+	p := h.start(dir, nil, append([]string{"train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "1000000", "--test-interval", "0",
+		"--transport", "tcp", "--workers", workers, "--scheme", "sync-ring", "--comm-timeout", "5s"}, extra...)...)
 	defer p.stop()
 	if !p.waitFor("  loss ", 40*time.Second) {
 		return "no progress: " + lastLines(p.out.String())
@@ -90,7 +97,7 @@ func syncRankFrozen(h *harness, dir string) string {
 		return "rank 0's error is not reported: " + lastLines(out)
 	}
 	msg := firstLine(out[i:])
-	if !strings.Contains(msg, "rank 1") || strings.Contains(msg, "from rank 0") || strings.Contains(msg, "with rank 0") {
+	if !strings.Contains(msg, "rank 1") || strings.Contains(msg, "from rank 0") || strings.Contains(msg, "with rank 0") || strings.Contains(msg, "from rank 2") {
 		return "rank 0's error does not name rank 1: " + msg
 	}
 	return crashed(out)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -135,6 +136,17 @@ const abortTimeout = 2 * time.Second
 // receive from this rank then fails with a PeerError carrying the reason.
 // It must not race with this endpoint's own Sends.
 func (e *endpoint) Abort(reason error) error {
+	e.Notify(reason)
+	return e.Close()
+}
+
+// Notify sends reason to every peer as a control frame, as Abort does,
+// best effort, but leaves the endpoint open: a peer's next receive from
+// this rank fails with a PeerError carrying the reason, while this rank
+// may still receive (transport.Notifier). It returns the peers it could
+// not tell because a send to them stayed stuck (they take no data). It
+// must not race with this endpoint's own Sends.
+func (e *endpoint) Notify(reason error) (stuck []int) {
 	if reason != nil && !e.closed.Load() {
 		text := reason.Error()
 		if len(text) > wire.MaxString {
@@ -142,19 +154,42 @@ func (e *endpoint) Abort(reason error) error {
 		}
 		msg, err := wire.Reject{Reason: text}.AppendBinary(nil)
 		if err == nil {
+			// Every peer at once; a connection whose send is in
+			// progress gets a moment to finish it (a send stuck on a
+			// frozen peer does not, and that peer is skipped).
+			var wg sync.WaitGroup
+			var mu sync.Mutex
 			for _, p := range e.peers {
-				if p == nil || !p.tx.busy.CompareAndSwap(false, true) {
+				if p == nil {
 					continue
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
-				p.send(ctx, wire.KindControl, 0, msg, nil) // best effort: the peer may be gone
-				cancel()
-				p.tx.busy.Store(false)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for end := time.Now().Add(notifyWait); !p.tx.busy.CompareAndSwap(false, true); time.Sleep(5 * time.Millisecond) {
+						if time.Now().After(end) {
+							mu.Lock()
+							stuck = append(stuck, p.rank)
+							mu.Unlock()
+							return
+						}
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
+					p.send(ctx, wire.KindControl, 0, msg, nil) // best effort: the peer may be gone
+					cancel()
+					p.tx.busy.Store(false)
+				}()
 			}
+			wg.Wait()
 		}
 	}
-	return e.Close()
+	slices.Sort(stuck)
+	return stuck
 }
+
+// notifyWait is how long Notify waits for a send in progress on a
+// connection before it skips that peer.
+const notifyWait = time.Second
 
 func (e *endpoint) peer(r int) *peer {
 	transport.CheckPeer(e.rank, e.size, r)
