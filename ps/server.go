@@ -385,8 +385,14 @@ func (s *Server) handle(ctx context.Context, req *rpc.Request, resp *rpc.Respons
 			if err := s.c.Pull(ctx, w, buf); err != nil {
 				return err
 			}
+			// The gated read has waited; what is readable now (under the
+			// publication lock, so no newer publication is rolled back)
+			// is what the worker reads.
 			s.pubMu.Lock()
 			defer s.pubMu.Unlock()
+			if err := s.c.Pull(ctx, center.Observer, buf); err != nil {
+				return err
+			}
 			if s.pub == nil || !slices.Equal(buf, s.pub) {
 				if err := s.publishFrom(ctx, buf); err != nil {
 					return err
