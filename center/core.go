@@ -180,10 +180,17 @@ func (c *Core) Round() int { return c.round }
 // is active (for clocked reads).
 func (c *Core) Slowest() (int, bool) { return c.ctl.Slowest() }
 
-// Idle reports whether no worker is present: every one has joined and
-// left, after finishing or gone (a worker that has not joined yet counts
-// as present).
-func (c *Core) Idle() bool { return !slices.Contains(c.ctl.Active, true) }
+// Idle reports whether no worker that joined is still present: each has
+// left, after finishing or gone. A worker that never joined (refused at
+// the door, or not started) does not hold it up.
+func (c *Core) Idle() bool {
+	for w, a := range c.ctl.Active {
+		if a && c.joined[w] {
+			return false
+		}
+	}
+	return true
+}
 
 // Finished reports whether every worker has left after finishing.
 func (c *Core) Finished() bool { return !slices.Contains(c.left, false) }

@@ -35,7 +35,7 @@ func cases() []faultCase {
 		{"smb-preauth-flood", "2000 pre-auth 200 KiB hellos: smb grows < 100 MB and serves", 60 * time.Second, smbFlood},
 		{"ps-duplicate-rank", "ps: a second live rank 1 and a rank of another world size refused naming both; a killed rank rejoins", 90 * time.Second, rankClaims("async", false)},
 		{"smb-duplicate-rank", "smb: a second live rank 1 and a rank of another world size refused naming both; a killed rank rejoins", 90 * time.Second, rankClaims("seasgd", true)},
-		{"async-worker-diverges", "a worker's 1e30 push refused by --max-update-norm naming worker 2; the others finish", 90 * time.Second, divergingWorker},
+		{"async-worker-diverges", "a worker with base_lr 1e30 refused at join (or its push by --max-update-norm), naming worker 2; the others finish", 90 * time.Second, divergingWorker},
 		{"redis-two-jobs", "a second job's ps on one Redis refused naming the first; accepted once the first ended", 60 * time.Second, redisTwoJobs},
 		{"rendezvous-strangers", "60 16 MiB hellos, 200 silent sockets: rank 0 grows < 30 MB, the group forms", 60 * time.Second, rendezvousStrangers},
 		// Launcher and snapshots.
