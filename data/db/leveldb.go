@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unsafe"
 )
 
@@ -82,14 +83,25 @@ func openLevelDBReader(path string) (handle, error) {
 	// ranks of a job on one host, or a read-only directory) read a
 	// private mirror instead: its table files are hard links (LevelDB
 	// never changes one once written), the rest copies.
-	mirror, merr := mirrorLevelDB(path)
-	if merr != nil {
-		return nil, fmt.Errorf("%w; and reading a private copy failed: %w", err, merr)
-	}
-	h, err2 := openLevelDB(mirror, false)
-	if err2 != nil {
-		os.RemoveAll(mirror)
-		return nil, fmt.Errorf("%w; and its private copy %s: %w", err, mirror, err2)
+	// The holder may be rewriting CURRENT and the MANIFEST as it opens
+	// (LevelDB recovers its log into a table at open): a copy taken
+	// meanwhile can be inconsistent, so a failed copy is taken again.
+	var mirror string
+	for try := 0; ; try++ {
+		m, merr := mirrorLevelDB(path)
+		if merr == nil {
+			var err2 error
+			if h, err2 = openLevelDB(m, false); err2 == nil {
+				mirror = m
+				break
+			}
+			os.RemoveAll(m)
+			merr = err2
+		}
+		if try == 9 {
+			return nil, fmt.Errorf("%w; and reading a private copy failed: %w", err, merr)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	r := &levelDBReader{path: path, h: h, mirror: mirror}
 	if r.empty() {
