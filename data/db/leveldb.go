@@ -81,8 +81,7 @@ func openLevelDBReader(path string) (handle, error) {
 	// LevelDB opens a database for one process at a time (its LOCK), and
 	// needs to write that lock. Readers that cannot take it (the other
 	// ranks of a job on one host, or a read-only directory) read a
-	// private mirror instead: its table files are hard links (LevelDB
-	// never changes one once written), the rest copies.
+	// private copy instead.
 	// The holder may be rewriting CURRENT and the MANIFEST as it opens
 	// (LevelDB recovers its log into a table at open): a copy taken
 	// meanwhile can be inconsistent, so a failed copy is taken again.
@@ -114,9 +113,7 @@ func openLevelDBReader(path string) (handle, error) {
 
 // mirrorLevelDB makes a private copy of the database at path for reading:
 // a new directory (beside the database when it is writable, else in the
-// temporary directory) whose .ldb and .sst tables are hard links to the
-// database's where the file system allows, and whose other files
-// (CURRENT, MANIFEST, the log) are copies; no LOCK.
+// temporary directory) holding copies of its files, but its LOCK.
 func mirrorLevelDB(path string) (string, error) {
 	ents, err := os.ReadDir(path)
 	if err != nil {
@@ -133,12 +130,10 @@ func mirrorLevelDB(path string) (string, error) {
 		if name == "LOCK" || e.IsDir() {
 			continue
 		}
+		// Copies, not hard links: a linked table shares its inode with
+		// the holder's map, and the copy's own LevelDB must never be
+		// able to touch it (a SIGBUS in the holder was seen with links).
 		src, dst := filepath.Join(path, name), filepath.Join(dir, name)
-		if ext := filepath.Ext(name); ext == ".ldb" || ext == ".sst" {
-			if os.Link(src, dst) == nil {
-				continue
-			}
-		}
 		if err := copyFile(src, dst); err != nil {
 			os.RemoveAll(dir)
 			return "", err
