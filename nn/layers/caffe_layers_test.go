@@ -238,6 +238,32 @@ func TestBilinearFiller(t *testing.T) {
 		}
 	}
 	assertClose(t, "bilinear", b.Data, want, 1e-7)
+	// BilinearFillerTest.TestFillOdd/TestFillEven (Caffe master): every
+	// tap of an n×n kernel is (1-|x/f-c|)(1-|y/f-c|) with f = ceil(n/2),
+	// c = (n-1)/(2f). For n = 7 the corner is 1/16 (Caffe 1.0 gave 1/64).
+	for _, tc := range []struct {
+		name string
+		n    int
+	}{{"BilinearFillerTest.TestFillOdd", 7}, {"BilinearFillerTest.TestFillEven", 6}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tensor.NewBlob("w", 10, 2, tc.n, tc.n)
+			Filler{Type: FillBilinear}.Fill(b, nil)
+			f := math.Ceil(float64(tc.n) / 2)
+			c := float64(tc.n-1) / (2 * f)
+			inner := tc.n * tc.n
+			for i, got := range b.Data {
+				j := i % inner
+				x, y := float64(j%tc.n), float64(j/tc.n)
+				want := (1 - math.Abs(x/f-c)) * (1 - math.Abs(y/f-c))
+				if math.Abs(float64(got)-want) > 1e-6 {
+					t.Fatalf("tap %d (y %v, x %v): got %v, want %v", i, y, x, got, want)
+				}
+			}
+			if tc.n == 7 && math.Abs(float64(b.Data[0])-0.0625) > 1e-7 {
+				t.Fatalf("7x7 corner %v, want 0.0625", b.Data[0])
+			}
+		})
+	}
 }
 
 func TestCaffeLayersInPlace(t *testing.T) {

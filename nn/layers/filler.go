@@ -128,16 +128,19 @@ func (f Filler) Fill(b *tensor.Blob, r *rand.Rand) {
 }
 
 // fillBilinear writes bilinear-upsampling weights into every kh×kw plane
-// of b, as Caffe's BilinearFiller: with f = ceil(kw/2) and c = (2f − 1 −
-// f mod 2)/(2f), tap (y, x) is (1 − |x/f − c|)·(1 − |y/f − c|). A blob
-// with fewer than 2 axes is filled as one row.
+// of b, as Caffe's BilinearFiller (master, since 2017): with f = ceil(kw/2)
+// and c = (kw − 1)/(2f), tap (y, x) is (1 − |x/f − c|)·(1 − |y/f − c|).
+// Caffe 1.0 used c = (2f − 1 − f mod 2)/(2f), which differs for odd
+// kernels; the two agree on the even kernels of upsampling by an integer
+// factor (kernel 2·factor − factor mod 2 is even for every even factor).
+// A blob with fewer than 2 axes is filled as one row.
 func fillBilinear(b *tensor.Blob) {
 	kh, kw := 1, b.Count()
 	if n := len(b.Shape); n >= 2 {
 		kh, kw = b.Shape[n-2], b.Shape[n-1]
 	}
 	f := math.Ceil(float64(kw) / 2)
-	c := (2*f - 1 - math.Mod(f, 2)) / (2 * f)
+	c := float64(kw-1) / (2 * f)
 	for i := range b.Data {
 		x, y := float64(i%kw), float64((i/kw)%kh)
 		b.Data[i] = float32((1 - math.Abs(x/f-c)) * (1 - math.Abs(y/f-c)))
