@@ -225,12 +225,6 @@ func validateSolver(d *decoder, r *reader, s *SolverDef) {
 		d.failf(at("rms_decay"), "rms_decay in solver: must be in [0, 1), got %g", c.RMSDecay)
 	case c.Delta <= 0:
 		d.failf(at("delta"), "delta in solver: must be > 0, got %g", c.Delta)
-	case c.Type == "AdaDelta" && c.Momentum == 0 && !r.has("momentum"):
-		typePos := at("type")
-		if !r.has("type") {
-			typePos = at("solver_type")
-		}
-		d.failf(typePos, "solver: type \"AdaDelta\" needs momentum (its decay rate, typically 0.95)")
 	case c.Momentum != 0 && (c.Type == "AdaGrad" || c.Type == "RMSProp"):
 		d.failf(at("momentum"), "momentum in solver: type %q takes no momentum (got %g), as in Caffe", c.Type, c.Momentum)
 	case c.Gamma < 0:
@@ -249,6 +243,15 @@ func validateSolver(d *decoder, r *reader, s *SolverDef) {
 	}
 	if d.err != nil {
 		return
+	}
+	if c.Type == "AdaDelta" && !r.has("momentum") {
+		// Caffe's default momentum is 0, and Caffe runs AdaDelta with it:
+		// the running averages then hold only the last iteration.
+		pos := at("type")
+		if !r.has("type") {
+			pos = at("solver_type")
+		}
+		d.warnings = append(d.warnings, warning{pos, fmt.Sprintf("%s: solver type \"AdaDelta\" without momentum: its decay rate is Caffe's default 0, so its running averages keep only the last iteration (AdaDelta's paper uses 0.95)", pos)})
 	}
 	policy := fmt.Sprintf("lr_policy %q", c.LRPolicy)
 	switch c.LRPolicy {

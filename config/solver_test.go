@@ -124,6 +124,14 @@ func TestSolverFields(t *testing.T) {
 			func(s *SolverDef) bool {
 				return len(s.Warnings) == 1 && strings.Contains(s.Warnings[0], "ignoring layer_wise_reduce")
 			}},
+		// Caffe's default momentum 0 holds for AdaDelta too: accepted, with a
+		// warning that names the type's line.
+		{"adadelta without momentum", `base_lr: 1 lr_policy: "fixed"
+type: "AdaDelta"`,
+			func(s *SolverDef) bool {
+				return s.Solver.Type == "AdaDelta" && s.Solver.Momentum == 0 && len(s.Warnings) == 1 &&
+					strings.HasPrefix(s.Warnings[0], "dir/s.prototxt:2:7: solver type \"AdaDelta\" without momentum")
+			}},
 		{"no net", `base_lr: 1 lr_policy: "fixed"`,
 			func(s *SolverDef) bool { return s.Net == "" && s.RandomSeed == -1 && s.Solver.Type == "SGD" }},
 	}
@@ -169,7 +177,6 @@ func TestSolverErrors(t *testing.T) {
 		{"delta", ok + "delta: 0", "s.prototxt:1:40: delta in solver: must be > 0"},
 		{"regularization", ok + `regularization_type: "L3"`, `s.prototxt:1:54: regularization_type in solver: unknown value "L3"`},
 		{"type", ok + `type: "sgd"`, `s.prototxt:1:39: type in solver: unknown solver type "sgd"`},
-		{"adadelta without momentum", ok + `type: "AdaDelta"`, `s.prototxt:1:39: solver: type "AdaDelta" needs momentum`},
 		{"both types", ok + `type: "SGD" solver_type: SGD`, `s.prototxt:1:45: solver gives both type and the legacy solver_type`},
 		{"solver_type unknown", ok + `solver_type: FOO`, `s.prototxt:1:46: solver_type in solver: unknown value FOO`},
 		{"iter_size 0", ok + "iter_size: 0", "s.prototxt:1:44: iter_size in solver: must be at least 1, got 0"},
