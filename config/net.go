@@ -31,6 +31,9 @@ type NetDef struct {
 	// State is the net's own state field: stages and level used when the
 	// solver and the command give none.
 	State NetState
+	// ForceBackward is the net's force_backward: every layer computes its
+	// gradients, whether or not they reach a loss.
+	ForceBackward bool
 }
 
 // LayerDef is one layer definition of a NetDef. Exactly one of Compute and
@@ -184,12 +187,8 @@ func parseNetMsg(filename string, msg *prototxt.Message) (*NetDef, error) {
 		n.State = NetState{Level: sr.int("level", 0, -maxI32, maxI32), Stages: sr.strs("stage")}
 		sr.finish()
 	}
-	if f := r.one("force_backward"); f != nil && r.boolValue(f) && r.ok() {
-		// What Caffe computes beyond the need is never used by an update:
-		// training is the same; only dsgd time on a net without a loss
-		// then times no backward pass where caffe time would.
-		r.d.warnings = append(r.d.warnings, warning{f.Pos, fmt.Sprintf("%s: ignoring force_backward in net: dsgd computes "+
-			"gradients only where they reach a loss (training is unchanged; dsgd time shows no backward pass for a net without a loss)", f.Pos)})
+	if f := r.one("force_backward"); f != nil {
+		n.ForceBackward = r.boolValue(f)
 	}
 	for _, f := range r.all("layer") {
 		if !r.ok() {
@@ -407,10 +406,14 @@ func decodeParams(r *reader) []model.ParamSpec {
 		pr := r.d.reader(m, "param of "+r.ctx)
 		p := model.ParamSpec{
 			Name:      pr.str("name", ""),
+			LRSet:     pr.has("lr_mult"),
+			DecaySet:  pr.has("decay_mult"),
 			LRMult:    pr.float32("lr_mult", 1),
 			DecayMult: pr.float32("decay_mult", 1),
 		}
-		pr.unsupported("share_mode", "params with the same name are always shared strictly")
+		if f := pr.one("share_mode"); f != nil {
+			p.Permissive = pr.enumValue(f, "STRICT", "PERMISSIVE") == 1
+		}
 		pr.finish()
 		out = append(out, p)
 	}
@@ -546,7 +549,7 @@ func (n *NetDef) Phase(p layers.Phase) (*PhaseNet, error) { return n.PhaseState(
 // PhaseState is Phase with the stages and level of st (Caffe's NetState)
 // also selecting layers.
 func (n *NetDef) PhaseState(p layers.Phase, st NetState) (*PhaseNet, error) {
-	pn := &PhaseNet{Phase: p, Spec: model.Spec{Name: n.Name}}
+	pn := &PhaseNet{Phase: p, Spec: model.Spec{Name: n.Name, ForceBackward: n.ForceBackward}}
 	blobs := map[string]bool{}
 	own := map[string]bool{} // the current layer's tops
 	for _, l := range n.Layers {

@@ -27,7 +27,7 @@ func gaussian(std float32) layers.Filler {
 
 // lrMults is the param { lr_mult: 1 } param { lr_mult: 2 } of Caffe's
 // examples.
-var lrMults = []model.ParamSpec{{LRMult: 1, DecayMult: 1}, {LRMult: 2, DecayMult: 1}}
+var lrMults = []model.ParamSpec{{LRMult: 1, DecayMult: 1, LRSet: true}, {LRMult: 2, DecayMult: 1, LRSet: true}}
 
 func mustPhase(t *testing.T, n *NetDef, p layers.Phase) *PhaseNet {
 	t.Helper()
@@ -281,7 +281,7 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
 	}
 	pn := mustPhase(t, n, layers.Test)
 	ip, loss := pn.Spec.Layers[0], pn.Spec.Layers[1]
-	wantParams := []model.ParamSpec{{Name: "w", LRMult: 0.5, DecayMult: 1}, {LRMult: 1, DecayMult: 0}}
+	wantParams := []model.ParamSpec{{Name: "w", LRMult: 0.5, DecayMult: 1, LRSet: true}, {LRMult: 1, DecayMult: 0, DecaySet: true}}
 	if !reflect.DeepEqual(ip.Params, wantParams) || ip.Pos != "f.prototxt:7:1" {
 		t.Errorf("ip = %+v", ip)
 	}
@@ -489,8 +489,8 @@ func TestNetErrors(t *testing.T) {
 			"f.prototxt:7:76: phase in include of layer 'r': unknown value VAL; expected one of TRAIN, TEST"},
 		{"include and exclude", net(`layer { name: "r" type: "ReLU" bottom: "data" top: "data"
   include { phase: TRAIN } exclude { phase: TEST } }`), "f.prototxt:7:1: layer 'r' has both include and exclude rules"},
-		{"share_mode", net(`layer { name: "r" type: "Scale" bottom: "data" top: "data" param { share_mode: PERMISSIVE } }`),
-			"f.prototxt:7:68: unsupported field 'share_mode' in param of layer 'r'"},
+		{"share_mode", net(`layer { name: "r" type: "Scale" bottom: "data" top: "data" param { share_mode: LOOSE } }`),
+			"f.prototxt:7:80: share_mode in param of layer 'r': unknown value LOOSE; expected one of STRICT, PERMISSIVE"},
 		{"lr_mult string", net(`layer { name: "r" type: "Scale" bottom: "data" top: "data" param { lr_mult: "1" } }`),
 			`f.prototxt:7:77: lr_mult in param of layer 'r': expected a number, found string "1"`},
 		{"loss_weight count", net(`layer { name: "l" type: "SoftmaxWithLoss" bottom: "data" bottom: "label" top: "l"

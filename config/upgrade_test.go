@@ -44,7 +44,7 @@ func TestV1CaffeNet(t *testing.T) {
 	conv2 := findLayer(t, train.Spec, "conv2")
 	want := model.LayerSpec{
 		Name: "conv2", Bottom: []string{"norm1"}, Top: []string{"conv2"},
-		Params: []model.ParamSpec{{LRMult: 1, DecayMult: 1}, {LRMult: 2, DecayMult: 0}},
+		Params: []model.ParamSpec{{LRMult: 1, DecayMult: 1, LRSet: true, DecaySet: true}, {LRMult: 2, DecayMult: 0, LRSet: true, DecaySet: true}},
 		Config: &layers.ConvolutionConfig{NumOutput: 256, KernelH: 5, KernelW: 5, StrideH: 1, StrideW: 1, PadH: 2, PadW: 2,
 			Group: 2, BiasTerm: true, WeightFiller: gaussian(0.01), BiasFiller: constant(1)},
 		Pos: conv2.Pos,
@@ -222,13 +222,20 @@ layer { name: "c" type: "AbsVal" bottom: "a" top: "c" include { stage: "x" stage
 	}
 }
 
-func TestForceBackwardWarns(t *testing.T) {
+func TestForceBackward(t *testing.T) {
 	n, err := ParseNet("f.prototxt", []byte("force_backward: true\ninput: \"x\" input_dim: [1, 1, 1, 1]"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(n.Warnings) != 1 || !strings.HasPrefix(n.Warnings[0], "f.prototxt:1:1: ignoring force_backward") {
-		t.Errorf("Warnings %q", n.Warnings)
+	if len(n.Warnings) != 0 || !n.ForceBackward {
+		t.Errorf("Warnings %q, ForceBackward %v", n.Warnings, n.ForceBackward)
+	}
+	pn, err := n.Phase(layers.Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pn.Spec.ForceBackward {
+		t.Error("the phase's Spec lost force_backward")
 	}
 	if _, err := ParseNet("f.prototxt", []byte("force_backward: 3")); err == nil {
 		t.Error("force_backward: 3 accepted")

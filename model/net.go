@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +63,9 @@ type node struct {
 	bottom   []*tensor.Blob
 	top      []*tensor.Blob
 	propDown []bool
+	// learn holds, per param, whether the layer computes its gradient
+	// (Caffe's param_propagate_down: lr_mult != 0, or force_backward).
+	learn    []bool
 	backward bool  // the layer runs Backward
 	blocks   []int // owned blocks whose gradients are final after this layer
 	// lossAdds are loss weights of this layer's tops that readers
@@ -91,7 +95,7 @@ type Net struct {
 	phase   layers.Phase
 	nodes   []*node
 	splits  map[int][]split // node index -> splits to run before its Backward
-	inputSp []split         // splits on input blobs (never summed: inputs take no gradient)
+	inputSp []split         // splits on input blobs that several readers propagate into (propagate_down, force_backward)
 	blobs   map[string]*tensor.Blob
 	inputs  []*tensor.Blob
 	order   []string // blob names in creation order, for diagnostics
@@ -114,6 +118,8 @@ type Net struct {
 	byLayer map[string][]int
 	// pool runs the layers' parallel loops (Pool).
 	pool *tensor.Pool
+	// force is the spec's ForceBackward.
+	force bool
 	// bytes estimates the net's memory: its blobs (data and diff), and
 	// its parameters with their gradients and a solver's history.
 	bytes float64
@@ -147,6 +153,7 @@ func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (
 		hook:    opt.OnGradReady,
 		byLayer: map[string][]int{},
 		seed:    opt.Seed,
+		force:   spec.ForceBackward,
 	}
 	for _, name := range spec.Inputs {
 		shape, ok := inputs[name]
@@ -299,7 +306,8 @@ func (n *Net) layoutParams(opt Options) error {
 		p         layers.Param
 	}
 	var refs []ref
-	shared := map[string]int{} // param name -> block
+	shared := map[string]int{}     // param name -> block
+	ownSpec := map[int]ParamSpec{} // block -> its ParamSpec as the sharers amended it
 	users := map[int]int{}     // block -> lowest node index using it
 	total := 0
 	for i, nd := range n.nodes {
@@ -312,13 +320,34 @@ func (n *Net) layoutParams(opt Options) error {
 				ps = nd.spec.Params[j]
 			}
 			if p.Frozen {
-				ps.LRMult, ps.DecayMult = 0, 0
+				ps.LRMult, ps.DecayMult, ps.LRSet, ps.DecaySet = 0, 0, false, false
 			}
+			nd.learn = append(nd.learn, ps.LRMult != 0 || (n.force && !p.Frozen))
 			if ps.Name != "" {
 				if bi, ok := shared[ps.Name]; ok {
-					if !n.blocks[bi].Shape.Equal(p.Blob.Shape) {
-						return fmt.Errorf("model: %s: shared param %q has shape %v here but %v in layer %q", layerWhere(nd.spec), ps.Name, p.Blob.Shape, n.blocks[bi].Shape, n.blocks[bi].Layer)
+					b := &n.blocks[bi]
+					switch {
+					case ps.Permissive && b.Len() != p.Blob.Count():
+						return fmt.Errorf("model: %s: shared param %q (share_mode PERMISSIVE) has %d values here (shape %v) but %d in layer %q (shape %v)", layerWhere(nd.spec), ps.Name, p.Blob.Count(), p.Blob.Shape, b.Len(), b.Layer, b.Shape)
+					case !ps.Permissive && !b.Shape.Equal(p.Blob.Shape):
+						return fmt.Errorf("model: %s: shared param %q has shape %v here but %v in layer %q (share_mode PERMISSIVE shares params of equal count)", layerWhere(nd.spec), ps.Name, p.Blob.Shape, b.Shape, b.Layer)
 					}
+					// Caffe: the first lr_mult and decay_mult given for a
+					// shared param hold, and a second one must agree.
+					o := ownSpec[bi]
+					if ps.LRSet && o.LRSet && ps.LRMult != o.LRMult {
+						return fmt.Errorf("model: %s: shared param %q has lr_mult %g here but %g in layer %q", layerWhere(nd.spec), ps.Name, ps.LRMult, o.LRMult, b.Layer)
+					}
+					if ps.DecaySet && o.DecaySet && ps.DecayMult != o.DecayMult {
+						return fmt.Errorf("model: %s: shared param %q has decay_mult %g here but %g in layer %q", layerWhere(nd.spec), ps.Name, ps.DecayMult, o.DecayMult, b.Layer)
+					}
+					if ps.LRSet && !o.LRSet && !p.Frozen {
+						b.LRMult, o.LRSet, o.LRMult = ps.LRMult, true, ps.LRMult
+					}
+					if ps.DecaySet && !o.DecaySet && !p.Frozen {
+						b.DecayMult, o.DecaySet, o.DecayMult = ps.DecayMult, true, ps.DecayMult
+					}
+					ownSpec[bi] = o
 					refs = append(refs, ref{i, bi, p})
 					n.byLayer[nd.spec.Name] = append(n.byLayer[nd.spec.Name], bi)
 					users[bi] = min(users[bi], i)
@@ -331,6 +360,7 @@ func (n *Net) layoutParams(opt Options) error {
 				shared[ps.Name] = len(n.blocks)
 			}
 			bi := len(n.blocks)
+			ownSpec[bi] = ps
 			n.blocks = append(n.blocks, Block{Name: name, Layer: nd.spec.Name, Shape: p.Blob.Shape.Clone(), Off: total, LRMult: ps.LRMult, DecayMult: ps.DecayMult})
 			total += p.Blob.Count()
 			refs = append(refs, ref{i, bi, p})
@@ -412,33 +442,53 @@ func (n *Net) planBackward() error {
 	// that has learnable params or reads a blob that needs one. Both
 	// sweeps track blob versions: a layer computing in place starts a new
 	// version of its bottom, whose needs are its own.
+	//
+	// As in Caffe, an explicit propagate_down overrides the need either
+	// way, but only in a layer that runs Backward anyway (it reads a blob
+	// that needs a gradient, or learns a param); force_backward makes
+	// every layer run Backward and every bottom the layer can
+	// differentiate take a gradient.
 	needs := map[*tensor.Blob]bool{}
 	for _, nd := range n.nodes {
-		learn := false
-		for _, bi := range n.byLayer[nd.spec.Name] {
-			if n.blocks[bi].LRMult != 0 {
-				learn = true
+		if nd.learn == nil {
+			nd.learn = make([]bool, len(nd.layer.Params()))
+		}
+		if pp, ok := nd.layer.(layers.ParamPropagator); ok {
+			pp.SetParamPropagate(nd.learn)
+		}
+		blocker, _ := nd.layer.(layers.GradientBlocker)
+		learn := slices.Contains(nd.learn, true)
+		nd.propDown = make([]bool, len(nd.bottom))
+		need := learn
+		for i, b := range nd.bottom {
+			need = need || needs[b]
+			allowed := blocker == nil || blocker.AllowBackward(i)
+			nd.propDown[i] = needs[b] && allowed
+			if n.force && allowed {
+				nd.propDown[i] = true
+			}
+			if i < len(nd.spec.PropagateDown) {
+				if nd.spec.PropagateDown[i] && !allowed {
+					return fmt.Errorf("model: %s: propagate_down: true for bottom %q, which a %s layer cannot backpropagate to (Caffe stops at the first backward pass)", layerWhere(nd.spec), nd.spec.Bottom[i], nd.layer.Type())
+				}
+				nd.propDown[i] = nd.spec.PropagateDown[i]
 			}
 		}
-		nd.propDown = make([]bool, len(nd.bottom))
-		any := learn
-		for i, b := range nd.bottom {
-			nd.propDown[i] = needs[b]
-			if i < len(nd.spec.PropagateDown) && !nd.spec.PropagateDown[i] {
-				nd.propDown[i] = false
-			}
-			any = any || nd.propDown[i]
+		any := learn || slices.Contains(nd.propDown, true)
+		if !need && !n.force {
+			any = false
 		}
 		nd.backward = any
 		for _, t := range nd.top {
 			needs[t] = any
 		}
 	}
-	// Backward sweep: only layers whose outputs reach a loss run Backward.
+	// Backward sweep: only layers whose outputs reach a loss run Backward
+	// (under force_backward, every layer that has something to compute).
 	reaches := map[*tensor.Blob]bool{}
 	for i := len(n.nodes) - 1; i >= 0; i-- {
 		nd := n.nodes[i]
-		contributes := false
+		contributes := n.force
 		for j, t := range nd.top {
 			if nd.lossWeight[j] != 0 || reaches[t] {
 				contributes = true
@@ -684,6 +734,9 @@ type LayerInfo struct {
 	Forward, Backward time.Duration
 	// Backprop says whether the layer runs Backward.
 	Backprop bool
+	// PropagateDown says, per bottom, whether Backward writes its
+	// gradient (Caffe's bottom_need_backward).
+	PropagateDown []bool
 	// Kernel says, for a layer that chooses between oneDNN and dsgd's own
 	// kernels (layers.KernelReporter), which runs and why; else "".
 	Kernel string
@@ -693,7 +746,7 @@ type LayerInfo struct {
 func (n *Net) Layers() []LayerInfo {
 	out := make([]LayerInfo, len(n.nodes))
 	for i, nd := range n.nodes {
-		li := LayerInfo{Name: nd.spec.Name, Type: nd.layer.Type(), Forward: nd.fwd, Backward: nd.bwd, Backprop: nd.backward}
+		li := LayerInfo{Name: nd.spec.Name, Type: nd.layer.Type(), Forward: nd.fwd, Backward: nd.bwd, Backprop: nd.backward, PropagateDown: slices.Clone(nd.propDown)}
 		if k, ok := nd.layer.(layers.KernelReporter); ok {
 			li.Kernel = k.Kernel()
 		}
@@ -780,6 +833,13 @@ func (n *Net) Backward() {
 		}
 		if n.hook != nil && len(nd.blocks) > 0 {
 			n.hook(nd.blocks)
+		}
+	}
+	for _, sp := range n.inputSp {
+		d := sp.target.Diff
+		copy(d, sp.parts[0].Diff)
+		for _, p := range sp.parts[1:] {
+			tensor.AddTo(d, p.Diff)
 		}
 	}
 }

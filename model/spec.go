@@ -11,6 +11,10 @@ type Spec struct {
 	// Inputs names the blobs fed from outside, in order ("data", "label").
 	Inputs []string
 	Layers []LayerSpec
+	// ForceBackward is Caffe's force_backward: every layer runs Backward,
+	// every bottom that the layer can differentiate gets a gradient (the
+	// inputs too) and every param gets one whatever its lr_mult.
+	ForceBackward bool
 }
 
 // LayerSpec is one layer of a Spec: Caffe's LayerParameter without the
@@ -40,4 +44,11 @@ type ParamSpec struct {
 	Name      string
 	LRMult    float32
 	DecayMult float32
+	// LRSet and DecaySet say that the file gave lr_mult and decay_mult:
+	// a layer sharing a param adopts the values its owner left unset, and
+	// two values given for one shared param must agree (as in Caffe).
+	LRSet, DecaySet bool
+	// Permissive is share_mode: PERMISSIVE: a shared param needs only the
+	// owner's count, not its shape.
+	Permissive bool
 }

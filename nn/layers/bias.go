@@ -32,6 +32,7 @@ func (c *BiasConfig) Build(Context) (Layer, error) {
 }
 
 type biasLayer struct {
+	paramGrads
 	cfg               BiasConfig
 	bias              *tensor.Blob // the param; nil with two bottoms
 	outer, dim, inner int
@@ -126,7 +127,7 @@ func (l *biasLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 	case len(bottom) == 2 && propagateDown[1]:
 		db = bottom[1].Diff
 		clear(db[:l.dim])
-	case len(bottom) == 1:
+	case len(bottom) == 1 && l.want(0):
 		db = l.bias.Diff // params accumulate
 	default:
 		return

@@ -38,6 +38,7 @@ func (c *EmbedConfig) Build(Context) (Layer, error) {
 }
 
 type embedLayer struct {
+	paramGrads
 	cfg          EmbedConfig
 	weight, bias *tensor.Blob
 }
@@ -107,9 +108,14 @@ func (l *embedLayer) Backward(top []*tensor.Blob, _ []bool, bottom []*tensor.Blo
 			continue
 		}
 		g := dy[n*k : (n+1)*k]
-		tensor.AddTo(dw[i*k:(i+1)*k], g)
-		if l.bias != nil {
+		if l.want(0) {
+			tensor.AddTo(dw[i*k:(i+1)*k], g)
+		}
+		if l.bias != nil && l.want(1) {
 			tensor.AddTo(l.bias.Diff, g)
 		}
 	}
 }
+
+// AllowBackward implements GradientBlocker: the indices take no gradient.
+func (*embedLayer) AllowBackward(int) bool { return false }

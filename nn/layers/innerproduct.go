@@ -33,6 +33,7 @@ func (c *InnerProductConfig) Build(ctx Context) (Layer, error) {
 // run on one thread: below gemmWorkPerThread multiply-adds per thread,
 // starting goroutines costs more than it saves.
 type innerProductLayer struct {
+	paramGrads
 	cfg     InnerProductConfig
 	threads int
 	pool    *tensor.Pool
@@ -167,8 +168,10 @@ func (l *innerProductLayer) forwardCols(lo, hi, _ int) {
 func (l *innerProductLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {
 	m, n, k := l.m, l.cfg.NumOutput, l.k
 	l.x, l.dy = bottom[0].Data, top[0].Diff
-	l.parallel(l.wgradFn, m, n, k, n)
-	if l.bias != nil {
+	if l.want(0) {
+		l.parallel(l.wgradFn, m, n, k, n)
+	}
+	if l.bias != nil && l.want(1) {
 		db := l.bias.Diff[:n]
 		for i := 0; i < m; i++ {
 			for j, v := range l.dy[i*n : (i+1)*n] {

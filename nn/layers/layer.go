@@ -102,3 +102,37 @@ type Layer interface {
 type LossLayer interface {
 	IsLoss()
 }
+
+// GradientBlocker is implemented by layers with bottoms they cannot
+// differentiate (a loss's labels, Accuracy's inputs, Embed's indices):
+// Caffe's AllowForceBackward. The model never asks such a layer for
+// that bottom's gradient: force_backward passes it over, and an explicit
+// propagate_down: true on it is refused.
+type GradientBlocker interface {
+	// AllowBackward reports whether bottom i can take a gradient.
+	AllowBackward(i int) bool
+}
+
+// ParamPropagator is implemented by layers that can skip computing a
+// param's gradient (Caffe's param_propagate_down): the model calls
+// SetParamPropagate once after Setup with one flag per Params entry, false
+// where nothing uses the gradient (lr_mult 0). A skipped param's diff is
+// left as the model zeroed it.
+type ParamPropagator interface {
+	SetParamPropagate(on []bool)
+}
+
+// paramGrads records which params' gradients are wanted; the zero value
+// wants all. Layers embed it to implement ParamPropagator.
+type paramGrads struct{ off []bool }
+
+// SetParamPropagate implements ParamPropagator.
+func (g *paramGrads) SetParamPropagate(on []bool) {
+	g.off = make([]bool, len(on))
+	for i, v := range on {
+		g.off[i] = !v
+	}
+}
+
+// want reports whether param i's gradient is wanted.
+func (g *paramGrads) want(i int) bool { return i >= len(g.off) || !g.off[i] }

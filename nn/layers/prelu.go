@@ -26,6 +26,7 @@ func (c *PReLUConfig) Build(Context) (Layer, error) {
 }
 
 type preluLayer struct {
+	paramGrads
 	cfg          PReLUConfig
 	slope        *tensor.Blob
 	channels, in int // channels and the count of each channel's plane
@@ -94,7 +95,7 @@ func (l *preluLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom [
 	n := bottom[0].Count()
 	da := l.slope.Diff
 	for i, v := range x[:n] {
-		if v <= 0 {
+		if v <= 0 && l.want(0) {
 			c := 0
 			if !l.cfg.ChannelShared {
 				c = (i / l.in) % l.channels

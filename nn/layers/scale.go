@@ -36,6 +36,7 @@ func (c *ScaleConfig) Build(ctx Context) (Layer, error) {
 }
 
 type scaleLayer struct {
+	paramGrads
 	cfg    ScaleConfig
 	params []Param
 	scale  *tensor.Blob // the scale param, nil with two bottoms
@@ -55,6 +56,7 @@ type scaleLayer struct {
 	x, y, a, b   []float32 // input, output, scale, bias (nil: none)
 	dy, dx       []float32 // Backward's gradients (dx nil: not wanted)
 	wantScale    bool      // Backward sums the scale's gradient
+	wantBias     bool      // Backward sums the bias's gradient
 	keep         bool      // Forward copies x to in (in place)
 	fwdFn, bwdFn func(lo, hi, worker int)
 }
@@ -195,21 +197,22 @@ func (l *scaleLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom [
 	if propagateDown[0] {
 		l.dx = bottom[0].Diff
 	}
-	l.wantScale = l.scale != nil || propagateDown[1]
-	if l.wantScale || l.bias != nil || l.dx != nil {
+	l.wantScale = (l.scale != nil && l.want(0)) || (l.scale == nil && propagateDown[1])
+	l.wantBias = l.bias != nil && l.want(len(l.params)-1)
+	if l.wantScale || l.wantBias || l.dx != nil {
 		l.pool.For(l.dim, l.workers(len(l.dy)), l.bwdFn)
 	}
 	switch {
-	case l.scale != nil:
+	case l.scale != nil && l.wantScale:
 		for d, v := range l.accScale {
 			l.scale.Diff[d] += float32(v)
 		}
-	case propagateDown[1]:
+	case l.scale == nil && propagateDown[1]:
 		for d, v := range l.accScale {
 			bottom[1].Diff[d] = float32(v)
 		}
 	}
-	if l.bias != nil {
+	if l.wantBias {
 		for d, v := range l.accBias {
 			l.bias.Diff[d] += float32(v)
 		}
@@ -222,7 +225,7 @@ func (l *scaleLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom [
 // writes dx = dy·scale: in place dx is dy, so the sums come first.
 func (l *scaleLayer) backwardRows(lo, hi, _ int) {
 	for d := lo; d < hi; d++ {
-		if l.wantScale || l.bias != nil {
+		if l.wantScale || l.wantBias {
 			var s, p float64
 			for o := range l.outer {
 				sd, sdx := simd.SumDot(l.row(l.dy, o, d), l.row(l.x, o, d))
