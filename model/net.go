@@ -308,7 +308,7 @@ func (n *Net) layoutParams(opt Options) error {
 	var refs []ref
 	shared := map[string]int{}     // param name -> block
 	ownSpec := map[int]ParamSpec{} // block -> its ParamSpec as the sharers amended it
-	users := map[int]int{}     // block -> lowest node index using it
+	users := map[int]int{}         // block -> lowest node index using it
 	total := 0
 	for i, nd := range n.nodes {
 		if got, have := len(nd.spec.Params), len(nd.layer.Params()); got > have {
