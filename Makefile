@@ -63,6 +63,15 @@ proto:
 	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 	cd caffepb && PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc --go_out=. --go_opt=paths=source_relative caffe.proto
 
+# Re-extracts the nets of Caffe's upgrade tests (V0 and V1 nets with
+# Caffe's upgraded versions) from CAFFE_SRC (a BVLC/caffe checkout) into
+# config/testdata/caffe_upgrade and runs the test that reads them.
+CAFFE_SRC ?= ../caffe
+.PHONY: caffe-upgrade-fixtures
+caffe-upgrade-fixtures:
+	/usr/bin/python3 scripts/caffe_upgrade_fixtures.py $(CAFFE_SRC)/src/caffe/test/test_upgrade_proto.cpp config/testdata/caffe_upgrade
+	$(GO) test ./config -run 'TestCaffeUpgrade|TestUpgradeV0' -v
+
 # Caffe's formats against independent readers and writers (Python's lmdb,
 # plyvel, h5py, protobuf): remakes data/testdata/caffe and checks both ways.
 caffe-crosscheck: setup

@@ -164,6 +164,10 @@ func ParseNet(filename string, src []byte) (*NetDef, error) {
 // parseNetMsg decodes a parsed NetParameter: a file's, or one written
 // inline in a solver (net_param); filename names it in the result.
 func parseNetMsg(filename string, msg *prototxt.Message) (*NetDef, error) {
+	v0, v0notes, err := upgradeV0(msg)
+	if err != nil {
+		return nil, err
+	}
 	v1, err := upgradeV1(msg)
 	if err != nil {
 		return nil, err
@@ -171,7 +175,11 @@ func parseNetMsg(filename string, msg *prototxt.Message) (*NetDef, error) {
 	d := &decoder{}
 	r := d.reader(msg, "net")
 	n := &NetDef{Name: r.str("name", ""), File: filename}
-	if v1 {
+	if v0 {
+		n.Notes = append(n.Notes, fmt.Sprintf("%s: upgraded from Caffe's V0 net format (before 2014) in memory, as Caffe does; "+
+			"`dsgd upgrade %s NEW.prototxt` writes the current format", filename, filename))
+		n.Notes = append(n.Notes, v0notes...)
+	} else if v1 {
 		n.Notes = append(n.Notes, fmt.Sprintf("%s: upgraded from Caffe's V1 net format in memory, as Caffe does; "+
 			"`dsgd upgrade %s NEW.prototxt` writes the current format", filename, filename))
 	}

@@ -90,8 +90,7 @@ func upgradeV1Layer(v1 *prototxt.Message) (*prototxt.Message, error) {
 	for _, f := range v1.Fields {
 		switch f.Name {
 		case "layer":
-			return nil, &prototxt.Error{Pos: f.Pos, Msg: "a 'layer' inside 'layers' is Caffe's V0 net format (before 2014), which dsgd does not read; " +
-				"upgrade it with Caffe's upgrade_net_proto_text"}
+			return nil, &prototxt.Error{Pos: f.Pos, Msg: "a 'layer' inside 'layers' (Caffe's V0 net format) in a net whose other 'layers' blocks are V1; write every layer one way"}
 		case "name", "bottom", "top", "include", "exclude", "blobs", "param", "blob_share_mode", "blobs_lr", "weight_decay", "loss_weight":
 		case "type":
 			if f.Kind != prototxt.KindIdent {
@@ -303,6 +302,14 @@ func Upgrade(filename string, src []byte) (out []byte, notes []string, err error
 			notes = append(notes, "solver_type (enum) became type (string)")
 		}
 	} else {
+		v0, v0notes, err := upgradeV0(msg)
+		if err != nil {
+			return nil, nil, err
+		}
+		if v0 {
+			notes = append(notes, fmt.Sprintf("%d V0 'layers' became V1 ones", len(msg.Get("layers"))))
+			notes = append(notes, v0notes...)
+		}
 		v1, err := upgradeV1(msg)
 		if err != nil {
 			return nil, nil, err
