@@ -387,7 +387,7 @@ func TestNetErrors(t *testing.T) {
 		{"unknown net field", "name: \"n\"\nfoo: 1", "f.prototxt:2:1: unsupported field 'foo' in net"},
 		{"v1 type string", "layers { name: \"a\" type: \"Convolution\" }", "f.prototxt:1:26: type in a V1 'layers' block is an enum such as CONVOLUTION"},
 		{"v1 unknown type", "layers { name: \"a\" type: CONV }", "f.prototxt:1:26: unknown V1 layer type CONV"},
-		
+
 		{"v1 unknown field", "layers { name: \"a\" type: RELU foo: 1 }", "f.prototxt:1:31: unknown field 'foo' in a V1 'layers' block"},
 		{"v1 and v2", "layers { name: \"a\" type: RELU }\nlayer { name: \"b\" }", "f.prototxt:2:1: net mixes the V1 format"},
 		{"v1 bad field in param", "input: \"data\" input_dim: [1, 1, 2, 2]\nlayers { name: \"a\" type: RELU bottom: \"data\" top: \"data\" relu_param { slope: 1 } }",
