@@ -61,7 +61,11 @@ type Filler struct {
 
 // decodeFileData decodes an ImageData or HDF5Data layer.
 func decodeFileData(r *reader, l *LayerDef, dl *DataLayer) {
-	if len(l.Top) < 1 || len(l.Top) > 2 {
+	switch {
+	case l.Type == "HDF5Data" && len(l.Top) < 1:
+		r.d.failf(l.Pos, "HDF5Data layer '%s' has no top; each top reads the dataset of its name", l.Name)
+		return
+	case l.Type != "HDF5Data" && (len(l.Top) < 1 || len(l.Top) > 2):
 		r.d.failf(l.Pos, "%s layer '%s' has %d tops; it needs 1 or 2 (data, label)", l.Type, l.Name, len(l.Top))
 		return
 	}

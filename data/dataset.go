@@ -70,7 +70,30 @@ type Dataset struct {
 	// Keys, when not nil, names each image for errors: its database key
 	// or its list file line.
 	Keys []string
+	// DataItem, when not nil, is the shape of one item of the data top
+	// when it is not C×H×W (an HDF5 dataset of rank other than 4: N×D is
+	// D, N×T×D is T×D); C is then its size and H and W are 1. The data
+	// top's blob is the batch size followed by DataItem, as in Caffe.
+	DataItem []int
+	// Extra holds further float data per item, one Column per top after
+	// the data top (HDF5Data's tops beyond a class label): a Loader copies
+	// each into its Batch.Extra. Labels are then all 0.
+	Extra []Column
 }
+
+// Column is one top's float data of a Dataset beyond its images: N items
+// of shape Item, item after item.
+type Column struct {
+	// Name is the top (and dataset) name.
+	Name string
+	// Item is the shape of one item ([] for a scalar per item).
+	Item []int
+	// Values holds N × prod(Item) values.
+	Values []float32
+}
+
+// ItemSize is the number of values in one item of the column.
+func (c Column) ItemSize() int { return prod(c.Item) }
 
 // ImageSize returns C*H*W, the bytes in one image.
 func (d *Dataset) ImageSize() int { return d.C * d.H * d.W }
@@ -135,6 +158,11 @@ func (d *Dataset) Check() error {
 	}
 	if d.Classes < 1 || d.Classes > MaxLabel+1 {
 		return fmt.Errorf("data: dataset %q: %d classes, want 1..%d", d.Name, d.Classes, MaxLabel+1)
+	}
+	for _, c := range d.Extra {
+		if n, ok := mulInts(d.N, c.ItemSize()); !ok || len(c.Values) != n || d.Stream != nil {
+			return fmt.Errorf("data: dataset %q: column %q has %d values, want %d items of shape %v (and no streamed database)", d.Name, c.Name, len(c.Values), d.N, c.Item)
+		}
 	}
 	size, ok := mulInts(d.N, d.C, d.H, d.W)
 	switch {

@@ -80,10 +80,12 @@ func readH5Dataset(path string, f C.hid_t, name string) ([]float32, []int, error
 	return buf, dims, nil
 }
 
-// readH5File reads the data and label datasets of one .h5 file.
-func readH5File(path, dataName, labelName string) (vals []float32, dims []int, labels []float32, err error) {
+// readH5File reads the named datasets of one .h5 file, with their
+// dimensions; every one must hold the same number of items (its first
+// dimension), as Caffe's HDF5Data requires.
+func readH5File(path string, names []string) (vals [][]float32, dims [][]int, err error) {
 	if _, err := os.Stat(path); err != nil {
-		return nil, nil, nil, fmt.Errorf("HDF5 file: %w", err)
+		return nil, nil, fmt.Errorf("HDF5 file: %w", err)
 	}
 	hdf5lock.Lock()
 	defer hdf5lock.Unlock()
@@ -92,22 +94,18 @@ func readH5File(path, dataName, labelName string) (vals []float32, dims []int, l
 	defer C.free(unsafe.Pointer(cpath))
 	f := C.dsgd_h5_open(cpath)
 	if f < 0 {
-		return nil, nil, nil, fmt.Errorf("%s is not a readable HDF5 file (corrupt or truncated?)", path)
+		return nil, nil, fmt.Errorf("%s is not a readable HDF5 file (corrupt or truncated?)", path)
 	}
 	defer C.H5Fclose(f)
-	vals, dims, err = readH5Dataset(path, f, dataName)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if labelName != "" {
-		var ldims []int
-		labels, ldims, err = readH5Dataset(path, f, labelName)
+	for _, name := range names {
+		v, d, err := readH5Dataset(path, f, name)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
-		if ldims[0] != dims[0] || len(labels) != ldims[0] {
-			return nil, nil, nil, fmt.Errorf("%s: %q has shape %v for %d items of %q; want one label per item (N or Nx1)", path, labelName, ldims, dims[0], dataName)
+		if len(dims) > 0 && d[0] != dims[0][0] {
+			return nil, nil, fmt.Errorf("%s: dataset %q has %d items (shape %v) but %q has %d; HDF5Data needs the same number in every dataset", path, name, d[0], d, names[0], dims[0][0])
 		}
+		vals, dims = append(vals, v), append(dims, d)
 	}
-	return vals, dims, labels, nil
+	return vals, dims, nil
 }

@@ -75,6 +75,9 @@ type Batch struct {
 	Labels []float32
 	// Index holds each image's index in the Dataset.
 	Index []int
+	// Extra holds the batch's values of each of the Dataset's Extra
+	// columns, item after item.
+	Extra [][]float32
 	// Shape is the loader's output shape {B, C, H', W'}.
 	Shape [4]int
 	// Seq numbers the batches of a Loader from 0.
@@ -164,13 +167,17 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 	}
 	per := ds.C * t.oh * t.ow
 	for range cfg.Prefetch + 2 {
-		l.free <- &Batch{
+		b := &Batch{
 			Data:   make([]float32, cfg.BatchSize*per),
 			Labels: make([]float32, cfg.BatchSize),
 			Index:  make([]int, cfg.BatchSize),
 			Shape:  l.shape,
 			owner:  l,
 		}
+		for _, c := range ds.Extra {
+			b.Extra = append(b.Extra, make([]float32, cfg.BatchSize*c.ItemSize()))
+		}
+		l.free <- b
 	}
 	go l.run(s)
 	return l, nil
@@ -465,6 +472,10 @@ func (s *sampler) place(b *Batch, i, per, idx, hOff, wOff int, mirror bool) erro
 		return nil
 	}
 	b.Labels[i] = float32(s.ds.Labels[idx])
+	for c, col := range s.ds.Extra {
+		sz := col.ItemSize()
+		copy(b.Extra[c][i*sz:(i+1)*sz], col.Values[idx*sz:(idx+1)*sz])
+	}
 	switch {
 	case s.ds.Floats != nil:
 		sz := s.ds.ImageSize()

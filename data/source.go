@@ -46,12 +46,11 @@ func OpenSource(cfg SourceConfig) (*Dataset, error) {
 	case "ImageData":
 		return ReadImageList(cfg.Path, cfg.RootFolder, Decoding{Channels: cfg.Channels, Height: cfg.NewHeight, Width: cfg.NewWidth})
 	case "HDF5Data":
-		names := append(append([]string{}, cfg.Tops...), "data", "label")
-		label := names[1]
-		if len(cfg.Tops) == 1 {
-			label = ""
+		tops := cfg.Tops
+		if len(tops) == 0 {
+			tops = []string{"data", "label"}
 		}
-		return ReadHDF5List(cfg.Path, names[0], label)
+		return ReadHDF5Tops(cfg.Path, tops)
 	case "Data":
 	default:
 		return nil, fmt.Errorf("data source %s: layer type %q reads no data source", cfg.Path, cfg.Type)

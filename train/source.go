@@ -30,13 +30,28 @@ func (s Loader) Fill(ctx context.Context, tops []*tensor.Blob) error {
 		return fmt.Errorf("data layer %q: %w", s.Name, err)
 	}
 	defer s.L.Release(b)
-	if len(tops) == 0 || len(tops) > 2 {
+	if len(tops) == 0 || (len(tops) > 2 && len(tops) != len(b.Extra)+1) {
 		return fmt.Errorf("data layer %q: has %d tops; a Data layer has 1 (data) or 2 (data, label)", s.Name, len(tops))
 	}
 	if len(tops[0].Data) != len(b.Data) {
 		return fmt.Errorf("data layer %q: batch has shape %v but blob %q has shape %v", s.Name, b.Shape, tops[0].Name, tops[0].Shape)
 	}
 	copy(tops[0].Data, b.Data)
+	if len(b.Extra) > 0 {
+		// HDF5Data's further tops, as they are in the files.
+		for i, t := range tops[1:] {
+			if len(t.Data) != len(b.Extra[i]) {
+				return fmt.Errorf("data layer %q: %d values for top %q but its blob has shape %v", s.Name, len(b.Extra[i]), t.Name, t.Shape)
+			}
+			copy(t.Data, b.Extra[i])
+		}
+		if len(tops) > 1 && s.uses != nil {
+			if err := model.CheckLabels(tops[1].Data, s.uses); err != nil {
+				return fmt.Errorf("data layer %q (source %s): top %q: %w", s.Name, s.Source, tops[1].Name, err)
+			}
+		}
+		return nil
+	}
 	if len(tops) == 2 {
 		if len(tops[1].Data) != len(b.Labels) {
 			return fmt.Errorf("data layer %q: %d labels but blob %q has shape %v", s.Name, len(b.Labels), tops[1].Name, tops[1].Shape)

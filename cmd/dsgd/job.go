@@ -430,6 +430,17 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 		s := l.Shape()
 		if len(dl.Tops) > 0 {
 			shapes[dl.Tops[0]] = tensor.Shape{s[0], s[1], s[2], s[3]}
+			if ds.DataItem != nil {
+				shapes[dl.Tops[0]] = append(tensor.Shape{s[0]}, ds.DataItem...)
+			}
+		}
+		if len(ds.Extra) > 0 {
+			// HDF5Data's tops beyond the data: each its dataset's items.
+			for i, c := range ds.Extra {
+				shapes[dl.Tops[i+1]] = append(tensor.Shape{s[0]}, c.Item...)
+			}
+			feeds = append(feeds, train.Feed{Tops: dl.Tops, Source: train.Loader{L: l, Name: dl.Name, Source: src}})
+			continue
 		}
 		if len(dl.Tops) > 1 {
 			shapes[dl.Tops[1]] = tensor.Shape{s[0]}
