@@ -75,7 +75,7 @@ func decodeFileData(r *reader, l *LayerDef, dl *DataLayer) {
 		dl.Transform = decodeTransform(r, dl)
 	} else if l.Type == "HDF5Data" {
 		pname = "hdf5_data_param"
-		r.unsupported("transform_param", "Caffe's HDF5Data layer applies no transformation; store the data ready to use")
+		r.ignore("transform_param", "Caffe's HDF5Data layer applies no transformation (it reads the data ready to use) and ignores it")
 	} else {
 		dl.Transform = decodeTransform(r, dl)
 	}

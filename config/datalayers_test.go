@@ -60,8 +60,6 @@ func TestDataLayerErrors(t *testing.T) {
 		{"python", `layer { name: "p" type: "Python" top: "data" }`, "f.prototxt:1:1: layer 'p' is a Python layer"},
 		{"one of new_height", `layer { name: "d" type: "ImageData" top: "data" image_data_param { source: "l" batch_size: 1 new_height: 3 } }`,
 			"sets only one of new_height and new_width"},
-		{"hdf5 transform", `layer { name: "d" type: "HDF5Data" top: "data" transform_param { scale: 2 } hdf5_data_param { source: "l" batch_size: 1 } }`,
-			"unsupported field 'transform_param' in layer 'd': Caffe's HDF5Data layer applies no transformation"},
 		{"image data no source", `layer { name: "d" type: "ImageData" top: "data" image_data_param { batch_size: 1 } }`, "image_data_param of layer 'd' needs a source"},
 		{"dummy shapes", `layer { name: "d" type: "DummyData" top: "a" top: "b" top: "c" dummy_data_param { shape { dim: 1 } shape { dim: 2 } } }`,
 			"has 2 shapes for 3 tops"},

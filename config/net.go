@@ -377,7 +377,7 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 		spec.Config = decodeCompute(r, l)
 		l.Compute = spec
 	}
-	r.finish()
+	r.finishLayer(l.Type)
 	if d.err != nil {
 		return nil
 	}

@@ -434,8 +434,8 @@ func TestNetErrors(t *testing.T) {
 			`f.prototxt:13:75: sparse in weight_filler`},
 		{"uniform min max", conv(`num_output: 2 kernel_size: 3 weight_filler { type: "uniform" min: 2 max: 1 }`),
 			`f.prototxt:13:48: weight_filler of convolution_param of layer 'conv1': uniform min 2 is greater than max 1`},
-		{"wrong param message", net(`layer { name: "r" type: "ReLU" bottom: "data" top: "r"
-  pooling_param { pool: MAX } }`), "f.prototxt:8:3: unsupported field 'pooling_param' in layer 'r'"},
+		{"misspelt param message", net(`layer { name: "r" type: "ReLU" bottom: "data" top: "r"
+  poolng_param { pool: MAX } }`), "f.prototxt:8:3: unsupported field 'poolng_param' in layer 'r'"},
 		{"pool stochastic", net(`layer { name: "p" type: "Pooling" bottom: "data" top: "p"
   pooling_param { pool: STOCHASTIC kernel_size: 2 } }`),
 			"f.prototxt:8:25: unsupported value STOCHASTIC for pool in pooling_param of layer 'p'"},
@@ -520,8 +520,6 @@ func TestNetErrors(t *testing.T) {
 			"f.prototxt:1:66: scale in transform_param of layer 'd': must not be 0"},
 		{"transform both means", `layer { name: "d" type: "Data" top: "a" transform_param { mean_file: "m" mean_value: 1 } data_param { source: "x" batch_size: 1 } }`,
 			"f.prototxt:1:57: transform_param of layer 'd' gives both mean_file and mean_value"},
-		{"transform on input", `layer { name: "d" type: "Input" top: "a" transform_param { scale: 1 } input_param { shape { dim: 1 } } }`,
-			"f.prototxt:1:42: unsupported field 'transform_param' in layer 'd'"},
 		{"input no shape", `layer { name: "d" type: "Input" top: "a" input_param { } }`,
 			"f.prototxt:1:54: input_param of layer 'd' has 0 shapes for 1 tops"},
 		{"input zero dim", `layer { name: "d" type: "Input" top: "a" input_param { shape { dim: 0 } } }`,
@@ -555,14 +553,23 @@ func TestNetErrors(t *testing.T) {
 func TestNetWarnings(t *testing.T) {
 	src := net(`layer { name: "c" type: "Convolution" bottom: "data" top: "c"
   convolution_param { num_output: 1 kernel_size: 1 engine: CUDNN } }
-debug_info: true`)
+debug_info: true
+layer { name: "r" type: "ReLU" bottom: "c" top: "r"
+  pooling_param { pool: MAX } }
+layer { name: "i" type: "Input" top: "a" transform_param { scale: 1 } input_param { shape { dim: 1 } } }
+layer { name: "h" type: "HDF5Data" top: "h" transform_param { scale: 2 } hdf5_data_param { source: "l" batch_size: 1 } }`)
 	n, err := ParseNet("f.prototxt", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Caffe parses every *_param on any layer and the layer ignores the
+	// ones of other types: accepted, with a warning naming the line.
 	want := []string{
 		"f.prototxt:8:52: ignoring engine in convolution_param of layer 'c': dsgd has one engine per layer",
 		"f.prototxt:9:1: ignoring debug_info in net: dsgd does not print per-layer debug information",
+		"f.prototxt:11:3: ignoring pooling_param in layer 'r': a ReLU layer does not read it (Caffe accepts it and ignores it too)",
+		"f.prototxt:12:42: ignoring transform_param in layer 'i': a Input layer does not read it (Caffe accepts it and ignores it too)",
+		"f.prototxt:13:45: ignoring transform_param in layer 'h': Caffe's HDF5Data layer applies no transformation (it reads the data ready to use) and ignores it",
 	}
 	if !slices.Equal(n.Warnings, want) {
 		t.Errorf("Warnings = %q\nwant %q", n.Warnings, want)

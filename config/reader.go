@@ -344,6 +344,35 @@ func (r *reader) finish() {
 	}
 }
 
+// caffeLayerParams lists the *_param messages of Caffe's LayerParameter
+// (BVLC caffe.proto): Caffe parses each on any layer, and a layer of
+// another type ignores it.
+var caffeLayerParams = []string{
+	"transform_param", "loss_param", "accuracy_param", "argmax_param", "batch_norm_param",
+	"bias_param", "clip_param", "concat_param", "contrastive_loss_param", "convolution_param",
+	"crop_param", "data_param", "dropout_param", "dummy_data_param", "eltwise_param",
+	"elu_param", "embed_param", "exp_param", "flatten_param", "hdf5_data_param",
+	"hdf5_output_param", "hinge_loss_param", "image_data_param", "infogain_loss_param",
+	"inner_product_param", "input_param", "log_param", "lrn_param", "memory_data_param",
+	"mvn_param", "parameter_param", "pooling_param", "power_param", "prelu_param",
+	"python_param", "recurrent_param", "reduction_param", "relu_param", "reshape_param",
+	"scale_param", "sigmoid_param", "softmax_param", "spp_param", "slice_param",
+	"swish_param", "tanh_param", "threshold_param", "tile_param", "window_data_param",
+}
+
+// finishLayer is finish for a LayerParameter of type typ: a *_param
+// message that this type does not read (Caffe parses it and the layer
+// ignores it) is a warning naming its line, not an error.
+func (r *reader) finishLayer(typ string) {
+	for i, f := range r.m.Fields {
+		if !r.used[i] && slices.Contains(caffeLayerParams, f.Name) && f.Kind == prototxt.KindMessage {
+			r.used[i] = true
+			r.d.warnings = append(r.d.warnings, warning{f.Pos, fmt.Sprintf("%s: ignoring %s in %s: a %s layer does not read it (Caffe accepts it and ignores it too)", f.Pos, f.Name, r.ctx, typ)})
+		}
+	}
+	r.finish()
+}
+
 // describe names a scalar field's value for error messages.
 func describe(f *prototxt.Field) string {
 	if f.Kind == prototxt.KindString {
