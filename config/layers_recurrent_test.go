@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"dsgd/caffemodel"
 	"dsgd/model"
 	"dsgd/nn/layers"
 	"dsgd/tensor"
@@ -217,5 +219,49 @@ func TestRecurrentDecodeErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "'l'") && !strings.Contains(err.Error(), `"l"`) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error naming layer l and mentioning %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestRecurrentCaffemodel copies a .caffemodel written with Caffe's blob
+// layout for an LSTM layer (W_xc 4H×D, b_c 4H, W_hc 4H×H, by position)
+// into a net built from the prototxt.
+func TestRecurrentCaffemodel(t *testing.T) {
+	_, n := buildInputNet(t, lrcnNet)
+	const H, D = 16, 6
+	lstm := caffemodel.Layer{Name: "lstm1", Type: "LSTM", Blobs: []caffemodel.Blob{
+		{Shape: []int{4 * H, D}}, {Shape: []int{4 * H}}, {Shape: []int{4 * H, H}},
+	}}
+	var want []float32
+	for i := range lstm.Blobs {
+		b := &lstm.Blobs[i]
+		b.Data = make([]float32, tensor.Shape(b.Shape).Count())
+		for j := range b.Data {
+			b.Data[j] = float32(i*10000 + j)
+		}
+		want = append(want, b.Data...)
+	}
+	enc, err := caffemodel.Encode(&caffemodel.Net{Name: "lrcn_tiny", Layers: []caffemodel.Layer{lstm}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := caffemodel.Decode("lrcn.caffemodel", enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := caffemodel.CopyTrained(src, "lrcn.caffemodel", n.Blocks(), n.Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Copied) != 1 || rep.Copied[0] != "lstm1" {
+		t.Errorf("copied %v", rep.Copied)
+	}
+	var got []float32
+	for _, b := range n.Blocks() {
+		if b.Layer == "lstm1" {
+			got = append(got, n.Params()[b.Off:b.Off+b.Shape.Count()]...)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Error("the LSTM's params differ from the file's blobs")
 	}
 }
