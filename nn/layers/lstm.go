@@ -23,6 +23,61 @@ type lstmLayer struct {
 	hc     []float32 // T·N × H cont-scaled previous hidden states
 	static []float32 // N × 4H static transform; its diff sum in Backward
 	dh, dc []float32 // N × H gradients carried back through time
+
+	// The arguments of the current unit pass, split among threads by
+	// stream in the bound unitFwdFn and unitBwdFn.
+	u                    unitArgs
+	unitFwdFn, unitBwdFn func(lo, hi, worker int)
+}
+
+// unitArgs are the N-stream arguments of lstmUnitForward and
+// lstmUnitBackward.
+type unitArgs struct {
+	cPrev, x, cont, c, h, dc, dh, dcPrev, dx []float32
+}
+
+// unitWorkPerThread is the number of hidden units (about five
+// transcendental functions each) below which adding a thread to an
+// LSTM unit pass does not pay.
+const unitWorkPerThread = 4096
+
+func (l *lstmLayer) unitThreads() int {
+	return max(1, min(l.gemm.threads, l.n*l.hdim/unitWorkPerThread, l.n))
+}
+
+// unitForward runs lstmUnitForward on the current timestep, split among
+// threads by stream.
+func (l *lstmLayer) unitForward(cPrev, x, cont, c, h []float32) {
+	if th := l.unitThreads(); th > 1 {
+		l.u = unitArgs{cPrev: cPrev, x: x, cont: cont, c: c, h: h}
+		l.gemm.pool.For(l.n, th, l.unitFwdFn)
+		l.u = unitArgs{}
+		return
+	}
+	lstmUnitForward(l.hdim, cPrev, x, cont, c, h)
+}
+
+func (l *lstmLayer) unitForwardStreams(lo, hi, _ int) {
+	H, u := l.hdim, &l.u
+	lstmUnitForward(H, u.cPrev[lo*H:hi*H], u.x[4*lo*H:4*hi*H], u.cont[lo:hi], u.c[lo*H:hi*H], u.h[lo*H:hi*H])
+}
+
+// unitBackward runs lstmUnitBackward on the current timestep, split
+// among threads by stream.
+func (l *lstmLayer) unitBackward(cPrev, x, cont, c, dc, dh, dcPrev, dx []float32) {
+	if th := l.unitThreads(); th > 1 {
+		l.u = unitArgs{cPrev: cPrev, x: x, cont: cont, c: c, dc: dc, dh: dh, dcPrev: dcPrev, dx: dx}
+		l.gemm.pool.For(l.n, th, l.unitBwdFn)
+		l.u = unitArgs{}
+		return
+	}
+	lstmUnitBackward(l.hdim, cPrev, x, cont, c, dc, dh, dcPrev, dx)
+}
+
+func (l *lstmLayer) unitBackwardStreams(lo, hi, _ int) {
+	H, u := l.hdim, &l.u
+	lstmUnitBackward(H, u.cPrev[lo*H:hi*H], u.x[4*lo*H:4*hi*H], u.cont[lo:hi], u.c[lo*H:hi*H],
+		u.dc[lo*H:hi*H], u.dh[lo*H:hi*H], u.dcPrev[lo*H:hi*H], u.dx[4*lo*H:4*hi*H])
 }
 
 func (l *lstmLayer) Setup(bottom, top []*tensor.Blob) error { return l.setup(bottom, top) }
@@ -53,7 +108,7 @@ func (l *lstmLayer) Forward(bottom, top []*tensor.Blob) {
 		l.contHidden(contT, hPrev, hc)
 		l.gemm.run(false, true, l.n, 4*H, H, hc, H, l.wh.Data, H, 1, pre, 4*H)
 		c, hT := l.cell[t*nh:(t+1)*nh], h[t*nh:(t+1)*nh]
-		lstmUnitForward(H, cPrev, pre, contT, c, hT)
+		l.unitForward(cPrev, pre, contT, c, hT)
 		hPrev, cPrev = hT, c
 	}
 	l.finish(top, 0, hPrev)
@@ -79,7 +134,7 @@ func (l *lstmLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 		}
 		pre := l.pre[t*g : (t+1)*g]
 		// pre becomes its own gradient: Forward is done with it.
-		lstmUnitBackward(H, cPrev, pre, contT, l.cell[t*nh:(t+1)*nh], l.dc, l.dh, l.dc, pre)
+		l.unitBackward(cPrev, pre, contT, l.cell[t*nh:(t+1)*nh], l.dc, l.dh, l.dc, pre)
 		l.gemm.run(false, false, l.n, H, 4*H, pre, 4*H, l.wh.Data, H, 0, l.dh, H)
 		l.scaleByCont(contT, l.dh)
 	}

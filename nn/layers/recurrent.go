@@ -48,6 +48,7 @@ func (c *LSTMConfig) Build(ctx Context) (Layer, error) {
 	l := &lstmLayer{}
 	l.recurrent = newRecurrent("LSTM", c.RecurrentConfig, 2, 4)
 	l.gemm.init(ctx)
+	l.unitFwdFn, l.unitBwdFn = l.unitForwardStreams, l.unitBackwardStreams
 	return l, nil
 }
 

@@ -335,7 +335,7 @@ func TestRecurrentGradientExposed(t *testing.T) {
 func TestRecurrentThreads(t *testing.T) {
 	for _, typ := range []string{"LSTM", "RNN"} {
 		t.Run(typ, func(t *testing.T) {
-			const T, N, D, H = 8, 16, 128, 64
+			const T, N, D, H = 8, 32, 128, 256 // big enough to split the GEMMs and the LSTM unit
 			run := func(ctx Context) (out [][]float32) {
 				r := rand.New(rand.NewPCG(9, 9))
 				x, cont := tensor.NewBlob("x", T, N, D), tensor.NewBlob("cont", T, N)
