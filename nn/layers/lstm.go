@@ -33,7 +33,7 @@ type lstmLayer struct {
 // unitArgs are the N-stream arguments of lstmUnitForward and
 // lstmUnitBackward.
 type unitArgs struct {
-	cPrev, x, cont, c, h, dc, dh, dcPrev, dx []float32
+	cPrev, x, cont, act, c, h, dc, dh, dcPrev, dx []float32
 }
 
 // unitWorkPerThread is the number of hidden units (about five
@@ -47,36 +47,36 @@ func (l *lstmLayer) unitThreads() int {
 
 // unitForward runs lstmUnitForward on the current timestep, split among
 // threads by stream.
-func (l *lstmLayer) unitForward(cPrev, x, cont, c, h []float32) {
+func (l *lstmLayer) unitForward(cPrev, x, cont, act, c, h []float32) {
 	if th := l.unitThreads(); th > 1 {
-		l.u = unitArgs{cPrev: cPrev, x: x, cont: cont, c: c, h: h}
+		l.u = unitArgs{cPrev: cPrev, x: x, cont: cont, act: act, c: c, h: h}
 		l.gemm.pool.For(l.n, th, l.unitFwdFn)
 		l.u = unitArgs{}
 		return
 	}
-	lstmUnitForward(l.hdim, cPrev, x, cont, c, h)
+	lstmUnitForward(l.hdim, cPrev, x, cont, act, c, h)
 }
 
 func (l *lstmLayer) unitForwardStreams(lo, hi, _ int) {
 	H, u := l.hdim, &l.u
-	lstmUnitForward(H, u.cPrev[lo*H:hi*H], u.x[4*lo*H:4*hi*H], u.cont[lo:hi], u.c[lo*H:hi*H], u.h[lo*H:hi*H])
+	lstmUnitForward(H, u.cPrev[lo*H:hi*H], u.x[4*lo*H:4*hi*H], u.cont[lo:hi], u.act[4*lo*H:4*hi*H], u.c[lo*H:hi*H], u.h[lo*H:hi*H])
 }
 
 // unitBackward runs lstmUnitBackward on the current timestep, split
 // among threads by stream.
-func (l *lstmLayer) unitBackward(cPrev, x, cont, c, dc, dh, dcPrev, dx []float32) {
+func (l *lstmLayer) unitBackward(cPrev, act, c, dc, dh, dcPrev, dx []float32) {
 	if th := l.unitThreads(); th > 1 {
-		l.u = unitArgs{cPrev: cPrev, x: x, cont: cont, c: c, dc: dc, dh: dh, dcPrev: dcPrev, dx: dx}
+		l.u = unitArgs{cPrev: cPrev, act: act, c: c, dc: dc, dh: dh, dcPrev: dcPrev, dx: dx}
 		l.gemm.pool.For(l.n, th, l.unitBwdFn)
 		l.u = unitArgs{}
 		return
 	}
-	lstmUnitBackward(l.hdim, cPrev, x, cont, c, dc, dh, dcPrev, dx)
+	lstmUnitBackward(l.hdim, cPrev, act, c, dc, dh, dcPrev, dx)
 }
 
 func (l *lstmLayer) unitBackwardStreams(lo, hi, _ int) {
 	H, u := l.hdim, &l.u
-	lstmUnitBackward(H, u.cPrev[lo*H:hi*H], u.x[4*lo*H:4*hi*H], u.cont[lo:hi], u.c[lo*H:hi*H],
+	lstmUnitBackward(H, u.cPrev[lo*H:hi*H], u.act[4*lo*H:4*hi*H], u.c[lo*H:hi*H],
 		u.dc[lo*H:hi*H], u.dh[lo*H:hi*H], u.dcPrev[lo*H:hi*H], u.dx[4*lo*H:4*hi*H])
 }
 
@@ -108,7 +108,7 @@ func (l *lstmLayer) Forward(bottom, top []*tensor.Blob) {
 		l.contHidden(contT, hPrev, hc)
 		l.gemm.run(false, true, l.n, 4*H, H, hc, H, l.wh.Data, H, 1, pre, 4*H)
 		c, hT := l.cell[t*nh:(t+1)*nh], h[t*nh:(t+1)*nh]
-		l.unitForward(cPrev, pre, contT, c, hT)
+		l.unitForward(cPrev, pre, contT, pre, c, hT)
 		hPrev, cPrev = hT, c
 	}
 	l.finish(top, 0, hPrev)
@@ -133,8 +133,8 @@ func (l *lstmLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 			cPrev = l.cell[(t-1)*nh : t*nh]
 		}
 		pre := l.pre[t*g : (t+1)*g]
-		// pre becomes its own gradient: Forward is done with it.
-		l.unitBackward(cPrev, pre, contT, l.cell[t*nh:(t+1)*nh], l.dc, l.dh, l.dc, pre)
+		// pre holds the gate activations; it becomes their gradient.
+		l.unitBackward(cPrev, pre, l.cell[t*nh:(t+1)*nh], l.dc, l.dh, l.dc, pre)
 		l.gemm.run(false, false, l.n, H, 4*H, pre, 4*H, l.wh.Data, H, 0, l.dh, H)
 		l.scaleByCont(contT, l.dh)
 	}
@@ -157,9 +157,12 @@ func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 // with f' = 0 where cont is 0 and cont·σ(f) elsewhere,
 //
 //	c = f'·c_prev + σ(i)·tanh(g),  h = σ(o)·tanh(c).
-func lstmUnitForward(H int, cPrev, x, cont, c, h []float32) {
+//
+// act receives the activations σ(i), f', σ(o), tanh(g) in x's layout for
+// lstmUnitBackward; it may alias x (each element is read before written).
+func lstmUnitForward(H int, cPrev, x, cont, act, c, h []float32) {
 	for n, cn := range cont {
-		xs := x[n*4*H : (n+1)*4*H]
+		xs, as := x[n*4*H:(n+1)*4*H], act[n*4*H:(n+1)*4*H]
 		cp, cs, hs := cPrev[n*H:(n+1)*H], c[n*H:(n+1)*H], h[n*H:(n+1)*H]
 		for d := range cs {
 			i := sigmoid(float64(xs[d]))
@@ -172,28 +175,24 @@ func lstmUnitForward(H int, cPrev, x, cont, c, h []float32) {
 			cv := f*float64(cp[d]) + i*g
 			cs[d] = float32(cv)
 			hs[d] = float32(o * math.Tanh(cv))
+			as[d], as[H+d], as[2*H+d], as[3*H+d] = float32(i), float32(f), float32(o), float32(g)
 		}
 	}
 }
 
-// lstmUnitBackward is Caffe's LSTMUnit backward: from the diffs dc and dh
-// of c and h it writes dcPrev and dx (the 4H gate pre-activation diffs).
-// Like Caffe it takes the derivative of f' as f'·(1−f'), exact for a cont
-// of 0 or 1. dcPrev may alias dc and dx may alias x: each element is read
-// before it is written.
-func lstmUnitBackward(H int, cPrev, x, cont, c, dc, dh, dcPrev, dx []float32) {
-	for n, cn := range cont {
-		xs, dxs := x[n*4*H:(n+1)*4*H], dx[n*4*H:(n+1)*4*H]
+// lstmUnitBackward is Caffe's LSTMUnit backward: from the activations act
+// of lstmUnitForward, the cells c and the diffs dc and dh of c and h it
+// writes dcPrev and dx (the 4H gate pre-activation diffs). Like Caffe it
+// takes the derivative of f' as f'·(1−f'), exact for a cont of 0 or 1.
+// dcPrev may alias dc and dx may alias act: each element is read before
+// it is written.
+func lstmUnitBackward(H int, cPrev, act, c, dc, dh, dcPrev, dx []float32) {
+	for n := 0; n < len(c)/H; n++ {
+		as, dxs := act[n*4*H:(n+1)*4*H], dx[n*4*H:(n+1)*4*H]
 		cp, cs := cPrev[n*H:(n+1)*H], c[n*H:(n+1)*H]
 		dcs, dhs, dcps := dc[n*H:(n+1)*H], dh[n*H:(n+1)*H], dcPrev[n*H:(n+1)*H]
 		for d := range cs {
-			i := sigmoid(float64(xs[d]))
-			f := 0.0
-			if cn != 0 {
-				f = float64(cn) * sigmoid(float64(xs[H+d]))
-			}
-			o := sigmoid(float64(xs[2*H+d]))
-			g := math.Tanh(float64(xs[3*H+d]))
+			i, f, o, g := float64(as[d]), float64(as[H+d]), float64(as[2*H+d]), float64(as[3*H+d])
 			tc := math.Tanh(float64(cs[d]))
 			dhv := float64(dhs[d])
 			dct := float64(dcs[d]) + dhv*o*(1-tc*tc)

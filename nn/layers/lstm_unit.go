@@ -24,6 +24,7 @@ func (*LSTMUnitConfig) Build(Context) (Layer, error) { return &lstmUnitLayer{}, 
 
 type lstmUnitLayer struct {
 	h       int
+	act     []float32 // the gate activations of the last Forward
 	scratch []float32 // the diff Backward computes but was not asked for
 }
 
@@ -49,12 +50,13 @@ func (l *lstmUnitLayer) Reshape(bottom, top []*tensor.Blob) error {
 	l.h = h
 	top[0].Reshape(1, n, h)
 	top[1].Reshape(1, n, h)
+	l.act = fitBuf(l.act, 4*n*h)
 	l.scratch = fitBuf(l.scratch, 4*n*h)
 	return nil
 }
 
 func (l *lstmUnitLayer) Forward(bottom, top []*tensor.Blob) {
-	lstmUnitForward(l.h, bottom[0].Data, bottom[1].Data, bottom[2].Data, top[0].Data, top[1].Data)
+	lstmUnitForward(l.h, bottom[0].Data, bottom[1].Data, bottom[2].Data, l.act, top[0].Data, top[1].Data)
 }
 
 func (l *lstmUnitLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {
@@ -71,5 +73,5 @@ func (l *lstmUnitLayer) Backward(top []*tensor.Blob, propagateDown []bool, botto
 	if !propagateDown[1] {
 		dx = l.scratch
 	}
-	lstmUnitBackward(l.h, bottom[0].Data, bottom[1].Data, bottom[2].Data, top[0].Data, top[0].Diff, top[1].Diff, dcPrev, dx)
+	lstmUnitBackward(l.h, bottom[0].Data, l.act, top[0].Data, top[0].Diff, top[1].Diff, dcPrev, dx)
 }
