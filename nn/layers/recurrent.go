@@ -92,6 +92,9 @@ func (c *RecurrentConfig) validate(typ string) error {
 // takes part in the gradient: hT/cT diffs flow back through time and h0/c0
 // receive theirs (identical results for the usual nets, whose hT/cT carry
 // no loss). No gradient crosses Forward calls when the state is carried.
+// Caffe fixes the number of timesteps at setup (its unrolled net); here it
+// may change from one Reshape to the next, as the number of streams may
+// (which restarts a carried state from zero).
 type recurrent struct {
 	typ    string
 	cfg    RecurrentConfig
