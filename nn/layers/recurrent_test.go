@@ -111,7 +111,7 @@ func TestCaffeRecurrent(t *testing.T) {
 				}
 				top := newTops(1)
 				l := buildFilled(t, recCfg(typ, numOutput, false), Context{}, 1701, bottom, top)
-				checkGradients(t, l, bottom, top, gradCheck{Threshold: 1e-3 * 10, Skip: map[int]bool{1: true}, Seed: 1})
+				checkGradients(t, l, bottom, top, gradCheck{Threshold: 1e-3, Skip: map[int]bool{1: true}, Seed: 1})
 			}
 		}
 		zero := func(int) float32 { return 0 }
@@ -147,7 +147,7 @@ func TestCaffeRecurrent(t *testing.T) {
 		t.Run("LSTMLayerTest."+name, func(t *testing.T) {
 			l, bottom, top := unit(t)
 			copy(bottom[2].Data, cont)
-			checkGradients(t, l, bottom, top, gradCheck{Threshold: 1e-2, Skip: map[int]bool{2: true}, Seed: 2})
+			checkGradients(t, l, bottom, top, gradCheck{Threshold: 1e-3, Skip: map[int]bool{2: true}, Seed: 2})
 		})
 	}
 }
