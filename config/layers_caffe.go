@@ -15,8 +15,8 @@ import (
 func moreTypes() []string {
 	return []string{
 		"AbsVal", "ArgMax", "BNLL", "Bias", "ContrastiveLoss", "Crop", "Deconvolution",
-		"ELU", "Embed", "EuclideanLoss", "Exp", "HingeLoss", "InfogainLoss", "Log",
-		"MultinomialLogisticLoss", "PReLU", "Power", "Reduction", "Reshape",
+		"ELU", "Embed", "EuclideanLoss", "Exp", "HingeLoss", "InfogainLoss", "LSTM",
+		"LSTMUnit", "Log", "MultinomialLogisticLoss", "PReLU", "Power", "RNN", "Reduction", "Reshape",
 		"SigmoidCrossEntropyLoss", "Silence", "Slice", "Split", "Threshold", "Tile",
 	}
 }
@@ -64,6 +64,8 @@ func decodeMore(r *reader, l *LayerDef, param func(string) *reader) layers.Confi
 		return c
 	}
 	switch l.Type {
+	case "LSTM", "RNN", "LSTMUnit":
+		return decodeRecurrent(l, param)
 	case "AbsVal":
 		return &layers.AbsValConfig{}
 	case "BNLL":
