@@ -31,3 +31,15 @@ func (*accuracyLayer) AllowBackward(int) bool { return false }
 
 // AllowBackward implements GradientBlocker: ArgMax has no backward pass.
 func (*argMaxLayer) AllowBackward(int) bool { return false }
+
+// AllowBackward implements GradientBlocker: the continuation flags (bottom
+// 1) take no gradient.
+func (*lstmLayer) AllowBackward(i int) bool { return i != 1 }
+
+// AllowBackward implements GradientBlocker: the continuation flags (bottom
+// 1) take no gradient.
+func (*rnnLayer) AllowBackward(i int) bool { return i != 1 }
+
+// AllowBackward implements GradientBlocker: the continuation flags (bottom
+// 2) take no gradient.
+func (*lstmUnitLayer) AllowBackward(i int) bool { return i != 2 }
