@@ -257,7 +257,9 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	serverCmd := "" // the center's subcommand: ps or smb
 	centerAddr := ""
 	if in := sc.Info(); in.Center != scheme.NoCenter {
-		sargs := append([]string{"ps", "--listen", addr}, base...)
+		// --metrics-listen is rank 0's: the training's metrics, on the
+		// address the user gave (the center would take it first).
+		sargs := append([]string{"ps", "--listen", addr}, stripFlag(base, "metrics-listen")...)
 		centerAddr = addr
 		if in.SharedBuffers {
 			sargs = []string{"smb", "--listen", addr}

@@ -183,3 +183,22 @@ func TestMpirun(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsListenWithCenter: --metrics-listen with a parameter-server
+// scheme over --transport tcp serves rank 0's metrics; the launcher's
+// center does not take the address (issue 25: it did, and rank 0 failed to
+// bind).
+func TestMetricsListenWithCenter(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	addrs, err := freeLoopbackAddrs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--transport", "tcp", "--scheme", "async",
+		"--workers", "2", "--iters", "20", "--threads", "1", "--metrics-listen", addrs[0])
+	if code != 0 || strings.Contains(errs, "address already in use") || !strings.Contains(out, "final test:") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
