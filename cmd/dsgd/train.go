@@ -346,7 +346,14 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return errUsage
 	}
 	cfg.Scheme, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = f.schemeName(), *f.workers, *f.pack, algo, *f.commTimeout
-	cfg.Run = f.record(cfg.Scheme, cfg.Workers, autoBatch)
+	// A rank of a multi-process run records how its ranks met: the
+	// launcher strips --transport from their command lines, and a resumed
+	// run must start its ranks the same way (--transport tcp).
+	transport := ""
+	if g != nil && g.mpi == nil {
+		transport = "tcp"
+	}
+	cfg.Run = f.record(cfg.Scheme, cfg.Workers, autoBatch, transport)
 	switch {
 	case *f.bucketKiB < -1:
 		fmt.Fprintf(stderr, "dsgd train: --bucket must not be negative, got %d\n", *f.bucketKiB)

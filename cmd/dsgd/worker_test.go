@@ -202,3 +202,24 @@ func TestMetricsListenWithCenter(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestResumeTCPRunOverTCP: --resume of a snapshot written by a --transport
+// tcp run starts its ranks over TCP again (issue 25: it went on in one
+// process, silently), and says so.
+func TestResumeTCPRunOverTCP(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--transport", "tcp", "--scheme", "sync-ring",
+		"--workers", "2", "--iters", "10", "--threads", "1", "--snapshot-prefix", "snap/r")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = runCmd(t, dir, "train", "--resume", "snap/r_iter_10.dsgdsnap", "--iters", "20")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "2 worker(s) over tcp") || !strings.Contains(errs+out, "--transport tcp") {
+		t.Errorf("the resumed run is not over tcp:\n%s\n%s", out, errs)
+	}
+}
