@@ -78,9 +78,9 @@ type Config struct {
 	ExtraTests []TestNet
 	// Display prints progress every Display iterations (0: never).
 	Display int
-	// AverageLoss, when > 0, makes the displayed loss the mean of the last
-	// AverageLoss iterations' losses (Caffe's average_loss); 0 keeps an
-	// exponential moving average.
+	// AverageLoss makes the displayed loss the mean of the last
+	// AverageLoss iterations' losses (Caffe's average_loss); 0 or 1
+	// displays the last iteration's, as Caffe does by default.
 	AverageLoss int
 	// NoFinalSnapshot skips the snapshot at the end of training (Caffe's
 	// snapshot_after_train: false); interval snapshots are still written.

@@ -491,24 +491,18 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		now := time.Now()
 		d := now.Sub(lastIter)
 		trainSecs += d.Seconds()
-		switch {
-		case cfg.AverageLoss > 0:
-			// Caffe's UpdateSmoothedLoss: the mean over a window.
-			if len(window) < cfg.AverageLoss {
-				window = append(window, loss)
-			} else {
-				window[(iter-t.start)%cfg.AverageLoss] = loss
-			}
-			smooth = 0
-			for _, l := range window {
-				smooth += l
-			}
-			smooth /= float64(len(window))
-		case iter == t.start:
-			smooth = loss
-		default:
-			smooth = 0.98*smooth + 0.02*loss
+		// Caffe's UpdateSmoothedLoss: the mean over the last AverageLoss
+		// iterations (the last iteration's loss by default).
+		if n := max(cfg.AverageLoss, 1); len(window) < n {
+			window = append(window, loss)
+		} else {
+			window[(iter-t.start)%n] = loss
 		}
+		smooth = 0
+		for _, l := range window {
+			smooth += l
+		}
+		smooth /= float64(len(window))
 		done = iter + 1
 		if cfg.OnIter != nil {
 			cfg.OnIter(iter, loss, d)

@@ -303,9 +303,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		Out:                stdout,
 		TTY:                isTerminal(stdout),
 	}
-	if sd.AverageLoss > 1 {
-		cfg.AverageLoss = sd.AverageLoss // Caffe's window; 1 keeps dsgd's smoothing
-	}
+	cfg.AverageLoss = sd.AverageLoss // Caffe's window: 1 shows the last iteration's loss
 	if *f.iters > 0 {
 		cfg.MaxIter = *f.iters
 	}
