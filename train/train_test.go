@@ -1,10 +1,14 @@
 package train
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -287,5 +291,43 @@ func TestLossIsFiniteAndDecreases(t *testing.T) {
 	}
 	if a, b := mean(losses[:20]), mean(losses[180:]); b > a/4 {
 		t.Fatalf("loss went from %.3f to %.3f, want at least a 4x drop", a, b)
+	}
+}
+
+// TestDisplayedLoss: the loss on each progress line is Caffe's smoothed
+// loss, the mean of the last average_loss iterations' losses (the last
+// iteration's when it is 1), not a moving average of its own.
+func TestDisplayedLoss(t *testing.T) {
+	for _, avg := range []int{1, 3} {
+		cfg := testConfig(t, 12)
+		cfg.TestInterval = 0
+		cfg.Display, cfg.AverageLoss = 4, avg
+		var out bytes.Buffer
+		cfg.Out = &out
+		var losses []float64
+		cfg.OnIter = func(_ int, loss float64, _ time.Duration) { losses = append(losses, loss) }
+		tr, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		re := regexp.MustCompile(`iter +(\d+)/12  loss ([0-9.]+)`)
+		lines := re.FindAllStringSubmatch(out.String(), -1)
+		if len(lines) != 3 || len(losses) != 12 {
+			t.Fatalf("average_loss %d: %d progress lines, %d losses:\n%s", avg, len(lines), len(losses), out.String())
+		}
+		for _, m := range lines {
+			done, _ := strconv.Atoi(m[1])
+			var want float64
+			for _, l := range losses[done-avg : done] {
+				want += l
+			}
+			want /= float64(avg)
+			if m[2] != fmt.Sprintf("%.4f", want) {
+				t.Errorf("average_loss %d, iteration %d: displayed loss %s, want %.4f (losses %v)", avg, done, m[2], want, losses[done-avg:done])
+			}
+		}
 	}
 }
