@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 
 	"dsgd/prototxt"
@@ -223,4 +224,44 @@ func decodeDummyFiller(d *decoder, m *prototxt.Message, ctx string) Filler {
 	}
 	fr.finish()
 	return f
+}
+
+// decodeMemoryData decodes a MemoryData layer: blobs that Caffe's
+// application fills through its C++ or Python API (batch_size x channels x
+// height x width, and batch_size labels). dsgd has no such API: the layer
+// becomes an Input layer of those shapes, left at zero as caffe time and
+// dsgd time leave an Input's blobs, with a warning saying so.
+func decodeMemoryData(r *reader, l *LayerDef, dl *DataLayer) {
+	if len(l.Top) < 1 || len(l.Top) > 2 {
+		r.d.failf(l.Pos, "MemoryData layer '%s' has %d tops; it needs 1 or 2 (data, label)", l.Name, len(l.Top))
+		return
+	}
+	m := r.msg("memory_data_param")
+	if m == nil {
+		if r.ok() {
+			r.d.failf(l.Pos, "MemoryData layer '%s' needs memory_data_param { batch_size channels height width }", l.Name)
+		}
+		return
+	}
+	pr := r.d.reader(m, "memory_data_param of "+r.ctx)
+	b := pr.int("batch_size", 0, 1, maxI32)
+	c := pr.int("channels", 0, 1, maxI32)
+	h := pr.int("height", 0, 1, maxI32)
+	w := pr.int("width", 0, 1, maxI32)
+	for _, name := range []string{"batch_size", "channels", "height", "width"} {
+		if !pr.has(name) && pr.ok() {
+			pr.d.failf(m.Pos, "%s needs %s", pr.ctx, name)
+		}
+	}
+	pr.finish()
+	r.ignore("transform_param", "the layer's blobs stay at zero in dsgd")
+	if !r.ok() {
+		return
+	}
+	dl.Type = "Input"
+	dl.Shapes = [][]int{{b, c, h, w}}
+	if len(l.Top) == 2 {
+		dl.Shapes = append(dl.Shapes, []int{b})
+	}
+	r.d.warnings = append(r.d.warnings, warning{l.Pos, fmt.Sprintf("%s: MemoryData layer '%s' is filled by Caffe's application through its API, which dsgd has not: its blobs (%dx%dx%dx%d) stay at zero, as an Input layer's", l.Pos, l.Name, b, c, h, w)})
 }

@@ -2,8 +2,11 @@ package config
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"dsgd/nn/layers"
 )
 
 func TestDataLayerSettings(t *testing.T) {
@@ -74,5 +77,33 @@ func TestDataLayerErrors(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestMemoryData: a MemoryData layer (Caffe's application fills it) reads
+// as an Input layer of its memory_data_param's shapes, with a warning, so
+// that dsgd time and dsgd test run its net; a missing size is refused.
+func TestMemoryData(t *testing.T) {
+	n, err := ParseNet("f.prototxt", []byte(`layer { name: "m" type: "MemoryData" top: "data" top: "label"
+  memory_data_param { batch_size: 4 channels: 3 height: 5 width: 6 } transform_param { scale: 0.5 } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 2 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" }`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn, err := n.Phase(layers.Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := pn.Data[0]
+	if dl.Type != "Input" || len(dl.Shapes) != 2 || !slices.Equal(dl.Shapes[0], []int{4, 3, 5, 6}) || !slices.Equal(dl.Shapes[1], []int{4}) {
+		t.Fatalf("%+v", dl)
+	}
+	if len(n.Warnings) != 2 || !strings.Contains(strings.Join(n.Warnings, "\n"), "MemoryData layer 'm' is filled by Caffe's application") {
+		t.Errorf("warnings %q", n.Warnings)
+	}
+	_, err = ParseNet("f.prototxt", []byte(`layer { name: "m" type: "MemoryData" top: "data" memory_data_param { batch_size: 4 channels: 3 height: 5 } }`))
+	if err == nil || !strings.Contains(err.Error(), "memory_data_param of layer 'm' needs width") {
+		t.Errorf("err %v", err)
 	}
 }

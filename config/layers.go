@@ -22,7 +22,7 @@ func computeTypes() []string {
 
 // supportedTypes lists every layer type, data layers included.
 func supportedTypes() string {
-	return "Data, ImageData, HDF5Data, DummyData, Input, " + strings.Join(computeTypes(), ", ")
+	return "Data, ImageData, HDF5Data, DummyData, Input, MemoryData, " + strings.Join(computeTypes(), ", ")
 }
 
 const maxI32 = math.MaxInt32

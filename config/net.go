@@ -352,7 +352,7 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 		return nil
 	}
 	switch l.Type {
-	case "Data", "Input", "ImageData", "HDF5Data", "DummyData", "WindowData":
+	case "Data", "Input", "ImageData", "HDF5Data", "DummyData", "WindowData", "MemoryData":
 		l.Data = decodeDataLayer(r, l)
 	case "Python":
 		d.failf(f.Pos, "layer '%s' has type '%s', which dsgd does not run: %s", l.Name, l.Type, refusedWhy[l.Type])
@@ -476,6 +476,8 @@ func decodeDataLayer(r *reader, l *LayerDef) *DataLayer {
 		dr.finish()
 	case "DummyData":
 		decodeDummyData(r, l, dl)
+	case "MemoryData":
+		decodeMemoryData(r, l, dl)
 	case "Input":
 		if len(l.Top) == 0 {
 			r.d.failf(l.Pos, "Input layer '%s' has no top", l.Name)

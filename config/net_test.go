@@ -474,7 +474,7 @@ func TestNetErrors(t *testing.T) {
 		{"loss normalization", net(`layer { name: "l" type: "SoftmaxWithLoss" bottom: "data" bottom: "label" top: "l"
   loss_param { normalization: MEAN } }`), "f.prototxt:8:31: normalization in loss_param of layer 'l': unknown value MEAN"},
 		{"unknown type", net(`layer { name: "u" type: "Frobnicate" bottom: "data" top: "u" }`),
-			"f.prototxt:7:1: layer 'u' has unknown type 'Frobnicate'; dsgd supports Data, ImageData, HDF5Data, DummyData, Input, AbsVal, Accuracy, ArgMax"},
+			"f.prototxt:7:1: layer 'u' has unknown type 'Frobnicate'; dsgd supports Data, ImageData, HDF5Data, DummyData, Input, MemoryData, AbsVal, Accuracy, ArgMax"},
 		{"python", net(`layer { name: "py" type: 'Python' top: "x" python_param { module: "m" layer: "L" } }`),
 			"f.prototxt:7:1: layer 'py' is a Python layer"},
 		{"infogain without H", net(`layer { name: "ig" type: "InfogainLoss" bottom: "data" bottom: "label" }`),
