@@ -250,10 +250,11 @@ func TestLevelDBUnderTCP(t *testing.T) {
 	test := toLevelDB(filepath.Join(fx, "test_lmdb"), filepath.Join(dir, "test_ldb"))
 	write(t, dir, "net.prototxt", logreg("Data", train, test, "LEVELDB"))
 	write(t, dir, "solver.prototxt", logregSolver)
-	// sync-tree only: an async run here (ranks and the center all opening
-	// the database) failed 2 times in about 6 full runs of the package,
-	// the cause not yet found (issue 23's note).
-	for _, scheme := range []string{"sync-tree"} {
+	// async: the ranks and the center all open the database. It failed 2
+	// times in about 6 full runs of the package before the mirror copied
+	// every file (a hard-linked table shared its inode with the holder's
+	// map); 48 of 48 runs passed since, 32 of them under a CPU hog.
+	for _, scheme := range []string{"sync-tree", "async"} {
 		code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--net", "net.prototxt", "--threads", "1", "--transport", "tcp",
 			"--workers", "2", "--scheme", scheme, "--iters", "4", "--snapshot-prefix", "none")
 		if code != 0 {
