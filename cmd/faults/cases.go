@@ -59,6 +59,7 @@ func cases() []faultCase {
 		{"two-runs-one-prefix", "a second run on a live run's snapshot prefix refused naming it; the live run's .tmp kept", 60 * time.Second, twoRunsOnePrefix},
 		{"launcher-killed", "kill -9 of a --transport tcp launcher: rank 0 still snapshots", 60 * time.Second, launcherKilled},
 		{"center-dies-at-start", "the launcher's ps dies at start: its error first, at once (not after --comm-timeout)", 60 * time.Second, centerDiesAtStart},
+		{"center-killed", "the launcher's ps SIGKILLed mid-run: reported at once naming the center (not after --comm-timeout 30s); rank 0 snapshots", 90 * time.Second, centerKilled},
 		// Bad models and flags.
 		{"kernel-2^31-1", "kernel_size 2147483647: error naming the layer", 30 * time.Second, badModelLenet("kernel_size: 5", "kernel_size: 2147483647", `layer "conv1"`)},
 		{"lenet-pool1-stride-7", "LeNet pool1 stride 7: error naming the layer", 30 * time.Second, badModelLenet("    kernel_size: 2\n    stride: 2", "    kernel_size: 2\n    stride: 7", `layer "pool1"`)},
@@ -398,6 +399,44 @@ func launcherKilled(h *harness, dir string) string {
 
 // centerDiesAtStart gives the launcher's parameter server a bad --shard
 // (the server's alone): its death must be reported first, at once.
+// centerKilled: the launcher's parameter server SIGKILLed while an async
+// job trains: the launcher says so at once, naming the center, and the
+// workers stop with a snapshot of rank 0's replica (--comm-timeout 30s:
+// the report must not wait for it).
+func centerKilled(h *harness, dir string) string {
+	p := h.start(dir, nil, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "1000000", "--test-interval", "0",
+		"--transport", "tcp", "--workers", "2", "--scheme", "async", "--comm-timeout", "30s")
+	defer p.stop()
+	if !p.waitFor("  loss ", 40*time.Second) {
+		return "no progress: " + lastLines(p.out.String())
+	}
+	var pid int
+	for _, k := range children(p.cmd.Process.Pid) {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", k)); strings.HasPrefix(strings.ReplaceAll(string(b), "\x00", " "), h.exe+" ps ") {
+			pid = k
+		}
+	}
+	if pid == 0 {
+		return "the center's process not found"
+	}
+	t0 := time.Now()
+	syscall.Kill(pid, syscall.SIGKILL)
+	code := p.wait(45 * time.Second)
+	out := p.out.String()
+	switch {
+	case code == -1 || code == 0:
+		return fmt.Sprintf("exit %d", code)
+	case time.Since(t0) > 20*time.Second:
+		return fmt.Sprintf("took %v to stop (--comm-timeout 30s)", time.Since(t0).Round(time.Second))
+	case !strings.Contains(out, "--resume"):
+		return "no snapshot of rank 0's replica: " + lastLines(out)
+	}
+	if why := h.detect(p, t0, "the center (dsgd ps"); why != "" {
+		return why + ": " + lastLines(out)
+	}
+	return crashed(out)
+}
+
 func centerDiesAtStart(h *harness, dir string) string {
 	t0 := time.Now()
 	code, out := h.dsgd(dir, 45*time.Second, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "20", "--test-interval", "0",
@@ -410,6 +449,8 @@ func centerDiesAtStart(h *harness, dir string) string {
 	case !strings.Contains(out, "the center (dsgd ps") || !strings.Contains(out, "--shard"):
 		return "the server's death is not reported: " + lastLines(out)
 	}
+	// The whole run is the fault here: its latency bounds the report's.
+	h.detected = time.Since(t0)
 	return crashed(out)
 }
 
@@ -576,10 +617,13 @@ func syncRankDies(h *harness, dir string) string {
 	if why != "" {
 		return why
 	}
-	syscall.Kill(pid, syscall.SIGKILL)
 	t0 := time.Now()
+	syscall.Kill(pid, syscall.SIGKILL)
 	code := p.wait(30 * time.Second)
 	out := p.out.String()
+	if why := h.detect(p, t0, "rank 1"); why != "" {
+		return why + ": " + lastLines(out)
+	}
 	snaps, _ := filepath.Glob(filepath.Join(dir, "out", "tiny_iter_*.dsgdsnap"))
 	switch {
 	case code == -1 || code == 0:

@@ -100,6 +100,7 @@ func rankFrozen(h *harness, dir, workers string, extra ...string) string {
 	if pid0 == 0 || pid1 == 0 {
 		return "ranks not found"
 	}
+	t0 := time.Now()
 	syscall.Kill(pid1, syscall.SIGSTOP)
 	// Rank 0 gives up on its own within the timeout and a snapshot;
 	// then the frozen rank is killed so the launcher can report.
@@ -121,6 +122,9 @@ func rankFrozen(h *harness, dir, workers string, extra ...string) string {
 	msg := firstLine(out[i:])
 	if !strings.Contains(msg, "rank 1") || strings.Contains(msg, "from rank 0") || strings.Contains(msg, "with rank 0") || strings.Contains(msg, "from rank 2") {
 		return "rank 0's error does not name rank 1: " + msg
+	}
+	if why := h.detect(p, t0, "rank 0:"); why != "" {
+		return why
 	}
 	return crashed(out)
 }

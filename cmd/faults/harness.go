@@ -30,12 +30,28 @@ type faultCase struct {
 type harness struct {
 	exe, tmp string
 	n        int
+	// detected is the running case's detection latency: the time from
+	// its fault to the first message that names it (0: not measured).
+	detected time.Duration
+}
+
+// detect records the running case's detection latency: how long after t0
+// p's output named the fault (one of subs). It returns why not, "" when
+// it did.
+func (h *harness) detect(p *proc, t0 time.Time, subs ...string) string {
+	d := p.out.detectedSince(t0, subs...)
+	if d < 0 {
+		return fmt.Sprintf("no message naming the fault (%q) after it", subs)
+	}
+	h.detected = d
+	return ""
 }
 
 // run runs c in a fresh directory holding the tiny net and solver, within
 // its time limit; a panic of the check itself is a failure too.
 func (h *harness) run(c faultCase) (outcome string) {
 	h.n++
+	h.detected = 0
 	dir := filepath.Join(h.tmp, fmt.Sprintf("%02d", h.n))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err.Error()
@@ -70,12 +86,48 @@ type proc struct {
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
+	// ends and at record, per write, the buffer's length after it and
+	// when it came: detectedSince reads them.
+	ends []int
+	at   []time.Time
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	n, err := s.b.Write(p)
+	s.ends, s.at = append(s.ends, s.b.Len()), append(s.at, time.Now())
+	return n, err
+}
+
+// detectedSince returns how long after t0 the output written since t0
+// first contained one of subs, or -1 if it never did.
+func (s *syncBuffer) detectedSince(t0 time.Time, subs ...string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	start := 0 // the first byte written at or after t0
+	for i, at := range s.at {
+		if !at.Before(t0) {
+			break
+		}
+		start = s.ends[i]
+	}
+	text := s.b.String()[start:]
+	first := -1
+	for _, sub := range subs {
+		if i := strings.Index(text, sub); i >= 0 && (first < 0 || i+len(sub) < first) {
+			first = i + len(sub)
+		}
+	}
+	if first < 0 {
+		return -1
+	}
+	for i, end := range s.ends {
+		if end >= start+first {
+			return s.at[i].Sub(t0)
+		}
+	}
+	return -1
 }
 
 func (s *syncBuffer) String() string {

@@ -4,7 +4,9 @@
 // or flag, resume it) and checks that it neither crashes, hangs, loses
 // work nor lets a stranger in. It prints a table of case, expectation and
 // outcome and exits non-zero if any case fails. Everything runs on
-// loopback, each case under a time limit.
+// loopback, each case under a time limit. For the cases of a process
+// killed or frozen and of a server dead, the last column is the detection
+// latency: the time from the fault to the first message naming it.
 //
 // Usage:
 //
@@ -47,7 +49,7 @@ func main() {
 	defer os.RemoveAll(tmp)
 	h := &harness{exe: exe, tmp: tmp}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "case\texpectation\toutcome\ttime")
+	fmt.Fprintln(tw, "case\texpectation\toutcome\ttime\tdetected")
 	failed := 0
 	start := time.Now()
 	for _, c := range cases() {
@@ -65,7 +67,11 @@ func main() {
 			mark = "FAIL: " + outcome
 			failed++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fs\n", c.name, c.expect, mark, time.Since(t0).Seconds())
+		detected := ""
+		if h.detected > 0 {
+			detected = fmt.Sprintf("%.1fs", h.detected.Seconds())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1fs\t%s\n", c.name, c.expect, mark, time.Since(t0).Seconds(), detected)
 		fmt.Fprint(os.Stderr, ".")
 	}
 	fmt.Fprintln(os.Stderr)
