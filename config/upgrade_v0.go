@@ -136,11 +136,7 @@ func upgradeV0(net *prototxt.Message) (bool, []string, error) {
 	// convolution or pooling that reads it, which then reads its input.
 	last := map[string]*conn{}
 	var notes []string
-	var kept []*conn
 	for _, c := range conns {
-		if c.typ != "padding" {
-			kept = append(kept, c)
-		}
 		for j, b := range c.bottom {
 			src := last[b.Value]
 			if src == nil || src.typ != "padding" {

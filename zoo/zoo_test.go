@@ -180,7 +180,7 @@ func TestLeNetIsCaffes(t *testing.T) {
 	}
 	xavier := layers.Filler{Type: layers.FillXavier, Max: 1, Std: 1}
 	zero := layers.Filler{Type: layers.FillConstant, Max: 1, Std: 1}
-	mults := []model.ParamSpec{{LRMult: 1, DecayMult: 1}, {LRMult: 2, DecayMult: 1}}
+	mults := []model.ParamSpec{{LRMult: 1, DecayMult: 1, LRSet: true}, {LRMult: 2, DecayMult: 1, LRSet: true}}
 	conv := func(n int) *layers.ConvolutionConfig {
 		return &layers.ConvolutionConfig{NumOutput: n, KernelH: 5, KernelW: 5, StrideH: 1, StrideW: 1, Group: 1,
 			BiasTerm: true, WeightFiller: xavier, BiasFiller: zero}
