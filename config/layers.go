@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -160,18 +161,22 @@ func decodeCompute(r *reader, l *LayerDef) layers.Config {
 			Operation: layers.EltwiseOp(p.enum("operation", int(layers.EltwiseSum), "PROD", "SUM", "MAX")),
 			Coeff:     p.float32s("coeff"),
 		}
+		// Caffe's checks: one coeff per bottom whatever the operation, and
+		// none with PROD; MAX takes them and ignores them.
 		if len(c.Coeff) > 0 && p.ok() {
+			pos := p.m.Get("coeff")[0].Pos
 			switch {
-			case c.Operation != layers.EltwiseSum:
-				p.d.failf(p.m.Get("coeff")[0].Pos, "%s: coeff applies to operation SUM only", p.ctx)
+			case c.Operation == layers.EltwiseProd:
+				p.d.failf(pos, "%s: coeff applies to operation SUM only", p.ctx)
 			case len(c.Coeff) != len(l.Bottom):
-				p.d.failf(p.m.Get("coeff")[0].Pos, "%s has %d coeff for %d bottoms; give one per bottom",
+				p.d.failf(pos, "%s has %d coeff for %d bottoms; give one per bottom",
 					p.ctx, len(c.Coeff), len(l.Bottom))
+			case c.Operation == layers.EltwiseMax:
+				p.d.warnings = append(p.d.warnings, warning{pos, fmt.Sprintf("%s: ignoring coeff in %s: operation MAX does not use it (nor does Caffe)", pos, p.ctx)})
+				c.Coeff = nil
 			}
 		}
-		if f := p.one("stable_prod_grad"); f != nil && !p.boolValue(f) && p.ok() {
-			p.d.failf(f.Pos, "unsupported field 'stable_prod_grad' in %s: dsgd always uses the stable PROD gradient", p.ctx)
-		}
+		c.UnstableProdGrad = !p.bool("stable_prod_grad", true)
 		p.finish()
 		return c
 	case "Flatten":
@@ -318,7 +323,7 @@ func filler(p *reader, name string, def layers.Filler) layers.Filler {
 	}
 	r := p.d.reader(m, name+" of "+p.ctx)
 	f := defaultFiller()
-	types := []layers.FillerType{layers.FillConstant, layers.FillGaussian, layers.FillUniform, layers.FillXavier, layers.FillMSRA, layers.FillBilinear}
+	types := []layers.FillerType{layers.FillConstant, layers.FillGaussian, layers.FillUniform, layers.FillXavier, layers.FillMSRA, layers.FillBilinear, layers.FillPositiveUnitball}
 	if tf := r.one("type"); tf != nil {
 		t := layers.FillerType(r.strValue(tf))
 		known := false
@@ -326,7 +331,7 @@ func filler(p *reader, name string, def layers.Filler) layers.Filler {
 			known = known || k == t
 		}
 		if !known && r.ok() {
-			r.d.failf(tf.ValuePos, "unsupported filler type %q in %s; dsgd supports constant, gaussian, uniform, xavier, msra, bilinear", t, r.ctx)
+			r.d.failf(tf.ValuePos, "unsupported filler type %q in %s; dsgd supports constant, gaussian, uniform, xavier, msra, bilinear, positive_unitball", t, r.ctx)
 		}
 		f.Type = t
 	}

@@ -109,6 +109,11 @@ const (
 type EltwiseConfig struct {
 	Operation EltwiseOp // default SUM
 	Coeff     []float32 // SUM only; empty means all 1
+	// UnstableProdGrad is Caffe's stable_prod_grad: false: PROD's
+	// gradient to bottom i is top/bottom_i·dtop, which is Inf or NaN where
+	// bottom_i is 0, instead of the product of the other bottoms (the
+	// default, Caffe's stable_prod_grad: true).
+	UnstableProdGrad bool
 }
 
 // FlattenConfig is Caffe's FlattenParameter.
