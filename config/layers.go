@@ -49,10 +49,7 @@ func decodeCompute(r *reader, l *LayerDef) layers.Config {
 		p := param("pooling_param")
 		c := &layers.PoolingConfig{GlobalPooling: p.bool("global_pooling", false)}
 		if f := p.one("pool"); f != nil && p.ok() {
-			if f.Value == "STOCHASTIC" {
-				p.d.failf(f.ValuePos, "unsupported value STOCHASTIC for pool in %s: dsgd pools with MAX or AVE", p.ctx)
-			}
-			c.Method = layers.PoolMethod(max(p.enumValue(f, "MAX", "AVE"), 0))
+			c.Method = layers.PoolMethod(max(p.enumValue(f, "MAX", "AVE", "STOCHASTIC"), 0))
 		}
 		hasKernel := p.has("kernel_size") || p.has("kernel_h") || p.has("kernel_w")
 		switch {
@@ -68,15 +65,19 @@ func decodeCompute(r *reader, l *LayerDef) layers.Config {
 			c.KernelH, c.KernelW = hw(p, "kernel_size", "kernel_h", "kernel_w", false, -1, 1)
 			c.StrideH, c.StrideW = hw(p, "stride", "stride_h", "stride_w", false, 1, 1)
 			c.PadH, c.PadW = hw(p, "pad", "pad_h", "pad_w", false, 0, 0)
-			if (c.PadH >= c.KernelH || c.PadW >= c.KernelW) && p.ok() {
+			switch {
+			case !p.ok():
+			case (c.PadH != 0 || c.PadW != 0) && c.Method == layers.PoolStochastic:
+				p.d.failf(p.m.Pos, "%s: STOCHASTIC pooling takes no pad (Caffe pads only MAX and AVE), got %dx%d",
+					p.ctx, c.PadH, c.PadW)
+			case c.PadH >= c.KernelH || c.PadW >= c.KernelW:
 				p.d.failf(p.m.Pos, "%s: pad %dx%d must be smaller than the kernel %dx%d",
 					p.ctx, c.PadH, c.PadW, c.KernelH, c.KernelW)
 			}
 		}
-		if f := p.one("round_mode"); f != nil && p.ok() {
-			if f.Value != "CEIL" {
-				p.d.failf(f.Pos, "unsupported value %s for round_mode in %s: dsgd rounds pooled sizes up (CEIL), as Caffe does by default", f.Value, p.ctx)
-			}
+		c.RoundFloor = p.enum("round_mode", 0, "CEIL", "FLOOR") == 1
+		if len(l.Top) == 2 && c.Method != layers.PoolMax && p.ok() {
+			p.d.failf(l.Pos, "layer '%s' has 2 tops; only MAX pooling has a second (the argmax mask)", l.Name)
 		}
 		p.ignore("engine", engine, engines...)
 		p.finish()

@@ -42,6 +42,14 @@ func TestParamFields(t *testing.T) {
 		{"eltwise max coeff", `layer { name: "e" type: "Eltwise" bottom: "data" bottom: "data" top: "e" eltwise_param { operation: MAX coeff: 2 coeff: 3 } }`,
 			&layers.EltwiseConfig{Operation: layers.EltwiseMax},
 			"f.prototxt:7:105: ignoring coeff in eltwise_param of layer 'e': operation MAX does not use it (nor does Caffe)"},
+		{"pool stochastic", `layer { name: "p" type: "Pooling" bottom: "data" top: "p" pooling_param { pool: STOCHASTIC kernel_size: 3 stride: 2 } }`,
+			&layers.PoolingConfig{Method: layers.PoolStochastic, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}, ""},
+		{"pool round floor", `layer { name: "p" type: "Pooling" bottom: "data" top: "p" pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 round_mode: FLOOR } }`,
+			&layers.PoolingConfig{Method: layers.PoolAve, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, RoundFloor: true}, ""},
+		{"pool round ceil", `layer { name: "p" type: "Pooling" bottom: "data" top: "p" pooling_param { kernel_size: 2 round_mode: CEIL } }`,
+			&layers.PoolingConfig{Method: layers.PoolMax, KernelH: 2, KernelW: 2, StrideH: 1, StrideW: 1}, ""},
+		{"pool mask top", `layer { name: "p" type: "Pooling" bottom: "data" top: "p" top: "mask" pooling_param { kernel_size: 2 } }`,
+			&layers.PoolingConfig{Method: layers.PoolMax, KernelH: 2, KernelW: 2, StrideH: 1, StrideW: 1}, ""},
 		{"positive_unitball", `layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "positive_unitball" } } }`,
 			&layers.InnerProductConfig{NumOutput: 3, Axis: 1, BiasTerm: true,
 				WeightFiller: layers.Filler{Type: layers.FillPositiveUnitball, Max: 1, Std: 1}, BiasFiller: constant(0)}, ""},
@@ -74,6 +82,15 @@ func TestParamErrors(t *testing.T) {
 		{"eltwise max coeff count", `layer { name: "e" type: "Eltwise" bottom: "data" bottom: "data" top: "e"
   eltwise_param { operation: MAX coeff: 1 } }`,
 			"f.prototxt:8:34: eltwise_param of layer 'e' has 1 coeff for 2 bottoms"},
+		{"pool ave mask top", `layer { name: "p" type: "Pooling" bottom: "data" top: "p" top: "mask"
+  pooling_param { pool: AVE kernel_size: 2 } }`,
+			"f.prototxt:7:1: layer 'p' has 2 tops; only MAX pooling has a second (the argmax mask)"},
+		{"pool round_mode value", `layer { name: "p" type: "Pooling" bottom: "data" top: "p"
+  pooling_param { kernel_size: 2 round_mode: 1 } }`,
+			"f.prototxt:8:46: round_mode in pooling_param of layer 'p': expected one of CEIL, FLOOR"},
+		{"pool method value", `layer { name: "p" type: "Pooling" bottom: "data" top: "p"
+  pooling_param { pool: STOCH kernel_size: 2 } }`,
+			"f.prototxt:8:25: pool in pooling_param of layer 'p': unknown value STOCH; expected one of MAX, AVE, STOCHASTIC"},
 		{"positive_unitball sparse", `layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip"
   inner_product_param { num_output: 3 weight_filler { type: "positive_unitball" sparse: 2 } } }`,
 			"f.prototxt:8:81: unsupported field 'sparse' in weight_filler of inner_product_param of layer 'ip'"},
