@@ -50,6 +50,8 @@ func TestParamFields(t *testing.T) {
 			&layers.PoolingConfig{Method: layers.PoolMax, KernelH: 2, KernelW: 2, StrideH: 1, StrideW: 1}, ""},
 		{"pool mask top", `layer { name: "p" type: "Pooling" bottom: "data" top: "p" top: "mask" pooling_param { kernel_size: 2 } }`,
 			&layers.PoolingConfig{Method: layers.PoolMax, KernelH: 2, KernelW: 2, StrideH: 1, StrideW: 1}, ""},
+		{"infogain prob top", `layer { name: "ig" type: "InfogainLoss" bottom: "data" bottom: "label" bottom: "data" top: "loss" top: "prob" infogain_loss_param { axis: 2 } }`,
+			&layers.InfogainLossConfig{Axis: 2, Normalization: layers.NormValid}, ""},
 		{"positive_unitball", `layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "positive_unitball" } } }`,
 			&layers.InnerProductConfig{NumOutput: 3, Axis: 1, BiasTerm: true,
 				WeightFiller: layers.Filler{Type: layers.FillPositiveUnitball, Max: 1, Std: 1}, BiasFiller: constant(0)}, ""},

@@ -66,3 +66,34 @@ func TestStochasticPoolingSeed(t *testing.T) {
 		t.Errorf("TEST phase: seeds 10 and 11 give losses %v and %v", l1, l2)
 	}
 }
+
+// TestInfogainProbTop checks an InfogainLoss with Caffe's second top in a
+// net: the top holds the softmax probabilities, takes no loss weight by
+// default, and leaves the loss and gradients as the one-top layer's.
+func TestInfogainProbTop(t *testing.T) {
+	h := []float32{1, 0.5, 0, 0.2, 1, 0.1, 0, 0.3, 2}
+	mk := func(tops ...string) testNet {
+		tn := mlpNet()
+		ls := slices.Clone(tn.spec.Layers)
+		ls[len(ls)-1] = LayerSpec{Name: "loss", Bottom: []string{"ip2", "label"}, Top: tops,
+			Config: &layers.InfogainLossConfig{Axis: 1, H: h}}
+		tn.spec.Layers = ls
+		return tn
+	}
+	one := mk("loss").build(t, Options{Seed: 3}, 1)
+	two := mk("loss", "prob").build(t, Options{Seed: 3}, 1)
+	l1, l2 := one.ForwardBackward(), two.ForwardBackward()
+	if l1 != l2 || !bitEqual(one.Grads(), two.Grads()) {
+		t.Fatalf("losses %v (one top) and %v (two)", l1, l2)
+	}
+	prob := two.Blob("prob")
+	if !prob.Shape.Equal(tensor.Shape{4, 3}) {
+		t.Fatalf("prob shape %v", prob.Shape)
+	}
+	for i := range 4 {
+		s := prob.Data[3*i] + prob.Data[3*i+1] + prob.Data[3*i+2]
+		if s < 0.9999 || s > 1.0001 {
+			t.Errorf("row %d of prob sums to %v", i, s)
+		}
+	}
+}
