@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -48,10 +49,7 @@ func decodeCompute(r *reader, l *LayerDef) layers.Config {
 		p := param("pooling_param")
 		c := &layers.PoolingConfig{GlobalPooling: p.bool("global_pooling", false)}
 		if f := p.one("pool"); f != nil && p.ok() {
-			if f.Value == "STOCHASTIC" {
-				p.d.failf(f.ValuePos, "unsupported value STOCHASTIC for pool in %s: dsgd pools with MAX or AVE", p.ctx)
-			}
-			c.Method = layers.PoolMethod(max(p.enumValue(f, "MAX", "AVE"), 0))
+			c.Method = layers.PoolMethod(max(p.enumValue(f, "MAX", "AVE", "STOCHASTIC"), 0))
 		}
 		hasKernel := p.has("kernel_size") || p.has("kernel_h") || p.has("kernel_w")
 		switch {
@@ -67,15 +65,19 @@ func decodeCompute(r *reader, l *LayerDef) layers.Config {
 			c.KernelH, c.KernelW = hw(p, "kernel_size", "kernel_h", "kernel_w", false, -1, 1)
 			c.StrideH, c.StrideW = hw(p, "stride", "stride_h", "stride_w", false, 1, 1)
 			c.PadH, c.PadW = hw(p, "pad", "pad_h", "pad_w", false, 0, 0)
-			if (c.PadH >= c.KernelH || c.PadW >= c.KernelW) && p.ok() {
+			switch {
+			case !p.ok():
+			case (c.PadH != 0 || c.PadW != 0) && c.Method == layers.PoolStochastic:
+				p.d.failf(p.m.Pos, "%s: STOCHASTIC pooling takes no pad (Caffe pads only MAX and AVE), got %dx%d",
+					p.ctx, c.PadH, c.PadW)
+			case c.PadH >= c.KernelH || c.PadW >= c.KernelW:
 				p.d.failf(p.m.Pos, "%s: pad %dx%d must be smaller than the kernel %dx%d",
 					p.ctx, c.PadH, c.PadW, c.KernelH, c.KernelW)
 			}
 		}
-		if f := p.one("round_mode"); f != nil && p.ok() {
-			if f.Value != "CEIL" {
-				p.d.failf(f.Pos, "unsupported value %s for round_mode in %s: dsgd rounds pooled sizes up (CEIL), as Caffe does by default", f.Value, p.ctx)
-			}
+		c.RoundFloor = p.enum("round_mode", 0, "CEIL", "FLOOR") == 1
+		if len(l.Top) == 2 && c.Method != layers.PoolMax && p.ok() {
+			p.d.failf(l.Pos, "layer '%s' has 2 tops; only MAX pooling has a second (the argmax mask)", l.Name)
 		}
 		p.ignore("engine", engine, engines...)
 		p.finish()
@@ -160,18 +162,22 @@ func decodeCompute(r *reader, l *LayerDef) layers.Config {
 			Operation: layers.EltwiseOp(p.enum("operation", int(layers.EltwiseSum), "PROD", "SUM", "MAX")),
 			Coeff:     p.float32s("coeff"),
 		}
+		// Caffe's checks: one coeff per bottom whatever the operation, and
+		// none with PROD; MAX takes them and ignores them.
 		if len(c.Coeff) > 0 && p.ok() {
+			pos := p.m.Get("coeff")[0].Pos
 			switch {
-			case c.Operation != layers.EltwiseSum:
-				p.d.failf(p.m.Get("coeff")[0].Pos, "%s: coeff applies to operation SUM only", p.ctx)
+			case c.Operation == layers.EltwiseProd:
+				p.d.failf(pos, "%s: coeff applies to operation SUM only", p.ctx)
 			case len(c.Coeff) != len(l.Bottom):
-				p.d.failf(p.m.Get("coeff")[0].Pos, "%s has %d coeff for %d bottoms; give one per bottom",
+				p.d.failf(pos, "%s has %d coeff for %d bottoms; give one per bottom",
 					p.ctx, len(c.Coeff), len(l.Bottom))
+			case c.Operation == layers.EltwiseMax:
+				p.d.warnings = append(p.d.warnings, warning{pos, fmt.Sprintf("%s: ignoring coeff in %s: operation MAX does not use it (nor does Caffe)", pos, p.ctx)})
+				c.Coeff = nil
 			}
 		}
-		if f := p.one("stable_prod_grad"); f != nil && !p.boolValue(f) && p.ok() {
-			p.d.failf(f.Pos, "unsupported field 'stable_prod_grad' in %s: dsgd always uses the stable PROD gradient", p.ctx)
-		}
+		c.UnstableProdGrad = !p.bool("stable_prod_grad", true)
 		p.finish()
 		return c
 	case "Flatten":
@@ -318,7 +324,7 @@ func filler(p *reader, name string, def layers.Filler) layers.Filler {
 	}
 	r := p.d.reader(m, name+" of "+p.ctx)
 	f := defaultFiller()
-	types := []layers.FillerType{layers.FillConstant, layers.FillGaussian, layers.FillUniform, layers.FillXavier, layers.FillMSRA, layers.FillBilinear}
+	types := []layers.FillerType{layers.FillConstant, layers.FillGaussian, layers.FillUniform, layers.FillXavier, layers.FillMSRA, layers.FillBilinear, layers.FillPositiveUnitball}
 	if tf := r.one("type"); tf != nil {
 		t := layers.FillerType(r.strValue(tf))
 		known := false
@@ -326,7 +332,7 @@ func filler(p *reader, name string, def layers.Filler) layers.Filler {
 			known = known || k == t
 		}
 		if !known && r.ok() {
-			r.d.failf(tf.ValuePos, "unsupported filler type %q in %s; dsgd supports constant, gaussian, uniform, xavier, msra, bilinear", t, r.ctx)
+			r.d.failf(tf.ValuePos, "unsupported filler type %q in %s; dsgd supports constant, gaussian, uniform, xavier, msra, bilinear, positive_unitball", t, r.ctx)
 		}
 		f.Type = t
 	}

@@ -191,8 +191,8 @@ func TestRecurrentDecodeErrors(t *testing.T) {
 			"num_output in recurrent_param of layer 'l'"},
 		{"unknown field", net(`layer { name: "l" type: "LSTM" bottom: "data" bottom: "cont" top: "l" recurrent_param { num_output: 2 clip: 1 } }`),
 			"'clip' in recurrent_param of layer 'l'"},
-		{"bad filler", net(`layer { name: "l" type: "LSTM" bottom: "data" bottom: "cont" top: "l" recurrent_param { num_output: 2 weight_filler { type: "positive_unitball" } } }`),
-			"unsupported filler type \"positive_unitball\""},
+		{"bad filler", net(`layer { name: "l" type: "LSTM" bottom: "data" bottom: "cont" top: "l" recurrent_param { num_output: 2 weight_filler { type: "unitball" } } }`),
+			"unsupported filler type \"unitball\""},
 	} {
 		_, err := ParseNet("f.prototxt", []byte(c.src))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

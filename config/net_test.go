@@ -422,8 +422,8 @@ func TestNetErrors(t *testing.T) {
 			"f.prototxt:7:82: convolution_param in layer 'c' is a message"},
 		{"conv scalar is message", conv("num_output { } kernel_size: 3"),
 			"f.prototxt:13:16: num_output in convolution_param of layer 'conv1' takes a value, not a message"},
-		{"filler type", conv(`num_output: 2 kernel_size: 3 weight_filler { type: "positive_unitball" }`),
-			`f.prototxt:13:56: unsupported filler type "positive_unitball" in weight_filler of convolution_param of layer 'conv1'`},
+		{"filler type", conv(`num_output: 2 kernel_size: 3 weight_filler { type: "unitball" }`),
+			`f.prototxt:13:56: unsupported filler type "unitball" in weight_filler of convolution_param of layer 'conv1'`},
 		{"filler unknown field", conv(`num_output: 2 kernel_size: 3 bias_filler { type: "constant" val: 1 }`),
 			`f.prototxt:13:65: unsupported field 'val' in bias_filler of convolution_param of layer 'conv1'`},
 		{"filler variance_norm", conv(`num_output: 2 kernel_size: 3 weight_filler { type: "xavier" variance_norm: FANIN }`),
@@ -436,12 +436,12 @@ func TestNetErrors(t *testing.T) {
 			`f.prototxt:13:48: weight_filler of convolution_param of layer 'conv1': uniform min 2 is greater than max 1`},
 		{"misspelt param message", net(`layer { name: "r" type: "ReLU" bottom: "data" top: "r"
   poolng_param { pool: MAX } }`), "f.prototxt:8:3: unsupported field 'poolng_param' in layer 'r'"},
-		{"pool stochastic", net(`layer { name: "p" type: "Pooling" bottom: "data" top: "p"
-  pooling_param { pool: STOCHASTIC kernel_size: 2 } }`),
-			"f.prototxt:8:25: unsupported value STOCHASTIC for pool in pooling_param of layer 'p'"},
+		{"pool stochastic pad", net(`layer { name: "p" type: "Pooling" bottom: "data" top: "p"
+  pooling_param { pool: STOCHASTIC kernel_size: 2 pad: 1 } }`),
+			"f.prototxt:8:17: pooling_param of layer 'p': STOCHASTIC pooling takes no pad"},
 		{"pool enum string", net(`layer { name: "p" type: "Pooling" bottom: "data" top: "p"
   pooling_param { pool: "MAX" kernel_size: 2 } }`),
-			`f.prototxt:8:25: pool in pooling_param of layer 'p': expected one of MAX, AVE, found string "MAX"`},
+			`f.prototxt:8:25: pool in pooling_param of layer 'p': expected one of MAX, AVE, STOCHASTIC, found string "MAX"`},
 		{"pool global with kernel", net(`layer { name: "p" type: "Pooling" bottom: "data" top: "p"
   pooling_param { global_pooling: true kernel_size: 2 } }`),
 			"f.prototxt:8:17: pooling_param of layer 'p': with global_pooling the kernel size must not be given"},
@@ -449,8 +449,8 @@ func TestNetErrors(t *testing.T) {
   pooling_param { kernel_size: 2 pad: 2 } }`),
 			"f.prototxt:8:17: pooling_param of layer 'p': pad 2x2 must be smaller than the kernel 2x2"},
 		{"pool round floor", net(`layer { name: "p" type: "Pooling" bottom: "data" top: "p"
-  pooling_param { kernel_size: 2 round_mode: FLOOR } }`),
-			"f.prototxt:8:34: unsupported value FLOOR for round_mode"},
+  pooling_param { kernel_size: 2 round_mode: HALF } }`),
+			"f.prototxt:8:46: round_mode in pooling_param of layer 'p': unknown value HALF; expected one of CEIL, FLOOR"},
 		{"pool kernel repeated", net(`layer { name: "p" type: "Pooling" bottom: "data" top: "p"
   pooling_param { kernel_size: 2 kernel_size: 2 } }`),
 			"f.prototxt:8:34: kernel_size in pooling_param of layer 'p' is given more than once"},

@@ -94,7 +94,8 @@ func BadLabel(labels []float32, uses []LabelUse) (int, error) {
 // past its input. Caffe's ceiling rule allows it when the stride exceeds
 // the kernel (pad 0): such a window is empty, Caffe's MAX outputs
 // -FLT_MAX for it and has no input to send its gradient to. A net built
-// here trains, so it is an error naming the geometry.
+// here trains, so it is an error naming the geometry. round_mode: FLOOR
+// never makes such a window.
 func checkWindows(nd *node) error {
 	c, ok := nd.spec.Config.(*layers.PoolingConfig)
 	if !ok || c.GlobalPooling || len(nd.bottom) == 0 || len(nd.top) == 0 {
@@ -105,7 +106,7 @@ func checkWindows(nd *node) error {
 		return nil
 	}
 	if (t[2]-1)*c.StrideH-c.PadH >= b[2] || (t[3]-1)*c.StrideW-c.PadW >= b[3] {
-		return fmt.Errorf("pooling kernel %dx%d with stride %dx%d and pad %dx%d over %dx%d leaves the last of its %dx%d windows outside the input (Caffe fills it with -FLT_MAX and it has no gradient); use a stride no larger than the kernel, or pad",
+		return fmt.Errorf("pooling kernel %dx%d with stride %dx%d and pad %dx%d over %dx%d leaves the last of its %dx%d windows outside the input (Caffe fills it with -FLT_MAX and it has no gradient); use a stride no larger than the kernel, pad, or round_mode: FLOOR",
 			c.KernelH, c.KernelW, c.StrideH, c.StrideW, c.PadH, c.PadW, b[2], b[3], t[2], t[3])
 	}
 	return nil

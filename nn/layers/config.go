@@ -7,7 +7,7 @@ package layers
 // is noted: the config package applies defaults, and each Build rejects
 // values that are out of range.
 
-// PoolMethod selects max or average pooling.
+// PoolMethod selects max, average or stochastic pooling.
 type PoolMethod int
 
 const (
@@ -15,6 +15,12 @@ const (
 	PoolMax PoolMethod = iota
 	// PoolAve is Caffe's AVE pooling.
 	PoolAve
+	// PoolStochastic is Caffe's STOCHASTIC pooling (Zeiler and Fergus
+	// 2013, for non-negative inputs): in Train each window outputs one of
+	// its elements, drawn with probability proportional to its value, and
+	// the gradient goes to it; in Test the probability-weighted average
+	// Σx²/Σx (0 where Σx ≤ 0).
+	PoolStochastic
 )
 
 // ConvolutionConfig is Caffe's ConvolutionParameter (2-D only).
@@ -33,13 +39,18 @@ type ConvolutionConfig struct {
 }
 
 // PoolingConfig is Caffe's PoolingParameter. Output size uses Caffe's ceil
-// rounding, with the last window clipped to start inside the padded input.
+// rounding (or floor, with RoundFloor), with the last window clipped to
+// start inside the padded input.
 type PoolingConfig struct {
 	Method           PoolMethod
 	KernelH, KernelW int
 	StrideH, StrideW int // default 1
 	PadH, PadW       int
 	GlobalPooling    bool
+	// RoundFloor is Caffe's round_mode: FLOOR (Caffe master): the pooled
+	// size is floor((size + 2·pad − kernel)/stride) + 1, so no window
+	// overhangs the padded input; false is CEIL, Caffe's default.
+	RoundFloor bool
 }
 
 // InnerProductConfig is Caffe's InnerProductParameter.
@@ -109,6 +120,11 @@ const (
 type EltwiseConfig struct {
 	Operation EltwiseOp // default SUM
 	Coeff     []float32 // SUM only; empty means all 1
+	// UnstableProdGrad is Caffe's stable_prod_grad: false: PROD's
+	// gradient to bottom i is top/bottom_i·dtop, which is Inf or NaN where
+	// bottom_i is 0, instead of the product of the other bottoms (the
+	// default, Caffe's stable_prod_grad: true).
+	UnstableProdGrad bool
 }
 
 // FlattenConfig is Caffe's FlattenParameter.

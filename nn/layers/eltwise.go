@@ -24,13 +24,14 @@ func (c *EltwiseConfig) Build(Context) (Layer, error) {
 	default:
 		return nil, fmt.Errorf("layers: Eltwise: unknown operation %d", c.Operation)
 	}
-	return &eltwiseLayer{op: c.Operation, coeff: append([]float32(nil), c.Coeff...)}, nil
+	return &eltwiseLayer{op: c.Operation, coeff: append([]float32(nil), c.Coeff...), unstable: c.UnstableProdGrad}, nil
 }
 
 type eltwiseLayer struct {
-	op     EltwiseOp
-	coeff  []float32 // SUM: one per bottom, set by Setup
-	argmax []int32   // MAX: index of the bottom holding each maximum
+	op       EltwiseOp
+	unstable bool      // PROD: the gradient is top/bottom_i (stable_prod_grad: false)
+	coeff    []float32 // SUM: one per bottom, set by Setup
+	argmax   []int32   // MAX: index of the bottom holding each maximum
 }
 
 func (*eltwiseLayer) Type() string    { return "Eltwise" }
@@ -117,14 +118,27 @@ func (l *eltwiseLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom
 		dx := b.Diff[:len(dy)]
 		switch l.op {
 		case EltwiseProd:
-			// The product of the other bottoms, computed directly rather
-			// than as top/bottom[i], which fails where bottom[i] is 0.
-			copy(dx, dy)
-			for j, o := range bottom {
-				if j != i {
-					vecMul(dx, dx, o.Data)
+			if l.unstable {
+				// Caffe's stable_prod_grad: false: top/bottom[i], which
+				// is Inf or NaN where bottom[i] is 0.
+				vecDiv(dx, top[0].Data, b.Data)
+			} else {
+				// The product of the other bottoms, computed directly
+				// rather than as top/bottom[i], in Caffe's order: the
+				// others left to right, then the top diff.
+				first := true
+				for j, o := range bottom {
+					switch {
+					case j == i:
+					case first:
+						copy(dx, o.Data[:len(dx)])
+						first = false
+					default:
+						vecMul(dx, dx, o.Data)
+					}
 				}
 			}
+			vecMul(dx, dx, dy)
 		case EltwiseSum:
 			for j, v := range dy {
 				dx[j] = l.coeff[i] * v
@@ -146,5 +160,13 @@ func vecMul(dst, a, b []float32) {
 	a, b = a[:len(dst)], b[:len(dst)]
 	for i := range dst {
 		dst[i] = a[i] * b[i]
+	}
+}
+
+// vecDiv computes dst[i] = a[i]/b[i]; dst may alias a or b.
+func vecDiv(dst, a, b []float32) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		dst[i] = a[i] / b[i]
 	}
 }

@@ -21,6 +21,10 @@ const (
 	// FillBilinear is Caffe's bilinear filler: the weights of bilinear
 	// upsampling, for a Deconvolution's 4-D kernel.
 	FillBilinear FillerType = "bilinear"
+	// FillPositiveUnitball is Caffe's positive_unitball filler: uniform on
+	// [0, 1], then each of the shape[0] rows (an output's fan-in) divided
+	// by its sum, so that it sums to 1.
+	FillPositiveUnitball FillerType = "positive_unitball"
 )
 
 // VarianceNorm is Caffe's FillerParameter.VarianceNorm, used by xavier and
@@ -54,7 +58,7 @@ type Filler struct {
 // methods call it on every filler of their config.
 func (f Filler) Validate() error {
 	switch f.Type {
-	case "", FillConstant, FillXavier, FillMSRA, FillBilinear:
+	case "", FillConstant, FillXavier, FillMSRA, FillBilinear, FillPositiveUnitball:
 	case FillUniform:
 		if !(f.Min <= f.Max) {
 			return fmt.Errorf("layers: uniform filler: min %v greater than max %v", f.Min, f.Max)
@@ -64,7 +68,7 @@ func (f Filler) Validate() error {
 			return fmt.Errorf("layers: gaussian filler: negative std %v", f.Std)
 		}
 	default:
-		return fmt.Errorf("layers: unknown filler type %q (want constant, uniform, gaussian, xavier, msra or bilinear)", f.Type)
+		return fmt.Errorf("layers: unknown filler type %q (want constant, uniform, gaussian, xavier, msra, bilinear or positive_unitball)", f.Type)
 	}
 	if f.VarianceNorm < FanIn || f.VarianceNorm > Average {
 		return fmt.Errorf("layers: unknown filler variance_norm %d", f.VarianceNorm)
@@ -81,6 +85,8 @@ func (f Filler) Validate() error {
 //   - xavier: uniform on ±sqrt(3/n);
 //   - msra: normal with mean 0 and standard deviation sqrt(2/n);
 //   - bilinear: bilinear upsampling weights (see fillBilinear);
+//   - positive_unitball: uniform on [0, 1], each of the shape[0] rows of
+//     count/shape[0] values then divided by its sum;
 //
 // where n is fan_in = count/shape[0], fan_out = count/shape[1] (count for a
 // blob with one axis) or their mean, as VarianceNorm says. Fill panics on a
@@ -124,6 +130,33 @@ func (f Filler) Fill(b *tensor.Blob, r *rand.Rand) {
 		fillNormal(data, 0, math.Sqrt(2/f.fan(b)), r)
 	case FillBilinear:
 		fillBilinear(b)
+	case FillPositiveUnitball:
+		fillPositiveUnitball(b, r)
+	}
+}
+
+// fillPositiveUnitball is Caffe's PositiveUnitballFiller: uniform on
+// [0, 1], then each of the shape[0] rows divided by its sum, accumulated
+// in float32 as Caffe's float nets do. A blob without axes is one row.
+func fillPositiveUnitball(b *tensor.Blob, r *rand.Rand) {
+	data := b.Data
+	for i := range data {
+		data[i] = r.Float32()
+	}
+	rows := 1
+	if len(b.Shape) > 0 && b.Shape[0] > 0 {
+		rows = b.Shape[0]
+	}
+	dim := len(data) / rows
+	for i := range rows {
+		row := data[i*dim : (i+1)*dim]
+		var sum float32
+		for _, v := range row {
+			sum += v
+		}
+		for j := range row {
+			row[j] /= sum
+		}
 	}
 }
 

@@ -97,7 +97,7 @@ func TestFillerValidate(t *testing.T) {
 		{Filler{Type: FillUniform, Min: 1, Max: 1}, ""},
 		{Filler{Type: FillUniform, Min: 2, Max: 1}, "min 2 greater than max 1"},
 		{Filler{Type: FillGaussian, Std: -1}, "negative std"},
-		{Filler{Type: "positive_unitball"}, `unknown filler type "positive_unitball"`},
+		{Filler{Type: "unitball"}, `unknown filler type "unitball"`},
 		{Filler{Type: FillXavier, VarianceNorm: 7}, "variance_norm"},
 	}
 	for _, tc := range tests {

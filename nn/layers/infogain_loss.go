@@ -23,10 +23,12 @@ func (*InfogainLossConfig) Type() string { return "InfogainLoss" }
 
 // Build returns an InfogainLoss layer as in Caffe 1.0: the softmax p of
 // bottom[0] along Axis, then −Σ_positions Σ_k H[label, k]·log(max(p_k,
-// FLT_MIN)), divided as Normalization says, over the labels bottom[1] (one
-// per position outside Axis). H, K×K, is bottom[2] or the config's H. With
-// H the identity it equals SoftmaxWithLoss. The gradient reaches bottom[0]
-// only. It is a LossLayer.
+// 1e-20)) (Caffe's kLOG_THRESHOLD), divided as Normalization says, over
+// the labels bottom[1] (one per position outside Axis). H, K×K, is
+// bottom[2] or the config's H. With H the identity it equals
+// SoftmaxWithLoss but for the threshold. The gradient reaches bottom[0]
+// only. It is a LossLayer. A second top, as in Caffe, receives p (shaped
+// as bottom[0]); no gradient flows back from it.
 func (c *InfogainLossConfig) Build(Context) (Layer, error) {
 	if c.Normalization < NormValid || c.Normalization > NormNone {
 		return nil, fmt.Errorf("layers: InfogainLoss: unknown normalization %d", c.Normalization)
@@ -49,7 +51,7 @@ func (*infogainLossLayer) Params() []Param { return nil }
 func (*infogainLossLayer) IsLoss() {}
 
 func (l *infogainLossLayer) Setup(bottom, top []*tensor.Blob) error {
-	if err := checkBlobCount("InfogainLoss", bottom, top, 2, 3, 1, 1); err != nil {
+	if err := checkBlobCount("InfogainLoss", bottom, top, 2, 3, 1, 2); err != nil {
 		return err
 	}
 	if len(bottom) == 2 && l.cfg.H == nil {
@@ -83,6 +85,9 @@ func (l *infogainLossLayer) Reshape(bottom, top []*tensor.Blob) error {
 	l.prob = fitBuf(l.prob, bottom[0].Count())
 	l.rowH = make([]float64, k)
 	top[0].Reshape()
+	if len(top) == 2 {
+		top[1].ReshapeLike(bottom[0])
+	}
 	return nil
 }
 
@@ -99,7 +104,7 @@ func (l *infogainLossLayer) Forward(bottom, top []*tensor.Blob) {
 				continue
 			}
 			for k := range c {
-				p := max(l.prob[(o*c+k)*inner+i], math.SmallestNonzeroFloat32)
+				p := max(l.prob[(o*c+k)*inner+i], logThreshold)
 				loss -= float64(h[lab*c+k]) * math.Log(float64(p))
 			}
 			valid++
@@ -107,6 +112,9 @@ func (l *infogainLossLayer) Forward(bottom, top []*tensor.Blob) {
 	}
 	l.valid = valid
 	top[0].Data[0] = float32(loss / lossNormalizer(l.cfg.Normalization, l.sm.outer, inner, valid))
+	if len(top) == 2 {
+		copy(top[1].Data, l.prob)
+	}
 }
 
 func (l *infogainLossLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {

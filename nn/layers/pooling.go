@@ -2,6 +2,7 @@ package layers
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"unsafe"
 
 	"dsgd/tensor"
@@ -13,8 +14,17 @@ func (*PoolingConfig) Type() string { return "Pooling" }
 // Build validates the config and returns an unset-up Pooling layer that
 // splits the N·C planes of a batch across ctx.NumThreads() goroutines.
 func (c *PoolingConfig) Build(ctx Context) (Layer, error) {
-	if c.Method != PoolMax && c.Method != PoolAve {
-		return nil, fmt.Errorf("layers: Pooling: unsupported pool method %d (MAX and AVE are supported)", c.Method)
+	if c.Method != PoolMax && c.Method != PoolAve && c.Method != PoolStochastic {
+		return nil, fmt.Errorf("layers: Pooling: unsupported pool method %d (MAX, AVE and STOCHASTIC are supported)", c.Method)
+	}
+	if c.Method == PoolStochastic {
+		switch {
+		case c.PadH != 0 || c.PadW != 0:
+			// Caffe: "Padding implemented only for average and max pooling."
+			return nil, fmt.Errorf("layers: Pooling: STOCHASTIC pooling takes no pad, got %dx%d", c.PadH, c.PadW)
+		case ctx.Phase == Train && ctx.Rand == nil:
+			return nil, fmt.Errorf("layers: Pooling: STOCHASTIC pooling in Train needs Context.Rand")
+		}
 	}
 	if c.GlobalPooling {
 		switch {
@@ -38,10 +48,18 @@ func (c *PoolingConfig) Build(ctx Context) (Layer, error) {
 		}
 	}
 	l := &poolLayer{cfg: *c, threads: ctx.NumThreads(), pool: ctx.Pool, workPerThread: poolWorkPerThread}
-	if c.Method == PoolMax {
+	switch {
+	case c.Method == PoolMax:
 		l.fwdFn, l.bwdFn = l.maxForward, l.maxBackward
-	} else {
+	case c.Method == PoolAve:
 		l.fwdFn, l.bwdFn = l.aveForward, l.aveBackward
+	case ctx.Phase == Train:
+		// The sampled element's index is kept in the mask, as MAX's
+		// argmax is, and the gradient routed to it the same way.
+		l.rand = ctx.Rand
+		l.fwdFn, l.bwdFn = l.stoForwardTrain, l.maxBackward
+	default:
+		l.fwdFn, l.bwdFn = l.stoForwardTest, l.stoBackwardTest
 	}
 	l.dnFwdFn, l.dnBwdFn = l.dnnlForward, l.dnnlBackward
 	return l, nil
@@ -52,11 +70,22 @@ func (c *PoolingConfig) Build(ctx Context) (Layer, error) {
 // when padding would make the last window start in the padding past the
 // input. It is ≤ 0 when no window fits.
 func pooledSize(size, kernel, stride, pad int) int {
+	return pooledSizeRound(size, kernel, stride, pad, false)
+}
+
+// pooledSizeRound is pooledSize, or with floor the same rule with
+// floor((size + 2·pad − kernel)/stride) (Caffe's round_mode: FLOOR).
+func pooledSizeRound(size, kernel, stride, pad int, floor bool) int {
 	a := size + 2*pad - kernel
-	// ceil(a/stride) for a of either sign, stride > 0.
+	// ceil(a/stride) or floor(a/stride) for a of either sign, stride > 0
+	// (Go's division truncates toward zero).
 	q := a / stride
-	if a%stride != 0 && a > 0 {
-		q++
+	if a%stride != 0 {
+		if !floor && a > 0 {
+			q++
+		} else if floor && a < 0 {
+			q--
+		}
 	}
 	pooled := q + 1
 	if pad > 0 && (pooled-1)*stride >= size+pad {
@@ -65,7 +94,7 @@ func pooledSize(size, kernel, stride, pad int) int {
 	return pooled
 }
 
-// poolLayer is Caffe's Pooling layer (MAX and AVE, NCHW).
+// poolLayer is Caffe's Pooling layer (MAX, AVE and STOCHASTIC, NCHW).
 type poolLayer struct {
 	cfg     PoolingConfig
 	threads int
@@ -81,9 +110,18 @@ type poolLayer struct {
 	// (AVE's divisor is the product of the two padded extents).
 	ys, ye, yn []int32
 	xs, xe, xn []int32
-	mask       []int32 // MAX: for each top element, its argmax within the plane
+	mask       []int32 // MAX, STOCHASTIC in Train: for each top element, its argmax (sample) within the plane
+	// maskTop: MAX with a second top, which receives the mask as floats
+	// (Caffe's top mask); the pooling then runs on the Go loops.
+	maskTop bool
+	// STOCHASTIC in Train: the layer's random source, and one uniform
+	// draw on (0, 1] per top element, drawn in order before the threads
+	// start so that the samples do not depend on the thread count.
+	rand *rand.Rand
+	draw []float32
 
 	in, out      *tensor.Blob
+	maskOut      *tensor.Blob // the mask top during Forward, when maskTop
 	fwdFn, bwdFn func(lo, hi, worker int)
 
 	// dn is the oneDNN side (pooling_dnnl.go), used when dn.on.
@@ -97,8 +135,14 @@ func (l *poolLayer) Setup(bottom, top []*tensor.Blob) error {
 	if len(bottom) != 1 {
 		return fmt.Errorf("layers: Pooling takes one bottom, got %d", len(bottom))
 	}
-	if len(top) != 1 {
-		return fmt.Errorf("layers: Pooling takes one top, got %d (the MAX mask top is not supported)", len(top))
+	switch {
+	case len(top) == 2 && l.cfg.Method != PoolMax:
+		return fmt.Errorf("layers: Pooling: only MAX pooling has a second top (the argmax mask), got 2 tops")
+	case len(top) != 1 && len(top) != 2:
+		return fmt.Errorf("layers: Pooling takes one top, or two with MAX (the second is the argmax mask), got %d", len(top))
+	}
+	if l.maskTop = len(top) == 2; l.maskTop {
+		l.fwdFn = l.maxForwardMaskTop
 	}
 	if len(bottom[0].Shape) != 4 {
 		return fmt.Errorf("layers: Pooling: bottom %q must be 4-D (NCHW), got shape %v", bottom[0].Name, bottom[0].Shape)
@@ -123,8 +167,8 @@ func (l *poolLayer) Reshape(bottom, top []*tensor.Blob) error {
 	if c.GlobalPooling {
 		g.kh, g.kw, g.sh, g.sw, g.ph, g.pw = g.h, g.w, 1, 1, 0, 0
 	}
-	g.oh = pooledSize(g.h, g.kh, g.sh, g.ph)
-	g.ow = pooledSize(g.w, g.kw, g.sw, g.pw)
+	g.oh = pooledSizeRound(g.h, g.kh, g.sh, g.ph, c.RoundFloor)
+	g.ow = pooledSizeRound(g.w, g.kw, g.sw, g.pw, c.RoundFloor)
 	if g.oh <= 0 || g.ow <= 0 || g.h == 0 || g.w == 0 {
 		return fmt.Errorf("layers: Pooling: kernel %dx%d with pad %dx%d does not fit bottom %q of %dx%d",
 			g.kh, g.kw, g.ph, g.pw, b.Name, g.h, g.w)
@@ -134,15 +178,17 @@ func (l *poolLayer) Reshape(bottom, top []*tensor.Blob) error {
 	l.ys, l.ye, l.yn = poolWindows(l.ys, l.ye, l.yn, g.oh, g.h, g.kh, g.sh, g.ph)
 	l.xs, l.xe, l.xn = poolWindows(l.xs, l.xe, l.xn, g.ow, g.w, g.kw, g.sw, g.pw)
 	top[0].Reshape(l.num, g.c, g.oh, g.ow)
+	if l.maskTop {
+		top[1].ReshapeLike(top[0])
+	}
 	if l.dnnlSetup(); l.dn.on {
 		return nil
 	}
-	if c.Method == PoolMax {
-		n := top[0].Count()
-		if cap(l.mask) < n {
-			l.mask = make([]int32, n)
-		}
-		l.mask = l.mask[:n]
+	if c.Method == PoolMax || l.rand != nil {
+		l.mask = fitInt32(l.mask, top[0].Count())
+	}
+	if l.rand != nil {
+		l.draw = fitBuf(l.draw, top[0].Count())
 	}
 	return nil
 }
@@ -187,9 +233,18 @@ func (l *poolLayer) Forward(bottom, top []*tensor.Blob) {
 		l.in, l.out = nil, nil
 		return
 	}
+	if l.rand != nil {
+		// Caffe draws uniform (0, 1] thresholds (curand's range).
+		for i := range l.draw {
+			l.draw[i] = 1 - l.rand.Float32()
+		}
+	}
+	if l.maskTop {
+		l.maskOut = top[1]
+	}
 	planes := l.num * g.c
 	l.pool.For(planes, l.poolThreads(planes*g.oh*g.ow*g.kh*g.kw), l.fwdFn)
-	l.in, l.out = nil, nil
+	l.in, l.out, l.maskOut = nil, nil, nil
 }
 
 func (l *poolLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {
@@ -207,7 +262,7 @@ func (l *poolLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 	// Clearing the bottom diff is cheap per element; MAX then touches one
 	// element per output, AVE a whole window.
 	work := planes * g.h * g.w / 8
-	if l.cfg.Method == PoolMax {
+	if l.cfg.Method == PoolMax || l.rand != nil {
 		work += planes * g.oh * g.ow
 	} else {
 		work += planes * g.oh * g.ow * g.kh * g.kw
@@ -384,6 +439,131 @@ func (l *poolLayer) maxForward2x2(lo, hi int) {
 	}
 }
 
+// maxForwardMaskTop is maxForward that also writes each argmax, as a
+// float, to the mask top: its index y·W + x within the plane, as Caffe.
+func (l *poolLayer) maxForwardMaskTop(lo, hi, worker int) {
+	l.maxForward(lo, hi, worker)
+	ohw := l.geom.oh * l.geom.ow
+	dst := l.maskOut.Data[lo*ohw : hi*ohw]
+	for i, m := range l.mask[lo*ohw : hi*ohw] {
+		dst[i] = float32(m)
+	}
+}
+
+// stoForwardTrain is STOCHASTIC pooling in Train over planes [lo, hi), as
+// Caffe's GPU kernel (its CPU path is not implemented): per window, with
+// u the window's draw in (0, 1] and S the sum of its elements, the output
+// is the first element, in row-major order, at which the running sum
+// reaches u·S, and the mask records it. Sums are float32, as Caffe's. A
+// window whose running sum never reaches u·S (negative sums, NaN; inputs
+// the method is not for, where Caffe leaves a stale output) takes its
+// last element.
+func (l *poolLayer) stoForwardTrain(lo, hi, _ int) {
+	g := &l.geom
+	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
+	ys, ye, xs, xe := l.ys, l.ye, l.xs, l.xe
+	for p := lo; p < hi; p++ {
+		src := l.in.Data[p*hw : (p+1)*hw]
+		dst := l.out.Data[p*ohw : (p+1)*ohw]
+		mask := l.mask[p*ohw : (p+1)*ohw]
+		draw := l.draw[p*ohw : (p+1)*ohw]
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			for ox := range ow {
+				x0, x1 := int(xs[ox]), int(xe[ox])
+				var sum float32
+				for y := y0; y < y1; y++ {
+					for _, v := range src[y*w+x0 : y*w+x1] {
+						sum += v
+					}
+				}
+				thres := draw[oy*ow+ox] * sum
+				arg := (y1-1)*w + x1 - 1
+				sum = 0
+			scan:
+				for y := y0; y < y1; y++ {
+					for i, v := range src[y*w+x0 : y*w+x1] {
+						if sum += v; sum >= thres {
+							arg = y*w + x0 + i
+							break scan
+						}
+					}
+				}
+				dst[oy*ow+ox], mask[oy*ow+ox] = src[arg], int32(arg)
+			}
+		}
+	}
+}
+
+// stoForwardTest is STOCHASTIC pooling in Test over planes [lo, hi): each
+// window's Σx²/Σx, or 0 where Σx ≤ 0, as Caffe's GPU kernel.
+func (l *poolLayer) stoForwardTest(lo, hi, _ int) {
+	g := &l.geom
+	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
+	ys, ye, xs, xe := l.ys, l.ye, l.xs, l.xe
+	for p := lo; p < hi; p++ {
+		src := l.in.Data[p*hw : (p+1)*hw]
+		dst := l.out.Data[p*ohw : (p+1)*ohw]
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			for ox := range ow {
+				x0, x1 := int(xs[ox]), int(xe[ox])
+				var sum, sq float32
+				for y := y0; y < y1; y++ {
+					for _, v := range src[y*w+x0 : y*w+x1] {
+						sum += v
+						sq += v * v
+					}
+				}
+				var out float32
+				if sum > 0 {
+					out = sq / sum
+				}
+				dst[oy*ow+ox] = out
+			}
+		}
+	}
+}
+
+// stoBackwardTest is the gradient of stoForwardTest over planes [lo, hi):
+// ∂(Σx²/Σx)/∂x_i = (2·x_i − out)/Σx, 0 where Σx ≤ 0. Caffe has none (its
+// backward reads the Train samples, which a Test net never draws); a Test
+// net is not trained, but a gradient asked of it is the true one.
+func (l *poolLayer) stoBackwardTest(lo, hi, _ int) {
+	g := &l.geom
+	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
+	ys, ye, xs, xe := l.ys, l.ye, l.xs, l.xe
+	for p := lo; p < hi; p++ {
+		src := l.in.Data[p*hw : (p+1)*hw]
+		bd := l.in.Diff[p*hw : (p+1)*hw]
+		td := l.out.Diff[p*ohw : (p+1)*ohw]
+		top := l.out.Data[p*ohw : (p+1)*ohw]
+		clear(bd)
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			for ox := range ow {
+				x0, x1 := int(xs[ox]), int(xe[ox])
+				var sum float32
+				for y := y0; y < y1; y++ {
+					for _, v := range src[y*w+x0 : y*w+x1] {
+						sum += v
+					}
+				}
+				if !(sum > 0) {
+					continue
+				}
+				t, out := td[oy*ow+ox], top[oy*ow+ox]
+				for y := y0; y < y1; y++ {
+					row := bd[y*w+x0 : y*w+x1]
+					for i, v := range src[y*w+x0 : y*w+x1] {
+						row[i] += t * (2*v - out) / sum
+					}
+				}
+			}
+		}
+	}
+}
+
 // maxBackward routes each top diff of planes [lo, hi) to its argmax.
 func (l *poolLayer) maxBackward(lo, hi, _ int) {
 	g := &l.geom
@@ -450,6 +630,15 @@ func (l *poolLayer) aveBackward(lo, hi, _ int) {
 			}
 		}
 	}
+}
+
+// fitInt32 returns buf resliced to n elements, reallocating only when its
+// capacity is too small.
+func fitInt32(buf []int32, n int) []int32 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]int32, n)
 }
 
 // b2i is 1 for true and 0 for false; the compiler makes it a SETcc.

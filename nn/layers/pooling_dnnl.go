@@ -29,11 +29,16 @@ func (l *poolLayer) dnnlSetup() {
 	if !dnnlReady() || l.num == 0 {
 		return
 	}
+	if l.maskTop {
+		d.why = "MAX with a mask top: oneDNN does not give the argmax"
+		return
+	}
 	if l.cfg.Method != PoolMax && (g.ph != 0 || g.pw != 0) {
 		d.why = "padded AVE: oneDNN's divisor is not Caffe's"
 		return
 	}
 	if l.cfg.Method != PoolMax && l.cfg.Method != PoolAve {
+		d.why = "STOCHASTIC: oneDNN has no such pooling"
 		return
 	}
 	// 2x2/2 MAX windows that tile the plane (LeNet's) have a tuned Go

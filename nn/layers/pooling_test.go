@@ -312,7 +312,7 @@ func TestPoolSetupErrors(t *testing.T) {
 		return l
 	}
 	hlErrContains(t, build().Setup([]*tensor.Blob{tensor.NewBlob("x", 2, 3, 4)}, []*tensor.Blob{tensor.NewBlob("y")}), "4-D")
-	hlErrContains(t, build().Setup([]*tensor.Blob{tensor.NewBlob("x", 2, 3, 4, 4)}, []*tensor.Blob{tensor.NewBlob("y"), tensor.NewBlob("mask")}), "one top")
+	hlErrContains(t, build().Setup([]*tensor.Blob{tensor.NewBlob("x", 2, 3, 4, 4)}, []*tensor.Blob{tensor.NewBlob("y"), tensor.NewBlob("mask"), tensor.NewBlob("z")}), "one top, or two with MAX")
 	l := build()
 	b, top := []*tensor.Blob{tensor.NewBlob("x", 2, 3, 2, 4)}, []*tensor.Blob{tensor.NewBlob("y")}
 	if err := l.Setup(b, top); err != nil {
