@@ -181,9 +181,22 @@ func TestMetricsRecords(t *testing.T) {
 // TestCaffeLog: the Caffe-shaped log has Caffe's lines, in Caffe's order
 // and numbering: Solving, the tests before the iteration they follow,
 // the display of iterations 0, 4, 8 (from 0, before the update) with
-// the train net's outputs and the update's rate, Optimization Done.
+// the train net's outputs and the update's rate, Optimization Done. The
+// train net's outputs are the iteration's, the mean over its passes
+// (iter_size batches, or --reduce exact's atoms), as the loss is.
 func TestCaffeLog(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		iterSize int
+		exact    bool
+	}{{"one pass", 1, false}, {"iter_size 3", 3, false}, {"exact, 4 atoms", 4, true}} {
+		t.Run(tc.name, func(t *testing.T) { testCaffeLog(t, tc.iterSize, tc.exact) })
+	}
+}
+
+func testCaffeLog(t *testing.T, iterSize int, exact bool) {
 	cfg := reportConfig(t)
+	cfg.IterSize, cfg.Exact = iterSize, exact
 	var log bytes.Buffer
 	cfg.CaffeLog = &log
 	var losses []float64
@@ -226,7 +239,7 @@ func TestCaffeLog(t *testing.T) {
 	want = append(want, "Solving mlp", "Learning Rate Policy: step")
 	for i, it := range []int{0, 4, 8} {
 		test(i)
-		l := caffeFloat(float64(float32(losses[it])))
+		l := caffeFloat(losses[it])
 		want = append(want, "Iteration "+strconv.Itoa(it)+" (X iter/s, Xs/4 iters), loss = "+caffeFloat(losses[it]),
 			"    Train net output #0: loss = "+l+" (* 1 = "+l+" loss)",
 			"Iteration "+strconv.Itoa(it)+", lr = "+caffeFloat(sv.LR(it)))

@@ -125,6 +125,7 @@ func New(cfg Config) (*Trainer, error) {
 	}
 	if cfg.CaffeLog != nil && t.ranks[0].rank == 0 {
 		t.clog = metrics.NewGlog(cfg.CaffeLog)
+		t.ranks[0].comp.keepOutputs = true
 	}
 	switch f := cfg.SnapshotFormat; {
 	case f != "" && f != FormatDsgd && f != FormatCaffe && f != FormatHDF5:
@@ -542,11 +543,12 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			perSec := float64(iter-clogIter) / cmp.Or(lapse, 1)
 			clogIter, clogTime = iter, now
 			t.clog.Infof("solver.cpp", 239, "Iteration %d (%s iter/s, %ss/%d iters), loss = %s", iter, caffeFloat(perSec), caffeFloat(lapse), cfg.Display, caffeFloat(smooth))
-			weights := t.net.OutputLossWeights()
+			weights, means := t.net.OutputLossWeights(), t.ranks[0].comp.outMean
 			score := 0
 			for j, o := range t.net.Outputs() {
-				for _, v := range o.Data {
-					t.clog.Infof("solver.cpp", 258, "    Train net output #%d: %s = %s%s", score, o.Name, caffeFloat(float64(v)), lossNote(weights[j], float64(v)))
+				for range o.Data {
+					v := means[score]
+					t.clog.Infof("solver.cpp", 258, "    Train net output #%d: %s = %s%s", score, o.Name, caffeFloat(v), lossNote(weights[j], v))
 					score++
 				}
 			}
