@@ -317,3 +317,78 @@ func TestPromTrainingGauges(t *testing.T) {
 		t.Errorf("promlint: %s: %s", pr.Metric, pr.Text)
 	}
 }
+
+// TestLogOverTCP: in a multi-process run only rank 0 writes --log (not
+// the other ranks, nor a parameter server given the same flags), and
+// each process its own --metrics CSV with its own header.
+func TestLogOverTCP(t *testing.T) {
+	for _, sch := range []string{"sync-tree", "async"} {
+		t.Run(sch, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "net.prototxt", tinyNet)
+			write(t, dir, "solver.prototxt", tinySolver)
+			code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--transport", "tcp", "--workers", "2", "--scheme", sch,
+				"--iters", "20", "--threads", "1", "--snapshot-prefix", "none", "--log", "caffe.log", "--metrics", "m.csv")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "caffe.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := string(b)
+			for _, want := range []struct {
+				text string
+				n    int
+			}{{"] Solving tiny\n", 1}, {"] Optimization Done.\n", 1}, {", lr = 0.1\n", 2}, {", Testing net (#0)\n", 2}} {
+				if got := strings.Count(log, want.text); got != want.n {
+					t.Errorf("%q %d times, want %d:\n%s", want.text, got, want.n, log)
+				}
+			}
+			for file, header := range map[string]string{
+				"m.csv":       "kind,time,rank,iter,epoch,images,lr,loss,data_ms,forward_ms,backward_ms,comm_exposed_ms,comm_busy_ms,update_ms,wait_ms,wall_ms,net,test_loss,test_accuracy\n",
+				"m.csv.rank1": "kind,time,rank,iter,epoch,images,lr,loss,data_ms,forward_ms,backward_ms,comm_exposed_ms,comm_busy_ms,update_ms,wait_ms,wall_ms,net\n",
+			} {
+				b, err := os.ReadFile(filepath.Join(dir, file))
+				if err != nil || !strings.HasPrefix(string(b), header) || strings.Count(string(b), "\ntrain,") != 20 {
+					t.Errorf("%s (%v):\n%s", file, err, b)
+				}
+			}
+		})
+	}
+}
+
+// TestRecordFileAppend: a resumed run appends after the last complete
+// line, cutting off one a killed run left unfinished, and reads the
+// first line (a CSV header); a fresh run truncates.
+func TestRecordFileAppend(t *testing.T) {
+	for _, tc := range []struct {
+		name, before string
+		appending    bool
+		first, after string
+	}{
+		{"fresh", "h\na\n", false, "", "new\n"},
+		{"empty", "", true, "", "new\n"},
+		{"complete", "h\na\n", true, "h", "h\na\nnew\n"},
+		{"unfinished", "h\na\n{\"kind\":\"tr", true, "h", "h\na\nnew\n"},
+		{"only unfinished", "kind,ti", true, "", "new\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := write(t, t.TempDir(), "m", tc.before)
+			rf, err := openRecordFile("--metrics", path, tc.appending)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rf.first != tc.first {
+				t.Errorf("first line %q, want %q", rf.first, tc.first)
+			}
+			rf.bw.WriteString("new\n")
+			if err := rf.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(path); string(b) != tc.after {
+				t.Errorf("file %q, want %q", b, tc.after)
+			}
+		})
+	}
+}
