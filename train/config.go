@@ -233,7 +233,7 @@ type IterMetrics struct {
 	// its display); Iter+1 iterations are done.
 	Iter int `json:"iter"`
 	// Epoch is Images over Config.TrainSetSize (omitted when that is
-	// unknown).
+	// unknown, or Images is 0).
 	Epoch float64 `json:"epoch,omitempty"`
 	// Images counts the training images of the whole run, all workers
 	// and any run resumed from: (Iter+1) times the global batch.

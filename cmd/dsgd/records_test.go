@@ -182,10 +182,19 @@ func TestLogParsedByCaffeTools(t *testing.T) {
 		src := strings.Replace(string(b), "print 'Wrote %s' % output_filename", "print('Wrote %s' % output_filename)", 1)
 		write(t, tools, name, src)
 	}
-	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "24", "--display", "4", "--test-interval", "8",
-		"--snapshot-prefix", "none", "--log", "caffe.log", "--metrics", "m.jsonl")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	// 16 iterations, then 8 more resumed from the snapshot, which
+	// append to the log and the metrics file.
+	var out string
+	for _, args := range [][]string{{"--iters", "16"}, {"--iters", "24", "--resume", "out/tiny_iter_16.dsgdsnap"}} {
+		args = append([]string{"train", "--solver", "solver.prototxt", "--threads", "1", "--display", "4", "--test-interval", "8", "--log", "caffe.log", "--metrics", "m.jsonl"}, args...)
+		code, o, errs := runCmd(t, dir, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, o, errs)
+		}
+		out += o
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "caffe.log")); strings.Count(string(b), "] Solving tiny\n") != 2 || !strings.Contains(string(b), "] Restoring previous solver status from out/tiny_iter_16.dsgdsnap\n") {
+		t.Errorf("the resumed run did not append to the log:\n%s", b)
 	}
 	cmd := exec.Command(python, filepath.Join(tools, "parse_log.py"), "caffe.log", ".")
 	cmd.Dir = dir
@@ -250,14 +259,13 @@ func TestLogParsedByCaffeTools(t *testing.T) {
 	}
 
 	col, rows = table("caffe.log.test")
-	printed := regexp.MustCompile(`iter (\d+) test:  loss ([0-9.]+)  accuracy ([0-9.]+)`).FindAllStringSubmatch(out, -1)
-	printed = append(printed, regexp.MustCompile(`final test:  loss ([0-9.]+)  accuracy ([0-9.]+)`).FindStringSubmatch(out))
+	printed := regexp.MustCompile(`(?:iter \d+ test|final test):  loss ([0-9.]+)  accuracy ([0-9.]+)`).FindAllStringSubmatch(out, -1)
 	if len(rows) != 4 || len(tests) != 4 || len(printed) != 4 {
-		t.Fatalf("test table %d rows, metrics %d test records, %d printed; want 4 (iterations 0, 8, 16, 24)\n%s", len(rows), len(tests), len(printed), out)
+		t.Fatalf("test table %d rows, metrics %d test records, %d printed; want 4 (iterations 0, 8, 16 at the first run's end, 24)\n%s", len(rows), len(tests), len(printed), out)
 	}
 	for i, r := range rows {
 		rec := tests[i]
-		p := printed[i][len(printed[i])-2:]
+		p := printed[i][1:]
 		acc, _ := strconv.ParseFloat(p[1], 64)
 		if int(r[col["NumIters"]]) != 8*i || rec.Iter != 8*i || !near(r[col["accuracy"]], rec.Outputs["accuracy"]) || !near(r[col["loss"]], rec.Outputs["loss"]) ||
 			math.Abs(r[col["accuracy"]]-acc) > 5e-5 || p[0] != strconv.FormatFloat(rec.Outputs["loss"], 'f', 4, 64) {
