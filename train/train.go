@@ -123,7 +123,7 @@ func New(cfg Config) (*Trainer, error) {
 	if cfg.Metrics != nil {
 		t.sink = newMetricsSink(t)
 	}
-	if cfg.CaffeLog != nil && t.ranks[0].rank == 0 {
+	if cfg.CaffeLog != nil && t.ranks[0].rank == 0 && t.ranks[0].comp != nil {
 		t.clog = metrics.NewGlog(cfg.CaffeLog)
 		t.ranks[0].comp.keepOutputs = true
 	}
