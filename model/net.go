@@ -111,6 +111,7 @@ type Net struct {
 	gradUsers []*Net
 	dangling  []*tensor.Blob // tops nobody consumes and with no loss weight: their diffs stay zero
 	outputs   []*tensor.Blob // tops nobody consumes (Caffe's net outputs)
+	outWeight []float32      // the loss weight of each output
 	hook      func([]int)
 	// layerHook, when set, is told each layer's forward and backward time.
 	layerHook func(layer string, backward bool, start time.Time, dur time.Duration)
@@ -541,6 +542,7 @@ func (n *Net) planBackward() error {
 			continue
 		}
 		n.outputs = append(n.outputs, t)
+		n.outWeight = append(n.outWeight, last[t].nd.lossWeight[last[t].top])
 		if r := last[t]; r.nd.lossWeight[r.top] == 0 {
 			n.dangling = append(n.dangling, t)
 		}
@@ -663,6 +665,10 @@ func (n *Net) Blob(name string) *tensor.Blob { return n.blobs[name] }
 // Outputs are the blobs no layer reads (Caffe's net outputs: losses,
 // accuracies), in the order their layers run.
 func (n *Net) Outputs() []*tensor.Blob { return n.outputs }
+
+// OutputLossWeights are the loss weights of Outputs, in their order (0
+// for an output that is no loss, such as an accuracy).
+func (n *Net) OutputLossWeights() []float32 { return n.outWeight }
 
 // Params is the flat buffer of all parameter values; blocks index it.
 func (n *Net) Params() []float32 { return n.params }

@@ -43,6 +43,48 @@ type netComputer struct {
 	// with it, so that an atom's dropout masks do not depend on which
 	// worker computes it.
 	atom, rank, world int
+	// keepOutputs makes Compute leave in outMean the mean, over its
+	// passes, of every element of the net's outputs in order: the train
+	// net's outputs of the iteration, which the Caffe log shows (a pass
+	// may be one atom of the batch, or one of iter_size batches).
+	keepOutputs bool
+	outMean     []float64
+}
+
+// beginOutputs starts the output means of a Compute.
+func (c *netComputer) beginOutputs() {
+	if !c.keepOutputs {
+		return
+	}
+	n := 0
+	for _, o := range c.net.Outputs() {
+		n += o.Count()
+	}
+	if len(c.outMean) != n {
+		c.outMean = make([]float64, n)
+	}
+	clear(c.outMean)
+}
+
+// addOutputs adds the outputs of a pass's forward.
+func (c *netComputer) addOutputs() {
+	if !c.keepOutputs {
+		return
+	}
+	i := 0
+	for _, o := range c.net.Outputs() {
+		for _, v := range o.Data {
+			c.outMean[i] += float64(v)
+			i++
+		}
+	}
+}
+
+// endOutputs turns the sums of k passes into means.
+func (c *netComputer) endOutputs(k int) {
+	for i := range c.outMean {
+		c.outMean[i] /= float64(k)
+	}
 }
 
 func newNetComputer(net *model.Net, feeds []Feed) *netComputer {
@@ -96,6 +138,8 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 	if c.exact != nil {
 		return c.computeExact(ctx, ready, k)
 	}
+	c.beginOutputs()
+	defer c.endOutputs(k)
 	if k > 1 && len(c.acc) != len(c.net.Grads()) {
 		c.acc = make([]float32, len(c.net.Grads()))
 	}
@@ -121,6 +165,8 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 // computeExact is Compute with Config.Exact: k atoms, each one pass whose
 // gradients join the exact sum.
 func (c *netComputer) computeExact(ctx context.Context, ready func(lo, hi int), k int) (float64, error) {
+	c.beginOutputs()
+	defer c.endOutputs(k)
 	e := c.exact
 	e.begin(c.net.Params())
 	var sum float64
@@ -179,6 +225,7 @@ func (c *netComputer) pass(ctx context.Context, ready func(lo, hi int), last, fi
 		}
 	}
 	loss := c.net.Forward()
+	c.addOutputs()
 	t2 := c.phases.Since(PhaseForward, t1)
 	if c.trace != nil {
 		c.trace("forward", "compute", t1, t2.Sub(t1))

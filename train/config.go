@@ -3,7 +3,9 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"dsgd/center"
@@ -133,9 +135,27 @@ type Config struct {
 	// (WorkerFeeds is unused). Without it every rank runs in this process
 	// over in-process endpoints.
 	Group *Group
-	// Metrics, when set, receives one JSON line per iteration per worker
-	// (see IterMetrics).
+	// Metrics, when set, receives the run's records: one per iteration
+	// per worker (IterMetrics, kind "train") and one per test net per
+	// test pass (TestMetrics, kind "test"), written as MetricsFormat says.
 	Metrics io.Writer
+	// MetricsFormat is how Metrics is written: JSON lines (the default)
+	// or CSV.
+	MetricsFormat MetricsFormat
+	// MetricsNoHeader, with MetricsCSV, writes no header line: the
+	// records are appended to a file that has one (a resumed run's).
+	MetricsNoHeader bool
+	// TrainSetSize is the number of images in the training set (one
+	// epoch), for the records' epoch; 0 when unknown.
+	TrainSetSize int
+	// CaffeLog, when set, receives a training log shaped like Caffe's
+	// (glog lines from solver.cpp: "Iteration N, loss = L", "Test net
+	// output #0: accuracy = A", ...), which Caffe's
+	// tools/extra/parse_log.py reads. Only rank 0 writes it.
+	CaffeLog io.Writer
+	// OnTest, when set, is called after every test pass with its
+	// outputs, on rank 0.
+	OnTest func(TestResult)
 	// OnIterMetrics, when set, receives the same per-iteration figures
 	// as Metrics, for every worker this process runs, on that worker's
 	// goroutine (a caller with several workers must be safe for
@@ -201,11 +221,26 @@ type Group struct {
 	Endpoint   transport.Endpoint
 }
 
-// IterMetrics is one line of the --metrics file: what one worker did in
-// one iteration. Times are milliseconds.
+// IterMetrics is one record of the --metrics file: what one worker did
+// in one iteration. Times are milliseconds.
 type IterMetrics struct {
-	Rank      int     `json:"rank"`
-	Iter      int     `json:"iter"`
+	// Kind is "train".
+	Kind string `json:"kind"`
+	// Time is when the iteration ended, in UTC.
+	Time time.Time `json:"time"`
+	Rank int       `json:"rank"`
+	// Iter is the iteration's index, from 0 (Caffe's "Iteration N" of
+	// its display); Iter+1 iterations are done.
+	Iter int `json:"iter"`
+	// Epoch is Images over Config.TrainSetSize (omitted when that is
+	// unknown, or Images is 0).
+	Epoch float64 `json:"epoch,omitempty"`
+	// Images counts the training images of the whole run, all workers
+	// and any run resumed from: (Iter+1) times the global batch.
+	Images int64 `json:"images"`
+	// LR is the learning rate of the iteration's update.
+	LR float64 `json:"lr"`
+	// Loss is the worker's raw training loss (not smoothed).
 	Loss      float64 `json:"loss"`
 	DataMS    float64 `json:"data_ms"`
 	ForwardMS float64 `json:"forward_ms"`
@@ -216,6 +251,39 @@ type IterMetrics struct {
 	WaitMS    float64 `json:"wait_ms"`
 	WallMS    float64 `json:"wall_ms"`
 }
+
+// TestMetrics is the record of one test net's pass in the --metrics
+// file.
+type TestMetrics struct {
+	// Kind is "test".
+	Kind string `json:"kind"`
+	// Time is when the pass ended, in UTC.
+	Time time.Time `json:"time"`
+	// Iter is the number of iterations done when the test ran (Caffe's
+	// "Iteration N, Testing net").
+	Iter int `json:"iter"`
+	// Net is the test net's index: 0 the first (Caffe's "#0").
+	Net int `json:"net"`
+	// Epoch and Images are as in IterMetrics, after Iter iterations.
+	Epoch  float64 `json:"epoch,omitempty"`
+	Images int64   `json:"images"`
+	// LR is the learning rate of the last update before the test.
+	LR float64 `json:"lr"`
+	// Outputs are the mean of each scalar output of the net over the
+	// pass (accuracy, loss), by output name.
+	Outputs map[string]float64 `json:"outputs"`
+}
+
+// MetricsFormat is how Config.Metrics is written.
+type MetricsFormat int
+
+const (
+	// MetricsJSON writes JSON Lines: one JSON object a record.
+	MetricsJSON MetricsFormat = iota
+	// MetricsCSV writes CSV: a header line, then one row a record, in
+	// the columns Trainer.MetricsColumns names.
+	MetricsCSV
+)
 
 // TestNet is one further test net of Config.ExtraTests.
 type TestNet struct {
@@ -238,6 +306,19 @@ type TestResult struct {
 type NamedValue struct {
 	Name  string
 	Value float64
+	// Net, in a TestResult, is the index of the test net the output
+	// belongs to (0 the first); the Name of a later net's output is
+	// "netK/NAME".
+	Net int
+}
+
+// Output is the name of the output within its test net: Name without
+// the "netK/" prefix of a later test net.
+func (v NamedValue) Output() string {
+	if v.Net > 0 {
+		return strings.TrimPrefix(v.Name, fmt.Sprintf("net%d/", v.Net))
+	}
+	return v.Name
 }
 
 // Get returns the value named name and whether it exists.

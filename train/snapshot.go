@@ -99,7 +99,15 @@ func (t *Trainer) snapshot(iter int) (string, error) {
 		return "", fmt.Errorf("train: %w: no snapshot of iteration %d: %s (the last good snapshot, if any, is kept; lower base_lr or check lr_policy)", ErrDiverged, iter, msg)
 	}
 	if f := t.cfg.SnapshotFormat; f == FormatCaffe || f == FormatHDF5 {
-		return t.snapshotCaffe(iter, f == FormatHDF5)
+		p, err := t.snapshotCaffe(iter, f == FormatHDF5)
+		if err == nil && t.clog != nil {
+			if f == FormatHDF5 {
+				t.clog.Infof("sgd_solver.cpp", 296, "Snapshotting solver state to HDF5 file %s", p)
+			} else {
+				t.clog.Infof("sgd_solver.cpp", 285, "Snapshotting solver state to binary proto file %s", p)
+			}
+		}
+		return p, err
 	}
 	var sb bytes.Buffer
 	if err := u.solver.WriteState(&sb); err != nil {
@@ -109,6 +117,9 @@ func (t *Trainer) snapshot(iter int) (string, error) {
 	err := checkpoint.Write(path, checkpoint.State{Iter: iter, Layout: t.layout, Params: u.net.Params(), Solver: sb.Bytes(), Run: t.cfg.Run})
 	if err != nil {
 		return "", fmt.Errorf("train: %w", err)
+	}
+	if t.clog != nil {
+		t.clog.Infof("solver.cpp", 464, "Snapshotting to dsgd snapshot file %s", path)
 	}
 	return path, nil
 }

@@ -10,42 +10,32 @@ import (
 )
 
 // Test runs the TEST net over TestIter batches and averages each scalar
-// output (accuracy, loss).
+// output (accuracy, loss); then each further test net over its own.
+// With Config.CaffeLog it logs each net's pass as Caffe's Solver::Test.
 func (t *Trainer) Test(ctx context.Context, iter int) (TestResult, error) {
 	tr := TestResult{Iter: iter}
 	if t.test == nil {
 		return tr, nil
 	}
-	outs := t.test.Outputs()
-	sums := make([]float64, len(outs))
-	n := max(t.cfg.TestIter, 1)
-	for i := 0; i < n; i++ {
-		for _, f := range t.cfg.TestFeeds {
-			if err := fill(ctx, t.test, f); err != nil {
-				return tr, fmt.Errorf("train: test at iteration %d: %w", iter, err)
-			}
+	nets := append([]*model.Net{t.test}, t.extra...)
+	for k, net := range nets {
+		feeds, n := t.cfg.TestFeeds, t.cfg.TestIter
+		if k > 0 {
+			feeds, n = t.cfg.ExtraTests[k-1].Feeds, t.cfg.ExtraTests[k-1].Iter
 		}
-		t.test.Forward()
-		for j, o := range outs {
-			if o.Count() == 1 {
-				sums[j] += float64(o.Data[0])
-			}
+		if t.clog != nil {
+			t.clog.Infof("solver.cpp", 347, "Iteration %d, Testing net (#%d)", iter, k)
 		}
-	}
-	for j, o := range outs {
-		if o.Count() == 1 {
-			tr.Outputs = append(tr.Outputs, NamedValue{o.Name, sums[j] / float64(n)})
-		}
-	}
-	for k, net := range t.extra {
-		et := t.cfg.ExtraTests[k]
 		outs := net.Outputs()
 		sums := make([]float64, len(outs))
-		n := max(et.Iter, 1)
+		n = max(n, 1)
 		for range n {
-			for _, f := range et.Feeds {
+			for _, f := range feeds {
 				if err := fill(ctx, net, f); err != nil {
-					return tr, fmt.Errorf("train: test net %d at iteration %d: %w", k+1, iter, err)
+					if k > 0 {
+						return tr, fmt.Errorf("train: test net %d at iteration %d: %w", k, iter, err)
+					}
+					return tr, fmt.Errorf("train: test at iteration %d: %w", iter, err)
 				}
 			}
 			net.Forward()
@@ -55,10 +45,21 @@ func (t *Trainer) Test(ctx context.Context, iter int) (TestResult, error) {
 				}
 			}
 		}
+		weights := net.OutputLossWeights()
+		score := 0
 		for j, o := range outs {
-			if o.Count() == 1 {
-				tr.Outputs = append(tr.Outputs, NamedValue{fmt.Sprintf("net%d/%s", k+1, o.Name), sums[j] / float64(n)})
+			if o.Count() != 1 {
+				continue
 			}
+			v := NamedValue{Name: o.Name, Value: sums[j] / float64(n), Net: k}
+			if k > 0 {
+				v.Name = fmt.Sprintf("net%d/%s", k, o.Name)
+			}
+			tr.Outputs = append(tr.Outputs, v)
+			if t.clog != nil {
+				t.clog.Infof("solver.cpp", 414, "    Test net output #%d: %s = %s%s", score, o.Name, caffeFloat(v.Value), lossNote(weights[j], v.Value))
+			}
+			score++
 		}
 	}
 	return tr, nil

@@ -2,8 +2,8 @@ package train
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"dsgd/accum"
@@ -44,8 +43,10 @@ type Trainer struct {
 	// parameter server last).
 	ranks   []*rankState
 	updater int // the rank whose solver state a snapshot records
-	// metricsMu serialises the ranks' metrics lines.
-	metricsMu sync.Mutex
+	// sink writes Config.Metrics (nil without it); clog writes
+	// Config.CaffeLog on rank 0 (nil without it, or on another rank).
+	sink *metricsSink
+	clog *metrics.Glog
 }
 
 // rankState is one rank's model, solver and data.
@@ -118,6 +119,13 @@ func New(cfg Config) (*Trainer, error) {
 	}
 	if err := t.buildRanks(); err != nil {
 		return nil, err
+	}
+	if cfg.Metrics != nil {
+		t.sink = newMetricsSink(t)
+	}
+	if cfg.CaffeLog != nil && t.ranks[0].rank == 0 && t.ranks[0].comp != nil {
+		t.clog = metrics.NewGlog(cfg.CaffeLog)
+		t.ranks[0].comp.keepOutputs = true
 	}
 	switch f := cfg.SnapshotFormat; {
 	case f != "" && f != FormatDsgd && f != FormatCaffe && f != FormatHDF5:
@@ -225,6 +233,10 @@ func (t *Trainer) resumeFlag() string {
 // SetOnIter sets Config.OnIter, for a caller that can build its hook only
 // once the trainer exists.
 func (t *Trainer) SetOnIter(f func(iter int, loss float64, d time.Duration)) { t.cfg.OnIter = f }
+
+// SetOnTest sets Config.OnTest, for a caller that can build its hook only
+// after New; call it before Run.
+func (t *Trainer) SetOnTest(f func(TestResult)) { t.cfg.OnTest = f }
 
 // SetOnIterMetrics sets Config.OnIterMetrics, for a caller that can build
 // its hook only after New; call it before Run.
@@ -387,6 +399,18 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	prog.From(t.start)
 	defer prog.Done()
 	begin := time.Now()
+	if t.sink != nil && !cfg.MetricsNoHeader {
+		if err := t.sink.header(); err != nil {
+			return res, err
+		}
+	}
+	if t.clog != nil {
+		t.clog.Infof("solver.cpp", 289, "Solving %s", t.net.Name())
+		t.clog.Infof("solver.cpp", 290, "Learning Rate Policy: %s", cfg.Solver.LRPolicy)
+		if cfg.Resume != "" {
+			t.clog.Infof("solver.cpp", 296, "Restoring previous solver status from %s", cfg.Resume)
+		}
+	}
 	var testing time.Duration // time spent testing, not training
 	if t.test != nil && cfg.TestInitialization && t.start == 0 && cfg.TestInterval > 0 {
 		t0 := time.Now()
@@ -397,6 +421,9 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		testing += time.Since(t0)
 		res.Tests = append(res.Tests, tr)
 		prog.Printf("%s\n", tr)
+		if err := t.reportTest(tr); err != nil {
+			return res, err
+		}
 	}
 	for _, rs := range t.ranks {
 		if rs.comp != nil {
@@ -487,6 +514,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 	var window []float64 // the last AverageLoss losses
 	done := t.start
 	lastDisplay, lastDisplayTime, lastIter := t.start, time.Now(), time.Now()
+	clogIter, clogTime := t.start, time.Now() // the Caffe log's last display
 	onIter := func(iter int, loss float64) error {
 		now := time.Now()
 		d := now.Sub(lastIter)
@@ -507,6 +535,25 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		if cfg.OnIter != nil {
 			cfg.OnIter(iter, loss, d)
 		}
+		if t.clog != nil && cfg.Display > 0 && iter%cfg.Display == 0 {
+			// Caffe's Solver::Step displays iteration iter_ (from 0) when
+			// iter_ % display == 0, before its update; SGDSolver's
+			// ApplyUpdate then logs the update's rate.
+			lapse := now.Sub(clogTime).Seconds()
+			perSec := float64(iter-clogIter) / cmp.Or(lapse, 1)
+			clogIter, clogTime = iter, now
+			t.clog.Infof("solver.cpp", 239, "Iteration %d (%s iter/s, %ss/%d iters), loss = %s", iter, caffeFloat(perSec), caffeFloat(lapse), cfg.Display, caffeFloat(smooth))
+			weights, means := t.net.OutputLossWeights(), t.ranks[0].comp.outMean
+			score := 0
+			for j, o := range t.net.Outputs() {
+				for range o.Data {
+					v := means[score]
+					t.clog.Infof("solver.cpp", 258, "    Train net output #%d: %s = %s%s", score, o.Name, caffeFloat(v), lossNote(weights[j], v))
+					score++
+				}
+			}
+			t.clog.Infof("sgd_solver.cpp", 112, "Iteration %d, lr = %s", iter, caffeFloat(t.solver.LR(iter)))
+		}
 		if cfg.Display > 0 && (done%cfg.Display == 0 || done == cfg.MaxIter) {
 			ips := float64((done-lastDisplay)*t.batch*workers) / now.Sub(lastDisplayTime).Seconds()
 			lastDisplay, lastDisplayTime = done, now
@@ -526,6 +573,9 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			testing += time.Since(t0)
 			res.Tests = append(res.Tests, tr)
 			prog.Printf("%s\n", tr)
+			if err := t.reportTest(tr); err != nil {
+				return err
+			}
 			lastDisplayTime = lastDisplayTime.Add(time.Since(now))
 		}
 		lastIter = time.Now()
@@ -669,6 +719,9 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 		if ctx.Err() != nil {
 			err = ctx.Err()
+			if t.clog != nil {
+				t.clog.Infof("solver.cpp", 311, "Optimization stopped early.")
+			}
 		} else {
 			err = fmt.Errorf("train: iteration %d: %w", done, err)
 		}
@@ -721,6 +774,15 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 		tr.Elapsed = trained
 		res.Tests = append(res.Tests, tr)
+		if err := t.reportTest(tr); err != nil {
+			return res, err
+		}
+	}
+	if t.clog != nil {
+		t.clog.Infof("solver.cpp", 332, "Optimization Done.")
+		if err := t.clog.Err(); err != nil {
+			return res, fmt.Errorf("train: writing the Caffe log: %w", err)
+		}
 	}
 	res.Wall = time.Since(begin)
 	return res, nil
@@ -735,7 +797,8 @@ func (t *Trainer) metricsHook(r int, n *node.Rank, comp *netComputer, next func(
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	return func(iter int, loss float64) error {
 		now := time.Now()
-		m := IterMetrics{Rank: r, Iter: iter, Loss: loss, WallMS: ms(now.Sub(lastT))}
+		m := IterMetrics{Kind: "train", Time: metricsTime(now), Rank: r, Iter: iter, LR: t.solver.LR(iter), Loss: loss, WallMS: ms(now.Sub(lastT))}
+		m.Images, m.Epoch = t.images(iter + 1)
 		var cur [numPhases]time.Duration
 		for i := range cur {
 			cur[i] = comp.phases.Total(i)
@@ -750,16 +813,9 @@ func (t *Trainer) metricsHook(r int, n *node.Rank, comp *netComputer, next func(
 		if t.cfg.OnIterMetrics != nil {
 			t.cfg.OnIterMetrics(m)
 		}
-		if t.cfg.Metrics != nil {
-			line, err := json.Marshal(m)
-			if err != nil {
+		if t.sink != nil {
+			if err := t.sink.train(m); err != nil {
 				return err
-			}
-			t.metricsMu.Lock()
-			_, err = t.cfg.Metrics.Write(append(line, '\n'))
-			t.metricsMu.Unlock()
-			if err != nil {
-				return fmt.Errorf("writing metrics: %w", err)
 			}
 		}
 		if next != nil {

@@ -160,6 +160,10 @@ type job struct {
 	// reads (iter_size times the atoms per worker; 0 counts as 1).
 	atom, trainPasses int
 
+	// trainSetSize is the images of the first TRAIN Data layer's set
+	// (one epoch), 0 when unknown.
+	trainSetSize int
+
 	trainShapes, testShapes map[string]tensor.Shape
 	trainFeeds, testFeeds   []train.Feed
 	workerFeeds             [][]train.Feed // workers 1..N-1
@@ -387,6 +391,9 @@ func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, 
 				desc += ", streamed from the database"
 			}
 			j.dataDesc = append(j.dataDesc, desc)
+		}
+		if split == data.Train && j.trainSetSize == 0 {
+			j.trainSetSize = ds.N
 		}
 		batch := dl.BatchSize
 		if m.batch > 0 && split == data.Train {

@@ -156,9 +156,21 @@ func TestTrainWorkersAndMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		if len(lines) != 60 || !strings.Contains(lines[0], `"comm_exposed_ms"`) {
-			t.Fatalf("%s: %d metrics lines, want 60 (20 iterations x 3 workers); first: %s", sch, len(lines), lines[0])
+		var lines, tests []string
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if strings.Contains(l, `"kind":"test"`) {
+				tests = append(tests, l)
+			} else {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != 60 || !strings.Contains(lines[0], `"comm_exposed_ms"`) || !strings.Contains(lines[0], `"kind":"train"`) {
+			t.Fatalf("%s: %d train records, want 60 (20 iterations x 3 workers); first: %s", sch, len(lines), lines[0])
+		}
+		// test_initialization's, and the final test at 20 iterations of
+		// 3 workers' batches of 16 (3.75 epochs of 256 images).
+		if len(tests) != 2 || !strings.Contains(tests[0], `"iter":0,"net":0,"images":0,`) || !strings.Contains(tests[1], `"iter":20,"net":0,"epoch":3.75,"images":960,`) {
+			t.Fatalf("%s: test records %q", sch, tests)
 		}
 	}
 	code, _, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--scheme", "gossip", "--workers", "2")

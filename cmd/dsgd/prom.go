@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -27,6 +30,8 @@ const metricsListenUsage = "serve Prometheus metrics on `HOST:PORT` at /metrics 
 type promRun struct {
 	reg                   *prometheus.Registry
 	iter, loss, imagesSec prometheus.Gauge
+	lr, epoch             prometheus.Gauge
+	testOutput            *prometheus.GaugeVec
 	iters, images         prometheus.Counter
 	iterSeconds           prometheus.Histogram
 	phaseSeconds          *prometheus.CounterVec
@@ -50,14 +55,50 @@ func newPromRun() *promRun {
 	p.phaseSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dsgd_phase_seconds_total",
 		Help: "Wall time per phase of an iteration (data, forward, backward, comm_exposed, comm_busy, update, wait), per worker of this process; comm_busy overlaps the others."},
 		[]string{"worker", "phase"})
-	reg.MustRegister(p.iter, p.loss, p.imagesSec, p.iters, p.images, p.iterSeconds, p.phaseSeconds)
+	p.lr = prometheus.NewGauge(prometheus.GaugeOpts{Name: "dsgd_learning_rate", Help: "Learning rate of the last iteration's update (rank 0)."})
+	p.epoch = prometheus.NewGauge(prometheus.GaugeOpts{Name: "dsgd_epoch", Help: "Epochs of the training set seen by the run, all workers (0 when the set's size is unknown)."})
+	p.testOutput = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dsgd_test_output",
+		Help: "Each scalar output (accuracy, loss) of each test net at the last test pass, averaged over the pass; net counts from 0."},
+		[]string{"net", "output"})
+	reg.MustRegister(p.iter, p.loss, p.imagesSec, p.iters, p.images, p.iterSeconds, p.phaseSeconds, p.lr, p.epoch, p.testOutput, buildInfo())
 	return p
+}
+
+// buildInfo is the dsgd_build_info gauge: 1, labelled with the module's
+// version, the VCS revision it was built from, and the Go version.
+func buildInfo() prometheus.Collector {
+	version, revision, goVersion := "unknown", "unknown", runtime.Version()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		version = cmp.Or(bi.Main.Version, version)
+		goVersion = cmp.Or(bi.GoVersion, goVersion)
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				revision = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "dsgd_build_info",
+		Help:        "Always 1; its labels say which dsgd runs: the module version, the VCS revision and the Go version it was built with.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": goVersion}})
+	g.Set(1)
+	return g
+}
+
+// onTest is the train.Config.OnTest hook: the last test pass's outputs.
+func (p *promRun) onTest(tr train.TestResult) {
+	for _, o := range tr.Outputs {
+		p.testOutput.WithLabelValues(strconv.Itoa(o.Net), o.Output()).Set(o.Value)
+	}
 }
 
 // onIterMetrics returns the train.Config.OnIterMetrics hook that adds
 // each worker's phase times; it is called on every worker's goroutine
 // (the counters are safe for that).
 func (p *promRun) onIterMetrics(m train.IterMetrics) {
+	if m.Rank == 0 {
+		p.lr.Set(m.LR)
+		p.epoch.Set(m.Epoch)
+	}
 	w := strconv.Itoa(m.Rank)
 	for _, ph := range []struct {
 		name string

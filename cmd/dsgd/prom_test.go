@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"dsgd/train"
 	"dsgd/transport"
 )
 
@@ -159,5 +162,57 @@ func TestMetricsEndpointBytes(t *testing.T) {
 	}
 	if !seen {
 		t.Error("no dsgd_transport_sent_bytes_total")
+	}
+}
+
+// TestPromTrainingGauges: the test outputs, learning rate, epoch and
+// build info are served, and every series passes promtool's lint.
+func TestPromTrainingGauges(t *testing.T) {
+	p := newPromRun()
+	p.onIterMetrics(train.IterMetrics{Kind: "train", Rank: 0, Iter: 9, LR: 0.05, Epoch: 0.625, ForwardMS: 1})
+	p.onIterMetrics(train.IterMetrics{Kind: "train", Rank: 1, Iter: 9, LR: 7, Epoch: 7})
+	p.onTest(train.TestResult{Iter: 10, Outputs: []train.NamedValue{{Name: "accuracy", Value: 0.9}, {Name: "loss", Value: 0.3}, {Name: "net1/accuracy", Value: 0.8, Net: 1}}})
+	mfs, err := p.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			if g := m.GetGauge(); g != nil {
+				got[key] = g.GetValue()
+			}
+		}
+	}
+	for key, want := range map[string]float64{
+		"dsgd_learning_rate":                     0.05,
+		"dsgd_epoch":                             0.625,
+		"dsgd_test_output,net=0,output=accuracy": 0.9,
+		"dsgd_test_output,net=0,output=loss":     0.3,
+		"dsgd_test_output,net=1,output=accuracy": 0.8,
+	} {
+		if v, ok := got[key]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)
+		}
+	}
+	info := ""
+	for key, v := range got {
+		if strings.HasPrefix(key, "dsgd_build_info,") && v == 1 {
+			info = key
+		}
+	}
+	if !regexp.MustCompile(`goversion=go[0-9.]+.*,revision=[^,]+,version=[^,]+`).MatchString(info) {
+		t.Errorf("dsgd_build_info: %q", info)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range problems {
+		t.Errorf("promlint: %s: %s", pr.Metric, pr.Text)
 	}
 }

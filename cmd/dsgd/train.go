@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -38,6 +37,7 @@ type trainFlags struct {
 	timeline                          *string
 	weights, snapFormat               *string
 	metricsListen                     *string
+	log                               *string
 	shm                               *string
 	reduce                            *string
 	atom                              *int
@@ -79,7 +79,8 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.pack = fs.Bool("pack", true, "send all layers as one contiguous message (off: one message per layer)")
 	f.bucketKiB = fs.Int("bucket", -1, "overlap: gather this many KiB of consecutive layers' gradients before each accumulate (one process: TRL's shared accumulator) or allreduce (across processes); 0: every parameter blob on its own (default: 0 in one process, each layer handed to the accumulator as backward finishes it, TRL Alg. 6-7; 1024 across processes, PyTorch DDP's buckets)")
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd (recursive doubling), or mpi (MPI_Allreduce and MPI_Bcast, with dsgd worker --transport mpi)")
-	f.metrics = fs.String("metrics", "", "write one JSON line per iteration per worker to `FILE`")
+	f.metrics = fs.String("metrics", "", metricsUsage)
+	f.log = fs.String("log", "", logUsage)
 	f.metricsListen = fs.String("metrics-listen", "", metricsListenUsage)
 	f.timeline = fs.String("timeline", "", "write a Chrome trace of every rank's work (per-layer forward and backward, communication, updates, waits) to `FILE`, for Perfetto or chrome://tracing (a worker process of rank N > 0 writes FILE.rankN, a parameter-server scheme's center FILE.center)")
 	f.lrScale = fs.String("lr-scale", "none", "learning rate scaling: none, linear (base_lr x workers, for the global batch of the synchronous schemes, FireCaffe 7.2), or inverse (base_lr / workers, for async, ssp and hogwild, where every worker's steps land in the same weights)")
@@ -401,18 +402,35 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 			}
 		}
 	}
+	var metricsFile *recordFile
 	if *f.metrics != "" {
 		path := rankPath(*f.metrics, g, rank)
-		mf, err := os.Create(path)
+		metricsFile, err = openRecordFile("--metrics", path, cfg.Resume != "")
 		if err != nil {
-			return fmt.Errorf("--metrics: %w", err)
+			return err
 		}
-		bw := bufio.NewWriter(mf)
 		defer func() {
-			bw.Flush()
-			mf.Close()
+			if err := metricsFile.Close(); err != nil {
+				fmt.Fprintf(stderr, "dsgd: --metrics %s: %v\n", path, err)
+			}
 		}()
-		cfg.Metrics = bw
+		cfg.Metrics = metricsFile.bw
+		if isCSV(*f.metrics) {
+			cfg.MetricsFormat = train.MetricsCSV
+			cfg.MetricsNoHeader = metricsFile.first != ""
+		}
+	}
+	if *f.log != "" && rank == 0 && (g == nil || !g.serve) {
+		lf, err := openRecordFile("--log", *f.log, cfg.Resume != "")
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := lf.Close(); err != nil {
+				fmt.Fprintf(stderr, "dsgd: --log %s: %v\n", *f.log, err)
+			}
+		}()
+		cfg.CaffeLog = lf.bw
 	}
 	if *f.timeline != "" {
 		path := rankPath(*f.timeline, g, rank)
@@ -455,6 +473,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	defer j.close()
 	cfg.TrainShapes, cfg.TrainFeeds, cfg.WorkerFeeds = j.trainShapes, j.trainFeeds, j.workerFeeds
 	cfg.TestShapes, cfg.TestFeeds, cfg.ExtraTests = j.testShapes, j.testFeeds, j.extraTests
+	cfg.TrainSetSize = j.trainSetSize
 	if g != nil && rank >= cfg.Workers {
 		cfg.TrainFeeds = nil // the parameter server computes nothing
 	}
@@ -464,6 +483,11 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	if err := j.checkLabels(tr.Net(), j.train.Spec, j.test.Spec); err != nil {
 		return err
+	}
+	if cfg.MetricsNoHeader {
+		if want := strings.Join(tr.MetricsColumns(), ","); metricsFile.first != want {
+			return fmt.Errorf("--metrics %s: the file's CSV header is not this run's columns, so rows cannot be appended to it:\n  file: %s\n  run:  %s\nwrite the metrics to a new file", rankPath(*f.metrics, g, rank), metricsFile.first, want)
+		}
 	}
 	var prom *promRun
 	if *f.metricsListen != "" && (g == nil || g.serve || rank == 0) {
@@ -515,6 +539,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if prom != nil {
 		tr.SetOnIter(prom.onIter(tr.GlobalBatch(), cfg.OnIter))
 		tr.SetOnIterMetrics(prom.onIterMetrics)
+		tr.SetOnTest(prom.onTest)
 		if cfg.Group != nil && cfg.Group.Endpoint != nil {
 			prom.registerEndpoint(cfg.Group.Endpoint)
 		}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// metricsUsage is --metrics's usage line.
+const metricsUsage = "write the run's records to `FILE`: one per iteration per worker (kind train: time, iter, epoch, images, lr, loss, phase times) and one per test net per test pass (kind test: its outputs), as JSON lines, or as CSV when FILE ends in .csv; --resume appends to it (a worker process of rank N > 0 writes FILE.rankN)"
+
+// logUsage is --log's usage line.
+const logUsage = "write a training log shaped like Caffe's (glog lines of solver.cpp: \"Iteration N ..., loss = L\", \"Test net output #0: accuracy = A\", \"Iteration N, lr = R\") to `FILE`, which Caffe's tools/extra/parse_log.py and plot_training_log.py read; rank 0 writes it, --resume appends to it"
+
+// recordFile is a file a run writes its records or log to.
+type recordFile struct {
+	f  *os.File
+	bw *bufio.Writer
+	// first is the file's first line when the run appends to a file
+	// that has one (a CSV file's header), without its newline.
+	first string
+}
+
+// openRecordFile opens the file a flag names for a run's records: a
+// fresh run truncates it, a resumed one (appending) adds to what is
+// there, after cutting off a last line a killed run left unfinished.
+func openRecordFile(flagName, path string, appending bool) (*recordFile, error) {
+	if !appending {
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flagName, err)
+		}
+		return &recordFile{f: f, bw: bufio.NewWriter(f)}, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	rf := &recordFile{f: f, bw: bufio.NewWriter(f)}
+	if err := rf.trimPartial(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s %s: %w", flagName, path, err)
+	}
+	return rf, nil
+}
+
+// trimPartial cuts the file after its last newline and reads its first
+// line.
+func (rf *recordFile) trimPartial() error {
+	st, err := rf.f.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	if size == 0 {
+		return nil
+	}
+	first, err := bufio.NewReader(io.NewSectionReader(rf.f, 0, size)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	rf.first = strings.TrimRight(first, "\r\n")
+	tail := make([]byte, min(size, 1<<16))
+	if _, err := rf.f.ReadAt(tail, size-int64(len(tail))); err != nil {
+		return err
+	}
+	if tail[len(tail)-1] == '\n' {
+		return nil
+	}
+	nl := bytes.LastIndexByte(tail, '\n')
+	if nl < 0 && size > int64(len(tail)) {
+		// A last line longer than what was read: end it rather than
+		// guess where it began.
+		_, err := rf.f.Write([]byte{'\n'})
+		return err
+	}
+	keep := size - int64(len(tail)) + int64(nl+1)
+	if keep == 0 {
+		rf.first = "" // one unfinished line: nothing is kept
+	}
+	return rf.f.Truncate(keep)
+}
+
+// Close flushes and closes the file.
+func (rf *recordFile) Close() error {
+	err := rf.bw.Flush()
+	if cerr := rf.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// isCSV reports whether a --metrics path asks for CSV: it ends in .csv.
+func isCSV(path string) bool { return strings.EqualFold(filepath.Ext(path), ".csv") }
