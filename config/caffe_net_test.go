@@ -361,8 +361,10 @@ func TestNetSharedWeights(t *testing.T) {
 			if g1[i] == 0 || g2[i] == 0 || g1[i] == g2[i] {
 				t.Fatalf("unshared gradients %g and %g at %d: want both non-zero and different", g1[i], g2[i], i)
 			}
-			if g[i] != g1[i]+g2[i] {
-				t.Fatalf("shared gradient %g at %d, want the sum of the unshared ones %g", g[i], i, g1[i]+g2[i])
+			// Caffe's EXPECT_FLOAT_EQ: within 4 ulps (a GEMM that adds into
+			// the diff may round its partial sums differently).
+			if want := g1[i] + g2[i]; math.Abs(float64(g[i]-want)) > 4*ulp(want) {
+				t.Fatalf("shared gradient %g at %d, want the sum of the unshared ones %g", g[i], i, want)
 			}
 		}
 	})
@@ -407,4 +409,10 @@ layer { name: 'loss' type: 'EuclideanLoss' bottom: 'a' bottom: 'a' }
 			}
 		})
 	}
+}
+
+// ulp is the spacing of float32 values at v.
+func ulp(v float32) float64 {
+	a := float32(math.Abs(float64(v)))
+	return float64(math.Nextafter32(a, float32(math.Inf(1))) - a)
 }
