@@ -111,3 +111,34 @@ func TestTorchMoreFixtures(t *testing.T) {
 		}
 	}
 }
+
+// TestMoreLayersNoAllocs: after a first pass, Forward and Backward of each
+// layer allocate nothing (Filter on an unchanged selection).
+func TestMoreLayersNoAllocs(t *testing.T) {
+	src, err := os.ReadFile("testdata/torch_more_layers.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Cases []torchCase `json:"cases"`
+	}
+	if err := json.Unmarshal(src, &f); err != nil {
+		t.Fatal(err)
+	}
+	cases := moreCases()
+	for _, tc := range f.Cases {
+		l, bottom, top := tc.setUp(t, cases[tc.Name])
+		prop := make([]bool, len(bottom))
+		for i, d := range tc.BottomDiffs {
+			prop[i] = d != nil
+		}
+		step := func() {
+			l.Forward(bottom, top)
+			l.Backward(top, prop, bottom)
+		}
+		step()
+		if n := testing.AllocsPerRun(5, step); n != 0 {
+			t.Errorf("%s: %v allocations per Forward+Backward, want 0", tc.Name, n)
+		}
+	}
+}
