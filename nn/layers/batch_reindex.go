@@ -48,14 +48,14 @@ func (*batchReindexLayer) Reshape(bottom, top []*tensor.Blob) error {
 	return nil
 }
 
-// index returns the data item of top item k, panicking when it is out of
-// range.
+// reindex returns the data item an index value names, panicking when it
+// is not in [0, n) (NaN included), as Caffe's CHECKs abort. A fractional
+// index is truncated, as Caffe's cast does.
 func reindex(v float32, n int) int {
-	i := int(v)
-	if v < 0 || i >= n {
+	if !(v >= 0) || v >= float32(n) {
 		panic(fmt.Sprintf("layers: BatchReindex: index %v outside the data's %d items", v, n))
 	}
-	return i
+	return int(v)
 }
 
 func (*batchReindexLayer) Forward(bottom, top []*tensor.Blob) {

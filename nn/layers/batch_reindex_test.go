@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"math"
 	"testing"
 
 	"dsgd/tensor"
@@ -49,7 +50,7 @@ func TestBatchReindexCaffe(t *testing.T) {
 	t.Run("bad index", func(t *testing.T) {
 		x, idx, y := gaussBlob(1, 5, 2), tensor.NewBlob("perm", 1), tensor.NewBlob("top")
 		l := newTestLayer(t, &BatchReindexConfig{}, Context{}, blobs(x, idx), blobs(y))
-		for _, v := range []float32{5, -1} {
+		for _, v := range []float32{5, -1, float32(math.NaN())} {
 			idx.Data[0] = v
 			func() {
 				defer func() {
