@@ -13,12 +13,12 @@ import (
 
 // moreTypes lists the compute layer types of this file, sorted.
 func moreTypes() []string {
-	return []string{
+	return append([]string{
 		"AbsVal", "ArgMax", "BNLL", "Bias", "ContrastiveLoss", "Crop", "Deconvolution",
 		"ELU", "Embed", "EuclideanLoss", "Exp", "HingeLoss", "InfogainLoss", "LSTM",
 		"LSTMUnit", "Log", "MultinomialLogisticLoss", "PReLU", "Power", "RNN", "Reduction", "Reshape",
 		"SigmoidCrossEntropyLoss", "Silence", "Slice", "Split", "Threshold", "Tile",
-	}
+	}, extraTypes()...)
 }
 
 // isLossType reports whether a layer type is a Caffe loss layer: its first
@@ -66,6 +66,8 @@ func decodeMore(r *reader, l *LayerDef, param func(string) *reader) layers.Confi
 	switch l.Type {
 	case "LSTM", "RNN", "LSTMUnit":
 		return decodeRecurrent(l, param)
+	case "BatchReindex", "Clip", "Filter", "HDF5Output", "Im2col", "MVN", "Parameter", "SPP", "Swish":
+		return decodeExtra(l, param)
 	case "AbsVal":
 		return &layers.AbsValConfig{}
 	case "BNLL":

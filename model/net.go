@@ -774,13 +774,16 @@ func (n *Net) ResetTimes() {
 // Forward runs every layer and returns the total weighted loss.
 func (n *Net) Forward() float64 {
 	var loss float64
-	for _, nd := range n.nodes {
+	for i, nd := range n.nodes {
 		t0 := time.Now()
 		nd.layer.Forward(nd.bottom, nd.top)
 		d := time.Since(t0)
 		nd.fwd += d
 		if n.layerHook != nil {
 			n.layerHook(nd.spec.Name, false, t0, d)
+		}
+		if r, ok := nd.layer.(layers.ForwardReshaper); ok && r.TopsReshaped() {
+			n.reshapeAfter(i)
 		}
 		for j, w := range nd.lossWeight {
 			if w != 0 {
@@ -793,6 +796,33 @@ func (n *Net) Forward() float64 {
 		}
 	}
 	return loss
+}
+
+// reshapeAfter reshapes the layers after node i, whose Forward changed
+// its tops' shapes (a layers.ForwardReshaper such as Filter), as Caffe's
+// Forward reshapes every layer before running it. The split parts of each
+// reshaped blob follow it before its readers reshape. A layer that refuses
+// the new shape panics: Forward has no error to return, and Caffe aborts.
+func (n *Net) reshapeAfter(i int) {
+	for j := i; j < len(n.nodes); j++ {
+		nd := n.nodes[j]
+		if j > i {
+			if err := nd.layer.Reshape(nd.bottom, nd.top); err != nil {
+				panic(fmt.Sprintf("model: %s: reshaping after %s changed its tops' shapes: %v", layerWhere(nd.spec), layerWhere(n.nodes[i].spec), err))
+			}
+		}
+		for _, sp := range n.splits[j] {
+			c := sp.target.Count()
+			for _, p := range sp.parts {
+				p.Shape = append(p.Shape[:0], sp.target.Shape...)
+				p.Data = sp.target.Data
+				if cap(p.Diff) < c {
+					p.Diff = make([]float32, c)
+				}
+				p.Diff = p.Diff[:c]
+			}
+		}
+	}
 }
 
 // Backward computes the gradient of the loss of the last Forward into

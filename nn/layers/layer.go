@@ -136,3 +136,13 @@ func (g *paramGrads) SetParamPropagate(on []bool) {
 
 // want reports whether param i's gradient is wanted.
 func (g *paramGrads) want(i int) bool { return i >= len(g.off) || !g.off[i] }
+
+// ForwardReshaper is implemented by layers whose Forward may change their
+// tops' shapes, because the shapes depend on the bottoms' values (Filter:
+// its tops hold the items its selector picks). After such a layer's
+// Forward reports a change, the model reshapes the layers after it, as
+// Caffe's Forward reshapes every layer before running it.
+type ForwardReshaper interface {
+	// TopsReshaped reports whether the last Forward changed a top's shape.
+	TopsReshaped() bool
+}
