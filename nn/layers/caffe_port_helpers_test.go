@@ -127,3 +127,25 @@ func repeat(pattern []float32, n int) []float32 {
 
 // fwd runs Forward once.
 func fwd(l Layer, bottom, top []*tensor.Blob) { l.Forward(bottom, top) }
+
+// wantFloatEq is Caffe's EXPECT_FLOAT_EQ: equal within 4 units in the last
+// place of float32.
+func wantFloatEq(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	bad := 0
+	for i := range got {
+		g, w := float64(got[i]), float64(want[i])
+		if d := math.Abs(g - w); !(d <= 4*math.Max(math.Abs(g), math.Abs(w))*0x1p-23) {
+			if bad < 5 {
+				t.Errorf("%s[%d] = %.9g, want %.9g", what, i, got[i], want[i])
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d values differ", what, bad, len(got))
+	}
+}
