@@ -61,15 +61,23 @@ func blobs(n int) []*tensor.Blob {
 // newTestLayer does), then reshapes the tops.
 func caffeLayer(t *testing.T, cfg Config, phase Phase, bottom, top []*tensor.Blob) Layer {
 	t.Helper()
-	l, err := caffeLayerErr(cfg, phase, bottom, top)
+	return caffeLayerWith(t, cfg, Context{Phase: phase}, bottom, top)
+}
+
+// caffeLayerWith is caffeLayer with a given context.
+func caffeLayerWith(t *testing.T, cfg Config, ctx Context, bottom, top []*tensor.Blob) Layer {
+	t.Helper()
+	l, err := caffeLayerErr(cfg, ctx, bottom, top)
 	if err != nil {
 		t.Fatalf("%s: %v", cfg.Type(), err)
 	}
 	return l
 }
 
-func caffeLayerErr(cfg Config, phase Phase, bottom, top []*tensor.Blob) (Layer, error) {
-	ctx := Context{Phase: phase, Rand: rand.New(rand.NewPCG(1701, 7))}
+func caffeLayerErr(cfg Config, ctx Context, bottom, top []*tensor.Blob) (Layer, error) {
+	if ctx.Rand == nil {
+		ctx.Rand = rand.New(rand.NewPCG(1701, 7))
+	}
 	l, err := cfg.Build(ctx)
 	if err != nil {
 		return nil, err
