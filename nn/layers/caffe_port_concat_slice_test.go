@@ -77,7 +77,7 @@ func TestCaffePortConcat(t *testing.T) {
 	grad := func(t *testing.T, axis int, bs []*tensor.Blob, skip map[int]bool) {
 		top := blobs(1)
 		l := caffeLayer(t, &ConcatConfig{Axis: axis}, Train, bs, top)
-		checkGradients(t, l, bs, top, gradCheck{Step: 1e-2, Threshold: 1e-2, Skip: skip})
+		caffeGrad(t, l, bs, top, gradCheck{Step: 1e-2, Threshold: 1e-2, Skip: skip})
 	}
 	t.Run("ConcatLayerTest.TestGradientTrivial", func(t *testing.T) { v0, _ := fixture(); grad(t, 1, v0[:1], nil) })
 	t.Run("ConcatLayerTest.TestGradientNum", func(t *testing.T) { _, v1 := fixture(); grad(t, 0, v1, nil) })
@@ -132,7 +132,7 @@ func TestCaffePortSlice(t *testing.T) {
 	grad := func(t *testing.T, cfg *SliceConfig, b []*tensor.Blob, tops int) {
 		top := blobs(tops)
 		l := caffeLayer(t, cfg, Train, b, top)
-		checkGradients(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
+		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
 	}
 	t.Run("SliceLayerTest.TestGradientTrivial", func(t *testing.T) { grad(t, &SliceConfig{Axis: 1}, fixture(), 1) })
 	t.Run("SliceLayerTest.TestGradientAcrossNum", func(t *testing.T) { grad(t, &SliceConfig{Axis: 0}, small(), 2) })

@@ -69,7 +69,7 @@ func TestCaffePortCrop(t *testing.T) {
 	grad := func(t *testing.T, b []*tensor.Blob, cfg *CropConfig) {
 		top := blobs(1)
 		l := caffeLayer(t, cfg, Train, b, top)
-		checkGradients(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
+		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
 	}
 	t.Run("CropLayerTest.TestCropAllGradient", func(t *testing.T) { grad(t, fixture(false), &CropConfig{Axis: 0}) })
 	t.Run("CropLayerTest.TestCropHWGradient", func(t *testing.T) {
@@ -125,7 +125,7 @@ func TestCaffePortTile(t *testing.T) {
 	grad := func(t *testing.T, axis, tiles int) {
 		b, top := fixture(), blobs(1)
 		l := caffeLayer(t, &TileConfig{Axis: axis, Tiles: tiles}, Train, b, top)
-		checkGradients(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
+		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 	}
 	t.Run("TileLayerTest.TestTrivialGradient", func(t *testing.T) { grad(t, 1, 1) })
 	t.Run("TileLayerTest.TestGradientNum", func(t *testing.T) { grad(t, 0, 3) })

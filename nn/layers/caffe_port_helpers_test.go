@@ -157,3 +157,105 @@ func wantFloatEq(t *testing.T, what string, got, want []float32) {
 		t.Errorf("%s: %d of %d values differ", what, bad, len(got))
 	}
 }
+
+// caffeGrad is Caffe's GradientChecker::CheckGradientExhaustive: for every
+// element of every top, the objective is twice that element (Caffe's
+// GetObjAndGradient with a loss weight of 2), and the analytic gradient of
+// every param and every bottom not in g.Skip is compared with the central
+// difference, within g.Threshold·max(|analytic|, |numeric|, 1); features
+// with |x| within g.KinkRange of g.Kink are passed over. Unlike
+// checkGradients' random weighted sum of all tops, a single element's
+// objective carries only its own rounding, which is what thresholds such
+// as BatchNorm's 1e-4 were set for.
+func caffeGrad(t *testing.T, l Layer, bottom, top []*tensor.Blob, g gradCheck) {
+	t.Helper()
+	if g.Step == 0 {
+		g.Step = 1e-2
+	}
+	if g.Threshold == 0 {
+		g.Threshold = 1e-2
+	}
+	saved := make([][]float32, len(bottom))
+	for i, b := range bottom {
+		saved[i] = append([]float32(nil), b.Data...)
+	}
+	restore := func() {
+		for i, b := range bottom {
+			copy(b.Data, saved[i])
+		}
+	}
+	prop := make([]bool, len(bottom))
+	for i := range bottom {
+		prop[i] = !g.Skip[i]
+	}
+	restore()
+	l.Forward(bottom, top)
+	type target struct {
+		name string
+		data []float32
+		in   bool
+		diff func() []float32
+	}
+	var targets []target
+	for i, p := range l.Params() {
+		if p.Frozen {
+			continue
+		}
+		targets = append(targets, target{name: "param" + string(rune('0'+i)), data: p.Blob.Data, diff: func() []float32 { return p.Blob.Diff }})
+	}
+	for i, b := range bottom {
+		if g.Skip[i] {
+			continue
+		}
+		targets = append(targets, target{name: "bottom" + string(rune('0'+i)), data: saved[i], in: true, diff: func() []float32 { return b.Diff }})
+	}
+	bad := 0
+	for ti := range top {
+		for te := range top[ti].Count() {
+			objective := func() float64 {
+				restore()
+				l.Forward(bottom, top)
+				return 2 * float64(top[ti].Data[te])
+			}
+			objective()
+			for _, tb := range top {
+				clear(tb.Diff)
+			}
+			top[ti].Diff[te] = 2
+			for _, p := range l.Params() {
+				p.Blob.ZeroDiff()
+			}
+			l.Backward(top, prop, bottom)
+			computed := make([][]float32, len(targets))
+			for k, tg := range targets {
+				computed[k] = append([]float32(nil), tg.diff()...)
+			}
+			for k, tg := range targets {
+				for j := range tg.data {
+					x := tg.data[j]
+					if g.KinkRange > 0 && math.Abs(math.Abs(float64(x))-g.Kink) <= g.KinkRange {
+						continue
+					}
+					tg.data[j] = x + float32(g.Step)
+					pos := objective()
+					tg.data[j] = x - float32(g.Step)
+					neg := objective()
+					tg.data[j] = x
+					est := (pos - neg) / g.Step / 2
+					ana := float64(computed[k][j])
+					scale := math.Max(math.Max(math.Abs(ana), math.Abs(est)), 1)
+					if math.Abs(ana-est) > g.Threshold*scale {
+						if bad < 5 {
+							t.Errorf("%s: top%d[%d] wrt %s[%d]: analytic %.6g, numeric %.6g", l.Type(), ti, te, tg.name, j, ana, est)
+						}
+						bad++
+					}
+				}
+			}
+		}
+	}
+	restore()
+	if bad > 0 {
+		t.Errorf("%s: %d gradient entries disagree", l.Type(), bad)
+	}
+}

@@ -69,7 +69,7 @@ func TestCaffePortLRN(t *testing.T) {
 			top[0].Diff[i] = 1
 		}
 		l.Backward(top, []bool{true}, b)
-		checkGradients(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
+		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 	}
 	t.Run("LRNLayerTest.TestSetupAcrossChannels", func(t *testing.T) { setup(t, lrn(5, AcrossChannels)) })
 	t.Run("LRNLayerTest.TestForwardAcrossChannels", func(t *testing.T) { forward(t, lrn(5, AcrossChannels)) })

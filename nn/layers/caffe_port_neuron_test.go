@@ -36,7 +36,7 @@ func TestCaffePortNeuron(t *testing.T) {
 	gradient := func(t *testing.T, cfg Config, b []*tensor.Blob, g gradCheck) {
 		top := blobs(1)
 		l := caffeLayer(t, cfg, Train, b, top)
-		checkGradients(t, l, b, top, g)
+		caffeGrad(t, l, b, top, g)
 	}
 
 	t.Run("NeuronLayerTest.TestAbsVal", func(t *testing.T) {
@@ -228,7 +228,7 @@ func TestCaffePortNeuron(t *testing.T) {
 			src := rand.NewPCG(1701, 1701)
 			b, top := fixture(), blobs(1)
 			l := caffeLayerWith(t, &DropoutConfig{Ratio: 0.5}, Context{Phase: c.phase, Rand: rand.New(src)}, b, top)
-			checkGradients(t, reseeded{l, src}, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
+			caffeGrad(t, reseeded{l, src}, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
 		})
 	}
 
@@ -287,7 +287,7 @@ func TestCaffePortNeuron(t *testing.T) {
 		b, top := fixture(), blobs(1)
 		l := caffeLayer(t, prelu(false), Train, b, top)
 		Filler{Type: FillGaussian, Std: 1}.Fill(l.Params()[0].Blob, caffeRand())
-		checkGradients(t, l, b, top, kinked)
+		caffeGrad(t, l, b, top, kinked)
 	})
 	t.Run("NeuronLayerTest.TestPReLUGradientChannelShared", func(t *testing.T) {
 		gradient(t, prelu(true), fixture(), kinked)

@@ -65,7 +65,7 @@ func TestCaffePortPooling(t *testing.T) {
 				t.Run(fmt.Sprintf("%dx%d", kh, kw), func(t *testing.T) {
 					bottom, top := fixture(), blobs(1)
 					l := caffeLayer(t, pool(PoolMax, kh, kw, 2, 1), Train, bottom, top)
-					checkGradients(t, l, bottom, top, gradCheck{Step: 1e-4, Threshold: 1e-2})
+					caffeGrad(t, l, bottom, top, gradCheck{Step: 1e-4, Threshold: 1e-2})
 				})
 			}
 		}
@@ -98,7 +98,7 @@ func TestCaffePortPooling(t *testing.T) {
 					t.Run(fmt.Sprintf("%dx%d", kh, kw), func(t *testing.T) {
 						bottom, top := fixture(), blobs(1)
 						l := caffeLayer(t, pool(PoolAve, kh, kw, 2, tc.pad), Train, bottom, top)
-						checkGradients(t, l, bottom, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
+						caffeGrad(t, l, bottom, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 					})
 				}
 			}

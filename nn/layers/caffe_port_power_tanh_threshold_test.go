@@ -41,7 +41,7 @@ func TestCaffePortPower(t *testing.T) {
 			}
 		}
 		l := caffeLayer(t, &PowerConfig{Power: power, Scale: scale, Shift: shift}, Train, b, top)
-		checkGradients(t, l, b, top, gradCheck{Step: 1e-3, Threshold: 1e-2, KinkRange: 0.01})
+		caffeGrad(t, l, b, top, gradCheck{Step: 1e-3, Threshold: 1e-2, KinkRange: 0.01})
 	}
 	t.Run("PowerLayerTest.TestPower", func(t *testing.T) { forward(t, 0.37, 0.83, -2.4) })
 	t.Run("PowerLayerTest.TestPowerGradient", func(t *testing.T) { backward(t, 0.37, 0.83, -2.4) })
@@ -81,7 +81,7 @@ func TestCaffePortTanH(t *testing.T) {
 	t.Run("TanHLayerTest.TestTanHGradient", func(t *testing.T) {
 		b, top := []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 2, 3, 4, 5)}, blobs(1)
 		l := caffeLayer(t, &TanHConfig{}, Train, b, top)
-		checkGradients(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
+		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 	})
 }
 

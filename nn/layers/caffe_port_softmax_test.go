@@ -39,7 +39,7 @@ func TestCaffePortSoftmax(t *testing.T) {
 	t.Run("SoftmaxLayerTest.TestGradient", func(t *testing.T) {
 		b, top := fixture(), blobs(1)
 		l := caffeLayer(t, &SoftmaxConfig{Axis: 1}, Train, b, top)
-		checkGradients(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
+		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
 	})
 }
 
@@ -62,7 +62,7 @@ func TestCaffePortSoftmaxWithLoss(t *testing.T) {
 	t.Run("SoftmaxWithLossLayerTest.TestGradient", func(t *testing.T) {
 		b, top := fixture(), blobs(1)
 		l := caffeLayer(t, &SoftmaxWithLossConfig{Axis: 1}, Train, b, top)
-		checkGradients(t, l, b, top, labelsOnly)
+		caffeGrad(t, l, b, top, labelsOnly)
 	})
 	t.Run("SoftmaxWithLossLayerTest.TestForwardIgnoreLabel", func(t *testing.T) {
 		b, top := fixture(), blobs(1)
@@ -82,11 +82,11 @@ func TestCaffePortSoftmaxWithLoss(t *testing.T) {
 	t.Run("SoftmaxWithLossLayerTest.TestGradientIgnoreLabel", func(t *testing.T) {
 		b, top := fixture(), blobs(1)
 		l := caffeLayer(t, &SoftmaxWithLossConfig{Axis: 1, IgnoreLabel: ip(0)}, Train, b, top)
-		checkGradients(t, l, b, top, labelsOnly)
+		caffeGrad(t, l, b, top, labelsOnly)
 	})
 	t.Run("SoftmaxWithLossLayerTest.TestGradientUnnormalized", func(t *testing.T) {
 		b, top := fixture(), blobs(1)
 		l := caffeLayer(t, &SoftmaxWithLossConfig{Axis: 1, Normalization: NormBatchSize}, Train, b, top)
-		checkGradients(t, l, b, top, labelsOnly)
+		caffeGrad(t, l, b, top, labelsOnly)
 	})
 }

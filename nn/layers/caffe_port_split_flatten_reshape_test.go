@@ -28,7 +28,7 @@ func TestCaffePortSplit(t *testing.T) {
 	t.Run("SplitLayerTest.TestGradient", func(t *testing.T) {
 		b, top := fixture(), blobs(2)
 		l := caffeLayer(t, &SplitConfig{}, Train, b, top)
-		checkGradients(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
+		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 	})
 }
 
@@ -59,7 +59,7 @@ func TestCaffePortFlatten(t *testing.T) {
 	t.Run("FlattenLayerTest.TestGradient", func(t *testing.T) {
 		b, top := fixture(), blobs(1)
 		l := caffeLayer(t, &FlattenConfig{Axis: 1, EndAxis: -1}, Train, b, top)
-		checkGradients(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
+		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 	})
 }
 
@@ -122,6 +122,6 @@ func TestCaffePortReshape(t *testing.T) {
 	t.Run("ReshapeLayerTest.TestGradient", func(t *testing.T) {
 		b, top := fixture(), blobs(1)
 		l := caffeLayer(t, all(0, 6, 2, 3, 5), Train, b, top)
-		checkGradients(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
+		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 	})
 }
