@@ -71,7 +71,9 @@ func TestCaffePortReshape(t *testing.T) {
 		caffeLayer(t, cfg, Train, b, top)
 		wantShape(t, "top", top[0], shape...)
 	}
-	all := func(axis int, dims ...int) *ReshapeConfig { return &ReshapeConfig{Shape: dims, Axis: axis, NumAxes: -1} }
+	all := func(axis int, dims ...int) *ReshapeConfig {
+		return &ReshapeConfig{Shape: dims, Axis: axis, NumAxes: -1}
+	}
 	t.Run("ReshapeLayerTest.TestFlattenOutputSizes", func(t *testing.T) { setup(t, all(0, 0, -1, 1, 1), 2, 90, 1, 1) })
 	t.Run("ReshapeLayerTest.TestFlattenValues", func(t *testing.T) {
 		b, top := fixture(), blobs(1)
