@@ -1,0 +1,406 @@
+package config_test
+
+// Ports of Caffe's test_net.cpp beyond caffe_net_test.go (issue 22): the
+// loss-weight tests, Backward with an Accuracy layer, TestReshape, the
+// blob and layer look-ups, FilterNetTest (include/exclude by phase, stage
+// and level), and EuclideanLossLayerTest.TestForward (the loss weight
+// applied by the net).
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"dsgd/config"
+	"dsgd/model"
+	"dsgd/nn/layers"
+	"dsgd/prototxt"
+	"dsgd/tensor"
+)
+
+// unsharedLossNet is Caffe's InitUnsharedWeightsNet(loss_weight,
+// midnet_loss_weight, force_backward: true) without a bias term: two
+// InnerProducts of 10 outputs over 5×2×3×4 gaussian data, compared by a
+// EuclideanLoss; nil weights are left unset.
+func unsharedLossNet(lossWeight, midWeight *float32) string {
+	w := func(v *float32) string {
+		if v == nil {
+			return ""
+		}
+		return fmt.Sprintf(" loss_weight: %g ", *v)
+	}
+	return `name: 'UnsharedWeightsNetwork' force_backward: true
+layer { name: 'data' type: 'DummyData'
+  dummy_data_param { num: 5 channels: 2 height: 3 width: 4 data_filler { type: 'gaussian' std: 0.01 } }
+  top: 'data' }
+layer { name: 'innerproduct1' type: 'InnerProduct'
+  inner_product_param { num_output: 10 bias_term: false weight_filler { type: 'gaussian' std: 10 } }
+  param { name: 'unsharedweights1' lr_mult: 1 }
+  bottom: 'data' top: 'innerproduct1'` + w(midWeight) + `}
+layer { name: 'innerproduct2' type: 'InnerProduct'
+  inner_product_param { num_output: 10 bias_term: false weight_filler { type: 'gaussian' std: 10 } }
+  param { name: 'unsharedweights2' lr_mult: 1 }
+  bottom: 'data' top: 'innerproduct2' }
+layer { name: 'loss' type: 'EuclideanLoss'` + w(lossWeight) + ` bottom: 'innerproduct1' bottom: 'innerproduct2' }
+`
+}
+
+// netBlobs are the blobs of the unshared net whose diffs Caffe compares
+// (dsgd inserts no split blobs).
+var netBlobs = []string{"data", "innerproduct1", "innerproduct2"}
+
+func copyDiffs(n *model.Net) map[string][]float32 {
+	out := map[string][]float32{}
+	for _, name := range netBlobs {
+		out[name] = append([]float32(nil), n.Blob(name).Diff...)
+	}
+	return out
+}
+
+func f32(v float32) *float32 { return &v }
+
+func TestCaffePortNetLossWeight(t *testing.T) {
+	weights := []float32{2, 0, 1, -1, -2.5, 3.7}
+	t.Run("NetTest.TestLossWeight", func(t *testing.T) {
+		n := mustCaffeNet(t, unsharedLossNet(nil, nil))
+		loss := n.ForwardBackward()
+		blobs, params := copyDiffs(n), append([]float32(nil), n.Grads()...)
+		if math.Abs(loss) < 1e-2 {
+			t.Fatalf("loss %g is trivial", loss)
+		}
+		for _, w := range weights {
+			n := mustCaffeNet(t, unsharedLossNet(f32(w), nil))
+			wl := n.ForwardBackward()
+			margin := 1e-4 * math.Abs(float64(w))
+			if math.Abs(loss*float64(w)-wl) > margin {
+				t.Errorf("weight %g: loss %g, want %g", w, wl, loss*float64(w))
+			}
+			for _, name := range netBlobs {
+				for k, d := range n.Blob(name).Diff {
+					if math.Abs(float64(blobs[name][k]*w-d)) > margin {
+						t.Errorf("weight %g: %s diff[%d] = %g, want %g", w, name, k, d, blobs[name][k]*w)
+						break
+					}
+				}
+			}
+			for k, g := range n.Grads() {
+				if math.Abs(float64(params[k]*w-g)) > margin {
+					t.Errorf("weight %g: param grad[%d] = %g, want %g", w, k, g, params[k]*w)
+					break
+				}
+			}
+		}
+	})
+	t.Run("NetTest.TestLossWeightMidNet", func(t *testing.T) {
+		n := mustCaffeNet(t, unsharedLossNet(f32(0), f32(1)))
+		loss := n.ForwardBackward()
+		grad := append([]float32(nil), n.Blob("data").Diff...)
+		if math.Abs(loss) < 1e-2 {
+			t.Fatalf("loss %g is trivial", loss)
+		}
+		for _, w := range weights {
+			n := mustCaffeNet(t, unsharedLossNet(f32(0), f32(w)))
+			wl := n.ForwardBackward()
+			margin := 1e-4 * math.Abs(float64(w))
+			if math.Abs(loss*float64(w)-wl) > margin {
+				t.Errorf("weight %g: loss %g, want %g", w, wl, loss*float64(w))
+			}
+			for k, d := range n.Blob("data").Diff {
+				if math.Abs(float64(grad[k]*w-d)) > margin {
+					t.Errorf("weight %g: data diff[%d] = %g, want %g", w, k, d, grad[k]*w)
+					break
+				}
+			}
+		}
+	})
+	t.Run("NetTest.TestComboLossWeight", func(t *testing.T) {
+		run := func(lw, mw float32) (float64, map[string][]float32) {
+			n := mustCaffeNet(t, unsharedLossNet(f32(lw), f32(mw)))
+			loss := n.ForwardBackward()
+			return loss, copyDiffs(n)
+		}
+		loss, base := run(1, 1)
+		// changes checks that diff(2) − base is non-trivial and half of
+		// diff(3) − base for the blobs in change, and zero for the others.
+		changes := func(what string, d2, d3 map[string][]float32, change map[string]bool) {
+			for _, name := range netBlobs {
+				for k := range base[name] {
+					g2, g3 := d2[name][k]-base[name][k], d3[name][k]-base[name][k]
+					if change[name] {
+						if math.Abs(float64(g2)) <= 1e-4 || math.Abs(float64(2*g2-g3)) > 1e-4 {
+							t.Errorf("%s: %s diff[%d] moved by %g and %g", what, name, k, g2, g3)
+							break
+						}
+					} else if g2 != 0 || g3 != 0 {
+						t.Errorf("%s: %s diff[%d] moved by %g and %g, want 0", what, name, k, g2, g3)
+						break
+					}
+				}
+			}
+		}
+		lossMain2, main2 := run(2, 1)
+		lossMain3, main3 := run(3, 1)
+		// Caffe: every blob's gradient changes with the main loss weight
+		// but that of innerproduct1's split for the mid-net loss, which
+		// dsgd does not create.
+		changes("loss weight", main2, main3, map[string]bool{"data": true, "innerproduct1": true, "innerproduct2": true})
+		lossMid2, mid2 := run(1, 2)
+		lossMid3, mid3 := run(1, 3)
+		changes("mid-net loss weight", mid2, mid3, map[string]bool{"data": true, "innerproduct1": true})
+		for _, c := range []struct {
+			what   string
+			l2, l3 float64
+		}{{"loss weight", lossMain2, lossMain3}, {"mid-net loss weight", lossMid2, lossMid3}} {
+			d2, d3 := c.l2-loss, c.l3-loss
+			if math.Abs(d2) <= 1e-4 || math.Abs(2*d2-d3) > 1e-4 {
+				t.Errorf("%s: loss moved by %g and %g", c.what, d2, d3)
+			}
+		}
+	})
+	t.Run("NetTest.TestBackwardWithAccuracyLayer", func(t *testing.T) {
+		// Caffe names the Accuracy layer 'loss' too; dsgd refuses two
+		// layers of one name, so it is 'accuracy' here.
+		src := tinyNet(false, "SoftmaxWithLoss") +
+			"layer { name: 'accuracy' type: 'Accuracy' bottom: 'innerproduct' bottom: 'label' top: 'accuracy' }\n"
+		n := mustCaffeNet(t, src)
+		if n.Blob("accuracy") == nil {
+			t.Fatal("no blob 'accuracy'")
+		}
+		n.ForwardBackward()
+	})
+}
+
+// TestCaffePortEuclideanLossForward ports EuclideanLossLayerTest.TestForward
+// (test_euclidean_loss_layer.cpp): loss_weight 3.7 scales the loss the
+// net reports.
+func TestCaffePortEuclideanLossForward(t *testing.T) {
+	t.Run("EuclideanLossLayerTest.TestForward", func(t *testing.T) {
+		net := func(weight string) string {
+			return `name: 'Euclidean'
+layer { name: 'data' type: 'DummyData'
+  dummy_data_param { shape { dim: 10 dim: 5 dim: 1 dim: 1 } data_filler { type: 'gaussian' }
+                     shape { dim: 10 dim: 5 dim: 1 dim: 1 } data_filler { type: 'gaussian' } }
+  top: 'data' top: 'label' }
+layer { name: 'loss' type: 'EuclideanLoss' bottom: 'data' bottom: 'label' top: 'loss' ` + weight + ` }
+`
+		}
+		l1 := mustCaffeNet(t, net("")).ForwardBackward()
+		l2 := mustCaffeNet(t, net("loss_weight: 3.7")).ForwardBackward()
+		if math.Abs(l1*float64(float32(3.7))-l2) > 1e-5 {
+			t.Errorf("weighted loss %g, want 3.7 × %g", l2, l1)
+		}
+		if math.Abs(l1) < 0.1 {
+			t.Errorf("loss %g is trivial", l1)
+		}
+	})
+}
+
+// TestCaffePortNetLookups ports TestHasBlob, TestGetBlob, TestHasLayer and
+// TestGetLayerByName on Caffe's tiny net.
+func TestCaffePortNetLookups(t *testing.T) {
+	n := mustCaffeNet(t, tinyNet(false, "SoftmaxWithLoss"))
+	t.Run("NetTest.TestHasBlob", func(t *testing.T) {
+		for _, b := range []string{"data", "label", "innerproduct", "top_loss"} {
+			if n.Blob(b) == nil {
+				t.Errorf("no blob %q", b)
+			}
+		}
+		if n.Blob("loss") != nil {
+			t.Error("a blob 'loss'")
+		}
+	})
+	t.Run("NetTest.TestGetBlob", func(t *testing.T) {
+		if n.Blob("data") != n.Input("data") || n.Blob("label") != n.Input("label") {
+			t.Error("Blob and Input disagree on the inputs")
+		}
+		if n.Blob("innerproduct") == nil || n.Blob("top_loss") == nil || n.Blob("loss") != nil {
+			t.Error("wrong blobs by name")
+		}
+	})
+	var names []string
+	for _, li := range n.Layers() {
+		names = append(names, li.Name)
+	}
+	t.Run("NetTest.TestHasLayer", func(t *testing.T) {
+		// dsgd's model holds the compute layers; the DummyData layer
+		// 'data' is its inputs.
+		for _, want := range []string{"innerproduct", "loss"} {
+			if !slices.Contains(names, want) {
+				t.Errorf("no layer %q in %v", want, names)
+			}
+		}
+		if slices.Contains(names, "label") {
+			t.Error("a layer 'label'")
+		}
+	})
+	t.Run("NetTest.TestGetLayerByName", func(t *testing.T) {
+		for _, li := range n.Layers() {
+			want := map[string]string{"innerproduct": "InnerProduct", "loss": "SoftmaxWithLoss"}[li.Name]
+			if li.Type != want {
+				t.Errorf("layer %q has type %q, want %q", li.Name, li.Type, want)
+			}
+		}
+	})
+}
+
+// TestCaffePortNetReshape ports NetTest.TestReshape. Caffe reshapes one
+// net's input in place; a dsgd net has fixed shapes, and a new shape is a
+// net built for it sharing the first one's weights (model ShareWith, as a
+// TEST net shares the TRAIN net's). Switching between the two gives the
+// same outputs each time, and the output shapes follow the input's.
+func TestCaffePortNetReshape(t *testing.T) {
+	t.Run("NetTest.TestReshape", func(t *testing.T) {
+		const src = `name: 'ReshapableNetwork'
+layer { name: 'data' type: 'Input' top: 'data' input_param { shape: { dim: 1 dim: 3 dim: 100 dim: 100 } } }
+layer { name: 'conv1' type: 'Convolution' bottom: 'data' top: 'conv1'
+  convolution_param { num_output: 5 kernel_size: 3 stride: 2
+    weight_filler { type: 'gaussian' std: 0.01 } bias_filler { type: 'constant' value: 0.2 } } }
+layer { name: 'relu1' type: 'ReLU' bottom: 'conv1' top: 'conv1' }
+layer { name: 'pool1' type: 'Pooling' bottom: 'conv1' top: 'pool1' pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: 'norm1' type: 'LRN' bottom: 'pool1' top: 'norm1' lrn_param { local_size: 3 } }
+layer { name: 'softmax' type: 'Softmax' bottom: 'norm1' top: 'softmax' }
+`
+		def, err := config.ParseNet("net.prototxt", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pn, err := def.Phase(layers.Train)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(1701, 1))
+		gauss := func(shape ...int) *tensor.Blob {
+			b := tensor.NewBlob("b", shape...)
+			for i := range b.Data {
+				b.Data[i] = float32(r.NormFloat64())
+			}
+			return b
+		}
+		blob1, blob2 := gauss(2, 3, 12, 10), gauss(4, 3, 9, 11)
+		n1, err := model.Build(pn.Spec, map[string]tensor.Shape{"data": blob1.Shape}, model.Options{Phase: layers.Train, Seed: 1701})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n2, err := model.Build(pn.Spec, map[string]tensor.Shape{"data": blob2.Shape}, model.Options{Phase: layers.Train, Seed: 1701, ShareWith: n1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := func(n *model.Net, in *tensor.Blob) []float32 {
+			copy(n.Input("data").Data, in.Data)
+			n.Forward()
+			n.Backward()
+			return append([]float32(nil), n.Outputs()[0].Data...)
+		}
+		out1, out2 := run(n1, blob1), run(n2, blob2)
+		again1, again2 := run(n1, blob1), run(n2, blob2)
+		for _, c := range []struct {
+			what      string
+			got, want []float32
+		}{{"first shape", again1, out1}, {"second shape", again2, out2}} {
+			for i := range c.want {
+				if c.got[i] != c.want[i] {
+					t.Errorf("%s: output[%d] %g, then %g", c.what, i, c.want[i], c.got[i])
+					break
+				}
+			}
+		}
+		s1, s2 := n1.Outputs()[0].Shape, n2.Outputs()[0].Shape
+		if s1[0] != 2 || s2[0] != 4 {
+			t.Errorf("output nums %d and %d, want 2 and 4", s1[0], s2[0])
+		}
+		if slices.Equal(s1[2:], s2[2:]) {
+			t.Errorf("output shapes %v and %v have the same spatial shape", s1, s2)
+		}
+	})
+}
+
+// filterable completes the bare layers of Caffe's FilterNetTest nets with
+// the parameters dsgd requires to parse them (a Data layer's source and
+// batch size, an InnerProduct's num_output), which do not bear on
+// filtering, and returns the phase of the net's state (Caffe's NetState
+// default, TEST, when it names none).
+func filterable(t *testing.T, src string) (string, layers.Phase) {
+	t.Helper()
+	m, err := prototxt.Parse("net.prototxt", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	phase := layers.Test
+	for _, st := range m.Get("state") {
+		for _, p := range st.Msg.Get("phase") {
+			if p.Value == "TRAIN" {
+				phase = layers.Train
+			}
+		}
+	}
+	add := func(l *prototxt.Message, text string) {
+		extra, err := prototxt.Parse("extra", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Fields = append(l.Fields, extra.Fields...)
+	}
+	for _, f := range m.Get("layer") {
+		l := f.Msg
+		typ := ""
+		if ts := l.Get("type"); len(ts) > 0 {
+			typ = ts[0].Value
+		}
+		switch typ {
+		case "Data":
+			if len(l.Get("data_param")) == 0 {
+				add(l, "data_param { source: 'unused' batch_size: 1 }")
+			}
+		case "InnerProduct":
+			if len(l.Get("inner_product_param")) == 0 {
+				add(l, "inner_product_param { num_output: 1 }")
+			}
+		}
+	}
+	return string(prototxt.Format(m)), phase
+}
+
+// layerNames lists the names of a net's layers in order.
+func layerNames(t *testing.T, src string) []string {
+	t.Helper()
+	m, err := prototxt.Parse("net.prototxt", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range m.Get("layer") {
+		for _, n := range f.Msg.Get("name") {
+			out = append(out, n.Value)
+		}
+	}
+	return out
+}
+
+// TestCaffePortFilterNet ports FilterNetTest: the layers dsgd keeps for
+// the net's state (its phase, stages and level) are those of Caffe's
+// expected filtered net. Caffe also checks that filtering twice changes
+// nothing; dsgd filters when it builds a phase's net, from the same rules.
+func TestCaffePortFilterNet(t *testing.T) {
+	for _, tc := range caffeFilterNetTests {
+		t.Run(tc.name, func(t *testing.T) {
+			for i, run := range tc.runs {
+				src, phase := filterable(t, run[0])
+				def, err := config.ParseNet("net.prototxt", []byte(src))
+				if err != nil {
+					t.Fatalf("run %d: %v", i, err)
+				}
+				var kept []string
+				for _, l := range def.Layers {
+					if l.InState(phase, def.State) {
+						kept = append(kept, l.Name)
+					}
+				}
+				if want := layerNames(t, run[1]); !slices.Equal(kept, want) {
+					t.Errorf("run %d (%v, state %+v): kept %v, want %v", i, phase, def.State, kept, want)
+				}
+			}
+		})
+	}
+}
