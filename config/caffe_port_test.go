@@ -404,3 +404,64 @@ func TestCaffePortFilterNet(t *testing.T) {
 		})
 	}
 }
+
+// TestCaffePortSolver ports Caffe's test_solver.cpp: the train net and
+// the two test nets of a solver with an inline net_param and test_states.
+func TestCaffePortSolver(t *testing.T) {
+	t.Run("SolverTest.TestInitTrainTestNets", func(t *testing.T) {
+		// Caffe's solver has no base_lr nor lr_policy (it needs them only
+		// to train); dsgd requires both when it reads a solver,
+		// deliberately, so the port adds them.
+		const src = `base_lr: 0.01 lr_policy: 'fixed'
+test_interval: 10
+test_iter: 10 test_state: { stage: 'with-softmax' }
+test_iter: 10 test_state: {}
+net_param {
+  name: 'TestNetwork'
+  layer { name: 'data' type: 'DummyData'
+    dummy_data_param { shape { dim: 5 dim: 2 dim: 3 dim: 4 } shape { dim: 5 } }
+    top: 'data' top: 'label' }
+  layer { name: 'innerprod' type: 'InnerProduct' inner_product_param { num_output: 10 } bottom: 'data' top: 'innerprod' }
+  layer { name: 'accuracy' type: 'Accuracy' bottom: 'innerprod' bottom: 'label' top: 'accuracy' exclude: { phase: TRAIN } }
+  layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'innerprod' bottom: 'label'
+    include: { phase: TRAIN } include: { phase: TEST stage: 'with-softmax' } }
+}
+`
+		sd, err := config.ParseSolver("solver.prototxt", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := func(src config.NetSource, p layers.Phase, st config.NetState) []string {
+			def, err := src.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pn, err := def.PhaseState(p, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, l := range pn.Spec.Layers {
+				out = append(out, l.Name)
+			}
+			return out
+		}
+		has := func(what string, ls []string, layer string, want bool) {
+			if slices.Contains(ls, layer) != want {
+				t.Errorf("%s has layer %q: %v, want %v (layers %v)", what, layer, !want, want, ls)
+			}
+		}
+		train := names(sd.TrainNet, layers.Train, sd.TrainState)
+		has("train net", train, "loss", true)
+		has("train net", train, "accuracy", false)
+		if len(sd.TestNets) != 2 {
+			t.Fatalf("%d test nets, want 2", len(sd.TestNets))
+		}
+		t0 := names(sd.TestNets[0].Source, layers.Test, sd.TestNets[0].State)
+		t1 := names(sd.TestNets[1].Source, layers.Test, sd.TestNets[1].State)
+		has("test net 0", t0, "loss", true)
+		has("test net 0", t0, "accuracy", true)
+		has("test net 1", t1, "loss", false)
+		has("test net 1", t1, "accuracy", true)
+	})
+}
