@@ -465,3 +465,72 @@ net_param {
 		has("test net 1", t1, "accuracy", true)
 	})
 }
+
+// TestCaffePortNetMore ports NetTest.TestUnsharedWeightsDiffNet and the
+// TestAllInOneNet tests (one net for train, val and deploy by stage).
+func TestCaffePortNetMore(t *testing.T) {
+	t.Run("NetTest.TestUnsharedWeightsDiffNet", func(t *testing.T) {
+		n := mustCaffeNet(t, unsharedLossNet(nil, nil))
+		n.Forward()
+		n.Backward()
+		bs := n.Blocks()
+		if len(bs) != 2 {
+			t.Fatalf("%d param blocks, want 2", len(bs))
+		}
+		g := n.Grads()
+		g1, g2 := g[bs[0].Off:bs[0].Off+bs[0].Len()], g[bs[1].Off:bs[1].Off+bs[1].Len()]
+		for i := range g1 {
+			if g1[i] == 0 || math.Abs(float64(-g1[i]-g2[i])) > 4*math.Abs(float64(g1[i]))*0x1p-23 {
+				t.Errorf("grad1[%d] = %g, grad2[%d] = %g; want nonzero opposites", i, g1[i], i, g2[i])
+				break
+			}
+		}
+	})
+	const allInOne = `name: 'All-in-one Network'
+layer { name: 'train-data' type: 'DummyData' top: 'data' top: 'label'
+  dummy_data_param { shape { dim: 1 dim: 10 } shape { dim: 1 dim: 1 } } include { phase: TRAIN stage: 'train' } }
+layer { name: 'val-data' type: 'DummyData' top: 'data' top: 'label'
+  dummy_data_param { shape { dim: 1 dim: 10 } shape { dim: 1 dim: 1 } } include { phase: TEST stage: 'val' } }
+layer { name: 'deploy-data' type: 'Input' top: 'data' input_param { shape { dim: 1 dim: 10 } } include { phase: TEST stage: 'deploy' } }
+layer { name: 'ip' type: 'InnerProduct' bottom: 'data' top: 'ip' inner_product_param { num_output: 2 } }
+layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip' bottom: 'label' top: 'loss'
+  include { phase: TRAIN stage: 'train' } include { phase: TEST stage: 'val' } }
+`
+	for _, c := range []struct {
+		name, stage string
+		phase       layers.Phase
+		want, not   []string
+	}{
+		{"NetTest.TestAllInOneNetTrain", "train", layers.Train, []string{"train-data", "loss"}, []string{"val-data", "deploy-data"}},
+		{"NetTest.TestAllInOneNetVal", "val", layers.Test, []string{"val-data", "loss"}, []string{"train-data", "deploy-data"}},
+		{"NetTest.TestAllInOneNetDeploy", "deploy", layers.Test, []string{"deploy-data"}, []string{"train-data", "val-data", "loss"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			def, err := config.ParseNet("net.prototxt", []byte(allInOne))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pn, err := def.PhaseState(c.phase, config.NetState{Stages: []string{c.stage}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, d := range pn.Data {
+				names = append(names, d.Name)
+			}
+			for _, l := range pn.Spec.Layers {
+				names = append(names, l.Name)
+			}
+			for _, w := range c.want {
+				if !slices.Contains(names, w) {
+					t.Errorf("no layer %q in %v", w, names)
+				}
+			}
+			for _, w := range c.not {
+				if slices.Contains(names, w) {
+					t.Errorf("layer %q in %v", w, names)
+				}
+			}
+		})
+	}
+}
