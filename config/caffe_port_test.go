@@ -362,8 +362,8 @@ func filterable(t *testing.T, src string) (string, layers.Phase) {
 	return string(prototxt.Format(m)), phase
 }
 
-// layerNames lists the names of a net's layers in order.
-func layerNames(t *testing.T, src string) []string {
+// cpLayerNames lists the names of a net's layers in order.
+func cpLayerNames(t *testing.T, src string) []string {
 	t.Helper()
 	m, err := prototxt.Parse("net.prototxt", []byte(src))
 	if err != nil {
@@ -397,7 +397,7 @@ func TestCaffePortFilterNet(t *testing.T) {
 						kept = append(kept, l.Name)
 					}
 				}
-				if want := layerNames(t, run[1]); !slices.Equal(kept, want) {
+				if want := cpLayerNames(t, run[1]); !slices.Equal(kept, want) {
 					t.Errorf("run %d (%v, state %+v): kept %v, want %v", i, phase, def.State, kept, want)
 				}
 			}

@@ -27,17 +27,17 @@ func TestCaffePortAccuracy(t *testing.T) {
 		}
 	}
 	t.Run("AccuracyLayerTest.TestSetup", func(t *testing.T) {
-		b, top := plain(), blobs(1)
+		b, top := plain(), cpTops(1)
 		caffeLayer(t, &AccuracyConfig{TopK: 1, Axis: 1}, Test, b, top)
 		legacy(t, "top", top[0], 1)
 	})
 	t.Run("AccuracyLayerTest.TestSetupTopK", func(t *testing.T) {
-		b, top := plain(), blobs(1)
+		b, top := plain(), cpTops(1)
 		caffeLayer(t, &AccuracyConfig{TopK: 5, Axis: 1}, Test, b, top)
 		legacy(t, "top", top[0], 1)
 	})
 	t.Run("AccuracyLayerTest.TestSetupOutputPerClass", func(t *testing.T) {
-		b, top := plain(), blobs(2)
+		b, top := plain(), cpTops(2)
 		caffeLayer(t, &AccuracyConfig{TopK: 1, Axis: 1}, Test, b, top)
 		legacy(t, "top", top[0], 1)
 		legacy(t, "per-class top", top[1], 10)
@@ -81,7 +81,7 @@ func TestCaffePortAccuracy(t *testing.T) {
 		return float64(correct) / float64(count), perClass, count
 	}
 	run := func(t *testing.T, b []*tensor.Blob, cfg *AccuracyConfig, tops int, wantCount int) {
-		top := blobs(tops)
+		top := cpTops(tops)
 		l := caffeLayer(t, cfg, Test, b, top)
 		acc, per, count := ref(b, cfg.TopK, cfg.IgnoreLabel)
 		if wantCount > 0 && count != wantCount {

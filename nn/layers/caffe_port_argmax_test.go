@@ -11,13 +11,13 @@ func TestCaffePortArgMax(t *testing.T) {
 	const topK = 5
 	fixture := func() []*tensor.Blob { return []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 10, 10, 20, 20)} }
 	run := func(t *testing.T, cfg *ArgMaxConfig) ([]*tensor.Blob, *tensor.Blob) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, cfg, Test, b, top)
 		l.Forward(b, top)
 		return b, top[0]
 	}
 	setup := func(t *testing.T, cfg *ArgMaxConfig, axes map[int]int) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		caffeLayer(t, cfg, Test, b, top)
 		for a, want := range axes {
 			if a >= len(top[0].Shape) || top[0].Shape[a] != want {

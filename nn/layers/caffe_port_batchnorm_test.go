@@ -30,7 +30,7 @@ func TestCaffePortBatchNorm(t *testing.T) {
 		}
 	}
 	t.Run("BatchNormLayerTest.TestForward", func(t *testing.T) {
-		b, top := []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 5, 2, 3, 4)}, blobs(1)
+		b, top := []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 5, 2, 3, 4)}, cpTops(1)
 		l := caffeLayer(t, bn(), Train, b, top)
 		l.Forward(b, top)
 		normalised(t, top[0])
@@ -42,7 +42,7 @@ func TestCaffePortBatchNorm(t *testing.T) {
 		normalised(t, b[0])
 	})
 	t.Run("BatchNormLayerTest.TestGradient", func(t *testing.T) {
-		b, top := []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 5, 2, 3, 4)}, blobs(1)
+		b, top := []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 5, 2, 3, 4)}, cpTops(1)
 		l := caffeLayer(t, bn(), Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-4})
 	})

@@ -54,19 +54,19 @@ func TestCaffePortConvolution2D(t *testing.T) {
 	forward := func(t *testing.T, cfg *ConvolutionConfig, shape ...int) {
 		r := caffeRand()
 		bottom := []*tensor.Blob{caffeGaussian(r, 0, 1, shape...)}
-		top := blobs(1)
+		top := cpTops(1)
 		l := caffeLayer(t, cfg, Train, bottom, top)
 		l.Forward(bottom, top)
 		var b []float32
 		if cfg.BiasTerm {
 			b = l.Params()[1].Blob.Data
 		}
-		wantNear(t, "top", top[0].Data, caffeConvRef(bottom[0], cfg, l.Params()[0].Blob.Data, b), 1e-4)
+		cpNear(t, "top", top[0].Data, caffeConvRef(bottom[0], cfg, l.Params()[0].Blob.Data, b), 1e-4)
 	}
 	gradient := func(t *testing.T, cfg *ConvolutionConfig, shape ...int) {
 		r := caffeRand()
 		bottom := []*tensor.Blob{caffeGaussian(r, 0, 1, shape...)}
-		top := blobs(1)
+		top := cpTops(1)
 		l := caffeLayer(t, cfg, Train, bottom, top)
 		caffeGrad(t, l, bottom, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
 	}

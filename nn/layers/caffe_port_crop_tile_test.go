@@ -36,9 +36,9 @@ func TestCaffePortCrop(t *testing.T) {
 		return []*tensor.Blob{caffeGaussian(r, 0, 1, 2, 4, 5, 4), caffeGaussian(r, 0, 1, 2, 3, 4, 2)}
 	}
 	setup := func(t *testing.T, b []*tensor.Blob, axis int, shape ...int) {
-		top := blobs(1)
+		top := cpTops(1)
 		caffeLayer(t, &CropConfig{Axis: axis}, Train, b, top)
-		wantShape(t, "top", top[0], shape...)
+		cpWantShape(t, "top", top[0], shape...)
 	}
 	t.Run("CropLayerTest.TestSetupShapeAll", func(t *testing.T) { setup(t, fixture(false), 0, 2, 3, 4, 2) })
 	t.Run("CropLayerTest.TestSetupShapeDefault", func(t *testing.T) { setup(t, fixture(false), 2, 2, 4, 4, 2) })
@@ -49,10 +49,10 @@ func TestCaffePortCrop(t *testing.T) {
 		setup(t, b, 2, 2, 4, 4, 2)
 	})
 	forward := func(t *testing.T, b []*tensor.Blob, cfg *CropConfig, off []int) {
-		top := blobs(1)
+		top := cpTops(1)
 		l := caffeLayer(t, cfg, Train, b, top)
 		l.Forward(b, top)
-		wantNear(t, "top", top[0].Data, cropRef(b[0], top[0].Shape, off), 0)
+		cpNear(t, "top", top[0].Data, cropRef(b[0], top[0].Shape, off), 0)
 	}
 	t.Run("CropLayerTest.TestCropAll", func(t *testing.T) {
 		forward(t, fixture(false), &CropConfig{Axis: 0}, []int{0, 0, 0, 0})
@@ -67,7 +67,7 @@ func TestCaffePortCrop(t *testing.T) {
 		forward(t, fixture(true), &CropConfig{Axis: 2, Offset: []int{1, 2, 0}}, []int{0, 0, 1, 2, 0})
 	})
 	grad := func(t *testing.T, b []*tensor.Blob, cfg *CropConfig) {
-		top := blobs(1)
+		top := cpTops(1)
 		l := caffeLayer(t, cfg, Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
 	}
@@ -86,18 +86,18 @@ func TestCaffePortTile(t *testing.T) {
 	setup := func(t *testing.T, tiles int) {
 		for axis := range 4 {
 			t.Run(fmt.Sprint("axis", axis), func(t *testing.T) {
-				b, top := fixture(), blobs(1)
+				b, top := fixture(), cpTops(1)
 				caffeLayer(t, &TileConfig{Axis: axis, Tiles: tiles}, Train, b, top)
 				want := b[0].Shape.Clone()
 				want[axis] *= tiles
-				wantShape(t, "top", top[0], want...)
+				cpWantShape(t, "top", top[0], want...)
 			})
 		}
 	}
 	t.Run("TileLayerTest.TestTrivialSetup", func(t *testing.T) { setup(t, 1) })
 	t.Run("TileLayerTest.TestSetup", func(t *testing.T) { setup(t, 3) })
 	forward := func(t *testing.T, axis int) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &TileConfig{Axis: axis, Tiles: 3}, Train, b, top)
 		l.Forward(b, top)
 		s := top[0].Shape
@@ -123,7 +123,7 @@ func TestCaffePortTile(t *testing.T) {
 	t.Run("TileLayerTest.TestForwardNum", func(t *testing.T) { forward(t, 0) })
 	t.Run("TileLayerTest.TestForwardChannels", func(t *testing.T) { forward(t, 1) })
 	grad := func(t *testing.T, axis, tiles int) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &TileConfig{Axis: axis, Tiles: tiles}, Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 	}

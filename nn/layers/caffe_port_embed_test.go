@@ -12,12 +12,12 @@ func TestCaffePortEmbed(t *testing.T) {
 	fixture := func() []*tensor.Blob { return []*tensor.Blob{caffeUniform(r, 0, 1, 4, 1, 1, 1)} }
 	u10 := Filler{Type: FillUniform, Min: -10, Max: 10}
 	t.Run("EmbedLayerTest.TestSetUp", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		caffeLayer(t, &EmbedConfig{NumOutput: 10, InputDim: 5, BiasTerm: true}, Train, b, top)
-		wantShape(t, "top", top[0], 4, 1, 1, 1, 10)
+		cpWantShape(t, "top", top[0], 4, 1, 1, 1, 10)
 	})
 	forward := func(t *testing.T, bias bool) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		cfg := &EmbedConfig{NumOutput: 10, InputDim: 5, BiasTerm: bias, WeightFiller: u10}
 		if bias {
 			cfg.BiasFiller = u10
@@ -27,7 +27,7 @@ func TestCaffePortEmbed(t *testing.T) {
 		if want := map[bool]int{false: 1, true: 2}[bias]; len(ps) != want {
 			t.Fatalf("%d params, want %d", len(ps), want)
 		}
-		wantShape(t, "weight", ps[0].Blob, 5, 10)
+		cpWantShape(t, "weight", ps[0].Blob, 5, 10)
 		for i := range b[0].Data {
 			b[0].Data[i] = float32(r.Uint32() % 5)
 		}
@@ -43,15 +43,15 @@ func TestCaffePortEmbed(t *testing.T) {
 			}
 		}
 		if bias {
-			wantFloatEq(t, "top", top[0].Data, want)
+			cpFloatEq(t, "top", top[0].Data, want)
 		} else {
-			wantNear(t, "top", top[0].Data, want, 0)
+			cpNear(t, "top", top[0].Data, want, 0)
 		}
 	}
 	t.Run("EmbedLayerTest.TestForward", func(t *testing.T) { forward(t, false) })
 	t.Run("EmbedLayerTest.TestForwardWithBias", func(t *testing.T) { forward(t, true) })
 	grad := func(t *testing.T, bias bool) {
-		b, top := []*tensor.Blob{caffeBlob([]float32{4, 2, 2, 3}, 4, 1, 1, 1)}, blobs(1)
+		b, top := []*tensor.Blob{caffeBlob([]float32{4, 2, 2, 3}, 4, 1, 1, 1)}, cpTops(1)
 		cfg := &EmbedConfig{NumOutput: 10, InputDim: 5, BiasTerm: bias, WeightFiller: u10}
 		if bias {
 			cfg.BiasFiller = u10

@@ -47,8 +47,8 @@ func caffeUniform(r *rand.Rand, lo, hi float64, shape ...int) *tensor.Blob {
 	return b
 }
 
-// blobs makes n empty tops.
-func blobs(n int) []*tensor.Blob {
+// cpTops makes n empty tops.
+func cpTops(n int) []*tensor.Blob {
 	out := make([]*tensor.Blob, n)
 	for i := range out {
 		out[i] = tensor.NewBlob("top")
@@ -95,17 +95,17 @@ func caffeLayerErr(cfg Config, ctx Context, bottom, top []*tensor.Blob) (Layer, 
 	return l, nil
 }
 
-// wantShape fails unless b has the shape.
-func wantShape(t *testing.T, what string, b *tensor.Blob, shape ...int) {
+// cpWantShape fails unless b has the shape.
+func cpWantShape(t *testing.T, what string, b *tensor.Blob, shape ...int) {
 	t.Helper()
 	if !b.Shape.Equal(shape) {
 		t.Fatalf("%s shape %v, want %v", what, b.Shape, shape)
 	}
 }
 
-// wantNear fails unless |got[i] - want[i]| <= eps for every i (Caffe's
+// cpNear fails unless |got[i] - want[i]| <= eps for every i (Caffe's
 // EXPECT_NEAR; eps 0 is EXPECT_EQ).
-func wantNear(t *testing.T, what string, got, want []float32, eps float64) {
+func cpNear(t *testing.T, what string, got, want []float32, eps float64) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
@@ -124,8 +124,8 @@ func wantNear(t *testing.T, what string, got, want []float32, eps float64) {
 	}
 }
 
-// repeat returns n copies of pattern, end to end.
-func repeat(pattern []float32, n int) []float32 {
+// cpRepeat returns n copies of pattern, end to end.
+func cpRepeat(pattern []float32, n int) []float32 {
 	out := make([]float32, 0, len(pattern)*n)
 	for range n {
 		out = append(out, pattern...)
@@ -133,12 +133,9 @@ func repeat(pattern []float32, n int) []float32 {
 	return out
 }
 
-// fwd runs Forward once.
-func fwd(l Layer, bottom, top []*tensor.Blob) { l.Forward(bottom, top) }
-
-// wantFloatEq is Caffe's EXPECT_FLOAT_EQ: equal within 4 units in the last
+// cpFloatEq is Caffe's EXPECT_FLOAT_EQ: equal within 4 units in the last
 // place of float32.
-func wantFloatEq(t *testing.T, what string, got, want []float32) {
+func cpFloatEq(t *testing.T, what string, got, want []float32) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))

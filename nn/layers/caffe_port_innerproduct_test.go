@@ -14,11 +14,11 @@ func TestCaffePortInnerProduct(t *testing.T) {
 	uni12 := Filler{Type: FillUniform, Min: 1, Max: 2}
 	gauss := Filler{Type: FillGaussian, Std: 1}
 	setup := func(t *testing.T, transpose bool, wshape ...int) {
-		b, top := bottom(), blobs(1)
+		b, top := bottom(), cpTops(1)
 		l := caffeLayer(t, &InnerProductConfig{NumOutput: 10, BiasTerm: true, Axis: 1, Transpose: transpose}, Train, b, top)
-		wantShape(t, "top", top[0], 2, 10)
+		cpWantShape(t, "top", top[0], 2, 10)
 		if wshape != nil {
-			wantShape(t, "weight", l.Params()[0].Blob, wshape...)
+			cpWantShape(t, "weight", l.Params()[0].Blob, wshape...)
 		}
 	}
 	t.Run("InnerProductLayerTest.TestSetUp", func(t *testing.T) { setup(t, false) })
@@ -26,7 +26,7 @@ func TestCaffePortInnerProduct(t *testing.T) {
 	t.Run("InnerProductLayerTest.TestSetUpTransposeTrue", func(t *testing.T) { setup(t, true, 60, 10) })
 
 	atLeastOne := func(t *testing.T, b []*tensor.Blob) {
-		top := blobs(1)
+		top := cpTops(1)
 		l := caffeLayer(t, &InnerProductConfig{NumOutput: 10, BiasTerm: true, Axis: 1, WeightFiller: uni, BiasFiller: uni12}, Train, b, top)
 		l.Forward(b, top)
 		for i, v := range top[0].Data {
@@ -59,14 +59,14 @@ func TestCaffePortInnerProduct(t *testing.T) {
 	cfg := &InnerProductConfig{NumOutput: 10, BiasTerm: true, Axis: 1, WeightFiller: uni, BiasFiller: uni12}
 
 	t.Run("InnerProductLayerTest.TestForwardTranspose", func(t *testing.T) {
-		b, top := bottom(), blobs(1)
+		b, top := bottom(), cpTops(1)
 		l := caffeLayer(t, cfg, Train, b, top)
 		l.Forward(b, top)
 		want := append([]float32(nil), top[0].Data...)
-		topT := blobs(1)
+		topT := cpTops(1)
 		lt := transposed(t, l, b, topT)
 		lt.Forward(b, topT)
-		wantFloatEq(t, "top", topT[0].Data, want)
+		cpFloatEq(t, "top", topT[0].Data, want)
 	})
 
 	for _, tc := range []struct {
@@ -75,7 +75,7 @@ func TestCaffePortInnerProduct(t *testing.T) {
 		transpose bool
 	}{{"InnerProductLayerTest.TestGradient", 10, false}, {"InnerProductLayerTest.TestGradientTranspose", 11, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, top := bottom(), blobs(1)
+			b, top := bottom(), cpTops(1)
 			l := caffeLayer(t, &InnerProductConfig{NumOutput: tc.n, BiasTerm: true, Axis: 1, Transpose: tc.transpose,
 				WeightFiller: gauss, BiasFiller: gauss}, Train, b, top)
 			caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
@@ -83,7 +83,7 @@ func TestCaffePortInnerProduct(t *testing.T) {
 	}
 
 	t.Run("InnerProductLayerTest.TestBackwardTranspose", func(t *testing.T) {
-		b, top := bottom(), blobs(1)
+		b, top := bottom(), cpTops(1)
 		l := caffeLayer(t, cfg, Train, b, top)
 		l.Forward(b, top)
 		diff := caffeUniform(caffeRand(), 0, 1, top[0].Shape...)
@@ -94,7 +94,7 @@ func TestCaffePortInnerProduct(t *testing.T) {
 		w := l.Params()[0].Blob
 		bottomDiff := append([]float32(nil), b[0].Diff...)
 
-		topT := blobs(1)
+		topT := cpTops(1)
 		lt := transposed(t, l, b, topT)
 		lt.Forward(b, topT)
 		copy(topT[0].Diff, diff.Data)
@@ -111,12 +111,12 @@ func TestCaffePortInnerProduct(t *testing.T) {
 			}
 			want[i], got[i] = w.Diff[r*width+c], wt.Diff[c*widthT+r]
 		}
-		wantFloatEq(t, "weight diff", got, want)
+		cpFloatEq(t, "weight diff", got, want)
 		for i, v := range bottomDiff {
 			if v == 0 {
 				t.Errorf("bottom diff[%d] is 0", i)
 			}
 		}
-		wantFloatEq(t, "bottom diff", b[0].Diff, bottomDiff)
+		cpFloatEq(t, "bottom diff", b[0].Diff, bottomDiff)
 	})
 }

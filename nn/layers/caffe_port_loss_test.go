@@ -19,7 +19,7 @@ import (
 func TestCaffePortEuclideanLoss(t *testing.T) {
 	t.Run("EuclideanLossLayerTest.TestGradient", func(t *testing.T) {
 		r := caffeRand()
-		b, top := []*tensor.Blob{caffeGaussian(r, 0, 1, 10, 5, 1, 1), caffeGaussian(r, 0, 1, 10, 5, 1, 1)}, blobs(1)
+		b, top := []*tensor.Blob{caffeGaussian(r, 0, 1, 10, 5, 1, 1), caffeGaussian(r, 0, 1, 10, 5, 1, 1)}, cpTops(1)
 		l := caffeLayer(t, &EuclideanLossConfig{}, Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 	})
@@ -48,14 +48,14 @@ func TestCaffePortSigmoidCrossEntropyLoss(t *testing.T) {
 		const weight, eps = 3.7, 2e-2
 		r := caffeRand()
 		for trial := range 100 {
-			b, top := fixture(r), blobs(1)
+			b, top := fixture(r), cpTops(1)
 			l := caffeLayer(t, cfg(), Train, b, top)
 			l.Forward(b, top)
 			var ref float64
 			for i, x := range b[0].Data {
 				p, y := 1/(1+math.Exp(-float64(x))), float64(b[1].Data[i])
-				ref -= y * math.Log(p+b2f(y == 0))
-				ref -= (1 - y) * math.Log(1-p+b2f(y == 1))
+				ref -= y * math.Log(p+cpB2F(y == 0))
+				ref -= (1 - y) * math.Log(1-p+cpB2F(y == 1))
 			}
 			ref /= 10
 			// Caffe compares the weighted losses within eps.
@@ -65,12 +65,12 @@ func TestCaffePortSigmoidCrossEntropyLoss(t *testing.T) {
 		}
 	})
 	t.Run("SigmoidCrossEntropyLossLayerTest.TestGradient", func(t *testing.T) {
-		b, top := fixture(caffeRand()), blobs(1)
+		b, top := fixture(caffeRand()), cpTops(1)
 		l := caffeLayer(t, cfg(), Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2, Skip: map[int]bool{1: true}})
 	})
 	t.Run("SigmoidCrossEntropyLossLayerTest.TestIgnoreGradient", func(t *testing.T) {
-		b, top := fixture(caffeRand()), blobs(1)
+		b, top := fixture(caffeRand()), cpTops(1)
 		n := b[1].Count()
 		for i := range n / 2 {
 			b[1].Data[i] = -1
@@ -92,7 +92,7 @@ func TestCaffePortSigmoidCrossEntropyLoss(t *testing.T) {
 	})
 }
 
-func b2f(b bool) float64 {
+func cpB2F(b bool) float64 {
 	if b {
 		return 1
 	}
@@ -111,7 +111,7 @@ func TestCaffePortContrastiveLoss(t *testing.T) {
 		return []*tensor.Blob{a, b, y}
 	}
 	forward := func(t *testing.T, legacy bool) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &ContrastiveLossConfig{Margin: 1, LegacyVersion: legacy}, Train, b, top)
 		l.Forward(b, top)
 		const margin = 1.0
@@ -138,7 +138,7 @@ func TestCaffePortContrastiveLoss(t *testing.T) {
 		}
 	}
 	grad := func(t *testing.T, legacy bool) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &ContrastiveLossConfig{Margin: 1, LegacyVersion: legacy}, Train, b, top)
 		// Caffe checks bottom 0, then bottom 1.
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2, Skip: map[int]bool{2: true}})
@@ -161,12 +161,12 @@ func TestCaffePortHingeLoss(t *testing.T) {
 		return []*tensor.Blob{data, label}
 	}
 	t.Run("HingeLossLayerTest.TestGradientL1", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &HingeLossConfig{Norm: HingeL1}, Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 2e-3, Kink: 1, KinkRange: 0.01, Skip: map[int]bool{1: true}})
 	})
 	t.Run("HingeLossLayerTest.TestGradientL2", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &HingeLossConfig{Norm: HingeL2}, Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2, Skip: map[int]bool{1: true}})
 	})
@@ -194,7 +194,7 @@ func TestCaffePortMultinomialLogisticLoss(t *testing.T) {
 		for i := range label.Data {
 			label.Data[i] = float32(r.Uint32() % 5)
 		}
-		b, top := []*tensor.Blob{data, label}, blobs(1)
+		b, top := []*tensor.Blob{data, label}, cpTops(1)
 		l := caffeLayer(t, &MultinomialLogisticLossConfig{}, Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 2e-2, Kink: 0, KinkRange: 0.05, Skip: map[int]bool{1: true}})
 	})

@@ -50,18 +50,18 @@ func TestCaffePortLRN(t *testing.T) {
 		return &LRNConfig{LocalSize: size, Alpha: 1, Beta: 0.75, K: 1, NormRegion: region}
 	}
 	setup := func(t *testing.T, cfg *LRNConfig) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		caffeLayer(t, cfg, Train, b, top)
-		wantShape(t, "top", top[0], 2, 7, 3, 3)
+		cpWantShape(t, "top", top[0], 2, 7, 3, 3)
 	}
 	forward := func(t *testing.T, cfg *LRNConfig) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, cfg, Train, b, top)
 		l.Forward(b, top)
-		wantNear(t, "top", top[0].Data, caffeLRNRef(b[0], cfg), 1e-5)
+		cpNear(t, "top", top[0].Data, caffeLRNRef(b[0], cfg), 1e-5)
 	}
 	gradient := func(t *testing.T, cfg *LRNConfig) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, cfg, Train, b, top)
 		// Caffe runs one Forward/Backward with a top diff of ones first.
 		l.Forward(b, top)

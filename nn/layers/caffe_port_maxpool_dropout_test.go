@@ -10,7 +10,7 @@ import (
 // test_maxpool_dropout_layers.cpp: MAX pooling (kernel 3, stride 2) of a
 // 2×3×6×5 bottom of ones, then Dropout (0.5) in place on its top.
 func TestCaffePortMaxPoolingDropout(t *testing.T) {
-	ones := func() []*tensor.Blob { return []*tensor.Blob{caffeBlob(repeat([]float32{1}, 180), 2, 3, 6, 5)} }
+	ones := func() []*tensor.Blob { return []*tensor.Blob{caffeBlob(cpRepeat([]float32{1}, 180), 2, 3, 6, 5)} }
 	pool := &PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}
 	drop := &DropoutConfig{Ratio: 0.5}
 	sum := func(v []float32) (s float32) {
@@ -20,13 +20,13 @@ func TestCaffePortMaxPoolingDropout(t *testing.T) {
 		return s
 	}
 	t.Run("MaxPoolingDropoutTest.TestSetup", func(t *testing.T) {
-		b, top := ones(), blobs(1)
+		b, top := ones(), cpTops(1)
 		caffeLayer(t, pool, Train, b, top)
 		caffeLayer(t, drop, Train, top, top)
-		wantShape(t, "top", top[0], 2, 3, 3, 2)
+		cpWantShape(t, "top", top[0], 2, 3, 3, 2)
 	})
 	t.Run("MaxPoolingDropoutTest.TestForward", func(t *testing.T) {
-		b, top := ones(), blobs(1)
+		b, top := ones(), cpTops(1)
 		p := caffeLayer(t, pool, Train, b, top)
 		p.Forward(b, top)
 		if s := sum(top[0].Data); s != float32(top[0].Count()) {
@@ -39,7 +39,7 @@ func TestCaffePortMaxPoolingDropout(t *testing.T) {
 		}
 	})
 	t.Run("MaxPoolingDropoutTest.TestBackward", func(t *testing.T) {
-		b, top := ones(), blobs(1)
+		b, top := ones(), cpTops(1)
 		p := caffeLayer(t, pool, Train, b, top)
 		p.Forward(b, top)
 		for i := range top[0].Diff {

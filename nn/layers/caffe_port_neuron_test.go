@@ -8,15 +8,15 @@ import (
 	"dsgd/tensor"
 )
 
-// reseeded reseeds a layer's random source before every Forward, as
+// cpReseeded reseeds a layer's random source before every Forward, as
 // Caffe's GradientChecker calls Caffe::set_random_seed before each: the
 // finite differences then see the same dropout mask.
-type reseeded struct {
+type cpReseeded struct {
 	Layer
 	src *rand.PCG
 }
 
-func (l reseeded) Forward(bottom, top []*tensor.Blob) {
+func (l cpReseeded) Forward(bottom, top []*tensor.Blob) {
 	l.src.Seed(1701, 1701)
 	l.Layer.Forward(bottom, top)
 }
@@ -27,14 +27,14 @@ func TestCaffePortNeuron(t *testing.T) {
 	// Caffe's fixture: a 2×3×4×5 gaussian bottom.
 	fixture := func() []*tensor.Blob { return []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 2, 3, 4, 5)} }
 	forward := func(t *testing.T, cfg Config, b []*tensor.Blob) []*tensor.Blob {
-		top := blobs(1)
+		top := cpTops(1)
 		l := caffeLayer(t, cfg, Train, b, top)
 		l.Forward(b, top)
 		return top
 	}
 	kinked := gradCheck{Step: 1e-2, Threshold: 1e-3, Kink: 0, KinkRange: 0.01}
 	gradient := func(t *testing.T, cfg Config, b []*tensor.Blob, g gradCheck) {
-		top := blobs(1)
+		top := cpTops(1)
 		l := caffeLayer(t, cfg, Train, b, top)
 		caffeGrad(t, l, b, top, g)
 	}
@@ -63,7 +63,7 @@ func TestCaffePortNeuron(t *testing.T) {
 				t.Errorf("top[%d] = %g for bottom %g", i, top[0].Data[i], x)
 			}
 		}
-		wantFloatEq(t, "top", top[0].Data, want)
+		cpFloatEq(t, "top", top[0].Data, want)
 	}
 	t.Run("NeuronLayerTest.TestReLU", func(t *testing.T) { relu(t, 0) })
 	t.Run("NeuronLayerTest.TestReLUGradient", func(t *testing.T) { gradient(t, &ReLUConfig{}, fixture(), kinked) })
@@ -77,9 +77,9 @@ func TestCaffePortNeuron(t *testing.T) {
 		top := forward(t, &ELUConfig{Alpha: 0.5}, b)
 		for i, x := range b[0].Data {
 			if x > 0 {
-				wantFloatEq(t, "top", top[0].Data[i:i+1], []float32{x})
+				cpFloatEq(t, "top", top[0].Data[i:i+1], []float32{x})
 			} else {
-				wantNear(t, "top", top[0].Data[i:i+1], []float32{float32(0.5 * (math.Exp(float64(x)) - 1))}, 2e-4)
+				cpNear(t, "top", top[0].Data[i:i+1], []float32{float32(0.5 * (math.Exp(float64(x)) - 1))}, 2e-4)
 			}
 		}
 	})
@@ -105,7 +105,7 @@ func TestCaffePortNeuron(t *testing.T) {
 				t.Errorf("top[%d] = %g outside [0, 1]", i, y)
 			}
 		}
-		wantFloatEq(t, "top", top[0].Data, want)
+		cpFloatEq(t, "top", top[0].Data, want)
 	})
 	t.Run("NeuronLayerTest.TestSigmoidGradient", func(t *testing.T) { gradient(t, &SigmoidConfig{}, fixture(), kinked) })
 
@@ -142,7 +142,7 @@ func TestCaffePortNeuron(t *testing.T) {
 				if c.base != -1 {
 					want = float32(math.Pow(float64(c.base), arg))
 				}
-				wantNear(t, "top", top[0].Data[i:i+1], []float32{want}, 2e-4)
+				cpNear(t, "top", top[0].Data[i:i+1], []float32{want}, 2e-4)
 			}
 		})
 		t.Run("NeuronLayerTest.TestExpGradient"+c.suffix, func(t *testing.T) {
@@ -159,7 +159,7 @@ func TestCaffePortNeuron(t *testing.T) {
 		var b []*tensor.Blob
 		for seed := uint64(1701); ; seed++ {
 			b = []*tensor.Blob{caffeGaussian(rand.New(rand.NewPCG(seed, seed)), 0, 1, 2, 3, 4, 5)}
-			if m := minOf(b[0].Data); m > -2.8 {
+			if m := cpMin(b[0].Data); m > -2.8 {
 				break
 			}
 		}
@@ -181,7 +181,7 @@ func TestCaffePortNeuron(t *testing.T) {
 				if c.base != -1 {
 					want /= math.Log(float64(c.base))
 				}
-				wantNear(t, "top", top[0].Data[i:i+1], []float32{float32(want)}, 2e-4)
+				cpNear(t, "top", top[0].Data[i:i+1], []float32{float32(want)}, 2e-4)
 			}
 		})
 		t.Run("NeuronLayerTest.TestLogGradient"+c.suffix, func(t *testing.T) {
@@ -211,7 +211,7 @@ func TestCaffePortNeuron(t *testing.T) {
 	t.Run("NeuronLayerTest.TestDropoutHalf", func(t *testing.T) { dropoutForward(t, 0.5) })
 	t.Run("NeuronLayerTest.TestDropoutThreeQuarters", func(t *testing.T) { dropoutForward(t, 0.75) })
 	t.Run("NeuronLayerTest.TestDropoutTestPhase", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &DropoutConfig{Ratio: 0.5}, Test, b, top)
 		l.Forward(b, top)
 		for i, y := range top[0].Data {
@@ -226,9 +226,9 @@ func TestCaffePortNeuron(t *testing.T) {
 	}{{"NeuronLayerTest.TestDropoutGradient", Train}, {"NeuronLayerTest.TestDropoutGradientTest", Test}} {
 		t.Run(c.name, func(t *testing.T) {
 			src := rand.NewPCG(1701, 1701)
-			b, top := fixture(), blobs(1)
+			b, top := fixture(), cpTops(1)
 			l := caffeLayerWith(t, &DropoutConfig{Ratio: 0.5}, Context{Phase: c.phase, Rand: rand.New(src)}, b, top)
-			caffeGrad(t, reseeded{l, src}, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
+			caffeGrad(t, cpReseeded{l, src}, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
 		})
 	}
 
@@ -265,7 +265,7 @@ func TestCaffePortNeuron(t *testing.T) {
 		}
 	}
 	t.Run("NeuronLayerTest.TestPReLUParam", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, prelu(false), Train, b, top)
 		for i, s := range l.Params()[0].Blob.Data {
 			if s != 0.25 {
@@ -274,17 +274,17 @@ func TestCaffePortNeuron(t *testing.T) {
 		}
 	})
 	t.Run("NeuronLayerTest.TestPReLUForward", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, prelu(false), Train, b, top)
 		Filler{Type: FillGaussian, Std: 1}.Fill(l.Params()[0].Blob, caffeRand())
 		checkPReLU(t, l, b, top)
 	})
 	t.Run("NeuronLayerTest.TestPReLUForwardChannelShared", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		checkPReLU(t, caffeLayer(t, prelu(true), Train, b, top), b, top)
 	})
 	t.Run("NeuronLayerTest.TestPReLUGradient", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, prelu(false), Train, b, top)
 		Filler{Type: FillGaussian, Std: 1}.Fill(l.Params()[0].Blob, caffeRand())
 		caffeGrad(t, l, b, top, kinked)
@@ -293,26 +293,26 @@ func TestCaffePortNeuron(t *testing.T) {
 		gradient(t, prelu(true), fixture(), kinked)
 	})
 	t.Run("NeuronLayerTest.TestPReLUConsistencyReLU", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
-		b2, top2 := []*tensor.Blob{caffeBlob(b[0].Data, b[0].Shape...)}, blobs(1)
+		b, top := fixture(), cpTops(1)
+		b2, top2 := []*tensor.Blob{caffeBlob(b[0].Data, b[0].Shape...)}, cpTops(1)
 		p := caffeLayer(t, &PReLUConfig{Filler: Filler{Type: FillConstant, Value: 0.25}}, Train, b, top)
 		r := caffeLayer(t, &ReLUConfig{NegativeSlope: 0.25}, Train, b2, top2)
 		p.Forward(b, top)
 		r.Forward(b2, top2)
-		wantNear(t, "top", top[0].Data, top2[0].Data, 0)
+		cpNear(t, "top", top[0].Data, top2[0].Data, 0)
 		diff := caffeGaussian(rand.New(rand.NewPCG(5, 5)), 0, 1, top[0].Shape...)
 		copy(top[0].Diff, diff.Data)
 		copy(top2[0].Diff, diff.Data)
 		p.Params()[0].Blob.ZeroDiff()
 		p.Backward(top, []bool{true}, b)
 		r.Backward(top2, []bool{true}, b2)
-		wantNear(t, "bottom diff", b[0].Diff, b2[0].Diff, 0)
+		cpNear(t, "bottom diff", b[0].Diff, b2[0].Diff, 0)
 	})
 	t.Run("NeuronLayerTest.TestPReLUInPlace", func(t *testing.T) {
 		// ip → prelu in place, against ip2 → prelu2 out of place.
 		ipCfg := &InnerProductConfig{NumOutput: 3, BiasTerm: true, Axis: 1, WeightFiller: Filler{Type: FillGaussian, Std: 1}}
-		b, top := fixture(), blobs(1)
-		b2, mid2, top2 := []*tensor.Blob{caffeBlob(b[0].Data, b[0].Shape...)}, blobs(1), blobs(1)
+		b, top := fixture(), cpTops(1)
+		b2, mid2, top2 := []*tensor.Blob{caffeBlob(b[0].Data, b[0].Shape...)}, cpTops(1), cpTops(1)
 		ip := caffeLayer(t, ipCfg, Train, b, top)
 		pr := caffeLayer(t, prelu(false), Train, top, top)
 		ip2 := caffeLayer(t, ipCfg, Train, b2, mid2)
@@ -322,7 +322,7 @@ func TestCaffePortNeuron(t *testing.T) {
 		pr.Forward(top, top)
 		ip2.Forward(b2, mid2)
 		pr2.Forward(mid2, top2)
-		wantNear(t, "top", top[0].Data, top2[0].Data, 0)
+		cpNear(t, "top", top[0].Data, top2[0].Data, 0)
 		diff := caffeGaussian(rand.New(rand.NewPCG(5, 5)), 0, 1, top[0].Shape...)
 		copy(top[0].Diff, diff.Data)
 		copy(top2[0].Diff, diff.Data)
@@ -335,14 +335,14 @@ func TestCaffePortNeuron(t *testing.T) {
 		ip.Backward(top, []bool{true}, b)
 		pr2.Backward(top2, []bool{true}, mid2)
 		ip2.Backward(mid2, []bool{true}, b2)
-		wantFloatEq(t, "bottom diff", b[0].Diff, b2[0].Diff)
-		wantFloatEq(t, "ip weight diff", ip.Params()[0].Blob.Diff, ip2.Params()[0].Blob.Diff)
-		wantFloatEq(t, "ip bias diff", ip.Params()[1].Blob.Diff, ip2.Params()[1].Blob.Diff)
-		wantFloatEq(t, "prelu slope diff", pr.Params()[0].Blob.Diff, pr2.Params()[0].Blob.Diff)
+		cpFloatEq(t, "bottom diff", b[0].Diff, b2[0].Diff)
+		cpFloatEq(t, "ip weight diff", ip.Params()[0].Blob.Diff, ip2.Params()[0].Blob.Diff)
+		cpFloatEq(t, "ip bias diff", ip.Params()[1].Blob.Diff, ip2.Params()[1].Blob.Diff)
+		cpFloatEq(t, "prelu slope diff", pr.Params()[0].Blob.Diff, pr2.Params()[0].Blob.Diff)
 	})
 }
 
-func minOf(v []float32) float32 {
+func cpMin(v []float32) float32 {
 	m := v[0]
 	for _, x := range v {
 		m = min(m, x)

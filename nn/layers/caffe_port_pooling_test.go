@@ -16,9 +16,9 @@ func TestCaffePortPooling(t *testing.T) {
 		return &PoolingConfig{Method: m, KernelH: kh, KernelW: kw, StrideH: s, StrideW: s, PadH: pad, PadW: pad}
 	}
 	setup := func(t *testing.T, cfg *PoolingConfig, h, w int) {
-		bottom, top := fixture(), blobs(1)
+		bottom, top := fixture(), cpTops(1)
 		caffeLayer(t, cfg, Train, bottom, top)
-		wantShape(t, "top", top[0], 2, 3, h, w)
+		cpWantShape(t, "top", top[0], 2, 3, h, w)
 	}
 	t.Run("PoolingLayerTest.TestSetup", func(t *testing.T) { setup(t, pool(PoolMax, 3, 3, 2, 0), 3, 2) })
 	t.Run("PoolingLayerTest.TestSetupPadded", func(t *testing.T) { setup(t, pool(PoolAve, 3, 3, 2, 1), 4, 3) })
@@ -29,11 +29,11 @@ func TestCaffePortPooling(t *testing.T) {
 	t.Run("PoolingLayerTest.TestForwardMax", func(t *testing.T) {
 		run := func(name string, cfg *PoolingConfig, h, w int, in []float32, oh, ow int, want []float32) {
 			t.Run(name, func(t *testing.T) {
-				bottom, top := []*tensor.Blob{caffeBlob(repeat(in, 4), 2, 2, h, w)}, blobs(1)
+				bottom, top := []*tensor.Blob{caffeBlob(cpRepeat(in, 4), 2, 2, h, w)}, cpTops(1)
 				l := caffeLayer(t, cfg, Train, bottom, top)
-				wantShape(t, "top", top[0], 2, 2, oh, ow)
+				cpWantShape(t, "top", top[0], 2, 2, oh, ow)
 				l.Forward(bottom, top)
-				wantNear(t, "top", top[0].Data, repeat(want, 4), 0)
+				cpNear(t, "top", top[0].Data, cpRepeat(want, 4), 0)
 			})
 		}
 		run("Square", pool(PoolMax, 2, 2, 1, 0), 3, 5,
@@ -63,7 +63,7 @@ func TestCaffePortPooling(t *testing.T) {
 		for kh := 3; kh <= 4; kh++ {
 			for kw := 3; kw <= 4; kw++ {
 				t.Run(fmt.Sprintf("%dx%d", kh, kw), func(t *testing.T) {
-					bottom, top := fixture(), blobs(1)
+					bottom, top := fixture(), cpTops(1)
 					l := caffeLayer(t, pool(PoolMax, kh, kw, 2, 1), Train, bottom, top)
 					caffeGrad(t, l, bottom, top, gradCheck{Step: 1e-4, Threshold: 1e-2})
 				})
@@ -72,20 +72,20 @@ func TestCaffePortPooling(t *testing.T) {
 	})
 
 	t.Run("PoolingLayerTest.TestForwardMaxPadded", func(t *testing.T) {
-		bottom, top := []*tensor.Blob{caffeBlob([]float32{1, 2, 4, 2, 3, 2, 4, 2, 1}, 1, 1, 3, 3)}, blobs(1)
+		bottom, top := []*tensor.Blob{caffeBlob([]float32{1, 2, 4, 2, 3, 2, 4, 2, 1}, 1, 1, 3, 3)}, cpTops(1)
 		l := caffeLayer(t, pool(PoolMax, 3, 3, 2, 2), Train, bottom, top)
-		wantShape(t, "top", top[0], 1, 1, 3, 3)
+		cpWantShape(t, "top", top[0], 1, 1, 3, 3)
 		l.Forward(bottom, top)
-		wantNear(t, "top", top[0].Data, []float32{1, 4, 4, 4, 4, 4, 4, 4, 1}, 1e-8)
+		cpNear(t, "top", top[0].Data, []float32{1, 4, 4, 4, 4, 4, 4, 4, 1}, 1e-8)
 	})
 
 	t.Run("PoolingLayerTest.TestForwardAve", func(t *testing.T) {
-		bottom, top := []*tensor.Blob{caffeBlob(repeat([]float32{2}, 9), 1, 1, 3, 3)}, blobs(1)
+		bottom, top := []*tensor.Blob{caffeBlob(cpRepeat([]float32{2}, 9), 1, 1, 3, 3)}, cpTops(1)
 		l := caffeLayer(t, pool(PoolAve, 3, 3, 1, 1), Train, bottom, top)
-		wantShape(t, "top", top[0], 1, 1, 3, 3)
+		cpWantShape(t, "top", top[0], 1, 1, 3, 3)
 		l.Forward(bottom, top)
 		e, f := float32(8.0/9), float32(4.0/3)
-		wantNear(t, "top", top[0].Data, []float32{e, f, e, f, 2, f, e, f, e}, 1e-5)
+		cpNear(t, "top", top[0].Data, []float32{e, f, e, f, 2, f, e, f, e}, 1e-5)
 	})
 
 	for _, tc := range []struct {
@@ -96,7 +96,7 @@ func TestCaffePortPooling(t *testing.T) {
 			for kh := 3; kh <= 4; kh++ {
 				for kw := 3; kw <= 4; kw++ {
 					t.Run(fmt.Sprintf("%dx%d", kh, kw), func(t *testing.T) {
-						bottom, top := fixture(), blobs(1)
+						bottom, top := fixture(), cpTops(1)
 						l := caffeLayer(t, pool(PoolAve, kh, kw, 2, tc.pad), Train, bottom, top)
 						caffeGrad(t, l, bottom, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 					})

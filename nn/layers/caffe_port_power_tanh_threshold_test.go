@@ -11,7 +11,7 @@ import (
 func TestCaffePortPower(t *testing.T) {
 	fixture := func() []*tensor.Blob { return []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 2, 3, 4, 5)} }
 	forward := func(t *testing.T, power, scale, shift float32) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &PowerConfig{Power: power, Scale: scale, Shift: shift}, Train, b, top)
 		l.Forward(b, top)
 		for i, x := range b[0].Data {
@@ -26,11 +26,11 @@ func TestCaffePortPower(t *testing.T) {
 				}
 				continue
 			}
-			wantNear(t, "top", []float32{y}, []float32{want}, math.Max(math.Abs(float64(want)*1e-4), 1e-5))
+			cpNear(t, "top", []float32{y}, []float32{want}, math.Max(math.Abs(float64(want)*1e-4), 1e-5))
 		}
 	}
 	backward := func(t *testing.T, power, scale, shift float32) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		if power != 0 && power != 1 && power != 2 {
 			// Reflect values below -shift/scale so the base is positive.
 			m := -shift / scale
@@ -68,18 +68,18 @@ func TestCaffePortTanH(t *testing.T) {
 		return (e - 1) / (e + 1)
 	}
 	forward := func(t *testing.T, std float64) {
-		b, top := []*tensor.Blob{caffeGaussian(caffeRand(), 0, std, 2, 3, 4, 5)}, blobs(1)
+		b, top := []*tensor.Blob{caffeGaussian(caffeRand(), 0, std, 2, 3, 4, 5)}, cpTops(1)
 		l := caffeLayer(t, &TanHConfig{}, Train, b, top)
 		l.Forward(b, top)
 		for i, x := range b[0].Data {
 			want := float32(naive(float64(x)))
-			wantNear(t, "top", top[0].Data[i:i+1], []float32{want}, math.Max(math.Abs(float64(want)*1e-4), 1e-5))
+			cpNear(t, "top", top[0].Data[i:i+1], []float32{want}, math.Max(math.Abs(float64(want)*1e-4), 1e-5))
 		}
 	}
 	t.Run("TanHLayerTest.TestTanH", func(t *testing.T) { forward(t, 1) })
 	t.Run("TanHLayerTest.TestTanHOverflow", func(t *testing.T) { forward(t, 10000) })
 	t.Run("TanHLayerTest.TestTanHGradient", func(t *testing.T) {
-		b, top := []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 2, 3, 4, 5)}, blobs(1)
+		b, top := []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 2, 3, 4, 5)}, cpTops(1)
 		l := caffeLayer(t, &TanHConfig{}, Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 	})
@@ -89,12 +89,12 @@ func TestCaffePortTanH(t *testing.T) {
 func TestCaffePortThreshold(t *testing.T) {
 	fixture := func() []*tensor.Blob { return []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 2, 3, 6, 5)} }
 	t.Run("ThresholdLayerTest.TestSetup", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		caffeLayer(t, &ThresholdConfig{}, Train, b, top)
-		wantShape(t, "top", top[0], 2, 3, 6, 5)
+		cpWantShape(t, "top", top[0], 2, 3, 6, 5)
 	})
 	run := func(t *testing.T, th float32) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &ThresholdConfig{Threshold: th}, Train, b, top)
 		l.Forward(b, top)
 		for i, y := range top[0].Data {

@@ -12,16 +12,16 @@ import (
 func TestCaffePortReduction(t *testing.T) {
 	fixture := func() []*tensor.Blob { return []*tensor.Blob{caffeUniform(caffeRand(), 0, 1, 2, 3, 4, 5)} }
 	setup := func(t *testing.T, axis int, shape ...int) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		caffeLayer(t, &ReductionConfig{Operation: ReduceSum, Axis: axis, Coeff: 1}, Train, b, top)
-		wantShape(t, "top", top[0], shape...)
+		cpWantShape(t, "top", top[0], shape...)
 	}
 	t.Run("ReductionLayerTest.TestSetUp", func(t *testing.T) { setup(t, 0) })
 	t.Run("ReductionLayerTest.TestSetUpWithAxis1", func(t *testing.T) { setup(t, 1, 2) })
 	t.Run("ReductionLayerTest.TestSetUpWithAxis2", func(t *testing.T) { setup(t, 2, 2, 3) })
 
 	forward := func(t *testing.T, op ReductionOp, coeff float32, axis int) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &ReductionConfig{Operation: op, Axis: axis, Coeff: coeff}, Train, b, top)
 		l.Forward(b, top)
 		num, dim := b[0].Shape.CountRange(0, axis), b[0].Shape.CountFrom(axis)
@@ -43,10 +43,10 @@ func TestCaffePortReduction(t *testing.T) {
 			}
 			want[n] = e * coeff
 		}
-		wantFloatEq(t, "top", top[0].Data, want)
+		cpFloatEq(t, "top", top[0].Data, want)
 	}
 	grad := func(t *testing.T, op ReductionOp, coeff float32, axis int) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		if op == ReduceASum {
 			// |x| has a kink at 0, and Caffe's check of ASUM passes over
 			// no feature: a value within the step (1e-2) of 0 gets a
@@ -55,7 +55,7 @@ func TestCaffePortReduction(t *testing.T) {
 			// from 1701 on that has none either.
 			for seed := uint64(1701); ; seed++ {
 				b = []*tensor.Blob{caffeUniform(rand.New(rand.NewPCG(seed, seed)), 0, 1, 2, 3, 4, 5)}
-				if minOf(b[0].Data) > 1e-2 {
+				if cpMin(b[0].Data) > 1e-2 {
 					break
 				}
 			}

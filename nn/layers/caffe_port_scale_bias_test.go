@@ -55,9 +55,9 @@ func portScaleBias(t *testing.T, scale bool) {
 		return out
 	}
 	forward := func(t *testing.T, c Config, b []*tensor.Blob, axis int) {
-		top := blobs(1)
+		top := cpTops(1)
 		l := caffeLayer(t, c, Train, b, top)
-		wantShape(t, "top", top[0], b[0].Shape...)
+		cpWantShape(t, "top", top[0], b[0].Shape...)
 		orig := append([]float32(nil), b[0].Data...)
 		l.Forward(b, top)
 		x := caffeBlob(orig, b[0].Shape...)
@@ -74,18 +74,18 @@ func portScaleBias(t *testing.T, scale bool) {
 				want[i] += bias.Data[(i/x.Shape.CountFrom(axis+len(bias.Shape)))%bias.Count()]
 			}
 		}
-		wantNear(t, "top", top[0].Data, want, 1e-5)
+		cpNear(t, "top", top[0].Data, want, 1e-5)
 	}
 	inPlace := func(t *testing.T, c Config, b []*tensor.Blob, axis int) {
 		orig := caffeBlob(append([]float32(nil), b[0].Data...), b[0].Shape...)
 		l := caffeLayer(t, c, Train, b, b[:1])
 		l.Forward(b, b[:1])
-		wantNear(t, "bottom", b[0].Data, ref(orig, b[1].Data, axis, len(b[1].Shape)), 1e-5)
+		cpNear(t, "bottom", b[0].Data, ref(orig, b[1].Data, axis, len(b[1].Shape)), 1e-5)
 	}
 	backwardInPlace := func(t *testing.T, c Config, b []*tensor.Blob) {
 		topDiff := caffeGaussian(rand.New(rand.NewPCG(9, 9)), 0, 1, b[0].Shape...)
 		orig := append([]float32(nil), b[0].Data...)
-		top := blobs(1)
+		top := cpTops(1)
 		l := caffeLayer(t, c, Train, b, top)
 		l.Forward(b, top)
 		copy(top[0].Diff, topDiff.Data)
@@ -100,11 +100,11 @@ func portScaleBias(t *testing.T, scale bool) {
 		l.Forward(b, b[:1])
 		copy(b[0].Diff, topDiff.Data)
 		l.Backward(b[:1], []bool{true, true}, b)
-		wantNear(t, "bottom diff", b[0].Diff, bottomDiff, 1e-5)
-		wantNear(t, "operand diff", b[1].Diff, sDiff, 1e-5)
+		cpNear(t, "bottom diff", b[0].Diff, bottomDiff, 1e-5)
+		cpNear(t, "operand diff", b[1].Diff, sDiff, 1e-5)
 	}
 	grad := func(t *testing.T, c Config, b []*tensor.Blob) {
-		top := blobs(1)
+		top := cpTops(1)
 		l := caffeLayer(t, c, Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
 	}

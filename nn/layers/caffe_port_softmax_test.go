@@ -11,7 +11,7 @@ import (
 func TestCaffePortSoftmax(t *testing.T) {
 	fixture := func() []*tensor.Blob { return []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 2, 10, 2, 3)} }
 	t.Run("SoftmaxLayerTest.TestForward", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &SoftmaxConfig{Axis: 1}, Train, b, top)
 		l.Forward(b, top)
 		at := func(d []float32, i, j, k, m int) float64 { return float64(d[((i*10+j)*2+k)*3+m]) }
@@ -37,7 +37,7 @@ func TestCaffePortSoftmax(t *testing.T) {
 		}
 	})
 	t.Run("SoftmaxLayerTest.TestGradient", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &SoftmaxConfig{Axis: 1}, Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
 	})
@@ -60,12 +60,12 @@ func TestCaffePortSoftmaxWithLoss(t *testing.T) {
 	// Caffe's TestGradient sets loss_weight 3; its GradientChecker
 	// overwrites the top diff, so the check is that of weight 1.
 	t.Run("SoftmaxWithLossLayerTest.TestGradient", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &SoftmaxWithLossConfig{Axis: 1}, Train, b, top)
 		caffeGrad(t, l, b, top, labelsOnly)
 	})
 	t.Run("SoftmaxWithLossLayerTest.TestForwardIgnoreLabel", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &SoftmaxWithLossConfig{Axis: 1, Normalization: NormBatchSize}, Train, b, top)
 		l.Forward(b, top)
 		full := float64(top[0].Data[0])
@@ -80,12 +80,12 @@ func TestCaffePortSoftmaxWithLoss(t *testing.T) {
 		}
 	})
 	t.Run("SoftmaxWithLossLayerTest.TestGradientIgnoreLabel", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &SoftmaxWithLossConfig{Axis: 1, IgnoreLabel: ip(0)}, Train, b, top)
 		caffeGrad(t, l, b, top, labelsOnly)
 	})
 	t.Run("SoftmaxWithLossLayerTest.TestGradientUnnormalized", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &SoftmaxWithLossConfig{Axis: 1, Normalization: NormBatchSize}, Train, b, top)
 		caffeGrad(t, l, b, top, labelsOnly)
 	})

@@ -13,20 +13,20 @@ import (
 func TestCaffePortSplit(t *testing.T) {
 	fixture := func() []*tensor.Blob { return []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 2, 3, 6, 5)} }
 	t.Run("SplitLayerTest.TestSetup", func(t *testing.T) {
-		b, top := fixture(), blobs(2)
+		b, top := fixture(), cpTops(2)
 		caffeLayer(t, &SplitConfig{}, Train, b, top)
-		wantShape(t, "top a", top[0], 2, 3, 6, 5)
-		wantShape(t, "top b", top[1], 2, 3, 6, 5)
+		cpWantShape(t, "top a", top[0], 2, 3, 6, 5)
+		cpWantShape(t, "top b", top[1], 2, 3, 6, 5)
 	})
 	t.Run("SplitLayerTest.Test", func(t *testing.T) {
-		b, top := fixture(), blobs(2)
+		b, top := fixture(), cpTops(2)
 		l := caffeLayer(t, &SplitConfig{}, Train, b, top)
 		l.Forward(b, top)
-		wantNear(t, "top a", top[0].Data, b[0].Data, 0)
-		wantNear(t, "top b", top[1].Data, b[0].Data, 0)
+		cpNear(t, "top a", top[0].Data, b[0].Data, 0)
+		cpNear(t, "top b", top[1].Data, b[0].Data, 0)
 	})
 	t.Run("SplitLayerTest.TestGradient", func(t *testing.T) {
-		b, top := fixture(), blobs(2)
+		b, top := fixture(), cpTops(2)
 		l := caffeLayer(t, &SplitConfig{}, Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 	})
@@ -36,16 +36,16 @@ func TestCaffePortSplit(t *testing.T) {
 func TestCaffePortFlatten(t *testing.T) {
 	fixture := func() []*tensor.Blob { return []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 2, 3, 6, 5)} }
 	setup := func(t *testing.T, axis, end int, shape ...int) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		caffeLayer(t, &FlattenConfig{Axis: axis, EndAxis: end}, Train, b, top)
-		wantShape(t, "top", top[0], shape...)
+		cpWantShape(t, "top", top[0], shape...)
 	}
 	t.Run("FlattenLayerTest.TestSetup", func(t *testing.T) { setup(t, 1, -1, 2, 90) })
 	t.Run("FlattenLayerTest.TestSetupWithAxis", func(t *testing.T) { setup(t, 2, -1, 2, 3, 30) })
 	t.Run("FlattenLayerTest.TestSetupWithEndAxis", func(t *testing.T) { setup(t, 1, -2, 2, 18, 5) })
 	t.Run("FlattenLayerTest.TestSetupWithStartAndEndAxis", func(t *testing.T) { setup(t, 0, -2, 36, 5) })
 	t.Run("FlattenLayerTest.TestForward", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &FlattenConfig{Axis: 1, EndAxis: -1}, Train, b, top)
 		l.Forward(b, top)
 		for n := range 2 {
@@ -57,7 +57,7 @@ func TestCaffePortFlatten(t *testing.T) {
 		}
 	})
 	t.Run("FlattenLayerTest.TestGradient", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, &FlattenConfig{Axis: 1, EndAxis: -1}, Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 	})
@@ -67,16 +67,16 @@ func TestCaffePortFlatten(t *testing.T) {
 func TestCaffePortReshape(t *testing.T) {
 	fixture := func() []*tensor.Blob { return []*tensor.Blob{caffeGaussian(caffeRand(), 0, 1, 2, 3, 6, 5)} }
 	setup := func(t *testing.T, cfg *ReshapeConfig, shape ...int) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		caffeLayer(t, cfg, Train, b, top)
-		wantShape(t, "top", top[0], shape...)
+		cpWantShape(t, "top", top[0], shape...)
 	}
 	all := func(axis int, dims ...int) *ReshapeConfig {
 		return &ReshapeConfig{Shape: dims, Axis: axis, NumAxes: -1}
 	}
 	t.Run("ReshapeLayerTest.TestFlattenOutputSizes", func(t *testing.T) { setup(t, all(0, 0, -1, 1, 1), 2, 90, 1, 1) })
 	t.Run("ReshapeLayerTest.TestFlattenValues", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, all(0, 0, -1, 1, 1), Train, b, top)
 		l.Forward(b, top)
 		for n := range 2 {
@@ -100,13 +100,13 @@ func TestCaffePortReshape(t *testing.T) {
 		setup(t, &ReshapeConfig{Shape: []int{-1}, Axis: 1, NumAxes: 2}, 2, 18, 5)
 	})
 	t.Run("ReshapeLayerTest.TestForward", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, all(0, 6, 2, 3, 5), Train, b, top)
 		l.Forward(b, top)
-		wantNear(t, "top", top[0].Data, b[0].Data, 0)
+		cpNear(t, "top", top[0].Data, b[0].Data, 0)
 	})
 	t.Run("ReshapeLayerTest.TestForwardAfterReshape", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, all(0, 6, 2, 3, 5), Train, b, top)
 		l.Forward(b, top)
 		b[0].Reshape(2 * 3 * 6 * 5)
@@ -118,11 +118,11 @@ func TestCaffePortReshape(t *testing.T) {
 			b[0].Data[i] += 1 // new values, unlike the first Forward's
 		}
 		l.Forward(b, top)
-		wantShape(t, "top", top[0], 6, 2, 3, 5)
-		wantNear(t, "top", top[0].Data, b[0].Data, 0)
+		cpWantShape(t, "top", top[0], 6, 2, 3, 5)
+		cpNear(t, "top", top[0].Data, b[0].Data, 0)
 	})
 	t.Run("ReshapeLayerTest.TestGradient", func(t *testing.T) {
-		b, top := fixture(), blobs(1)
+		b, top := fixture(), cpTops(1)
 		l := caffeLayer(t, all(0, 6, 2, 3, 5), Train, b, top)
 		caffeGrad(t, l, b, top, gradCheck{Step: 1e-2, Threshold: 1e-2})
 	})
