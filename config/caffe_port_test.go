@@ -7,6 +7,7 @@ package config_test
 // applied by the net).
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"dsgd/config"
+	"dsgd/data"
 	"dsgd/model"
 	"dsgd/nn/layers"
 	"dsgd/prototxt"
@@ -533,4 +535,99 @@ layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip' bottom: 'label' top: '
 			}
 		})
 	}
+}
+
+// TestCaffePortDummyData ports Caffe's test_dummy_data_layer.cpp: the
+// config package reads the shapes (legacy num/channels/height/width, one
+// value standing for every top) and the fillers (one for every top, none
+// meaning constant 0), and data.Dummy fills the tops with them.
+func TestCaffePortDummyData(t *testing.T) {
+	run := func(t *testing.T, param string, tops int) ([]*tensor.Blob, func()) {
+		t.Helper()
+		src := "layer { name: 'dummy' type: 'DummyData' dummy_data_param { " + param + " }"
+		names := []string{"a", "b", "c"}[:tops]
+		for _, n := range names {
+			src += " top: '" + n + "'"
+		}
+		def, err := config.ParseNet("net.prototxt", []byte(src+" }"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pn, err := def.Phase(layers.Train)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl := pn.Data[0]
+		var fs []data.DummyFiller
+		for i := range dl.Tops {
+			f := config.Filler{Type: "constant"}
+			switch {
+			case i < len(dl.Fillers):
+				f = dl.Fillers[i]
+			case len(dl.Fillers) == 1:
+				f = dl.Fillers[0]
+			}
+			fs = append(fs, data.DummyFiller{Type: f.Type, Value: f.Value, Min: f.Min, Max: f.Max, Mean: f.Mean, Std: f.Std})
+		}
+		out := make([]*tensor.Blob, len(dl.Tops))
+		for i := range out {
+			out[i] = tensor.NewBlob(dl.Tops[i], dl.Shapes[i]...)
+		}
+		d := &data.Dummy{Name: dl.Name, Fillers: fs, Seed: 1701}
+		return out, func() {
+			if err := d.Fill(context.Background(), out); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all := func(t *testing.T, b *tensor.Blob, v float32) {
+		t.Helper()
+		for i, x := range b.Data {
+			if x != v {
+				t.Fatalf("%s[%d] = %g, want %g", b.Name, i, x, v)
+			}
+		}
+	}
+	t.Run("DummyDataLayerTest.TestOneTopConstant", func(t *testing.T) {
+		tops, fill := run(t, "num: 5 channels: 3 height: 2 width: 4", 1)
+		if !tops[0].Shape.Equal(tensor.Shape{5, 3, 2, 4}) {
+			t.Fatalf("shape %v", tops[0].Shape)
+		}
+		fill()
+		all(t, tops[0], 0)
+	})
+	t.Run("DummyDataLayerTest.TestTwoTopConstant", func(t *testing.T) {
+		tops, fill := run(t, "num: 5 channels: 3 height: 2 width: 4 num: 5 height: 1 data_filler { value: 7 }", 2)
+		if !tops[0].Shape.Equal(tensor.Shape{5, 3, 2, 4}) || !tops[1].Shape.Equal(tensor.Shape{5, 3, 1, 4}) {
+			t.Fatalf("shapes %v and %v, want 5×3×2×4 and 5×3×1×4", tops[0].Shape, tops[1].Shape)
+		}
+		fill()
+		all(t, tops[0], 7)
+		all(t, tops[1], 7)
+	})
+	t.Run("DummyDataLayerTest.TestThreeTopConstantGaussianConstant", func(t *testing.T) {
+		tops, fill := run(t, "num: 5 channels: 3 height: 2 width: 4 data_filler { value: 7 } "+
+			"data_filler { type: 'gaussian' mean: 3 std: 0.01 } data_filler { value: 9 }", 3)
+		for _, b := range tops {
+			if !b.Shape.Equal(tensor.Shape{5, 3, 2, 4}) {
+				t.Fatalf("%s shape %v", b.Name, b.Shape)
+			}
+		}
+		gauss := func() []float32 {
+			fill()
+			all(t, tops[0], 7)
+			all(t, tops[2], 9)
+			for i, x := range tops[1].Data {
+				if math.Abs(float64(x)-3) > 0.1 {
+					t.Errorf("b[%d] = %g, want 3 ± 0.1", i, x)
+				}
+			}
+			return append([]float32(nil), tops[1].Data...)
+		}
+		first, second := gauss(), gauss()
+		n := len(first)
+		if first[0] == second[0] || first[n-1] == second[n-1] {
+			t.Error("the gaussian top did not change between batches")
+		}
+	})
 }
