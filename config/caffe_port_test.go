@@ -19,6 +19,7 @@ import (
 	"dsgd/model"
 	"dsgd/nn/layers"
 	"dsgd/prototxt"
+	"dsgd/solver"
 	"dsgd/tensor"
 )
 
@@ -628,6 +629,29 @@ func TestCaffePortDummyData(t *testing.T) {
 		n := len(first)
 		if first[0] == second[0] || first[n-1] == second[n-1] {
 			t.Error("the gaussian top did not change between batches")
+		}
+	})
+}
+
+// TestCaffePortSolverFactory ports Caffe's test_solver_factory.cpp: a
+// solver of each of Caffe's registered types reads and builds with that
+// type (base_lr and lr_policy added, as dsgd requires them).
+func TestCaffePortSolverFactory(t *testing.T) {
+	t.Run("SolverFactoryTest.TestCreateSolver", func(t *testing.T) {
+		for _, typ := range []string{"AdaDelta", "AdaGrad", "Adam", "Nesterov", "RMSProp", "SGD"} {
+			src := "type: '" + typ + "' base_lr: 0.01 lr_policy: 'fixed' " +
+				"train_net_param { layer { name: 'data' type: 'DummyData' top: 'data' dummy_data_param { shape { dim: 1 } } } }"
+			sd, err := config.ParseSolver("solver.prototxt", []byte(src))
+			if err != nil {
+				t.Fatalf("%s: %v", typ, err)
+			}
+			s, err := solver.New(sd.Solver, 1, []solver.Segment{{Off: 0, Len: 1, LRMult: 1, DecayMult: 1}})
+			if err != nil {
+				t.Fatalf("%s: %v", typ, err)
+			}
+			if got := s.Config().Type; got != typ {
+				t.Errorf("solver type %q, want %q", got, typ)
+			}
 		}
 	})
 }
