@@ -264,11 +264,10 @@ func snapshot(t *testing.T, cfg solver.Config, share bool, n int) {
 }
 
 type lsqCase struct {
-	name         string
-	lr, wd, mom  float64
-	iters        int  // check iterations 0..iters (a loop in Caffe), or only 0 when -1
-	share, snap  bool // WithEverythingShare / TestSnapshot(Share)
-	onlyIterZero bool
+	name        string
+	lr, wd, mom float64
+	iters       int  // check iterations 0..iters (Caffe's loop; 0: only the first)
+	share, snap bool // WithEverythingShare / TestSnapshot(Share)
 }
 
 func runLsqCases(t *testing.T, typ string, cases []lsqCase) {
