@@ -163,10 +163,9 @@ func TestCaffePortNetLossWeight(t *testing.T) {
 		}
 	})
 	t.Run("NetTest.TestBackwardWithAccuracyLayer", func(t *testing.T) {
-		// Caffe names the Accuracy layer 'loss' too; dsgd refuses two
-		// layers of one name, so it is 'accuracy' here.
+		// Caffe names the Accuracy layer 'loss', as the loss layer.
 		src := tinyNet(false, "SoftmaxWithLoss") +
-			"layer { name: 'accuracy' type: 'Accuracy' bottom: 'innerproduct' bottom: 'label' top: 'accuracy' }\n"
+			"layer { name: 'loss' type: 'Accuracy' bottom: 'innerproduct' bottom: 'label' top: 'accuracy' }\n"
 		n := mustCaffeNet(t, src)
 		if n.Blob("accuracy") == nil {
 			t.Fatal("no blob 'accuracy'")
