@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -650,6 +651,39 @@ func TestCaffePortSolverFactory(t *testing.T) {
 			}
 			if got := s.Config().Type; got != typ {
 				t.Errorf("solver type %q, want %q", got, typ)
+			}
+		}
+	})
+}
+
+// TestCaffePortSolverTypeUpgrade ports SolverTypeUpgradeTest.TestSimple of
+// Caffe's test_upgrade_proto.cpp: a solver with the legacy solver_type
+// enum reads as the same solver with the type string.
+func TestCaffePortSolverTypeUpgrade(t *testing.T) {
+	t.Run("SolverTypeUpgradeTest.TestSimple", func(t *testing.T) {
+		old := []string{"SGD", "ADAGRAD", "NESTEROV", "RMSPROP", "ADADELTA", "ADAM"}
+		typ := []string{"SGD", "AdaGrad", "Nesterov", "RMSProp", "AdaDelta", "Adam"}
+		const common = "net: 'examples/mnist/lenet_train_test.prototxt' " +
+			"weights: 'examples/mnist/lenet_train_test1.caffemodel' " +
+			"weights: 'examples/mnist/lenet_train_test2.caffemodel' " +
+			"test_iter: 100 test_interval: 500 base_lr: 0.01 momentum: 0.0 weight_decay: 0.0005 " +
+			"lr_policy: 'inv' gamma: 0.0001 power: 0.75 display: 100 max_iter: 10000 snapshot: 5000 " +
+			"snapshot_prefix: 'examples/mnist/lenet_rmsprop' solver_mode: GPU "
+		for i := range old {
+			in, err := config.ParseSolver("solver.prototxt", []byte(common+"solver_type: "+old[i]+" "))
+			if err != nil {
+				t.Fatalf("%s: %v", old[i], err)
+			}
+			want, err := config.ParseSolver("solver.prototxt", []byte(common+"type: '"+typ[i]+"' "))
+			if err != nil {
+				t.Fatalf("%s: %v", typ[i], err)
+			}
+			if in.Solver.Type != typ[i] {
+				t.Errorf("solver_type %s reads as type %q, want %q", old[i], in.Solver.Type, typ[i])
+			}
+			if !reflect.DeepEqual(in.Solver, want.Solver) || in.TestIter != want.TestIter || in.TestInterval != want.TestInterval ||
+				in.Net != want.Net || !slices.Equal(in.Weights, want.Weights) {
+				t.Errorf("solver_type %s: %+v, want %+v", old[i], in, want)
 			}
 		}
 	})
