@@ -160,18 +160,22 @@ func decodeDummyData(r *reader, l *LayerDef, dl *DataLayer) {
 		dl.Shapes = append(dl.Shapes, decodeShape(r.d, s, "shape in "+pr.ctx))
 	}
 	legacy := [4][]int{pr.ints("num", 1, math.MaxInt32), pr.ints("channels", 1, math.MaxInt32), pr.ints("height", 1, math.MaxInt32), pr.ints("width", 1, math.MaxInt32)}
-	if len(legacy[0]) > 0 {
+	if len(legacy[0])+len(legacy[1])+len(legacy[2])+len(legacy[3]) > 0 {
 		if len(dl.Shapes) > 0 && pr.ok() {
 			r.d.failf(m.Pos, "%s gives both shape and num/channels/height/width", pr.ctx)
 		}
-		for i := range legacy[0] {
+		// As Caffe's DummyDataLayer: each of num, channels, height and
+		// width has one entry, standing for every top, or one per top.
+		for j, name := range []string{"num", "channels", "height", "width"} {
+			if n := len(legacy[j]); n != 1 && n != len(l.Top) {
+				r.d.failf(m.Pos, "%s: %s has %d entries for %d tops; give one, or one per top", pr.ctx, name, n, len(l.Top))
+				return
+			}
+		}
+		for i := range l.Top {
 			sh := make([]int, 4)
 			for j := range sh {
-				if i >= len(legacy[j]) {
-					r.d.failf(m.Pos, "%s: num, channels, height and width need as many entries each", pr.ctx)
-					return
-				}
-				sh[j] = legacy[j][i]
+				sh[j] = legacy[j][min(i, len(legacy[j])-1)]
 			}
 			dl.Shapes = append(dl.Shapes, sh)
 		}
