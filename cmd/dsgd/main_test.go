@@ -85,7 +85,7 @@ func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "net.prototxt", tinyNet)
 	write(t, dir, "solver.prototxt", tinySolver)
-	write(t, dir, "badnet.prototxt", strings.Replace(tinyNet, `type: "ReLU"`, `type: "Swish"`, 1))
+	write(t, dir, "badnet.prototxt", strings.Replace(tinyNet, `type: "ReLU"`, `type: "Frobnicate"`, 1))
 	write(t, dir, "badsolver.prototxt", "net: \"net.prototxt\"\nbase_lr: 0.1\nlr_policy: \"fixed\"\nmax_iter: 10\nmomentum_typo: 3\n")
 	write(t, dir, "syntax.prototxt", "layer { name: \"x\" \n")
 	cases := []struct {
@@ -100,7 +100,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown model", []string{"train", "--model", "resnet9000"}, 1, []string{"resnet9000", "lenet"}},
 		{"missing solver", []string{"train", "--solver", "nope.prototxt"}, 1, []string{"nope.prototxt"}},
 		{"net without solver", []string{"train", "--net", "net.prototxt"}, 1, []string{"--solver"}},
-		{"unknown layer", []string{"train", "--solver", "solver.prototxt", "--net", "badnet.prototxt"}, 1, []string{"badnet.prototxt:", "Swish"}},
+		{"unknown layer", []string{"train", "--solver", "solver.prototxt", "--net", "badnet.prototxt"}, 1, []string{"badnet.prototxt:", "Frobnicate"}},
 		{"unknown solver field", []string{"train", "--solver", "badsolver.prototxt"}, 1, []string{"badsolver.prototxt:5:", "momentum_typo"}},
 		{"syntax error", []string{"train", "--solver", "solver.prototxt", "--net", "syntax.prototxt"}, 1, []string{"syntax.prototxt:"}},
 		{"missing data", []string{"train", "--solver", "solver.prototxt", "--data", filepath.Join(dir, "nodata")}, 1, []string{"--data", "nodata"}},
