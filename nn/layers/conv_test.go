@@ -364,7 +364,7 @@ func TestConvSetupErrors(t *testing.T) {
 		{"not_4d", []int{2, 4, 5}, 1, "4-D"},
 		{"5d", []int{1, 2, 4, 5, 5}, 1, "4-D"},
 		{"channels_not_multiple_of_group", []int{2, 3, 5, 5}, 1, "group"},
-		{"two_tops", []int{2, 4, 5, 5}, 2, "one top"},
+		{"two_tops", []int{2, 4, 5, 5}, 2, "as many tops as bottoms"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
