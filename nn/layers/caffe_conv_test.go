@@ -177,6 +177,10 @@ func TestCaffeConvolutionND(t *testing.T) {
 	})
 	forward("TestSimple3DConvolution", ndCfg(4, []int{3}, []int{2}, nil, nil), 2, []int{2, 3, 5, 6, 4}, nil)
 	forward("TestDilated3DConvolution", ndCfg(4, []int{3}, nil, nil, []int{2}), 2, []int{2, 3, 6, 7, 8}, nil)
+	// Without ND, equal H and W fields are Caffe's single values, good
+	// for any number of spatial axes.
+	forward("SingleValuesWithoutND", &ConvolutionConfig{NumOutput: 4, Group: 1, BiasTerm: true, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
+		2, []int{2, 3, 5, 6, 4}, nil)
 	forward("Test1x1Convolution", ndCfg(4, one, one, nil, nil), 1, nil, nil)
 	grp := ndCfg(3, []int{3}, []int{2}, nil, nil)
 	grp.Group = 3
@@ -376,7 +380,7 @@ func TestConvNDErrors(t *testing.T) {
 			return c
 		}(), x5(), "kernel_h and kernel_w can only be used for 2-D"},
 		{"zero kernel", ndCfg(2, []int{0}, nil, nil, nil), x5(), "kernel size must be positive"},
-		{"2-D config on 5-D", &ConvolutionConfig{NumOutput: 2, Group: 1, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1}, x5(), "4-D (NCHW)"},
+		{"rectangular 2-D config on 5-D", &ConvolutionConfig{NumOutput: 2, Group: 1, KernelH: 3, KernelW: 2, StrideH: 1, StrideW: 1}, x5(), "4-D (NCHW)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

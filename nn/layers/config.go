@@ -38,9 +38,11 @@ type ConvolutionConfig struct {
 	BiasTerm             bool // default true
 	WeightFiller         Filler
 	BiasFiller           Filler
-	// ND is nil for a 2-D convolution over NCHW blobs described by the
-	// fields above. Otherwise the layer resolves its geometry from ND
-	// against the bottom's shape at Setup, as Caffe does.
+	// ND is nil for a convolution described by the fields above: 2-D
+	// over NCHW blobs, or, where each H field equals its W field, Caffe's
+	// single kernel_size, stride, pad and dilation over any number of
+	// spatial axes after axis 1. Otherwise the layer resolves its geometry
+	// from ND against the bottom's shape at Setup, as Caffe does.
 	ND *ConvND
 }
 

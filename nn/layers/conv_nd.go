@@ -22,14 +22,21 @@ func (g *ndGeom) plain2D() bool { return g.axis == 1 && len(g.kernel) == 2 && !g
 
 // resolveND resolves c's geometry against bottom shape: for a config
 // without ND, the H/W fields on a 4-D NCHW bottom.
-func (c *ConvolutionConfig) resolveND(layer string, shape []int) (*ndGeom, error) {
+func (c *ConvolutionConfig) resolveND(layer string, shape tensor.Shape) (*ndGeom, error) {
 	nd := c.ND
-	if nd == nil && len(shape) != 4 {
-		return nil, fmt.Errorf("layers: %s: bottom shape %v must be 4-D (NCHW) for kernel_h/kernel_w; N-D convolutions take ND", layer, shape)
-	}
-	if nd == nil {
+	dh, dw := max(c.DilationH, 1), max(c.DilationW, 1)
+	square := c.KernelH == c.KernelW && c.StrideH == c.StrideW && c.PadH == c.PadW && dh == dw
+	switch {
+	case nd == nil && len(shape) != 4 && square:
+		// One value per field, as Caffe's single kernel_size, stride, pad
+		// and dilation: the same on every spatial axis after axis 1.
+		nd = &ConvND{Axis: 1, Kernel: []int{c.KernelH}, Stride: []int{c.StrideH}, Pad: []int{c.PadH}, Dilation: []int{dh}}
+	case nd == nil && len(shape) != 4:
+		return nil, fmt.Errorf("layers: %s: bottom shape %v must be 4-D (NCHW) for a %dx%d kernel, stride %dx%d, pad %dx%d, dilation %dx%d; N-D convolutions take ND",
+			layer, shape, c.KernelH, c.KernelW, c.StrideH, c.StrideW, c.PadH, c.PadW, dh, dw)
+	case nd == nil:
 		nd = &ConvND{Axis: 1, KernelHW: true, StrideHW: true, PadHW: true,
-			Dilation: []int{max(c.DilationH, 1), max(c.DilationW, 1)}}
+			Dilation: []int{dh, dw}}
 	}
 	axis := nd.Axis
 	if axis < 0 {
