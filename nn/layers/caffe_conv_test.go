@@ -1,7 +1,10 @@
 package layers
 
 import (
+	"encoding/json"
+	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 
@@ -440,5 +443,82 @@ func TestConvTwoPairs2DPath(t *testing.T) {
 		l.Forward(bottom, top)
 		checkAgainstRef(t, l, cfg, mustResolve(t, cfg, bottom[0].Shape), bottom, top)
 		checkGradients(t, l, bottom, top, gradCheck{Step: 1e-2, Threshold: 1e-3})
+	}
+}
+
+// TestTorchConvFixtures compares N-D Convolution and Deconvolution (1-D,
+// 3-D, 0-D, channel axis 2, force_nd_im2col, two bottom/top pairs) with
+// PyTorch's float64 results on the same inputs and weights
+// (testdata/torch_conv.json, made by scripts/torch_conv.py): tops, bottom
+// diffs, and weight and bias diffs summed over the pairs.
+func TestTorchConvFixtures(t *testing.T) {
+	src, err := os.ReadFile("testdata/torch_conv.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Cases []torchCase `json:"cases"`
+	}
+	if err := json.Unmarshal(src, &f); err != nil {
+		t.Fatal(err)
+	}
+	nd := func(numOutput, group, axis int, bias bool, kernel, stride, pad, dila []int) *ConvolutionConfig {
+		return &ConvolutionConfig{NumOutput: numOutput, Group: group, BiasTerm: bias,
+			ND: &ConvND{Axis: axis, Kernel: kernel, Stride: stride, Pad: pad, Dilation: dila}}
+	}
+	de := func(c *ConvolutionConfig) Config { return &DeconvolutionConfig{ConvolutionConfig: *c} }
+	force := nd(4, 1, 1, true, []int{3}, []int{2}, []int{1}, nil)
+	force.ND.ForceND = true
+	cases := map[string]caffeCase{
+		"Conv1D":           {cfg: nd(6, 2, 1, true, []int{3}, []int{2}, []int{1}, []int{2})},
+		"Conv3D":           {cfg: nd(4, 1, 1, true, []int{3, 2, 2}, []int{2, 1, 2}, []int{1, 0, 1}, []int{1, 2, 1})},
+		"Conv3DGroup":      {cfg: nd(3, 3, 1, false, []int{2}, nil, nil, nil)},
+		"Conv3DTwoPairs":   {cfg: nd(2, 1, 1, true, []int{2, 3, 2}, nil, []int{0, 1, 0}, nil), tops: 2},
+		"Conv2DAxis2":      {cfg: nd(2, 2, 2, true, []int{3, 2}, []int{1, 2}, []int{1, 0}, nil)},
+		"Conv2DForceND":    {cfg: force, tops: 2},
+		"Conv0DAxis3":      {cfg: nd(3, 1, 3, true, nil, nil, nil, nil)},
+		"Deconv3D":         {cfg: de(nd(2, 2, 1, true, []int{2, 3, 2}, []int{2, 1, 2}, []int{1, 0, 0}, []int{1, 1, 2}))},
+		"Deconv1DTwoPairs": {cfg: de(nd(3, 1, 1, true, []int{3}, []int{2}, []int{1}, nil)), tops: 2},
+		"Deconv2DAxis2":    {cfg: de(nd(2, 1, -3, true, []int{2}, []int{2}, nil, nil))},
+	}
+	if len(f.Cases) != len(cases) {
+		t.Errorf("fixture has %d cases, want %d", len(f.Cases), len(cases))
+	}
+	for _, tc := range f.Cases {
+		c, ok := cases[tc.Name]
+		if !ok {
+			t.Errorf("fixture %s has no Go case", tc.Name)
+			continue
+		}
+		t.Run(tc.Name, func(t *testing.T) {
+			l, bottom, top := tc.setUp(t, c)
+			l.Forward(bottom, top)
+			for i, want := range tc.Tops {
+				if !top[i].Shape.Equal(want.Shape) {
+					t.Fatalf("top %d shape %v, want %v", i, []int(top[i].Shape), want.Shape)
+				}
+				assertClose(t, "top", top[i].Data, to32(want.Data), 2e-5)
+			}
+			for i, d := range tc.TopDiffs {
+				copy(top[i].Diff, to32(d))
+			}
+			prop := make([]bool, len(bottom))
+			for i := range bottom {
+				prop[i] = true
+				for j := range bottom[i].Diff {
+					bottom[i].Diff[j] = float32(math.NaN()) // must be overwritten
+				}
+			}
+			for _, p := range l.Params() {
+				p.Blob.ZeroDiff()
+			}
+			l.Backward(top, prop, bottom)
+			for i, d := range tc.BottomDiffs {
+				assertClose(t, "bottom diff", bottom[i].Diff, to32(d), 2e-5)
+			}
+			for i, d := range tc.ParamDiffs {
+				assertClose(t, "param diff", l.Params()[i].Blob.Diff, to32(d), 2e-5)
+			}
+		})
 	}
 }
