@@ -522,3 +522,23 @@ func TestTorchConvFixtures(t *testing.T) {
 		})
 	}
 }
+
+// TestConvTwoPairsOneDNN runs two pairs through a convolution oneDNN takes
+// (channels filling its blocks): tops against the reference, gradients
+// (summed over the pairs) against finite differences on sampled elements.
+func TestConvTwoPairsOneDNN(t *testing.T) {
+	if !dnnlReady() {
+		t.Skip("oneDNN is not available in this build")
+	}
+	cfg := &ConvolutionConfig{NumOutput: 16, Group: 1, BiasTerm: true, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}
+	for _, ctx := range []Context{{}, {Threads: 2}} {
+		bottom, top := caffeConvFixture(rand.New(rand.NewPCG(4, 4)), 2, 2, 16, 5, 5)
+		l := newTestLayer(t, cfg, ctx, bottom, top)
+		if !l.(*convLayer).dn.on {
+			t.Skipf("oneDNN does not take the geometry: %s", l.(*convLayer).Kernel())
+		}
+		l.Forward(bottom, top)
+		checkAgainstRef(t, l, cfg, mustResolve(t, cfg, bottom[0].Shape), bottom, top)
+		checkGradients(t, l, bottom, top, gradCheck{Step: 1e-2, Threshold: 1e-3, MaxPerBlob: 60, Seed: 1})
+	}
+}

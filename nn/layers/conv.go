@@ -324,8 +324,9 @@ func (l *convLayer) forwardImages(lo, hi, w int) {
 }
 
 // Backward accumulates each pair's param gradients and writes its bottom
-// diff. With several pairs the column cache holds the last pair's
-// columns, so every pair rebuilds its own.
+// diff. With several pairs, the column cache (im2col) and the oneDNN
+// primitives' saved forward state hold the last pair's, so every pair
+// rebuilds its own.
 func (l *convLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {
 	if l.nd != nil {
 		l.nd.Backward(top, propagateDown, bottom)
@@ -334,6 +335,7 @@ func (l *convLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 	for i := range bottom {
 		if len(bottom) > 1 {
 			l.cached = false
+			clear(l.dn.fresh)
 		}
 		l.backward(top[i], propagateDown[i], bottom[i])
 	}

@@ -354,7 +354,9 @@ func TestConvBuildErrors(t *testing.T) {
 }
 
 func TestConvSetupErrors(t *testing.T) {
-	cfg := &ConvolutionConfig{NumOutput: 4, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, Group: 2, BiasTerm: true}
+	// 3x2: a square kernel without ND is Caffe's single kernel_size, good
+	// for any number of spatial axes (caffe_conv_test.go).
+	cfg := &ConvolutionConfig{NumOutput: 4, KernelH: 3, KernelW: 2, StrideH: 1, StrideW: 1, Group: 2, BiasTerm: true}
 	tests := []struct {
 		name   string
 		bottom []int
