@@ -37,7 +37,11 @@ func (c *ConvolutionConfig) Build(ctx Context) (Layer, error) {
 	return l, nil
 }
 
-// convLayer is Caffe's Convolution layer (2-D, NCHW): im2col then GEMM.
+// convLayer is Caffe's Convolution layer (2-D, NCHW): im2col then GEMM,
+// or oneDNN (conv_dnnl.go). Several bottom/top pairs run one after the
+// other through the same weights. Any other geometry (other than 2
+// spatial axes, a channel axis other than 1, force_nd_im2col) runs on
+// ndConvLayer (conv_nd.go), which Setup puts in nd.
 //
 // Images are processed in fixed blocks of blk images (blk depends only on
 // the geometry): a block's column matrices sit side by side, so one GEMM

@@ -15,11 +15,14 @@ type DeconvolutionConfig struct {
 // Type returns "Deconvolution".
 func (*DeconvolutionConfig) Type() string { return "Deconvolution" }
 
-// Build returns Caffe's Deconvolution layer (2-D, NCHW), the transpose of
-// a Convolution: each input pixel scatters its channels through the kernel
+// Build returns Caffe's Deconvolution layer, the transpose of a
+// Convolution: each input pixel scatters its channels through the kernel
 // into a top of NumOutput channels and size stride·(in − 1) + dilated
-// kernel − 2·pad. The weight has shape (bottom channels, NumOutput/group,
-// kh, kw), as in Caffe, so a bilinear filler gives upsampling.
+// kernel − 2·pad on each spatial axis. The weight has shape (bottom
+// channels, NumOutput/group, kernel...), as in Caffe, so a bilinear filler
+// gives upsampling. 2-D NCHW runs here; other geometries (N-D, axis,
+// force_nd_im2col) on ndConvLayer. Several bottom/top pairs share the
+// weights.
 func (c *DeconvolutionConfig) Build(ctx Context) (Layer, error) {
 	conv := c.ConvolutionConfig
 	if _, err := conv.Build(ctx); err != nil { // the same checks
