@@ -542,3 +542,35 @@ func TestConvTwoPairsOneDNN(t *testing.T) {
 		checkGradients(t, l, bottom, top, gradCheck{Step: 1e-2, Threshold: 1e-3, MaxPerBlob: 60, Seed: 1})
 	}
 }
+
+// TestIm2colNDAgainst2D checks im2colND on 2-D geometries against the 2-D
+// im2col and col2im: the same column matrix, and the same image from it
+// (padding, stride and dilation on both axes).
+func TestIm2colNDAgainst2D(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, tc := range []struct{ c, h, w, kh, kw, sh, sw, ph, pw, dh, dw int }{
+		{3, 6, 4, 3, 3, 2, 2, 0, 0, 1, 1},
+		{2, 7, 9, 3, 2, 1, 3, 1, 2, 2, 1},
+		{1, 5, 5, 1, 1, 1, 1, 0, 0, 1, 1},
+		{2, 4, 6, 2, 3, 2, 1, 1, 1, 3, 2},
+	} {
+		g := convGeom{c: tc.c, h: tc.h, w: tc.w, kh: tc.kh, kw: tc.kw, sh: tc.sh, sw: tc.sw, ph: tc.ph, pw: tc.pw, dh: tc.dh, dw: tc.dw}
+		eh, ew := g.extent()
+		g.oh, g.ow = (g.h+2*g.ph-eh)/g.sh+1, (g.w+2*g.pw-ew)/g.sw+1
+		g.initRanges()
+		l := &ndConvLayer{g: ndGeom{kernel: []int{tc.kh, tc.kw}, stride: []int{tc.sh, tc.sw}, pad: []int{tc.ph, tc.pw}, dila: []int{tc.dh, tc.dw}},
+			imSp: []int{tc.h, tc.w}, colSp: []int{g.oh, g.ow}}
+		img := hlBlob(r, "img", tc.c, tc.h, tc.w).Data
+		want := make([]float32, g.colRows()*g.colCols())
+		got := make([]float32, len(want))
+		im2col(want, img, &g, g.colCols())
+		l.im2colND(img, got, tc.c, make([]int, 4), true)
+		if !slices.Equal(got, want) {
+			t.Errorf("%+v: im2colND differs from im2col", tc)
+		}
+		back2D, backND := make([]float32, len(img)), make([]float32, len(img))
+		col2im(back2D, want, &g, g.colCols())
+		l.im2colND(backND, want, tc.c, make([]int, 4), false)
+		hlClose(t, "col2im", backND, back2D, 1e-6)
+	}
+}
