@@ -258,24 +258,40 @@ func prod(dims []int) int {
 // im2col_nd: row (ch, k_1, ..., k_n), column (o_1, ..., o_n) is the pixel
 // o_i·stride_i − pad_i + k_i·dilation_i of channel ch, or a zero of the
 // padding. toCol writes col; otherwise col is added into im (col2im_nd).
-// idx is 2n ints of scratch.
+// idx is 2n ints of scratch. Each row runs along the last axis in
+// segments whose in-image part outRange bounds, so the inner loop neither
+// divides nor tests bounds.
 func (l *ndConvLayer) im2colND(im, col []float32, c int, idx []int, toCol bool) {
 	g := &l.g
 	n := len(g.kernel)
-	kidx, oidx := idx[:n], idx[n:2*n]
 	kprod, cols, plane := prod(g.kernel), prod(l.colSp), prod(l.imSp)
+	if n == 0 { // 0-D: the column matrix is the image
+		if toCol {
+			copy(col[:c], im[:c])
+		} else {
+			tensor.AddTo(im[:c], col[:c])
+		}
+		return
+	}
+	last := n - 1
+	kidx, oidx := idx[:n], idx[n:2*n]
+	ow, iw := l.colSp[last], l.imSp[last]
+	s, p, d := g.stride[last], g.pad[last], g.dila[last]
+	outer := cols / ow
 	for ch := range c {
 		img := im[ch*plane : (ch+1)*plane]
 		for kr := range kprod {
-			for i, rem := n-1, kr; i >= 0; i-- {
+			for i, rem := last, kr; i >= 0; i-- {
 				kidx[i] = rem % g.kernel[i]
 				rem /= g.kernel[i]
 			}
-			clear(oidx)
+			lo, hi := outRange(kidx[last]*d, iw, s, p, ow)
+			shift := kidx[last]*d - p
 			row := col[(ch*kprod+kr)*cols : (ch*kprod+kr+1)*cols]
-			for j := range row {
+			clear(oidx[:last])
+			for o := range outer {
 				off, inside := 0, true
-				for i := range n {
+				for i := range last {
 					x := oidx[i]*g.stride[i] - g.pad[i] + kidx[i]*g.dila[i]
 					if x < 0 || x >= l.imSp[i] {
 						inside = false
@@ -283,15 +299,24 @@ func (l *ndConvLayer) im2colND(im, col []float32, c int, idx []int, toCol bool) 
 					}
 					off = off*l.imSp[i] + x
 				}
+				seg := row[o*ow : (o+1)*ow]
 				switch {
-				case toCol && inside:
-					row[j] = img[off]
+				case toCol && (!inside || lo >= hi):
+					clear(seg)
 				case toCol:
-					row[j] = 0
-				case inside:
-					img[off] += row[j]
+					clear(seg[:lo])
+					base := off*iw + shift // may be negative; base + lo·s is not
+					for j := lo; j < hi; j++ {
+						seg[j] = img[base+j*s]
+					}
+					clear(seg[hi:])
+				case inside && lo < hi:
+					base := off*iw + shift
+					for j := lo; j < hi; j++ {
+						img[base+j*s] += seg[j]
+					}
 				}
-				for i := n - 1; i >= 0; i-- {
+				for i := last - 1; i >= 0; i-- {
 					if oidx[i]++; oidx[i] < l.colSp[i] {
 						break
 					}
