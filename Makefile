@@ -48,8 +48,8 @@ bench-engine: build
 # Regenerates the PyTorch float64 fixtures of the Caffe layers
 # (nn/layers/testdata/torch_layers.json, torch_recurrent.json,
 # torch_params.json, torch_more_layers.json, torch_conv.json; needs
-# python3-torch) and
-# checks the layers against them and against finite differences.
+# python3-torch) and checks the layers against them and against finite
+# differences.
 torch-layers:
 	/usr/bin/python3 scripts/torch_layers.py nn/layers/testdata/torch_layers.json
 	/usr/bin/python3 scripts/torch_recurrent.py nn/layers/testdata/torch_recurrent.json

@@ -574,3 +574,41 @@ func TestIm2colNDAgainst2D(t *testing.T) {
 		hlClose(t, "col2im", backND, back2D, 1e-6)
 	}
 }
+
+// TestCaffeSobelConvolution is Caffe's TestSobelConvolution: the 3x3
+// Sobel G_x filter (stride 2) equals its separable [1 2 1]ᵀ (kernel_h 3,
+// kernel_w 1, stride_h 2) then [-1 0 1] (kernel_h 1, kernel_w 3,
+// stride_w 2) convolutions; run on the 2-D path and with force_nd_im2col.
+func TestCaffeSobelConvolution(t *testing.T) {
+	t.Run("ConvolutionLayerTest.TestSobelConvolution", func(t *testing.T) {
+		for _, force := range []bool{false, true} {
+			r := rand.New(rand.NewPCG(13, 13))
+			x := hlBlob(r, "bottom", 2, 3, 6, 4)
+			run := func(kh, kw, sh, sw int, weights []float32, in *tensor.Blob) *tensor.Blob {
+				cfg := &ConvolutionConfig{NumOutput: 1, Group: 1, KernelH: kh, KernelW: kw, StrideH: sh, StrideW: sw,
+					ND: &ConvND{Axis: 1, KernelHW: true, StrideHW: true, ForceND: force}}
+				out := tensor.NewBlob("top")
+				bs, ts := []*tensor.Blob{in}, []*tensor.Blob{out}
+				l := newTestLayer(t, cfg, Context{}, bs, ts)
+				w := l.Params()[0].Blob
+				if len(w.Data) != len(weights) {
+					t.Fatalf("%dx%d weight has %d values, want %d", kh, kw, len(w.Data), len(weights))
+				}
+				copy(w.Data, weights)
+				l.Forward(bs, ts)
+				return out
+			}
+			var sobel, col []float32
+			for range 3 {
+				sobel = append(sobel, -1, 0, 1, -2, 0, 2, -1, 0, 1)
+				col = append(col, 1, 2, 1)
+			}
+			full := run(3, 3, 2, 2, sobel, x)
+			sep := run(1, 3, 1, 2, []float32{-1, 0, 1}, run(3, 1, 2, 1, col, x))
+			if !slices.Equal(full.Shape, sep.Shape) {
+				t.Fatalf("force_nd_im2col %v: full %v, separable %v", force, full.Shape, sep.Shape)
+			}
+			hlClose(t, "sobel", sep.Data, full.Data, 1e-4)
+		}
+	})
+}
