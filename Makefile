@@ -47,14 +47,16 @@ bench-engine: build
 
 # Regenerates the PyTorch float64 fixtures of the Caffe layers
 # (nn/layers/testdata/torch_layers.json, torch_recurrent.json,
-# torch_params.json, torch_more_layers.json; needs python3-torch) and
-# checks the layers against them and against finite differences.
+# torch_params.json, torch_more_layers.json, torch_conv.json; needs
+# python3-torch) and checks the layers against them and against finite
+# differences.
 torch-layers:
 	/usr/bin/python3 scripts/torch_layers.py nn/layers/testdata/torch_layers.json
 	/usr/bin/python3 scripts/torch_recurrent.py nn/layers/testdata/torch_recurrent.json
 	/usr/bin/python3 scripts/torch_params.py nn/layers/testdata/torch_params.json
 	/usr/bin/python3 scripts/torch_more_layers.py nn/layers/testdata/torch_more_layers.json
-	$(GO) test ./nn/layers -run 'TestTorchFixtures|TestCaffeLayers|TestBilinear|TestTorchRecurrent|TestTorchParamFixtures|TestTorchMoreFixtures' -v
+	/usr/bin/python3 scripts/torch_conv.py nn/layers/testdata/torch_conv.json
+	$(GO) test ./nn/layers -run 'TestTorchFixtures|TestCaffeLayers|TestBilinear|TestTorchRecurrent|TestTorchParamFixtures|TestTorchMoreFixtures|TestTorchConvFixtures|TestCaffeConvolution|TestCaffeDeconvolution' -v
 
 # Counts the Caffe net files under CAFFE_NETS (a folder of BVLC/caffe's
 # examples/ and models/ prototxt files) that `dsgd time` accepts unmodified.

@@ -254,25 +254,78 @@ func decodeConv(p *reader) *layers.ConvolutionConfig {
 	if p.ok() && c.NumOutput%c.Group != 0 {
 		p.d.failf(p.m.Pos, "%s: num_output %d is not a multiple of group %d", p.ctx, c.NumOutput, c.Group)
 	}
-	c.KernelH, c.KernelW = hw(p, "kernel_size", "kernel_h", "kernel_w", true, -1, 1)
-	c.StrideH, c.StrideW = hw(p, "stride", "stride_h", "stride_w", true, 1, 1)
-	c.PadH, c.PadW = hw(p, "pad", "pad_h", "pad_w", true, 0, 0)
-	switch ds := p.all("dilation"); {
-	case len(ds) > 2:
-		p.d.failf(ds[2].Pos, "unsupported field 'dilation' in %s: dsgd convolves in 2-D, got %d values", p.ctx, len(ds))
-	case len(ds) == 2:
-		c.DilationH, c.DilationW = int(p.intValue(ds[0], 1, maxI32)), int(p.intValue(ds[1], 1, maxI32))
-	case len(ds) == 1:
-		c.DilationH = int(p.intValue(ds[0], 1, maxI32))
-		c.DilationW = c.DilationH
+	// Caffe reads the repeated fields against the bottom's spatial axes
+	// (those after axis), which only the net knows: keep them as given
+	// for the layer to resolve at Setup, and fill the H/W fields where
+	// they name a 2-D geometry.
+	nd := &layers.ConvND{Axis: 1}
+	c.ND = nd
+	type rep struct {
+		base, h, w string
+		lo         int64
+		vals       *[]int
+		hw         *bool
 	}
-	if f := p.one("axis"); f != nil {
-		if v := p.intValue(f, math.MinInt32, maxI32); v != 1 && p.ok() {
-			p.d.failf(f.Pos, "unsupported field 'axis' in %s: only axis 1 (NCHW) is supported, got %d", p.ctx, v)
+	reps := []rep{
+		{"kernel_size", "kernel_h", "kernel_w", 1, &nd.Kernel, &nd.KernelHW},
+		{"stride", "stride_h", "stride_w", 1, &nd.Stride, &nd.StrideHW},
+		{"pad", "pad_h", "pad_w", 0, &nd.Pad, &nd.PadHW},
+		{"dilation", "", "", 1, &nd.Dilation, nil},
+	}
+	// axes is the spatial-axis count some field fixed (given more than
+	// once, or as _h/_w), and what fixed it.
+	axes, by := 0, ""
+	for _, r := range reps {
+		fs := p.all(r.base)
+		for _, f := range fs {
+			*r.vals = append(*r.vals, int(p.intValue(f, r.lo, maxI32)))
+		}
+		n, pos := len(fs), p.m.Pos
+		if n > 0 {
+			pos = fs[n-1].Pos
+		}
+		if r.hw != nil && (p.has(r.h) || p.has(r.w)) {
+			*r.hw, n = true, 2
+			f := p.one(r.h)
+			if f == nil {
+				f = p.one(r.w)
+			}
+			if pos = f.Pos; len(fs) > 0 && p.ok() {
+				p.d.failf(pos, "%s gives both %s and %s/%s; give one or the other", p.ctx, r.base, r.h, r.w)
+			}
+		}
+		if n > 1 && axes == 0 {
+			axes, by = n, r.base
+		} else if n > 1 && n != axes && p.ok() {
+			p.d.failf(pos, "%s gives %s for %d spatial axes but %s for %d; each is given once or once per spatial axis",
+				p.ctx, by, axes, r.base, n)
 		}
 	}
-	if f := p.one("force_nd_im2col"); f != nil && p.boolValue(f) && p.ok() {
-		p.d.failf(f.Pos, "unsupported field 'force_nd_im2col' in %s: dsgd convolves in 2-D only", p.ctx)
+	if !p.ok() {
+		return c
+	}
+	if len(nd.Kernel) <= 2 && (len(nd.Kernel) > 0 || nd.KernelHW) {
+		c.KernelH, c.KernelW = hw(p, "kernel_size", "kernel_h", "kernel_w", true, -1, 1)
+	}
+	if len(nd.Stride) <= 2 {
+		c.StrideH, c.StrideW = hw(p, "stride", "stride_h", "stride_w", true, 1, 1)
+	}
+	if len(nd.Pad) <= 2 {
+		c.PadH, c.PadW = hw(p, "pad", "pad_h", "pad_w", true, 0, 0)
+	}
+	switch ds := nd.Dilation; len(ds) {
+	case 2:
+		c.DilationH, c.DilationW = ds[0], ds[1]
+	case 1:
+		c.DilationH, c.DilationW = ds[0], ds[0]
+	}
+	nd.Axis = p.int("axis", 1, math.MinInt32, maxI32)
+	nd.ForceND = p.bool("force_nd_im2col", false)
+	// Single values on axis 1 mean the same for any number of spatial
+	// axes: the H/W fields say it all.
+	if nd.Axis == 1 && !nd.ForceND && len(nd.Kernel) == 1 && len(nd.Stride) <= 1 && len(nd.Pad) <= 1 &&
+		len(nd.Dilation) <= 1 && !nd.KernelHW && !nd.StrideHW && !nd.PadHW {
+		c.ND = nil
 	}
 	c.WeightFiller = filler(p, "weight_filler", defaultFiller())
 	c.BiasFiller = filler(p, "bias_filler", defaultFiller())

@@ -42,11 +42,13 @@ func TestBuildErrors(t *testing.T) {
 			map[string]tensor.Shape{"data": {4, 6}}, []string{`net "n"`, `input "label"`, "no shape"}},
 		{"input declared twice", Spec{Name: "n", Inputs: []string{"data", "data"}},
 			nil, []string{`input "data"`, "twice"}},
+		// A square kernel on a 2-D blob is Caffe's 0-D convolution; a 3x2
+		// one needs NCHW.
 		{"setup error: conv on a 2-D blob", Spec{Name: "n", Inputs: []string{"data", "label"}, Layers: []LayerSpec{
-			withPos(conv("conv1", "data", "conv1", 2, 3, 0), "lenet.prototxt:20:1"),
+			withPos(rectConv("conv1", "data", "conv1"), "lenet.prototxt:20:1"),
 		}}, nil, []string{`layer "conv1"`, "lenet.prototxt:20:1", "4-D", "4x6"}},
 		{"setup error without position", Spec{Name: "n", Inputs: []string{"data", "label"}, Layers: []LayerSpec{
-			conv("conv1", "data", "conv1", 2, 3, 0),
+			rectConv("conv1", "data", "conv1"),
 		}}, nil, []string{`layer "conv1": `, "4-D"}},
 		{"config error", Spec{Name: "n", Inputs: []string{"data", "label"}, Layers: []LayerSpec{
 			withPos(unary("ip1", "data", "ip1", &layers.InnerProductConfig{NumOutput: 0, Axis: 1}), "x.prototxt:2:1"),

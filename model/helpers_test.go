@@ -34,6 +34,14 @@ func conv(name, bottom, top string, n, k, pad int) LayerSpec {
 	}}
 }
 
+// rectConv is a Convolution layer spec with a 3x2 kernel, which only a
+// 4-D (NCHW) bottom takes.
+func rectConv(name, bottom, top string) LayerSpec {
+	s := conv(name, bottom, top, 2, 3, 0)
+	s.Config.(*layers.ConvolutionConfig).KernelW = 2
+	return s
+}
+
 // pool is a Pooling layer spec with a square kernel and stride.
 func pool(name, bottom, top string, m layers.PoolMethod, k, s int) LayerSpec {
 	return LayerSpec{Name: name, Bottom: []string{bottom}, Top: []string{top}, Config: &layers.PoolingConfig{

@@ -46,8 +46,8 @@ func caffeConvRef(x *tensor.Blob, c *ConvolutionConfig, weight, bias []float32) 
 }
 
 // TestCaffePortConvolution2D ports the 2-D, single-bottom tests of Caffe's
-// test_convolution_layer.cpp. (The two-bottom, N-D and Sobel tests are
-// ported with N-D and multi-bottom convolution.)
+// test_convolution_layer.cpp. (The two-bottom, N-D and Sobel tests, and
+// test_deconvolution_layer.cpp's, are in caffe_conv_test.go.)
 func TestCaffePortConvolution2D(t *testing.T) {
 	gauss := Filler{Type: FillGaussian, Std: 1}
 	bias01 := Filler{Type: FillConstant, Value: 0.1}

@@ -23,7 +23,9 @@ const (
 	PoolStochastic
 )
 
-// ConvolutionConfig is Caffe's ConvolutionParameter (2-D only).
+// ConvolutionConfig is Caffe's ConvolutionParameter. The H/W fields give
+// a plain 2-D convolution over NCHW blobs; ND, when set, carries the
+// repeated (N-D) fields, axis and force_nd_im2col as Caffe reads them.
 type ConvolutionConfig struct {
 	NumOutput        int
 	KernelH, KernelW int
@@ -36,6 +38,30 @@ type ConvolutionConfig struct {
 	BiasTerm             bool // default true
 	WeightFiller         Filler
 	BiasFiller           Filler
+	// ND is nil for a convolution described by the fields above: 2-D
+	// over NCHW blobs, or, where each H field equals its W field, Caffe's
+	// single kernel_size, stride, pad and dilation over any number of
+	// spatial axes after axis 1. Otherwise the layer resolves its geometry
+	// from ND against the bottom's shape at Setup, as Caffe does.
+	ND *ConvND
+}
+
+// ConvND is the N-D part of Caffe's ConvolutionParameter: the repeated
+// kernel_size, stride, pad and dilation as given (each empty, one value
+// for every spatial axis, or one value per spatial axis), the channel axis
+// and force_nd_im2col. The spatial axes are those after Axis; the axes
+// before it are batch-like.
+type ConvND struct {
+	// Axis is the channel axis (Caffe's axis, default 1); negative counts
+	// from the end.
+	Axis                          int
+	Kernel, Stride, Pad, Dilation []int
+	// KernelHW, StrideHW and PadHW say the kernel_h/kernel_w (stride_h/w,
+	// pad_h/w) fields were given: the H/W fields of the ConvolutionConfig
+	// hold them, and the convolution must have exactly 2 spatial axes.
+	KernelHW, StrideHW, PadHW bool
+	// ForceND runs the N-D im2col path even on 2 spatial axes.
+	ForceND bool
 }
 
 // PoolingConfig is Caffe's PoolingParameter. Output size uses Caffe's ceil

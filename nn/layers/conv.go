@@ -12,16 +12,17 @@ func (*ConvolutionConfig) Type() string { return "Convolution" }
 // Build validates the config and returns an unset-up Convolution layer that
 // splits each batch's images across ctx.NumThreads() goroutines.
 func (c *ConvolutionConfig) Build(ctx Context) (Layer, error) {
+	hw := c.ND == nil // with ND, Setup checks the geometry it resolves
 	switch {
 	case c.NumOutput <= 0:
 		return nil, fmt.Errorf("layers: Convolution: num_output must be positive, got %d", c.NumOutput)
-	case c.KernelH <= 0 || c.KernelW <= 0:
+	case hw && (c.KernelH <= 0 || c.KernelW <= 0):
 		return nil, fmt.Errorf("layers: Convolution: kernel size must be positive, got %dx%d", c.KernelH, c.KernelW)
-	case c.StrideH <= 0 || c.StrideW <= 0:
+	case hw && (c.StrideH <= 0 || c.StrideW <= 0):
 		return nil, fmt.Errorf("layers: Convolution: stride must be positive, got %dx%d", c.StrideH, c.StrideW)
-	case c.PadH < 0 || c.PadW < 0:
+	case hw && (c.PadH < 0 || c.PadW < 0):
 		return nil, fmt.Errorf("layers: Convolution: pad must not be negative, got %dx%d", c.PadH, c.PadW)
-	case c.DilationH < 0 || c.DilationW < 0:
+	case hw && (c.DilationH < 0 || c.DilationW < 0):
 		return nil, fmt.Errorf("layers: Convolution: dilation must be positive, got %dx%d", c.DilationH, c.DilationW)
 	case c.Group <= 0:
 		return nil, fmt.Errorf("layers: Convolution: group must be positive, got %d", c.Group)
@@ -36,7 +37,11 @@ func (c *ConvolutionConfig) Build(ctx Context) (Layer, error) {
 	return l, nil
 }
 
-// convLayer is Caffe's Convolution layer (2-D, NCHW): im2col then GEMM.
+// convLayer is Caffe's Convolution layer (2-D, NCHW): im2col then GEMM,
+// or oneDNN (conv_dnnl.go). Several bottom/top pairs run one after the
+// other through the same weights. Any other geometry (other than 2
+// spatial axes, a channel axis other than 1, force_nd_im2col) runs on
+// ndConvLayer (conv_nd.go), which Setup puts in nd.
 //
 // Images are processed in fixed blocks of blk images (blk depends only on
 // the geometry): a block's column matrices sit side by side, so one GEMM
@@ -90,6 +95,10 @@ type convLayer struct {
 	// dn is the oneDNN side (conv_dnnl.go), used when dn.on.
 	dn               dnnlState
 	dnFwdFn, dnBwdFn func(lo, hi, worker int)
+
+	// nd, set by Setup when the geometry is not plain 2-D NCHW (other
+	// than 2 spatial axes, axis != 1, force_nd_im2col), runs the layer.
+	nd *ndConvLayer
 }
 
 // blockColumns is the number of GEMM columns a block of images aims for,
@@ -104,10 +113,23 @@ const (
 func (l *convLayer) Type() string { return "Convolution" }
 
 func (l *convLayer) Setup(bottom, top []*tensor.Blob) error {
-	if len(bottom) != 1 || len(top) != 1 {
-		return fmt.Errorf("layers: Convolution takes one bottom and one top, got %d and %d", len(bottom), len(top))
+	if err := checkPairs("Convolution", bottom, top); err != nil {
+		return err
 	}
 	b := bottom[0]
+	g, err := l.cfg.resolveND("Convolution", b.Shape)
+	if err != nil {
+		return err
+	}
+	if !g.plain2D() {
+		l.nd = newNDConv("Convolution", false, l.cfg, g, l.threads, l.pool)
+		return l.nd.Setup(bottom, top)
+	}
+	c := &l.cfg
+	c.KernelH, c.KernelW = g.kernel[0], g.kernel[1]
+	c.StrideH, c.StrideW = g.stride[0], g.stride[1]
+	c.PadH, c.PadW = g.pad[0], g.pad[1]
+	c.DilationH, c.DilationW = g.dila[0], g.dila[1]
 	if len(b.Shape) != 4 {
 		return fmt.Errorf("layers: Convolution: bottom %q must be 4-D (NCHW), got shape %v", b.Name, b.Shape)
 	}
@@ -138,9 +160,20 @@ func (l *convLayer) Setup(bottom, top []*tensor.Blob) error {
 	return nil
 }
 
-func (l *convLayer) Params() []Param { return l.params }
+func (l *convLayer) Params() []Param {
+	if l.nd != nil {
+		return l.nd.Params()
+	}
+	return l.params
+}
 
 func (l *convLayer) Reshape(bottom, top []*tensor.Blob) error {
+	if l.nd != nil {
+		return l.nd.Reshape(bottom, top)
+	}
+	if err := checkSameShapes("Convolution", bottom); err != nil {
+		return err
+	}
 	b := bottom[0]
 	if len(b.Shape) != 4 {
 		return fmt.Errorf("layers: Convolution: bottom %q must be 4-D (NCHW), got shape %v", b.Name, b.Shape)
@@ -168,7 +201,9 @@ func (l *convLayer) Reshape(bottom, top []*tensor.Blob) error {
 	l.geom = g
 	l.num = b.Shape[0]
 	l.oneByOne = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0
-	top[0].Reshape(l.num, c.NumOutput, g.oh, g.ow)
+	for _, t := range top {
+		t.Reshape(l.num, c.NumOutput, g.oh, g.ow)
+	}
 	if l.dnnlSetup(); l.dn.on {
 		l.cache, l.cached = nil, false
 		return nil
@@ -206,8 +241,19 @@ func (l *convLayer) Reshape(bottom, top []*tensor.Blob) error {
 // blocks is the number of image blocks in the batch.
 func (l *convLayer) blocks() int { return (l.num + l.blk - 1) / l.blk }
 
+// Forward runs each bottom/top pair through the layer.
 func (l *convLayer) Forward(bottom, top []*tensor.Blob) {
-	l.in, l.out = bottom[0], top[0]
+	if l.nd != nil {
+		l.nd.Forward(bottom, top)
+		return
+	}
+	for i := range bottom {
+		l.forward(bottom[i], top[i])
+	}
+}
+
+func (l *convLayer) forward(bottom, top *tensor.Blob) {
+	l.in, l.out = bottom, top
 	if l.dn.on {
 		l.dnnlForwardAll()
 		l.in, l.out = nil, nil
@@ -281,9 +327,27 @@ func (l *convLayer) forwardImages(lo, hi, w int) {
 	}
 }
 
+// Backward accumulates each pair's param gradients and writes its bottom
+// diff. With several pairs, the column cache (im2col) and the oneDNN
+// primitives' saved forward state hold the last pair's, so every pair
+// rebuilds its own.
 func (l *convLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {
-	l.in, l.out = bottom[0], top[0]
-	l.propDown = propagateDown[0]
+	if l.nd != nil {
+		l.nd.Backward(top, propagateDown, bottom)
+		return
+	}
+	for i := range bottom {
+		if len(bottom) > 1 {
+			l.cached = false
+			clear(l.dn.fresh)
+		}
+		l.backward(top[i], propagateDown[i], bottom[i])
+	}
+}
+
+func (l *convLayer) backward(top *tensor.Blob, propagateDown bool, bottom *tensor.Blob) {
+	l.in, l.out = bottom, top
+	l.propDown = propagateDown
 	if l.dn.on {
 		l.dnnlBackwardAll()
 		l.in, l.out = nil, nil

@@ -115,6 +115,9 @@ func (l *convLayer) dnnlSetup() {
 // Kernel says which kernels the convolution runs on: oneDNN's (naming its
 // implementations) or im2col and GEMM, and why.
 func (l *convLayer) Kernel() string {
+	if l.nd != nil {
+		return "im2col_nd + GEMM"
+	}
 	return kernelName(l.dn.on, l.dn.impl, "im2col + GEMM", l.dn.why)
 }
 

@@ -354,7 +354,9 @@ func TestConvBuildErrors(t *testing.T) {
 }
 
 func TestConvSetupErrors(t *testing.T) {
-	cfg := &ConvolutionConfig{NumOutput: 4, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, Group: 2, BiasTerm: true}
+	// 3x2: a square kernel without ND is Caffe's single kernel_size, good
+	// for any number of spatial axes (caffe_conv_test.go).
+	cfg := &ConvolutionConfig{NumOutput: 4, KernelH: 3, KernelW: 2, StrideH: 1, StrideW: 1, Group: 2, BiasTerm: true}
 	tests := []struct {
 		name   string
 		bottom []int
@@ -364,7 +366,7 @@ func TestConvSetupErrors(t *testing.T) {
 		{"not_4d", []int{2, 4, 5}, 1, "4-D"},
 		{"5d", []int{1, 2, 4, 5, 5}, 1, "4-D"},
 		{"channels_not_multiple_of_group", []int{2, 3, 5, 5}, 1, "group"},
-		{"two_tops", []int{2, 4, 5, 5}, 2, "one top"},
+		{"two_tops", []int{2, 4, 5, 5}, 2, "as many tops as bottoms"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,11 +15,14 @@ type DeconvolutionConfig struct {
 // Type returns "Deconvolution".
 func (*DeconvolutionConfig) Type() string { return "Deconvolution" }
 
-// Build returns Caffe's Deconvolution layer (2-D, NCHW), the transpose of
-// a Convolution: each input pixel scatters its channels through the kernel
+// Build returns Caffe's Deconvolution layer, the transpose of a
+// Convolution: each input pixel scatters its channels through the kernel
 // into a top of NumOutput channels and size stride·(in − 1) + dilated
-// kernel − 2·pad. The weight has shape (bottom channels, NumOutput/group,
-// kh, kw), as in Caffe, so a bilinear filler gives upsampling.
+// kernel − 2·pad on each spatial axis. The weight has shape (bottom
+// channels, NumOutput/group, kernel...), as in Caffe, so a bilinear filler
+// gives upsampling. 2-D NCHW runs here; other geometries (N-D, axis,
+// force_nd_im2col) on ndConvLayer. Several bottom/top pairs share the
+// weights.
 func (c *DeconvolutionConfig) Build(ctx Context) (Layer, error) {
 	conv := c.ConvolutionConfig
 	if _, err := conv.Build(ctx); err != nil { // the same checks
@@ -49,16 +52,39 @@ type deconvLayer struct {
 
 	in, out  *tensor.Blob
 	propDown bool
+
+	// nd, set by Setup when the geometry is not plain 2-D NCHW, runs the
+	// layer.
+	nd *ndConvLayer
 }
 
-func (*deconvLayer) Type() string      { return "Deconvolution" }
-func (l *deconvLayer) Params() []Param { return l.params }
+func (*deconvLayer) Type() string { return "Deconvolution" }
+
+func (l *deconvLayer) Params() []Param {
+	if l.nd != nil {
+		return l.nd.Params()
+	}
+	return l.params
+}
 
 func (l *deconvLayer) Setup(bottom, top []*tensor.Blob) error {
-	if err := checkBlobCount("Deconvolution", bottom, top, 1, 1, 1, 1); err != nil {
+	if err := checkPairs("Deconvolution", bottom, top); err != nil {
 		return err
 	}
 	b := bottom[0]
+	g, err := l.cfg.resolveND("Deconvolution", b.Shape)
+	if err != nil {
+		return err
+	}
+	if !g.plain2D() {
+		l.nd = newNDConv("Deconvolution", true, l.cfg, g, l.threads, l.pool)
+		return l.nd.Setup(bottom, top)
+	}
+	c := &l.cfg
+	c.KernelH, c.KernelW = g.kernel[0], g.kernel[1]
+	c.StrideH, c.StrideW = g.stride[0], g.stride[1]
+	c.PadH, c.PadW = g.pad[0], g.pad[1]
+	c.DilationH, c.DilationW = g.dila[0], g.dila[1]
 	if len(b.Shape) != 4 {
 		return fmt.Errorf("layers: Deconvolution: bottom %q must be 4-D (NCHW), got shape %v", b.Name, b.Shape)
 	}
@@ -66,7 +92,6 @@ func (l *deconvLayer) Setup(bottom, top []*tensor.Blob) error {
 	if l.cin%l.cfg.Group != 0 {
 		return fmt.Errorf("layers: Deconvolution: bottom %q has %d channels, not a multiple of group %d", b.Name, l.cin, l.cfg.Group)
 	}
-	c := &l.cfg
 	l.weight = tensor.NewBlob("weight", l.cin, c.NumOutput/c.Group, c.KernelH, c.KernelW)
 	l.params = []Param{{Blob: l.weight, Filler: c.WeightFiller}}
 	if c.BiasTerm {
@@ -87,6 +112,12 @@ func (l *deconvLayer) Setup(bottom, top []*tensor.Blob) error {
 }
 
 func (l *deconvLayer) Reshape(bottom, top []*tensor.Blob) error {
+	if l.nd != nil {
+		return l.nd.Reshape(bottom, top)
+	}
+	if err := checkSameShapes("Deconvolution", bottom); err != nil {
+		return err
+	}
 	b := bottom[0]
 	if len(b.Shape) != 4 || b.Shape[1] != l.cin {
 		return fmt.Errorf("layers: Deconvolution: bottom %q has shape %v; the layer was set up for %d channels, NCHW", b.Name, b.Shape, l.cin)
@@ -107,16 +138,25 @@ func (l *deconvLayer) Reshape(bottom, top []*tensor.Blob) error {
 	g.initRanges()
 	l.geom = g
 	l.num = b.Shape[0]
-	top[0].Reshape(l.num, c.NumOutput, g.h, g.w)
+	for _, t := range top {
+		t.Reshape(l.num, c.NumOutput, g.h, g.w)
+	}
 	for w := range l.cols {
 		l.cols[w] = fitBuf(l.cols[w], g.colRows()*g.colCols())
 	}
 	return nil
 }
 
+// Forward runs each bottom/top pair through the layer.
 func (l *deconvLayer) Forward(bottom, top []*tensor.Blob) {
-	l.in, l.out = bottom[0], top[0]
-	l.pool.For(l.num, l.threads, l.forwardImages)
+	if l.nd != nil {
+		l.nd.Forward(bottom, top)
+		return
+	}
+	for i := range bottom {
+		l.in, l.out = bottom[i], top[i]
+		l.pool.For(l.num, l.threads, l.forwardImages)
+	}
 	l.in, l.out = nil, nil
 }
 
@@ -146,15 +186,23 @@ func (l *deconvLayer) forwardImages(lo, hi, w int) {
 	}
 }
 
+// Backward accumulates each pair's param gradients and writes its bottom
+// diff.
 func (l *deconvLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {
-	l.in, l.out, l.propDown = bottom[0], top[0], propagateDown[0]
-	clear(l.used)
-	l.pool.For(l.num, l.threads, l.backwardImages)
-	for w := 1; w < len(l.used); w++ {
-		if l.used[w] {
-			tensor.AddTo(l.weight.Diff, l.wdiff[w])
-			if l.bias != nil {
-				tensor.AddTo(l.bias.Diff, l.bdiff[w])
+	if l.nd != nil {
+		l.nd.Backward(top, propagateDown, bottom)
+		return
+	}
+	for i := range bottom {
+		l.in, l.out, l.propDown = bottom[i], top[i], propagateDown[i]
+		clear(l.used)
+		l.pool.For(l.num, l.threads, l.backwardImages)
+		for w := 1; w < len(l.used); w++ {
+			if l.used[w] {
+				tensor.AddTo(l.weight.Diff, l.wdiff[w])
+				if l.bias != nil {
+					tensor.AddTo(l.bias.Diff, l.bdiff[w])
+				}
 			}
 		}
 	}
