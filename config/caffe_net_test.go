@@ -416,3 +416,58 @@ func ulp(v float32) float64 {
 	a := float32(math.Abs(float64(v)))
 	return float64(math.Nextafter32(a, float32(math.Inf(1))) - a)
 }
+
+// TestNetFrozenConvolutions: a Convolution or Deconvolution (2-D on either
+// engine, or N-D) with lr_mult 0 between learnt layers computes no param
+// gradient (they stay zero) and passes the same gradient down as when it
+// learns, so the layers below get the same gradients bit for bit.
+func TestNetFrozenConvolutions(t *testing.T) {
+	net := func(lr string, nd bool, c2 string) string {
+		data := "shape { dim: 2 dim: 3 dim: 9 dim: 9 }"
+		k := "kernel_size: 3"
+		if nd {
+			data = "shape { dim: 2 dim: 3 dim: 5 dim: 6 dim: 7 }"
+			k = "kernel_size: 3 kernel_size: 2 kernel_size: 3"
+		}
+		return `layer { name: "d" type: "DummyData" top: "x" top: "t"
+  dummy_data_param { ` + data + ` data_filler { type: "gaussian" std: 1 } shape { dim: 2 dim: 4 } data_filler { type: "gaussian" std: 1 } } }
+layer { name: "c1" type: "Convolution" bottom: "x" top: "c1"
+  convolution_param { num_output: 32 ` + k + ` weight_filler { type: "gaussian" std: 0.1 } } }
+layer { name: "c2" type: "Convolution" bottom: "c1" top: "c2" param { lr_mult: ` + lr + ` } param { lr_mult: ` + lr + ` }
+  convolution_param { num_output: ` + c2 + ` ` + k + ` pad: 1 weight_filler { type: "gaussian" std: 0.1 } bias_filler { type: "constant" value: 0.1 } } }
+layer { name: "dc" type: "Deconvolution" bottom: "c2" top: "dc" param { lr_mult: ` + lr + ` } param { lr_mult: ` + lr + ` }
+  convolution_param { num_output: 8 ` + k + ` stride: 1 weight_filler { type: "gaussian" std: 0.1 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "dc" top: "ip" inner_product_param { num_output: 4 weight_filler { type: "gaussian" std: 0.01 } } }
+layer { name: "loss" type: "EuclideanLoss" bottom: "ip" bottom: "t" }
+`
+	}
+	// c2 of 32 channels runs on oneDNN where it is loaded, of 20 on
+	// im2col + GEMM (20 fill too little of oneDNN's channel blocks).
+	for _, c := range []struct {
+		nd bool
+		c2 string
+	}{{false, "32"}, {false, "20"}, {true, "32"}} {
+		nd := c.nd
+		learn, frozen := mustCaffeNet(t, net("1", nd, c.c2)), mustCaffeNet(t, net("0", nd, c.c2))
+		learn.ForwardBackward()
+		frozen.ForwardBackward()
+		for _, li := range frozen.Layers() {
+			t.Logf("nd %v: %s: %s", nd, li.Name, li.Kernel)
+		}
+		for i, b := range frozen.Blocks() {
+			g, want := frozen.Grads()[b.Off:b.Off+b.Len()], learn.Grads()[b.Off:b.Off+b.Len()]
+			switch b.Layer {
+			case "c2", "dc":
+				if a := asum(g); a != 0 || asum(want) == 0 {
+					t.Errorf("nd %v: block %d (%s) of a frozen layer: gradient asum %g (learnt: %g), want 0", nd, i, b.Name, a, asum(want))
+				}
+			default:
+				for k := range g {
+					if g[k] != want[k] {
+						t.Fatalf("nd %v: block %s: gradient %d is %g with the layers above frozen, %g without", nd, b.Name, k, g[k], want[k])
+					}
+				}
+			}
+		}
+	}
+}

@@ -58,6 +58,7 @@ func (c *ConvolutionConfig) Build(ctx Context) (Layer, error) {
 // again: like Caffe, Backward assumes the bottom is unchanged since
 // Forward. A 1x1, stride-1, unpadded convolution needs no columns at all.
 type convLayer struct {
+	paramGrads
 	cfg     ConvolutionConfig
 	threads int
 	pool    *tensor.Pool
@@ -359,8 +360,10 @@ func (l *convLayer) backward(top *tensor.Blob, propagateDown bool, bottom *tenso
 		if !l.used[w] {
 			continue
 		}
-		tensor.AddTo(l.weight.Diff, l.wdiff[w])
-		if l.bias != nil {
+		if l.want(0) {
+			tensor.AddTo(l.weight.Diff, l.wdiff[w])
+		}
+		if l.bias != nil && l.want(1) {
 			tensor.AddTo(l.bias.Diff, l.bdiff[w])
 		}
 	}
@@ -399,13 +402,17 @@ func (l *convLayer) backwardImages(lo, hi, w int) {
 				}
 			}
 		}
-		col := l.columns(n0, b, w, true)
-		for gi := 0; gi < groups; gi++ {
-			tensor.Gemm(false, true, mg, kg, ld,
-				1, td[gi*mg*ld:], ld, col[gi*kg*ld:], ld,
-				beta, wd[gi*mg*kg:], kg)
+		if l.want(0) {
+			// Caffe's param_propagate_down: no weight gradient for
+			// lr_mult 0, and no columns to make for it.
+			col := l.columns(n0, b, w, true)
+			for gi := 0; gi < groups; gi++ {
+				tensor.Gemm(false, true, mg, kg, ld,
+					1, td[gi*mg*ld:], ld, col[gi*kg*ld:], ld,
+					beta, wd[gi*mg*kg:], kg)
+			}
 		}
-		if bd != nil {
+		if bd != nil && l.want(1) {
 			// bias diff += top diff·1, a GEMV.
 			tensor.Gemm(false, false, m, 1, ld, 1, td, ld, l.ones, 1, beta, bd, 1)
 		}
@@ -427,5 +434,13 @@ func (l *convLayer) backwardImages(lo, hi, w int) {
 				col2im(l.in.Diff[(n0+i)*inSize:(n0+i+1)*inSize], dcol[i*ohw:], g, ld)
 			}
 		}
+	}
+}
+
+// SetParamPropagate implements ParamPropagator, for the N-D path too.
+func (l *convLayer) SetParamPropagate(on []bool) {
+	l.paramGrads.SetParamPropagate(on)
+	if l.nd != nil {
+		l.nd.SetParamPropagate(on)
 	}
 }

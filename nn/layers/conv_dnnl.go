@@ -209,8 +209,12 @@ func (l *convLayer) dnnlBackward(lo, hi, w int) {
 	if l.propDown {
 		dsrc = l.in.Diff[lo*inSize : hi*inSize]
 	}
+	dw, db := l.wdiff[w], l.bdiff[w]
+	if !l.want(0) && (l.bias == nil || !l.want(1)) {
+		dw, db = nil, nil // no param gradient wanted: data backward only
+	}
 	c.Backward(l.in.Data[lo*inSize:hi*inSize], l.out.Diff[lo*outSize:hi*outSize], l.weight.Data,
-		dsrc, l.wdiff[w], l.bdiff[w], l.dn.fresh[w])
+		dsrc, dw, db, l.dn.fresh[w])
 	l.used[w] = true
 }
 
@@ -226,8 +230,10 @@ func (l *convLayer) dnnlBackwardAll() {
 		if !used {
 			continue
 		}
-		tensor.AddTo(l.weight.Diff, l.wdiff[w])
-		if l.bias != nil {
+		if l.want(0) {
+			tensor.AddTo(l.weight.Diff, l.wdiff[w])
+		}
+		if l.bias != nil && l.want(1) {
 			tensor.AddTo(l.bias.Diff, l.bdiff[w])
 		}
 	}

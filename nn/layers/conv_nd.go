@@ -126,6 +126,7 @@ func checkSameShapes(layer string, bottom []*tensor.Blob) error {
 // sharing the weights. Per image it runs im2colND and the package's GEMM,
 // images split across worker goroutines as in deconvLayer.
 type ndConvLayer struct {
+	paramGrads
 	name    string
 	deconv  bool
 	cfg     ConvolutionConfig
@@ -387,8 +388,10 @@ func (l *ndConvLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom 
 		l.pool.For(l.num, l.threads, l.backwardImages)
 		for w := 1; w < len(l.used); w++ {
 			if l.used[w] {
-				tensor.AddTo(l.weight.Diff, l.wdiff[w])
-				if l.bias != nil {
+				if l.want(0) {
+					tensor.AddTo(l.weight.Diff, l.wdiff[w])
+				}
+				if l.bias != nil && l.want(1) {
 					tensor.AddTo(l.bias.Diff, l.bdiff[w])
 				}
 			}
@@ -414,6 +417,10 @@ func (l *ndConvLayer) backwardImages(lo, hi, w int) {
 		clear(bd)
 	}
 	l.used[w] = true
+	if !l.want(1) {
+		bd = nil
+	}
+	wantW := l.want(0)
 	for n := lo; n < hi; n++ {
 		x := l.in.Data[n*inSize : (n+1)*inSize]
 		dy := l.out.Diff[n*outSize : (n+1)*outSize]
@@ -431,7 +438,7 @@ func (l *ndConvLayer) backwardImages(lo, hi, w int) {
 		if l.deconv {
 			// The top diff's columns give dW_g += x_g·colᵀ and dx_g = W_g·col.
 			l.im2colND(dy, col, l.imC, l.idx[w], true)
-			for gi := range groups {
+			for gi := 0; wantW && gi < groups; gi++ {
 				tensor.Gemm(false, true, og, kg, cols,
 					1, x[gi*og*cols:], cols, col[gi*kg*cols:], cols,
 					1, wd[gi*og*kg:], kg)
@@ -445,11 +452,13 @@ func (l *ndConvLayer) backwardImages(lo, hi, w int) {
 			}
 			continue
 		}
-		l.im2colND(x, col, l.imC, l.idx[w], true)
-		for gi := range groups {
-			tensor.Gemm(false, true, og, kg, cols,
-				1, dy[gi*og*cols:], cols, col[gi*kg*cols:], cols,
-				1, wd[gi*og*kg:], kg)
+		if wantW {
+			l.im2colND(x, col, l.imC, l.idx[w], true)
+			for gi := range groups {
+				tensor.Gemm(false, true, og, kg, cols,
+					1, dy[gi*og*cols:], cols, col[gi*kg*cols:], cols,
+					1, wd[gi*og*kg:], kg)
+			}
 		}
 		if dx != nil {
 			for gi := range groups {

@@ -36,6 +36,7 @@ func (c *DeconvolutionConfig) Build(ctx Context) (Layer, error) {
 // (x·colᵀ) and the bottom diff (W·col). Images run in parallel, each
 // worker with its own column buffer and weight-gradient sum.
 type deconvLayer struct {
+	paramGrads
 	cfg     ConvolutionConfig
 	threads int
 	pool    *tensor.Pool
@@ -199,8 +200,10 @@ func (l *deconvLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom 
 		l.pool.For(l.num, l.threads, l.backwardImages)
 		for w := 1; w < len(l.used); w++ {
 			if l.used[w] {
-				tensor.AddTo(l.weight.Diff, l.wdiff[w])
-				if l.bias != nil {
+				if l.want(0) {
+					tensor.AddTo(l.weight.Diff, l.wdiff[w])
+				}
+				if l.bias != nil && l.want(1) {
 					tensor.AddTo(l.bias.Diff, l.bdiff[w])
 				}
 			}
@@ -225,6 +228,9 @@ func (l *deconvLayer) backwardImages(lo, hi, w int) {
 		clear(bd)
 	}
 	l.used[w] = true
+	if !l.want(1) {
+		bd = nil
+	}
 	plane := g.h * g.w
 	for n := lo; n < hi; n++ {
 		dy := l.out.Diff[n*outSize : (n+1)*outSize]
@@ -237,7 +243,7 @@ func (l *deconvLayer) backwardImages(lo, hi, w int) {
 		}
 		im2col(col, dy, g, hw)
 		x := l.in.Data[n*inSize : (n+1)*inSize]
-		for gi := range groups {
+		for gi := 0; l.want(0) && gi < groups; gi++ {
 			// dW_g += x_g · col_gᵀ
 			tensor.Gemm(false, true, cg, kg, hw,
 				1, x[gi*cg*hw:], hw, col[gi*kg*hw:], hw,
@@ -252,5 +258,13 @@ func (l *deconvLayer) backwardImages(lo, hi, w int) {
 				1, l.weight.Data[gi*cg*kg:], kg, col[gi*kg*hw:], hw,
 				0, dx[gi*cg*hw:], hw)
 		}
+	}
+}
+
+// SetParamPropagate implements ParamPropagator, for the N-D path too.
+func (l *deconvLayer) SetParamPropagate(on []bool) {
+	l.paramGrads.SetParamPropagate(on)
+	if l.nd != nil {
+		l.nd.SetParamPropagate(on)
 	}
 }

@@ -334,6 +334,7 @@ static void dsgd_conv_backward(conv_t *c, float *src, float *ddst, float *wei, f
 		p_dnnl_primitive_execute(c->bwd_d, c->s, 4, a);
 		port_run(&c->d_dsrc, c->s, 1);
 	}
+	if (!dwei) return; // no weight gradient wanted
 	dnnl_memory_t srcm, ddstm;
 	if (c->w_src_from_fwd) {
 		if (!(fresh && c->f_src.inner)) port_in(&c->f_src, c->s, src);
@@ -752,12 +753,14 @@ func (c *Conv) Backward(src, ddst, wei, dsrc, dwei, dbias []float32, fresh bool)
 	c.check("src", src, ns)
 	c.check("diff dst", ddst, nd)
 	c.check("weights", wei, nw)
-	c.check("diff weights", dwei, nw)
+	if dwei != nil {
+		c.check("diff weights", dwei, nw)
+		if c.spec.Bias {
+			c.check("diff bias", dbias, c.spec.OC)
+		}
+	}
 	if dsrc != nil {
 		c.check("diff src", dsrc, ns)
-	}
-	if c.spec.Bias {
-		c.check("diff bias", dbias, c.spec.OC)
 	}
 	f := C.int(0)
 	if fresh {
