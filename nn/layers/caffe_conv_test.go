@@ -1,10 +1,7 @@
 package layers
 
 import (
-	"encoding/json"
-	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 
@@ -452,16 +449,7 @@ func TestConvTwoPairs2DPath(t *testing.T) {
 // (testdata/torch_conv.json, made by scripts/torch_conv.py): tops, bottom
 // diffs, and weight and bias diffs summed over the pairs.
 func TestTorchConvFixtures(t *testing.T) {
-	src, err := os.ReadFile("testdata/torch_conv.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Cases []torchCase `json:"cases"`
-	}
-	if err := json.Unmarshal(src, &f); err != nil {
-		t.Fatal(err)
-	}
+	f := struct{ Cases []torchCase }{loadTorchFixture(t, "testdata/torch_conv.json")}
 	nd := func(numOutput, group, axis int, bias bool, kernel, stride, pad, dila []int) *ConvolutionConfig {
 		return &ConvolutionConfig{NumOutput: numOutput, Group: group, BiasTerm: bias,
 			ND: &ConvND{Axis: axis, Kernel: kernel, Stride: stride, Pad: pad, Dilation: dila}}
@@ -492,33 +480,8 @@ func TestTorchConvFixtures(t *testing.T) {
 		}
 		t.Run(tc.Name, func(t *testing.T) {
 			l, bottom, top := tc.setUp(t, c)
-			l.Forward(bottom, top)
-			for i, want := range tc.Tops {
-				if !top[i].Shape.Equal(want.Shape) {
-					t.Fatalf("top %d shape %v, want %v", i, []int(top[i].Shape), want.Shape)
-				}
-				assertClose(t, "top", top[i].Data, to32(want.Data), 2e-5)
-			}
-			for i, d := range tc.TopDiffs {
-				copy(top[i].Diff, to32(d))
-			}
-			prop := make([]bool, len(bottom))
-			for i := range bottom {
-				prop[i] = true
-				for j := range bottom[i].Diff {
-					bottom[i].Diff[j] = float32(math.NaN()) // must be overwritten
-				}
-			}
-			for _, p := range l.Params() {
-				p.Blob.ZeroDiff()
-			}
-			l.Backward(top, prop, bottom)
-			for i, d := range tc.BottomDiffs {
-				assertClose(t, "bottom diff", bottom[i].Diff, to32(d), 2e-5)
-			}
-			for i, d := range tc.ParamDiffs {
-				assertClose(t, "param diff", l.Params()[i].Blob.Diff, to32(d), 2e-5)
-			}
+			tc.checkForward(t, l, bottom, top)
+			tc.checkBackward(t, l, bottom, top, true)
 		})
 	}
 }

@@ -94,8 +94,14 @@ type torchCase struct {
 }
 
 func loadTorchCases(t *testing.T) []torchCase {
+	return loadTorchFixture(t, "testdata/torch_layers.json")
+}
+
+// loadTorchFixture reads the cases of one PyTorch fixture file (made by a
+// script under scripts/).
+func loadTorchFixture(t *testing.T, path string) []torchCase {
 	t.Helper()
-	src, err := os.ReadFile("testdata/torch_layers.json")
+	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +112,58 @@ func loadTorchCases(t *testing.T) []torchCase {
 		t.Fatal(err)
 	}
 	return f.Cases
+}
+
+// checkForward runs l.Forward and compares the tops with the fixture's
+// shapes and values.
+func (tc torchCase) checkForward(t *testing.T, l Layer, bottom, top []*tensor.Blob) {
+	t.Helper()
+	l.Forward(bottom, top)
+	if len(top) != len(tc.Tops) {
+		t.Fatalf("%d tops, fixture %d", len(top), len(tc.Tops))
+	}
+	for i, want := range tc.Tops {
+		if want.Shape == nil {
+			want.Shape = []int{}
+		}
+		if !top[i].Shape.Equal(want.Shape) {
+			t.Fatalf("top %d shape %v, want %v", i, []int(top[i].Shape), want.Shape)
+		}
+		assertClose(t, "top", top[i].Data, to32(want.Data), 2e-5)
+	}
+}
+
+// checkBackward sets the fixture's top diffs, runs l.Backward for the
+// bottoms the fixture has gradients of (their diffs poisoned with NaN
+// first: Backward must overwrite them), and compares the bottom diffs and,
+// when params is set, every param's diff.
+func (tc torchCase) checkBackward(t *testing.T, l Layer, bottom, top []*tensor.Blob, params bool) {
+	t.Helper()
+	for i, d := range tc.TopDiffs {
+		copy(top[i].Diff, to32(d))
+	}
+	for _, p := range l.Params() {
+		p.Blob.ZeroDiff()
+	}
+	prop := make([]bool, len(bottom))
+	for i, d := range tc.BottomDiffs {
+		prop[i] = d != nil
+		for j := range bottom[i].Diff {
+			bottom[i].Diff[j] = float32(math.NaN())
+		}
+	}
+	l.Backward(top, prop, bottom)
+	for i, d := range tc.BottomDiffs {
+		if d != nil {
+			assertClose(t, "bottom diff", bottom[i].Diff, to32(d), 2e-5)
+		}
+	}
+	if !params {
+		return
+	}
+	for i, p := range l.Params() {
+		assertClose(t, "param diff "+p.Blob.Name, p.Blob.Diff, to32(tc.ParamDiffs[i]), 2e-5)
+	}
 }
 
 func to32(v []float64) []float32 {
@@ -164,42 +222,8 @@ func TestTorchFixtures(t *testing.T) {
 		seen[tc.Name] = true
 		t.Run(tc.Name, func(t *testing.T) {
 			l, bottom, top := tc.setUp(t, c)
-			l.Forward(bottom, top)
-			if len(top) != len(tc.Tops) {
-				t.Fatalf("%d tops, fixture %d", len(top), len(tc.Tops))
-			}
-			for i, want := range tc.Tops {
-				if want.Shape == nil {
-					want.Shape = []int{}
-				}
-				if !top[i].Shape.Equal(want.Shape) {
-					t.Errorf("top %d shape %v, want %v", i, []int(top[i].Shape), want.Shape)
-					continue
-				}
-				assertClose(t, "top", top[i].Data, to32(want.Data), 2e-5)
-			}
-			for i, d := range tc.TopDiffs {
-				copy(top[i].Diff, to32(d))
-			}
-			for _, p := range l.Params() {
-				p.Blob.ZeroDiff()
-			}
-			prop := make([]bool, len(bottom))
-			for i, d := range tc.BottomDiffs {
-				prop[i] = d != nil
-				for j := range bottom[i].Diff {
-					bottom[i].Diff[j] = float32(math.NaN()) // must be overwritten
-				}
-			}
-			l.Backward(top, prop, bottom)
-			for i, d := range tc.BottomDiffs {
-				if d != nil {
-					assertClose(t, "bottom diff", bottom[i].Diff, to32(d), 2e-5)
-				}
-			}
-			for i, p := range l.Params() {
-				assertClose(t, "param diff", p.Blob.Diff, to32(tc.ParamDiffs[i]), 2e-5)
-			}
+			tc.checkForward(t, l, bottom, top)
+			tc.checkBackward(t, l, bottom, top, true)
 		})
 	}
 	for name := range cases {

@@ -1,9 +1,6 @@
 package layers
 
 import (
-	"encoding/json"
-	"math"
-	"os"
 	"testing"
 )
 
@@ -45,16 +42,7 @@ func moreCases() map[string]caffeCase {
 // scripts/torch_more_layers.py), then checks its Backward against finite
 // differences on the same inputs.
 func TestTorchMoreFixtures(t *testing.T) {
-	src, err := os.ReadFile("testdata/torch_more_layers.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Cases []torchCase `json:"cases"`
-	}
-	if err := json.Unmarshal(src, &f); err != nil {
-		t.Fatal(err)
-	}
+	f := struct{ Cases []torchCase }{loadTorchFixture(t, "testdata/torch_more_layers.json")}
 	cases := moreCases()
 	seen := map[string]bool{}
 	for _, tc := range f.Cases {
@@ -67,38 +55,11 @@ func TestTorchMoreFixtures(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			l, bottom, top := tc.setUp(t, c)
 			for range 2 { // twice: the second pass runs on the reshaped tops
-				l.Forward(bottom, top)
-				for i, want := range tc.Tops {
-					if !top[i].Shape.Equal(want.Shape) {
-						t.Fatalf("top %d shape %v, want %v", i, []int(top[i].Shape), want.Shape)
-					}
-					assertClose(t, "top", top[i].Data, to32(want.Data), 2e-5)
-				}
+				tc.checkForward(t, l, bottom, top)
 				if c.noFD {
 					continue
 				}
-				for i, d := range tc.TopDiffs {
-					copy(top[i].Diff, to32(d))
-				}
-				for _, p := range l.Params() {
-					p.Blob.ZeroDiff()
-				}
-				prop := make([]bool, len(bottom))
-				for i, d := range tc.BottomDiffs {
-					prop[i] = d != nil
-					for j := range bottom[i].Diff {
-						bottom[i].Diff[j] = float32(math.NaN()) // must be overwritten
-					}
-				}
-				l.Backward(top, prop, bottom)
-				for i, d := range tc.BottomDiffs {
-					if d != nil {
-						assertClose(t, "bottom diff", bottom[i].Diff, to32(d), 2e-5)
-					}
-				}
-				for i, p := range l.Params() {
-					assertClose(t, "param diff", p.Blob.Diff, to32(tc.ParamDiffs[i]), 2e-5)
-				}
+				tc.checkBackward(t, l, bottom, top, true)
 			}
 			if !c.noFD {
 				checkGradients(t, l, bottom, top, gradCheck{Step: 1e-3, Threshold: 1e-2, Skip: c.skip})
@@ -115,16 +76,7 @@ func TestTorchMoreFixtures(t *testing.T) {
 // TestMoreLayersNoAllocs: after a first pass, Forward and Backward of each
 // layer allocate nothing (Filter on an unchanged selection).
 func TestMoreLayersNoAllocs(t *testing.T) {
-	src, err := os.ReadFile("testdata/torch_more_layers.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Cases []torchCase `json:"cases"`
-	}
-	if err := json.Unmarshal(src, &f); err != nil {
-		t.Fatal(err)
-	}
+	f := struct{ Cases []torchCase }{loadTorchFixture(t, "testdata/torch_more_layers.json")}
 	cases := moreCases()
 	for _, tc := range f.Cases {
 		l, bottom, top := tc.setUp(t, cases[tc.Name])

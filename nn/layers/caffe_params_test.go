@@ -1,10 +1,8 @@
 package layers
 
 import (
-	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -466,16 +464,7 @@ func TestCaffeInfogainLoss(t *testing.T) {
 // mask top, and InfogainLoss's probability top, with PyTorch's float64
 // results (testdata/torch_params.json, made by scripts/torch_params.py).
 func TestTorchParamFixtures(t *testing.T) {
-	src, err := os.ReadFile("testdata/torch_params.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Cases []torchCase `json:"cases"`
-	}
-	if err := json.Unmarshal(src, &f); err != nil {
-		t.Fatal(err)
-	}
+	f := struct{ Cases []torchCase }{loadTorchFixture(t, "testdata/torch_params.json")}
 	floor := func(kh, kw, sh, sw, ph, pw int, m PoolMethod) *PoolingConfig {
 		return &PoolingConfig{Method: m, KernelH: kh, KernelW: kw, StrideH: sh, StrideW: sw, PadH: ph, PadW: pw, RoundFloor: true}
 	}
@@ -499,32 +488,8 @@ func TestTorchParamFixtures(t *testing.T) {
 		}
 		t.Run(tc.Name, func(t *testing.T) {
 			l, bottom, top := tc.setUp(t, c)
-			l.Forward(bottom, top)
-			if len(top) != len(tc.Tops) {
-				t.Fatalf("%d tops, fixture %d", len(top), len(tc.Tops))
-			}
-			for i, want := range tc.Tops {
-				if !top[i].Shape.Equal(want.Shape) {
-					t.Fatalf("top %d shape %v, want %v", i, []int(top[i].Shape), want.Shape)
-				}
-				assertClose(t, "top", top[i].Data, to32(want.Data), 2e-5)
-			}
-			for i, d := range tc.TopDiffs {
-				copy(top[i].Diff, to32(d))
-			}
-			prop := make([]bool, len(bottom))
-			for i, d := range tc.BottomDiffs {
-				prop[i] = d != nil
-				for j := range bottom[i].Diff {
-					bottom[i].Diff[j] = float32(math.NaN()) // must be overwritten
-				}
-			}
-			l.Backward(top, prop, bottom)
-			for i, d := range tc.BottomDiffs {
-				if d != nil {
-					assertClose(t, "bottom diff", bottom[i].Diff, to32(d), 2e-5)
-				}
-			}
+			tc.checkForward(t, l, bottom, top)
+			tc.checkBackward(t, l, bottom, top, false)
 		})
 	}
 }

@@ -1,11 +1,9 @@
 package layers
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
@@ -217,17 +215,7 @@ func recurrentCases() map[string]caffeCase {
 
 func loadRecurrentCases(t *testing.T) []torchCase {
 	t.Helper()
-	src, err := os.ReadFile("testdata/torch_recurrent.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Cases []torchCase `json:"cases"`
-	}
-	if err := json.Unmarshal(src, &f); err != nil {
-		t.Fatal(err)
-	}
-	return f.Cases
+	return loadTorchFixture(t, "testdata/torch_recurrent.json")
 }
 
 // TestTorchRecurrent compares LSTM and RNN with PyTorch's LSTMCell and
@@ -248,36 +236,9 @@ func TestTorchRecurrent(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			l, bottom, top := tc.setUp(t, c)
 			for pass := 0; pass < 2; pass++ {
-				l.Forward(bottom, top)
-				for i, want := range tc.Tops {
-					if !top[i].Shape.Equal(want.Shape) {
-						t.Fatalf("top %d shape %v, want %v", i, top[i].Shape, want.Shape)
-					}
-					assertClose(t, "top", top[i].Data, to32(want.Data), 2e-5)
-				}
+				tc.checkForward(t, l, bottom, top)
 			}
-			for i, d := range tc.TopDiffs {
-				copy(top[i].Diff, to32(d))
-			}
-			for _, p := range l.Params() {
-				p.Blob.ZeroDiff()
-			}
-			prop := make([]bool, len(bottom))
-			for i, d := range tc.BottomDiffs {
-				prop[i] = d != nil
-				for j := range bottom[i].Diff {
-					bottom[i].Diff[j] = float32(math.NaN()) // must be overwritten
-				}
-			}
-			l.Backward(top, prop, bottom)
-			for i, d := range tc.BottomDiffs {
-				if d != nil {
-					assertClose(t, "bottom diff", bottom[i].Diff, to32(d), 2e-5)
-				}
-			}
-			for i, p := range l.Params() {
-				assertClose(t, "param diff "+p.Blob.Name, p.Blob.Diff, to32(tc.ParamDiffs[i]), 2e-5)
-			}
+			tc.checkBackward(t, l, bottom, top, true)
 		})
 		t.Run(tc.Name+"/FiniteDifferences", func(t *testing.T) {
 			l, bottom, top := tc.setUp(t, c)
