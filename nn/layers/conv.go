@@ -356,17 +356,7 @@ func (l *convLayer) backward(top *tensor.Blob, propagateDown bool, bottom *tenso
 	}
 	clear(l.used)
 	l.pool.For(l.blocks(), l.threads, l.bwdFn)
-	for w := 1; w < len(l.used); w++ {
-		if !l.used[w] {
-			continue
-		}
-		if l.want(0) {
-			tensor.AddTo(l.weight.Diff, l.wdiff[w])
-		}
-		if l.bias != nil && l.want(1) {
-			tensor.AddTo(l.bias.Diff, l.bdiff[w])
-		}
-	}
+	l.addWorkerGrads(l.weight, l.bias, l.wdiff, l.bdiff, l.used, 1)
 	l.in, l.out = nil, nil
 }
 
@@ -442,5 +432,23 @@ func (l *convLayer) SetParamPropagate(on []bool) {
 	l.paramGrads.SetParamPropagate(on)
 	if l.nd != nil {
 		l.nd.SetParamPropagate(on)
+	}
+}
+
+// addWorkerGrads adds the weight and bias gradients that workers from on
+// summed in their own buffers (those that ran: used) into the params'
+// diffs, leaving out a param whose gradient is not wanted. The
+// convolution family's backward passes end with it.
+func (g *paramGrads) addWorkerGrads(weight, bias *tensor.Blob, wdiff, bdiff [][]float32, used []bool, from int) {
+	for w := from; w < len(used); w++ {
+		if !used[w] {
+			continue
+		}
+		if g.want(0) {
+			tensor.AddTo(weight.Diff, wdiff[w])
+		}
+		if bias != nil && g.want(1) {
+			tensor.AddTo(bias.Diff, bdiff[w])
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"dsgd/tensor"
 	"dsgd/tensor/dnnl"
 )
 
@@ -226,17 +225,7 @@ func (l *convLayer) dnnlForwardAll() {
 func (l *convLayer) dnnlBackwardAll() {
 	clear(l.used)
 	l.pool.For(l.num, l.threads, l.dnBwdFn)
-	for w, used := range l.used {
-		if !used {
-			continue
-		}
-		if l.want(0) {
-			tensor.AddTo(l.weight.Diff, l.wdiff[w])
-		}
-		if l.bias != nil && l.want(1) {
-			tensor.AddTo(l.bias.Diff, l.bdiff[w])
-		}
-	}
+	l.addWorkerGrads(l.weight, l.bias, l.wdiff, l.bdiff, l.used, 0)
 	for w := range l.dn.fresh {
 		l.dn.fresh[w] = false
 	}

@@ -386,16 +386,7 @@ func (l *ndConvLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom 
 		l.in, l.out, l.propDown = bottom[i], top[i], propagateDown[i]
 		clear(l.used)
 		l.pool.For(l.num, l.threads, l.backwardImages)
-		for w := 1; w < len(l.used); w++ {
-			if l.used[w] {
-				if l.want(0) {
-					tensor.AddTo(l.weight.Diff, l.wdiff[w])
-				}
-				if l.bias != nil && l.want(1) {
-					tensor.AddTo(l.bias.Diff, l.bdiff[w])
-				}
-			}
-		}
+		l.addWorkerGrads(l.weight, l.bias, l.wdiff, l.bdiff, l.used, 1)
 	}
 	l.in, l.out = nil, nil
 }
