@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // metricsUsage is --metrics's usage line.
@@ -17,10 +18,15 @@ const metricsUsage = "write the run's records to `FILE`: one per iteration per w
 // logUsage is --log's usage line.
 const logUsage = "write a training log shaped like Caffe's (glog lines of solver.cpp: \"Iteration N ..., loss = L\", \"Test net output #0: accuracy = A\", \"Iteration N, lr = R\") to `FILE`, which Caffe's tools/extra/parse_log.py and plot_training_log.py read; rank 0 writes it, --resume appends to it"
 
-// recordFile is a file a run writes its records or log to.
+// recordFile is a file a run writes its records or log to (through
+// Write, which flushes as the run goes).
 type recordFile struct {
 	f  *os.File
 	bw *bufio.Writer
+	// every is how often Write flushes at most (a second), and flushed
+	// when it last did.
+	every   time.Duration
+	flushed time.Time
 	// first is the file's first line when the run appends to a file
 	// that has one (a CSV file's header), without its newline.
 	first string
@@ -35,13 +41,13 @@ func openRecordFile(flagName, path string, appending bool) (*recordFile, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", flagName, err)
 		}
-		return &recordFile{f: f, bw: bufio.NewWriter(f)}, nil
+		return &recordFile{f: f, bw: bufio.NewWriter(f), every: time.Second}, nil
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flagName, err)
 	}
-	rf := &recordFile{f: f, bw: bufio.NewWriter(f)}
+	rf := &recordFile{f: f, bw: bufio.NewWriter(f), every: time.Second}
 	if err := rf.trimPartial(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s %s: %w", flagName, path, err)
@@ -84,6 +90,19 @@ func (rf *recordFile) trimPartial() error {
 		rf.first = "" // one unfinished line: nothing is kept
 	}
 	return rf.f.Truncate(keep)
+}
+
+// Write writes p through the buffer and, when p ends a line and the last
+// flush is older than every, flushes: a program following the file (a
+// plot of the curves, tail -f) sees the records as the run goes, whole
+// lines only, and a long run does not write once per iteration.
+func (rf *recordFile) Write(p []byte) (int, error) {
+	n, err := rf.bw.Write(p)
+	if err == nil && len(p) > 0 && p[len(p)-1] == '\n' && time.Since(rf.flushed) >= rf.every {
+		err = rf.bw.Flush()
+		rf.flushed = time.Now()
+	}
+	return n, err
 }
 
 // Close flushes and closes the file.

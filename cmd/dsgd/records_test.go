@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // metricsRecord is a --metrics JSON line of either kind.
@@ -342,5 +344,38 @@ func TestRecordFileAppend(t *testing.T) {
 				t.Errorf("file %q, want %q", b, tc.after)
 			}
 		})
+	}
+}
+
+// TestRecordFileFlushes: whole lines written to a record file reach the
+// disk as the run goes (at most once per interval), not only at Close; a
+// partial line waits.
+func TestRecordFileFlushes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	rf, err := openRecordFile("--metrics", path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close()
+	rf.every = 0
+	read := func() string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	fmt.Fprint(rf, `{"iter":0`)
+	if got := read(); got != "" {
+		t.Fatalf("a partial line reached the file: %q", got)
+	}
+	fmt.Fprint(rf, "}\n")
+	if got := read(); got != "{\"iter\":0}\n" {
+		t.Fatalf("file holds %q after a whole line, want it", got)
+	}
+	rf.every = time.Hour
+	fmt.Fprint(rf, "{\"iter\":1}\n")
+	if got := read(); got != "{\"iter\":0}\n" {
+		t.Fatalf("flushed again within the interval: %q", got)
 	}
 }

@@ -414,7 +414,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 				fmt.Fprintf(stderr, "dsgd: --metrics %s: %v\n", path, err)
 			}
 		}()
-		cfg.Metrics = metricsFile.bw
+		cfg.Metrics = metricsFile
 		if isCSV(*f.metrics) {
 			cfg.MetricsFormat = train.MetricsCSV
 			cfg.MetricsNoHeader = metricsFile.first != ""
@@ -430,7 +430,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 				fmt.Fprintf(stderr, "dsgd: --log %s: %v\n", *f.log, err)
 			}
 		}()
-		cfg.CaffeLog = lf.bw
+		cfg.CaffeLog = lf
 	}
 	if *f.timeline != "" {
 		path := rankPath(*f.timeline, g, rank)
