@@ -127,10 +127,7 @@ func (l *convLayer) Setup(bottom, top []*tensor.Blob) error {
 		return l.nd.Setup(bottom, top)
 	}
 	c := &l.cfg
-	c.KernelH, c.KernelW = g.kernel[0], g.kernel[1]
-	c.StrideH, c.StrideW = g.stride[0], g.stride[1]
-	c.PadH, c.PadW = g.pad[0], g.pad[1]
-	c.DilationH, c.DilationW = g.dila[0], g.dila[1]
+	c.set2D(g)
 	if len(b.Shape) != 4 {
 		return fmt.Errorf("layers: Convolution: bottom %q must be 4-D (NCHW), got shape %v", b.Name, b.Shape)
 	}

@@ -462,3 +462,12 @@ func (l *ndConvLayer) backwardImages(lo, hi, w int) {
 		}
 	}
 }
+
+// set2D writes a plain 2-D geometry that resolveND worked out into the
+// config's H/W fields, which the 2-D paths (oneDNN, im2col) read.
+func (c *ConvolutionConfig) set2D(g *ndGeom) {
+	c.KernelH, c.KernelW = g.kernel[0], g.kernel[1]
+	c.StrideH, c.StrideW = g.stride[0], g.stride[1]
+	c.PadH, c.PadW = g.pad[0], g.pad[1]
+	c.DilationH, c.DilationW = g.dila[0], g.dila[1]
+}

@@ -471,12 +471,7 @@ func (l *poolLayer) stoForwardTrain(lo, hi, _ int) {
 			y0, y1 := int(ys[oy]), int(ye[oy])
 			for ox := range ow {
 				x0, x1 := int(xs[ox]), int(xe[ox])
-				var sum float32
-				for y := y0; y < y1; y++ {
-					for _, v := range src[y*w+x0 : y*w+x1] {
-						sum += v
-					}
-				}
+				sum := windowSum(src, w, y0, y1, x0, x1)
 				thres := draw[oy*ow+ox] * sum
 				arg := (y1-1)*w + x1 - 1
 				sum = 0
@@ -543,12 +538,7 @@ func (l *poolLayer) stoBackwardTest(lo, hi, _ int) {
 			y0, y1 := int(ys[oy]), int(ye[oy])
 			for ox := range ow {
 				x0, x1 := int(xs[ox]), int(xe[ox])
-				var sum float32
-				for y := y0; y < y1; y++ {
-					for _, v := range src[y*w+x0 : y*w+x1] {
-						sum += v
-					}
-				}
+				sum := windowSum(src, w, y0, y1, x0, x1)
 				if !(sum > 0) {
 					continue
 				}
@@ -647,4 +637,16 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// windowSum is the sum of the window rows [y0, y1) and columns [x0, x1)
+// of a plane of width w, row by row (stochastic pooling's total).
+func windowSum(src []float32, w, y0, y1, x0, x1 int) float32 {
+	var sum float32
+	for y := y0; y < y1; y++ {
+		for _, v := range src[y*w+x0 : y*w+x1] {
+			sum += v
+		}
+	}
+	return sum
 }
