@@ -4,6 +4,7 @@ package shm
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
@@ -78,5 +79,40 @@ func TestAllocArgs(t *testing.T) {
 	f := make([]float32, 4)
 	if g.Holds(f) {
 		t.Error("Holds says yes of ordinary memory")
+	}
+}
+
+// TestBrokenGroupNamesRootCause: a rank that finds the group broken by a
+// messenger (a rank that only passed on a third rank's failure) reports
+// the root cause when its Check learns of it within the grace, and the
+// messenger when nothing more comes.
+func TestBrokenGroupNamesRootCause(t *testing.T) {
+	root := errors.New("rank 1: injected failure")
+	for _, tc := range []struct {
+		name  string
+		check func() error
+		want  string
+	}{
+		{"cause arrives late", func() func() error {
+			at := time.Now().Add(30 * time.Millisecond)
+			return func() error {
+				if time.Now().After(at) {
+					return root
+				}
+				return nil
+			}
+		}(), "injected failure"},
+		{"no cause", func() error { return nil }, "rank 2: left the host's shared-memory collective"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gs := testGroups(t, 3, 4096)
+			gs[0].Timeout = 10 * time.Second
+			gs[0].Check = tc.check
+			gs[2].Break()
+			err := gs[0].Sync(context.Background(), false, 0)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -257,7 +257,7 @@ func (g *Group) Sync(ctx context.Context, first bool, op uint64) error {
 func (g *Group) barrier(ctx context.Context) error {
 	c := g.ctl
 	if err := g.failed(); err != nil {
-		return err
+		return g.cause(err)
 	}
 	gen := c.gen.Load()
 	k := c.desc[g.rank].arrivals.Add(1)
@@ -317,12 +317,15 @@ func (g *Group) barrier(ctx context.Context) error {
 			// itself, else the rank that never came, if one did not,
 			// else the one that gave up.
 			if b := int(c.broken.Load()) - 1; b >= 0 && c.desc[b].arrivals.Load() < k {
-				return err
+				return g.cause(err)
 			}
 			if r := g.stalled(k); r >= 0 {
+				if cerr := g.cause(err); cerr != err {
+					return cerr
+				}
 				return &RankError{Rank: r, Err: fmt.Errorf("never reached the host group's barrier (%v)", err)}
 			}
-			return err
+			return g.cause(err)
 		}
 		// This rank's own reason to stop: tell the others, and name
 		// the rank it waited for.
@@ -349,6 +352,38 @@ func (g *Group) stalled(k uint64) int {
 		}
 	}
 	return -1
+}
+
+// causeGrace bounds how long a rank that finds the group broken by
+// another waits for the root cause to reach it through Check.
+const causeGrace = time.Second
+
+// cause returns the error a wait reports when it found the group broken
+// (err, from failed). A rank that breaks the group often does so
+// because a third rank failed and told it first (an abort over the
+// transport): the third rank told every rank, so the report is on its
+// way here too, and naming it beats naming the messenger. With a Check,
+// cause polls it for a short while and returns its error if one comes;
+// else err.
+func (g *Group) cause(err error) error {
+	var re *RankError
+	if g.Check == nil || !errors.As(err, &re) {
+		return err
+	}
+	grace := causeGrace
+	if g.Timeout > 0 {
+		grace = min(grace, max(g.Timeout/4, 10*time.Millisecond))
+	}
+	deadline := time.Now().Add(grace)
+	for {
+		if cerr := g.Check(); cerr != nil {
+			return cerr
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // failed returns why the group cannot be used: closed here, or broken
