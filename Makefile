@@ -21,9 +21,10 @@ test:
 	@./scripts/setup.sh test
 	$(GO) vet ./...
 	$(GO) test ./...
-	$(GO) test -tags purego ./tensor/... ./nn/... ./model/... ./cpuinfo/... ./data/... ./caffemodel/...
-	$(GO) test -race ./accum/... ./data/... ./internal/... ./train/... ./node/... ./collective/... ./transport/... ./center/... ./rpc/... ./ps/... ./smb/... ./redisstore/... ./timeline/... ./calib/... ./cmd/... ./netguard/... ./shm/... ./launcher/... ./netns/... ./spawn/... ./commbench/...
-	$(GO) test -race -short . ./caffemodel/... ./checkpoint/... ./config/... ./cpuinfo/... ./metrics/... ./model/... ./nn/... ./prototxt/... ./report/... ./scheme/... ./sim/... ./solver/... ./tensor/... ./wire/... ./zoo/...
+	$(GO) test -tags purego ./engine/tensor/... ./engine/layers/... ./engine/model/... ./engine/cpuinfo/... ./data/... ./caffe/caffemodel/...
+	$(GO) test -race ./protocol/accum/... ./protocol/center/... ./comm/... ./servers/... ./data/... ./internal/... ./simulator/calib/... ./cmd/... \
+		./training/train/... ./training/node/... ./training/timeline/...
+	$(GO) test -race -short . ./caffe/... ./engine/... ./protocol/scheme/... ./simulator/sim/... ./training/checkpoint/... ./training/metrics/...
 	$(GO) build -o dsgd ./cmd/dsgd
 	$(GO) run ./cmd/faults -dsgd ./dsgd
 
@@ -46,36 +47,36 @@ bench-engine: build
 	./dsgd bench --peer ../shared/peer/torch_lenet.py --peer-nets ../shared/peer/torch_nets.py $(BENCH_FLAGS)
 
 # Regenerates the PyTorch float64 fixtures of the Caffe layers
-# (nn/layers/testdata/torch_layers.json, torch_recurrent.json,
+# (engine/layers/testdata/torch_layers.json, torch_recurrent.json,
 # torch_params.json, torch_more_layers.json, torch_conv.json; needs
 # python3-torch) and checks the layers against them and against finite
 # differences.
 torch-layers:
-	/usr/bin/python3 scripts/torch_layers.py nn/layers/testdata/torch_layers.json
-	/usr/bin/python3 scripts/torch_recurrent.py nn/layers/testdata/torch_recurrent.json
-	/usr/bin/python3 scripts/torch_params.py nn/layers/testdata/torch_params.json
-	/usr/bin/python3 scripts/torch_more_layers.py nn/layers/testdata/torch_more_layers.json
-	/usr/bin/python3 scripts/torch_conv.py nn/layers/testdata/torch_conv.json
-	$(GO) test ./nn/layers -run 'TestTorchFixtures|TestCaffeLayers|TestBilinear|TestTorchRecurrent|TestTorchParamFixtures|TestTorchMoreFixtures|TestTorchConvFixtures|TestCaffeConvolution|TestCaffeDeconvolution' -v
+	/usr/bin/python3 scripts/torch_layers.py engine/layers/testdata/torch_layers.json
+	/usr/bin/python3 scripts/torch_recurrent.py engine/layers/testdata/torch_recurrent.json
+	/usr/bin/python3 scripts/torch_params.py engine/layers/testdata/torch_params.json
+	/usr/bin/python3 scripts/torch_more_layers.py engine/layers/testdata/torch_more_layers.json
+	/usr/bin/python3 scripts/torch_conv.py engine/layers/testdata/torch_conv.json
+	$(GO) test ./engine/layers -run 'TestTorchFixtures|TestCaffeLayers|TestBilinear|TestTorchRecurrent|TestTorchParamFixtures|TestTorchMoreFixtures|TestTorchConvFixtures|TestCaffeConvolution|TestCaffeDeconvolution' -v
 
 # Counts the Caffe net files under CAFFE_NETS (a folder of BVLC/caffe's
 # examples/ and models/ prototxt files) that `dsgd time` accepts unmodified.
 caffe-nets: build
 	./scripts/caffe_nets.sh $(CAFFE_NETS)
 
-# Regenerates caffepb/caffe.pb.go from caffepb/caffe.proto (needs Debian's
+# Regenerates caffe/caffepb/caffe.pb.go from caffe/caffepb/caffe.proto (needs Debian's
 # protobuf-compiler; protoc-gen-go comes from the Go module proxy).
 proto:
 	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
-	cd caffepb && PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc --go_out=. --go_opt=paths=source_relative caffe.proto
+	cd caffe/caffepb && PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc --go_out=. --go_opt=paths=source_relative caffe.proto
 
 # Re-extracts the nets of Caffe's upgrade tests (V0 and V1 nets with
 # Caffe's upgraded versions) from CAFFE_SRC (a BVLC/caffe checkout) into
-# config/testdata/caffe_upgrade and runs the test that reads them.
+# caffe/caffedef/testdata/caffe_upgrade and runs the test that reads them.
 CAFFE_SRC ?= ../caffe
 .PHONY: caffe-upgrade-fixtures
 caffe-upgrade-fixtures:
-	/usr/bin/python3 scripts/caffe_upgrade_fixtures.py $(CAFFE_SRC)/src/caffe/test/test_upgrade_proto.cpp config/testdata/caffe_upgrade
+	/usr/bin/python3 scripts/caffe_upgrade_fixtures.py $(CAFFE_SRC)/src/caffe/test/test_upgrade_proto.cpp caffe/caffedef/testdata/caffe_upgrade
 	$(GO) test ./config -run 'TestCaffeUpgrade|TestUpgradeV0' -v
 
 # Caffe's formats against independent readers and writers (Python's lmdb,

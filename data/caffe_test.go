@@ -14,7 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"dsgd/caffepb"
+	"dsgd/caffe/caffepb"
 	"dsgd/data/db"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"dsgd/caffepb"
+	"dsgd/caffe/caffepb"
 )
 
 // jpegSet makes n 3×256×256 JPEG images (smooth gradients and rings, so

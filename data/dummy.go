@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"dsgd/tensor"
+	"dsgd/engine/tensor"
 )
 
 // DummyFiller fills one top of a DummyData layer.

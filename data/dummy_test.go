@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"dsgd/tensor"
+	"dsgd/engine/tensor"
 )
 
 func TestDummyFill(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"dsgd/nn/layers"
-	"dsgd/tensor"
+	"dsgd/engine/layers"
+	"dsgd/engine/tensor"
 )
 
 // TestHDF5OutputLayer ports Caffe's HDF5OutputLayerTest.TestForward: blobs

@@ -33,7 +33,7 @@ type SourceConfig struct {
 	Tops []string
 	// Channels, RootFolder, NewHeight and NewWidth decode ImageData's
 	// images (and Channels a database's encoded ones): see DataSettings
-	// in package config.
+	// in package caffedef.
 	Channels            int
 	RootFolder          string
 	NewHeight, NewWidth int

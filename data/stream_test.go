@@ -13,7 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"dsgd/caffepb"
+	"dsgd/caffe/caffepb"
 	"dsgd/data/db"
 )
 

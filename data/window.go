@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"sync"
 
-	"dsgd/tensor"
+	"dsgd/engine/tensor"
 )
 
 // A window file (Caffe's WindowData source, as R-CNN's scripts write it)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"dsgd/tensor"
+	"dsgd/engine/tensor"
 )
 
 // windowFixture is data/testdata/window/cases.json, written by

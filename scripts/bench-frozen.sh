@@ -14,7 +14,7 @@ old=$1 new=$2 reps=${3:-2}
 py=${PYTHON:-/usr/bin/python3}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-"$py" - zoo/models/caffenet.prototxt "$dir/frozen.prototxt" <<'PY'
+"$py" - caffe/zoo/models/caffenet.prototxt "$dir/frozen.prototxt" <<'PY'
 import re, sys
 src = open(sys.argv[1]).read()
 def freeze(m):

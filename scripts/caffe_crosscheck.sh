@@ -12,7 +12,7 @@ GO=${GO:-go}
 /usr/bin/python3 scripts/caffe_fixtures.py
 /usr/bin/python3 scripts/caffe_shared_fixtures.py
 /usr/bin/python3 scripts/caffe_torch_net.py
-$GO test ./data/... ./caffemodel/... 
+$GO test ./data/... ./caffe/caffemodel/... 
 $GO test -run 'TestCaffe|TestLabelOutOfRange|TestTorchScoredCaffemodel|TestSharedParams|TestWeightsList|TestDataTools' ./cmd/dsgd
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Caffe's snapshot files of a net whose layers share parameters, written
 and checked with independent tools: Python's protobuf (caffe_pb2 generated
-by protoc from caffepb/caffe.proto) and h5py.
+by protoc from caffe/caffepb/caffe.proto) and h5py.
 
 The net (a siamese pair, as Caffe's examples/siamese shares by param name):
 
@@ -10,7 +10,7 @@ The net (a siamese pair, as Caffe's examples/siamese shares by param name):
   ip1_p  InnerProduct   b -> fb, the same two params: ip1's blobs, shared
   ip2    InnerProduct   fa -> out, its own weight and bias
 
-Written to caffemodel/testdata (the layout of Caffe's own writers):
+Written to caffe/caffemodel/testdata (the layout of Caffe's own writers):
   siamese.caffemodel       Net::ToProto: every layer, each with all of its
                            blobs, so ip1_p holds w and b in full as ip1 does
   siamese.caffemodel.h5    Net::ToHDF5: group /data/LAYER per layer, dataset
@@ -36,14 +36,14 @@ import tempfile
 import h5py
 import numpy as np
 
-OUT = "caffemodel/testdata"
+OUT = "caffe/caffemodel/testdata"
 ITER, STEP = 7, 1
 MODEL_H5 = "siamese_iter_7.caffemodel.h5"
 
 
 def caffe_pb2():
     d = tempfile.mkdtemp()
-    subprocess.check_call(["protoc", "-Icaffepb", "--python_out=" + d, "caffepb/caffe.proto"])
+    subprocess.check_call(["protoc", "-Icaffe/caffepb", "--python_out=" + d, "caffe/caffepb/caffe.proto"])
     sys.path.insert(0, d)
     import caffe_pb2 as pb
     return pb

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes zoo/models/caffenet.prototxt and zoo/models/googlenet.prototxt.
+"""Writes caffe/zoo/models/caffenet.prototxt and caffe/zoo/models/googlenet.prototxt.
 
 They mirror BVLC Caffe's models/bvlc_reference_caffenet/train_val.prototxt
 and models/bvlc_googlenet/train_val.prototxt layer for layer: same layer
@@ -298,5 +298,5 @@ name: "GoogleNet"
 
 if __name__ == "__main__":
     for name, text in (("caffenet", caffenet()), ("googlenet", googlenet())):
-        with open(f"zoo/models/{name}.prototxt", "w") as f:
+        with open(f"caffe/zoo/models/{name}.prototxt", "w") as f:
             f.write(text)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes nn/layers/testdata/torch_conv.json: PyTorch's float64 results for
+"""Writes engine/layers/testdata/torch_conv.json: PyTorch's float64 results for
 Caffe's N-D Convolution and Deconvolution (issue 22): conv1d/conv3d and
 conv_transpose1d/3d with per-axis stride, pad and dilation and groups, a
 channel axis other than 1 (Caffe treats the axes before it as batch: a
@@ -9,7 +9,7 @@ bottom/top pairs sharing the weights (the weight and bias gradients sum
 over the pairs). Weights have Caffe's shapes, which are PyTorch's for
 both convolution (out, in/g, k...) and transposed convolution (in,
 out/g, k...). The format is torch_layers.py's with params (weight, bias)
-and param_diffs; nn/layers' TestTorchConvFixtures compares. Run with
+and param_diffs; engine/layers' TestTorchConvFixtures compares. Run with
 /usr/bin/python3 (python3-torch); `make torch-layers` reruns it and the Go
 tests.
 """
@@ -99,7 +99,7 @@ run("Deconv3D", True, [2, 4, 2, 3, 2], 2, [2, 3, 2], stride=(2, 1, 2), pad=(1, 0
 run("Deconv1DTwoPairs", True, [2, 2, 5], 3, [3], stride=2, pad=1, pairs=2)
 run("Deconv2DAxis2", True, [2, 2, 3, 3, 4], 2, [2, 2], stride=2, axis=2)
 
-out = sys.argv[1] if len(sys.argv) > 1 else "nn/layers/testdata/torch_conv.json"
+out = sys.argv[1] if len(sys.argv) > 1 else "engine/layers/testdata/torch_conv.json"
 with open(out, "w") as f:
     json.dump({"torch": torch.__version__, "cases": cases}, f, separators=(",", ":"))
 print("wrote %d cases to %s" % (len(cases), out))

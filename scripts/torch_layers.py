@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Writes nn/layers/testdata/torch_layers.json: for each case, inputs and
+"""Writes engine/layers/testdata/torch_layers.json: for each case, inputs and
 params (float32 values) and what PyTorch computes in float64 with Caffe's
 semantics for the layer's tops, and the gradients of bottoms and params
-given the top diffs. nn/layers' TestTorchFixtures builds the same layer by
+given the top diffs. engine/layers' TestTorchFixtures builds the same layer by
 the case's name and compares. Run with /usr/bin/python3 (python3-torch);
 `make torch-layers` reruns it and the Go test.
 """
@@ -182,7 +182,7 @@ run("ConvolutionDilated", lambda b, p: [F.conv2d(b[0], p[0], p[1], stride=1, pad
 run("ConvolutionDilatedStrided", lambda b, p: [F.conv2d(b[0], p[0], None, stride=(2, 1), padding=(1, 0), dilation=(3, 2))],
     [gauss(2, 2, 9, 8)], [gauss(3, 2, 2, 3)])
 
-out = sys.argv[1] if len(sys.argv) > 1 else "nn/layers/testdata/torch_layers.json"
+out = sys.argv[1] if len(sys.argv) > 1 else "engine/layers/testdata/torch_layers.json"
 with open(out, "w") as f:
     json.dump({"torch": torch.__version__, "cases": cases}, f, separators=(",", ":"))
 print("wrote %d cases to %s" % (len(cases), out))

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Writes nn/layers/testdata/torch_more_layers.json, the PyTorch float64
+"""Writes engine/layers/testdata/torch_more_layers.json, the PyTorch float64
 oracle for the last BVLC Caffe layers dsgd added (issue 22): Clip, Swish,
 MVN, SPP, Filter, BatchReindex, Im2col and Parameter, each written from
 Caffe's semantics in plain tensor operations (SPP's windows and padding by
 Caffe's rules, not PyTorch's pooling). Same format as torch_layers.json;
-nn/layers' TestTorchMoreFixtures builds the layer by the case's name and
+engine/layers' TestTorchMoreFixtures builds the layer by the case's name and
 compares forward and backward. Run with /usr/bin/python3 (python3-torch);
 `make torch-layers` reruns it.
 """
@@ -151,7 +151,7 @@ run("Im2col", lambda b, p: [im2col(b[0], (3, 3), (2, 2), (0, 0), (1, 1))], [gaus
 run("Im2colPadDilated", lambda b, p: [im2col(b[0], (3, 2), (1, 2), (2, 1), (2, 3))], [gauss(2, 2, 7, 8)])
 run("Parameter", lambda b, p: [p[0] * 1], [], [gauss(2, 3, 4)])
 
-out = sys.argv[1] if len(sys.argv) > 1 else "nn/layers/testdata/torch_more_layers.json"
+out = sys.argv[1] if len(sys.argv) > 1 else "engine/layers/testdata/torch_more_layers.json"
 with open(out, "w") as f:
     json.dump({"torch": torch.__version__, "cases": cases}, f, separators=(",", ":"))
 print("wrote %d cases to %s" % (len(cases), out))

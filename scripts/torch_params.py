@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""Writes nn/layers/testdata/torch_params.json: PyTorch's float64 results,
+"""Writes engine/layers/testdata/torch_params.json: PyTorch's float64 results,
 with Caffe's semantics, for the layer parameters of issue 22 that PyTorch
 can check independently: Pooling with round_mode FLOOR (PyTorch's
 ceil_mode=False; no FLOOR window overhangs the padded input, so Caffe's
 AVE divisor is the whole kernel, PyTorch's count_include_pad=True), MAX
 pooling's mask top (PyTorch's return_indices: the index y*W + x within the
 plane, as Caffe's), and InfogainLoss with its second top (the softmax
-probabilities) along axis 2. The format is torch_layers.py's; nn/layers'
+probabilities) along axis 2. The format is torch_layers.py's; engine/layers'
 TestTorchParamFixtures compares. Run with /usr/bin/python3 (python3-torch);
 `make torch-layers` reruns it and the Go tests.
 """
@@ -100,7 +100,7 @@ labels = torch.randint(0, 5, (4, 2, 1, 2)).to(D)
 run("InfogainLossProbTop", infogain_axis2, [unif(-0.5, 2, 4, 2, 5, 2), labels, unif(0.1, 2, 1, 1, 5, 5)],
     grad_bottoms=[0], loss_weight=1.3)
 
-out = sys.argv[1] if len(sys.argv) > 1 else "nn/layers/testdata/torch_params.json"
+out = sys.argv[1] if len(sys.argv) > 1 else "engine/layers/testdata/torch_params.json"
 with open(out, "w") as f:
     json.dump({"torch": torch.__version__, "cases": cases}, f, separators=(",", ":"))
 print("wrote %d cases to %s" % (len(cases), out))

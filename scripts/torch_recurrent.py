@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""Writes nn/layers/testdata/torch_recurrent.json: Caffe's LSTM and RNN
+"""Writes engine/layers/testdata/torch_recurrent.json: Caffe's LSTM and RNN
 layers computed by PyTorch's own cells (torch.nn.LSTMCell, RNNCell) in
 float64, as an oracle independent of the Go code: inputs and params
 (float32 values), the tops, and the gradients of bottoms and params given
-random top diffs. Same format as torch_layers.json; nn/layers'
+random top diffs. Same format as torch_layers.json; engine/layers'
 TestTorchRecurrent builds the layer by the case's name and compares.
 
 Caffe's conventions, mapped onto torch's:
@@ -144,7 +144,7 @@ run("RNNStaticExposed", rnn(T, N, H, True, True), [x, cont_exposed, xs, h0],
     [gauss(H, 6, std=0.5), gauss(H, std=0.5), gauss(H, 4, std=0.5), gauss(H, H, std=0.5),
      gauss(H, H, std=0.5), gauss(H, std=0.5)], [0, 2, 3])
 
-out = sys.argv[1] if len(sys.argv) > 1 else "nn/layers/testdata/torch_recurrent.json"
+out = sys.argv[1] if len(sys.argv) > 1 else "engine/layers/testdata/torch_recurrent.json"
 with open(out, "w") as f:
     json.dump({"torch": torch.__version__, "cases": cases}, f, separators=(",", ":"))
 print("wrote %d cases to %s" % (len(cases), out))

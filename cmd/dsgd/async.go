@@ -15,11 +15,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"dsgd/center"
-	"dsgd/ps"
-	"dsgd/redisstore"
-	"dsgd/smb"
-	"dsgd/train"
+	"dsgd/protocol/center"
+	"dsgd/servers/ps"
+	"dsgd/servers/redisstore"
+	"dsgd/servers/smb"
+	"dsgd/training/train"
 )
 
 // centerFlags say where a worker process of an asynchronous scheme finds

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"dsgd/train"
+	"dsgd/training/train"
 )
 
 func TestParseStraggle(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"dsgd/caffepb"
+	"dsgd/caffe/caffepb"
 	"dsgd/data/db"
 )
 

@@ -17,11 +17,11 @@ import (
 	"strings"
 	"time"
 
-	"dsgd/calib"
-	"dsgd/cpuinfo"
-	"dsgd/nn/layers"
-	"dsgd/tensor"
-	"dsgd/train"
+	"dsgd/engine/cpuinfo"
+	"dsgd/engine/layers"
+	"dsgd/engine/tensor"
+	"dsgd/simulator/calib"
+	"dsgd/training/train"
 )
 
 // benchNet is one net of `dsgd bench`: a zoo model, the batch it is timed

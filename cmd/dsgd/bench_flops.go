@@ -3,8 +3,8 @@ package main
 import (
 	"slices"
 
-	"dsgd/model"
-	"dsgd/tensor"
+	"dsgd/engine/model"
+	"dsgd/engine/tensor"
 )
 
 // layerFlops counts the floating-point operations of one Convolution or

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"dsgd/cpuinfo"
+	"dsgd/engine/cpuinfo"
 )
 
 // parseISAList parses --isa: comma-separated oneDNN ISA names, each at

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"dsgd/cpuinfo"
-	"dsgd/nn/layers"
+	"dsgd/engine/cpuinfo"
+	"dsgd/engine/layers"
 )
 
 func TestWithoutFlag(t *testing.T) {

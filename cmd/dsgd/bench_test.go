@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"dsgd/config"
-	"dsgd/cpuinfo"
-	"dsgd/model"
-	"dsgd/nn/layers"
-	"dsgd/tensor"
-	"dsgd/zoo"
+	"dsgd/caffe/caffedef"
+	"dsgd/caffe/zoo"
+	"dsgd/engine/cpuinfo"
+	"dsgd/engine/layers"
+	"dsgd/engine/model"
+	"dsgd/engine/tensor"
 )
 
 func TestParseBenchFlags(t *testing.T) {
@@ -142,7 +142,7 @@ func zooNet(t *testing.T, name string, batch int, chw ...int) (model.Spec, *mode
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, err := config.ParseNet(name+".prototxt", src)
+	def, err := caffedef.ParseNet(name+".prototxt", src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"dsgd/collective"
-	"dsgd/commbench"
+	"dsgd/cmd/internal/commbench"
+	"dsgd/comm/collective"
 )
 
 // runBenchComm is `dsgd bench-comm`: it parses the flags and runs

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"dsgd/commbench"
+	"dsgd/cmd/internal/commbench"
 )
 
 // printSection prints one part of bench-comm's report: each block's

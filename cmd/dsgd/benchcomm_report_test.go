@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"dsgd/commbench"
+	"dsgd/cmd/internal/commbench"
 )
 
 // TestPrintBenchCommReport prints a fixed bench-comm report and compares

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"dsgd/commbench"
+	"dsgd/cmd/internal/commbench"
 )
 
 // TestBenchCommQuick runs the whole command on tiny sizes, peer disabled:

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"dsgd/caffemodel"
+	"dsgd/caffe/caffemodel"
 	"dsgd/data"
 )
 

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"testing"
 
-	"dsgd/tensor"
-	"dsgd/train"
+	"dsgd/engine/tensor"
+	"dsgd/training/train"
 )
 
 // imagesOf fills n batches from feed and returns a hash of every image.

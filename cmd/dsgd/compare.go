@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"dsgd/report"
-	"dsgd/scheme"
-	"dsgd/train"
+	"dsgd/cmd/internal/report"
+	"dsgd/protocol/scheme"
+	"dsgd/training/train"
 )
 
 // defaultCompare is every scheme, seq first as the baseline.

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"dsgd/config"
-	"dsgd/tensor"
+	"dsgd/caffe/caffedef"
+	"dsgd/engine/tensor"
 )
 
 // netFile reports whether a --model value names a net file rather than a
@@ -38,7 +38,7 @@ func (z zeroInput) Fill(_ context.Context, tops []*tensor.Blob) error {
 
 // inputFeed is the zero source of an Input layer's tops, with the first
 // axis of each shape set to batch when batch > 0 (--batch).
-func inputFeed(dl config.DataLayer, batch int) (zeroInput, error) {
+func inputFeed(dl caffedef.DataLayer, batch int) (zeroInput, error) {
 	if len(dl.Shapes) != len(dl.Tops) {
 		return zeroInput{}, fmt.Errorf("%s: Input layer %q has %d shapes for %d tops", dl.Pos, dl.Name, len(dl.Shapes), len(dl.Tops))
 	}
@@ -82,7 +82,7 @@ func runUpgrade(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage
 	}
 	in, out := fs.Arg(0), fs.Arg(1)
-	notes, err := config.UpgradeFile(in, out)
+	notes, err := caffedef.UpgradeFile(in, out)
 	if err != nil {
 		return err
 	}

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 
-	"dsgd/cpuinfo"
-	"dsgd/model"
-	"dsgd/nn/layers"
-	"dsgd/tensor"
+	"dsgd/engine/cpuinfo"
+	"dsgd/engine/layers"
+	"dsgd/engine/model"
+	"dsgd/engine/tensor"
 )
 
 // registerKernels adds --kernels, which takes effect as it is parsed.

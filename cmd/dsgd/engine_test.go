@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"dsgd/cpuinfo"
+	"dsgd/engine/cpuinfo"
 )
 
 // TestPrintISACap checks what the run header says of an ISA cap in the

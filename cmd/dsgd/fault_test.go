@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"dsgd/ps"
-	"dsgd/redisstore"
+	"dsgd/servers/ps"
+	"dsgd/servers/redisstore"
 )
 
 // lockedBuffer collects a child's output while the test reads it.

@@ -11,15 +11,15 @@ import (
 	"strconv"
 	"strings"
 
-	"dsgd/config"
+	"dsgd/caffe/caffedef"
+	"dsgd/caffe/zoo"
 	"dsgd/data"
 	"dsgd/data/db"
-	"dsgd/model"
-	"dsgd/nn/layers"
-	"dsgd/solver"
-	"dsgd/tensor"
-	"dsgd/train"
-	"dsgd/zoo"
+	"dsgd/engine/layers"
+	"dsgd/engine/model"
+	"dsgd/engine/solver"
+	"dsgd/engine/tensor"
+	"dsgd/training/train"
 )
 
 // modelFlags are the flags that choose a net, a solver and their data,
@@ -63,7 +63,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 // state is the NetState of the train net: the net's own state, then the
 // solver's train_state, then --stage and --level, merged as Caffe merges
 // them.
-func (m *modelFlags) state(netState, solverState config.NetState) config.NetState {
+func (m *modelFlags) state(netState, solverState caffedef.NetState) caffedef.NetState {
 	st := mergeState(netState, solverState)
 	for _, s := range strings.Split(m.stages, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -78,8 +78,8 @@ func (m *modelFlags) state(netState, solverState config.NetState) config.NetStat
 
 // mergeState is Caffe's NetState MergeFrom: stages appended, a set level
 // replacing.
-func mergeState(a, b config.NetState) config.NetState {
-	st := config.NetState{Level: a.Level, Stages: append(slices.Clone(a.Stages), b.Stages...)}
+func mergeState(a, b caffedef.NetState) caffedef.NetState {
+	st := caffedef.NetState{Level: a.Level, Stages: append(slices.Clone(a.Stages), b.Stages...)}
 	if b.Level != 0 {
 		st.Level = b.Level
 	}
@@ -93,7 +93,7 @@ func (j *job) loadTestNet() error {
 	if len(tns) == 0 {
 		return nil
 	}
-	load := func(src config.NetSource) (*config.NetDef, error) {
+	load := func(src caffedef.NetSource) (*caffedef.NetDef, error) {
 		if src.Field == j.solver.TrainNet.Field && src.Pos == j.solver.TrainNet.Pos {
 			return j.net, nil
 		}
@@ -129,10 +129,10 @@ func (j *job) loadTestNet() error {
 // them.
 type job struct {
 	name     string // what the user asked for, for the header
-	net      *config.NetDef
-	solver   *config.SolverDef
-	train    *config.PhaseNet
-	test     *config.PhaseNet
+	net      *caffedef.NetDef
+	solver   *caffedef.SolverDef
+	train    *caffedef.PhaseNet
+	test     *caffedef.PhaseNet
 	seed     uint64
 	warnings []string
 	// notes say what was upgraded from an old file format (stderr).
@@ -140,10 +140,10 @@ type job struct {
 	// testNet is the solver's first test net when it is not the train
 	// net's file (test_net, test_net_param, or a --net override); nil
 	// means the TEST phase of net.
-	testNet *config.NetDef
+	testNet *caffedef.NetDef
 	// extraNets are the TEST phases of the solver's second and later
 	// test nets; extraTests their nets and data for train, once opened.
-	extraNets  []*config.PhaseNet
+	extraNets  []*caffedef.PhaseNet
 	extraTests []train.TestNet
 	// noSolver marks a net loaded without a solver (dsgd time on a
 	// deploy net); solver then holds an empty SolverDef.
@@ -181,13 +181,13 @@ func (m *modelFlags) load() (*job, error) {
 	var err error
 	switch {
 	case m.solver != "":
-		j.solver, err = config.LoadSolver(m.solver)
+		j.solver, err = caffedef.LoadSolver(m.solver)
 		if err != nil {
 			return nil, err
 		}
 		src := j.solver.TrainNet
 		if m.net != "" {
-			src = config.NetSource{Field: "--net", Path: m.net}
+			src = caffedef.NetSource{Field: "--net", Path: m.net}
 		}
 		if src.Field == "" {
 			return nil, fmt.Errorf("--solver %s names no train net (net, net_param, train_net or train_net_param); pass --net FILE", m.solver)
@@ -203,9 +203,9 @@ func (m *modelFlags) load() (*job, error) {
 		if path == "" {
 			path = m.model
 		}
-		j.solver = &config.SolverDef{RandomSeed: -1}
+		j.solver = &caffedef.SolverDef{RandomSeed: -1}
 		j.noSolver = true
-		j.net, err = config.LoadNet(path)
+		j.net, err = caffedef.LoadNet(path)
 		j.name = path
 	case m.net != "":
 		return nil, errors.New("--net needs --solver FILE too (the solver says how to train); or use --model NAME")
@@ -216,11 +216,11 @@ func (m *modelFlags) load() (*job, error) {
 		if zerr != nil {
 			return nil, fmt.Errorf("--model: %w", zerr)
 		}
-		j.solver, err = config.ParseSolver(m.model+"_solver.prototxt", solverSrc)
+		j.solver, err = caffedef.ParseSolver(m.model+"_solver.prototxt", solverSrc)
 		if err != nil {
 			return nil, err
 		}
-		j.net, err = config.ParseNet(m.model+".prototxt", netSrc)
+		j.net, err = caffedef.ParseNet(m.model+".prototxt", netSrc)
 		j.name = m.model + " (built-in)"
 	}
 	if err != nil {
@@ -235,7 +235,7 @@ func (m *modelFlags) load() (*job, error) {
 		if !j.noSolver {
 			return nil, err
 		}
-		j.train, j.trainErr = &config.PhaseNet{Phase: layers.Train}, err
+		j.train, j.trainErr = &caffedef.PhaseNet{Phase: layers.Train}, err
 	}
 	testDef := j.net
 	if j.testNet != nil {
@@ -252,7 +252,7 @@ func (m *modelFlags) load() (*job, error) {
 		if !j.noSolver && len(j.solver.TestNets) > 0 {
 			return nil, err
 		}
-		j.test, j.testErr = &config.PhaseNet{Phase: layers.Test}, err
+		j.test, j.testErr = &caffedef.PhaseNet{Phase: layers.Test}, err
 	}
 	j.seed = 1
 	switch {
@@ -321,7 +321,7 @@ func (j *job) openShard(m *modelFlags, needTest bool, rank, workers int) error {
 	return err
 }
 
-func (j *job) feeds(m *modelFlags, pn *config.PhaseNet, split data.Split, rank, world int) (map[string]tensor.Shape, []train.Feed, error) {
+func (j *job) feeds(m *modelFlags, pn *caffedef.PhaseNet, split data.Split, rank, world int) (map[string]tensor.Shape, []train.Feed, error) {
 	shapes := map[string]tensor.Shape{}
 	var feeds []train.Feed
 	for i, dl := range pn.Data {
@@ -523,7 +523,7 @@ func orDefault(s, d string) string {
 	return s
 }
 
-func dummyFillers(fs []config.Filler) []data.DummyFiller {
+func dummyFillers(fs []caffedef.Filler) []data.DummyFiller {
 	out := make([]data.DummyFiller, len(fs))
 	for i, f := range fs {
 		out[i] = data.DummyFiller{Type: f.Type, Value: f.Value, Min: f.Min, Max: f.Max, Mean: f.Mean, Std: f.Std}

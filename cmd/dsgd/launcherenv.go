@@ -5,7 +5,7 @@ import (
 	"net"
 	"strconv"
 
-	"dsgd/launcher"
+	"dsgd/internal/launcher"
 )
 
 // fromLauncher takes the rank and world size from the launcher that

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"dsgd/launcher"
+	"dsgd/internal/launcher"
 )
 
 // TestResolveFromLauncher: under a launcher, rank and world come from it,

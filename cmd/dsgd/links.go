@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"dsgd/transport"
+	"dsgd/comm/transport"
 )
 
 const shmUsage = "with --transport tcp (and dsgd worker): on, ranks that share a host exchange data through shared memory (/dev/shm) and only ranks on different hosts over TCP; off, every pair over TCP"

@@ -30,7 +30,7 @@ import (
 	"io"
 	"os"
 
-	"dsgd/tensor"
+	"dsgd/engine/tensor"
 )
 
 type command struct {

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"dsgd/checkpoint"
+	"dsgd/training/checkpoint"
 )
 
 const fashionNet = `name: "fashion"

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"dsgd/checkpoint"
 	"dsgd/data/db"
+	"dsgd/training/checkpoint"
 )
 
 // TestTimelineOfCenterSchemeOverTCP: with a parameter-server scheme over

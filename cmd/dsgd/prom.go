@@ -17,10 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"dsgd/center"
-	"dsgd/netguard"
-	"dsgd/train"
-	"dsgd/transport"
+	"dsgd/comm/netguard"
+	"dsgd/comm/transport"
+	"dsgd/protocol/center"
+	"dsgd/training/train"
 )
 
 // metricsListenUsage is --metrics-listen's usage line.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
-	"dsgd/train"
-	"dsgd/transport"
+	"dsgd/comm/transport"
+	"dsgd/training/train"
 )
 
 // TestMetricsListen: a training run and a parameter server serve

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"dsgd/ps"
+	"dsgd/servers/ps"
 )
 
 // registerServer registers what a parameter server knows beside its

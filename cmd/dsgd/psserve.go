@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"dsgd/center"
-	"dsgd/ps"
+	"dsgd/protocol/center"
+	"dsgd/servers/ps"
 )
 
 // servePS serves the center c as a parameter server on addr (an empty

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"dsgd/scheme"
-	"dsgd/train"
+	"dsgd/protocol/scheme"
+	"dsgd/training/train"
 )
 
 // exactPlan decides --reduce and --atom: whether the run sums gradients

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"dsgd/caffemodel"
-	"dsgd/checkpoint"
+	"dsgd/caffe/caffemodel"
+	"dsgd/training/checkpoint"
 )
 
 // notRecorded are the flags a snapshot does not record: they describe

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"dsgd/caffemodel"
+	"dsgd/caffe/caffemodel"
 )
 
 // tiedNet is the logreg net with its InnerProduct split into two layers

@@ -13,16 +13,16 @@ import (
 	"strings"
 	"time"
 
-	"dsgd/calib"
-	"dsgd/center"
-	"dsgd/collective"
-	"dsgd/model"
-	"dsgd/report"
-	"dsgd/scheme"
-	"dsgd/sim"
-	"dsgd/solver"
-	"dsgd/timeline"
-	"dsgd/train"
+	"dsgd/cmd/internal/report"
+	"dsgd/comm/collective"
+	"dsgd/engine/model"
+	"dsgd/engine/solver"
+	"dsgd/protocol/center"
+	"dsgd/protocol/scheme"
+	"dsgd/simulator/calib"
+	"dsgd/simulator/sim"
+	"dsgd/training/timeline"
+	"dsgd/training/train"
 )
 
 // simFlags are the flags of dsgd simulate.

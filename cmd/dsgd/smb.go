@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"dsgd/smb"
+	"dsgd/servers/smb"
 )
 
 // serveSMB runs the shared buffer server (ShmCaffe's SMB) on addr until

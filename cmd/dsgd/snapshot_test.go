@@ -1,8 +1,8 @@
 package main
 
 import (
-	"dsgd/caffemodel"
-	"dsgd/train"
+	"dsgd/caffe/caffemodel"
+	"dsgd/training/train"
 	"fmt"
 	"math"
 	"os"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"dsgd/checkpoint"
+	"dsgd/training/checkpoint"
 )
 
 // TestNoSnapshotOfExplodedWeights: a run whose weights explode (exp

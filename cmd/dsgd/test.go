@@ -8,8 +8,8 @@ import (
 	"math"
 	"strings"
 
-	"dsgd/caffemodel"
-	"dsgd/train"
+	"dsgd/caffe/caffemodel"
+	"dsgd/training/train"
 )
 
 // runTest scores a snapshot's weights on the TEST net, as `caffe test

@@ -7,11 +7,11 @@ import (
 	"math"
 	"strings"
 
-	"dsgd/caffemodel"
+	"dsgd/caffe/caffemodel"
 	"dsgd/data"
-	"dsgd/model"
-	"dsgd/nn/layers"
-	"dsgd/tensor"
+	"dsgd/engine/layers"
+	"dsgd/engine/model"
+	"dsgd/engine/tensor"
 )
 
 // caffeTestIterations is caffe test's default -iterations.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"dsgd/caffemodel"
+	"dsgd/caffe/caffemodel"
 )
 
 // number returns the value printed after name in out (a "name value"

@@ -7,10 +7,10 @@ import (
 	"io"
 	"time"
 
-	"dsgd/calib"
-	"dsgd/model"
-	"dsgd/nn/layers"
-	"dsgd/tensor"
+	"dsgd/engine/layers"
+	"dsgd/engine/model"
+	"dsgd/engine/tensor"
+	"dsgd/simulator/calib"
 )
 
 func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	"dsgd/model"
-	"dsgd/tensor/dnnl"
+	"dsgd/engine/model"
+	"dsgd/engine/tensor/dnnl"
 )
 
 // reorderProbe attributes oneDNN's layout reorders (NCHW to the blocked

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"dsgd/tensor/dnnl"
+	"dsgd/engine/tensor/dnnl"
 )
 
 // TestTimeReorders checks that `dsgd time` attributes oneDNN's layout

@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	"dsgd/train"
-	"dsgd/transport"
+	"dsgd/comm/transport"
+	"dsgd/training/train"
 )
 
 // printTraffic writes one line of what this rank of a multi-process

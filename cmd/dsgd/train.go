@@ -13,14 +13,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"dsgd/caffemodel"
-	"dsgd/center"
-	"dsgd/checkpoint"
-	"dsgd/collective"
-	"dsgd/scheme"
-	"dsgd/timeline"
-	"dsgd/train"
-	"dsgd/transport/mpi"
+	"dsgd/caffe/caffemodel"
+	"dsgd/comm/collective"
+	"dsgd/comm/transport/mpi"
+	"dsgd/protocol/center"
+	"dsgd/protocol/scheme"
+	"dsgd/training/checkpoint"
+	"dsgd/training/timeline"
+	"dsgd/training/train"
 )
 
 // trainFlags are the flags of train (and of worker, which runs one rank

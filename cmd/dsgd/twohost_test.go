@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"dsgd/checkpoint"
-	"dsgd/collective"
+	"dsgd/comm/collective"
 	"dsgd/data"
-	"dsgd/netns"
-	"dsgd/tensor/exact"
+	"dsgd/engine/tensor/exact"
+	"dsgd/internal/netns"
+	"dsgd/training/checkpoint"
 )
 
 // twoHostRate is the link between the two "hosts": 1 Gbit/s each way,

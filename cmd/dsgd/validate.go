@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 
-	"dsgd/center"
-	"dsgd/collective"
-	"dsgd/scheme"
-	"dsgd/transport/tcp"
+	"dsgd/comm/collective"
+	"dsgd/comm/transport/tcp"
+	"dsgd/protocol/center"
+	"dsgd/protocol/scheme"
 )
 
 // validate checks the model flags' values before any work is done.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"dsgd/caffemodel"
+	"dsgd/caffe/caffemodel"
 )
 
 // TestWeightsList: --weights a,b copies each file in turn, as caffe train
@@ -93,14 +93,14 @@ func TestTorchScoredCaffemodel(t *testing.T) {
 	copyTree(t, caffeFixtures, fx)
 	write(t, dir, "net.prototxt", strings.Replace(torchNet, "@TEST", fx+"/test_lmdb", 1))
 	var want struct{ Accuracy, Loss float64 }
-	b, err := os.ReadFile("../../caffemodel/testdata/torchnet.json")
+	b, err := os.ReadFile("../../caffe/caffemodel/testdata/torchnet.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(b, &want); err != nil {
 		t.Fatal(err)
 	}
-	w, err := filepath.Abs("../../caffemodel/testdata/torchnet.caffemodel")
+	w, err := filepath.Abs("../../caffe/caffemodel/testdata/torchnet.caffemodel")
 	if err != nil {
 		t.Fatal(err)
 	}

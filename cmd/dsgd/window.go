@@ -3,17 +3,17 @@ package main
 import (
 	"fmt"
 
-	"dsgd/config"
+	"dsgd/caffe/caffedef"
 	"dsgd/data"
-	"dsgd/tensor"
-	"dsgd/train"
+	"dsgd/engine/tensor"
+	"dsgd/training/train"
 )
 
 // windowFeed opens a WindowData layer's window file: the layer samples
 // foreground and background windows of its images every batch, as
 // Caffe's WindowDataLayer. batch overrides the TRAIN phase's batch_size;
 // the tops' shapes go into shapes.
-func windowFeed(dl config.DataLayer, batch int, split data.Split, seed uint64, shapes map[string]tensor.Shape) (train.Feed, error) {
+func windowFeed(dl caffedef.DataLayer, batch int, split data.Split, seed uint64, shapes map[string]tensor.Shape) (train.Feed, error) {
 	if len(dl.Tops) != 2 || dl.Window == nil {
 		return train.Feed{}, fmt.Errorf("%s: WindowData layer %q needs two tops (data, label) and a window_data_param", dl.Pos, dl.Name)
 	}

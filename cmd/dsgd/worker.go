@@ -16,12 +16,12 @@ import (
 	"syscall"
 	"time"
 
-	"dsgd/launcher"
-	"dsgd/scheme"
-	"dsgd/spawn"
-	"dsgd/transport"
-	"dsgd/transport/mpi"
-	"dsgd/transport/tcp"
+	"dsgd/comm/transport"
+	"dsgd/comm/transport/mpi"
+	"dsgd/comm/transport/tcp"
+	"dsgd/internal/launcher"
+	"dsgd/internal/spawn"
+	"dsgd/protocol/scheme"
 )
 
 // groupFlags place a process in a multi-process group. Each may come from

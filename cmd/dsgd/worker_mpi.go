@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"dsgd/transport"
-	"dsgd/transport/mpi"
+	"dsgd/comm/transport"
+	"dsgd/comm/transport/mpi"
 )
 
 // allreduceMPI is --allreduce's value that hands the collectives to MPI.

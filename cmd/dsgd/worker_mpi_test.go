@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"dsgd/checkpoint"
+	"dsgd/training/checkpoint"
 )
 
 // mpirunDsgd runs this test binary as dsgd under mpirun with np ranks, in

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"dsgd/caffemodel"
+	"dsgd/caffe/caffemodel"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"dsgd/caffe/zoo"
 	"dsgd/cmd/internal/tiny"
-	"dsgd/wire"
-	"dsgd/zoo"
+	"dsgd/comm/wire"
 )
 
 // The tiny net and solver (cmd/internal/tiny): every case trains in moments.

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"dsgd/spawn"
+	"dsgd/internal/spawn"
 )
 
 // A faultCase is one row of the matrix. check returns "" when dsgd

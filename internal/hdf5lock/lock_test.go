@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"dsgd/caffemodel"
+	"dsgd/caffe/caffemodel"
 	"dsgd/data"
 	"dsgd/internal/hdf5lock"
 )
@@ -21,7 +21,7 @@ import (
 // a Caffe HDF5 model (caffemodel's testdata).
 var (
 	trainH5 = filepath.Join("..", "..", "data", "testdata", "caffe", "train.h5")
-	modelH5 = filepath.Join("..", "..", "caffemodel", "testdata", "siamese.caffemodel.h5")
+	modelH5 = filepath.Join("..", "..", "caffe", "caffemodel", "testdata", "siamese.caffemodel.h5")
 )
 
 // h5List writes a one-line HDF5Data source naming trainH5.

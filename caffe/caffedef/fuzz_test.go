@@ -1,0 +1,105 @@
+package caffedef
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	"dsgd/engine/layers"
+)
+
+func addFile(f *testing.F, path string) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(src)
+}
+
+func FuzzParseNet(f *testing.F) {
+	addFile(f, "testdata/lenet_train_test.prototxt")
+	addFile(f, "testdata/cifar10_quick_train_test.prototxt")
+	for _, s := range []string{
+		net(`layer { name: "c" type: "Convolution" bottom: "data" top: "c" convolution_param { num_output: 2 kernel_h: 2 kernel_w: 3 } }`),
+		net(`layer { name: "p" type: "Pooling" bottom: "data" top: "p" pooling_param { global_pooling: true pool: AVE } }`),
+		net(`layer { name: "e" type: "Eltwise" bottom: "data" bottom: "data" top: "e" eltwise_param { coeff: [1, 2] } }`),
+		`input: "x" input_dim: [1, 2, 3, 4]`,
+		`layer { name: "d" type: "Input" top: "a" input_param { shape { dim: 1 } } }`,
+		"layers { name: \"r\" type: RELU bottom: \"x\" top: \"x\" }",
+		net(`layer { type: "Slice" bottom: "data" top: "a" top: "b" slice_param { axis: 1 } }`),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		n, err := ParseNet("fuzz.prototxt", src)
+		if err != nil {
+			return
+		}
+		for _, l := range n.Layers {
+			if (l.Compute == nil) == (l.Data == nil) {
+				t.Fatalf("layer %q: Compute %v, Data %v", l.Name, l.Compute, l.Data)
+			}
+			if l.Compute != nil && l.Compute.Config.Type() != l.Type {
+				t.Fatalf("layer %q of type %s has config %s", l.Name, l.Type, l.Compute.Config.Type())
+			}
+		}
+		for _, p := range []layers.Phase{layers.Train, layers.Test} {
+			pn, err := n.Phase(p)
+			if err != nil {
+				continue
+			}
+			var tops []string
+			for _, d := range pn.Data {
+				tops = append(tops, d.Tops...)
+			}
+			if !slices.Equal(tops, pn.Spec.Inputs) {
+				t.Fatalf("Inputs %q, data tops %q", pn.Spec.Inputs, tops)
+			}
+		}
+	})
+}
+
+func FuzzParseSolver(f *testing.F) {
+	addFile(f, "testdata/lenet_solver.prototxt")
+	addFile(f, "testdata/cifar10_quick_solver.prototxt")
+	for _, s := range []string{
+		`base_lr: 0.1 lr_policy: "multistep" gamma: 0.5 stepvalue: [10, 20] type: "Adam"`,
+		`base_lr: 0.1 lr_policy: "poly" power: 1 max_iter: 10 solver_type: RMSPROP`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		s, err := ParseSolver("fuzz.prototxt", src)
+		if err != nil {
+			return
+		}
+		if !(s.Solver.BaseLR > 0) || !slices.Contains(lrPolicies(), s.Solver.LRPolicy) || s.Solver.MaxIter != s.MaxIter {
+			t.Fatalf("accepted an invalid solver: %+v", s)
+		}
+	})
+}
+
+// FuzzUpgrade: Upgrade never panics, and what it returns reads back and
+// needs no further upgrade.
+func FuzzUpgrade(f *testing.F) {
+	addFile(f, v1CaffeNet)
+	addFile(f, "testdata/lenet_solver.prototxt")
+	for _, s := range []string{
+		"input: \"data\" input_dim: [1, 3, 4, 4]\nlayers { name: \"r\" type: RELU bottom: \"data\" top: \"data\" blobs_lr: 1 param: \"w\" }",
+		"layers { name: \"d\" type: DATA top: \"x\" data_param { source: \"s\" batch_size: 2 scale: 0.5 mirror: true } transform_param { crop_size: 1 } }",
+		"base_lr: 0.1 lr_policy: \"fixed\" solver_type: ADADELTA momentum: 0.9",
+		"layers { layer { name: \"a\" } }",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		out, _, err := Upgrade("fuzz.prototxt", src)
+		if err != nil {
+			return
+		}
+		again, notes, err := Upgrade("again.prototxt", out)
+		if err != nil || len(notes) != 0 || string(again) != string(out) {
+			t.Fatalf("upgraded text does not read back unchanged: notes %q err %v\n%s", notes, err, out)
+		}
+	})
+}

@@ -1,0 +1,324 @@
+package layers
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"dsgd/engine/tensor/dnnl"
+)
+
+// Convolutions run on oneDNN's kernels when the library loads and has an
+// implementation for the geometry, else on im2col and GEMM. The choice is
+// per layer, made in Reshape, and ConvEngine says what the process has.
+//
+// On oneDNN a batch is split into one contiguous chunk of images per worker
+// goroutine (tensor.Pool's chunks), each with its own dnnl.Conv run on one
+// thread. Forward outputs and bottom diffs are per image, so they do not
+// depend on the thread count; weight and bias gradients are summed over the
+// workers' chunks in worker order, like the im2col path's.
+
+// dnnlOff keeps every layer on dsgd's own kernels (convolutions on
+// im2col+GEMM, pooling on the Go loops): SetKernels("own"), and tests.
+var dnnlOff bool
+
+var (
+	dnnlOnce sync.Once
+	dnnlErr  error
+)
+
+func dnnlReady() bool {
+	if dnnlOff {
+		return false
+	}
+	dnnlOnce.Do(func() { dnnlErr = dnnl.Load() })
+	return dnnlErr == nil
+}
+
+// SetKernels chooses the kernels of the layers built after it:
+// "auto" (oneDNN where it loads and has an implementation, else dsgd's
+// own), "onednn" (the same, but an error when oneDNN cannot be loaded) or
+// "own" (im2col+GEMM convolutions and the Go pooling loops).
+func SetKernels(k string) error {
+	switch k {
+	case "auto":
+		dnnlOff = false
+	case "own":
+		dnnlOff = true
+	case "onednn":
+		dnnlOff = false
+		if !dnnlReady() {
+			return dnnlErr
+		}
+	default:
+		return fmt.Errorf("unknown kernels %q: want auto, onednn or own", k)
+	}
+	return nil
+}
+
+// ConvEngine describes the convolution and pooling kernels this process
+// uses, and why when it is not oneDNN: the run header prints it.
+func ConvEngine() (engine string, why string) {
+	if dnnlReady() {
+		return dnnl.Info(), ""
+	}
+	if dnnlOff {
+		return "im2col + GEMM", "--kernels own"
+	}
+	return "im2col + GEMM", dnnlErr.Error()
+}
+
+// dnnlState is a convolution layer's oneDNN side.
+type dnnlState struct {
+	on    bool
+	why   string        // when not on: why (for Kernel)
+	impl  dnnl.Impl     // when on: what oneDNN runs
+	spec  dnnl.ConvSpec // whole batch; each worker's Conv has its chunk's N
+	convs perWorker[*dnnl.Conv]
+	fresh []bool // per worker: its Conv's last Forward read the current bottom
+}
+
+// dnnlSetup decides, for the geometry Reshape just computed, whether
+// oneDNN runs this layer, and builds the first worker's Conv to find out.
+func (l *convLayer) dnnlSetup() {
+	d := &l.dn
+	d.on, d.why = false, ownWhy()
+	d.convs.reset(l.threads)
+	d.fresh = make([]bool, l.threads)
+	if !dnnlReady() || l.num == 0 {
+		return
+	}
+	g := &l.geom
+	dh, dw := g.dilation()
+	s := dnnl.ConvSpec{N: l.num, C: g.c, H: g.h, W: g.w, OC: l.cfg.NumOutput, OH: g.oh, OW: g.ow,
+		KH: g.kh, KW: g.kw, SH: g.sh, SW: g.sw, PT: g.ph, PL: g.pw,
+		PB: dnnl.PadAfter(g.h, g.ph, g.kh, g.sh, dh, g.oh), PR: dnnl.PadAfter(g.w, g.pw, g.kw, g.sw, dw, g.ow),
+		DH: dh, DW: dw, Groups: l.cfg.Group, Bias: l.bias != nil}
+	if !s.Valid() {
+		d.why = "geometry oneDNN does not take"
+		return
+	}
+	if in, out := g.c/l.cfg.Group, l.cfg.NumOutput/l.cfg.Group; !dnnlChannelsFit(in, out) {
+		d.why = fmt.Sprintf("%d->%d channels fill under %.0f%% of oneDNN's %d-channel blocks", in, out, 100*dnnlMinChannelUse, dnnl.Block())
+		return
+	}
+	d.spec = s
+	if err := d.convs.first(l.num, l.threads, l.newDnnlConv); err != nil {
+		d.why = buildWhy(err)
+		return
+	}
+	d.on, d.why = true, ""
+	d.impl = d.convs.items[0].Impl()
+}
+
+// Kernel says which kernels the convolution runs on: oneDNN's (naming its
+// implementations) or im2col and GEMM, and why.
+func (l *convLayer) Kernel() string {
+	if l.nd != nil {
+		return "im2col_nd + GEMM"
+	}
+	return kernelName(l.dn.on, l.dn.impl, "im2col + GEMM", l.dn.why)
+}
+
+// newDnnlConv builds a worker's Conv for n images. oneDNN's reference
+// convolution (its last resort, where no JIT or JIT-GEMM kernel takes the
+// geometry) is refused: im2col and GEMM are faster.
+func (l *convLayer) newDnnlConv(n int) (*dnnl.Conv, error) {
+	s := l.dn.spec
+	s.N = n
+	c, err := dnnl.NewConv(s)
+	if err != nil {
+		return nil, err
+	}
+	if impl := c.Impl(); !impl.JIT() {
+		c.Close()
+		return nil, fmt.Errorf("oneDNN has only its reference convolution here (%s)", impl)
+	}
+	return c, nil
+}
+
+// dnnlMinChannelUse is the share of oneDNN's channel blocks that must hold
+// real channels for a convolution to go to oneDNN: its kernels pad channel
+// counts to the block (16 on AVX-512) and compute the padding. LeNet's
+// conv2 (20 -> 50 channels: 20/32 x 50/64 = 49 %) runs 1.2-1.3x slower
+// there than on im2col+GEMM; cifar10_quick's and CaffeNet's (all multiples
+// of 16) run 2-5x faster. A fixed rule rather than timing both at start-up,
+// so that a run's numbers do not depend on a measurement.
+const dnnlMinChannelUse = 0.75
+
+// dnnlChannelsFit applies dnnlMinChannelUse to a group's input and output
+// channels. A first layer (up to 4 input channels) reads its input
+// unblocked, so only its output channels count.
+func dnnlChannelsFit(in, out int) bool {
+	b := dnnl.Block()
+	if b == 0 {
+		return false
+	}
+	use := func(c int) float64 { return float64(c) / float64((c+b-1)/b*b) }
+	u := use(out)
+	if in > 4 {
+		u *= use(in)
+	}
+	return u >= dnnlMinChannelUse
+}
+
+// chunkOf is chunk w of n items over threads workers, as tensor.Pool.For
+// cuts them.
+func chunkOf(n, threads, w int) (lo, hi int) {
+	threads = max(1, min(threads, n))
+	size, rem := n/threads, n%threads
+	lo = w*size + min(w, rem)
+	hi = lo + size
+	if w < rem {
+		hi++
+	}
+	return lo, hi
+}
+
+// dnnlConv returns worker w's Conv for a chunk of n images.
+func (l *convLayer) dnnlConv(w, n int) *dnnl.Conv {
+	c, built := l.dn.convs.get(w, n, "Convolution", l.newDnnlConv)
+	if built {
+		l.dn.fresh[w] = false
+	}
+	return c
+}
+
+func (l *convLayer) dnnlForward(lo, hi, w int) {
+	if lo >= hi {
+		return
+	}
+	inSize, outSize := l.geom.c*l.geom.h*l.geom.w, l.cfg.NumOutput*l.geom.oh*l.geom.ow
+	c := l.dnnlConv(w, hi-lo)
+	var bias []float32
+	if l.bias != nil {
+		bias = l.bias.Data
+	}
+	c.Forward(l.in.Data[lo*inSize:hi*inSize], l.weight.Data, bias, l.out.Data[lo*outSize:hi*outSize])
+	l.dn.fresh[w] = true
+}
+
+func (l *convLayer) dnnlBackward(lo, hi, w int) {
+	if lo >= hi {
+		return
+	}
+	inSize, outSize := l.geom.c*l.geom.h*l.geom.w, l.cfg.NumOutput*l.geom.oh*l.geom.ow
+	c := l.dnnlConv(w, hi-lo)
+	var dsrc []float32
+	if l.propDown {
+		dsrc = l.in.Diff[lo*inSize : hi*inSize]
+	}
+	dw, db := l.wdiff[w], l.bdiff[w]
+	if !l.want(0) && (l.bias == nil || !l.want(1)) {
+		dw, db = nil, nil // no param gradient wanted: data backward only
+	}
+	c.Backward(l.in.Data[lo*inSize:hi*inSize], l.out.Diff[lo*outSize:hi*outSize], l.weight.Data,
+		dsrc, dw, db, l.dn.fresh[w])
+	l.used[w] = true
+}
+
+// dnnlForwardAll and dnnlBackwardAll are Forward and Backward on oneDNN.
+func (l *convLayer) dnnlForwardAll() {
+	l.pool.For(l.num, l.threads, l.dnFwdFn)
+}
+
+func (l *convLayer) dnnlBackwardAll() {
+	clear(l.used)
+	l.pool.For(l.num, l.threads, l.dnBwdFn)
+	l.addWorkerGrads(l.weight, l.bias, l.wdiff, l.bdiff, l.used, 0)
+	for w := range l.dn.fresh {
+		l.dn.fresh[w] = false
+	}
+}
+
+// perWorker holds one oneDNN primitive per worker goroutine, each built
+// for the number of images in that worker's chunk of the batch (a
+// primitive is not safe for concurrent use, and its shape is fixed).
+type perWorker[T interface{ Close() }] struct {
+	items []T
+	n     []int // images items[w] was built for; 0: none
+}
+
+// reset closes every primitive and makes room for workers.
+func (p *perWorker[T]) reset(workers int) {
+	for w, n := range p.n {
+		if n > 0 {
+			p.items[w].Close()
+		}
+	}
+	p.items, p.n = make([]T, workers), make([]int, workers)
+}
+
+// get returns worker w's primitive for n images, building it with build
+// when it has none or one for another n. It reports whether it built one.
+// A build error panics: Reshape built the same layer for the first chunk,
+// so oneDNN refusing another batch size is a library fault, not bad input.
+func (p *perWorker[T]) get(w, n int, layer string, build func(n int) (T, error)) (T, bool) {
+	if p.n[w] == n {
+		return p.items[w], false
+	}
+	if p.n[w] > 0 {
+		p.items[w].Close()
+		p.n[w] = 0
+	}
+	x, err := build(n)
+	if err != nil {
+		panic(fmt.Sprintf("layers: %s: oneDNN accepted the layer for one batch size but not %d images: %v", layer, n, err))
+	}
+	p.items[w], p.n[w] = x, n
+	return x, true
+}
+
+// first builds worker 0's primitive for its chunk of num images over
+// threads workers; an error means oneDNN has no implementation (or only
+// its reference code), and the layer stays on dsgd's own kernels.
+func (p *perWorker[T]) first(num, threads int, build func(n int) (T, error)) error {
+	lo, hi := chunkOf(num, threads, 0)
+	x, err := build(hi - lo)
+	if err != nil {
+		return err
+	}
+	p.items[0], p.n[0] = x, hi-lo
+	return nil
+}
+
+// KernelReporter is implemented by the layers that choose between oneDNN
+// and dsgd's own kernels (Convolution, Pooling, LRN): Kernel says, after
+// Reshape, which implementation runs and, when it is dsgd's own, why.
+type KernelReporter interface {
+	Kernel() string
+}
+
+// ownWhy says why a layer is not on oneDNN when the process as a whole
+// is not: --kernels own, or the library's load error.
+func ownWhy() string {
+	if dnnlOff {
+		return "--kernels own"
+	}
+	if !dnnlReady() {
+		return "oneDNN not loaded"
+	}
+	return ""
+}
+
+// buildWhy is the reason a layer gives for staying off oneDNN when
+// building its primitive failed: short for "only reference code", the
+// library's error otherwise.
+func buildWhy(err error) string {
+	if e, ok := errors.AsType[*dnnl.NoJITError](err); ok {
+		return e.Short()
+	}
+	return err.Error()
+}
+
+// kernelName is what Kernel reports: "oneDNN jit:avx2 on nChw8c", or own
+// with the reason in brackets.
+func kernelName(on bool, impl dnnl.Impl, own, why string) string {
+	if on {
+		return "oneDNN " + impl.String()
+	}
+	if why == "" {
+		return own
+	}
+	return own + " (" + why + ")"
+}

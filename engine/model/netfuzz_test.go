@@ -1,0 +1,176 @@
+package model_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"dsgd/caffe/caffedef"
+	"dsgd/caffe/zoo"
+	"dsgd/engine/layers"
+	"dsgd/engine/model"
+	"dsgd/engine/tensor"
+)
+
+// The built-in models' input image shapes (C, H, W) before cropping.
+var zooInputs = map[string][3]int{
+	"lenet": {1, 28, 28}, "mlp": {1, 28, 28}, "cifar10_quick": {3, 32, 32},
+	"alexnet": {3, 256, 256}, "nin": {3, 32, 32},
+	"caffenet": {3, 227, 227}, "googlenet": {3, 224, 224},
+}
+
+// forwardable are the models small enough to run a forward and backward
+// pass for every mutation; the others are only built.
+var forwardable = map[string]bool{"lenet": true, "mlp": true, "cifar10_quick": true}
+
+// numberField matches a "name: integer" field of a prototxt line.
+var numberField = regexp.MustCompile(`\b([a-z_]+): (-?[0-9]+)\b`)
+
+// interesting are the values a mutation puts in a numeric field: edges,
+// overflows and sizes no machine has.
+var interesting = []string{"0", "1", "2", "3", "4", "6", "7", "-1", "-7", "100", "1000000", "2147483647", "2147483648", "4294967295", "2000000000", "9223372036854775807"}
+
+// mutate returns src with one structured change, and its description.
+func mutate(src string, r *rand.Rand) (string, string) {
+	lines := strings.Split(src, "\n")
+	for range 100 {
+		i := r.IntN(len(lines))
+		line := lines[i]
+		switch r.IntN(10) {
+		case 0: // drop a line
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			return strings.Join(append(append([]string(nil), lines[:i]...), lines[i+1:]...), "\n"), fmt.Sprintf("line %d dropped: %q", i+1, line)
+		case 1: // duplicate a line
+			out := append(append(append([]string(nil), lines[:i+1]...), line), lines[i+1:]...)
+			return strings.Join(out, "\n"), fmt.Sprintf("line %d doubled: %q", i+1, line)
+		default: // a numeric field gets an interesting value
+			m := numberField.FindAllStringSubmatchIndex(line, -1)
+			if len(m) == 0 {
+				continue
+			}
+			f := m[r.IntN(len(m))]
+			v := interesting[r.IntN(len(interesting))]
+			nl := line[:f[4]] + v + line[f[5]:]
+			out := append([]string(nil), lines...)
+			out[i] = nl
+			return strings.Join(out, "\n"), fmt.Sprintf("line %d: %q -> %q", i+1, line, nl)
+		}
+	}
+	return src, "unchanged"
+}
+
+// tryNet parses, builds and (for small models) runs one mutated model. A
+// returned error is fine; a panic is the bug this fuzzer looks for.
+func tryNet(name, src string, shape [3]int, run bool) (err error) {
+	def, err := caffedef.ParseNet(name+".prototxt", []byte(src))
+	if err != nil {
+		return err
+	}
+	pn, err := def.Phase(layers.Train)
+	if err != nil {
+		return err
+	}
+	inputs := map[string]tensor.Shape{}
+	for _, dl := range pn.Data {
+		if dl.Type != "Data" {
+			return fmt.Errorf("%s layer", dl.Type)
+		}
+		if dl.BatchSize < 1 || dl.BatchSize > 1<<20 {
+			return fmt.Errorf("batch_size %d (the loader refuses it)", dl.BatchSize)
+		}
+		c, h, w := shape[0], shape[1], shape[2]
+		if cs := dl.Transform.CropSize; cs > 0 {
+			if cs > h || cs > w {
+				return fmt.Errorf("crop_size %d (the loader refuses it)", cs)
+			}
+			h, w = cs, cs
+		}
+		batch := min(dl.BatchSize, 4) // small batches keep the forward passes quick
+		if len(dl.Tops) > 0 {
+			inputs[dl.Tops[0]] = tensor.Shape{batch, c, h, w}
+		}
+		if len(dl.Tops) > 1 {
+			inputs[dl.Tops[1]] = tensor.Shape{batch}
+		}
+	}
+	net, err := model.Build(pn.Spec, inputs, model.Options{Phase: layers.Train, Threads: 1, Seed: 1})
+	if err != nil || !run {
+		return err
+	}
+	// Labels of ten classes, checked against the layers that read them
+	// as train's feeds check them.
+	uses := net.LabelUses()
+	for _, dl := range pn.Data {
+		if len(dl.Tops) > 1 {
+			if b := net.Input(dl.Tops[1]); b != nil {
+				for i := range b.Data {
+					b.Data[i] = float32(i % 10)
+				}
+				if err := model.CheckLabels(b.Data, uses[dl.Tops[1]]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	net.Forward()
+	net.Backward()
+	return nil
+}
+
+// TestMutatedModelsDoNotPanic mutates the built-in models' prototxt (one
+// structured change at a time: a numeric field set to an edge or overflow
+// value, a line dropped or doubled) and builds each; the small models are
+// also run forward and backward. Errors are expected; a panic or a fatal
+// out-of-memory is a failure. The count is bounded to keep the suite fast
+// (DSGD_NETFUZZ=N runs N).
+func TestMutatedModelsDoNotPanic(t *testing.T) {
+	tensor.SetMemoryLimit(256 << 20)
+	defer tensor.SetMemoryLimit(0)
+	n := 120
+	if testing.Short() {
+		n = 40
+	}
+	if s := envInt("DSGD_NETFUZZ"); s > 0 {
+		n = s
+	}
+	r := rand.New(rand.NewPCG(11, 11))
+	names := zoo.Names()
+	errs, start := 0, time.Now()
+	for i := range n {
+		name := names[i%len(names)]
+		src, _, err := zoo.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape, ok := zooInputs[name]
+		if !ok {
+			t.Fatalf("no input shape for built-in model %q", name)
+		}
+		mutated, what := mutate(string(src), r)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s, %s: panic: %v", name, what, p)
+				}
+			}()
+			if tryNet(name, mutated, shape, forwardable[name]) != nil {
+				errs++
+			}
+		}()
+	}
+	t.Logf("%d mutations, %d refused with an error, in %v", n, errs, time.Since(start).Round(time.Millisecond))
+}
+
+func envInt(name string) int {
+	var v int
+	fmt.Sscan(strings.TrimSpace(getenv(name)), &v)
+	return v
+}
+
+var getenv = os.Getenv

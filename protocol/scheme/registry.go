@@ -1,0 +1,179 @@
+package scheme
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Info is one scheme of the catalogue: its name, where it comes from, how
+// many ranks it runs on, what it asks of a center, its defaults, and how
+// to build its ranks. The catalogue is a fixed table (one file per
+// family: family_sync.go, family_speedo.go, family_easgd.go,
+// family_shmcaffe.go); callers ask it instead of comparing names.
+type Info struct {
+	// Name is the --scheme value.
+	Name string
+	// Paper says where the scheme is specified.
+	Paper string
+	// Summary is one line for help and reports.
+	Summary string
+	// Servers is the number of ranks beyond the workers (a parameter
+	// server, a separate master); nil means none.
+	Servers func(Config) int
+	// Center is how the scheme's workers use a center (package center).
+	Center CenterUse
+	// Policy is how that center serialises the workers' exchanges.
+	Policy Policy
+	// Elastic: the scheme uses the elastic moving rate Alpha.
+	Elastic bool
+	// PlainSGD: the paper's update rule is plain SGD, with no momentum
+	// (SC17 Eq. 1); the command drops the solver's momentum and keeps
+	// its step size.
+	PlainSGD bool
+	// Aligned: the scheme supports the finish rules of ShmCaffe III.E
+	// (every worker clocks at a center).
+	Aligned bool
+	// SharedSteps: every worker's solver steps land in one set of
+	// weights (Downpour's merge, hogwild's shared memory), so a
+	// comparison at a fixed base_lr scales it by 1/workers.
+	SharedSteps bool
+	// MinWorkers and MaxWorkers bound the worker count (0: no bound).
+	MinWorkers, MaxWorkers int
+	// Role names the ranks beyond the workers (Servers) in timelines
+	// and logs; empty means "server".
+	Role string
+	// ServerUpdates: the rank beyond the workers holds the solver and
+	// applies every update (a synchronous parameter server): it is the
+	// updating rank, it snapshots, and `dsgd ps` runs it.
+	ServerUpdates bool
+	// SharedWeights: the workers update one set of weights in memory
+	// with no lock (hogwild); they run in one process only.
+	SharedWeights bool
+	// Exact: the scheme promises seq's weights bit for bit: its
+	// reductions only add gradients, so they can carry exact sums
+	// (Config.GradWidth, package engine/tensor/exact).
+	Exact bool
+	// Accumulator: the workers can reduce through TRL's shared
+	// accumulator when they run in one process (Config.Accumulate).
+	Accumulator bool
+	// CenterSolver: the center applies a solver step of its own to each
+	// closed round (weed-out), so it holds the solver and every
+	// parameter, and cannot be sharded.
+	CenterSolver bool
+	// OwnCenter: the workers keep the center weights themselves, and
+	// they are the model the run trains (sync-easgd: the master rank in
+	// variant 1, every worker's Aux otherwise).
+	OwnCenter bool
+	// AlphaPerGroup: the elastic exchange is one per group, so the
+	// default moving rate is 0.9/groups, not 0.9/workers (hybrid).
+	AlphaPerGroup bool
+	// SharedBuffers: across processes, the center is ShmCaffe's shared
+	// buffer server (`dsgd smb`), not a parameter server.
+	SharedBuffers bool
+	// check rejects settings the scheme cannot run with (nil: none).
+	check func(Config) error
+	// newRanks builds the n = Config.Ranks() ranks, rank r at index r.
+	newRanks func(c Config, n int) []Rank
+}
+
+// CenterUse is how a scheme's workers use a center.
+type CenterUse int
+
+const (
+	// NoCenter: the workers talk to each other only.
+	NoCenter CenterUse = iota
+	// EveryWorker: every worker talks to the center, and only to it.
+	EveryWorker
+	// GroupRoots: each group's root talks to the center (its id there is
+	// its group), and the group's ranks to each other (hybrid).
+	GroupRoots
+)
+
+// Policy is how a center serialises the workers' exchanges; package center
+// has the same three (center.Policy).
+type Policy int
+
+const (
+	// FCFS serves the exchanges one at a time, first come first served.
+	FCFS Policy = iota
+	// RoundRobin serves one worker at a time in rank order (SC17 Alg. 1).
+	RoundRobin
+	// Hogwild lets exchanges interleave with no lock (SC17 5).
+	Hogwild
+)
+
+// catalogue is every scheme, in the order help texts show them.
+var catalogue = slices.Concat(syncFamily, speedoFamily, easgdFamily, shmcaffeFamily)
+
+// Schemes returns the catalogue, in help-text order. The slice is a copy.
+func Schemes() []Info { return slices.Clone(catalogue) }
+
+// Lookup returns the scheme called name.
+func Lookup(name string) (Info, error) {
+	for _, in := range catalogue {
+		if in.Name == name {
+			return in, nil
+		}
+	}
+	return Info{}, fmt.Errorf("scheme: unknown scheme %q; choose one of %s", name, strings.Join(Names(), ", "))
+}
+
+// DefaultAlpha is the elastic moving rate when none is given: 0.9 over
+// the number of parties in the exchange (SC17 5: β = 0.9 = α·p), the
+// workers or, for AlphaPerGroup, the groups.
+func (in Info) DefaultAlpha(workers, groups int) float64 {
+	if in.AlphaPerGroup && groups > 0 {
+		return 0.9 / float64(groups)
+	}
+	return 0.9 / float64(max(workers, 1))
+}
+
+// RoleName is Role, or "server".
+func (in Info) RoleName() string {
+	if in.Role == "" {
+		return "server"
+	}
+	return in.Role
+}
+
+// Names lists the schemes New knows, in the order the help text shows them.
+func Names() []string {
+	out := make([]string, len(catalogue))
+	for i, in := range catalogue {
+		out[i] = in.Name
+	}
+	return out
+}
+
+// PlainSGDNames lists the schemes whose paper's update rule is plain SGD
+// (Info.PlainSGD), in catalogue order.
+func PlainSGDNames() []string {
+	var out []string
+	for _, in := range catalogue {
+		if in.PlainSGD {
+			out = append(out, in.Name)
+		}
+	}
+	return out
+}
+
+// info is c's scheme; a zero Info for an unknown name.
+func (c Config) info() Info {
+	in, _ := Lookup(c.Name)
+	return in
+}
+
+// Info returns c's scheme from the catalogue (Validate reports an unknown
+// name).
+func (c Config) Info() Info { return c.info() }
+
+// workers returns n ranks with one per worker built by mk (the rest are
+// the caller's to fill).
+func workers(c Config, n int, mk func(Config, int) Rank) []Rank {
+	out := make([]Rank, n)
+	for r := 0; r < c.Workers; r++ {
+		out[r] = mk(c, r)
+	}
+	return out
+}

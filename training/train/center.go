@@ -1,0 +1,174 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"dsgd/engine/solver"
+	"dsgd/engine/tensor/exact"
+	"dsgd/protocol/center"
+	"dsgd/protocol/scheme"
+	"dsgd/training/node"
+)
+
+// schemeConfig is the scheme's configuration for a run from start.
+func (t *Trainer) schemeConfig(start int) scheme.Config {
+	cfg := t.cfg
+	sc := scheme.Config{Name: cfg.Scheme, Workers: max(cfg.Workers, 1), StartIter: start, MaxIter: cfg.MaxIter,
+		Pack: cfg.Pack, Bucket: cfg.Bucket, Interval: cfg.Interval, Staleness: cfg.Staleness, Alpha: cfg.Alpha,
+		Variant: cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn,
+		// Ranks in other processes built their models apart.
+		Broadcast: cfg.Group != nil,
+		// TRL's accumulator is shared memory: in one process only.
+		Accumulate: cfg.Group == nil && max(cfg.Workers, 1) > 1}
+	if sc.Name == "" {
+		sc.Name = "seq"
+	}
+	sc.Accumulate = sc.Accumulate && sc.Info().Accumulator
+	if t.net != nil {
+		sc.Layout = schemeLayout(t.net)
+	}
+	if cfg.Exact {
+		sc.GradWidth = exact.Limbs
+		sc.AverageGrads = localSGDAveragesGrads(cfg)
+	}
+	return sc
+}
+
+// CenterWorkers is the number of workers the configured scheme's center
+// serves: every worker, or hybrid's groups (0 without a center).
+func (t *Trainer) CenterWorkers() int {
+	_, n := t.schemeConfig(t.start).UsesCenter()
+	return n
+}
+
+// CenterOnly reports whether the configured scheme's workers talk only to
+// a center (so a worker process needs a center and no group endpoint).
+func (t *Trainer) CenterOnly() bool { return t.schemeConfig(t.start).CenterOnly() }
+
+// GroupRank is this process's rank in a multi-process group (0 without
+// one).
+func (t *Trainer) GroupRank() int {
+	if t.cfg.Group == nil {
+		return 0
+	}
+	return t.cfg.Group.Rank
+}
+
+// Finish is the configured aligned-termination rule.
+func (t *Trainer) Finish() center.Finish { return t.cfg.Finish }
+
+// MaxIter is the iteration the run stops at.
+func (t *Trainer) MaxIter() int { return t.cfg.MaxIter }
+
+// SetCenter sets the center the workers talk to (Config.Center), for a
+// worker process that can dial it only once the model is built.
+func (t *Trainer) SetCenter(c center.Center) { t.cfg.Center = c }
+
+// NewCenter makes the in-process center of the configured scheme, for a
+// parameter server process to serve; nil if the scheme has none.
+func (t *Trainer) NewCenter() (*center.Local, error) {
+	return t.NewCenterRange(0, len(t.net.Params()))
+}
+
+// NewCenterRange makes the center of parameters [lo,hi) only: one shard
+// of a parameter server split over several processes (ps.Sharded). Weed-
+// out's solver step needs every parameter, so it cannot be sharded.
+func (t *Trainer) NewCenterRange(lo, hi int) (*center.Local, error) {
+	sc := t.schemeConfig(t.start)
+	uses, n := sc.UsesCenter()
+	if !uses {
+		return nil, nil
+	}
+	cc := t.CenterConfig(sc, n)
+	if lo != 0 || hi != len(cc.Weights) {
+		if sc.Info().CenterSolver {
+			return nil, errors.New("train: weedout's center applies a solver step to all parameters; it cannot be sharded")
+		}
+		cc.Weights = cc.Weights[lo:hi]
+	}
+	return center.NewLocal(cc)
+}
+
+// centerID is rank r's worker id at the center: its rank, or for hybrid
+// its group.
+func centerID(sc scheme.Config, r int) int { return sc.CenterID(r) }
+
+// makeCenter returns the center the scheme's workers talk to: the
+// configured one, or a new in-process one (returned as local too).
+func (t *Trainer) makeCenter(sc scheme.Config) (center.Center, *center.Local, error) {
+	uses, n := sc.UsesCenter()
+	if !uses {
+		return nil, nil, nil
+	}
+	if t.cfg.Center != nil {
+		return t.cfg.Center, nil, nil
+	}
+	if t.cfg.Group != nil {
+		return nil, nil, fmt.Errorf("train: %s over a multi-process group needs a center (a parameter server)", sc.Name)
+	}
+	lc, err := center.NewLocal(t.CenterConfig(sc, n))
+	if err != nil {
+		return nil, nil, fmt.Errorf("train: %w", err)
+	}
+	return lc, lc, nil
+}
+
+// CenterConfig is the configuration of the center for scheme sc with n
+// workers, starting from rank 0's weights; a parameter server process
+// builds its center from it.
+func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
+	cc := center.Config{Workers: n, Weights: t.net.Params(), Finish: t.cfg.Finish, MaxIter: t.cfg.MaxIter,
+		StartIter: sc.StartIter, Deadline: t.cfg.RoundDeadline, MaxUpdateNorm: t.cfg.MaxUpdateNorm}
+	if out := t.cfg.Out; out != nil {
+		// A refused update names its worker in the center's log: the
+		// run's output here, the server's in a parameter server process.
+		cc.Log = func(err error) { fmt.Fprintf(out, "%v\n", err) }
+	}
+	switch sc.Info().Policy {
+	case scheme.RoundRobin:
+		cc.Policy, cc.Interval = center.RoundRobin, sc.Interval
+	case scheme.Hogwild:
+		cc.Policy = center.Hogwild
+	}
+	// ssp with s = 0 is BSP: reads at the global clock, whatever the timing.
+	cc.ClockedReads = sc.ClockedReads()
+	if sc.Info().CenterSolver {
+		// The center applies each round's mean gradient with a solver of
+		// its own, as a synchronous parameter server does.
+		sv, err := solver.New(t.cfg.Solver, len(t.net.Params()), Segments(t.net.Blocks()))
+		if err == nil {
+			sv.SetThreads(t.cfg.Threads)
+			cc.Update = func(w, g []float32, iter int) { sv.Step(iter, w, g) }
+		}
+	}
+	return cc
+}
+
+// modelWeights returns how to fetch the weights a scheme trains when
+// they are not rank 0's own (the center), or nil.
+func (t *Trainer) modelWeights(sc scheme.Config, cen center.Center, nodes []*node.Rank) func(context.Context, []float32) error {
+	if uses, _ := sc.UsesCenter(); uses {
+		return func(ctx context.Context, dst []float32) error { return cen.Pull(ctx, center.Observer, dst) }
+	}
+	if !sc.Info().OwnCenter {
+		return nil
+	}
+	if sc.Variant == 1 {
+		m := t.rank(sc.Workers)
+		if m == nil {
+			return nil
+		}
+		return func(_ context.Context, dst []float32) error { copy(dst, m.net.Params()); return nil }
+	}
+	if t.ranks[0].rank != 0 {
+		return nil
+	}
+	return func(_ context.Context, dst []float32) error {
+		if aux := nodes[0].Aux; aux != nil {
+			copy(dst, aux)
+		}
+		return nil
+	}
+}

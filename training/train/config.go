@@ -1,0 +1,379 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"dsgd/comm/collective"
+	"dsgd/comm/transport"
+	"dsgd/engine/model"
+	"dsgd/engine/solver"
+	"dsgd/engine/tensor"
+	"dsgd/protocol/center"
+	"dsgd/training/metrics"
+	"dsgd/training/timeline"
+)
+
+// Source fills the blobs of one data layer with the next batch. Fill must
+// write every element of every blob it is given.
+type Source interface {
+	Fill(ctx context.Context, tops []*tensor.Blob) error
+}
+
+// Feed binds a Source to the input blobs it fills (a Data layer's tops).
+type Feed struct {
+	Tops   []string
+	Source Source
+}
+
+// Phase timer indices, in report order.
+const (
+	PhaseData = iota
+	PhaseForward
+	PhaseBackward
+	PhaseUpdate
+)
+
+const numPhases = PhaseUpdate + 1
+
+// PhaseNames names the phases of a training iteration, in report order.
+var PhaseNames = []string{"data", "forward", "backward", "update"}
+
+// Config is one single-worker training run: Caffe's Solver::Solve.
+type Config struct {
+	// Train and Test are the nets of each phase; Test may have no layers,
+	// which disables testing.
+	Train, Test model.Spec
+	// TrainShapes and TestShapes give the shape of every input blob.
+	TrainShapes, TestShapes map[string]tensor.Shape
+	// TrainFeeds and TestFeeds fill the inputs every iteration.
+	TrainFeeds, TestFeeds []Feed
+
+	Solver solver.Config
+	// IterSize is Caffe's iter_size: each iteration's compute step runs
+	// forward and backward on IterSize batches and contributes the mean
+	// of their gradients (and of their losses), so one update sees
+	// IterSize×batch samples per worker (1 when zero).
+	IterSize int
+	// Exact makes a synchronous scheme reproduce seq bit for bit at any
+	// worker count (issue 27, package engine/tensor/exact): each of the IterSize
+	// passes is one atom of the global batch, its gradients are rounded
+	// onto a fixed grid and summed as integers, and the schemes reduce
+	// those sums' digits, which no order or partition changes. The
+	// caller makes each feed's batch one atom, and IterSize the atoms per
+	// worker, so that IterSize×Workers atoms make the global batch.
+	Exact bool
+	// MaxIter is the iteration to stop at.
+	MaxIter int
+	// TestInterval runs the test net every TestInterval iterations (0:
+	// only at the end), over TestIter batches.
+	TestInterval, TestIter int
+	// TestInitialization tests before the first iteration, as Caffe does.
+	TestInitialization bool
+	// ExtraTests are further test nets (Caffe's second and later test_net
+	// with their test_iter), tested after Test at every test pass; their
+	// outputs are reported as "netK/NAME", K counting from 1.
+	ExtraTests []TestNet
+	// Display prints progress every Display iterations (0: never).
+	Display int
+	// AverageLoss makes the displayed loss the mean of the last
+	// AverageLoss iterations' losses (Caffe's average_loss); 0 or 1
+	// displays the last iteration's, as Caffe does by default.
+	AverageLoss int
+	// NoFinalSnapshot skips the snapshot at the end of training (Caffe's
+	// snapshot_after_train: false); interval snapshots are still written.
+	NoFinalSnapshot bool
+	// Snapshot writes a snapshot every Snapshot iterations (0: only at the
+	// end) to SnapshotPrefix + "_iter_N.dsgdsnap". An empty prefix disables
+	// snapshots.
+	Snapshot       int
+	SnapshotPrefix string
+	// SnapshotFormat is FormatDsgd ("" too), FormatCaffe or FormatHDF5.
+	SnapshotFormat string
+	// Weights lists .caffemodel files whose layers are copied into the
+	// initial weights by name, in order (caffe train --weights).
+	Weights []string
+	// Resume, when set, is a snapshot to continue from; ResumeFlag names
+	// it in errors ("--resume" when empty).
+	Resume, ResumeFlag string
+	// Run is the run's configuration, recorded in every snapshot for a
+	// resume to restore (opaque here; dsgd writes its flags as JSON).
+	Run []byte
+	// Seed seeds the parameter fillers and every random layer.
+	Seed uint64
+	// Threads is how many goroutines the layers use.
+	Threads int
+	// Out receives progress and reports; TTY redraws the progress bar in
+	// place.
+	Out io.Writer
+	TTY bool
+	// OnIter, when set, is called after every training iteration with
+	// rank 0's loss and the iteration's wall time on rank 0.
+	OnIter func(iter int, loss float64, d time.Duration)
+
+	// Scheme names the parallel scheme (scheme.Names); "" means seq.
+	Scheme string
+	// Workers is the number of workers (1 when zero). Worker r > 0 reads
+	// WorkerFeeds[r-1]; worker 0 reads TrainFeeds.
+	Workers     int
+	WorkerFeeds [][]Feed
+	// Pack sends all layers as one message (default in the command).
+	Pack bool
+	// Bucket is overlap's allreduce bucket, in values (scheme.Config).
+	Bucket int
+	// Algo overrides the allreduce algorithm for every allreduce
+	// (collective.Auto: the scheme's choice).
+	Algo collective.Algorithm
+	// CommTimeout bounds a wait for a peer (0: none).
+	CommTimeout time.Duration
+	// Group, when set, makes this process one rank of a multi-process
+	// group (TCP): it runs only rank Group.Rank, fed by TrainFeeds
+	// (WorkerFeeds is unused). Without it every rank runs in this process
+	// over in-process endpoints.
+	Group *Group
+	// Metrics, when set, receives the run's records: one per iteration
+	// per worker (IterMetrics, kind "train") and one per test net per
+	// test pass (TestMetrics, kind "test"), written as MetricsFormat says.
+	Metrics io.Writer
+	// MetricsFormat is how Metrics is written: JSON lines (the default)
+	// or CSV.
+	MetricsFormat MetricsFormat
+	// MetricsNoHeader, with MetricsCSV, writes no header line: the
+	// records are appended to a file that has one (a resumed run's).
+	MetricsNoHeader bool
+	// TrainSetSize is the number of images in the training set (one
+	// epoch), for the records' epoch; 0 when unknown.
+	TrainSetSize int
+	// CaffeLog, when set, receives a training log shaped like Caffe's
+	// (glog lines from solver.cpp: "Iteration N, loss = L", "Test net
+	// output #0: accuracy = A", ...), which Caffe's
+	// tools/extra/parse_log.py reads. Only rank 0 writes it.
+	CaffeLog io.Writer
+	// OnTest, when set, is called after every test pass with its
+	// outputs, on rank 0.
+	OnTest func(TestResult)
+	// OnIterMetrics, when set, receives the same per-iteration figures
+	// as Metrics, for every worker this process runs, on that worker's
+	// goroutine (a caller with several workers must be safe for
+	// concurrent calls).
+	OnIterMetrics func(IterMetrics)
+	// Timeline, when set, receives a trace of every local rank's work
+	// (see traceRank): per-layer forward and backward, communication,
+	// updates and waits. The caller closes it after Run.
+	Timeline *timeline.Writer
+
+	// The asynchronous and elastic schemes' settings (scheme.Config):
+	// exchange interval, ssp's staleness, the elastic moving rate,
+	// sync-easgd's variant and hybrid's groups.
+	Interval, Staleness, Variant, Groups int
+	Alpha                                float32
+	// Finish is the asynchronous schemes' aligned-termination rule.
+	Finish center.Finish
+	// RoundDeadline is how long a weed-out round waits after its first
+	// gradients (0: for every worker).
+	RoundDeadline time.Duration
+	// MaxUpdateNorm, when > 0, makes the center refuse an update whose L2
+	// norm exceeds it (center.Config.MaxUpdateNorm); non-finite updates
+	// are refused always.
+	MaxUpdateNorm float64
+	// Center, when set, is the center the asynchronous schemes' workers
+	// talk to (a parameter server's client); otherwise the trainer makes
+	// an in-process one, which CenterStats then reports on.
+	Center center.Center
+	// Straggle slows workers down for experiments (nil: none).
+	Straggle *Straggler
+	// TimeBudget, when positive, ends training at the first iteration
+	// after this much training time (testing excluded), as a normal end
+	// with the final test and snapshot.
+	TimeBudget time.Duration
+}
+
+// errBudget ends a run whose time budget is spent.
+var errBudget = errors.New("time budget spent")
+
+// ErrDiverged is wrapped by the error of a run whose loss or weights
+// became non-finite or exploded: no snapshot is written of such a state.
+var ErrDiverged = errors.New("training diverged")
+
+// MaxSnapshotWeight is the largest weight magnitude a snapshot may hold:
+// beyond it the run has exploded (a learning rate schedule that grows, a
+// gradient blow-up) and the weights are worth nothing to resume from.
+const MaxSnapshotWeight = 1e8
+
+// Straggler delays a worker's computation: rank Rank every iteration, or,
+// with Rank < 0, any worker with probability Prob per iteration.
+type Straggler struct {
+	Rank  int
+	Prob  float64
+	Delay time.Duration
+}
+
+// Group places a trainer in a multi-process group. Rank and Size are
+// known before the trainer is built; Endpoint is connected afterwards
+// (the connection checks every rank's LayoutHash) and must be set before
+// Run.
+type Group struct {
+	Rank, Size int
+	Endpoint   transport.Endpoint
+}
+
+// IterMetrics is one record of the --metrics file: what one worker did
+// in one iteration. Times are milliseconds.
+type IterMetrics struct {
+	// Kind is "train".
+	Kind string `json:"kind"`
+	// Time is when the iteration ended, in UTC.
+	Time time.Time `json:"time"`
+	Rank int       `json:"rank"`
+	// Iter is the iteration's index, from 0 (Caffe's "Iteration N" of
+	// its display); Iter+1 iterations are done.
+	Iter int `json:"iter"`
+	// Epoch is Images over Config.TrainSetSize (omitted when that is
+	// unknown, or Images is 0).
+	Epoch float64 `json:"epoch,omitempty"`
+	// Images counts the training images of the whole run, all workers
+	// and any run resumed from: (Iter+1) times the global batch.
+	Images int64 `json:"images"`
+	// LR is the learning rate of the iteration's update.
+	LR float64 `json:"lr"`
+	// Loss is the worker's raw training loss (not smoothed).
+	Loss      float64 `json:"loss"`
+	DataMS    float64 `json:"data_ms"`
+	ForwardMS float64 `json:"forward_ms"`
+	BackMS    float64 `json:"backward_ms"`
+	CommMS    float64 `json:"comm_exposed_ms"`
+	CommBusy  float64 `json:"comm_busy_ms"`
+	UpdateMS  float64 `json:"update_ms"`
+	WaitMS    float64 `json:"wait_ms"`
+	WallMS    float64 `json:"wall_ms"`
+}
+
+// TestMetrics is the record of one test net's pass in the --metrics
+// file.
+type TestMetrics struct {
+	// Kind is "test".
+	Kind string `json:"kind"`
+	// Time is when the pass ended, in UTC.
+	Time time.Time `json:"time"`
+	// Iter is the number of iterations done when the test ran (Caffe's
+	// "Iteration N, Testing net").
+	Iter int `json:"iter"`
+	// Net is the test net's index: 0 the first (Caffe's "#0").
+	Net int `json:"net"`
+	// Epoch and Images are as in IterMetrics, after Iter iterations.
+	Epoch  float64 `json:"epoch,omitempty"`
+	Images int64   `json:"images"`
+	// LR is the learning rate of the last update before the test.
+	LR float64 `json:"lr"`
+	// Outputs are the mean of each scalar output of the net over the
+	// pass (accuracy, loss), by output name.
+	Outputs map[string]float64 `json:"outputs"`
+}
+
+// MetricsFormat is how Config.Metrics is written.
+type MetricsFormat int
+
+const (
+	// MetricsJSON writes JSON Lines: one JSON object a record.
+	MetricsJSON MetricsFormat = iota
+	// MetricsCSV writes CSV: a header line, then one row a record, in
+	// the columns Trainer.MetricsColumns names.
+	MetricsCSV
+)
+
+// TestNet is one further test net of Config.ExtraTests.
+type TestNet struct {
+	Spec   model.Spec
+	Shapes map[string]tensor.Shape
+	Feeds  []Feed
+	// Iter is its test_iter: batches per test pass.
+	Iter int
+}
+
+// TestResult is the mean of each scalar net output over a test pass.
+type TestResult struct {
+	Iter    int
+	Outputs []NamedValue
+	// Elapsed is the training time (tests excluded) when the test ran.
+	Elapsed time.Duration
+}
+
+// NamedValue is one reported figure.
+type NamedValue struct {
+	Name  string
+	Value float64
+	// Net, in a TestResult, is the index of the test net the output
+	// belongs to (0 the first); the Name of a later net's output is
+	// "netK/NAME".
+	Net int
+}
+
+// Output is the name of the output within its test net: Name without
+// the "netK/" prefix of a later test net.
+func (v NamedValue) Output() string {
+	if v.Net > 0 {
+		return strings.TrimPrefix(v.Name, fmt.Sprintf("net%d/", v.Net))
+	}
+	return v.Name
+}
+
+// Get returns the value named name and whether it exists.
+func (r TestResult) Get(name string) (float64, bool) {
+	for _, o := range r.Outputs {
+		if o.Name == name {
+			return o.Value, true
+		}
+	}
+	return 0, false
+}
+
+// Result summarises a finished run.
+type Result struct {
+	// Iters is the number of iterations run in this invocation; Start is
+	// the iteration it started from (non-zero after Resume).
+	Iters, Start int
+	Wall         time.Duration
+	// ImagesPerSec counts training images per second of wall time spent
+	// in training iterations (testing excluded).
+	ImagesPerSec float64
+	// TrainTime is the time ImagesPerSec divides by: the iterations' own,
+	// without the tests and snapshots between them.
+	TrainTime time.Duration
+	Phases    *metrics.Phases
+	// Tests holds every test pass, the last one at the end of training.
+	Tests []TestResult
+	// Snapshots lists the snapshot files written.
+	Snapshots []string
+	// Params are the final weights (a view of the net's buffer).
+	Params []float32
+	// Comm is rank 0's communication account: busy time (hidden or not)
+	// and exposed time, over Iters iterations; zero for one worker.
+	CommBusy, CommExposed time.Duration
+	// Workers and Scheme say how the run was parallelised.
+	Workers int
+	Scheme  string
+	// Identical reports whether every worker ended with bitwise the same
+	// weights; IdenticalKnown whether that could be checked (all ranks in
+	// this process).
+	Identical, IdenticalKnown bool
+	// Center counts what the in-process center did (asynchronous schemes).
+	Center center.Stats
+	// Straggled counts the iterations a straggler delay was injected.
+	Straggled int64
+	// Failed lists the in-process workers of an asynchronous scheme that
+	// failed while the others trained on, each error naming its worker;
+	// the run's weights are the center's, as the others left them.
+	Failed []error
+}
+
+// Final is the last test pass, or the zero TestResult.
+func (r *Result) Final() TestResult {
+	if len(r.Tests) == 0 {
+		return TestResult{}
+	}
+	return r.Tests[len(r.Tests)-1]
+}

@@ -1,0 +1,195 @@
+package train
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"dsgd/engine/layers"
+	"dsgd/engine/model"
+	"dsgd/engine/tensor"
+	"dsgd/engine/tensor/exact"
+	"dsgd/protocol/scheme"
+)
+
+// exactSum is a rank's exact gradient sum (Config.Exact, issue 27): the
+// gradients of the rank's atoms (the iter_size passes of Compute, each on
+// one atom of the global batch) rounded once onto each block's grid and
+// added as integers, and their encoding as float32 digits (exact.Encode),
+// which the scheme reduces in place of the gradients. Integer sums do not
+// depend on order or partition, so any worker count gives seq's bits.
+type exactSum struct {
+	pool   *tensor.Pool // the net's threads, idle between its layers
+	blocks []model.Block
+	scale  []float64 // per block, from the weights at the start of the iteration
+	acc    []int64   // the rank's integer sum, per parameter
+	buf    []float32 // exact.Limbs digits per parameter: what travels
+	done   []bool    // blocks encoded in the final pass
+	// clipped counts values beyond the grid's range (clipped, so the run
+	// stays reproducible); err is the first non-finite gradient.
+	clipped int64
+	err     error
+}
+
+func newExactSum(net *model.Net, buf []float32) *exactSum {
+	n := len(net.Params())
+	if buf == nil {
+		buf = make([]float32, exact.Limbs*n)
+	}
+	return &exactSum{pool: net.Pool(), blocks: net.Blocks(), scale: make([]float64, len(net.Blocks())), acc: make([]int64, n), buf: buf, done: make([]bool, len(net.Blocks()))}
+}
+
+// scales sets every block's grid from the weights: every replica holds the
+// same weights, so every replica (and the parameter server) picks the same.
+func (e *exactSum) scales(params []float32) {
+	for i, b := range e.blocks {
+		e.scale[i] = exact.Scale(params[b.Off : b.Off+b.Len()])
+	}
+}
+
+// begin starts an iteration's sum.
+func (e *exactSum) begin(params []float32) {
+	e.scales(params)
+	clear(e.acc)
+	clear(e.done)
+	e.err = nil
+}
+
+// add adds block i of one atom's gradients to the sum.
+func (e *exactSum) add(i int, grads []float32) {
+	b := e.blocks[i]
+	e.addRange(i, b.Off, b.Off+b.Len(), grads)
+}
+
+// addAll adds every block of one atom's gradients to the sum.
+func (e *exactSum) addAll(grads []float32) {
+	e.split(0, len(e.acc), func(i, lo, hi int) { e.addRange(i, lo, hi, grads) })
+}
+
+// addRange adds grads[lo:hi], part of block i, to the sum, on the pool's
+// threads.
+func (e *exactSum) addRange(i, lo, hi int, grads []float32) {
+	var clipped atomic.Int64
+	var bad atomic.Int64
+	bad.Store(-1)
+	forChunks(e.pool, lo, hi, func(lo, hi int) {
+		c, at := exact.Add(e.acc[lo:hi], grads[lo:hi], e.scale[i])
+		clipped.Add(int64(c))
+		if at >= 0 {
+			bad.CompareAndSwap(-1, int64(lo+at))
+		}
+	})
+	e.clipped += clipped.Load()
+	if at := bad.Load(); at >= 0 && e.err == nil {
+		b := e.blocks[i]
+		e.err = fmt.Errorf("%w: the gradient of %s (layer %q) holds %v at index %d (the last good snapshot, if any, is kept; lower base_lr or check the data)", ErrDiverged, b.Name, b.Layer, grads[at], int(at)-b.Off)
+	}
+}
+
+// encode writes block i's sum as digits and returns their range in buf.
+func (e *exactSum) encode(i int) (lo, hi int) {
+	b := e.blocks[i]
+	e.done[i] = true
+	forChunks(e.pool, b.Off, b.Off+b.Len(), func(lo, hi int) {
+		exact.Encode(e.buf[exact.Limbs*lo:exact.Limbs*hi], e.acc[lo:hi])
+	})
+	return exact.Limbs * b.Off, exact.Limbs * (b.Off + b.Len())
+}
+
+// split runs fn over [lo, hi) cut at block boundaries.
+func (e *exactSum) split(lo, hi int, fn func(i, lo, hi int)) {
+	for i, b := range e.blocks {
+		if l, h := max(lo, b.Off), min(hi, b.Off+b.Len()); l < h {
+			fn(i, l, h)
+		}
+	}
+}
+
+// chunk is the least work worth a thread of its own (values).
+const chunk = 1 << 14
+
+// forChunks runs fn over [lo, hi) in contiguous pieces on the pool's
+// threads (on the caller's alone when the range is small).
+func forChunks(pool *tensor.Pool, lo, hi int, fn func(lo, hi int)) {
+	n := hi - lo
+	threads := 1
+	if pool != nil {
+		threads = min(pool.Threads(), max(1, n/chunk))
+	}
+	if threads <= 1 {
+		fn(lo, hi)
+		return
+	}
+	pool.For(n, threads, func(l, h, _ int) { fn(lo+l, lo+h) })
+}
+
+// decodeExact writes into grads the mean over atoms of the summed digits
+// in buf, on the grids of params (the weights the sum was made against).
+func decodeExact(pool *tensor.Pool, blocks []model.Block, params, grads, buf []float32, atoms int) {
+	for _, b := range blocks {
+		lo, hi := b.Off, b.Off+b.Len()
+		s := exact.Scale(params[lo:hi])
+		forChunks(pool, lo, hi, func(lo, hi int) {
+			exact.Decode(grads[lo:hi], buf[exact.Limbs*lo:exact.Limbs*hi], s, atoms)
+		})
+	}
+}
+
+// DefaultAtom is the number of images per atom that exact summation uses
+// unless told otherwise, for a global batch of global images of which
+// each worker reads perWorker: the global batch is cut into gcd(global,
+// 24) atoms, so that any worker count dividing that (1, 2, 3, 4, 6, 8,
+// 12, 24 where the batch allows) reads whole atoms and gives the same
+// bits; an atom that does not divide perWorker (more workers than that)
+// is cut to gcd(atom, perWorker), the same bits as runs with that atom.
+func DefaultAtom(global, perWorker int) int {
+	if global <= 0 || perWorker <= 0 {
+		return max(perWorker, 1)
+	}
+	return gcd(global/gcd(global, 24), perWorker)
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// BatchCoupled names the layers of spec whose TRAIN output for one image
+// depends on the other images of its batch (BatchNorm on the batch's
+// statistics): cutting the batch into atoms would change what they
+// compute, so exact summation keeps each worker's batch whole.
+func BatchCoupled(spec model.Spec) []string {
+	var out []string
+	for _, l := range spec.Layers {
+		if bn, ok := l.Config.(*layers.BatchNormConfig); ok && (bn.UseGlobalStats == nil || !*bn.UseGlobalStats) {
+			out = append(out, l.Name)
+		}
+	}
+	return out
+}
+
+// ExactCapable reports whether a run of cfg can sum its gradients exactly
+// (Config.Exact): the synchronous schemes, whose reductions only add
+// gradients (scheme.Info.Exact), and local-sgd averaging every iteration
+// with a solver whose step is linear in the gradient (SGD or Nesterov,
+// without clip_gradients), which then averages the gradients
+// (scheme.Config.AverageGrads).
+func ExactCapable(cfg Config) bool {
+	name := cfg.Scheme
+	if name == "" {
+		name = "seq"
+	}
+	in, err := scheme.Lookup(name)
+	if err != nil {
+		return false
+	}
+	return in.Exact || localSGDAveragesGrads(cfg)
+}
+
+// localSGDAveragesGrads reports whether cfg is local-sgd with H = 1 and a
+// solver linear in the gradient.
+func localSGDAveragesGrads(cfg Config) bool {
+	linear := cfg.Solver.Type == "" || cfg.Solver.Type == "SGD" || cfg.Solver.Type == "Nesterov"
+	return cfg.Scheme == "local-sgd" && cfg.Interval <= 1 && linear && cfg.Solver.ClipGradients <= 0
+}

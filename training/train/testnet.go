@@ -1,0 +1,95 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"dsgd/engine/layers"
+	"dsgd/engine/model"
+)
+
+// Test runs the TEST net over TestIter batches and averages each scalar
+// output (accuracy, loss); then each further test net over its own.
+// With Config.CaffeLog it logs each net's pass as Caffe's Solver::Test.
+func (t *Trainer) Test(ctx context.Context, iter int) (TestResult, error) {
+	tr := TestResult{Iter: iter}
+	if t.test == nil {
+		return tr, nil
+	}
+	nets := append([]*model.Net{t.test}, t.extra...)
+	for k, net := range nets {
+		feeds, n := t.cfg.TestFeeds, t.cfg.TestIter
+		if k > 0 {
+			feeds, n = t.cfg.ExtraTests[k-1].Feeds, t.cfg.ExtraTests[k-1].Iter
+		}
+		if t.clog != nil {
+			t.clog.Infof("solver.cpp", 347, "Iteration %d, Testing net (#%d)", iter, k)
+		}
+		outs := net.Outputs()
+		sums := make([]float64, len(outs))
+		n = max(n, 1)
+		for range n {
+			for _, f := range feeds {
+				if err := fill(ctx, net, f); err != nil {
+					if k > 0 {
+						return tr, fmt.Errorf("train: test net %d at iteration %d: %w", k, iter, err)
+					}
+					return tr, fmt.Errorf("train: test at iteration %d: %w", iter, err)
+				}
+			}
+			net.Forward()
+			for j, o := range outs {
+				if o.Count() == 1 {
+					sums[j] += float64(o.Data[0])
+				}
+			}
+		}
+		weights := net.OutputLossWeights()
+		score := 0
+		for j, o := range outs {
+			if o.Count() != 1 {
+				continue
+			}
+			v := NamedValue{Name: o.Name, Value: sums[j] / float64(n), Net: k}
+			if k > 0 {
+				v.Name = fmt.Sprintf("net%d/%s", k, o.Name)
+			}
+			tr.Outputs = append(tr.Outputs, v)
+			if t.clog != nil {
+				t.clog.Infof("solver.cpp", 414, "    Test net output #%d: %s = %s%s", score, o.Name, caffeFloat(v.Value), lossNote(weights[j], v.Value))
+			}
+			score++
+		}
+	}
+	return tr, nil
+}
+
+// buildExtraTests builds the further test nets, sharing the weights of
+// net; they run only beside the first test net.
+func (t *Trainer) buildExtraTests(net *model.Net) error {
+	t.extra = nil
+	if t.test == nil {
+		return nil
+	}
+	for k, et := range t.cfg.ExtraTests {
+		tn, err := model.Build(et.Spec, et.Shapes, model.Options{Phase: layers.Test, Threads: t.cfg.Threads, Seed: t.cfg.Seed, ShareWith: net})
+		if err != nil {
+			return fmt.Errorf("train: TEST net %d: %w", k+1, err)
+		}
+		if err := checkFeeds(tn, et.Feeds, fmt.Sprintf("TEST net %d", k+1)); err != nil {
+			return err
+		}
+		t.extra = append(t.extra, tn)
+	}
+	return nil
+}
+
+func (r TestResult) String() string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "iter %d test:", r.Iter)
+	for _, o := range r.Outputs {
+		fmt.Fprintf(&b, "  %s %.4f", o.Name, o.Value)
+	}
+	return b.String()
+}

@@ -1,0 +1,918 @@
+package train
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"dsgd/caffe/caffemodel"
+	"dsgd/comm/collective"
+	"dsgd/comm/transport"
+	"dsgd/engine/layers"
+	"dsgd/engine/model"
+	"dsgd/engine/solver"
+	"dsgd/engine/tensor"
+	"dsgd/engine/tensor/exact"
+	"dsgd/protocol/accum"
+	"dsgd/protocol/center"
+	"dsgd/protocol/scheme"
+	"dsgd/training/checkpoint"
+	"dsgd/training/metrics"
+	"dsgd/training/node"
+)
+
+// Trainer runs a Config. Build it with New, run it with Run.
+type Trainer struct {
+	cfg       Config
+	net, test *model.Net   // rank 0's
+	extra     []*model.Net // rank 0's further test nets (Config.ExtraTests)
+	solver    *solver.Solver
+	layout    uint64
+	batch     int
+	start     int
+	out       io.Writer
+	// ranks holds every rank's model and solver (rank 0 first; a
+	// parameter server last).
+	ranks   []*rankState
+	updater int // the rank whose solver state a snapshot records
+	// sink writes Config.Metrics (nil without it); clog writes
+	// Config.CaffeLog on rank 0 (nil without it, or on another rank).
+	sink *metricsSink
+	clog *metrics.Glog
+}
+
+// rankState is one rank's model, solver and data.
+type rankState struct {
+	rank   int
+	net    *model.Net
+	solver *solver.Solver
+	feeds  []Feed
+	comp   *netComputer
+	// exactBuf, with Config.Exact, is the buffer of digits the rank's
+	// scheme reduces (its computer's sum, or a server's); shared memory
+	// when the host's ranks share it.
+	exactBuf []float32
+}
+
+// New builds the nets and the solver, loads the snapshot to resume from,
+// and checks that snapshots can be written, so that a bad path fails now
+// and not after hours of training.
+func New(cfg Config) (*Trainer, error) {
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.MaxIter <= 0 {
+		return nil, fmt.Errorf("train: max_iter must be positive, got %d", cfg.MaxIter)
+	}
+	t := &Trainer{cfg: cfg, out: cfg.Out}
+	var err error
+	t.net, err = model.Build(cfg.Train, cfg.TrainShapes, model.Options{Phase: layers.Train, Threads: cfg.Threads, Seed: cfg.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("train: TRAIN net: %w", err)
+	}
+	if !t.net.HasLoss() {
+		return nil, fmt.Errorf("train: the TRAIN net %q has no loss: no loss layer (SoftmaxWithLoss, EuclideanLoss, ...) and no loss_weight, so there is nothing to minimise", cfg.Train.Name)
+	}
+	if len(cfg.Test.Layers) > 0 {
+		t.test, err = model.Build(cfg.Test, cfg.TestShapes, model.Options{Phase: layers.Test, Threads: cfg.Threads, Seed: cfg.Seed, ShareWith: t.net})
+		if err != nil {
+			return nil, fmt.Errorf("train: TEST net: %w", err)
+		}
+	}
+	if err := checkFeeds(t.net, cfg.TrainFeeds, "TRAIN"); err != nil {
+		return nil, err
+	}
+	if t.test != nil {
+		if err := checkFeeds(t.test, cfg.TestFeeds, "TEST"); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.buildExtraTests(t.net); err != nil {
+		return nil, err
+	}
+	// Labels a loss or accuracy layer cannot take are an error naming the
+	// data layer and the consumer, not a panic inside the layer.
+	t.cfg.TrainFeeds = checkLabels(t.net, cfg.TrainFeeds)
+	for i, f := range cfg.WorkerFeeds {
+		t.cfg.WorkerFeeds[i] = checkLabels(t.net, f)
+	}
+	if t.test != nil {
+		t.cfg.TestFeeds = checkLabels(t.test, cfg.TestFeeds)
+	}
+	cfg = t.cfg
+	t.solver, err = solver.New(cfg.Solver, len(t.net.Params()), Segments(t.net.Blocks()))
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	t.solver.SetThreads(cfg.Threads)
+	t.layout = Layout(t.net.Blocks())
+	for _, name := range cfg.Train.Inputs {
+		t.batch = max(t.batch, cfg.TrainShapes[name].Count()/max(1, cfg.TrainShapes[name].CountFrom(1))*max(cfg.IterSize, 1))
+	}
+	if err := t.buildRanks(); err != nil {
+		return nil, err
+	}
+	if cfg.Metrics != nil {
+		t.sink = newMetricsSink(t)
+	}
+	if cfg.CaffeLog != nil && t.ranks[0].rank == 0 && t.ranks[0].comp != nil {
+		t.clog = metrics.NewGlog(cfg.CaffeLog)
+		t.ranks[0].comp.keepOutputs = true
+	}
+	switch f := cfg.SnapshotFormat; {
+	case f != "" && f != FormatDsgd && f != FormatCaffe && f != FormatHDF5:
+		return nil, fmt.Errorf("train: snapshot format %q: want %s, %s or %s", f, FormatDsgd, FormatCaffe, FormatHDF5)
+	case f == FormatHDF5 && cfg.SnapshotPrefix != "" && caffemodel.HDF5Error() != nil:
+		return nil, fmt.Errorf("train: snapshot_format HDF5: %w", caffemodel.HDF5Error())
+	case len(cfg.Weights) > 0 && cfg.Resume != "":
+		return nil, errors.New("train: give --weights or --resume, not both (a snapshot already holds its weights)")
+	}
+	if len(cfg.Weights) > 0 {
+		if err := t.loadWeights(cfg.Weights); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Resume != "" {
+		resume := t.resume
+		if caffemodel.IsState(cfg.Resume) {
+			resume = t.resumeCaffe
+		}
+		if err := resume(cfg.Resume); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.SnapshotPrefix != "" {
+		if err := checkWritable(cfg.SnapshotPrefix); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Segments turns a net's blocks into the solver's segments.
+func Segments(blocks []model.Block) []solver.Segment {
+	segs := make([]solver.Segment, len(blocks))
+	for i, b := range blocks {
+		segs[i] = solver.Segment{Off: b.Off, Len: b.Len(), LRMult: b.LRMult, DecayMult: b.DecayMult}
+	}
+	return segs
+}
+
+// Layout is the checkpoint layout hash of a net's blocks.
+func Layout(blocks []model.Block) uint64 {
+	cb := make([]checkpoint.Block, len(blocks))
+	for i, b := range blocks {
+		cb[i] = checkpoint.Block{Name: b.Name, Shape: b.Shape}
+	}
+	return checkpoint.LayoutHash(cb)
+}
+
+func checkFeeds(net *model.Net, feeds []Feed, phase string) error {
+	for _, f := range feeds {
+		for _, name := range f.Tops {
+			if net.Input(name) == nil {
+				return fmt.Errorf("train: %s net has no input %q to feed", phase, name)
+			}
+		}
+	}
+	return nil
+}
+
+// checkWritable makes the snapshot directory if needed and proves that a
+// file can be created in it.
+func checkWritable(prefix string) error {
+	dir := filepath.Dir(prefix)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("train: snapshot_prefix %q: cannot create directory %s: %w", prefix, dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".dsgd-write-test*")
+	if err != nil {
+		return fmt.Errorf("train: snapshot_prefix %q: directory %s is not writable: %w", prefix, dir, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
+}
+
+func (t *Trainer) resume(path string) error {
+	st, err := checkpoint.Read(path)
+	if err != nil {
+		return fmt.Errorf("train: %s: %w", t.resumeFlag(), err)
+	}
+	if st.Layout != t.layout || len(st.Params) != len(t.net.Params()) {
+		return fmt.Errorf("train: %s %s: the snapshot was taken from a different net (%d parameters, layout %016x; this net has %d, layout %016x)", t.resumeFlag(), path, len(st.Params), st.Layout, len(t.net.Params()), t.layout)
+	}
+	for _, r := range t.ranks {
+		if err := r.solver.ReadState(bytes.NewReader(st.Solver)); err != nil {
+			return fmt.Errorf("train: %s %s: solver state: %w", t.resumeFlag(), path, err)
+		}
+		copy(r.net.Params(), st.Params)
+	}
+	if msg := insane(t.net); msg != "" {
+		return fmt.Errorf("train: %s %s: %w: %s; not weights to continue or test from", t.resumeFlag(), path, ErrDiverged, msg)
+	}
+	t.start = st.Iter
+	return nil
+}
+
+func (t *Trainer) resumeFlag() string {
+	if t.cfg.ResumeFlag != "" {
+		return t.cfg.ResumeFlag
+	}
+	return "--resume"
+}
+
+// SetOnIter sets Config.OnIter, for a caller that can build its hook only
+// once the trainer exists.
+func (t *Trainer) SetOnIter(f func(iter int, loss float64, d time.Duration)) { t.cfg.OnIter = f }
+
+// SetOnTest sets Config.OnTest, for a caller that can build its hook only
+// after New; call it before Run.
+func (t *Trainer) SetOnTest(f func(TestResult)) { t.cfg.OnTest = f }
+
+// SetOnIterMetrics sets Config.OnIterMetrics, for a caller that can build
+// its hook only after New; call it before Run.
+func (t *Trainer) SetOnIterMetrics(f func(IterMetrics)) { t.cfg.OnIterMetrics = f }
+
+// GlobalBatch is the number of training images one iteration consumes,
+// all workers together.
+func (t *Trainer) GlobalBatch() int { return t.batch * max(t.cfg.Workers, 1) }
+
+// StartIter is the iteration the trainer starts from: that of the
+// snapshot it resumed, else 0.
+func (t *Trainer) StartIter() int { return t.start }
+
+// LayoutHash identifies the model's parameter layout; ranks of a group
+// must agree on it.
+func (t *Trainer) LayoutHash() uint64 { return t.layout }
+
+// Net is the TRAIN net.
+func (t *Trainer) Net() *model.Net { return t.net }
+
+// buildRanks builds the nets and solvers of the ranks this process runs
+// (all of them in-process; one with an Endpoint): the same spec and seed,
+// so the same initial weights everywhere.
+func (t *Trainer) buildRanks() error {
+	cfg := t.cfg
+	if cfg.Scheme == "" {
+		t.cfg.Scheme = "seq"
+		cfg.Scheme = "seq"
+	}
+	workers := max(cfg.Workers, 1)
+	sc := t.schemeConfig(0)
+	nranks := sc.Ranks()
+	local := make([]int, nranks)
+	for r := range local {
+		local[r] = r
+	}
+	threads := max(1, cfg.Threads/workers)
+	if g := cfg.Group; g != nil {
+		if g.Size != nranks {
+			return fmt.Errorf("train: scheme %s with %d workers runs on %d ranks, but the group has %d", cfg.Scheme, workers, nranks, g.Size)
+		}
+		if g.Rank < 0 || g.Rank >= g.Size {
+			return fmt.Errorf("train: rank %d out of range [0,%d)", g.Rank, g.Size)
+		}
+		local, threads = []int{g.Rank}, max(cfg.Threads, 1)
+	} else if workers > 1 && len(cfg.WorkerFeeds) != workers-1 {
+		return fmt.Errorf("train: %d workers need %d worker feeds, got %d", workers, workers-1, len(cfg.WorkerFeeds))
+	}
+	t.updater = 0
+	if sc.Info().ServerUpdates {
+		t.updater = nranks - 1
+	}
+	hogwild := sc.Info().SharedWeights
+	if hogwild && cfg.Group != nil {
+		return errors.New("train: hogwild shares weights in memory; it runs with --transport inproc only")
+	}
+	if local[0] != 0 {
+		t.test, t.extra = nil, nil // only rank 0 tests
+	}
+	// Every local rank builds a net of its own: refuse now, with the
+	// figure, when they will not fit together.
+	if lim := tensor.MemoryLimit(); lim > 0 && len(local) > 1 {
+		if need := float64(len(local)) * t.net.Bytes(); need > float64(lim) {
+			return fmt.Errorf("train: %d ranks in this process need %s (%s each), more than the %s this machine has; use fewer workers, a smaller batch, or --transport tcp across machines",
+				len(local), tensor.HumanBytes(need), tensor.HumanBytes(t.net.Bytes()), tensor.HumanBytes(float64(lim)))
+		}
+	}
+	for i, r := range local {
+		net, sv := t.net, t.solver
+		if i > 0 || threads != cfg.Threads {
+			var err error
+			opt := model.Options{Phase: layers.Train, Threads: threads, Seed: cfg.Seed}
+			if hogwild && i > 0 {
+				// Hogwild: every worker updates rank 0's weights, with
+				// no lock, from gradients of its own.
+				opt.ShareWith, opt.OwnGrads = t.ranks[0].net, true
+			}
+			net, err = model.Build(cfg.Train, cfg.TrainShapes, opt)
+			if err != nil {
+				return fmt.Errorf("train: TRAIN net of rank %d: %w", r, err)
+			}
+		}
+		if i > 0 {
+			var err error
+			if sv, err = solver.New(cfg.Solver, len(net.Params()), Segments(net.Blocks())); err != nil {
+				return fmt.Errorf("train: %w", err)
+			}
+		}
+		if i == 0 && net != t.net {
+			// The first local rank replaces the net New built before the
+			// worker count was known; the TEST net follows it.
+			t.net = net
+			if t.test != nil {
+				var err error
+				t.test, err = model.Build(cfg.Test, cfg.TestShapes, model.Options{Phase: layers.Test, Threads: cfg.Threads, Seed: cfg.Seed, ShareWith: net})
+				if err != nil {
+					return fmt.Errorf("train: TEST net: %w", err)
+				}
+				if err := t.buildExtraTests(net); err != nil {
+					return err
+				}
+			}
+		}
+		if sv == t.solver && net.Pool().Threads() == sv.Threads() {
+			// The update runs on the threads (and caches) of the net.
+			sv.SetPool(net.Pool())
+		}
+		rs := &rankState{rank: r, net: net, solver: sv}
+		if r < workers {
+			switch {
+			case i == 0:
+				rs.feeds = cfg.TrainFeeds
+			default:
+				rs.feeds = cfg.WorkerFeeds[r-1]
+			}
+			if err := checkFeeds(net, rs.feeds, fmt.Sprintf("rank %d's TRAIN", r)); err != nil {
+				return err
+			}
+			rs.comp = newNetComputer(net, rs.feeds)
+			rs.comp.iterSize = max(cfg.IterSize, 1)
+			if cfg.Exact {
+				rs.comp.exact = newExactSum(net, nil)
+				rs.exactBuf = rs.comp.exact.buf
+				rs.comp.rank, rs.comp.world = r, workers
+			}
+			if st := cfg.Straggle; st != nil && (st.Rank == r || st.Rank < 0) {
+				rng := rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
+				rs.comp.delay = func() time.Duration {
+					if st.Rank < 0 && rng.Float64() >= st.Prob {
+						return 0
+					}
+					return st.Delay
+				}
+			}
+		}
+		t.ranks = append(t.ranks, rs)
+	}
+	return nil
+}
+
+// rank returns the local state of rank r, or nil if another process runs it.
+func (t *Trainer) rank(r int) *rankState {
+	for _, rs := range t.ranks {
+		if rs.rank == r {
+			return rs
+		}
+	}
+	return nil
+}
+
+// Run trains from the start (or resumed) iteration to MaxIter under the
+// configured scheme. When ctx is cancelled it writes a snapshot of the
+// last completed iteration and returns ctx's error with the partial
+// result.
+func (t *Trainer) Run(ctx context.Context) (*Result, error) {
+	cfg := t.cfg
+	workers := max(cfg.Workers, 1)
+	res := &Result{Start: t.start, Phases: metrics.NewPhases(append(PhaseNames, "comm (exposed)", "wait")...), Params: t.net.Params(), Workers: workers, Scheme: cfg.Scheme}
+	prog := metrics.NewProgress(t.out, cfg.MaxIter, cfg.TTY)
+	prog.From(t.start)
+	defer prog.Done()
+	begin := time.Now()
+	if t.sink != nil && !cfg.MetricsNoHeader {
+		if err := t.sink.header(); err != nil {
+			return res, err
+		}
+	}
+	if t.clog != nil {
+		t.clog.Infof("solver.cpp", 289, "Solving %s", t.net.Name())
+		t.clog.Infof("solver.cpp", 290, "Learning Rate Policy: %s", cfg.Solver.LRPolicy)
+		if cfg.Resume != "" {
+			t.clog.Infof("solver.cpp", 296, "Restoring previous solver status from %s", cfg.Resume)
+		}
+	}
+	var testing time.Duration // time spent testing, not training
+	if t.test != nil && cfg.TestInitialization && t.start == 0 && cfg.TestInterval > 0 {
+		t0 := time.Now()
+		tr, err := t.Test(ctx, 0)
+		if err != nil {
+			return res, err
+		}
+		testing += time.Since(t0)
+		res.Tests = append(res.Tests, tr)
+		prog.Printf("%s\n", tr)
+		if err := t.reportTest(tr); err != nil {
+			return res, err
+		}
+	}
+	for _, rs := range t.ranks {
+		if rs.comp != nil {
+			rs.comp.atom = t.start * max(cfg.IterSize, 1)
+		}
+	}
+	if cfg.SnapshotPrefix != "" && t.rank(t.updater) != nil {
+		// This run writes under the prefix: hold it, then remove what
+		// killed writes left (no live run's, since none holds it).
+		unlock, err := lockPrefix(cfg.SnapshotPrefix)
+		if err != nil {
+			return res, err
+		}
+		defer unlock()
+		for _, pat := range snapshotGlobs(cfg.SnapshotPrefix) {
+			removed, err := checkpoint.CleanTemps(pat)
+			for _, p := range removed {
+				prog.Printf("dsgd: removed %s, left by a snapshot write that was killed\n", p)
+			}
+			if err != nil {
+				return res, fmt.Errorf("train: %w", err)
+			}
+		}
+	}
+	sc := t.schemeConfig(t.start)
+	schemes, err := scheme.New(sc)
+	if err != nil {
+		return res, fmt.Errorf("train: %w", err)
+	}
+	var eps []transport.Endpoint // indexed by rank
+	switch {
+	case cfg.Group != nil:
+		if cfg.Group.Endpoint == nil && !sc.CenterOnly() {
+			return res, errors.New("train: the group's endpoint is not connected")
+		}
+		eps = make([]transport.Endpoint, cfg.Group.Size)
+		eps[cfg.Group.Rank] = cfg.Group.Endpoint
+		if ep := cfg.Group.Endpoint; ep != nil {
+			if err := t.agree(ctx, ep); err != nil {
+				transport.Abort(ep, err)
+				return res, err
+			}
+			note, err := t.shareGrads(ctx, ep)
+			if err != nil {
+				transport.Abort(ep, err)
+				return res, err
+			}
+			if note != "" {
+				prog.Printf("%s\n", note)
+			}
+		}
+	case len(t.ranks) > 1:
+		eps = transport.NewInproc(len(t.ranks))
+	}
+	cen, local, err := t.makeCenter(sc)
+	if err != nil {
+		return res, err
+	}
+	var acc *accum.Shared
+	if sc.Accumulate {
+		if acc, err = accum.New(sc.Workers, max(sc.GradWidth, 1)*sc.Layout.N); err != nil {
+			return res, fmt.Errorf("train: %w", err)
+		}
+	}
+	nodes := make([]*node.Rank, len(t.ranks))
+	weights := t.modelWeights(sc, cen, nodes)
+	var saved []float32
+	// withModelCtx runs fn with rank 0's weights replaced by the model
+	// the scheme trains (the center, for the elastic and asynchronous
+	// schemes), so tests and snapshots see that model. It runs between
+	// rank 0's iterations, when nothing reads its weights.
+	withModelCtx := func(ctx context.Context, fn func() error) error {
+		if weights == nil {
+			return fn()
+		}
+		p := t.net.Params()
+		saved = append(saved[:0], p...)
+		if err := weights(ctx, p); err != nil {
+			return fmt.Errorf("train: fetching the model's weights: %w", err)
+		}
+		err := fn()
+		copy(p, saved)
+		return err
+	}
+	withModel := func(fn func() error) error { return withModelCtx(ctx, fn) }
+	updater := t.rank(t.updater)
+	var smooth, trainSecs float64
+	var window []float64 // the last AverageLoss losses
+	done := t.start
+	lastDisplay, lastDisplayTime, lastIter := t.start, time.Now(), time.Now()
+	clogIter, clogTime := t.start, time.Now() // the Caffe log's last display
+	onIter := func(iter int, loss float64) error {
+		now := time.Now()
+		d := now.Sub(lastIter)
+		trainSecs += d.Seconds()
+		// Caffe's UpdateSmoothedLoss: the mean over the last AverageLoss
+		// iterations (the last iteration's loss by default).
+		if n := max(cfg.AverageLoss, 1); len(window) < n {
+			window = append(window, loss)
+		} else {
+			window[(iter-t.start)%n] = loss
+		}
+		smooth = 0
+		for _, l := range window {
+			smooth += l
+		}
+		smooth /= float64(len(window))
+		done = iter + 1
+		if cfg.OnIter != nil {
+			cfg.OnIter(iter, loss, d)
+		}
+		if t.clog != nil && cfg.Display > 0 && iter%cfg.Display == 0 {
+			// Caffe's Solver::Step displays iteration iter_ (from 0) when
+			// iter_ % display == 0, before its update; SGDSolver's
+			// ApplyUpdate then logs the update's rate.
+			lapse := now.Sub(clogTime).Seconds()
+			perSec := float64(iter-clogIter) / cmp.Or(lapse, 1)
+			clogIter, clogTime = iter, now
+			t.clog.Infof("solver.cpp", 239, "Iteration %d (%s iter/s, %ss/%d iters), loss = %s", iter, caffeFloat(perSec), caffeFloat(lapse), cfg.Display, caffeFloat(smooth))
+			weights, means := t.net.OutputLossWeights(), t.ranks[0].comp.outMean
+			score := 0
+			for j, o := range t.net.Outputs() {
+				for range o.Data {
+					v := means[score]
+					t.clog.Infof("solver.cpp", 258, "    Train net output #%d: %s = %s%s", score, o.Name, caffeFloat(v), lossNote(weights[j], v))
+					score++
+				}
+			}
+			t.clog.Infof("sgd_solver.cpp", 112, "Iteration %d, lr = %s", iter, caffeFloat(t.solver.LR(iter)))
+		}
+		if cfg.Display > 0 && (done%cfg.Display == 0 || done == cfg.MaxIter) {
+			ips := float64((done-lastDisplay)*t.batch*workers) / now.Sub(lastDisplayTime).Seconds()
+			lastDisplay, lastDisplayTime = done, now
+			prog.Line(metrics.Status{Iter: done, Loss: smooth, LR: t.solver.LR(iter), ImagesSec: ips})
+		}
+		if t.test != nil && cfg.TestInterval > 0 && done%cfg.TestInterval == 0 && done < cfg.MaxIter {
+			var tr TestResult
+			t0 := time.Now()
+			err := withModel(func() (err error) {
+				tr, err = t.Test(ctx, done)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			tr.Elapsed = t0.Sub(begin) - testing
+			testing += time.Since(t0)
+			res.Tests = append(res.Tests, tr)
+			prog.Printf("%s\n", tr)
+			if err := t.reportTest(tr); err != nil {
+				return err
+			}
+			lastDisplayTime = lastDisplayTime.Add(time.Since(now))
+		}
+		lastIter = time.Now()
+		if cfg.TimeBudget > 0 && lastIter.Sub(begin)-testing >= cfg.TimeBudget {
+			return errBudget
+		}
+		return nil
+	}
+	// The updating rank (rank 0, or the parameter server) snapshots.
+	snapIter := func(iter int, _ float64) error {
+		if n := iter + 1; cfg.SnapshotPrefix != "" && cfg.Snapshot > 0 && n%cfg.Snapshot == 0 && n < cfg.MaxIter {
+			var p string
+			err := withModel(func() (err error) {
+				p, err = t.snapshot(n)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			res.Snapshots = append(res.Snapshots, p)
+			prog.Printf("snapshot %s\n", p)
+		}
+		return nil
+	}
+	// Without rank 0 here, the first local rank counts the iterations.
+	countIter := func(iter int, _ float64) error {
+		done = iter + 1
+		return nil
+	}
+	for i, rs := range t.ranks {
+		r := rs.rank
+		n := &node.Rank{
+			Scheme:   schemes[r],
+			Params:   rs.net.Params(),
+			Grads:    rs.net.Grads(),
+			Update:   func(iter int) { rs.solver.Step(iter, rs.net.Params(), rs.net.Grads()) },
+			Timeout:  cfg.CommTimeout,
+			Algo:     t.algo,
+			Center:   cen,
+			CenterID: centerID(sc, r),
+		}
+		if cfg.Exact {
+			// The scheme reduces the digits of the exact sum; the update
+			// first decodes their mean over every atom of the global
+			// batch into the gradients, on the grids of the weights the
+			// sum was made against (not yet updated).
+			if rs.exactBuf == nil {
+				rs.exactBuf = make([]float32, exact.Limbs*len(rs.net.Params()))
+			}
+			atoms := max(cfg.IterSize, 1) * workers
+			n.Grads = rs.exactBuf
+			n.Update = func(iter int) {
+				decodeExact(rs.net.Pool(), rs.net.Blocks(), rs.net.Params(), rs.net.Grads(), rs.exactBuf, atoms)
+				rs.solver.Step(iter, rs.net.Params(), rs.net.Grads())
+			}
+		}
+		if acc != nil {
+			n.Accum = acc
+		}
+		if rs.comp != nil {
+			n.Computer = rs.comp
+		}
+		if eps != nil {
+			n.Ep = eps[r]
+		}
+		var hooks []func(int, float64) error
+		switch {
+		case r == 0:
+			hooks = append(hooks, onIter)
+		case i == 0:
+			hooks = append(hooks, countIter)
+		}
+		if rs == updater {
+			hooks = append(hooks, snapIter)
+		}
+		n.OnIter = chain(hooks)
+		if r == 0 || i == 0 {
+			// weedout: a round closed without this rank's gradient still
+			// counts as one of the run's iterations.
+			n.OnSkip = func(iter int) { done = max(done, iter+1) }
+		}
+		if (cfg.Metrics != nil || cfg.OnIterMetrics != nil) && rs.comp != nil {
+			n.OnIter = t.metricsHook(r, n, rs.comp, n.OnIter)
+		}
+		if cfg.Timeline != nil {
+			t.traceRank(rs, n)
+		}
+		nodes[i] = n
+	}
+	var iso isolation
+	rankIDs := make([]int, len(t.ranks))
+	for i, rs := range t.ranks {
+		rankIDs[i] = rs.rank
+	}
+	errs := node.RunAllIsolated(ctx, nodes, iso.isolator(sc, nodes, rankIDs, prog))
+	res.Failed = iso.errs()
+	for _, f := range res.Failed {
+		for i, err := range errs {
+			if err != nil && errors.Is(f, err) {
+				errs[i] = nil // reported in res.Failed; the run went on
+			}
+		}
+	}
+	if cfg.Group == nil {
+		for _, ep := range eps {
+			ep.Close()
+		}
+	}
+	res.Iters = done - t.start
+	if c := t.ranks[0].comp; c != nil {
+		for i := range PhaseNames {
+			if i != PhaseUpdate {
+				res.Phases.Add(i, c.phases.Total(i))
+			}
+		}
+	}
+	res.Phases.Add(PhaseUpdate, nodes[0].Stats.Phase[node.PhaseUpdate])
+	res.Phases.Add(len(PhaseNames), nodes[0].Stats.Phase[node.PhaseComm])
+	res.Phases.Add(len(PhaseNames)+1, nodes[0].Stats.Phase[node.PhaseWait])
+	for i := 0; i < res.Iters; i++ {
+		res.Phases.Iter()
+	}
+	res.CommBusy, res.CommExposed = nodes[0].Stats.CommBusy, nodes[0].Stats.Phase[node.PhaseComm]
+	if local != nil {
+		res.Center = local.Stats()
+	}
+	for _, rs := range t.ranks {
+		if rs.comp != nil {
+			res.Straggled += rs.comp.straggled
+		}
+	}
+	err = firstError(ctx, errs)
+	if errors.Is(err, errBudget) {
+		err = nil
+	}
+	if err != nil {
+		if cfg.Group != nil && cfg.Group.Endpoint != nil {
+			// Tell the other ranks why this one leaves, so the error that
+			// cascades through the group keeps naming its first cause.
+			transport.Abort(cfg.Group.Endpoint, fmt.Errorf("rank %d: %w", cfg.Group.Rank, err))
+		}
+		if ctx.Err() != nil {
+			err = ctx.Err()
+			if t.clog != nil {
+				t.clog.Infof("solver.cpp", 311, "Optimization stopped early.")
+			}
+		} else {
+			err = fmt.Errorf("train: iteration %d: %w", done, err)
+		}
+		if errors.Is(err, ErrDiverged) {
+			return res, err
+		}
+		// Interrupted, or a peer failed: the weights are those of the
+		// last completed iteration (the update follows the exchange), so
+		// keep them.
+		return res, t.interrupted(ctx, res, done, err, withModelCtx)
+	}
+	if trainSecs > 0 {
+		res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
+		res.TrainTime = time.Duration(trainSecs * float64(time.Second))
+	}
+	replicated := !sc.Elastic() && !sc.Info().SharedWeights
+	if uses, _ := sc.UsesCenter(); uses {
+		replicated = false
+	}
+	res.Identical, res.IdenticalKnown = cfg.Group == nil && replicated, cfg.Group == nil && replicated
+	for _, rs := range t.ranks[1:] {
+		if !slices.Equal(rs.net.Params(), t.net.Params()) {
+			res.Identical = false
+		}
+	}
+	if weights != nil && t.ranks[0].rank == 0 {
+		// The model is the center: keep it as the final weights. Workers
+		// in processes of their own may still be exchanging with it:
+		// the final model waits for their last exchanges, as in one
+		// process, where every rank has finished by now.
+		if fp, ok := cen.(center.FinalPuller); ok && cfg.Group != nil {
+			weights = func(ctx context.Context, dst []float32) error { return fp.PullFinal(ctx, dst) }
+		}
+		if err := weights(ctx, t.net.Params()); err != nil {
+			return res, fmt.Errorf("train: fetching the model's final weights: %w", err)
+		}
+	}
+	if cfg.SnapshotPrefix != "" && updater != nil && !cfg.NoFinalSnapshot {
+		p, err := t.snapshot(done)
+		if err != nil {
+			return res, err
+		}
+		res.Snapshots = append(res.Snapshots, p)
+	}
+	if t.test != nil {
+		trained := time.Since(begin) - testing
+		tr, err := t.Test(ctx, done)
+		if err != nil {
+			return res, err
+		}
+		tr.Elapsed = trained
+		res.Tests = append(res.Tests, tr)
+		if err := t.reportTest(tr); err != nil {
+			return res, err
+		}
+	}
+	if t.clog != nil {
+		t.clog.Infof("solver.cpp", 332, "Optimization Done.")
+		if err := t.clog.Err(); err != nil {
+			return res, fmt.Errorf("train: writing the Caffe log: %w", err)
+		}
+	}
+	res.Wall = time.Since(begin)
+	return res, nil
+}
+
+// metricsHook wraps next so that rank r also writes a metrics line after
+// each iteration: the differences of its cumulative accounts.
+func (t *Trainer) metricsHook(r int, n *node.Rank, comp *netComputer, next func(int, float64) error) func(int, float64) error {
+	var last [numPhases]time.Duration
+	var lastStats node.Stats
+	lastT := time.Now()
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return func(iter int, loss float64) error {
+		now := time.Now()
+		m := IterMetrics{Kind: "train", Time: metricsTime(now), Rank: r, Iter: iter, LR: t.solver.LR(iter), Loss: loss, WallMS: ms(now.Sub(lastT))}
+		m.Images, m.Epoch = t.images(iter + 1)
+		var cur [numPhases]time.Duration
+		for i := range cur {
+			cur[i] = comp.phases.Total(i)
+		}
+		m.DataMS, m.ForwardMS, m.BackMS = ms(cur[PhaseData]-last[PhaseData]), ms(cur[PhaseForward]-last[PhaseForward]), ms(cur[PhaseBackward]-last[PhaseBackward])
+		st := n.Stats
+		m.CommMS = ms(st.Phase[node.PhaseComm] - lastStats.Phase[node.PhaseComm])
+		m.UpdateMS = ms(st.Phase[node.PhaseUpdate] - lastStats.Phase[node.PhaseUpdate])
+		m.WaitMS = ms(st.Phase[node.PhaseWait] - lastStats.Phase[node.PhaseWait])
+		m.CommBusy = ms(st.CommBusy - lastStats.CommBusy)
+		last, lastStats, lastT = cur, st, now
+		if t.cfg.OnIterMetrics != nil {
+			t.cfg.OnIterMetrics(m)
+		}
+		if t.sink != nil {
+			if err := t.sink.train(m); err != nil {
+				return err
+			}
+		}
+		if next != nil {
+			return next(iter, loss)
+		}
+		return nil
+	}
+}
+
+// chain runs hooks in order, stopping at the first error.
+func chain(hooks []func(int, float64) error) func(int, float64) error {
+	if len(hooks) == 0 {
+		return nil
+	}
+	return func(iter int, loss float64) error {
+		for _, h := range hooks {
+			if err := h(iter, loss); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// firstError picks the error to report: the first rank's real error, not
+// the cancellations it caused in the others.
+func firstError(ctx context.Context, errs []error) error {
+	var cancelled error
+	for r, err := range errs {
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			cancelled = err
+			continue
+		}
+		if len(errs) > 1 {
+			return fmt.Errorf("rank %d: %w", r, err)
+		}
+		return err
+	}
+	return cancelled
+}
+
+func (t *Trainer) algo(a scheme.Algo) collective.Algorithm {
+	if t.cfg.Algo != collective.Auto {
+		return t.cfg.Algo
+	}
+	switch a {
+	case scheme.AlgoTree:
+		return collective.Tree
+	case scheme.AlgoRing:
+		return collective.Ring
+	}
+	return collective.Auto
+}
+
+func schemeLayout(net *model.Net) scheme.Layout {
+	l := scheme.Layout{N: len(net.Params())}
+	for _, b := range net.Blocks() {
+		l.Blocks = append(l.Blocks, scheme.Range{Lo: b.Off, Hi: b.Off + b.Len()})
+	}
+	return l
+}
+
+// shareGrads moves the gradients of this process's rank into memory its
+// transport shares with the ranks on its host, where it has any
+// (collective.Executor.Buffer: a host group, which then reduces them in
+// place instead of copying them through its slots). Every rank calls it
+// at the same point. It returns a line for the log: where the gradients
+// are, or why they could not be shared.
+func (t *Trainer) shareGrads(ctx context.Context, ep transport.Endpoint) (string, error) {
+	net := t.ranks[0].net
+	ex := collective.NewExecutor(ep)
+	defer ex.Close()
+	n := len(net.Grads())
+	if t.cfg.Exact {
+		n *= exact.Limbs
+	}
+	buf, err := ex.Buffer(ctx, n)
+	if err != nil {
+		return "", fmt.Errorf("train: the gradients' shared buffer: %w", err)
+	}
+	if ok, why := ex.Shared(buf); !ok {
+		if why != nil {
+			return fmt.Sprintf("gradients in process memory, not shared with the host's other ranks: %v", why), nil
+		}
+		return "", nil
+	}
+	if t.cfg.Exact {
+		rs := t.ranks[0]
+		rs.exactBuf = buf
+		if rs.comp != nil && rs.comp.exact != nil {
+			rs.comp.exact.buf = buf
+		}
+	} else if err := net.UseGrads(buf); err != nil {
+		return "", err
+	}
+	return "gradients in shared memory: the ranks on this host reduce them in place", nil
+}
