@@ -1,8 +1,13 @@
-// Package train owns the single-worker training loop, Caffe's
-// Solver::Solve: feed the inputs, forward, backward, update, with periodic
-// testing, progress, snapshots, resume and a per-phase time account. It is
-// what the `seq` scheme runs, and what every other scheme is measured
-// against.
+// Package train owns a training run on this process's ranks, Caffe's
+// Solver::Solve generalised to every scheme: it builds one net and solver
+// per local rank, drives each rank with a node.Rank running the scheme's
+// state machine (package scheme) over the group's transport, and does
+// what Caffe's solver does around the iterations — feed the inputs,
+// periodic testing on rank 0, progress, snapshots on the updating rank,
+// resume, and a per-phase time account. With one worker and the `seq`
+// scheme it is Caffe's single-worker loop, which every other scheme is
+// measured against; with Config.Exact the synchronous schemes reproduce
+// it bit for bit at any worker count (exact.go).
 //
 // The canonical use:
 //
