@@ -169,6 +169,7 @@ func (c *netComputer) computeExact(ctx context.Context, ready func(lo, hi int), 
 	defer c.endOutputs(k)
 	e := c.exact
 	e.begin(c.net.Params())
+	e.atoms = k * max(c.world, 1)
 	var sum float64
 	for pass := range k {
 		last := pass == k-1

@@ -24,14 +24,23 @@ type exactSum struct {
 	acc    []int64   // the rank's integer sum, per parameter
 	buf    []float32 // exact.Limbs digits per parameter: what travels
 	done   []bool    // blocks encoded in the final pass
+	// direct, for a rank that reduces with nobody (one worker, no
+	// server), is the net's gradient buffer: encode writes each block's
+	// mean over the atoms there (exact.Mean, the bits decoding the digits
+	// would give) instead of digits into buf, which is then nil.
+	direct []float32
+	atoms  int // the atoms of the iteration's sum (direct only)
 	// clipped counts values beyond the grid's range (clipped, so the run
 	// stays reproducible); err is the first non-finite gradient.
 	clipped int64
 	err     error
 }
 
-func newExactSum(net *model.Net, buf []float32) *exactSum {
+func newExactSum(net *model.Net, buf []float32, direct bool) *exactSum {
 	n := len(net.Params())
+	if direct {
+		return &exactSum{pool: net.Pool(), blocks: net.Blocks(), scale: make([]float64, len(net.Blocks())), acc: make([]int64, n), direct: net.Grads(), done: make([]bool, len(net.Blocks()))}
+	}
 	if buf == nil {
 		buf = make([]float32, exact.Limbs*n)
 	}
@@ -85,10 +94,18 @@ func (e *exactSum) addRange(i, lo, hi int, grads []float32) {
 	}
 }
 
-// encode writes block i's sum as digits and returns their range in buf.
+// encode writes block i's sum as digits and returns their range in buf;
+// with direct, it writes the block's mean gradient into the net's and
+// returns its range there.
 func (e *exactSum) encode(i int) (lo, hi int) {
 	b := e.blocks[i]
 	e.done[i] = true
+	if e.direct != nil {
+		forChunks(e.pool, b.Off, b.Off+b.Len(), func(lo, hi int) {
+			exact.Mean(e.direct[lo:hi], e.acc[lo:hi], e.scale[i], e.atoms)
+		})
+		return b.Off, b.Off + b.Len()
+	}
 	forChunks(e.pool, b.Off, b.Off+b.Len(), func(lo, hi int) {
 		exact.Encode(e.buf[exact.Limbs*lo:exact.Limbs*hi], e.acc[lo:hi])
 	})
@@ -192,4 +209,12 @@ func ExactCapable(cfg Config) bool {
 func localSGDAveragesGrads(cfg Config) bool {
 	linear := cfg.Solver.Type == "" || cfg.Solver.Type == "SGD" || cfg.Solver.Type == "Nesterov"
 	return cfg.Scheme == "local-sgd" && cfg.Interval <= 1 && linear && cfg.Solver.ClipGradients <= 0
+}
+
+// exactDirect reports whether a Config.Exact run's sums never leave their
+// rank: one rank in all (one worker, no server), so the mean gradient is
+// written from the integer sums straight into the net's gradients
+// (exact.Mean), without the digits that only a reduction needs.
+func (t *Trainer) exactDirect() bool {
+	return t.cfg.Exact && t.schemeConfig(0).Ranks() == 1 && (t.cfg.Group == nil || t.cfg.Group.Size == 1)
 }

@@ -358,7 +358,7 @@ func (t *Trainer) buildRanks() error {
 			rs.comp = newNetComputer(net, rs.feeds)
 			rs.comp.iterSize = max(cfg.IterSize, 1)
 			if cfg.Exact {
-				rs.comp.exact = newExactSum(net, nil)
+				rs.comp.exact = newExactSum(net, nil, t.exactDirect())
 				rs.exactBuf = rs.comp.exact.buf
 				rs.comp.rank, rs.comp.world = r, workers
 			}
@@ -617,7 +617,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			Center:   cen,
 			CenterID: centerID(sc, r),
 		}
-		if cfg.Exact {
+		if cfg.Exact && !t.exactDirect() {
 			// The scheme reduces the digits of the exact sum; the update
 			// first decodes their mean over every atom of the global
 			// batch into the gradients, on the grids of the weights the
@@ -892,7 +892,8 @@ func (t *Trainer) shareGrads(ctx context.Context, ep transport.Endpoint) (string
 	ex := collective.NewExecutor(ep)
 	defer ex.Close()
 	n := len(net.Grads())
-	if t.cfg.Exact {
+	exactDigits := t.cfg.Exact && !t.exactDirect()
+	if exactDigits {
 		n *= exact.Limbs
 	}
 	buf, err := ex.Buffer(ctx, n)
@@ -905,7 +906,7 @@ func (t *Trainer) shareGrads(ctx context.Context, ep transport.Endpoint) (string
 		}
 		return "", nil
 	}
-	if t.cfg.Exact {
+	if exactDigits {
 		rs := t.ranks[0]
 		rs.exactBuf = buf
 		if rs.comp != nil && rs.comp.exact != nil {

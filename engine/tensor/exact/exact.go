@@ -152,6 +152,18 @@ func Sum(d []float32) int64 {
 	return ((int64(d[3])<<16+int64(d[2]))<<16+int64(d[1]))<<16 + int64(d[0])
 }
 
+// Mean writes into dst the mean of k atoms whose integer sums are acc, on
+// the grid of scale s: dst[i] = acc[i]/(s·k) rounded to float32. It gives
+// the bits Decode gives for Encode(acc) (see Decode), without the digits:
+// a run whose sum never leaves the rank (one worker) skips encoding.
+func Mean(dst []float32, acc []int64, s float64, k int) {
+	acc = acc[:len(dst)]
+	f := 1 / (s * float64(k))
+	for i, v := range acc {
+		dst[i] = float32(float64(v) * f)
+	}
+}
+
 // Decode turns summed digits back into gradients: dst[i] is the integer
 // of src[Limbs·i:Limbs·i+Limbs] divided by s·k (k the number of atoms the
 // sum holds, for their mean), rounded to float32. The result depends only

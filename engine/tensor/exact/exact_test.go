@@ -169,3 +169,37 @@ func TestDecodeRoundsTheInteger(t *testing.T) {
 		}
 	}
 }
+
+// TestMeanIsDecodeOfEncode: Mean gives Decode's bits for Encode's digits,
+// on random sums of every magnitude up to the bound, on values that round
+// to float64 at a tie, and at the extremes.
+func TestMeanIsDecodeOfEncode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	var acc []int64
+	for e := 0; e <= 62; e++ {
+		for range 64 {
+			v := rng.Int64N(1 << e)
+			if rng.IntN(2) == 0 {
+				v = -v
+			}
+			acc = append(acc, v)
+		}
+	}
+	// Ties at float64's precision: 2^53+1 and 2^60+2^7 sit halfway.
+	acc = append(acc, 1<<53+1, -(1<<53 + 1), 1<<60+1<<7, 1<<60+3<<7, 1<<62-1, -(1<<62 - 1), 0)
+	for _, k := range []int{1, 3, 8, 4096} {
+		for _, s := range []float64{1 << 36, 1 << 42, 0x1p30} {
+			want := make([]float32, len(acc))
+			dig := make([]float32, Limbs*len(acc))
+			Encode(dig, acc)
+			Decode(want, dig, s, k)
+			got := make([]float32, len(acc))
+			Mean(got, acc, s, k)
+			for i := range acc {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("k %d, s %g, sum %d: Mean %v, Decode %v", k, s, acc[i], got[i], want[i])
+				}
+			}
+		}
+	}
+}
