@@ -36,6 +36,9 @@ type netComputer struct {
 	// whose gradients are added to an exact sum; the final pass encodes
 	// each block as it finishes and reports the block's digits ready.
 	exact *exactSum
+	// replicas, with a direct exact sum, compute the atoms side by side
+	// (computeAtoms); nil to run them one after another.
+	replicas []*atomReplica
 	// With exact, atom is the index of this rank's next atom among its
 	// passes (a resumed run starts at StartIter×iterSize), and rank and
 	// world place it in the global batch (the loaders' slices): global
@@ -167,6 +170,9 @@ func (c *netComputer) Compute(ctx context.Context, ready func(lo, hi int)) (floa
 func (c *netComputer) computeExact(ctx context.Context, ready func(lo, hi int), k int) (float64, error) {
 	c.beginOutputs()
 	defer c.endOutputs(k)
+	if len(c.replicas) > 1 && k > 1 {
+		return c.computeAtoms(ctx, ready, k)
+	}
 	e := c.exact
 	e.begin(c.net.Params())
 	e.atoms = k * max(c.world, 1)
@@ -231,12 +237,8 @@ func (c *netComputer) pass(ctx context.Context, ready func(lo, hi int), last, fi
 	if c.trace != nil {
 		c.trace("forward", "compute", t1, t2.Sub(t1))
 	}
-	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		where := c.net.NonFinite()
-		if where == "" {
-			where = "the loss itself"
-		}
-		return loss, fmt.Errorf("%w: loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", ErrDiverged, loss, where)
+	if err := lossDiverged(c.net, loss); err != nil {
+		return loss, err
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err // aborted (weedout's restart) or cancelled
@@ -257,4 +259,17 @@ func fill(ctx context.Context, net *model.Net, f Feed) error {
 		tops[i] = net.Input(name)
 	}
 	return f.Source.Fill(ctx, tops)
+}
+
+// lossDiverged is the error for a non-finite loss of net's forward, naming
+// the first non-finite value; nil for a finite loss.
+func lossDiverged(net *model.Net, loss float64) error {
+	if !math.IsNaN(loss) && !math.IsInf(loss, 0) {
+		return nil
+	}
+	where := net.NonFinite()
+	if where == "" {
+		where = "the loss itself"
+	}
+	return fmt.Errorf("%w: loss is %v; first non-finite value: %s (the last good snapshot, if any, is kept; lower base_lr or check the data)", ErrDiverged, loss, where)
 }

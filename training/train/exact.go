@@ -89,9 +89,18 @@ func (e *exactSum) addRange(i, lo, hi int, grads []float32) {
 	})
 	e.clipped += clipped.Load()
 	if at := bad.Load(); at >= 0 && e.err == nil {
-		b := e.blocks[i]
-		e.err = fmt.Errorf("%w: the gradient of %s (layer %q) holds %v at index %d (the last good snapshot, if any, is kept; lower base_lr or check the data)", ErrDiverged, b.Name, b.Layer, grads[at], int(at)-b.Off)
+		e.err = e.nonFinite(int(at), grads)
 	}
+}
+
+// nonFinite is the error for the non-finite gradient grads[at].
+func (e *exactSum) nonFinite(at int, grads []float32) error {
+	for _, b := range e.blocks {
+		if at >= b.Off && at < b.Off+b.Len() {
+			return fmt.Errorf("%w: the gradient of %s (layer %q) holds %v at index %d (the last good snapshot, if any, is kept; lower base_lr or check the data)", ErrDiverged, b.Name, b.Layer, grads[at], at-b.Off)
+		}
+	}
+	return fmt.Errorf("%w: a gradient holds %v at index %d", ErrDiverged, grads[at], at)
 }
 
 // encode writes block i's sum as digits and returns their range in buf;

@@ -198,3 +198,102 @@ func TestDefaultAtom(t *testing.T) {
 		}
 	}
 }
+
+// TestExactAtomsSideBySide: a one-worker exact run computes its atoms on
+// one-thread replicas of its net, side by side (computeAtoms), and gives
+// the bits of the same run computing them one after another on one
+// thread: the weights after every iteration and the losses, with and
+// without dropout, with as many replicas as atoms and with fewer (the
+// last round short).
+func TestExactAtomsSideBySide(t *testing.T) {
+	const atom, iters = 2, 6
+	for _, tc := range []struct {
+		name    string
+		atoms   int
+		threads int
+		more    func(*Config)
+	}{
+		{"2 threads, 8 atoms", 8, 2, nil},
+		{"3 threads, 8 atoms", 8, 3, nil},
+		{"2 threads, 2 atoms", 2, 2, nil},
+		{"dropout, 3 threads, 7 atoms", 7, 3, withDropout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(threads int) ([]uint64, []float64, int) {
+				var trace []uint64
+				var losses []float64
+				var tr *Trainer
+				runSchemeWith(t, "seq", 1, atom, iters, true, collective.Auto, func(c *Config) {
+					c.Exact, c.IterSize, c.Threads = true, tc.atoms, threads
+					c.OnIter = func(_ int, loss float64, _ time.Duration) {
+						trace = append(trace, hashWeights(tr.net.Params()))
+						losses = append(losses, loss)
+					}
+					if tc.more != nil {
+						tc.more(c)
+					}
+				}, &tr)
+				return trace, losses, len(tr.ranks[0].comp.replicas)
+			}
+			want, wantLoss, n := run(1)
+			if n != 0 {
+				t.Fatalf("one thread: %d replicas, want none", n)
+			}
+			got, gotLoss, n := run(tc.threads)
+			if want := min(tc.threads, tc.atoms); n != want {
+				t.Fatalf("%d threads, %d atoms: %d replicas, want %d", tc.threads, tc.atoms, n, want)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("weights differ from the atoms one after another:\n got %x\nwant %x", got, want)
+			}
+			for i := range wantLoss {
+				if math.Float64bits(gotLoss[i]) != math.Float64bits(wantLoss[i]) {
+					t.Fatalf("iteration %d: loss %v, want %v", i, gotLoss[i], wantLoss[i])
+				}
+			}
+		})
+	}
+}
+
+// withConv makes the run's net convolutional (LeNet's layer types: a
+// convolution, max pooling, an inner product), whose layers sum a batch's
+// weight gradients per thread's chunk, so that the thread count changes
+// the bits unless the atoms run on one-thread replicas (the padding makes
+// the output large enough for the convolution to split a batch).
+func withConv(c *Config) {
+	xavier := layers.Filler{Type: layers.FillXavier}
+	c.Train = model.Spec{
+		Name:   "convnet",
+		Inputs: []string{"data", "label"},
+		Layers: []model.LayerSpec{
+			{Name: "conv1", Bottom: []string{"data"}, Top: []string{"conv1"}, Config: &layers.ConvolutionConfig{NumOutput: 20, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 4, PadW: 4, Group: 1, BiasTerm: true, WeightFiller: xavier}},
+			{Name: "pool1", Bottom: []string{"conv1"}, Top: []string{"pool1"}, Config: &layers.PoolingConfig{Method: layers.PoolMax, KernelH: 2, KernelW: 2, StrideH: 2, StrideW: 2}},
+			{Name: "relu1", Bottom: []string{"pool1"}, Top: []string{"pool1"}, Config: &layers.ReLUConfig{}},
+			{Name: "ip1", Bottom: []string{"pool1"}, Top: []string{"ip1"}, Config: &layers.InnerProductConfig{NumOutput: 4, BiasTerm: true, Axis: 1, WeightFiller: xavier}},
+			{Name: "loss", Bottom: []string{"ip1", "label"}, Top: []string{"loss"}, Config: &layers.SoftmaxWithLossConfig{Axis: 1}},
+		},
+	}
+}
+
+// TestExactWorkersWithThreads: workers with two threads each compute
+// their atoms on replicas and give the bits of seq on one thread, on a
+// convolutional net; the same workers computing the atoms one after
+// another on both threads do not (so the comparison can fail).
+func TestExactWorkersWithThreads(t *testing.T) {
+	const atom, atoms, iters = 8, 4, 6
+	_, want, _ := runExact(t, "seq", 1, atom, atoms, iters, true, collective.Auto, withConv)
+	serialAtoms = true
+	_, serial, _ := runExact(t, "seq", 1, atom, atoms, iters, true, collective.Auto, withConv, func(c *Config) { c.Threads = 2 })
+	serialAtoms = false
+	if slices.Equal(serial, want) {
+		t.Fatal("two threads gave one thread's bits without replicas: the comparison below proves nothing")
+	}
+	for _, name := range []string{"sync-ring", "sync-ps", "overlap"} {
+		t.Run(name, func(t *testing.T) {
+			_, got, _ := runExact(t, name, 2, atom, atoms, iters, true, collective.Auto, withConv, func(c *Config) { c.Threads = 4 })
+			if !slices.Equal(got, want) {
+				t.Fatal("two-thread workers: the weights differ from seq's on one thread")
+			}
+		})
+	}
+}

@@ -361,6 +361,16 @@ func (t *Trainer) buildRanks() error {
 				rs.comp.exact = newExactSum(net, nil, t.exactDirect())
 				rs.exactBuf = rs.comp.exact.buf
 				rs.comp.rank, rs.comp.world = r, workers
+				if n := min(net.Pool().Threads(), rs.comp.iterSize); n > 1 && !serialAtoms && atomParallel(cfg.Train) && int64(len(net.Params()))*12*int64(n) < 2<<30 {
+					// The atoms run side by side, one thread each: faster
+					// than one after another on all the threads, and the
+					// bits of a one-thread worker's atoms (the layers sum a
+					// batch's weight gradients per thread's chunk).
+					var err error
+					if rs.comp.replicas, err = newAtomReplicas(rs.comp, cfg.Train, cfg.TrainShapes, cfg.Seed, n); err != nil {
+						return fmt.Errorf("train: TRAIN net replica: %w", err)
+					}
+				}
 			}
 			if st := cfg.Straggle; st != nil && (st.Rank == r || st.Rank < 0) {
 				rng := rand.New(rand.NewPCG(cfg.Seed, uint64(r)+1))
