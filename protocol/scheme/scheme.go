@@ -252,3 +252,34 @@ type Layout struct {
 	N      int
 	Blocks []Range // Buf is ignored
 }
+
+// VecOps are the vector kernels a driver gives Arith (the engine's SIMD
+// ones, which this package may not import).
+type VecOps struct {
+	Scale func(a float32, x []float32)    // x = a·x
+	Axpy  func(a float32, x, y []float32) // y += a·x
+}
+
+// Arith carries out a's arithmetic if a is one of the local ops that only
+// compute on the rank's buffers (Scale, Copy, Axpy, Fill), on the ranges
+// that buf returns, and reports whether it was. Every driver (the real
+// one, the simulator's exact mode) runs them through here, so they mean
+// the same everywhere.
+func (a Action) Arith(buf func(Range) []float32, ops VecOps) bool {
+	switch a.Op {
+	case Scale:
+		ops.Scale(a.Factor, buf(a.R))
+	case Copy:
+		copy(buf(a.R), buf(a.Src))
+	case Axpy:
+		ops.Axpy(a.Factor, buf(a.Src), buf(a.R))
+	case Fill:
+		dst := buf(a.R)
+		for i := range dst {
+			dst[i] = a.Factor
+		}
+	default:
+		return false
+	}
+	return true
+}

@@ -2,6 +2,7 @@ package scheme
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -248,5 +249,42 @@ func TestOverlapAccumulates(t *testing.T) {
 	}
 	if _, err := New(Config{Name: "sync-tree", Workers: 2, MaxIter: 1, Layout: layout, Accumulate: true}); err == nil {
 		t.Error("sync-tree with Accumulate was accepted")
+	}
+}
+
+// TestActionArith: the local ops' arithmetic on a rank's buffers, and the
+// ops it leaves to the driver.
+func TestActionArith(t *testing.T) {
+	scale := func(a float32, x []float32) {
+		for i := range x {
+			x[i] *= a
+		}
+	}
+	axpy := func(a float32, x, y []float32) {
+		for i := range x {
+			y[i] += a * x[i]
+		}
+	}
+	for _, tc := range []struct {
+		a          Action
+		params     []float32
+		done       bool
+		wantParams []float32
+	}{
+		{Action{Op: Scale, R: Range{Buf: Params, Lo: 1, Hi: 3}, Factor: 2}, []float32{1, 2, 3, 4}, true, []float32{1, 4, 6, 4}},
+		{Action{Op: Copy, R: Range{Buf: Params, Lo: 0, Hi: 2}, Src: Range{Buf: Grads, Lo: 2, Hi: 4}}, []float32{1, 2, 3, 4}, true, []float32{30, 40, 3, 4}},
+		{Action{Op: Axpy, R: Range{Buf: Params, Lo: 2, Hi: 4}, Src: Range{Buf: Grads, Lo: 0, Hi: 2}, Factor: -1}, []float32{1, 2, 3, 4}, true, []float32{1, 2, -7, -16}},
+		{Action{Op: Fill, R: Range{Buf: Params, Lo: 3, Hi: 4}, Factor: 9}, []float32{1, 2, 3, 4}, true, []float32{1, 2, 3, 9}},
+		{Action{Op: Update, Iter: 1}, []float32{1, 2, 3, 4}, false, []float32{1, 2, 3, 4}},
+		{Action{Op: IterDone}, []float32{1, 2, 3, 4}, false, []float32{1, 2, 3, 4}},
+	} {
+		bufs := map[Buffer][]float32{Params: tc.params, Grads: {10, 20, 30, 40}}
+		done := tc.a.Arith(func(r Range) []float32 { return bufs[r.Buf][r.Lo:r.Hi] }, VecOps{Scale: scale, Axpy: axpy})
+		if done != tc.done || !slices.Equal(bufs[Params], tc.wantParams) {
+			t.Errorf("%v: done %v, params %v; want %v, %v", tc.a.Op, done, bufs[Params], tc.done, tc.wantParams)
+		}
+		if !slices.Equal(bufs[Grads], []float32{10, 20, 30, 40}) {
+			t.Errorf("%v changed its source: %v", tc.a.Op, bufs[Grads])
+		}
 	}
 }

@@ -135,22 +135,17 @@ func (d *driver) land(r scheme.Range, data []float32, add bool) {
 
 // apply carries out a local action's arithmetic (exact mode).
 func (d *driver) apply(a scheme.Action) {
-	switch a.Op {
-	case scheme.Scale:
-		tensor.Scale(a.Factor, d.slice(a.R))
-	case scheme.Update:
+	if a.Arith(d.slice, vecOps) {
+		return
+	}
+	if a.Op == scheme.Update {
 		d.s.ex.cfg.Update(d.rank, a.Iter, d.bufs[scheme.Params], d.bufs[scheme.Grads])
-	case scheme.Copy:
-		copy(d.slice(a.R), d.slice(a.Src))
-	case scheme.Axpy:
-		tensor.Axpy(a.Factor, d.slice(a.Src), d.slice(a.R))
-	case scheme.Fill:
-		dst := d.slice(a.R)
-		for i := range dst {
-			dst[i] = a.Factor
-		}
 	}
 }
+
+// vecOps are the engine's kernels for the local actions' arithmetic, as
+// the real driver runs them.
+var vecOps = scheme.VecOps{Scale: tensor.Scale, Axpy: tensor.Axpy}
 
 // grad runs the rank's gradient computation (exact mode).
 func (d *driver) grad() float64 {

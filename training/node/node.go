@@ -300,20 +300,12 @@ func (r *Rank) Run(ctx context.Context) error {
 
 // local runs a local action.
 func (r *Rank) local(a scheme.Action) error {
+	if a.Arith(r.slice, vecOps) {
+		return nil
+	}
 	switch a.Op {
-	case scheme.Scale:
-		tensor.Scale(a.Factor, r.slice(a.R))
 	case scheme.Update:
 		r.Update(a.Iter)
-	case scheme.Copy:
-		copy(r.slice(a.R), r.slice(a.Src))
-	case scheme.Fill:
-		dst := r.slice(a.R)
-		for i := range dst {
-			dst[i] = a.Factor
-		}
-	case scheme.Axpy:
-		tensor.Axpy(a.Factor, r.slice(a.Src), r.slice(a.R))
 	case scheme.IterDone:
 		if a.Skipped {
 			if r.OnSkip != nil {
@@ -330,6 +322,9 @@ func (r *Rank) local(a scheme.Action) error {
 	}
 	return nil
 }
+
+// vecOps are the engine's kernels for the local actions' arithmetic.
+var vecOps = scheme.VecOps{Scale: tensor.Scale, Axpy: tensor.Axpy}
 
 func (r *Rank) slice(rg scheme.Range) []float32 {
 	var b *[]float32
