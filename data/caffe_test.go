@@ -249,13 +249,47 @@ func TestConvertImageset(t *testing.T) {
 			}
 		})
 	}
-	// A missing file names its line; nothing is left behind.
+	// A missing or undecodable image is skipped with a warning naming its
+	// line, as Caffe does; the others are written, keyed by their line's
+	// place (a gap where the skipped one was).
 	bad := filepath.Join(dir, "bad.txt")
-	os.WriteFile(bad, []byte("img00.png 1\nnope.png 2\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "junk.png"), []byte("not a png"), 0o644)
+	os.WriteFile(bad, []byte("img00.png 1\nnope.png 2\njunk.png 3\nimg01.png 4\n"), 0o644)
 	out := filepath.Join(dir, "bad_db")
-	_, err := ConvertImageset(bad, out, ImagesetConfig{Root: dir + "/"}, nil)
-	if err == nil || !strings.Contains(err.Error(), "bad.txt:2") {
-		t.Fatalf("missing image: %v", err)
+	var warns []string
+	st, err := ConvertImageset(bad, out, ImagesetConfig{Root: dir + "/", Warn: func(m string) { warns = append(warns, m) }}, nil)
+	if err != nil || st.Records != 2 || st.Skipped != 2 {
+		t.Fatalf("two bad images of four: %+v, %v; want 2 written, 2 skipped", st, err)
+	}
+	if len(warns) != 2 || !strings.Contains(warns[0], "bad.txt:2: skipped") || !strings.Contains(warns[1], "bad.txt:3: skipped") || !strings.Contains(warns[1], "junk.png") {
+		t.Fatalf("warnings %q, want lines 2 and 3 named", warns)
+	}
+	r, err := db.Open(out, db.LMDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	cur, err := r.Cursor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, _, ok, err := cur.First(); ok || err != nil; k, _, ok, err = cur.Next() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, string(k))
+	}
+	cur.Close()
+	r.Close()
+	if want := []string{"00000000_img00.png", "00000003_img01.png"}; !slices.Equal(keys, want) {
+		t.Fatalf("keys %q, want %q", keys, want)
+	}
+	// A list with no readable image is an error; nothing is left behind.
+	none := filepath.Join(dir, "none.txt")
+	os.WriteFile(none, []byte("nope.png 2\n"), 0o644)
+	out = filepath.Join(dir, "none_db")
+	if _, err := ConvertImageset(none, out, ImagesetConfig{Root: dir + "/"}, nil); err == nil || !strings.Contains(err.Error(), "none of its 1 images") {
+		t.Fatalf("no readable image: %v", err)
 	}
 	if _, serr := os.Stat(out); serr == nil {
 		t.Fatal("a failed conversion left its database behind")

@@ -32,6 +32,9 @@ type ConvertStats struct {
 	C, H, W int
 	// Bytes is the total size of the record values.
 	Bytes int64
+	// Skipped is the number of list lines whose image could not be read
+	// or decoded (ConvertImageset skips them, as Caffe does).
+	Skipped int
 }
 
 // ConvertIDX writes an MNIST-style pair of IDX files as a database of
@@ -94,11 +97,18 @@ type ImagesetConfig struct {
 	// file's format (PNG for .png, JPEG otherwise). Without it, records
 	// hold raw C×H×W pixels, and every image must come out the same size.
 	Encoded bool
+	// Warn, when set, is told of each image skipped: one that cannot be
+	// read or decoded is left out with a warning naming its list line, as
+	// Caffe's convert_imageset logs and skips it (a list with no readable
+	// image is an error).
+	Warn func(msg string)
 }
 
 // ConvertImageset writes the images of a Caffe list file ("path label"
 // lines) as a database of Datum records, as Caffe's convert_imageset
-// does: keys %08d_PATH in written order. Errors name the list line.
+// does: keys %08d_PATH, the number being the line's place in the list as
+// written (after --shuffle), so a skipped image leaves a gap as in Caffe.
+// Errors and warnings name the list line.
 func ConvertImageset(list, out string, cfg ImagesetConfig, progress Progress) (ConvertStats, error) {
 	f, err := os.Open(list)
 	if err != nil {
@@ -136,14 +146,22 @@ func ConvertImageset(list, out string, cfg ImagesetConfig, progress Progress) (C
 		}
 		p := cfg.Root + e.Path
 		raw, err := os.ReadFile(p)
-		if err != nil {
-			return fail(fmt.Errorf("%s:%d: %v", list, e.Line, err))
+		var pix []uint8
+		var c, h, wd int
+		if err == nil {
+			pix, c, h, wd, err = DecodeImage(raw, ch, cfg.ResizeHeight, cfg.ResizeWidth)
+			if err != nil {
+				err = fmt.Errorf("(%s): %v", p, err)
+			}
 		}
-		pix, c, h, wd, err := DecodeImage(raw, ch, cfg.ResizeHeight, cfg.ResizeWidth)
 		if err != nil {
-			return fail(fmt.Errorf("%s:%d (%s): %v", list, e.Line, p, err))
+			st.Skipped++
+			if cfg.Warn != nil {
+				cfg.Warn(fmt.Sprintf("%s:%d: skipped: %v", list, e.Line, err))
+			}
+			continue
 		}
-		if i == 0 {
+		if st.Records == 0 {
 			st.C, st.H, st.W = c, h, wd
 		} else if !cfg.Encoded && (c != st.C || h != st.H || wd != st.W) {
 			return fail(fmt.Errorf("%s:%d (%s): image is %dx%dx%d (CxHxW) but the first is %dx%dx%d; a raw database needs one size: pass --resize_height and --resize_width, or --encoded", list, e.Line, p, c, h, wd, st.C, st.H, st.W))
@@ -179,6 +197,9 @@ func ConvertImageset(list, out string, cfg ImagesetConfig, progress Progress) (C
 		if progress != nil && (i+1)%1000 == 0 {
 			progress(i+1, len(entries))
 		}
+	}
+	if st.Records == 0 {
+		return fail(fmt.Errorf("image list %s: none of its %d images could be read (the first: line %d, %s)", list, len(entries), entries[0].Line, cfg.Root+entries[0].Path))
 	}
 	if err := w.Close(); err != nil {
 		os.RemoveAll(out)

@@ -59,7 +59,7 @@ func runConvertMNIST(_ context.Context, args []string, stdout, stderr io.Writer)
 // to a database of Datum records.
 func runConvertImageset(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("convert-imageset", flag.ContinueOnError)
-	list := fs.String("list", "", "list `FILE` of \"path label\" lines (required)")
+	list := fs.String("list", "", "list `FILE` of \"path label\" lines (required; or Caffe's form: dsgd convert-imageset [flags] ROOTFOLDER/ LISTFILE DB_NAME)")
 	root := fs.String("root", "", "`DIR` prefixed to every path of the list, as Caffe's ROOTFOLDER (give the trailing /)")
 	out := fs.String("out", "", "database `DIR` to create (required; must not exist)")
 	backend := backendFlag(fs)
@@ -69,12 +69,24 @@ func runConvertImageset(_ context.Context, args []string, stdout, stderr io.Writ
 	rh := fs.Int("resize_height", 0, "resize images to this height (with --resize_width)")
 	rw := fs.Int("resize_width", 0, "resize images to this width (with --resize_height)")
 	encoded := fs.Bool("encoded", false, "store images encoded (JPEG/PNG) instead of raw pixels")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlagsArgs(fs, args, stderr); err != nil {
 		return err
+	}
+	if pos := fs.Args(); len(pos) > 0 {
+		// Caffe's form: convert_imageset [FLAGS] ROOTFOLDER/ LISTFILE DB_NAME.
+		switch {
+		case len(pos) != 3:
+			fmt.Fprintf(stderr, "dsgd convert-imageset: %d arguments %q: give ROOTFOLDER/ LISTFILE DB_NAME, as Caffe's convert_imageset takes them (flags first), or --root, --list and --out\n", len(pos), pos)
+			return errUsage
+		case *list != "" || *out != "" || *root != "":
+			fmt.Fprintln(stderr, "dsgd convert-imageset: ROOTFOLDER/ LISTFILE DB_NAME given with --root, --list or --out: give one form")
+			return errUsage
+		}
+		*root, *list, *out = pos[0], pos[1], pos[2]
 	}
 	switch {
 	case *list == "" || *out == "":
-		fmt.Fprintln(stderr, "dsgd convert-imageset: --list and --out are required")
+		fmt.Fprintln(stderr, "dsgd convert-imageset: --list and --out are required (or ROOTFOLDER/ LISTFILE DB_NAME)")
 		return errUsage
 	case *rh < 0 || *rw < 0 || (*rh == 0) != (*rw == 0):
 		fmt.Fprintf(stderr, "dsgd convert-imageset: --resize_height %d and --resize_width %d: give both, positive, or neither\n", *rh, *rw)
@@ -89,6 +101,7 @@ func runConvertImageset(_ context.Context, args []string, stdout, stderr io.Writ
 	st, err := data.ConvertImageset(*list, *out, data.ImagesetConfig{
 		Root: *root, Backend: b, Gray: *gray, Shuffle: *shuffle, Seed: *seed,
 		ResizeHeight: *rh, ResizeWidth: *rw, Encoded: *encoded,
+		Warn: func(msg string) { fmt.Fprintf(stderr, "dsgd convert-imageset: warning: %s\n", msg) },
 	}, progressTo(stderr, "convert-imageset"))
 	if err != nil {
 		return err
@@ -97,8 +110,12 @@ func runConvertImageset(_ context.Context, args []string, stdout, stderr io.Writ
 	if *encoded {
 		kind = "encoded"
 	}
-	fmt.Fprintf(stdout, "convert-imageset: wrote %d %s records (first %dx%dx%d) to %s (%s, %.1f MB) in %.1fs\n",
-		st.Records, kind, st.C, st.H, st.W, *out, b, float64(st.Bytes)/1e6, time.Since(start).Seconds())
+	skipped := ""
+	if st.Skipped > 0 {
+		skipped = fmt.Sprintf("; skipped %d unreadable (named above)", st.Skipped)
+	}
+	fmt.Fprintf(stdout, "convert-imageset: wrote %d %s records (first %dx%dx%d) to %s (%s, %.1f MB) in %.1fs%s\n",
+		st.Records, kind, st.C, st.H, st.W, *out, b, float64(st.Bytes)/1e6, time.Since(start).Seconds(), skipped)
 	return nil
 }
 

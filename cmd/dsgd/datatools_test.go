@@ -22,6 +22,13 @@ func TestDataTools(t *testing.T) {
 	copyTree(t, caffeFixtures, fx)
 	imgs, labels := fx+"/idx/train-images-idx3-ubyte", fx+"/idx/train-labels-idx1-ubyte"
 	imageList(t, fx, dir, data.Train, "list.txt")
+	// The same list with a line whose image is missing: skipped, as Caffe
+	// does, with a warning naming the line.
+	lines, err := os.ReadFile(filepath.Join(dir, "list.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "list_missing.txt", string(lines)+"nope.png 3\n")
 	for _, c := range []struct {
 		name     string
 		args     []string
@@ -34,6 +41,8 @@ func TestDataTools(t *testing.T) {
 			"convert-mnist: 400/400", "to mnist_leveldb (leveldb"},
 		{"convert-imageset", []string{"convert-imageset", "--list", "list.txt", "--root", "png/", "--gray", "--encoded", "--shuffle", "--resize_height", "16", "--resize_width", "14", "--out", "list_lmdb"},
 			"convert-imageset: 400/400", "convert-imageset: wrote 400 encoded records (first 1x16x14) to list_lmdb"},
+		{"convert-imageset in Caffe's form", []string{"convert-imageset", "--gray", "png/", "list_missing.txt", "pos_lmdb"},
+			"warning: list_missing.txt:401: skipped", "convert-imageset: wrote 400 raw records (first 1x12x12) to pos_lmdb"},
 		{"compute-image-mean", []string{"compute-image-mean", "--db", "mnist_lmdb", "--out", "mean.binaryproto"},
 			"compute-image-mean: 400/400", "compute-image-mean: mean of 400 images of 1x12x12 written to mean.binaryproto"},
 		{"compute-image-mean of the encoded list", []string{"compute-image-mean", "--db", "list_lmdb", "--out", "list_mean.binaryproto"},
@@ -67,7 +76,7 @@ func TestDataTools(t *testing.T) {
 		t.Error(err)
 	}
 
-	write(t, dir, "badlist.txt", "train_0000.png 0\nnope.png 1\n")
+	write(t, dir, "badlist.txt", "nope.png 1\n")
 	for _, c := range []struct {
 		args []string
 		code int
@@ -76,7 +85,9 @@ func TestDataTools(t *testing.T) {
 		{[]string{"convert-mnist", "--images", imgs, "--labels", labels, "--out", "mnist_lmdb"}, 1, "mnist_lmdb already exists"},
 		{[]string{"convert-mnist", "--images", "nope-idx", "--labels", labels, "--out", "x_lmdb"}, 1, "nope-idx"},
 		{[]string{"convert-mnist", "--images", imgs}, 2, "--images, --labels and --out are required"},
-		{[]string{"convert-imageset", "--list", "badlist.txt", "--root", "png/", "--out", "y_lmdb"}, 1, "badlist.txt:2"},
+		{[]string{"convert-imageset", "--list", "badlist.txt", "--root", "png/", "--out", "y_lmdb"}, 1, "none of its 1 images"},
+		{[]string{"convert-imageset", "png/", "list.txt"}, 2, "give ROOTFOLDER/ LISTFILE DB_NAME"},
+		{[]string{"convert-imageset", "--list", "list.txt", "png/", "list.txt", "w_lmdb"}, 2, "give one form"},
 		{[]string{"convert-imageset", "--list", "list.txt", "--resize_height", "5", "--out", "z_lmdb"}, 2, "give both, positive, or neither"},
 		{[]string{"compute-image-mean", "--db", "nope_lmdb", "--out", "m.binaryproto"}, 1, "nope_lmdb"},
 		{[]string{"compute-image-mean", "--db", "mnist_lmdb", "--out", "mean.binaryproto", "--backend", "rocksdb"}, 2, "--backend"},

@@ -115,6 +115,19 @@ var helpOut io.Writer = os.Stdout
 // bad flag prints one line, and how to get help, to stderr and becomes
 // errUsage. It rejects positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	if err := parseFlagsArgs(fs, args, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "dsgd %s: unexpected argument %q (flags start with -)\n", fs.Name(), fs.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+// parseFlagsArgs is parseFlags for a command that also takes arguments
+// after its flags (fs.Args()).
+func parseFlagsArgs(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -127,10 +140,6 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 		return errUsage
 	}
 	fs.SetOutput(stderr)
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "dsgd %s: unexpected argument %q (flags start with -)\n", fs.Name(), fs.Arg(0))
-		return errUsage
-	}
 	return nil
 }
 
