@@ -16,7 +16,7 @@ import (
 // notRecorded are the flags a snapshot does not record: they describe
 // this machine or this process rather than the run, or are secrets.
 var notRecorded = map[string]bool{
-	"resume": true, "threads": true, "metrics": true, "log": true, "timeline": true, "metrics-listen": true,
+	"resume": true, "snapshot": true, "gpu": true, "threads": true, "metrics": true, "log": true, "timeline": true, "metrics-listen": true,
 	"token": true, "token-file": true, "store": true,
 	"rank": true, "world": true, "rendezvous": true, "listen": true, "center": true, "shard": true,
 }

@@ -30,17 +30,20 @@ type trainFlags struct {
 	iters, testInterval, testIter     *int
 	display, workers, warmup          *int
 	resume, prefix, scheme, transport *string
-	algo, metrics, lrScale, compress  *string
-	pack                              *bool
-	bucketKiB                         *int
-	commTimeout                       *time.Duration
-	timeline                          *string
-	weights, snapFormat               *string
-	metricsListen                     *string
-	log                               *string
-	shm                               *string
-	reduce                            *string
-	atom                              *int
+	// caffeSnapshot and gpu are Caffe's -snapshot (our --resume) and
+	// -gpu (no GPU engine yet: noted, the run is on the CPU).
+	caffeSnapshot, gpu               *string
+	algo, metrics, lrScale, compress *string
+	pack                             *bool
+	bucketKiB                        *int
+	commTimeout                      *time.Duration
+	timeline                         *string
+	weights, snapFormat              *string
+	metricsListen                    *string
+	log                              *string
+	shm                              *string
+	reduce                           *string
+	atom                             *int
 
 	// the asynchronous and elastic schemes
 	interval, staleness, variant, groups *int
@@ -67,6 +70,8 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.m.register(fs)
 	f.iters = fs.Int("iters", 0, "iterations to train (default: the solver's max_iter)")
 	f.resume = fs.String("resume", "", "continue from this snapshot `FILE`")
+	f.caffeSnapshot = fs.String("snapshot", "", "Caffe's spelling of --resume: continue from this snapshot `FILE` (a .solverstate, .solverstate.h5 or .dsgdsnap)")
+	f.gpu = fs.String("gpu", "", "Caffe's -gpu `IDS` (0, 0,1 or all): dsgd has no GPU engine yet, so the run trains on the CPU, with a note")
 	f.prefix = fs.String("snapshot-prefix", "", "write snapshots to `PREFIX`_iter_N.dsgdsnap (default: the solver's snapshot_prefix; \"none\" disables them)")
 	f.weights = fs.String("weights", "", "start from the weights of these Caffe models (`A.caffemodel[,B.caffemodel]`), copied layer by layer by name as caffe train --weights")
 	f.snapFormat = fs.String("snapshot-format", "", "snapshot format: dsgd (PREFIX_iter_N.dsgdsnap), caffe (PREFIX_iter_N.caffemodel and .solverstate, which Caffe reads; --resume takes the .solverstate) or hdf5 (Caffe's HDF5 format: .caffemodel.h5 and .solverstate.h5) (default: caffe or hdf5 when the solver says snapshot_format: BINARYPROTO or HDF5, else dsgd)")
@@ -214,6 +219,24 @@ func rankPath(path string, g *groupFlags, rank int) string {
 	return path
 }
 
+// caffeSpellings maps Caffe's train flags onto ours: -snapshot FILE is
+// --resume FILE (both given is an error), and -gpu is noted on stderr,
+// since the run trains on the CPU.
+func (f *trainFlags) caffeSpellings(stderr io.Writer) error {
+	if s := *f.caffeSnapshot; s != "" {
+		if *f.resume != "" {
+			fmt.Fprintf(stderr, "dsgd train: --snapshot %s and --resume %s: they are the same flag (Caffe's name and ours); give one\n", s, *f.resume)
+			return errUsage
+		}
+		*f.resume = s
+		fmt.Fprintf(stderr, "dsgd train: note: --snapshot %s is Caffe's spelling of --resume %s\n", s, s)
+	}
+	if g := *f.gpu; g != "" {
+		fmt.Fprintf(stderr, "dsgd train: note: --gpu %s: dsgd has no GPU engine yet; training on the CPU\n", g)
+	}
+	return nil
+}
+
 // schemeName is the scheme the flags ask for, with the default applied.
 func (f *trainFlags) schemeName() string {
 	if *f.scheme != "" {
@@ -230,6 +253,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f trainFlags
 	f.register(fs)
 	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := f.caffeSpellings(stderr); err != nil {
 		return err
 	}
 	if err := restoreRun(fs, *f.resume, stdout); err != nil {
