@@ -58,7 +58,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd")
 	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center")
 	f.staleness = fs.Int("staleness", 3, "ssp: the staleness bound")
-	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate (default 0.9/workers; hybrid 0.9/groups)")
+	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate (default 0.9/workers; hybrid 0.9/groups); diloco: the outer learning rate (default 0.7)")
 	f.variant = fs.Int("variant", 3, "sync-easgd: 1 separate master, 2 center on worker 0, 3 as 2 overlapped")
 	f.groups = fs.Int("groups", 0, "hybrid: synchronous groups (default 2, or 1 for an odd worker count)")
 	f.finish = fs.String("finish", "own", "asynchronous schemes: own, master, first or average")

@@ -95,10 +95,10 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.atom = fs.Int("atom", 0, "--reduce exact: images per atom, the unit of the global batch whose gradients are rounded and summed; runs give the same bits when their global batch and atom agree and the atom divides each worker's batch (default: the global batch over gcd(global batch, 24))")
 	f.commTimeout = fs.Duration("comm-timeout", time.Minute, "give up on a peer that does not answer within this")
 	f.shm = fs.String("shm", "on", shmUsage)
-	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center (SpeeDO's S, ShmCaffe's update_interval, EASGD's tau); local-sgd: iterations between model averages (H)")
+	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center (SpeeDO's S, ShmCaffe's update_interval, EASGD's tau); local-sgd: iterations between model averages (H); diloco: inner steps between outer steps (H)")
 	fs.Var(intAlias{f.interval}, "update-interval", "same as --interval (ShmCaffe's name)")
 	f.staleness = fs.Int("staleness", 3, "ssp: a worker more than this many iterations ahead of the slowest waits")
-	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate alpha (ShmCaffe's moving_rate, SC17's eta*rho); default 0.9/workers (EASGD's beta = 0.9)")
+	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate alpha (ShmCaffe's moving_rate, SC17's eta*rho); default 0.9/workers (EASGD's beta = 0.9); diloco: the outer learning rate (default 0.7)")
 	f.rho = fs.Float64("rho", 0, "elastic schemes: SC17's rho; sets alpha = base_lr * rho")
 	f.momentum = fs.Float64("momentum", -1, "solver momentum (default: the solver's; for "+strings.Join(scheme.PlainSGDNames(), ", ")+", whose rule is plain SGD (SC17 Eq. 1), 0 with base_lr / (1 - the solver's momentum); the header shows the momentum and base_lr the run uses)")
 	f.variant = fs.Int("variant", 3, "sync-easgd: 1 center on a separate master, 2 center on worker 0, 3 as 2 with the exchange overlapped with compute (SC17 6.1)")
@@ -185,6 +185,9 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 		alpha = in.DefaultAlpha(cfg.Workers, cfg.Groups)
 	}
 	cfg.Alpha = float32(alpha)
+	if in, _ := scheme.Lookup(cfg.Scheme); in.Outer {
+		f.note += fmt.Sprintf("dsgd: %s: every %d iterations (--interval) the workers' mean pseudo-gradient takes an outer Nesterov SGD step, lr %g (--alpha), momentum %g; the solver is the inner optimizer\n", cfg.Scheme, max(cfg.Interval, 1), alpha, scheme.DiLoCoOuterMomentum)
+	}
 	switch {
 	case *f.momentum >= 0:
 		cfg.Solver.Momentum = *f.momentum

@@ -56,6 +56,11 @@ var syncFamily = []Info{
 			return workers(c, n, func(c Config, _ int) Rank { return newLocalSGD(c) })
 		},
 	},
+	{
+		Name: "diloco", Paper: "Douillard et al. 2023 (DiLoCo, Alg. 1)", Summary: "H = --interval local steps, then the workers' mean pseudo-gradient applied by an outer Nesterov SGD (lr --alpha, default 0.7; momentum 0.9)",
+		Outer:    true,
+		newRanks: func(c Config, n int) []Rank { return workers(c, n, func(c Config, _ int) Rank { return newDiLoCo(c) }) },
+	},
 }
 
 // newAllreduceWorker builds a worker of seq, sync-tree, sync-ring or

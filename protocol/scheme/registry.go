@@ -65,6 +65,9 @@ type Info struct {
 	// they are the model the run trains (sync-easgd: the master rank in
 	// variant 1, every worker's Aux otherwise).
 	OwnCenter bool
+	// Outer: Alpha is the learning rate of the scheme's outer optimizer
+	// (DiLoCo's), positive, DiLoCoOuterLR by default.
+	Outer bool
 	// AlphaPerGroup: the elastic exchange is one per group, so the
 	// default moving rate is 0.9/groups, not 0.9/workers (hybrid).
 	AlphaPerGroup bool
@@ -119,10 +122,14 @@ func Lookup(name string) (Info, error) {
 	return Info{}, fmt.Errorf("scheme: unknown scheme %q; choose one of %s", name, strings.Join(Names(), ", "))
 }
 
-// DefaultAlpha is the elastic moving rate when none is given: 0.9 over
+// DefaultAlpha is the elastic moving rate when none is given (for an
+// Outer scheme, its outer learning rate, DiLoCoOuterLR): 0.9 over
 // the number of parties in the exchange (SC17 5: β = 0.9 = α·p), the
 // workers or, for AlphaPerGroup, the groups.
 func (in Info) DefaultAlpha(workers, groups int) float64 {
+	if in.Outer {
+		return DiLoCoOuterLR
+	}
 	if in.AlphaPerGroup && groups > 0 {
 		return 0.9 / float64(groups)
 	}

@@ -135,6 +135,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("scheme: the model has no parameters")
 	case c.Interval < 0:
 		return fmt.Errorf("scheme: interval %d is negative", c.Interval)
+	case in.Outer && (c.Alpha < 0 || c.Alpha > 2):
+		return fmt.Errorf("scheme: %s needs an outer learning rate alpha in (0,2] (0 for the default %g), got %g", c.Name, DiLoCoOuterLR, c.Alpha)
 	case in.Elastic && (c.Alpha < 0 || c.Alpha >= 1):
 		return fmt.Errorf("scheme: %s needs a moving rate alpha in [0,1), got %g", c.Name, c.Alpha)
 	case c.AverageGrads && (c.Name != "local-sgd" || c.Interval > 1):

@@ -251,7 +251,77 @@ func exactCases() []exactCase {
 	} {
 		cs = append(cs, exactCase{sc: tc})
 	}
+	for p := 1; p <= 3; p++ {
+		cs = append(cs,
+			exactCase{sc: scheme.Config{Name: "local-sgd", Workers: p, Interval: 2, Pack: p == 2}, replicas: true},
+			exactCase{sc: scheme.Config{Name: "diloco", Workers: p, Interval: 2, Alpha: 0.7, Pack: p == 2}, replicas: true})
+	}
 	return cs
+}
+
+// TestDiLoCoAlgorithm1: diloco's weights, through real ranks, are those
+// of DiLoCo's Algorithm 1 (Douillard et al. 2023) computed here directly
+// in float64 from the same gradients and inner solver: H inner steps per
+// worker from the global weights θ, the mean pseudo-gradient Δ = θ − θ_i,
+// and θ ← θ − lr·(Δ + μ·b) with b = μ·b + Δ (Nesterov, μ = 0.9); a last
+// outer step for a run that ends between two.
+func TestDiLoCoAlgorithm1(t *testing.T) {
+	const workers, h, iters, lr, mu = 2, 3, 8, 0.7, 0.9
+	sc := scheme.Config{Name: "diloco", Workers: workers, Interval: h, Alpha: lr}
+	got, _ := realRun(t, sc, exactModel, iters)
+	n := exactModel.Params()
+	theta := make([]float64, n)
+	for i, v := range exactInit(n) {
+		theta[i] = float64(v)
+	}
+	b := make([]float64, n)
+	upd := momentum(workers, n)
+	local := make([][]float32, workers)
+	for r := range local {
+		local[r] = exactInit(n)
+	}
+	grads := make([]float32, n)
+	outer := func() {
+		delta := make([]float64, n)
+		for r := range local {
+			for i := range delta {
+				delta[i] += (theta[i] - float64(local[r][i])) / workers
+			}
+		}
+		for i := range theta {
+			b[i] = mu*b[i] + delta[i]
+			theta[i] -= lr * (delta[i] + mu*b[i])
+		}
+		for r := range local {
+			for i := range theta {
+				local[r][i] = float32(theta[i])
+			}
+		}
+	}
+	for it := range iters {
+		for r := range local {
+			exactGrad(r, it, local[r], grads)
+			upd(r, it, local[r], grads)
+		}
+		if (it+1)%h == 0 {
+			outer()
+		}
+	}
+	if iters%h != 0 {
+		outer()
+	}
+	moved := false
+	for r := range got {
+		for i := range theta {
+			if d := math.Abs(float64(got[r][i]) - theta[i]); d > 1e-5*(1+math.Abs(theta[i])) {
+				t.Fatalf("rank %d, weight %d: %v, Algorithm 1 gives %v", r, i, got[r][i], theta[i])
+			}
+			moved = moved || float64(exactInit(n)[i]) != theta[i]
+		}
+	}
+	if !moved {
+		t.Fatal("the weights never moved: the comparison proves nothing")
+	}
 }
 
 // TestExactMatchesNode: for every case, the simulator's weights on every
