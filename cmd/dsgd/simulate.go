@@ -36,7 +36,7 @@ type simFlags struct {
 	iters, warmup, repeat      *int
 	interval, staleness        *int
 	variant, groups, bucketKiB *int
-	alpha                      *float64
+	alpha, outerMomentum       *float64
 	finish, algo               *string
 	roundDeadline              *time.Duration
 }
@@ -58,6 +58,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd")
 	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center")
 	f.staleness = fs.Int("staleness", 3, "ssp: the staleness bound")
+	f.outerMomentum = fs.Float64("outer-momentum", scheme.DiLoCoOuterMomentum, "diloco: the outer optimizer's Nesterov momentum (the paper's 0.9; 0 for plain outer SGD)")
 	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate (default 0.9/workers; hybrid 0.9/groups); diloco: the outer learning rate (default 0.7)")
 	f.variant = fs.Int("variant", 3, "sync-easgd: 1 separate master, 2 center on worker 0, 3 as 2 overlapped")
 	f.groups = fs.Int("groups", 0, "hybrid: synchronous groups (default 2, or 1 for an odd worker count)")
@@ -234,7 +235,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 type simOptions struct {
 	pack                                       bool
 	bucket, interval, staleness, variant, grps int
-	alpha                                      float64
+	alpha, outerMomentum                       float64
 	algo                                       collective.Algorithm
 	finish                                     center.Finish
 	roundDeadline                              time.Duration
@@ -246,7 +247,7 @@ type simOptions struct {
 }
 
 func (f *simFlags) simOptions(maxWorkers int) (simOptions, error) {
-	o := simOptions{pack: *f.pack, interval: *f.interval, staleness: *f.staleness, variant: *f.variant, grps: *f.groups, alpha: *f.alpha, roundDeadline: *f.roundDeadline}
+	o := simOptions{pack: *f.pack, interval: *f.interval, staleness: *f.staleness, variant: *f.variant, grps: *f.groups, alpha: *f.alpha, outerMomentum: *f.outerMomentum, roundDeadline: *f.roundDeadline}
 	var err error
 	switch {
 	case *f.bucketKiB < -1:
@@ -301,6 +302,7 @@ func (o simOptions) schemeConfig(name string, workers int, layout scheme.Layout,
 		a = c.Info().DefaultAlpha(workers, c.Groups)
 	}
 	c.Alpha = float32(a)
+	c.OuterMomentum = float32(o.outerMomentum)
 	c.Aligned = o.finish != center.FinishOwn
 	return c
 }

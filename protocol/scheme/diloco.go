@@ -6,7 +6,8 @@ package scheme
 const (
 	// DiLoCoOuterLR is the outer learning rate used when Alpha is 0.
 	DiLoCoOuterLR = 0.7
-	// DiLoCoOuterMomentum is the outer optimizer's Nesterov momentum.
+	// DiLoCoOuterMomentum is the paper's Nesterov momentum of the outer
+	// optimizer (Config.OuterMomentum; the command's default).
 	DiLoCoOuterMomentum = 0.9
 )
 
@@ -16,10 +17,10 @@ const (
 // Δ = θ − θ_i (one allreduce) and every worker applies the same outer
 // step to θ: SGD with Nesterov momentum (PyTorch's rule: b = μ·b + Δ,
 // θ ← θ − lr·(Δ + μ·b)), lr = Alpha (DiLoCoOuterLR by default), μ =
-// DiLoCoOuterMomentum. Every worker then continues from the new θ, so the
+// OuterMomentum (the paper's is DiLoCoOuterMomentum). Every worker then continues from the new θ, so the
 // replicas hold the same weights after every outer step; a run that ends
 // between two outer steps takes one more, as local-sgd averages once more.
-// With lr 1 and μ 0 it is local-sgd. The buffers: Aux holds θ, Spare the
+// With lr 1 and μ 0 it is local-sgd (up to rounding). The buffers: Aux holds θ, Spare the
 // outer momentum b, Delta the pseudo-gradient. The inner solver's state
 // stays each worker's own, as in the paper. A resumed run restarts the
 // outer momentum at zero from the snapshot's weights.
@@ -52,7 +53,7 @@ func (w *diloco) outer() {
 	if lr == 0 {
 		lr = DiLoCoOuterLR
 	}
-	const mu = DiLoCoOuterMomentum
+	mu := w.cfg.OuterMomentum
 	// Δ = θ − θ_i, averaged over the workers.
 	w.local(Action{Op: Copy, R: w.all(Delta), Src: w.all(Aux)})
 	w.local(Action{Op: Axpy, R: w.all(Delta), Src: w.all(Params), Factor: -1})

@@ -57,6 +57,9 @@ type Config struct {
 	// Alpha is the elastic moving rate of the EASGD family (SC17's η·ρ,
 	// ShmCaffe's moving_rate).
 	Alpha float32
+	// OuterMomentum is the Nesterov momentum of an Outer scheme's outer
+	// optimizer (diloco's; the paper's is DiLoCoOuterMomentum), in [0, 1).
+	OuterMomentum float32
 	// Variant is sync-easgd's implementation (SC17 6.1): 1 keeps the
 	// center on a separate master rank, 2 on worker 0, 3 as 2 with the
 	// exchange overlapped with the next forward and backward.
@@ -135,6 +138,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("scheme: the model has no parameters")
 	case c.Interval < 0:
 		return fmt.Errorf("scheme: interval %d is negative", c.Interval)
+	case in.Outer && (c.OuterMomentum < 0 || c.OuterMomentum >= 1):
+		return fmt.Errorf("scheme: %s needs an outer momentum in [0,1), got %g", c.Name, c.OuterMomentum)
 	case in.Outer && (c.Alpha < 0 || c.Alpha > 2):
 		return fmt.Errorf("scheme: %s needs an outer learning rate alpha in (0,2] (0 for the default %g), got %g", c.Name, DiLoCoOuterLR, c.Alpha)
 	case in.Elastic && (c.Alpha < 0 || c.Alpha >= 1):

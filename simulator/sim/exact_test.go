@@ -254,7 +254,7 @@ func exactCases() []exactCase {
 	for p := 1; p <= 3; p++ {
 		cs = append(cs,
 			exactCase{sc: scheme.Config{Name: "local-sgd", Workers: p, Interval: 2, Pack: p == 2}, replicas: true},
-			exactCase{sc: scheme.Config{Name: "diloco", Workers: p, Interval: 2, Alpha: 0.7, Pack: p == 2}, replicas: true})
+			exactCase{sc: scheme.Config{Name: "diloco", Workers: p, Interval: 2, Alpha: 0.7, OuterMomentum: 0.9, Pack: p == 2}, replicas: true})
 	}
 	return cs
 }
@@ -267,7 +267,7 @@ func exactCases() []exactCase {
 // outer step for a run that ends between two.
 func TestDiLoCoAlgorithm1(t *testing.T) {
 	const workers, h, iters, lr, mu = 2, 3, 8, 0.7, 0.9
-	sc := scheme.Config{Name: "diloco", Workers: workers, Interval: h, Alpha: lr}
+	sc := scheme.Config{Name: "diloco", Workers: workers, Interval: h, Alpha: lr, OuterMomentum: mu}
 	got, _ := realRun(t, sc, exactModel, iters)
 	n := exactModel.Params()
 	theta := make([]float64, n)

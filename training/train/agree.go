@@ -47,6 +47,7 @@ func (t *Trainer) runFields() runcfg.Fields {
 		f("--interval", c.Interval),
 		f("--staleness", c.Staleness),
 		f("--alpha", c.Alpha),
+		f("--outer-momentum", c.OuterMomentum),
 		f("--variant", c.Variant),
 		f("--groups", c.Groups),
 		f("--finish", c.Finish),

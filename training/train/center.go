@@ -17,7 +17,8 @@ func (t *Trainer) schemeConfig(start int) scheme.Config {
 	cfg := t.cfg
 	sc := scheme.Config{Name: cfg.Scheme, Workers: max(cfg.Workers, 1), StartIter: start, MaxIter: cfg.MaxIter,
 		Pack: cfg.Pack, Bucket: cfg.Bucket, Interval: cfg.Interval, Staleness: cfg.Staleness, Alpha: cfg.Alpha,
-		Variant: cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn,
+		OuterMomentum: cfg.OuterMomentum,
+		Variant:       cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn,
 		// Ranks in other processes built their models apart.
 		Broadcast: cfg.Group != nil,
 		// TRL's accumulator is shared memory: in one process only.

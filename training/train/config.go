@@ -171,6 +171,9 @@ type Config struct {
 	// sync-easgd's variant and hybrid's groups.
 	Interval, Staleness, Variant, Groups int
 	Alpha                                float32
+	// OuterMomentum is diloco's outer Nesterov momentum
+	// (scheme.Config.OuterMomentum).
+	OuterMomentum float32
 	// Finish is the asynchronous schemes' aligned-termination rule.
 	Finish center.Finish
 	// RoundDeadline is how long a weed-out round waits after its first
