@@ -11,7 +11,7 @@ const (
 	DiLoCoOuterMomentum = 0.9
 )
 
-// diloco is DiLoCo (Douillard et al. 2023, Alg. 1): every worker takes H =
+// newDiLoCo is DiLoCo (Douillard et al. 2023, Alg. 1): every worker takes H =
 // Interval steps of its own solver (the inner optimizer) from the last
 // global weights θ; then the workers average their pseudo-gradients
 // Δ = θ − θ_i (one allreduce) and every worker applies the same outer
@@ -24,30 +24,17 @@ const (
 // outer momentum b, Delta the pseudo-gradient. The inner solver's state
 // stays each worker's own, as in the paper. A resumed run restarts the
 // outer momentum at zero from the snapshot's weights.
-type diloco struct {
-	program
-	cfg  Config
-	iter int
-	// anchored says Aux holds θ (set at the first iteration this run
-	// takes).
-	anchored bool
+func newDiLoCo(c Config) Rank {
+	w := &periodic{cfg: c, iter: c.StartIter}
+	// θ is the weights every worker starts from.
+	w.begin = func() { w.local(Action{Op: Copy, R: w.all(Aux), Src: w.all(Params)}) }
+	w.sync = func() { dilocoOuter(w) }
+	return w
 }
 
-func newDiLoCo(c Config) *diloco { return &diloco{cfg: c, iter: c.StartIter} }
-
-func (w *diloco) Step(ev Event) []Action {
-	if ev.Kind == Start {
-		w.then(w.iteration)
-	}
-	return w.step(ev)
-}
-
-// all is the whole of buffer b.
-func (w *diloco) all(b Buffer) Range { return Range{b, 0, w.cfg.Layout.N} }
-
-// outer appends one outer step: the pseudo-gradients' mean, the Nesterov
-// update of θ, and every worker's weights set to it.
-func (w *diloco) outer() {
+// dilocoOuter appends one outer step: the pseudo-gradients' mean, the
+// Nesterov update of θ, and every worker's weights set to it.
+func dilocoOuter(w *periodic) {
 	n := w.cfg.Workers
 	lr := w.cfg.Alpha
 	if lr == 0 {
@@ -70,31 +57,4 @@ func (w *diloco) outer() {
 	w.local(Action{Op: Axpy, R: w.all(Delta), Src: w.all(Spare), Factor: mu})
 	w.local(Action{Op: Axpy, R: w.all(Aux), Src: w.all(Delta), Factor: -lr})
 	w.local(Action{Op: Copy, R: w.all(Params), Src: w.all(Aux)})
-}
-
-func (w *diloco) iteration() {
-	h := max(w.cfg.Interval, 1)
-	if !w.anchored {
-		// θ is the weights every worker starts from.
-		w.anchored = true
-		w.local(Action{Op: Copy, R: w.all(Aux), Src: w.all(Params)})
-	}
-	if w.iter >= w.cfg.MaxIter {
-		if w.iter%h != 0 && w.iter > w.cfg.StartIter {
-			w.outer()
-		}
-		w.then(func() { w.emit(Action{Op: Finish}) })
-		return
-	}
-	it := w.iter
-	w.do(Action{Op: Compute}, true)
-	w.local(Action{Op: Update, Iter: it})
-	if (it+1)%h == 0 {
-		w.outer()
-	}
-	w.then(func() {
-		w.emit(Action{Op: IterDone, Iter: it, Loss: w.loss})
-		w.iter++
-		w.iteration()
-	})
 }

@@ -94,15 +94,8 @@ func (c *netComputer) computeAtoms(ctx context.Context, ready func(lo, hi int), 
 	for _, r := range c.replicas {
 		clear(r.acc)
 	}
-	if c.delay != nil {
-		if d := c.delay(); d > 0 {
-			c.straggled++
-			select {
-			case <-time.After(d):
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
-		}
+	if err := c.straggle(ctx); err != nil {
+		return 0, err
 	}
 	var sum float64
 	for base := 0; base < k; base += len(c.replicas) {
@@ -172,17 +165,7 @@ func (c *netComputer) computeAtoms(ctx context.Context, ready func(lo, hi int), 
 			}
 		}
 	})
-	for i := range e.blocks {
-		lo, hi := e.encode(i)
-		if ready != nil {
-			ready(lo, hi)
-		}
-	}
-	c.phases.Iter()
-	if e.err != nil {
-		return sum / float64(k), e.err
-	}
-	return sum / float64(k), nil
+	return c.endExact(ready, nil, sum, k)
 }
 
 // atomPass runs replica r's pass on its atom and adds its gradients, on

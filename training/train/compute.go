@@ -191,13 +191,25 @@ func (c *netComputer) computeExact(ctx context.Context, ready func(lo, hi int), 
 		}
 	}
 	// Blocks backward did not report (none do today) are encoded now.
+	return c.endExact(ready, c.net.Grads(), sum, k)
+}
+
+// endExact ends an exact Compute: each block not encoded yet joins the
+// sum (from grads, when given: the last pass's gradients) and is encoded
+// and reported ready; it returns the mean loss of the k passes, or the
+// sum's error.
+func (c *netComputer) endExact(ready func(lo, hi int), grads []float32, sum float64, k int) (float64, error) {
+	e := c.exact
 	for i := range e.blocks {
-		if !e.done[i] {
-			e.add(i, c.net.Grads())
-			lo, hi := e.encode(i)
-			if ready != nil {
-				ready(lo, hi)
-			}
+		if e.done[i] {
+			continue
+		}
+		if grads != nil {
+			e.add(i, grads)
+		}
+		lo, hi := e.encode(i)
+		if ready != nil {
+			ready(lo, hi)
 		}
 	}
 	c.phases.Iter()
@@ -205,6 +217,25 @@ func (c *netComputer) computeExact(ctx context.Context, ready func(lo, hi int), 
 		return sum / float64(k), e.err
 	}
 	return sum / float64(k), nil
+}
+
+// straggle stalls this iteration as long as the straggler's delay says
+// (Config.Straggle), counting the stall.
+func (c *netComputer) straggle(ctx context.Context) error {
+	if c.delay == nil {
+		return nil
+	}
+	d := c.delay()
+	if d <= 0 {
+		return nil
+	}
+	c.straggled++
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // pass is one forward/backward pass of Compute; last says whether it is
@@ -221,14 +252,9 @@ func (c *netComputer) pass(ctx context.Context, ready func(lo, hi int), last, fi
 	if c.trace != nil {
 		c.trace("data", "data", t0, t1.Sub(t0))
 	}
-	if c.delay != nil && first {
-		if d := c.delay(); d > 0 {
-			c.straggled++
-			select {
-			case <-time.After(d):
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
+	if first {
+		if err := c.straggle(ctx); err != nil {
+			return 0, err
 		}
 	}
 	loss := c.net.Forward()
