@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,9 +33,14 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	schemes := fs.String("schemes", defaultCompare, "comma-separated schemes to compare (the first is the speedup baseline)")
 	target := fs.Float64("target", 0.85, "test accuracy whose time to reach the table reports")
 	plot := fs.String("plot", "compare", "write the plot to `PREFIX`.png and PREFIX.svg (\"none\": no plot)")
-	logDir := fs.String("logs", "", "write each scheme's training output to `DIR`/SCHEME.log (default: discard it)")
+	logDir := fs.String("logs", "", "write each scheme's training output to `DIR`/SCHEME.log (SCHEME.N.log with --repeats; default: discard it)")
+	repeats := fs.Int("repeats", 1, "train each scheme `N` times, interleaved (scheme by scheme, round after round); the table shows each number's median and range")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if *repeats < 1 {
+		fmt.Fprintf(stderr, "dsgd compare: --repeats %d: give at least 1\n", *repeats)
+		return errUsage
 	}
 	names := strings.Split(*schemes, ",")
 	for _, n := range names {
@@ -55,7 +63,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var base []string
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "schemes", "target", "plot", "logs", "scheme", "workers":
+		case "schemes", "target", "plot", "logs", "scheme", "workers", "repeats":
 			return
 		}
 		base = append(base, "--"+fl.Name+"="+fl.Value.String())
@@ -75,63 +83,111 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !set["snapshot-prefix"] {
 		base = append(base, "--snapshot-prefix=none")
 	}
-	fmt.Fprintf(stdout, "dsgd compare: %d schemes, %d workers (seq: 1), %v of training each, target accuracy %.2f%%\n", len(names), workers, *f.timeBudget, 100**target)
+	fmt.Fprintf(stdout, "dsgd compare: %d schemes, %d workers (seq: 1), %v of training each, %d run(s) each, target accuracy %.2f%%\n", len(names), workers, *f.timeBudget, *repeats, 100**target)
+	fmt.Fprintf(stdout, "  machine: load average %s at the start, on %d CPUs (other work on the machine slows every scheme it overlaps)\n", loadAverage(), runtime.NumCPU())
 	if !set["lr-scale"] {
 		fmt.Fprintln(stdout, "  async, ssp and hogwild run with --lr-scale inverse (base_lr / workers): their workers' steps all land in the same weights")
 	}
 	var runs []report.Run
-	for _, name := range names {
-		w := workers
-		if in, _ := scheme.Lookup(name); in.MaxWorkers == 1 {
-			w = 1
+	for rep := range *repeats {
+		for _, name := range names {
+			if *repeats > 1 {
+				fmt.Fprintf(stdout, "  [%d/%d]", rep+1, *repeats)
+			}
+			logName := name
+			if *repeats > 1 {
+				logName = fmt.Sprintf("%s.%d", name, rep+1)
+			}
+			run, err := compareOne(ctx, name, logName, workers, base, set, *logDir, stdout)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, run)
 		}
-		run := report.Run{Scheme: name, Workers: w}
-		out, closeOut, err := compareLog(*logDir, name)
-		if err != nil {
-			return err
-		}
-		var tf trainFlags
-		tfs := flag.NewFlagSet("train", flag.ContinueOnError)
-		tf.register(tfs)
-		tfs.SetOutput(io.Discard)
-		sargs := append(append([]string(nil), base...), "--scheme="+name, "--workers="+strconv.Itoa(w))
-		if sharedWeights(name) && !set["lr-scale"] {
-			// Every worker's steps land in the same weights: one worker's
-			// step size overall (Downpour, Hogwild).
-			sargs = append(sargs, "--lr-scale=inverse")
-		}
-		if err := tfs.Parse(sargs); err != nil {
-			return fmt.Errorf("flags for %s: %w", name, err)
-		}
-		fmt.Fprintf(stdout, "  %-14s ", name)
-		t0 := time.Now()
-		run.Err = execute(ctx, &tf, nil, out, out)
-		closeOut()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if res := tf.result; res != nil {
-			fillRun(&run, res)
-		}
-		if run.Err != nil {
-			fmt.Fprintf(stdout, "failed after %v: %v\n", time.Since(t0).Round(time.Second), run.Err)
-		} else {
-			fmt.Fprintf(stdout, "%d iterations, final accuracy %.4f\n", run.Iters, finalAccuracy(run.Points))
-		}
-		runs = append(runs, run)
 	}
+	fmt.Fprintf(stdout, "  machine: load average %s at the end\n", loadAverage())
 	fmt.Fprintln(stdout)
 	if err := report.Table(stdout, runs, names[0], *target); err != nil {
 		return err
 	}
 	if *plot != "none" {
 		title := fmt.Sprintf("test error vs training time, %d workers", workers)
-		if err := report.Plot(runs, title, *plot+".png", *plot+".svg"); err != nil {
+		if err := report.Plot(medianRuns(runs), title, *plot+".png", *plot+".svg"); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "plot: %s.png, %s.svg\n", *plot, *plot)
 	}
 	return nil
+}
+
+// compareOne trains one scheme for compare with the common flags base,
+// its output to logDir/logName.log when logDir is set.
+func compareOne(ctx context.Context, name, logName string, workers int, base []string, set map[string]bool, logDir string, stdout io.Writer) (report.Run, error) {
+	w := workers
+	if in, _ := scheme.Lookup(name); in.MaxWorkers == 1 {
+		w = 1
+	}
+	run := report.Run{Scheme: name, Workers: w}
+	out, closeOut, err := compareLog(logDir, logName)
+	if err != nil {
+		return report.Run{}, err
+	}
+	var tf trainFlags
+	tfs := flag.NewFlagSet("train", flag.ContinueOnError)
+	tf.register(tfs)
+	tfs.SetOutput(io.Discard)
+	sargs := append(append([]string(nil), base...), "--scheme="+name, "--workers="+strconv.Itoa(w))
+	if sharedWeights(name) && !set["lr-scale"] {
+		// Every worker's steps land in the same weights: one worker's
+		// step size overall (Downpour, Hogwild).
+		sargs = append(sargs, "--lr-scale=inverse")
+	}
+	if err := tfs.Parse(sargs); err != nil {
+		return report.Run{}, fmt.Errorf("flags for %s: %w", name, err)
+	}
+	fmt.Fprintf(stdout, "  %-14s ", name)
+	t0 := time.Now()
+	run.Err = execute(ctx, &tf, nil, out, out)
+	closeOut()
+	if ctx.Err() != nil {
+		return report.Run{}, ctx.Err()
+	}
+	if res := tf.result; res != nil {
+		fillRun(&run, res)
+	}
+	if run.Err != nil {
+		fmt.Fprintf(stdout, "failed after %v: %v\n", time.Since(t0).Round(time.Second), run.Err)
+	} else {
+		fmt.Fprintf(stdout, "%d iterations, final accuracy %.4f\n", run.Iters, finalAccuracy(run.Points))
+	}
+	return run, nil
+}
+
+// medianRuns keeps, of each scheme's repeated runs, the one whose final
+// accuracy is the median (the lower middle one for an even count; a
+// failed run counts as lowest), for the plot's one line per scheme.
+func medianRuns(runs []report.Run) []report.Run {
+	by := map[string][]report.Run{}
+	var order []string
+	for _, r := range runs {
+		if _, ok := by[r.Scheme]; !ok {
+			order = append(order, r.Scheme)
+		}
+		by[r.Scheme] = append(by[r.Scheme], r)
+	}
+	out := make([]report.Run, 0, len(order))
+	for _, name := range order {
+		g := by[name]
+		acc := func(r report.Run) float64 {
+			if r.Err != nil {
+				return -1
+			}
+			return finalAccuracy(r.Points)
+		}
+		slices.SortStableFunc(g, func(a, b report.Run) int { return cmp.Compare(acc(a), acc(b)) })
+		out = append(out, g[(len(g)-1)/2])
+	}
+	return out
 }
 
 // sharedWeights reports whether every worker of the scheme applies its
@@ -168,7 +224,18 @@ func fillRun(run *report.Run, res *train.Result) {
 		wait := res.Phases.Total(len(train.PhaseNames) + 1)
 		run.CommRatio = float64(res.CommExposed+wait) / float64(total)
 	}
-	run.Dropped, run.Stale = res.Center.Dropped, res.Center.Waits
+	run.Dropped, run.Waits = res.Center.Dropped, res.Center.Waits
+	run.Images, run.Epochs, run.ImagesPerSec = res.Images, res.Epochs, res.ImagesPerSec
+}
+
+// loadAverage is the machine's one-minute load average, as /proc/loadavg
+// says, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }
 
 func finalAccuracy(ps []report.Point) float64 {

@@ -343,6 +343,12 @@ type Result struct {
 	// ImagesPerSec counts training images per second of wall time spent
 	// in training iterations (testing excluded).
 	ImagesPerSec float64
+	// Images is the training images of the run since iteration 0 (its
+	// global batch times its iterations, a resumed run's earlier ones
+	// included), and Epochs those over Config.TrainSetSize (0 when that
+	// is unknown), as the metrics records count them.
+	Images int64
+	Epochs float64
 	// TrainTime is the time ImagesPerSec divides by: the iterations' own,
 	// without the tests and snapshots between them.
 	TrainTime time.Duration

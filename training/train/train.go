@@ -743,6 +743,7 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		// keep them.
 		return res, t.interrupted(ctx, res, done, err, withModelCtx)
 	}
+	res.Images, res.Epochs = t.images(res.Start + res.Iters)
 	if trainSecs > 0 {
 		res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
 		res.TrainTime = time.Duration(trainSecs * float64(time.Second))

@@ -53,7 +53,7 @@ func fixture() []Run {
 			Points: []Point{{20, 2000, 0.80}, {40, 4000, 0.85}, {60, 6000, 0.88}}},
 		{Scheme: "sync-easgd", Workers: 4, Iters: 3000, Wall: 30 * time.Second, CommRatio: 0.14,
 			Points: []Point{{5, 500, 0.81}, {10, 1000, 0.86}, {30, 3000, 0.905}}},
-		{Scheme: "async", Workers: 4, Iters: 5000, Wall: 31500 * time.Millisecond, CommRatio: 0.5, Stale: 123,
+		{Scheme: "async", Workers: 4, Iters: 5000, Wall: 31500 * time.Millisecond, CommRatio: 0.5, Waits: 123,
 			Points: []Point{{8, 800, 0.7}, {16, 1600, 0.9}, {31, 3100, 0.89}}},
 		{Scheme: "easgd", Workers: 4, Iters: 900, Wall: 20 * time.Second, CommRatio: 0.87, Dropped: 7,
 			Points: []Point{{10, 300, 0.6}, {20, 600, 0.8}}},
@@ -144,7 +144,7 @@ func TestTableRow(t *testing.T) {
 	}
 	lines := strings.Split(b.String(), "\n")
 	got := strings.Fields(lines[2])
-	want := []string{"sync-easgd", "4", "3000", "90.50%", "90.50%", "10.0s", "4.00x", "14.0%", "0", "0", "30.0s"}
+	want := []string{"sync-easgd", "4", "3000", "-", "-", "-", "90.50%", "90.50%", "10.0s", "4.00x", "14.0%", "0", "0", "30.0s"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("row = %q, want %q", got, want)
 	}
@@ -326,5 +326,43 @@ func TestLogTicks(t *testing.T) {
 				t.Errorf("labels %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestTableRepeats: repeated runs of a scheme make one row of medians
+// with their ranges; images, epochs and images/s are shown; a failed
+// repeat is counted; the speedup compares the medians' times.
+func TestTableRepeats(t *testing.T) {
+	seq := func(sec, final float64, ips float64) Run {
+		return Run{Scheme: "seq", Workers: 1, Iters: 100, Images: 6400, Epochs: 0.11, ImagesPerSec: ips, Wall: 20 * time.Second,
+			Points: []Point{{sec, 50, 0.86}, {20, 100, final}}}
+	}
+	ring := func(sec float64) Run {
+		return Run{Scheme: "sync-ring", Workers: 4, Iters: 50, Images: 12800, Epochs: 0.21, ImagesPerSec: 4000, Wall: 10 * time.Second,
+			Points: []Point{{sec, 25, 0.9}, {10, 50, 0.91}}}
+	}
+	runs := []Run{seq(10, 0.87, 3000), ring(4), seq(12, 0.88, 3100), ring(6), seq(14, 0.90, 2900),
+		{Scheme: "sync-ring", Workers: 4, Err: errors.New("rank 2 died")}}
+	var b bytes.Buffer
+	if err := Table(&b, runs, "seq", 0.85); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want header, 2 rows, 2 notes:\n%s", len(lines), b.String())
+	}
+	for _, tc := range []struct {
+		line int
+		want []string
+	}{
+		{1, []string{"seq", "6400", "0.11", "3000 (2900–3100)", "88.00% (87.00%–90.00%)", "12.0s (10.0s–14.0s)", "1.00x"}},
+		{2, []string{"sync-ring", "12800", "0.21", "4000", "91.00%", "5.0s (4.0s–6.0s)", "2.40x", "1 of 3 failed: rank 2 died"}},
+		{4, []string{"median", "(min–max)"}},
+	} {
+		for _, w := range tc.want {
+			if !strings.Contains(lines[tc.line], w) {
+				t.Errorf("line %d lacks %q:\n%s", tc.line, w, lines[tc.line])
+			}
+		}
 	}
 }

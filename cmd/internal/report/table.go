@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,9 +36,17 @@ type Run struct {
 	// communication, in [0, 1] (SC17 Table 3). NaN or negative means
 	// unknown.
 	CommRatio float64
-	// Dropped and Stale count updates that were discarded, and updates
-	// applied against out-of-date weights.
-	Dropped, Stale int64
+	// Images is the training images the run went through, Epochs those
+	// over the training set (0 when unknown), and ImagesPerSec its
+	// training rate: runs with other global batches compare by these,
+	// not by iterations.
+	Images       int64
+	Epochs       float64
+	ImagesPerSec float64
+	// Dropped counts updates that were discarded; Waits counts the times
+	// a worker waited at the center's clock for the slowest (SSP's bound,
+	// aligned termination), which is not staleness.
+	Dropped, Waits int64
 	// Err is why the run failed, or nil. A failed run is listed in the
 	// table with its error, and is never a speedup baseline.
 	Err error
@@ -73,54 +82,102 @@ func finalBest(points []Point) (final, best float64, ok bool) {
 	return points[len(points)-1].Accuracy, best, true
 }
 
-// Table writes one row per run: scheme, workers, iterations, final and
-// best test accuracy, time to target accuracy ("not reached" when no test
-// pass reached it), speedup over the first successful run of the baseline
-// scheme at the target ("-" when either time is missing), communication
-// ratio, dropped and stale updates, and wall time. A failed run's row
-// shows "-" for its numbers and "error: ..." in place of its wall time. Lines after the rows
-// say which baseline the speedups are relative to, or why there are none.
-// The only errors returned are w's.
+// Table writes one row per scheme: scheme, workers, iterations, training
+// images, epochs and images per second, final and best test accuracy,
+// time to target accuracy ("not reached" when no test pass reached it),
+// speedup over the baseline scheme at the target ("-" when either time is
+// missing), communication ratio, dropped updates, clock waits and wall
+// time. Runs of the same scheme and worker count (compare --repeats) make
+// one row: each number is their median, with the range "(min–max)" where
+// they differ. A failed run's row shows "-" for its numbers and
+// "error: ..." in place of its wall time (with repeats, the errors are
+// counted). Lines after the rows say which baseline the speedups are
+// relative to, or why there are none. The only errors returned are w's.
 func Table(w io.Writer, runs []Run, baseline string, target float64) error {
-	baseSec, baseNote := baselineTime(runs, baseline, target)
+	groups := group(runs)
+	baseSec, baseNote := baselineTime(groups, baseline, target)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "scheme\tworkers\titers\tfinal acc\tbest acc\ttime to %s\tspeedup\tcomm\tdropped\tstale\twall\n",
+	fmt.Fprintf(tw, "scheme\tworkers\titers\timages\tepochs\timg/s\tfinal acc\tbest acc\ttime to %s\tspeedup\tcomm\tdropped\tclock waits\twall\n",
 		pct(target))
-	for _, r := range runs {
+	repeated := false
+	for _, g := range groups {
+		r := g[0]
 		name := r.Scheme
 		if name == "" {
 			name = "?"
 		}
-		if r.Err != nil {
-			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\terror: %s\n",
-				oneLine(name), r.Workers, oneLine(r.Err.Error()))
+		var ok []Run
+		var errs []string
+		for _, x := range g {
+			if x.Err != nil {
+				errs = append(errs, oneLine(x.Err.Error()))
+			} else {
+				ok = append(ok, x)
+			}
+		}
+		repeated = repeated || len(g) > 1
+		if len(ok) == 0 {
+			msg := "error: " + errs[0]
+			if len(g) > 1 {
+				msg = fmt.Sprintf("error (%d of %d runs): %s", len(errs), len(g), errs[0])
+			}
+			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", oneLine(name), r.Workers, msg)
 			continue
 		}
-		final, best, tested := "-", "-", false
-		if f, b, ok := finalBest(r.Points); ok {
-			final, best, tested = pct(f), pct(b), true
+		num := func(f func(Run) float64, format string) string { return spread(ok, f, format) }
+		final, best := "-", "-"
+		var finals, bests []float64
+		for _, x := range ok {
+			if f, b, tested := finalBest(x.Points); tested {
+				finals, bests = append(finals, f), append(bests, b)
+			}
+		}
+		if len(finals) > 0 {
+			final, best = pctSpread(finals), pctSpread(bests)
 		}
 		reach, speed := "-", "-"
-		if tested {
+		if len(finals) > 0 {
 			reach = "not reached"
 		}
-		if sec, ok := TimeTo(r.Points, target); ok {
-			reach = fmt.Sprintf("%.1fs", sec)
-			if !math.IsNaN(baseSec) && baseSec > 0 && sec > 0 {
-				speed = fmt.Sprintf("%.2fx", baseSec/sec)
+		if secs := timesTo(ok, target); len(secs) > 0 {
+			reach = floatSpread(secs, "%.1fs")
+			if m := median(secs); !math.IsNaN(baseSec) && baseSec > 0 && m > 0 {
+				speed = fmt.Sprintf("%.2fx", baseSec/m)
+			}
+			if len(secs) < len(ok) {
+				reach += fmt.Sprintf(" (%d of %d)", len(secs), len(ok))
 			}
 		}
 		comm := "-"
-		if r.CommRatio >= 0 && !math.IsInf(r.CommRatio, 0) { // false for NaN
-			comm = fmt.Sprintf("%.1f%%", 100*r.CommRatio)
+		if r := ok[0].CommRatio; r >= 0 && !math.IsInf(r, 0) { // false for NaN
+			comm = num(func(x Run) float64 { return 100 * x.CommRatio }, "%.1f%%")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%.1fs\n",
-			oneLine(name), r.Workers, r.Iters, final, best, reach, speed, comm,
-			r.Dropped, r.Stale, r.Wall.Seconds())
+		epochs := "-"
+		if ok[0].Epochs > 0 {
+			epochs = num(func(x Run) float64 { return x.Epochs }, "%.2f")
+		}
+		imgs := "-"
+		if ok[0].Images > 0 {
+			imgs = num(func(x Run) float64 { return float64(x.Images) }, "%.0f")
+		}
+		rate := "-"
+		if ok[0].ImagesPerSec > 0 {
+			rate = num(func(x Run) float64 { return x.ImagesPerSec }, "%.0f")
+		}
+		wall := num(func(x Run) float64 { return x.Wall.Seconds() }, "%.1fs")
+		if len(errs) > 0 {
+			wall += fmt.Sprintf("; %d of %d failed: %s", len(errs), len(g), errs[0])
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			oneLine(name), r.Workers, num(func(x Run) float64 { return float64(x.Iters) }, "%.0f"), imgs, epochs, rate, final, best, reach, speed, comm,
+			num(func(x Run) float64 { return float64(x.Dropped) }, "%.0f"), num(func(x Run) float64 { return float64(x.Waits) }, "%.0f"), wall)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("report: write table: %w", err)
+	}
+	if repeated {
+		baseNote += "\nrepeated runs: each cell is their median, with (min–max) where they differ; speedup compares medians"
 	}
 	if _, err := fmt.Fprintln(w, baseNote); err != nil {
 		return fmt.Errorf("report: write table: %w", err)
@@ -128,23 +185,103 @@ func Table(w io.Writer, runs []Run, baseline string, target float64) error {
 	return nil
 }
 
+// group gathers the runs by scheme and worker count, in the order each
+// first appears.
+func group(runs []Run) [][]Run {
+	var out [][]Run
+	at := map[string]int{}
+	for _, r := range runs {
+		k := fmt.Sprintf("%s\x00%d", r.Scheme, r.Workers)
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], r)
+	}
+	return out
+}
+
+// timesTo returns each run's time to target, for the runs that reached it.
+func timesTo(runs []Run, target float64) []float64 {
+	var out []float64
+	for _, r := range runs {
+		if sec, ok := TimeTo(r.Points, target); ok {
+			out = append(out, sec)
+		}
+	}
+	return out
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count); NaN for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// floatSpread formats the median of xs, and "(min–max)" after it when
+// they differ in that format.
+func floatSpread(xs []float64, format string) string {
+	m := fmt.Sprintf(format, median(xs))
+	lo, hi := fmt.Sprintf(format, slices.Min(xs)), fmt.Sprintf(format, slices.Max(xs))
+	if lo == hi {
+		return m
+	}
+	return fmt.Sprintf("%s (%s–%s)", m, lo, hi)
+}
+
+// spread is floatSpread of f over runs.
+func spread(runs []Run, f func(Run) float64, format string) string {
+	xs := make([]float64, len(runs))
+	for i, r := range runs {
+		xs[i] = f(r)
+	}
+	return floatSpread(xs, format)
+}
+
+// pctSpread is floatSpread of fractions as percentages.
+func pctSpread(xs []float64) string {
+	p := make([]float64, len(xs))
+	for i, x := range xs {
+		p[i] = 100 * x
+	}
+	return floatSpread(p, "%.2f%%")
+}
+
 // baselineTime returns the baseline's time to target (NaN when there is
 // none) and a line explaining what speedups are relative to.
-func baselineTime(runs []Run, baseline string, target float64) (float64, string) {
+func baselineTime(groups [][]Run, baseline string, target float64) (float64, string) {
 	if baseline == "" {
 		return math.NaN(), "speedup: no baseline scheme given"
 	}
 	failed := false
-	for _, r := range runs {
-		if r.Scheme != baseline {
+	for _, g := range groups {
+		if g[0].Scheme != baseline {
 			continue
 		}
-		if r.Err != nil {
+		var ok []Run
+		for _, r := range g {
+			if r.Err == nil {
+				ok = append(ok, r)
+			}
+		}
+		if len(ok) == 0 {
 			failed = true
 			continue
 		}
-		sec, ok := TimeTo(r.Points, target)
-		if !ok {
+		secs := timesTo(ok, target)
+		sec := median(secs)
+		if len(secs) == 0 {
 			return math.NaN(), fmt.Sprintf("speedup: baseline %s did not reach %s test accuracy", baseline, pct(target))
 		}
 		if sec <= 0 {
