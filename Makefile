@@ -7,7 +7,7 @@ setup:
 	@./scripts/setup.sh
 
 build: setup
-	$(GO) build -o dsgd ./cmd/dsgd
+	$(GO) build -buildvcs=auto -o dsgd ./cmd/dsgd
 
 # The main job: LeNet on Fashion-MNIST with the defaults.
 train: build
@@ -25,7 +25,7 @@ test:
 	$(GO) test -race ./protocol/accum/... ./protocol/center/... ./comm/... ./servers/... ./data/... ./internal/... ./simulator/calib/... ./cmd/... \
 		./training/train/... ./training/node/... ./training/timeline/...
 	$(GO) test -race -short . ./caffe/... ./engine/... ./protocol/scheme/... ./simulator/sim/... ./training/checkpoint/... ./training/metrics/...
-	$(GO) build -o dsgd ./cmd/dsgd
+	$(GO) build -buildvcs=auto -o dsgd ./cmd/dsgd
 	$(GO) run ./cmd/faults -dsgd ./dsgd
 
 # The fault matrix: what a client, a bad file or Ctrl-C can do to dsgd, on

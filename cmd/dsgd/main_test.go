@@ -182,3 +182,33 @@ func TestTrainWorkersAndMetrics(t *testing.T) {
 		t.Fatalf("bad --allreduce: exit %d: %s", code, errs)
 	}
 }
+
+// TestHelpVersionSuggestions: dsgd help CMD is CMD's help on stdout;
+// version names the build; a mistyped command or flag gets the nearest
+// one suggested and exit 2, and a word far from any gets none.
+func TestHelpVersionSuggestions(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args    []string
+		code    int
+		out     string // in stdout
+		errs    string // in stderr
+		notErrs string
+	}{
+		{[]string{"help", "convert-mnist"}, 0, "usage: dsgd convert-mnist", "", ""},
+		{[]string{"help"}, 0, "commands:", "", ""},
+		{[]string{"version"}, 0, "dsgd ", "", ""},
+		{[]string{"--version"}, 0, "go1.", "", ""},
+		{[]string{"trian"}, 2, "", `unknown command "trian", did you mean "train"?`, ""},
+		{[]string{"tset"}, 2, "", `did you mean "test"?`, ""},
+		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`, "did you mean"},
+		{[]string{"train", "--iter", "5"}, 2, "", `did you mean "--iters"?`, ""},
+		{[]string{"train", "--snapshot-prefx", "x"}, 2, "", `did you mean "--snapshot-prefix"?`, ""},
+		{[]string{"train", "--zzzzzzzzzz", "x"}, 2, "", "flag provided but not defined", "did you mean"},
+	} {
+		code, out, errs := runCmd(t, dir, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errs, tc.errs) || (tc.notErrs != "" && strings.Contains(errs, tc.notErrs)) {
+			t.Errorf("%v: exit %d (want %d)\nstdout %q\nstderr %q", tc.args, code, tc.code, out, errs)
+		}
+	}
+}
