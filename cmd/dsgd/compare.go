@@ -111,8 +111,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if *plot != "none" {
-		title := fmt.Sprintf("test error vs training time, %d workers", workers)
-		if err := report.Plot(medianRuns(runs), title, *plot+".png", *plot+".svg"); err != nil {
+		title := fmt.Sprintf("test error vs wall time, %d workers", workers)
+		if err := report.Plot(medianRuns(runs), title, *target, *plot+".png", *plot+".svg"); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "plot: %s.png, %s.svg\n", *plot, *plot)

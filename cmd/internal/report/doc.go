@@ -10,7 +10,7 @@
 //	if err := report.Table(os.Stdout, runs, "seq", 0.85); err != nil {
 //		return err
 //	}
-//	if err := report.Plot(runs, "LeNet / Fashion-MNIST, 4 workers",
+//	if err := report.Plot(runs, "LeNet / Fashion-MNIST, 4 workers", 0.85,
 //		"compare.png", "compare.svg"); err != nil {
 //		return err
 //	}

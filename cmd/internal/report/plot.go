@@ -12,7 +12,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -36,8 +35,10 @@ const (
 // left out; it is an error if that leaves nothing to draw. Each file is
 // written to a temporary file in its directory and renamed into place, so
 // on error no partial file or temporary file is left behind.
-func Plot(runs []Run, title, pngPath, svgPath string) error {
-	p, err := build(runs, title)
+//
+// A target accuracy in (0, 1) is drawn as a dashed line at its error.
+func Plot(runs []Run, title string, target float64, pngPath, svgPath string) error {
+	p, err := build(runs, title, target)
 	if err != nil {
 		return err
 	}
@@ -63,21 +64,16 @@ func save(p *plot.Plot, pngPath, svgPath string) error {
 }
 
 // build lays out the plot of runs.
-func build(runs []Run, title string) (*plot.Plot, error) {
+func build(runs []Run, title string, target float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "wall time (s)"
 	p.Y.Label.Text = "test error"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.TickerFunc(logTicks)
-	// Error falls with time, so the top-right corner (high error, late)
-	// is where curves are least likely to be.
-	p.Legend.Top = true
-	p.Legend.XOffs = vg.Points(-8)
-	p.Legend.YOffs = vg.Points(-8)
 	p.Add(plotter.NewGrid())
 
-	var lines []any
+	var lines []line
 	xMax, yMin, yMax := 0.0, math.Inf(1), math.Inf(-1)
 	for _, r := range runs {
 		xys := make(plotter.XYs, 0, len(r.Points))
@@ -100,13 +96,15 @@ func build(runs []Run, title string) (*plot.Plot, error) {
 		if r.Err != nil {
 			name += " (failed)"
 		}
-		lines = append(lines, name, xys)
+		lines = append(lines, line{name, xys})
 	}
 	if len(lines) == 0 {
 		return nil, errors.New("report: plot: no run has a test point to draw")
 	}
-	if err := plotutil.AddLinePoints(p, lines...); err != nil {
-		return nil, fmt.Errorf("report: plot: %w", err)
+	hasTarget := target > 0 && target < 1
+	if hasTarget {
+		e := max(1-target, ErrorFloor)
+		yMin, yMax = min(yMin, e), max(yMax, e)
 	}
 
 	// Time starts at 0; both axes get a margin so that no point sits on
@@ -118,6 +116,16 @@ func build(runs []Run, title string) (*plot.Plot, error) {
 	}
 	pad := math.Pow(10, 0.1)
 	p.Y.Min, p.Y.Max = yMin/pad, yMax*pad
+	dataEnd := p.X.Max
+	if err := addLines(p, lines, false); err != nil {
+		return nil, fmt.Errorf("report: plot: %w", err)
+	}
+	if hasTarget {
+		// Across the data, not the legend's margin.
+		if err := targetLine(p, max(1-target, ErrorFloor), p.X.Min, dataEnd, fmt.Sprintf("target %s", pct(target))); err != nil {
+			return nil, fmt.Errorf("report: plot: %w", err)
+		}
+	}
 	return p, nil
 }
 

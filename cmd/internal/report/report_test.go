@@ -167,7 +167,7 @@ func TestPlot(t *testing.T) {
 	runs[1].Points = append(runs[1].Points, Point{40, 4000, 1})
 	dir := t.TempDir()
 	pngPath, svgPath := filepath.Join(dir, "cmp.png"), filepath.Join(dir, "cmp.svg")
-	if err := Plot(runs, "LeNet / Fashion-MNIST", pngPath, svgPath); err != nil {
+	if err := Plot(runs, "LeNet / Fashion-MNIST", 0.85, pngPath, svgPath); err != nil {
 		t.Fatal(err)
 	}
 
@@ -192,7 +192,7 @@ func TestPlot(t *testing.T) {
 	if !strings.HasPrefix(s, "<?xml") && !strings.HasPrefix(s, "<svg") {
 		t.Errorf("svg starts with %q", s[:min(len(s), 20)])
 	}
-	for _, name := range []string{"seq", "sync-easgd", "async", "easgd", "wall time (s)", "test error", "LeNet / Fashion-MNIST"} {
+	for _, name := range []string{"seq", "sync-easgd", "async", "easgd", "wall time (s)", "test error", "LeNet / Fashion-MNIST", "target 85.00%"} {
 		if !strings.Contains(s, name) {
 			t.Errorf("svg lacks %q", name)
 		}
@@ -236,7 +236,7 @@ func TestPlotSkips(t *testing.T) {
 				}
 				return filepath.Join(dir, p)
 			}
-			err := Plot(tt.runs, "", join(tt.png), join(tt.svg))
+			err := Plot(tt.runs, "", 0, join(tt.png), join(tt.svg))
 			if tt.wantErr == "" && err != nil {
 				t.Fatal(err)
 			}
@@ -265,7 +265,7 @@ func TestPlotUnwritable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Plot(fixture(), "t", tt.png, tt.svg)
+			err := Plot(fixture(), "t", 0.85, tt.png, tt.svg)
 			if err == nil {
 				t.Fatal("no error")
 			}

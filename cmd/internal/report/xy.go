@@ -8,8 +8,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
 )
 
 // Series is one line of a PlotXY plot: the points (X[i], Y[i]), drawn in X
@@ -51,7 +49,8 @@ func buildXY(series []Series, title, xLabel, yLabel string, logX, logY bool) (*p
 	}
 	p.Add(plotter.NewGrid())
 
-	var lines []any
+	var lines []line
+	var allX []float64
 	xMin, xMax := math.Inf(1), math.Inf(-1)
 	yMin, yMax := math.Inf(1), math.Inf(-1)
 	for _, s := range series {
@@ -74,19 +73,23 @@ func buildXY(series []Series, title, xLabel, yLabel string, logX, logY bool) (*p
 			xMin, xMax = min(xMin, xy.X), max(xMax, xy.X)
 			yMin, yMax = min(yMin, xy.Y), max(yMax, xy.Y)
 		}
-		lines = append(lines, s.Name, xys)
+		lines = append(lines, line{s.Name, xys})
+		for _, xy := range xys {
+			allX = append(allX, xy.X)
+		}
 	}
 	if len(lines) == 0 {
 		return nil, errors.New("report: plot: no series has a point to draw")
 	}
-	if err := plotutil.AddLinePoints(p, lines...); err != nil {
-		return nil, fmt.Errorf("report: plot: %w", err)
+	if logX && doubling(allX) {
+		// A doubling sweep (workers 1, 2, 4, ...) reads in powers of two.
+		p.X.Tick.Marker = plot.TickerFunc(pow2Ticks)
 	}
-	p.Legend.Top = true
-	p.Legend.XOffs = -vg.Points(8)
-	p.Legend.YOffs = -vg.Points(8)
 	p.X.Min, p.X.Max = axisRange(xMin, xMax, logX)
 	p.Y.Min, p.Y.Max = axisRange(yMin, yMax, logY)
+	if err := addLines(p, lines, logX); err != nil {
+		return nil, fmt.Errorf("report: plot: %w", err)
+	}
 	return p, nil
 }
 

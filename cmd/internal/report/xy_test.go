@@ -1,10 +1,12 @@
 package report
 
 import (
+	"fmt"
 	"image/png"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,7 +47,7 @@ func TestPlotXY(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(svg)
-	for _, want := range []string{"sync-ps", "sync-tree", "overlap", "workers", "iteration time (ms)", "iteration time vs workers", ">1000<"} {
+	for _, want := range []string{"sync-ps", "sync-tree", "overlap", "workers", "iteration time (ms)", "iteration time vs workers", ">1024<"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("svg lacks %q", want)
 		}
@@ -73,8 +75,15 @@ func TestPlotXYAxes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if math.Abs(p.X.Min-tt.xMin) > 1e-9 || math.Abs(p.X.Max-tt.xMax) > 1e-9 {
-				t.Errorf("x range [%g, %g], want [%g, %g]", p.X.Min, p.X.Max, tt.xMin, tt.xMax)
+			// The data's padded range, and on the right a margin for the
+			// legend of at most the data's width again.
+			margin := p.X.Max - tt.xMax
+			limit := tt.xMax - tt.xMin
+			if tt.logX {
+				margin, limit = math.Log10(p.X.Max/tt.xMax), math.Log10(tt.xMax/tt.xMin)
+			}
+			if math.Abs(p.X.Min-tt.xMin) > 1e-9 || margin <= 0 || margin > limit {
+				t.Errorf("x range [%g, %g], want [%g, %g] and a legend margin up to the data's width", p.X.Min, p.X.Max, tt.xMin, tt.xMax)
 			}
 			if p.X.Min >= 1 || p.X.Max <= 4096 || p.Y.Min >= 10 || p.Y.Max <= 8000 {
 				t.Errorf("a point sits on or outside the frame: x [%g, %g], y [%g, %g]", p.X.Min, p.X.Max, p.Y.Min, p.Y.Max)
@@ -145,4 +154,41 @@ func TestAxisRange(t *testing.T) {
 func isLog(s plot.Normalizer) bool {
 	_, ok := s.(plot.LogScale)
 	return ok
+}
+
+// TestEighteenLines: compare's 18 schemes get 18 colours, no two alike
+// (each palette colour appears in the drawing), and the X axis leaves room
+// right of every point for the legend.
+func TestEighteenLines(t *testing.T) {
+	var runs []Run
+	for i := range 18 {
+		runs = append(runs, Run{Scheme: "scheme-" + strconv.Itoa(i), Workers: 4,
+			Points: []Point{{1, 10, 0.5 + 0.01*float64(i)}, {10, 100, 0.8 + 0.01*float64(i)}}})
+	}
+	p, err := build(runs, "t", 0.85)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.X.Max < 10*1.2 {
+		t.Errorf("x axis ends at %g: no room right of the data (last point at 10) for the legend", p.X.Max)
+	}
+	svgPath := filepath.Join(t.TempDir(), "p.svg")
+	if err := save(p, "", svgPath); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(svgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range palette[:18] {
+		s := fmt.Sprintf("#%02X%02X%02X", c.R, c.G, c.B)
+		if !strings.Contains(strings.ToUpper(string(b)), s) {
+			t.Errorf("colour %s of the palette is not drawn", s)
+		}
+		seen[s] = true
+	}
+	if len(seen) != 18 {
+		t.Errorf("%d distinct colours among the first 18 of the palette", len(seen))
+	}
 }
