@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Endpoint is one rank's connection to a group of Size ranks, numbered
@@ -72,7 +73,6 @@ type Stats struct {
 	MsgsSent, MsgsRecv   int64
 }
 
-// PeerError is an error caused by, or observed on, one peer.
 // Notifier is an Endpoint that can tell every peer why this rank is about
 // to fail without closing: a peer's next receive from this rank fails with
 // a PeerError carrying the reason, while this rank may still receive (to
@@ -84,6 +84,19 @@ type Notifier interface {
 	Notify(reason error) (stuck []int)
 }
 
+// Staller is an Endpoint that remembers, for each peer and direction,
+// since when a transfer that has not finished moved no bytes. A rank
+// whose collective timed out asks it which peer it was really held up
+// by: a peer whose bytes were flowing a moment ago is alive, whatever
+// the error that ended the collective names. TCP endpoints are.
+type Staller interface {
+	// Stalled returns the peer of the unfinished transfer (a send or a
+	// receive that failed or is in progress) that has moved no bytes
+	// for the longest, and since when; ok is false when there is none.
+	Stalled() (peer int, since time.Time, ok bool)
+}
+
+// PeerError is an error caused by, or observed on, one peer.
 type PeerError struct {
 	Rank int
 	Err  error

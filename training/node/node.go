@@ -480,19 +480,41 @@ func (r *Rank) probeStalled(ctx context.Context, a scheme.Action, err error) err
 	if peer < 0 || peer >= r.Ep.Size() || peer == me {
 		return nil
 	}
+	// The error names the transfer that failed first, which is not
+	// always the one that held the collective up: a step sends and
+	// receives at once, and a peer whose bytes were still flowing is
+	// alive. The endpoint knows which unfinished transfer has moved
+	// nothing for the longest; that peer is the one to ask and to name.
+	if st, ok := r.Ep.(transport.Staller); ok {
+		if sp, _, ok := st.Stalled(); ok && sp != peer && sp != me {
+			if cause := r.probePeer(ctx, nt, me, sp, nil); cause != nil {
+				return cause
+			}
+			return fmt.Errorf("no answer from rank %d within %v (rank %d, whose transfer failed first, was still moving bytes): %w", sp, r.Timeout, peer, err)
+		}
+	}
+	return r.probePeer(ctx, nt, me, peer, pe)
+}
+
+// probePeer tells every peer that this rank waits on peer and waits up to
+// half the timeout for peer's own word: the cause to report, or nil when
+// peer stayed silent. pe is the timeout's error when it came from peer
+// itself (nil when peer was found through the endpoint's stalls).
+func (r *Rank) probePeer(ctx context.Context, nt transport.Notifier, me, peer int, pe *transport.PeerError) error {
 	stuck := nt.Notify(fmt.Errorf("rank %d: no answer from rank %d within %v", me, peer, r.Timeout))
 	pctx, cancel := context.WithTimeout(ctx, min(r.Timeout/2, 10*time.Second))
 	defer cancel()
 	_, perr := r.Ep.RecvBytes(pctx, peer, tagProbe, 16)
 	var gone *transport.PeerError
+	mid := pe != nil && midMessage(pe)
 	switch {
-	case perr != nil && !errors.Is(perr, context.DeadlineExceeded) && errors.As(perr, &gone) && gone.Rank == peer && !midMessage(pe):
+	case perr != nil && !errors.Is(perr, context.DeadlineExceeded) && errors.As(perr, &gone) && gone.Rank == peer && !mid && !strings.Contains(gone.Err.Error(), "unusable"):
 		return fmt.Errorf("rank %d gave up waiting too: %w", peer, gone.Err)
-	case midMessage(pe) && len(stuck) > 0 && !slices.Contains(stuck, peer):
+	case mid && len(stuck) > 0 && !slices.Contains(stuck, peer):
 		// The peer stalled in the middle of a message (it was sending,
 		// so alive, and held up by another), while our data to these
 		// ranks stays stuck: they are the ones that stopped.
-		return fmt.Errorf("no answer from rank %d within %v: a send to it is stuck, and rank %d stalled mid-message, waiting on it too: %w", stuck[0], r.Timeout, peer, err)
+		return fmt.Errorf("no answer from rank %d within %v: a send to it is stuck, and rank %d stalled mid-message, waiting on it too: %w", stuck[0], r.Timeout, peer, pe)
 	}
 	return nil
 }

@@ -74,6 +74,42 @@ type half struct {
 	iov     [2][]byte
 	bufs    net.Buffers
 	cancel  canceller
+	// stall is when the unfinished call on this half last moved bytes
+	// (or began), in Unix nanoseconds; 0 once it finished
+	// (transport.Staller).
+	stall atomic.Int64
+}
+
+// begin marks the start of a call on h; ok records its end: a call that
+// fails leaves its stall time behind.
+func (h *half) begin() { h.stall.Store(time.Now().UnixNano()) }
+
+// progress records that the call on h moved bytes.
+func (h *half) progress() { h.stall.Store(time.Now().UnixNano()) }
+
+func (h *half) ok(err error) {
+	if err == nil {
+		h.stall.Store(0)
+	}
+}
+
+// Stalled implements transport.Staller.
+func (e *endpoint) Stalled() (peer int, since time.Time, ok bool) {
+	var oldest int64
+	for _, p := range e.peers {
+		if p == nil {
+			continue
+		}
+		for _, h := range []*half{&p.tx, &p.rx} {
+			if t := h.stall.Load(); t != 0 && (oldest == 0 || t < oldest) {
+				oldest, peer = t, p.rank
+			}
+		}
+	}
+	if oldest == 0 {
+		return 0, time.Time{}, false
+	}
+	return peer, time.Unix(0, oldest), true
 }
 
 // newEndpoint makes rank's endpoint over conns, indexed by rank, with nil
@@ -211,11 +247,13 @@ func floatBytes(f []float32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
 }
 
-func (e *endpoint) Send(ctx context.Context, to int, tag uint32, buf []float32) error {
+func (e *endpoint) Send(ctx context.Context, to int, tag uint32, buf []float32) (err error) {
 	p := e.peer(to)
 	e.acquire(&p.tx, "Send", to)
 	defer p.tx.busy.Store(false)
 	defer p.account(time.Now())
+	p.tx.begin()
+	defer func() { p.tx.ok(err) }()
 	if p.link != nil {
 		if e.fp16 {
 			return p.shmSend(ctx, wire.KindFloat16, tag, nil, buf)
@@ -228,24 +266,27 @@ func (e *endpoint) Send(ctx context.Context, to int, tag uint32, buf []float32) 
 	return p.send(ctx, wire.KindFloat32, tag, floatBytes(buf), nil)
 }
 
-func (e *endpoint) SendBytes(ctx context.Context, to int, tag uint32, b []byte) error {
+func (e *endpoint) SendBytes(ctx context.Context, to int, tag uint32, b []byte) (err error) {
 	p := e.peer(to)
 	e.acquire(&p.tx, "Send", to)
 	defer p.tx.busy.Store(false)
 	defer p.account(time.Now())
+	p.tx.begin()
+	defer func() { p.tx.ok(err) }()
 	if p.link != nil {
 		return p.shmSend(ctx, wire.KindBytes, tag, b, nil)
 	}
 	return p.send(ctx, wire.KindBytes, tag, b, nil)
 }
 
-func (e *endpoint) Recv(ctx context.Context, from int, tag uint32, buf []float32) error {
+func (e *endpoint) Recv(ctx context.Context, from int, tag uint32, buf []float32) (err error) {
 	p := e.peer(from)
 	e.acquire(&p.rx, "Recv", from)
 	defer p.rx.busy.Store(false)
 	defer p.account(time.Now())
+	p.rx.begin()
+	defer func() { p.rx.ok(err) }()
 	var h wire.Header
-	var err error
 	if p.link != nil {
 		h, err = p.shmRecvHeader(ctx)
 	} else {
@@ -287,13 +328,14 @@ func (e *endpoint) Recv(ctx context.Context, from int, tag uint32, buf []float32
 	return nil
 }
 
-func (e *endpoint) RecvBytes(ctx context.Context, from int, tag uint32, max int) ([]byte, error) {
+func (e *endpoint) RecvBytes(ctx context.Context, from int, tag uint32, max int) (_ []byte, err error) {
 	p := e.peer(from)
 	e.acquire(&p.rx, "Recv", from)
 	defer p.rx.busy.Store(false)
 	defer p.account(time.Now())
+	p.rx.begin()
+	defer func() { p.rx.ok(err) }()
 	var h wire.Header
-	var err error
 	if p.link != nil {
 		h, err = p.shmRecvHeader(ctx)
 	} else {
@@ -440,6 +482,7 @@ func (p *peer) send(ctx context.Context, kind wire.Kind, tag uint32, payload []b
 		if err != nil {
 			return p.ioFailed(ctx, "send", err, fromCtx, !first || n > 0, sent, total)
 		}
+		tx.progress()
 	}
 	tx.seq++
 	p.ep.stats.bs.Add(int64(total))
@@ -461,7 +504,7 @@ func (p *peer) recvHeader(ctx context.Context) (wire.Header, error) {
 	if err != nil {
 		return wire.Header{}, err
 	}
-	n, err := io.ReadFull(p.conn, rx.hdr[:])
+	n, err := p.readFull(rx.hdr[:])
 	if err != nil {
 		return wire.Header{}, p.ioFailed(ctx, "receive", err, fromCtx, n > 0, n, wire.HeaderSize)
 	}
@@ -470,7 +513,7 @@ func (p *peer) recvHeader(ctx context.Context) (wire.Header, error) {
 		err = fmt.Errorf("%w (Config.MaxFrame)", err)
 	}
 	if err == nil && h.Kind == wire.KindControl {
-		err = p.recvAbort(ctx, h)
+		err = p.recvAbort(h)
 	}
 	if err == nil && h.Seq != rx.seq {
 		err = fmt.Errorf("%w: sequence number %d, want %d (the stream lost its framing)", wire.ErrMalformed, h.Seq, rx.seq)
@@ -482,15 +525,41 @@ func (p *peer) recvHeader(ctx context.Context) (wire.Header, error) {
 	return h, nil
 }
 
+// readFull is io.ReadFull from the connection that records each read
+// that brings bytes as the receive half's progress.
+func (p *peer) readFull(b []byte) (int, error) {
+	got := 0
+	for got < len(b) {
+		n, err := p.conn.Read(b[got:])
+		if n > 0 {
+			got += n
+			p.rx.progress()
+		}
+		if err != nil {
+			if err == io.EOF && got > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return got, err
+		}
+	}
+	return got, nil
+}
+
 // recvAbort reads the control frame with header h, which in the data
 // stream may only be a peer's abort (a Reject with its reason), and
-// returns the error to report.
-func (p *peer) recvAbort(ctx context.Context, h wire.Header) error {
+// returns the error to report. It ends the call's watch of its ctx.
+func (p *peer) recvAbort(h wire.Header) error {
 	if h.Len > wire.MaxString+16 {
 		return fmt.Errorf("%w: control frame of %d bytes in the data stream", wire.ErrMalformed, h.Len)
 	}
+	// The peer wrote the frame whole, and its header is in: the reason
+	// is read even when the call's ctx ends now. A peer's note and this
+	// rank's own timeout often come at the same moment (both wait on a
+	// third rank), and a frame cut short would lose the note and the
+	// connection with it.
+	p.rx.cancel.end()
 	b := make([]byte, h.Len)
-	if err := p.recvPayload(ctx, b); err != nil {
+	if err := p.recvPayload(context.Background(), b); err != nil {
 		return err
 	}
 	if c, err := wire.DecodeControl(b); err == nil {
@@ -509,7 +578,7 @@ func (p *peer) recvPayload(ctx context.Context, b []byte) error {
 		if err != nil {
 			return p.ioFailed(ctx, "receive", err, fromCtx, true, got, len(b))
 		}
-		n, err := io.ReadFull(p.conn, b[got:got+min(len(b)-got, rawChunk)])
+		n, err := p.readFull(b[got : got+min(len(b)-got, rawChunk)])
 		got += n
 		if err != nil {
 			return p.ioFailed(ctx, "receive", err, fromCtx, true, got, len(b))
