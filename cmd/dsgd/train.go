@@ -545,7 +545,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 	}
 	out := cfg.Out
-	j.printHeader(out, tr.Net(), m.threads, cfg.MaxIter, cfg.Solver)
+	j.printHeader(out, stderr, tr.Net(), m.threads, cfg.MaxIter, cfg.Solver)
 	threads := max(1, m.threads/cfg.Workers)
 	where := *f.transport
 	if g != nil {
