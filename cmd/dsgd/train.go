@@ -302,7 +302,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		Seed:               j.seed,
 		Threads:            m.threads,
 		Out:                stdout,
-		TTY:                isTerminal(stdout),
+		TTY:                ownTerminal(stdout, os.Getenv),
 	}
 	cfg.AverageLoss = sd.AverageLoss // Caffe's window: 1 shows the last iteration's loss
 	if *f.iters > 0 {
