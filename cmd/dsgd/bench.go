@@ -265,7 +265,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if tensor.Info().Library == "openblas" {
 		blasKernel = tensor.Info().Kernel
 	}
-	isa := checkCap(stdout, conv, blasKernel)
+	isa := checkCap(stdout, stderr, conv, blasKernel)
 	for _, v := range peerUnsetEnv {
 		if val, ok := os.LookupEnv(v); ok && !peerKeeps(v) {
 			fmt.Fprintf(stdout, "bench: the peers run without %s=%s from this environment, so their OpenBLAS picks its own kernel\n", v, val)
@@ -273,7 +273,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "bench: peers: LeNet %s, other nets %s, with %s\n", c.peerLeNet, c.peerNets, c.python)
 	if needNets && c.peerNets != "none" && !netsBLAS {
-		fmt.Fprintf(stdout, "bench: warning: %s takes no --blas-threads: at more than one thread its OpenBLAS (fully connected layers) runs as many threads as torch's OpenMP\n", c.peerNets)
+		fmt.Fprintf(stderr, "bench: warning: %s takes no --blas-threads: at more than one thread its OpenBLAS (fully connected layers) runs as many threads as torch's OpenMP\n", c.peerNets)
 	}
 	peaks := measurePeaks(c.threads, c.peakTime, stdout)
 	gf := gemmPeak()

@@ -260,12 +260,12 @@ var dnnlISA = regexp.MustCompile(`ISA (\S+)`)
 // checkCap, under ONEDNN_MAX_CPU_ISA, prints the cap and the level it
 // means on this CPU, and warns where oneDNN (conv, the convolution
 // engine's description) or dsgd's OpenBLAS (gemmKernel) run at another
-// level; it also says what the peers inherit. Without a cap it prints
-// nothing.
-func checkCap(w io.Writer, conv, gemmKernel string) capCheck {
+// level; it also says what the peers inherit. The warnings go to ew (the
+// standard error), the rest to w. Without a cap it prints nothing.
+func checkCap(w, ew io.Writer, conv, gemmKernel string) capCheck {
 	l, ok, err := cpuinfo.EnvCap()
 	if err != nil {
-		fmt.Fprintf(w, "bench: warning: %v; oneDNN ignores it and runs at the CPU's level\n", err)
+		fmt.Fprintf(ew, "bench: warning: %v; oneDNN ignores it and runs at the CPU's level\n", err)
 		return capCheck{}
 	}
 	if !ok {
@@ -277,13 +277,13 @@ func checkCap(w io.Writer, conv, gemmKernel string) capCheck {
 	if m := dnnlISA.FindStringSubmatch(conv); m != nil {
 		check.runs = strings.ToUpper(m[1])
 		if !strings.EqualFold(m[1], eff.String()) {
-			fmt.Fprintf(w, "bench: warning: oneDNN runs at %s, not at %s: the cap did not take (was oneDNN loaded before the variable was set?)\n", m[1], strings.ToLower(eff.String()))
+			fmt.Fprintf(ew, "bench: warning: oneDNN runs at %s, not at %s: the cap did not take (was oneDNN loaded before the variable was set?)\n", m[1], strings.ToLower(eff.String()))
 		}
 	} else {
-		fmt.Fprintf(w, "bench: warning: oneDNN is not running (%s): the cap applies to OpenBLAS and the peers only\n", conv)
+		fmt.Fprintf(ew, "bench: warning: oneDNN is not running (%s): the cap applies to OpenBLAS and the peers only\n", conv)
 	}
 	if core := os.Getenv("OPENBLAS_CORETYPE"); core != "" && gemmKernel != "" && !strings.EqualFold(core, gemmKernel) {
-		fmt.Fprintf(w, "bench: warning: dsgd's GEMM runs OpenBLAS's %s kernel, not OPENBLAS_CORETYPE=%s: its GEMM is not under the cap\n", gemmKernel, core)
+		fmt.Fprintf(ew, "bench: warning: dsgd's GEMM runs OpenBLAS's %s kernel, not OPENBLAS_CORETYPE=%s: its GEMM is not under the cap\n", gemmKernel, core)
 	}
 	fmt.Fprintf(w, "bench: the peers run under the same cap: %s\n", strings.Join(capVars(os.Environ()), " "))
 	return check

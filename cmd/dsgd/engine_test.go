@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -15,21 +16,30 @@ func TestPrintISACap(t *testing.T) {
 	if cpuinfo.CheckFloor() != nil {
 		t.Skip("this CPU is below SSE4.1: the header warns of that instead")
 	}
+	// A warning goes to the second writer (stderr), a note to the first.
 	cases := []struct {
 		env, want string
+		warn      bool
 	}{
-		{"", ""},
-		{"FOO", "warning: ONEDNN_MAX_CPU_ISA=FOO: unknown ISA"},
-		{"sse41", "capped at SSE41 by ONEDNN_MAX_CPU_ISA"},
+		{"", "", false},
+		{"FOO", "warning: ONEDNN_MAX_CPU_ISA=FOO: unknown ISA", true},
+		{"sse41", "capped at SSE41 by ONEDNN_MAX_CPU_ISA", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.env, func(t *testing.T) {
 			t.Setenv("ONEDNN_MAX_CPU_ISA", tc.env)
 			t.Setenv("DNNL_MAX_CPU_ISA", "")
-			var b bytes.Buffer
-			printISACap(&b)
+			var out, errw bytes.Buffer
+			printISACap(&out, &errw)
+			b, other := &out, &errw
+			if tc.warn {
+				b, other = &errw, &out
+			}
 			if tc.want == "" && b.Len() != 0 || !strings.Contains(b.String(), tc.want) {
 				t.Fatalf("ONEDNN_MAX_CPU_ISA=%q: header %q, want it to say %q", tc.env, b.String(), tc.want)
+			}
+			if other.Len() != 0 {
+				t.Fatalf("ONEDNN_MAX_CPU_ISA=%q: %q on the wrong stream (warning %v)", tc.env, other.String(), tc.warn)
 			}
 		})
 	}
@@ -37,7 +47,7 @@ func TestPrintISACap(t *testing.T) {
 	if top := cpuinfo.CPUISA(); top < cpuinfo.AVX512CoreAMX {
 		t.Setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_AMX")
 		var b bytes.Buffer
-		printISACap(&b)
+		printISACap(io.Discard, &b)
 		if !strings.Contains(b.String(), "warning: ONEDNN_MAX_CPU_ISA=AVX512_CORE_AMX") || !strings.Contains(b.String(), "missing") {
 			t.Fatalf("cap above the CPU (%v): header %q", top, b.String())
 		}

@@ -500,7 +500,7 @@ func (j *job) close() {
 	}
 }
 
-func (j *job) printHeader(w io.Writer, net *model.Net, threads, maxIter int, sc solver.Config) {
+func (j *job) printHeader(w, ew io.Writer, net *model.Net, threads, maxIter int, sc solver.Config) {
 	fmt.Fprintf(w, "dsgd: net %s, %d parameters in %d blobs\n", j.name, len(net.Params()), len(net.Blocks()))
 	for _, d := range j.dataDesc {
 		fmt.Fprintf(w, "dsgd: data %s\n", d)
@@ -509,10 +509,10 @@ func (j *job) printHeader(w io.Writer, net *model.Net, threads, maxIter int, sc 
 		fmt.Fprintf(w, "dsgd: solver %s, base_lr %.6g, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), sc.BaseLR, sc.LRPolicy, sc.Momentum, sc.WeightDecay, maxIter)
 	}
 	fmt.Fprintf(w, "dsgd: %d threads, seed %d\n", threads, j.seed)
-	printEngine(w)
+	printEngine(w, ew)
 	printLayerKernels(w, net)
 	for _, wn := range j.warnings {
-		fmt.Fprintf(w, "dsgd: warning: %s\n", wn)
+		fmt.Fprintf(ew, "dsgd: warning: %s\n", wn)
 	}
 }
 

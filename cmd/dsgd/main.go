@@ -63,7 +63,14 @@ func commands() []command {
 var errUsage = errors.New("usage")
 
 func main() {
-	os.Exit(mainStatus(os.Args[1:], os.Stdout, os.Stderr))
+	var stdout, stderr io.Writer = os.Stdout, os.Stderr
+	flush := func() {}
+	if !asksHelp(os.Args[1:]) { // help is text to read, not a log
+		stdout, stderr, flush = logStreams(os.Stdout, os.Stderr, os.Getenv)
+	}
+	code := mainStatus(os.Args[1:], stdout, stderr)
+	flush()
+	os.Exit(code)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -103,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case errors.Is(err, errUsage):
 			return 2
 		default:
-			fmt.Fprintf(stderr, "dsgd %s: %v\n", c.name, err)
+			fmt.Fprintf(stderr, "dsgd %s: %s\n", c.name, errorText(ctx, err))
 			return 1
 		}
 	}
@@ -253,4 +260,15 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// errorText is err's message, where a signal stopped the run
+// ("context canceled (snapshot ...)") with "interrupted" for "context
+// canceled": the user stopped it, nothing failed.
+func errorText(ctx context.Context, err error) string {
+	msg := err.Error()
+	if signalOf(ctx) != nil && errors.Is(err, context.Canceled) {
+		msg = strings.Replace(msg, context.Canceled.Error(), "interrupted", 1)
+	}
+	return msg
 }

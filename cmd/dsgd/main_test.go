@@ -43,8 +43,12 @@ func TestTrainFromPrototxt(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
+	// solver_mode: GPU is accepted with a warning, on stderr (not mixed
+	// with the progress).
+	if !strings.Contains(errs, "dsgd: warning:") || !strings.Contains(errs, "computes on the CPU") || strings.Contains(out, "warning") {
+		t.Errorf("the solver_mode warning is not on stderr alone:\nstdout:\n%s\nstderr:\n%s", out, errs)
+	}
 	for _, want := range []string{
-		"computes on the CPU", // solver_mode: GPU is accepted with a warning
 		"iter 50 test:",
 		"final test:", "accuracy 1.0000",
 		"phase", "forward", "backward", "update",

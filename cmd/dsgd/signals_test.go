@@ -135,7 +135,8 @@ func interruptRun(t *testing.T, dir string, sig syscall.Signal, args ...string) 
 }
 
 // TestCtrlCSnapshots: SIGINT or SIGTERM to a training run, in process and
-// over TCP, writes a snapshot, says how to resume, and exits 128+N.
+// over TCP, writes a snapshot, says once that the run was interrupted and
+// how to resume (no rank's "context canceled"), and exits 128+N.
 func TestCtrlCSnapshots(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -161,8 +162,16 @@ func TestCtrlCSnapshots(t *testing.T) {
 			if len(snaps) == 0 {
 				t.Fatalf("no snapshot written:\n%s", out)
 			}
-			if !strings.Contains(out, "--resume") {
-				t.Errorf("output does not say how to resume:\n%s", out)
+			if n := strings.Count(out, "continue with --resume"); n != 1 {
+				t.Errorf("output says how to resume %d times, want once:\n%s", n, out)
+			}
+			// One rank's, or the launcher's, line that the run was
+			// interrupted: no rank's "context canceled".
+			if strings.Contains(out, "context canceled") {
+				t.Errorf("output has a rank's \"context canceled\":\n%s", out)
+			}
+			if !strings.Contains(out, "dsgd train: interrupted") {
+				t.Errorf("output does not say the run was interrupted:\n%s", out)
 			}
 			if strings.Contains(out, "signal: killed") {
 				t.Errorf("a rank was killed instead of stopped:\n%s", out)

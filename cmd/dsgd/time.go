@@ -37,7 +37,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer j.close()
 	j.printNotes(stderr)
-	j.printHeader(stdout, net, m.threads, *iters, j.solver.Solver)
+	j.printHeader(stdout, stderr, net, m.threads, *iters, j.solver.Solver)
 	probe := newReorderProbe(net, max(*warmup, 0))
 	tm, err := calib.Time(ctx, net, max(*warmup, 0), *iters)
 	if err != nil {

@@ -334,7 +334,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		Seed:               j.seed,
 		Threads:            m.threads,
 		Out:                stdout,
-		TTY:                isTerminal(stdout),
+		TTY:                ownTerminal(stdout, os.Getenv),
 	}
 	cfg.AverageLoss = sd.AverageLoss // Caffe's window: 1 shows the last iteration's loss
 	if *f.iters > 0 {
@@ -577,7 +577,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 	}
 	out := cfg.Out
-	j.printHeader(out, tr.Net(), m.threads, cfg.MaxIter, cfg.Solver)
+	j.printHeader(out, stderr, tr.Net(), m.threads, cfg.MaxIter, cfg.Solver)
 	threads := max(1, m.threads/cfg.Workers)
 	where := *f.transport
 	if g != nil {

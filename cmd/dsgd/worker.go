@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -340,6 +341,13 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	if centerFailure != "" {
 		msgs = append(msgs, centerFailure)
 	}
+	if signalOf(ctx) != nil && centerFailure == "" {
+		texts := make([]string, len(outs))
+		for r, o := range outs {
+			texts[r] = o.String()
+		}
+		return interruptedRanks(texts)
+	}
 	for r, e := range exits {
 		if e.Err == nil {
 			continue
@@ -396,3 +404,43 @@ func freeLoopbackAddr() (string, error) {
 // freeLoopbackAddrs returns n distinct free loopback addresses
 // (spawn.LoopbackAddrs).
 func freeLoopbackAddrs(n int) ([]string, error) { return spawn.LoopbackAddrs(n) }
+
+// resumeHint is the note a rank stopped by a signal adds to its error once
+// it has written its snapshot (train's snapshot-on-stop).
+var resumeHint = regexp.MustCompile(`\(snapshot of iteration \d+ written to [^\n]*; continue with --resume [^\n]*\)`)
+
+// interruptedRanks is what a --transport tcp launcher stopped by a signal
+// reports of its ranks, from their standard errors: the snapshot and the
+// resume hint once (rank 0's, which wrote it), and any other line a rank
+// wrote (a warning), once however many ranks wrote it, with its rank;
+// not each rank's note that it was interrupted nor its "context canceled",
+// which say again what the launcher's own line said.
+func interruptedRanks(outs []string) error {
+	hint := ""
+	seen := map[string]bool{}
+	var lines []string
+	for r, out := range outs {
+		for _, l := range strings.Split(out, "\n") {
+			l = strings.TrimSpace(l)
+			if h := resumeHint.FindString(l); h != "" {
+				if hint == "" {
+					hint = h
+				}
+				continue
+			}
+			if l == "" || strings.Contains(l, ": stopping after a snapshot (") || strings.HasSuffix(l, context.Canceled.Error()) || strings.HasSuffix(l, ": interrupted") || seen[l] {
+				continue
+			}
+			seen[l] = true
+			lines = append(lines, fmt.Sprintf("rank %d: %s", r, l))
+		}
+	}
+	msg := "interrupted"
+	if hint != "" {
+		msg += " " + hint
+	}
+	if len(lines) > 0 {
+		msg += "\n" + strings.Join(lines, "\n")
+	}
+	return errors.New(msg)
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+)
+
+// envOf is a getenv of the given pairs.
+func envOf(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+// TestStampWriter: each whole line gets the time and the prefix, written
+// at once; a partial line waits for its newline, or Flush.
+func TestStampWriter(t *testing.T) {
+	at := time.Date(2026, 11, 27, 1, 23, 45, 678_900_000, time.Local)
+	for _, tc := range []struct {
+		name, prefix string
+		writes       []string
+		want         string
+	}{
+		{"one line", "", []string{"iter 10 loss 0.5\n"}, "2026-11-27 01:23:45.678 iter 10 loss 0.5\n"},
+		{"two lines in one write", "", []string{"a\nb\n"}, "2026-11-27 01:23:45.678 a\n2026-11-27 01:23:45.678 b\n"},
+		{"split line", "", []string{"dsgd: war", "ning: x\n"}, "2026-11-27 01:23:45.678 dsgd: warning: x\n"},
+		{"rank prefix", "[rank 1] ", []string{"dsgd: warning: x\n"}, "2026-11-27 01:23:45.678 [rank 1] dsgd: warning: x\n"},
+		{"unfinished line flushed", "", []string{"last"}, "2026-11-27 01:23:45.678 last\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			w := newStampWriter(&b, tc.prefix)
+			w.now = func() time.Time { return at }
+			for _, s := range tc.writes {
+				if n, err := fmt.Fprint(w, s); err != nil || n != len(s) {
+					t.Fatalf("Write(%q) = %d, %v", s, n, err)
+				}
+			}
+			w.Flush()
+			if b.String() != tc.want {
+				t.Fatalf("got %q, want %q", b.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestLogStreams: a solo process and rank 0 of a launched job stamp both
+// streams; another rank drops its progress and prefixes its problems with
+// its rank; a rank of dsgd's own launcher writes plainly (the launcher
+// stamps what it passes on).
+func TestLogStreams(t *testing.T) {
+	stamp := `\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} `
+	for _, tc := range []struct {
+		name             string
+		env              []string
+		wantOut, wantErr string // regexps of the whole output
+	}{
+		{"solo", nil, "^" + stamp + "progress\n$", "^" + stamp + "dsgd: warning: w\n$"},
+		{"mpirun rank 0", []string{"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "2"}, "^" + stamp + "progress\n$", "^" + stamp + "dsgd: warning: w\n$"},
+		{"mpirun rank 1", []string{"OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "2"}, "^$", "^" + stamp + `\[rank 1\] dsgd: warning: w` + "\n$"},
+		{"srun rank 3", []string{"SLURM_PROCID", "3", "SLURM_NTASKS", "4"}, "^$", "^" + stamp + `\[rank 3\] dsgd: warning: w` + "\n$"},
+		{"torchrun rank 2", []string{"RANK", "2", "WORLD_SIZE", "4"}, "^$", "^" + stamp + `\[rank 2\] dsgd: warning: w` + "\n$"},
+		{"dsgd's own child", []string{"DSGD_CHILD", "1"}, "^progress\n$", "^dsgd: warning: w\n$"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var o, e bytes.Buffer
+			out, errw, flush := logStreams(&o, &e, envOf(tc.env...))
+			fmt.Fprintln(out, "progress")
+			fmt.Fprintln(errw, "dsgd: warning: w")
+			flush()
+			if !regexp.MustCompile(tc.wantOut).MatchString(o.String()) {
+				t.Errorf("stdout %q, want /%s/", o.String(), tc.wantOut)
+			}
+			if !regexp.MustCompile(tc.wantErr).MatchString(e.String()) {
+				t.Errorf("stderr %q, want /%s/", e.String(), tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestOwnTerminal: a character device is a terminal of this process's own
+// unless a launcher started it (Open MPI gives each rank a pty), or dsgd's
+// own launcher did; a buffer never is.
+func TestOwnTerminal(t *testing.T) {
+	dev, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0) // a character device, as a tty is
+	if err != nil {
+		t.Skip(err)
+	}
+	defer dev.Close()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want bool
+	}{
+		{"alone", nil, true},
+		{"Open MPI", []string{"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "2"}, false},
+		{"PMI", []string{"PMI_RANK", "0", "PMI_SIZE", "2"}, false},
+		{"Slurm", []string{"SLURM_PROCID", "0", "SLURM_NTASKS", "2"}, false},
+		{"dsgd --transport tcp", []string{"DSGD_CHILD", "1"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ownTerminal(dev, envOf(tc.env...)); got != tc.want {
+				t.Errorf("ownTerminal = %v, want %v", got, tc.want)
+			}
+			if ownTerminal(&bytes.Buffer{}, envOf(tc.env...)) {
+				t.Error("a buffer counts as a terminal")
+			}
+		})
+	}
+}
+
+// TestInterruptedRanks: the ranks of a --transport tcp run stopped by a
+// signal give one line: interrupted, with the snapshot and resume hint
+// once, their other lines once each, and no "context canceled".
+func TestInterruptedRanks(t *testing.T) {
+	hint := "(snapshot of iteration 40 written to out/x_iter_40.dsgdsnap; continue with --resume out/x_iter_40.dsgdsnap)"
+	warn := "dsgd: warning: solver.prototxt:5:1: ignoring solver_mode in solver: dsgd computes on the CPU"
+	notice := "\ndsgd: interrupt: stopping after a snapshot (within 30s; signal again to exit at once)\n"
+	for _, tc := range []struct {
+		name string
+		outs []string
+		want string
+	}{
+		{"sync", []string{
+			warn + "\n" + notice + "dsgd worker: context canceled " + hint + "\n",
+			warn + "\n" + notice + "dsgd worker: context canceled\n",
+		}, "interrupted " + hint + "\nrank 0: " + warn},
+		{"children say interrupted", []string{
+			notice + "dsgd worker: interrupted " + hint + "\n",
+			notice + "dsgd worker: interrupted\n",
+			notice + "dsgd worker: interrupted\n",
+		}, "interrupted " + hint},
+		{"no snapshot", []string{notice, notice + "dsgd worker: context canceled\n"}, "interrupted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := interruptedRanks(tc.outs).Error()
+			if got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestErrorText: a run a signal stopped reads "interrupted", not "context
+// canceled"; other errors are as they are.
+func TestErrorText(t *testing.T) {
+	in := &interrupter{sig: os.Interrupt}
+	stopped := context.WithValue(context.Background(), interrupterKey{}, in)
+	canceled := fmt.Errorf("%w (snapshot of iteration 4 written to s; continue with --resume s)", context.Canceled)
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want string
+	}{
+		{"signal", stopped, canceled, "interrupted (snapshot of iteration 4 written to s; continue with --resume s)"},
+		{"no signal", context.Background(), canceled, canceled.Error()},
+		{"other error", stopped, errors.New("disk full"), "disk full"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := errorText(tc.ctx, tc.err); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAsksHelp: help output is left without timestamps.
+func TestAsksHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"help"}, true},
+		{[]string{"--help"}, true},
+		{[]string{"train", "-h"}, true},
+		{[]string{"train", "--iters", "20"}, false},
+		{[]string{"worker", "--rank", "1"}, false},
+	} {
+		if got := asksHelp(tc.args); got != tc.want {
+			t.Errorf("asksHelp(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
