@@ -170,6 +170,7 @@ func pullInitial(t *testing.T, open Opener, _ Features) {
 	join(t, c, 0, 1)
 	want(t, "worker 1's pull", pull(t, c, 1, 4), w0)
 	want(t, "worker 0's pull", pull(t, c, 0, 4), w0)
+	want(t, "an observer's pull", pull(t, c, center.Observer, 4), w0)
 }
 
 // PushAdds: a push adds its delta into the center (SpeeDO 3.2, ShmCaffe
@@ -358,6 +359,8 @@ func roundRobin(t *testing.T, open Opener, f Features) {
 		t.Fatal(err)
 	}
 	mustBlock(t, done1, "worker 1's pull during worker 0's turn")
+	// An observer never waits for a turn.
+	want(t, "an observer's pull during worker 0's turn", pull(t, c, center.Observer, 1), []float32{2})
 	mustReturn(t, clock(c, 0, 0, -1), "worker 0's clock")
 	mustReturn(t, done1, "worker 1's pull after worker 0's turn")
 	want(t, "worker 1's pull", c1, []float32{2})
