@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -42,20 +43,31 @@ func (s *sub) peer(r int) int {
 	return s.members[r]
 }
 
+// local renames a PeerError of the parent's rank members[r] into the
+// sub-group's rank r, as every Endpoint names peers by its own ranks.
+func (s *sub) local(r int, err error) error {
+	var pe *PeerError
+	if errors.As(err, &pe) && pe.Rank == s.members[r] {
+		return &PeerError{Rank: r, Err: pe.Err}
+	}
+	return err
+}
+
 func (s *sub) Send(ctx context.Context, to int, tag uint32, buf []float32) error {
-	return s.ep.Send(ctx, s.peer(to), tag, buf)
+	return s.local(to, s.ep.Send(ctx, s.peer(to), tag, buf))
 }
 
 func (s *sub) Recv(ctx context.Context, from int, tag uint32, buf []float32) error {
-	return s.ep.Recv(ctx, s.peer(from), tag, buf)
+	return s.local(from, s.ep.Recv(ctx, s.peer(from), tag, buf))
 }
 
 func (s *sub) SendBytes(ctx context.Context, to int, tag uint32, b []byte) error {
-	return s.ep.SendBytes(ctx, s.peer(to), tag, b)
+	return s.local(to, s.ep.SendBytes(ctx, s.peer(to), tag, b))
 }
 
 func (s *sub) RecvBytes(ctx context.Context, from int, tag uint32, max int) ([]byte, error) {
-	return s.ep.RecvBytes(ctx, s.peer(from), tag, max)
+	b, err := s.ep.RecvBytes(ctx, s.peer(from), tag, max)
+	return b, s.local(from, err)
 }
 
 // Stats reports the whole endpoint's traffic.

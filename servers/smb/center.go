@@ -137,16 +137,21 @@ func NewCenter(b Buffers, cfg CenterConfig) (*Center, error) {
 	return c, nil
 }
 
-func (c *Center) checkWorker(w int) {
+// checkWorker refuses a worker id outside 0..Workers-1 with an error,
+// as center.Local does, rather than failing the process.
+func (c *Center) checkWorker(w int) error {
 	if w < 0 || w >= c.cfg.Workers {
-		panic(fmt.Sprintf("smb: worker %d of a center of %d workers", w, c.cfg.Workers))
+		return fmt.Errorf("smb: worker %d of a center of %d workers", w, c.cfg.Workers)
 	}
+	return nil
 }
 
-func (c *Center) checkLen(what string, n int) {
+// checkLen refuses a vector whose length is not N with an error.
+func (c *Center) checkLen(what string, n int) error {
 	if n != c.cfg.N {
-		panic(fmt.Sprintf("smb: %s of %d values for a center of %d weights", what, n, c.cfg.N))
+		return fmt.Errorf("smb: %s of %d values for a center of %d weights", what, n, c.cfg.N)
 	}
+	return nil
 }
 
 // readySlot is the control slot that says W_g holds the initial weights.
@@ -202,7 +207,9 @@ func (ws *workerState) take(tag int64, outs []center.Output) (reply center.Outpu
 // others wait until it has), marks w live and returns its own iteration
 // count, as center.Local does (a restarted worker continues it).
 func (c *Center) Join(ctx context.Context, w int) (int, error) {
-	c.checkWorker(w)
+	if err := c.checkWorker(w); err != nil {
+		return 0, err
+	}
 	if _, err := c.b.CreateControl(ctx, c.cfg.Workers+2); err != nil {
 		return 0, fmt.Errorf("smb: worker %d joining: %w", w, err)
 	}
@@ -303,9 +310,13 @@ func (c *Center) waitControl(ctx context.Context, ver uint64) error {
 // accumulate may land between them.
 func (c *Center) Pull(ctx context.Context, w int, dst []float32) error {
 	if w != center.Observer {
-		c.checkWorker(w)
+		if err := c.checkWorker(w); err != nil {
+			return err
+		}
 	}
-	c.checkLen("pull", len(dst))
+	if err := c.checkLen("pull", len(dst)); err != nil {
+		return err
+	}
 	if w != center.Observer {
 		// FCFS: the core grants at once (it only counts).
 		ws := &c.workers[w]
@@ -324,8 +335,12 @@ func (c *Center) Pull(ctx context.Context, w int, dst []float32) error {
 // non-finite (or, with MaxUpdateNorm, too large) delta is refused with
 // an error naming the worker, which leaves the center.
 func (c *Center) Push(ctx context.Context, w int, delta []float32) error {
-	c.checkWorker(w)
-	c.checkLen("push", len(delta))
+	if err := c.checkWorker(w); err != nil {
+		return err
+	}
+	if err := c.checkLen("push", len(delta)); err != nil {
+		return err
+	}
 	ws := &c.workers[w]
 	if f := center.Inspect("push", delta, 1, c.cfg.MaxUpdateNorm); f != "" {
 		// The core refuses it, and the worker leaves, so that it holds
@@ -395,13 +410,18 @@ func (c *Center) Round(context.Context, int, int, []float32) (int, bool, error) 
 // s >= 0 waits while w is more than s iterations ahead of the slowest
 // live worker, observing the slots again at each change.
 func (c *Center) Clock(ctx context.Context, w, iter, s int) (bool, error) {
-	c.checkWorker(w)
+	if err := c.checkWorker(w); err != nil {
+		return false, err
+	}
 	ws := &c.workers[w]
 	ws.ctlMu.Lock()
 	defer ws.ctlMu.Unlock()
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	ws.one[0] = int64(iter) + 1
+	// A clock never goes back (center.Local keeps the larger count):
+	// slot w is written by w alone, so the replica's last reading of it
+	// (Join's, or this worker's previous Clock's) is its count.
+	ws.one[0] = max(int64(iter)+1, countOf(ws.counts[w]))
 	if err := c.b.WriteControl(ctx, w, ws.one[:]); err != nil {
 		return false, fmt.Errorf("smb: worker %d clocking iteration %d: %w", w, iter, err)
 	}
@@ -441,7 +461,9 @@ func (c *Center) Clock(ctx context.Context, w, iter, s int) (bool, error) {
 // so it no longer holds back SSP, and frees w's increment buffer; a
 // later Join makes it live again and recreates the buffer.
 func (c *Center) Leave(ctx context.Context, w int, cause error) error {
-	c.checkWorker(w)
+	if err := c.checkWorker(w); err != nil {
+		return err
+	}
 	ws := &c.workers[w]
 	ws.ctlMu.Lock()
 	defer ws.ctlMu.Unlock()

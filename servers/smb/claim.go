@@ -335,7 +335,9 @@ func NewClaimingCenter(cl *Client, cfg CenterConfig) (*ClaimingCenter, error) {
 
 // Join claims rank w, then joins the center as Center.Join does.
 func (c *ClaimingCenter) Join(ctx context.Context, w int) (int, error) {
-	c.checkWorker(w)
+	if err := c.checkWorker(w); err != nil {
+		return 0, err
+	}
 	if err := c.cl.Claim(ctx, w, c.cfg.Workers); err != nil {
 		return 0, err
 	}
