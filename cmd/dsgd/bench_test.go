@@ -232,7 +232,11 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Fatalf("exit %d: %s\n%s", code, stderr.String(), stdout.String())
 	}
 	out := stdout.String()
-	for _, want := range []string{"FMA peak", "sgemm n=512", "FLOPs per iteration: 2 per multiply-add", "takes no --blas-threads",
+	// Warnings go to stderr, apart from the results (issue 25 item 9).
+	if !strings.Contains(stderr.String(), "takes no --blas-threads") || strings.Contains(out, "takes no --blas-threads") {
+		t.Errorf("the peer's --blas-threads warning is not on stderr alone:\nstdout %s\nstderr %s", out, stderr.String())
+	}
+	for _, want := range []string{"FMA peak", "sgemm n=512", "FLOPs per iteration: 2 per multiply-add",
 		"rep 2 threads 1  peer  median   100.000 ms", "cifar10_quick      4       1 fwd+bwd"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
