@@ -356,7 +356,13 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		if text == "" {
 			text = e.Err.Error()
 		}
-		msgs = append(msgs, fmt.Sprintf("rank %d: %s", r, text))
+		// Every line carries its rank: a rank's warnings come with
+		// its error now that they are on stderr.
+		for _, l := range strings.Split(text, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				msgs = append(msgs, fmt.Sprintf("rank %d: %s", r, l))
+			}
+		}
 	}
 	if len(msgs) > 0 {
 		return errors.New(strings.Join(msgs, "\n"))

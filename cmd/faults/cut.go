@@ -51,7 +51,7 @@ func syncLinkCut(h *harness, dir string) string {
 	}
 	code := p.wait(timeout*3/2 + 4*time.Second)
 	out := p.out.String()
-	i := strings.Index(out, "rank 0:")
+	msg, i := rankError(out, 0)
 	switch {
 	case code == -1:
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
@@ -61,11 +61,10 @@ func syncLinkCut(h *harness, dir string) string {
 	case i < 0:
 		return "rank 0's error is not reported: " + lastLines(out)
 	}
-	msg := firstLine(out[i:])
 	if !strings.Contains(msg, "rank 1") && !strings.Contains(msg, "rank 2") || strings.Contains(msg, "from rank 0") {
 		return "rank 0's error does not name rank 1 or 2: " + msg
 	}
-	if why := h.detect(p, t0, "rank 0:"); why != "" {
+	if why := h.detect(p, t0, msg); why != "" {
 		return why
 	}
 	if h.detected > timeout*3/2+time.Second {

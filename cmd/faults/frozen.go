@@ -112,19 +112,33 @@ func rankFrozen(h *harness, dir, workers string, extra ...string) string {
 	syscall.Kill(pid1, syscall.SIGKILL)
 	p.wait(30 * time.Second)
 	out := p.out.String()
-	i := strings.Index(out, "rank 0:")
+	msg, i := rankError(out, 0)
 	switch {
 	case alive:
 		return "rank 0 still runs 20 s after rank 1 froze"
 	case i < 0:
 		return "rank 0's error is not reported: " + lastLines(out)
 	}
-	msg := firstLine(out[i:])
 	if !strings.Contains(msg, "rank 1") || strings.Contains(msg, "from rank 0") || strings.Contains(msg, "with rank 0") || strings.Contains(msg, "from rank 2") {
 		return "rank 0's error does not name rank 1: " + msg
 	}
-	if why := h.detect(p, t0, "rank 0:"); why != "" {
+	if why := h.detect(p, t0, msg); why != "" {
 		return why
 	}
 	return crashed(out)
+}
+
+// rankError returns the first line of out that reports rank r's error
+// (it names "rank R:" and is not one of the rank's warnings or notes,
+// which the launcher shows beside its error) and the line's index in out,
+// or -1.
+func rankError(out string, r int) (string, int) {
+	at := 0
+	for _, l := range strings.SplitAfter(out, "\n") {
+		if strings.Contains(l, fmt.Sprintf("rank %d:", r)) && !strings.Contains(l, "warning:") && !strings.Contains(l, "note:") {
+			return strings.TrimRight(l, "\n"), at
+		}
+		at += len(l)
+	}
+	return "", -1
 }
