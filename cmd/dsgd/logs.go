@@ -11,7 +11,7 @@ import (
 )
 
 // logTimeLayout is the timestamp at the start of every line dsgd writes to
-// its standard output and error (outside a live progress bar): local time
+// its standard error, its log of warnings, notes and errors: local time
 // to the millisecond, year first, so that lines of several ranks or runs
 // sort and compare as text, and so that it cannot be taken for the glog
 // lines of the --log file (Caffe's parse_log.py reads those, not these).
@@ -73,14 +73,15 @@ func (s *stampWriter) Flush() error {
 	return s.emit(line)
 }
 
-// logStreams is what this process writes to: stdout and stderr with each
-// line stamped (logTimeLayout), and, for a rank other than 0 of a job a
-// launcher started, each line prefixed with "[rank N] " and the progress
-// (stdout) dropped: rank 0 reports the run, the others only their
-// problems. A stdout that is this process's own terminal (ownTerminal) is
-// left as it is for the redrawn progress bar. A rank of dsgd's own
-// --transport tcp launcher (DSGD_CHILD=1) writes plainly: the launcher
-// stamps what it passes on. flush writes the streams' unfinished lines.
+// logStreams is what this process writes to: stderr, its log of
+// warnings, notes and errors, with each line stamped (logTimeLayout) and,
+// for a rank other than 0 of a job a launcher started, prefixed with
+// "[rank N] "; stdout, the progress and results, as it is (programs and
+// scripts parse its lines, which carry their iteration numbers), and
+// dropped for a rank other than 0: rank 0 reports the run, the others only
+// their problems. A rank of dsgd's own --transport tcp launcher
+// (DSGD_CHILD=1) writes plainly: the launcher stamps what it passes on.
+// flush writes stderr's unfinished line.
 func logStreams(stdout, stderr io.Writer, getenv func(string) string) (out, errw io.Writer, flush func()) {
 	if getenv("DSGD_CHILD") == "1" {
 		return stdout, stderr, func() {}
@@ -92,11 +93,7 @@ func logStreams(stdout, stderr io.Writer, getenv func(string) string) (out, errw
 		stdout = io.Discard
 	}
 	ew := newStampWriter(stderr, prefix)
-	if stdout == io.Discard || ownTerminal(stdout, getenv) {
-		return stdout, ew, func() { ew.Flush() }
-	}
-	ow := newStampWriter(stdout, prefix)
-	return ow, ew, func() { ow.Flush(); ew.Flush() }
+	return stdout, ew, func() { ew.Flush() }
 }
 
 // ownTerminal reports whether w is a terminal of this process's own, where
