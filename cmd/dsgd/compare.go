@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,7 +110,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *plot != "none" {
 		title := fmt.Sprintf("test error vs wall time, %d workers", workers)
-		if err := report.Plot(medianRuns(runs), title, *target, *plot+".png", *plot+".svg"); err != nil {
+		if err := report.Plot(report.Medians(runs), title, *target, *plot+".png", *plot+".svg"); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "plot: %s.png, %s.svg\n", *plot, *plot)
@@ -161,33 +159,6 @@ func compareOne(ctx context.Context, name, logName string, workers int, base []s
 		fmt.Fprintf(stdout, "%d iterations, final accuracy %.4f\n", run.Iters, finalAccuracy(run.Points))
 	}
 	return run, nil
-}
-
-// medianRuns keeps, of each scheme's repeated runs, the one whose final
-// accuracy is the median (the lower middle one for an even count; a
-// failed run counts as lowest), for the plot's one line per scheme.
-func medianRuns(runs []report.Run) []report.Run {
-	by := map[string][]report.Run{}
-	var order []string
-	for _, r := range runs {
-		if _, ok := by[r.Scheme]; !ok {
-			order = append(order, r.Scheme)
-		}
-		by[r.Scheme] = append(by[r.Scheme], r)
-	}
-	out := make([]report.Run, 0, len(order))
-	for _, name := range order {
-		g := by[name]
-		acc := func(r report.Run) float64 {
-			if r.Err != nil {
-				return -1
-			}
-			return finalAccuracy(r.Points)
-		}
-		slices.SortStableFunc(g, func(a, b report.Run) int { return cmp.Compare(acc(a), acc(b)) })
-		out = append(out, g[(len(g)-1)/2])
-	}
-	return out
 }
 
 // sharedWeights reports whether every worker of the scheme applies its

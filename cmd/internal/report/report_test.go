@@ -366,3 +366,16 @@ func TestTableRepeats(t *testing.T) {
 		}
 	}
 }
+
+// TestMedians: of each scheme's repeats, the run with the median final
+// accuracy is kept, a failed run counting lowest, in first-seen order.
+func TestMedians(t *testing.T) {
+	run := func(s string, acc float64) Run {
+		return Run{Scheme: s, Workers: 2, Points: []Point{{1, 1, acc}}}
+	}
+	failed := Run{Scheme: "a", Workers: 2, Err: errors.New("x")}
+	got := Medians([]Run{run("a", 0.9), run("b", 0.5), failed, run("a", 0.7), run("b", 0.6), run("a", 0.8)})
+	if len(got) != 2 || got[0].Scheme != "a" || got[0].Points[0].Accuracy != 0.7 || got[1].Scheme != "b" || got[1].Points[0].Accuracy != 0.5 {
+		t.Fatalf("got %+v", got)
+	}
+}

@@ -185,6 +185,26 @@ func Table(w io.Writer, runs []Run, baseline string, target float64) error {
 	return nil
 }
 
+// Medians keeps, of each scheme's repeated runs (same scheme and worker
+// count, as Table groups them), the one whose final accuracy is the
+// median (the lower middle one for an even count; a failed or untested
+// run counts as lowest): one line per scheme for Plot.
+func Medians(runs []Run) []Run {
+	var out []Run
+	for _, g := range group(runs) {
+		acc := func(r Run) float64 {
+			if f, _, ok := finalBest(r.Points); ok && r.Err == nil {
+				return f
+			}
+			return -1
+		}
+		g = slices.Clone(g)
+		slices.SortStableFunc(g, func(a, b Run) int { return cmpFloat(acc(a), acc(b)) })
+		out = append(out, g[(len(g)-1)/2])
+	}
+	return out
+}
+
 // group gathers the runs by scheme and worker count, in the order each
 // first appears.
 func group(runs []Run) [][]Run {
