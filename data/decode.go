@@ -86,7 +86,8 @@ func planes(dst []uint8, img image.Image, c int) {
 	switch m := img.(type) {
 	case *image.Gray:
 		for y := range h {
-			row := m.Pix[y*m.Stride : y*m.Stride+w]
+			o := m.PixOffset(r.Min.X, r.Min.Y+y)
+			row := m.Pix[o : o+w]
 			for x, v := range row {
 				if c == 1 {
 					dst[y*w+x] = v
@@ -108,19 +109,59 @@ func planes(dst []uint8, img image.Image, c int) {
 				put(y*w+x, R, G, B)
 			}
 		}
+	case *image.RGBA:
+		// Go decodes an opaque PNG or a BMP to RGBA with every alpha 255,
+		// where premultiplied values are the stored ones.
+		if !m.Opaque() {
+			planesGeneric(put, img, r)
+			return
+		}
+		for y := range h {
+			o := m.PixOffset(r.Min.X, r.Min.Y+y)
+			row := m.Pix[o : o+4*w]
+			for x := range w {
+				put(y*w+x, row[4*x], row[4*x+1], row[4*x+2])
+			}
+		}
+	case *image.Paletted:
+		pal := make([]color.NRGBA, len(m.Palette))
+		for i, p := range m.Palette {
+			pal[i] = color.NRGBAModel.Convert(p).(color.NRGBA)
+		}
+		for y := range h {
+			o := m.PixOffset(r.Min.X, r.Min.Y+y)
+			row := m.Pix[o : o+w]
+			for x, v := range row {
+				var q color.NRGBA
+				if int(v) < len(pal) {
+					q = pal[v]
+				} else {
+					q = color.NRGBA{A: 255} // as image.Paletted.At: opaque black
+				}
+				put(y*w+x, q.R, q.G, q.B)
+			}
+		}
 	case *image.NRGBA:
 		for y := range h {
-			row := m.Pix[y*m.Stride : y*m.Stride+4*w]
+			o := m.PixOffset(r.Min.X, r.Min.Y+y)
+			row := m.Pix[o : o+4*w]
 			for x := range w {
 				put(y*w+x, row[4*x], row[4*x+1], row[4*x+2])
 			}
 		}
 	default:
-		for y := range h {
-			for x := range w {
-				q := color.NRGBAModel.Convert(img.At(r.Min.X+x, r.Min.Y+y)).(color.NRGBA)
-				put(y*w+x, q.R, q.G, q.B)
-			}
+		planesGeneric(put, img, r)
+	}
+}
+
+// planesGeneric is planes for any image type, a pixel at a time through
+// the colour model: correct for every type, and slow.
+func planesGeneric(put func(i int, R, G, B uint8), img image.Image, r image.Rectangle) {
+	w := r.Dx()
+	for y := range r.Dy() {
+		for x := range w {
+			q := color.NRGBAModel.Convert(img.At(r.Min.X+x, r.Min.Y+y)).(color.NRGBA)
+			put(y*w+x, q.R, q.G, q.B)
 		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 
 	"dsgd/engine/tensor"
@@ -68,9 +69,38 @@ func main() {
 	if !asksHelp(os.Args[1:]) { // help is text to read, not a log
 		stdout, stderr, flush = logStreams(os.Stdout, os.Stderr, os.Getenv)
 	}
+	stop := startCPUProfile(os.Getenv("DSGD_CPUPROFILE"), stderr)
 	code := mainStatus(os.Args[1:], stdout, stderr)
+	stop()
 	flush()
 	os.Exit(code)
+}
+
+// startCPUProfile writes a Go CPU profile of the whole command to path
+// (DSGD_CPUPROFILE; read it with go tool pprof) until the returned stop is
+// called; with no path it does nothing. A profile that cannot be written
+// is a warning: the run goes on without it.
+func startCPUProfile(path string, stderr io.Writer) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dsgd: warning: DSGD_CPUPROFILE: %v; no profile is written\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(stderr, "dsgd: warning: DSGD_CPUPROFILE %s: %v\n", path, err)
+		}
+	}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

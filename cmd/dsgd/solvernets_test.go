@@ -3,8 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"dsgd/training/train"
 )
 
 // A train net and a separate test net, as older Caffe solvers name them
@@ -124,5 +127,26 @@ test_interval: 10 base_lr: 0.1 lr_policy: "fixed" max_iter: 10
 	// build: both test nets ran, so both stages were applied.
 	if !strings.Contains(out, "final test:  loss") || !strings.Contains(out, "net1/loss") {
 		t.Errorf("output:\n%s", out)
+	}
+}
+
+// TestTestIterOverridesEveryTestNet: --test-iter sets the batches of every
+// test net of a solver, not the first alone (a solver with two test nets
+// of test_iter 25 ran the second net's 25 under --test-iter 1).
+func TestTestIterOverridesEveryTestNet(t *testing.T) {
+	for _, tc := range []struct {
+		flag int
+		want []int
+	}{
+		{0, []int{4, 25, 7}},
+		{1, []int{1, 1, 1}},
+		{3, []int{3, 3, 3}},
+	} {
+		cfg := train.Config{TestIter: 4, ExtraTests: []train.TestNet{{Iter: 25}, {Iter: 7}}}
+		overrideTestIter(&cfg, tc.flag)
+		got := []int{cfg.TestIter, cfg.ExtraTests[0].Iter, cfg.ExtraTests[1].Iter}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("--test-iter %d: test_iter of the three nets %v, want %v", tc.flag, got, tc.want)
+		}
 	}
 }

@@ -77,7 +77,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.weights = fs.String("weights", "", "start from the weights of these Caffe models (`A.caffemodel[,B.caffemodel]`), copied layer by layer by name as caffe train --weights")
 	f.snapFormat = fs.String("snapshot-format", "", "snapshot format: dsgd (PREFIX_iter_N.dsgdsnap), caffe (PREFIX_iter_N.caffemodel and .solverstate, which Caffe reads; --resume takes the .solverstate) or hdf5 (Caffe's HDF5 format: .caffemodel.h5 and .solverstate.h5) (default: caffe or hdf5 when the solver says snapshot_format: BINARYPROTO or HDF5, else dsgd)")
 	f.testInterval = fs.Int("test-interval", -1, "test every N iterations (default: the solver's test_interval; 0: only at the end)")
-	f.testIter = fs.Int("test-iter", 0, "test batches per test pass (default: the solver's test_iter)")
+	f.testIter = fs.Int("test-iter", 0, "test batches per test pass of every test net (default: the solver's test_iter for each)")
 	f.display = fs.Int("display", -1, "print progress every N iterations (default: the solver's display)")
 	f.scheme = fs.String("scheme", "", "parallel scheme: "+strings.Join(scheme.Names(), ", ")+" (default: seq for one worker, sync-tree for more)")
 	f.workers = fs.Int("workers", 0, "number of workers, each reading its own shard of the training set with the solver's batch_size (default 1: one worker computing on every core, which on one machine beats several workers; see the run header)")
@@ -362,7 +362,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		cfg.TestInterval = *f.testInterval
 	}
 	if *f.testIter > 0 {
-		cfg.TestIter = *f.testIter
+		cfg.TestIter = *f.testIter // the further test nets' come with their data below
 	}
 	if *f.display >= 0 {
 		cfg.Display = *f.display
@@ -505,6 +505,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	defer j.close()
 	cfg.TrainShapes, cfg.TrainFeeds, cfg.WorkerFeeds = j.trainShapes, j.trainFeeds, j.workerFeeds
 	cfg.TestShapes, cfg.TestFeeds, cfg.ExtraTests = j.testShapes, j.testFeeds, j.extraTests
+	overrideTestIter(&cfg, *f.testIter)
 	cfg.TrainSetSize = j.trainSetSize
 	if g != nil && rank >= cfg.Workers {
 		cfg.TrainFeeds = nil // the parameter server computes nothing
@@ -703,4 +704,17 @@ func resumeIter(path string) (int, error) {
 		return 0, err
 	}
 	return st.Iter, nil
+}
+
+// overrideTestIter sets every test net's batches per test pass to n
+// (--test-iter), the first net's and the solver's further test nets'
+// alike; n of 0 keeps each net's test_iter.
+func overrideTestIter(cfg *train.Config, n int) {
+	if n <= 0 {
+		return
+	}
+	cfg.TestIter = n
+	for i := range cfg.ExtraTests {
+		cfg.ExtraTests[i].Iter = n
+	}
 }
