@@ -36,7 +36,10 @@ type modelFlags struct {
 	level    int
 	levelSet bool
 	shuffle  bool
-	batch    int
+	// shuffleSet: --shuffle was given, so a recurrent net's rows are
+	// reshuffled too.
+	shuffleSet bool
+	batch      int
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -46,7 +49,15 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.data, "data", "", "data `SOURCE` for every data layer: a Caffe LMDB or LevelDB of Datum records (its backend detected), fashion-mnist, mnist, cifar10, synthetic[:N=..,C=..,H=..,W=..,classes=..,seed=..], or a directory of IDX / CIFAR-10 binary files (default: each layer's source)")
 	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "goroutines each layer computes with")
 	fs.Int64Var(&m.seed, "seed", -1, "random seed for weights, shuffling and dropout (default: the solver's random_seed, else 1)")
-	fs.BoolVar(&m.shuffle, "shuffle", true, "reshuffle the training set every epoch (Caffe reads it in file order)")
+	m.shuffle = true
+	fs.BoolFunc("shuffle", "reshuffle the training set every epoch (default true, but false for a net with LSTM or RNN layers, whose rows are time steps; Caffe reads in file order)", func(v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		m.shuffle, m.shuffleSet = b, true
+		return nil
+	})
 	fs.IntVar(&m.batch, "batch", 0, "override the TRAIN Data layers' batch_size (and the first axis of Input layers in dsgd time)")
 	registerKernels(fs)
 	fs.StringVar(&m.stages, "stage", "", "`STAGES` (comma-separated) of the net's state, selecting layers by include/exclude { stage }, as caffe's --stage")
@@ -137,6 +148,8 @@ type job struct {
 	warnings []string
 	// notes say what was upgraded from an old file format (stderr).
 	notes []string
+	// orderNoted: the header says why the TRAIN rows keep file order.
+	orderNoted bool
 	// testNet is the solver's first test net when it is not the train
 	// net's file (test_net, test_net_param, or a --net override); nil
 	// means the TEST phase of net.
@@ -418,7 +431,7 @@ func (j *job) feeds(m *modelFlags, pn *caffedef.PhaseNet, split data.Split, rank
 		l, err := data.NewLoader(ds, data.LoaderConfig{
 			BatchSize: batch,
 			Train:     split == data.Train,
-			Shuffle:   split == data.Train && (m.shuffle || dl.Shuffle),
+			Shuffle:   split == data.Train && (j.shuffle(m) || dl.Shuffle),
 			RandSkip:  dl.RandSkip,
 			Seed:      j.seed + uint64(i),
 			Rank:      rank,
@@ -581,4 +594,30 @@ func startOf(split data.Split, start int) int {
 		return start
 	}
 	return 0
+}
+
+// shuffle is whether the TRAIN loaders reshuffle every epoch: --shuffle
+// when given, else true except for a net with recurrent layers (LSTM,
+// RNN), whose data rows are time steps in order (LRCN's captions, S2VT's
+// frames): shuffled rows would be sequences no longer. The first call on
+// such a net says so in the header.
+func (j *job) shuffle(m *modelFlags) bool {
+	if m.shuffleSet {
+		return m.shuffle
+	}
+	var rec []string
+	for _, l := range j.train.Spec.Layers {
+		switch l.Config.(type) {
+		case *layers.LSTMConfig, *layers.RNNConfig:
+			rec = append(rec, l.Name)
+		}
+	}
+	if len(rec) == 0 {
+		return m.shuffle
+	}
+	if !j.orderNoted {
+		j.orderNoted = true
+		j.dataDesc = append(j.dataDesc, fmt.Sprintf("in file order: the recurrent layers (%s) read each batch's rows as time steps (--shuffle reshuffles them anyway)", strings.Join(rec, ", ")))
+	}
+	return false
 }

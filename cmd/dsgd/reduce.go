@@ -47,7 +47,7 @@ func (f *trainFlags) exactPlan(j *job, cfg *train.Config) error {
 	iterSize := max(cfg.IterSize, 1)
 	b, why := j.trainBatch(&f.m)
 	if c := train.BatchCoupled(j.train.Spec); len(c) > 0 && why == "" {
-		why = fmt.Sprintf("BatchNorm %s normalises over each worker's batch", strings.Join(c, ", "))
+		why = strings.Join(c, "; ")
 	}
 	atom := b
 	switch {

@@ -181,15 +181,23 @@ func gcd(a, b int) int {
 	return a
 }
 
-// BatchCoupled names the layers of spec whose TRAIN output for one image
-// depends on the other images of its batch (BatchNorm on the batch's
-// statistics): cutting the batch into atoms would change what they
-// compute, so exact summation keeps each worker's batch whole.
+// BatchCoupled says, one phrase per layer, which layers of spec compute
+// one item's TRAIN output from other items of its batch, so that cutting
+// the batch into atoms would change what they compute and exact summation
+// keeps each worker's batch whole: BatchNorm on the batch's statistics,
+// and the recurrent layers (LSTM, RNN), whose batch's first axis is time.
 func BatchCoupled(spec model.Spec) []string {
 	var out []string
 	for _, l := range spec.Layers {
-		if bn, ok := l.Config.(*layers.BatchNormConfig); ok && (bn.UseGlobalStats == nil || !*bn.UseGlobalStats) {
-			out = append(out, l.Name)
+		switch c := l.Config.(type) {
+		case *layers.BatchNormConfig:
+			if c.UseGlobalStats == nil || !*c.UseGlobalStats {
+				out = append(out, fmt.Sprintf("BatchNorm %s normalises over each worker's batch", l.Name))
+			}
+		case *layers.LSTMConfig:
+			out = append(out, fmt.Sprintf("LSTM %s reads its batch's first axis as time steps", l.Name))
+		case *layers.RNNConfig:
+			out = append(out, fmt.Sprintf("RNN %s reads its batch's first axis as time steps", l.Name))
 		}
 	}
 	return out
