@@ -40,6 +40,9 @@ type modelFlags struct {
 	// reshuffled too.
 	shuffleSet bool
 	batch      int
+	// gpu is Caffe's -gpu IDS: dsgd has no GPU engine yet, so it is noted
+	// and the run is on the CPU.
+	gpu string
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -60,6 +63,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	})
 	fs.IntVar(&m.batch, "batch", 0, "override the TRAIN Data layers' batch_size (and the first axis of Input layers in dsgd time)")
 	registerKernels(fs)
+	fs.StringVar(&m.gpu, "gpu", "", "Caffe's -gpu `IDS` (0, 0,1 or all): dsgd has no GPU engine yet, so the run is on the CPU, with a note")
 	fs.StringVar(&m.stages, "stage", "", "`STAGES` (comma-separated) of the net's state, selecting layers by include/exclude { stage }, as caffe's --stage")
 	fs.Func("level", "the net state's `LEVEL`, selecting layers by min_level/max_level, as caffe's --level", func(v string) error {
 		n, err := strconv.Atoi(v)
@@ -620,4 +624,12 @@ func (j *job) shuffle(m *modelFlags) bool {
 		j.dataDesc = append(j.dataDesc, fmt.Sprintf("in file order: the recurrent layers (%s) read each batch's rows as time steps (--shuffle reshuffles them anyway)", strings.Join(rec, ", ")))
 	}
 	return false
+}
+
+// noteGPU says on stderr that Caffe's -gpu was read and the run is on the
+// CPU.
+func (m *modelFlags) noteGPU(cmd string, stderr io.Writer) {
+	if m.gpu != "" {
+		fmt.Fprintf(stderr, "dsgd %s: note: --gpu %s: dsgd has no GPU engine yet; running on the CPU\n", cmd, m.gpu)
+	}
 }

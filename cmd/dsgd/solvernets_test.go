@@ -150,3 +150,20 @@ func TestTestIterOverridesEveryTestNet(t *testing.T) {
 		}
 	}
 }
+
+// TestCaffeTimeCommandLine: caffe time's own command line runs as it is:
+// -model FILE, -iterations N, and -gpu (noted; the run is on the CPU).
+func TestCaffeTimeCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", trainOnly)
+	code, out, errs := runCmd(t, dir, "time", "-model", "net.prototxt", "-iterations", "3", "-gpu", "0")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "average over 3 iterations") {
+		t.Errorf("-iterations 3 did not time 3 iterations:\n%s", out)
+	}
+	if !strings.Contains(errs, "--gpu 0: dsgd has no GPU engine yet; running on the CPU") {
+		t.Errorf("-gpu 0 not noted on stderr: %q", errs)
+	}
+}

@@ -40,6 +40,7 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "dsgd test: --test-iter must not be negative, got %d\n", *iters)
 		return errUsage
 	}
+	m.noteGPU("test", stderr)
 	j, err := m.load()
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	m.register(fs)
 	m.netOnly = true
 	iters := fs.Int("iters", 50, "timed forward-backward iterations")
+	fs.IntVar(iters, "iterations", 50, "the same as --iters, by caffe time's name for it")
 	warmup := fs.Int("warmup", 5, "untimed iterations first")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -31,6 +32,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "dsgd time: --iters must be positive")
 		return errUsage
 	}
+	m.noteGPU("time", stderr)
 	j, net, err := loadNet(ctx, &m, m.threads)
 	if err != nil {
 		return err

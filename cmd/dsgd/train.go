@@ -30,9 +30,8 @@ type trainFlags struct {
 	iters, testInterval, testIter     *int
 	display, workers, warmup          *int
 	resume, prefix, scheme, transport *string
-	// caffeSnapshot and gpu are Caffe's -snapshot (our --resume) and
-	// -gpu (no GPU engine yet: noted, the run is on the CPU).
-	caffeSnapshot, gpu               *string
+	// caffeSnapshot is Caffe's -snapshot (our --resume).
+	caffeSnapshot                    *string
 	algo, metrics, lrScale, compress *string
 	pack                             *bool
 	bucketKiB                        *int
@@ -72,7 +71,6 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.iters = fs.Int("iters", 0, "iterations to train (default: the solver's max_iter)")
 	f.resume = fs.String("resume", "", "continue from this snapshot `FILE`")
 	f.caffeSnapshot = fs.String("snapshot", "", "Caffe's spelling of --resume: continue from this snapshot `FILE` (a .solverstate, .solverstate.h5 or .dsgdsnap)")
-	f.gpu = fs.String("gpu", "", "Caffe's -gpu `IDS` (0, 0,1 or all): dsgd has no GPU engine yet, so the run trains on the CPU, with a note")
 	f.prefix = fs.String("snapshot-prefix", "", "write snapshots to `PREFIX`_iter_N.dsgdsnap (default: the solver's snapshot_prefix; \"none\" disables them)")
 	f.weights = fs.String("weights", "", "start from the weights of these Caffe models (`A.caffemodel[,B.caffemodel]`), copied layer by layer by name as caffe train --weights")
 	f.snapFormat = fs.String("snapshot-format", "", "snapshot format: dsgd (PREFIX_iter_N.dsgdsnap), caffe (PREFIX_iter_N.caffemodel and .solverstate, which Caffe reads; --resume takes the .solverstate) or hdf5 (Caffe's HDF5 format: .caffemodel.h5 and .solverstate.h5) (default: caffe or hdf5 when the solver says snapshot_format: BINARYPROTO or HDF5, else dsgd)")
@@ -237,9 +235,7 @@ func (f *trainFlags) caffeSpellings(stderr io.Writer) error {
 		*f.resume = s
 		fmt.Fprintf(stderr, "dsgd train: note: --snapshot %s is Caffe's spelling of --resume %s\n", s, s)
 	}
-	if g := *f.gpu; g != "" {
-		fmt.Fprintf(stderr, "dsgd train: note: --gpu %s: dsgd has no GPU engine yet; training on the CPU\n", g)
-	}
+	f.m.noteGPU("train", stderr)
 	return nil
 }
 
