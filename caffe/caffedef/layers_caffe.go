@@ -254,6 +254,21 @@ func decodeConv(p *reader) *layers.ConvolutionConfig {
 	if p.ok() && c.NumOutput%c.Group != 0 {
 		p.d.failf(p.m.Pos, "%s: num_output %d is not a multiple of group %d", p.ctx, c.NumOutput, c.Group)
 	}
+	if !decodeConvWindow(p, c) {
+		return c
+	}
+	c.WeightFiller = filler(p, "weight_filler", defaultFiller())
+	c.BiasFiller = filler(p, "bias_filler", defaultFiller())
+	p.ignore("engine", "dsgd has one engine per layer", "DEFAULT", "CAFFE", "CUDNN")
+	p.finish()
+	return c
+}
+
+// decodeConvWindow decodes a convolution_param's window into c: kernel,
+// stride, pad and dilation (one value, one per spatial axis, or the _h/_w
+// pairs), axis and force_nd_im2col, as Convolution, Deconvolution and
+// Im2col read them. It reports whether the fields were valid.
+func decodeConvWindow(p *reader, c *layers.ConvolutionConfig) bool {
 	// Caffe reads the repeated fields against the bottom's spatial axes
 	// (those after axis), which only the net knows: keep them as given
 	// for the layer to resolve at Setup, and fill the H/W fields where
@@ -302,7 +317,7 @@ func decodeConv(p *reader) *layers.ConvolutionConfig {
 		}
 	}
 	if !p.ok() {
-		return c
+		return false
 	}
 	if len(nd.Kernel) <= 2 && (len(nd.Kernel) > 0 || nd.KernelHW) {
 		c.KernelH, c.KernelW = hw(p, "kernel_size", "kernel_h", "kernel_w", true, -1, 1)
@@ -327,9 +342,5 @@ func decodeConv(p *reader) *layers.ConvolutionConfig {
 		len(nd.Dilation) <= 1 && !nd.KernelHW && !nd.StrideHW && !nd.PadHW {
 		c.ND = nil
 	}
-	c.WeightFiller = filler(p, "weight_filler", defaultFiller())
-	c.BiasFiller = filler(p, "bias_filler", defaultFiller())
-	p.ignore("engine", "dsgd has one engine per layer", "DEFAULT", "CAFFE", "CUDNN")
-	p.finish()
-	return c
+	return p.ok()
 }

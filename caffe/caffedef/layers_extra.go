@@ -1,8 +1,6 @@
 package caffedef
 
 import (
-	"math"
-
 	"dsgd/data"
 	"dsgd/engine/layers"
 )
@@ -79,28 +77,17 @@ func decodeExtra(l *LayerDef, param func(string) *reader) layers.Config {
 		return c
 	case "Im2col":
 		p := param("convolution_param")
-		c := &layers.Im2colConfig{}
-		c.KernelH, c.KernelW = hw(p, "kernel_size", "kernel_h", "kernel_w", true, -1, 1)
-		c.StrideH, c.StrideW = hw(p, "stride", "stride_h", "stride_w", true, 1, 1)
-		c.PadH, c.PadW = hw(p, "pad", "pad_h", "pad_w", true, 0, 0)
-		switch ds := p.all("dilation"); {
-		case len(ds) > 2:
-			p.d.failf(ds[2].Pos, "unsupported field 'dilation' in %s: dsgd's Im2col is 2-D, got %d values", p.ctx, len(ds))
-		case len(ds) == 2:
-			c.DilationH, c.DilationW = int(p.intValue(ds[0], 1, maxI32)), int(p.intValue(ds[1], 1, maxI32))
-		case len(ds) == 1:
-			c.DilationH = int(p.intValue(ds[0], 1, maxI32))
-			c.DilationW = c.DilationH
-		default:
-			c.DilationH, c.DilationW = 1, 1
+		var w layers.ConvolutionConfig
+		if !decodeConvWindow(p, &w) {
+			return &layers.Im2colConfig{}
 		}
-		if f := p.one("axis"); f != nil {
-			if v := p.intValue(f, math.MinInt32, maxI32); v != 1 && p.ok() {
-				p.d.failf(f.Pos, "unsupported field 'axis' in %s: only axis 1 (NCHW) is supported, got %d", p.ctx, v)
-			}
+		c := &layers.Im2colConfig{
+			KernelH: w.KernelH, KernelW: w.KernelW, StrideH: w.StrideH, StrideW: w.StrideW,
+			PadH: w.PadH, PadW: w.PadW, DilationH: max(w.DilationH, 1), DilationW: max(w.DilationW, 1),
+			ND: w.ND,
 		}
-		if f := p.one("force_nd_im2col"); f != nil && p.boolValue(f) && p.ok() {
-			p.d.failf(f.Pos, "unsupported field 'force_nd_im2col' in %s: dsgd's Im2col is 2-D only", p.ctx)
+		if c.ND == nil && c.KernelH <= 0 && p.ok() {
+			p.d.failf(p.m.Pos, "%s needs kernel_size (or kernel_h and kernel_w)", p.ctx)
 		}
 		for _, name := range []string{"num_output", "bias_term", "group", "weight_filler", "bias_filler"} {
 			p.ignore(name, "an Im2col layer reads only the window (kernel, stride, pad, dilation)")
