@@ -86,7 +86,7 @@ func decodeExtra(l *LayerDef, param func(string) *reader) layers.Config {
 			PadH: w.PadH, PadW: w.PadW, DilationH: max(w.DilationH, 1), DilationW: max(w.DilationW, 1),
 			ND: w.ND,
 		}
-		if c.ND == nil && c.KernelH <= 0 && p.ok() {
+		if (c.ND == nil && c.KernelH <= 0 || c.ND != nil && len(c.ND.Kernel) == 0 && !c.ND.KernelHW) && p.ok() {
 			p.d.failf(p.m.Pos, "%s needs kernel_size (or kernel_h and kernel_w)", p.ctx)
 		}
 		for _, name := range []string{"num_output", "bias_term", "group", "weight_filler", "bias_filler"} {

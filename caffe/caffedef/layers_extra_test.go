@@ -79,7 +79,11 @@ func TestExtraDecode(t *testing.T) {
 		{`layer { name: "l" type: "SPP" bottom: "data" top: "l" spp_param { pyramid_height: 3 pool: AVE engine: CAFFE } }`,
 			&layers.SPPConfig{PyramidHeight: 3, Method: layers.PoolAve}},
 		{`layer { name: "l" type: "Im2col" bottom: "data" top: "l" convolution_param { num_output: 7 kernel_h: 3 kernel_w: 2 stride: 2 pad_h: 1 dilation: 2 } }`,
-			&layers.Im2colConfig{KernelH: 3, KernelW: 2, StrideH: 2, StrideW: 2, PadH: 1, DilationH: 2, DilationW: 2}},
+			&layers.Im2colConfig{KernelH: 3, KernelW: 2, StrideH: 2, StrideW: 2, PadH: 1, DilationH: 2, DilationW: 2,
+				ND: &layers.ConvND{Axis: 1, KernelHW: true, Stride: []int{2}, PadHW: true, Dilation: []int{2}}}},
+		{`layer { name: "l" type: "Im2col" bottom: "data" top: "l" convolution_param { kernel_size: 3 kernel_size: 1 kernel_size: 2 force_nd_im2col: true axis: 2 } }`,
+			&layers.Im2colConfig{StrideH: 1, StrideW: 1, DilationH: 1, DilationW: 1,
+				ND: &layers.ConvND{Axis: 2, Kernel: []int{3, 1, 2}, ForceND: true}}},
 		{`layer { name: "l" type: "Parameter" top: "l" }`, &layers.ParameterConfig{}},
 	} {
 		nd, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
