@@ -76,6 +76,22 @@ func decodeCompute(r *reader, l *LayerDef) layers.Config {
 			}
 		}
 		c.RoundFloor = p.enum("round_mode", 0, "CEIL", "FLOOR") == 1
+		if f := p.one("ceil_mode"); f != nil && p.ok() {
+			// Not BVLC's: forks (DenseNet-Caffe's, Caffe for Windows')
+			// spell round_mode as a bool; read it, saying so.
+			switch v := p.boolValue(f); {
+			case !p.ok():
+			case p.has("round_mode"):
+				p.d.failf(f.Pos, "%s gives both round_mode and ceil_mode (a Caffe fork's spelling of it); give one", p.ctx)
+			default:
+				c.RoundFloor = !v
+				mode := "CEIL"
+				if !v {
+					mode = "FLOOR"
+				}
+				p.d.warnings = append(p.d.warnings, warning{f.Pos, fmt.Sprintf("%s: ceil_mode in %s is a Caffe fork's field, which BVLC Caffe refuses; read as round_mode: %s", f.Pos, p.ctx, mode)})
+			}
+		}
 		if len(l.Top) == 2 && c.Method != layers.PoolMax && p.ok() {
 			p.d.failf(l.Pos, "layer '%s' has 2 tops; only MAX pooling has a second (the argmax mask)", l.Name)
 		}

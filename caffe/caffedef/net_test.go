@@ -229,6 +229,10 @@ func TestLayerConfigs(t *testing.T) {
 			&layers.PoolingConfig{Method: layers.PoolAve, StrideH: 1, StrideW: 1, GlobalPooling: true}},
 		{"pool defaults", `type: "Pooling" pooling_param { kernel_h: 3 kernel_w: 2 pad: 1 round_mode: CEIL }`,
 			&layers.PoolingConfig{Method: layers.PoolMax, KernelH: 3, KernelW: 2, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}},
+		{"pool fork ceil_mode false", `type: "Pooling" pooling_param { kernel_size: 3 stride: 2 ceil_mode: false }`,
+			&layers.PoolingConfig{Method: layers.PoolMax, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2, RoundFloor: true}},
+		{"pool fork ceil_mode true", `type: "Pooling" pooling_param { kernel_size: 3 ceil_mode: true }`,
+			&layers.PoolingConfig{Method: layers.PoolMax, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1}},
 		{"ip", `type: "InnerProduct" inner_product_param { num_output: 7 axis: 2 transpose: true bias_term: false
 			weight_filler { type: "gaussian" mean: 0.5 std: 0.1 } bias_filler { value: 0.2 } }`,
 			&layers.InnerProductConfig{NumOutput: 7, Axis: 2, Transpose: true,
@@ -476,6 +480,9 @@ func TestNetErrors(t *testing.T) {
 		{"pool round floor", net(`layer { name: "p" type: "Pooling" bottom: "data" top: "p"
   pooling_param { kernel_size: 2 round_mode: HALF } }`),
 			"f.prototxt:8:46: round_mode in pooling_param of layer 'p': unknown value HALF; expected one of CEIL, FLOOR"},
+		{"pool round_mode and ceil_mode", net(`layer { name: "p" type: "Pooling" bottom: "data" top: "p"
+  pooling_param { kernel_size: 2 round_mode: FLOOR ceil_mode: false } }`),
+			"f.prototxt:8:52: pooling_param of layer 'p' gives both round_mode and ceil_mode"},
 		{"pool kernel repeated", net(`layer { name: "p" type: "Pooling" bottom: "data" top: "p"
   pooling_param { kernel_size: 2 kernel_size: 2 } }`),
 			"f.prototxt:8:34: kernel_size in pooling_param of layer 'p' is given more than once"},
