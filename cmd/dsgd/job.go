@@ -154,6 +154,8 @@ type job struct {
 	notes []string
 	// orderNoted: the header says why the TRAIN rows keep file order.
 	orderNoted bool
+	// inputNoted: the header says why --batch left the Input layers alone.
+	inputNoted bool
 	// testNet is the solver's first test net when it is not the train
 	// net's file (test_net, test_net_param, or a --net override); nil
 	// means the TEST phase of net.
@@ -352,7 +354,17 @@ func (j *job) feeds(m *modelFlags, pn *caffedef.PhaseNet, split data.Split, rank
 		if dl.Type == "Input" {
 			// An Input layer's blobs are filled by whoever runs the net;
 			// dsgd time leaves them at zero, as caffe time does.
-			in, err := inputFeed(dl, m.batch)
+			batch := m.batch
+			if rec := recurrentLayers(pn.Spec); batch > 0 && len(rec) > 0 {
+				// Time-major inputs (T×N) beside N×D ones: no one axis
+				// is the batch, so the deploy shapes stand.
+				batch = 0
+				if !j.inputNoted {
+					j.inputNoted = true
+					j.dataDesc = append(j.dataDesc, fmt.Sprintf("Input layers keep their shapes under --batch %d: the recurrent layers (%s) read the first axis as time steps", m.batch, strings.Join(rec, ", ")))
+				}
+			}
+			in, err := inputFeed(dl, batch)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -609,13 +621,7 @@ func (j *job) shuffle(m *modelFlags) bool {
 	if m.shuffleSet {
 		return m.shuffle
 	}
-	var rec []string
-	for _, l := range j.train.Spec.Layers {
-		switch l.Config.(type) {
-		case *layers.LSTMConfig, *layers.RNNConfig:
-			rec = append(rec, l.Name)
-		}
-	}
+	rec := recurrentLayers(j.train.Spec)
 	if len(rec) == 0 {
 		return m.shuffle
 	}
@@ -632,4 +638,17 @@ func (m *modelFlags) noteGPU(cmd string, stderr io.Writer) {
 	if m.gpu != "" {
 		fmt.Fprintf(stderr, "dsgd %s: note: --gpu %s: dsgd has no GPU engine yet; running on the CPU\n", cmd, m.gpu)
 	}
+}
+
+// recurrentLayers names the LSTM and RNN layers of spec, which read their
+// bottoms' first axis as time steps.
+func recurrentLayers(spec model.Spec) []string {
+	var rec []string
+	for _, l := range spec.Layers {
+		switch l.Config.(type) {
+		case *layers.LSTMConfig, *layers.RNNConfig:
+			rec = append(rec, l.Name)
+		}
+	}
+	return rec
 }

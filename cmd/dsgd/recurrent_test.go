@@ -87,3 +87,29 @@ base_lr: 0.5 momentum: 0.9 lr_policy: "fixed" max_iter: 300 display: 100 random_
 		t.Errorf("--shuffle given, but the header says file order:\n%s", out)
 	}
 }
+
+// TestTimeBatchLeavesRecurrentInputs: LRCN's deploy net gives time-major
+// inputs (1×N) beside an N×D static input; --batch cannot set "the first
+// axis" of both, so dsgd time leaves a recurrent net's Input shapes as
+// given, and says so.
+func TestTimeBatchLeavesRecurrentInputs(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "deploy.prototxt", `name: "word_to_preds"
+input: "cont" input_shape { dim: 1 dim: 3 }
+input: "word" input_shape { dim: 1 dim: 3 }
+input: "image" input_shape { dim: 3 dim: 5 }
+layer { name: "embed" type: "Embed" bottom: "word" top: "x" embed_param { input_dim: 6 num_output: 4 bias_term: false } }
+layer { name: "lstm" type: "LSTM" bottom: "x" bottom: "cont" bottom: "image" top: "h" recurrent_param { num_output: 4 } }
+layer { name: "predict" type: "InnerProduct" bottom: "h" top: "p" inner_product_param { num_output: 6 axis: 2 } }
+`)
+	code, out, errs := runCmd(t, dir, "time", "--net", "deploy.prototxt", "--batch", "1", "--iters", "1", "--warmup", "0")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "Input layers keep their shapes under --batch 1: the recurrent layers (lstm)") {
+		t.Errorf("no note on the Input shapes:\n%s", out)
+	}
+	if !strings.Contains(out, "[1 3 6]") {
+		t.Errorf("predict's top is not 1x3x6 (T x N x vocabulary):\n%s", out)
+	}
+}
