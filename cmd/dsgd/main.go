@@ -57,6 +57,7 @@ func commands() []command {
 		{"convert-mnist", "MNIST-style IDX files to an LMDB/LevelDB of Caffe Datum records, as convert_mnist_data", runConvertMNIST},
 		{"convert-imageset", "a list of images to an LMDB/LevelDB of Caffe Datum records, as convert_imageset", runConvertImageset},
 		{"compute-image-mean", "the mean image of a Datum database as a .binaryproto, as compute_image_mean", runComputeImageMean},
+		{"completion", "a bash completion script: source <(dsgd completion bash)", runCompletion},
 	}
 }
 
@@ -259,12 +260,15 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 // parseFlagsArgs is parseFlags for a command that also takes arguments
 // after its flags (fs.Args()).
 func parseFlagsArgs(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	if captureFlags != nil {
+		captureFlags(fs)
+		return flag.ErrHelp
+	}
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(helpOut)
 			fmt.Fprintf(helpOut, "usage: dsgd %s [flags]\n", fs.Name())
-			fs.PrintDefaults()
+			printFlags(helpOut, fs)
 			return err
 		}
 		hint := ""
