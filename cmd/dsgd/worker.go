@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -255,6 +256,11 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	async := centerScheme(sc.Name, sc.Workers)
 	var server *spawn.Group
 	var serverOut bytes.Buffer
+	// What the ranks and the center write on stderr (warnings, notes,
+	// errors) reaches the user as it comes, each line once however many
+	// ranks say it; the buffers keep it for the failure report.
+	live := newLiveLines(stderr)
+	defer live.flush()
 	serverCmd := "" // the center's subcommand: ps or smb
 	centerAddr := ""
 	if in := sc.Info(); in.Center != scheme.NoCenter {
@@ -271,7 +277,9 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		so := stop
 		so.Linger = -1
 		serverCmd = sargs[0]
-		server, err = spawn.Start(context.WithoutCancel(ctx), []spawn.Proc{{Name: "the center", Args: sargs, Env: env, Stdout: &serverOut, Stderr: &serverOut}}, so)
+		// One writer for both streams: one pipe, one goroutine writing.
+		centerOut := io.MultiWriter(&serverOut, live.writer("center"))
+		server, err = spawn.Start(context.WithoutCancel(ctx), []spawn.Proc{{Name: "the center", Args: sargs, Env: env, Stdout: centerOut, Stderr: centerOut}}, so)
 		if err != nil {
 			return fmt.Errorf("--transport tcp: %w", err)
 		}
@@ -286,7 +294,7 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 			cargs = append(cargs, "--center", centerAddr)
 		}
 		outs[r] = &bytes.Buffer{}
-		procs[r] = spawn.Proc{Name: "rank " + strconv.Itoa(r), Args: cargs, Env: env, Stderr: outs[r]}
+		procs[r] = spawn.Proc{Name: "rank " + strconv.Itoa(r), Args: cargs, Env: env, Stderr: io.MultiWriter(outs[r], live.writer("rank "+strconv.Itoa(r)))}
 		if r == 0 {
 			procs[r].Stdout = stdout
 		}
@@ -329,6 +337,7 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	}
 	exits := workers.Wait()
 	<-watched
+	live.flush()
 	if server != nil {
 		select {
 		case <-server.Done():
@@ -450,3 +459,88 @@ func interruptedRanks(outs []string) error {
 	}
 	return errors.New(msg)
 }
+
+// liveLines passes the lines that several processes write on to one
+// writer as each line completes, prefixed "[NAME] " with the writer's
+// name, and each text once: the same warning from every rank is shown
+// once, by the first to write it.
+type liveLines struct {
+	mu    sync.Mutex
+	w     io.Writer
+	seen  map[string]bool
+	parts []*liveWriter
+}
+
+func newLiveLines(w io.Writer) *liveLines {
+	return &liveLines{w: w, seen: map[string]bool{}}
+}
+
+// writer returns the io.Writer for the process called name.
+func (l *liveLines) writer(name string) io.Writer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lw := &liveWriter{l: l, prefix: "[" + name + "] "}
+	l.parts = append(l.parts, lw)
+	return lw
+}
+
+// flush passes on every writer's unfinished last line.
+func (l *liveLines) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.parts {
+		if len(p.buf) > 0 {
+			l.line(p.prefix, string(p.buf))
+			p.buf = p.buf[:0]
+		}
+	}
+}
+
+// line writes text with prefix unless it was written before, or is what
+// the launcher reports itself: a process's closing error ("dsgd worker:
+// ...", "dsgd ps: ...", in the launcher's summary with its rank) or the
+// interrupt notice the launcher printed first; l.mu held.
+func (l *liveLines) line(prefix, text string) {
+	text = strings.TrimRight(text, "\r")
+	if strings.TrimSpace(text) == "" || l.seen[text] || reportedByLauncher(text) {
+		return
+	}
+	l.seen[text] = true
+	fmt.Fprintf(l.w, "%s%s\n", prefix, text)
+}
+
+type liveWriter struct {
+	l      *liveLines
+	prefix string
+	buf    []byte
+}
+
+func (w *liveWriter) Write(p []byte) (int, error) {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.l.line(w.prefix, string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+// reportedByLauncher reports whether a child's stderr line is one the
+// launcher reports itself, so that the live stream leaves it out.
+func reportedByLauncher(text string) bool {
+	for _, p := range []string{"dsgd worker: ", "dsgd ps: ", "dsgd smb: "} {
+		if strings.HasPrefix(text, p) {
+			return true
+		}
+	}
+	return stopNotice.MatchString(text)
+}
+
+// stopNotice is a child's line that a signal stops it after a snapshot:
+// the launcher got the signal, or sent it, and says so itself.
+var stopNotice = regexp.MustCompile(`^dsgd: [a-z ]+: stopping after a snapshot`)
