@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
-	"io"
 	"strings"
 	"testing"
 	"time"
