@@ -16,9 +16,10 @@ import (
 )
 
 // TestTimelineOfCenterSchemeOverTCP: with a parameter-server scheme over
-// TCP, the center's process writes its own trace (FILE.center) and rank
-// 0's FILE stays rank 0's, valid JSON with its events (it was written over
-// by the center's empty trace).
+// TCP, each process writes its own trace (rank 0 FILE, rank N FILE.rankN,
+// the center FILE.center: none over another's) and the launcher merges
+// them into FILE, one process per rank and one for the center, on one
+// clock, and removes the per-process files.
 func TestTimelineOfCenterSchemeOverTCP(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "net.prototxt", tinyNet)
@@ -28,22 +29,44 @@ func TestTimelineOfCenterSchemeOverTCP(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
-	for _, c := range []struct {
-		file   string
-		events bool
-	}{{"tl.json", true}, {"tl.json.rank1", true}, {"tl.json.center", false}} {
-		b, err := os.ReadFile(filepath.Join(dir, c.file))
-		if err != nil {
-			t.Fatal(err)
+	if !strings.Contains(errs, "3 processes' traces merged into tl.json") {
+		t.Errorf("no note of the merge on stderr:\n%s", errs)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "tl.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			Ph   string         `json:"ph"`
+			Pid  int            `json:"pid"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatalf("tl.json is not a trace: %v", err)
+	}
+	spans, names := map[int]int{}, map[int]string{}
+	for _, e := range tr.TraceEvents {
+		switch {
+		case e.Ph == "X":
+			spans[e.Pid]++
+		case e.Name == "process_name":
+			names[e.Pid], _ = e.Args["name"].(string)
 		}
-		var tr struct {
-			TraceEvents []json.RawMessage `json:"traceEvents"`
+	}
+	if spans[0] == 0 || spans[1] == 0 {
+		t.Errorf("spans per process %v: rank 0's and rank 1's are not both there", spans)
+	}
+	for pid, want := range map[int]string{0: "rank 0: ", 1: "rank 1: ", 2: "center"} {
+		if !strings.HasPrefix(names[pid], want) {
+			t.Errorf("process %d is named %q, want %q...", pid, names[pid], want)
 		}
-		if err := json.Unmarshal(b, &tr); err != nil {
-			t.Fatalf("%s is not a trace: %v", c.file, err)
-		}
-		if c.events && len(tr.TraceEvents) == 0 {
-			t.Errorf("%s has no events", c.file)
+	}
+	for _, f := range []string{"tl.json.rank1", "tl.json.center"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s left beside the merged trace", f)
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "m.jsonl")); err != nil || len(b) == 0 {

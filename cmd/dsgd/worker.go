@@ -24,6 +24,7 @@ import (
 	"dsgd/internal/launcher"
 	"dsgd/internal/spawn"
 	"dsgd/protocol/scheme"
+	"dsgd/training/timeline"
 )
 
 // groupFlags place a process in a multi-process group. Each may come from
@@ -346,6 +347,9 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		}
 		server.Wait()
 	}
+	if *f.timeline != "" {
+		mergeTimelines(*f.timeline, world, server != nil, stderr)
+	}
 	var msgs []string
 	if centerFailure != "" {
 		msgs = append(msgs, centerFailure)
@@ -544,3 +548,59 @@ func reportedByLauncher(text string) bool {
 // stopNotice is a child's line that a signal stops it after a snapshot:
 // the launcher got the signal, or sent it, and says so itself.
 var stopNotice = regexp.MustCompile(`^dsgd: [a-z ]+: stopping after a snapshot`)
+
+// mergeTimelines puts the traces that a --transport tcp job's processes
+// wrote (PATH by rank 0, PATH.rankN, PATH.center) into one at PATH, each
+// process a group of tracks on one clock, and removes the per-process
+// files. A trace that cannot be read (a process killed while writing it)
+// leaves every file as it is, with a warning naming it.
+func mergeTimelines(path string, world int, center bool, stderr io.Writer) {
+	type file struct {
+		name, path string
+		pid        int
+	}
+	files := []file{{"rank 0", path, 0}}
+	for r := 1; r < world; r++ {
+		files = append(files, file{"rank " + strconv.Itoa(r), fmt.Sprintf("%s.rank%d", path, r), r})
+	}
+	if center {
+		files = append(files, file{"center", path + ".center", world})
+	}
+	var parts []timeline.Part
+	var used []string
+	for _, fl := range files {
+		data, err := os.ReadFile(fl.path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "dsgd: warning: --timeline: %v; the per-process traces are left unmerged\n", err)
+			return
+		}
+		parts = append(parts, timeline.Part{Name: fl.name, Pid: fl.pid, R: bytes.NewReader(data)})
+		used = append(used, fl.path)
+	}
+	if len(parts) < 2 {
+		return
+	}
+	tmp := path + ".merging"
+	out, err := os.Create(tmp)
+	if err == nil {
+		err = timeline.Merge(out, parts)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		fmt.Fprintf(stderr, "dsgd: warning: --timeline: %v; the per-process traces (%s) are left unmerged\n", err, strings.Join(used, ", "))
+		return
+	}
+	for _, u := range used[1:] {
+		os.Remove(u)
+	}
+	fmt.Fprintf(stderr, "dsgd: timeline: %d processes' traces merged into %s, one process per rank on one clock\n", len(used), path)
+}

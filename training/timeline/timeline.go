@@ -140,7 +140,9 @@ func (w *Writer) Close() error {
 	if w.n == 0 {
 		w.bw.WriteString(`{"traceEvents":[`)
 	}
-	w.bw.WriteString("\n],\"displayTimeUnit\":\"ms\"}\n")
+	// The start instant lets Merge put several processes' traces on
+	// one clock ("otherData" is the format's place for such metadata).
+	fmt.Fprintf(w.bw, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"start_unix_us\":%d}}\n", w.start.UnixMicro())
 	if err := w.bw.Flush(); err != nil {
 		w.err = fmt.Errorf("timeline: %w", err)
 	}

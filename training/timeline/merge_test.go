@@ -1,0 +1,73 @@
+package timeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMerge: two processes' traces, started 1.5 s apart, merge onto the
+// earlier one's clock, each under its own process id and name.
+func TestMerge(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	write := func(start time.Time, span time.Duration) *bytes.Buffer {
+		var b bytes.Buffer
+		w := New(&b, start)
+		w.Process(0, "dsgd worker")
+		w.Track(0, 1, "worker 1")
+		w.Span(0, 1, "conv1", "forward", start.Add(span), 2*time.Millisecond, map[string]any{"iter": 3})
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return &b
+	}
+	a := write(t0.Add(1500*time.Millisecond), 10*time.Millisecond) // rank 1, started later
+	b := write(t0, 20*time.Millisecond)                             // rank 0
+	var out bytes.Buffer
+	if err := Merge(&out, []Part{{"rank 0", 0, b}, {"rank 1", 1, a}, {"other", 7, strings.NewReader(`{"traceEvents":[{"name":"x","ph":"X","pid":3,"tid":0,"ts":5,"dur":1}]}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Events []struct {
+			Name string         `json:"name"`
+			Ph   string         `json:"ph"`
+			Pid  int            `json:"pid"`
+			Ts   float64        `json:"ts"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+		OtherData map[string]int64 `json:"otherData"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("merged trace is not JSON: %v\n%s", err, out.String())
+	}
+	if got.OtherData["start_unix_us"] != t0.UnixMicro() {
+		t.Errorf("merged start %d, want the earliest %d", got.OtherData["start_unix_us"], t0.UnixMicro())
+	}
+	spans := map[int]float64{}
+	names := map[int]string{}
+	for _, e := range got.Events {
+		switch {
+		case e.Ph == "X":
+			spans[e.Pid] = e.Ts
+		case e.Name == "process_name":
+			names[e.Pid] = e.Args["name"].(string)
+		}
+	}
+	// rank 0's span at 20 ms; rank 1's at 1500 + 10 ms on rank 0's clock;
+	// a trace without a start keeps its times.
+	for pid, want := range map[int]float64{0: 20e3, 1: 1510e3, 7: 5} {
+		if spans[pid] != want {
+			t.Errorf("pid %d: span at %v µs, want %v", pid, spans[pid], want)
+		}
+	}
+	for pid, want := range map[int]string{0: "rank 0: dsgd worker", 1: "rank 1: dsgd worker", 7: "other"} {
+		if names[pid] != want {
+			t.Errorf("pid %d named %q, want %q", pid, names[pid], want)
+		}
+	}
+	if err := Merge(&out, []Part{{"bad", 0, strings.NewReader("{")}}); err == nil || !strings.Contains(err.Error(), "bad's trace") {
+		t.Errorf("a broken part: %v, want an error naming it", err)
+	}
+}
