@@ -24,7 +24,7 @@ func TestMerge(t *testing.T) {
 		return &b
 	}
 	a := write(t0.Add(1500*time.Millisecond), 10*time.Millisecond) // rank 1, started later
-	b := write(t0, 20*time.Millisecond)                             // rank 0
+	b := write(t0, 20*time.Millisecond)                            // rank 0
 	var out bytes.Buffer
 	if err := Merge(&out, []Part{{"rank 0", 0, b}, {"rank 1", 1, a}, {"other", 7, strings.NewReader(`{"traceEvents":[{"name":"x","ph":"X","pid":3,"tid":0,"ts":5,"dur":1}]}`)}}); err != nil {
 		t.Fatal(err)
