@@ -179,7 +179,7 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 		return err
 	}
 	st := local.Stats()
-	fmt.Fprintf(stdout, "ps: done: %d pulls, %d pushes, %d elastic exchanges, %d rounds, %d dropped, %d waits\n", st.Pulls, st.Pushes, st.Exchanges, st.Rounds, st.Dropped, st.Waits)
+	fmt.Fprintf(stdout, "ps: done: %d pulls, %d pushes, %d elastic exchanges, %d rounds, %d dropped, %d waits%s\n", st.Pulls, st.Pushes, st.Exchanges, st.Rounds, st.Dropped, st.Waits, staleText(st))
 	return nil
 }
 
@@ -257,4 +257,13 @@ func jobName(flag, token string) string {
 	}
 	sum := sha256.Sum256([]byte("dsgd job\x00" + token))
 	return "t" + hex.EncodeToString(sum[:6])
+}
+
+// staleText is ", update staleness mean M (max X)" for a center that took
+// updates, else "".
+func staleText(st center.Stats) string {
+	if st.StaleN == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", update staleness mean %.2f (max %d) center updates between a worker's read and its update", st.MeanStale(), st.MaxStale)
 }

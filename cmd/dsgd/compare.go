@@ -196,6 +196,9 @@ func fillRun(run *report.Run, res *train.Result) {
 		run.CommRatio = float64(res.CommExposed+wait) / float64(total)
 	}
 	run.Dropped, run.Waits = res.Center.Dropped, res.Center.Waits
+	if res.Center.StaleN > 0 {
+		run.Staleness, run.MaxStale, run.StaleKnown = res.Center.MeanStale(), res.Center.MaxStale, true
+	}
 	run.Images, run.Epochs, run.ImagesPerSec = res.Images, res.Epochs, res.ImagesPerSec
 }
 

@@ -153,6 +153,8 @@ func registerCenter(reg *prometheus.Registry, stats func() center.Stats) {
 	counter("dsgd_center_dropped_total", "Gradients dropped as late (weed-out).", func(s center.Stats) int64 { return s.Dropped })
 	counter("dsgd_center_refused_total", "Updates refused as non-finite or too large (the worker is named in the log).", func(s center.Stats) int64 { return s.Refused })
 	counter("dsgd_center_waits_total", "Clock calls that waited for a slower worker (ssp).", func(s center.Stats) int64 { return s.Waits })
+	counter("dsgd_center_update_staleness_total", "Staleness of the updates (pushes, elastic exchanges) summed: the updates the center took between each worker's read and its update; divide by dsgd_center_staleness_measured_total for the mean.", func(s center.Stats) int64 { return s.Stale })
+	counter("dsgd_center_staleness_measured_total", "Updates whose staleness was measured.", func(s center.Stats) int64 { return s.StaleN })
 	counter("dsgd_center_bytes_total", "Bytes of float32 values through the center, both ways.", func(s center.Stats) int64 { return 4 * s.Values })
 }
 

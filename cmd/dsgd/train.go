@@ -660,8 +660,8 @@ func printSummary(w io.Writer, res *train.Result) {
 		}
 	}
 	if c := res.Center; c != (center.Stats{}) {
-		fmt.Fprintf(w, "center: %d pulls, %d pushes, %d elastic exchanges, %d rounds, %d gradients dropped (weed-out), %d waits for a slower worker (ssp)\n",
-			c.Pulls, c.Pushes, c.Exchanges, c.Rounds, c.Dropped, c.Waits)
+		fmt.Fprintf(w, "center: %d pulls, %d pushes, %d elastic exchanges, %d rounds, %d gradients dropped (weed-out), %d waits for a slower worker (ssp)%s\n",
+			c.Pulls, c.Pushes, c.Exchanges, c.Rounds, c.Dropped, c.Waits, staleText(c))
 		if res.Iters > 0 {
 			fmt.Fprintf(w, "center traffic: %.2f MB per iteration of rank 0 (all workers, both ways)\n", float64(4*c.Values)/float64(res.Iters)/1e6)
 		}

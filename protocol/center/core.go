@@ -134,6 +134,11 @@ type Core struct {
 	due    int64 // the open round's deadline, when armed
 	armed  bool
 	stats  Stats
+	// version counts the updates the center has taken (pushes, elastic
+	// exchanges, closed rounds); seen is the version each worker last
+	// read, so that an update's staleness is version − seen[w].
+	version int64
+	seen    []int64
 
 	// Requests waiting, each list in arrival order.
 	turnW, roundW, closedW, clockW []Request
@@ -158,6 +163,7 @@ func NewCore(cfg CoreConfig) (*Core, error) {
 		left:   make([]bool, cfg.Workers),
 		in:     make([]bool, cfg.Workers),
 		round:  cfg.StartIter,
+		seen:   make([]int64, cfg.Workers),
 	}
 	for w := range c.ctl.Clocks {
 		// A worker that has not joined yet is not gone: turns, rounds
@@ -211,6 +217,7 @@ func (c *Core) Step(now int64, r Request) []Output {
 	switch r.Op {
 	case OpJoin:
 		c.ctl.Active[w], c.left[w], c.joined[w] = true, false, true
+		c.seen[w] = c.version // a joining worker reads the center
 		c.settle()
 		c.reply(r, Output{Iter: c.ctl.Clocks[w]})
 	case OpPull, OpElastic:
@@ -222,6 +229,8 @@ func (c *Core) Step(now int64, r Request) []Output {
 		c.serve(r)
 	case OpPush:
 		c.stats.Pushes++
+		c.stale(w)
+		c.version++
 		c.grant(r, c.ctl.Clocks[w])
 		c.reply(r, Output{})
 	case OpRound:
@@ -315,9 +324,22 @@ func (c *Core) serve(r Request) {
 		c.stats.Pulls++
 	} else {
 		c.stats.Exchanges++
+		c.stale(r.W)
+		c.version++
 	}
+	c.seen[r.W] = c.version
 	c.grant(r, c.ctl.Clocks[r.W])
 	c.reply(r, Output{})
+}
+
+// stale records the staleness of worker w's update: the updates the
+// center took since w last read it (its own earlier push among them when
+// it pushed again without reading).
+func (c *Core) stale(w int) {
+	d := c.version - c.seen[w]
+	c.stats.Stale += d
+	c.stats.StaleN++
+	c.stats.MaxStale = max(c.stats.MaxStale, d)
 }
 
 // refuse answers an update the data plane found wrong with an error
@@ -387,6 +409,7 @@ func (c *Core) closeRound() {
 	c.armed = false
 	c.round++
 	c.stats.Rounds++
+	c.version++
 	for _, r := range c.roundW {
 		c.reply(r, Output{Iter: c.round})
 	}

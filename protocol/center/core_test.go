@@ -218,3 +218,37 @@ func printOutputs(b *strings.Builder, outs []Output) {
 		b.WriteString("\n")
 	}
 }
+
+// TestCoreStaleness: an update's staleness is the number of updates the
+// center took since its worker last read the center (pull,
+// exchange or join); an exchange both reads and updates.
+func TestCoreStaleness(t *testing.T) {
+	c, err := NewCore(CoreConfig{Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tag int64
+	step := func(op Op, w int) {
+		tag++
+		c.Step(0, Request{Tag: tag, Op: op, W: w, S: -1})
+	}
+	for w := range 3 {
+		step(OpJoin, w)
+	}
+	step(OpPull, 0)
+	step(OpPull, 1)
+	step(OpPush, 0)    // 0: nothing since w0's pull
+	step(OpPush, 1)    // 1: w0's push
+	step(OpPush, 2)    // 2: both, since w2 joined
+	step(OpPull, 0)    // w0 reads version 3
+	step(OpElastic, 1) // 3: three pushes (its own among them) since its pull
+	step(OpPush, 0)    // 1: w1's exchange
+	step(OpElastic, 1) // 1: w0's push since w1's exchange
+	st := c.Stats()
+	if st.StaleN != 6 || st.Stale != 0+1+2+3+1+1 || st.MaxStale != 3 {
+		t.Fatalf("staleness: %d updates, sum %d, max %d; want 6, 8, 3", st.StaleN, st.Stale, st.MaxStale)
+	}
+	if m := st.MeanStale(); m != 8.0/6 {
+		t.Errorf("mean staleness %v, want %v", m, 8.0/6)
+	}
+}

@@ -64,6 +64,11 @@ type Stats struct {
 	// MaxLead is the most iterations a worker was ahead of the slowest
 	// active one when its Clock returned (SSP keeps it <= s).
 	MaxLead int
+	// Staleness of the updates (pushes and elastic exchanges): the
+	// updates the center took between a worker's last read (pull,
+	// exchange or join) and its update. Stale sums them over the StaleN
+	// updates measured; MaxStale is the largest.
+	Stale, StaleN, MaxStale int64
 	// Values counts the float32 values that crossed the center's
 	// interface, both ways: N per pull, push or round, 2N per exchange.
 	Values int64
@@ -130,6 +135,14 @@ func (l *Local) N() int { return len(l.w) }
 // Weights returns the center weights. The slice is the center's own:
 // read it only while no worker runs (after the run, or for a test).
 func (l *Local) Weights() []float32 { return l.w }
+
+// MeanStale is the mean staleness of the updates measured (0 for none).
+func (s Stats) MeanStale() float64 {
+	if s.StaleN == 0 {
+		return 0
+	}
+	return float64(s.Stale) / float64(s.StaleN)
+}
 
 // Stats returns the counters so far.
 func (l *Local) Stats() Stats {

@@ -47,6 +47,13 @@ type Run struct {
 	// a worker waited at the center's clock for the slowest (SSP's bound,
 	// aligned termination), which is not staleness.
 	Dropped, Waits int64
+	// Staleness is the mean staleness of the updates the center took (the
+	// updates between a worker's read and its update), MaxStale the
+	// largest, when StaleKnown (a run with center updates: the
+	// synchronous schemes have none, and none is stale).
+	Staleness  float64
+	MaxStale   int64
+	StaleKnown bool
 	// Err is why the run failed, or nil. A failed run is listed in the
 	// table with its error, and is never a speedup baseline.
 	Err error
@@ -86,7 +93,8 @@ func finalBest(points []Point) (final, best float64, ok bool) {
 // images, epochs and images per second, final and best test accuracy,
 // time to target accuracy ("not reached" when no test pass reached it),
 // speedup over the baseline scheme at the target ("-" when either time is
-// missing), communication ratio, dropped updates, clock waits and wall
+// missing), communication ratio, the center's update staleness (mean and
+// max; "-" without a center), dropped updates, clock waits and wall
 // time. Runs of the same scheme and worker count (compare --repeats) make
 // one row: each number is their median, with the range "(min–max)" where
 // they differ. A failed run's row shows "-" for its numbers and
@@ -98,7 +106,7 @@ func Table(w io.Writer, runs []Run, baseline string, target float64) error {
 	baseSec, baseNote := baselineTime(groups, baseline, target)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "scheme\tworkers\titers\timages\tepochs\timg/s\tfinal acc\tbest acc\ttime to %s\tspeedup\tcomm\tdropped\tclock waits\twall\n",
+	fmt.Fprintf(tw, "scheme\tworkers\titers\timages\tepochs\timg/s\tfinal acc\tbest acc\ttime to %s\tspeedup\tcomm\tstaleness\tdropped\tclock waits\twall\n",
 		pct(target))
 	repeated := false
 	for _, g := range groups {
@@ -122,7 +130,7 @@ func Table(w io.Writer, runs []Run, baseline string, target float64) error {
 			if len(g) > 1 {
 				msg = fmt.Sprintf("error (%d of %d runs): %s", len(errs), len(g), errs[0])
 			}
-			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", oneLine(name), r.Workers, msg)
+			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", oneLine(name), r.Workers, msg)
 			continue
 		}
 		num := func(f func(Run) float64, format string) string { return spread(ok, f, format) }
@@ -169,8 +177,12 @@ func Table(w io.Writer, runs []Run, baseline string, target float64) error {
 		if len(errs) > 0 {
 			wall += fmt.Sprintf("; %d of %d failed: %s", len(errs), len(g), errs[0])
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			oneLine(name), r.Workers, num(func(x Run) float64 { return float64(x.Iters) }, "%.0f"), imgs, epochs, rate, final, best, reach, speed, comm,
+		stale := "-"
+		if ok[0].StaleKnown {
+			stale = num(func(x Run) float64 { return x.Staleness }, "%.2f") + " (max " + num(func(x Run) float64 { return float64(x.MaxStale) }, "%.0f") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			oneLine(name), r.Workers, num(func(x Run) float64 { return float64(x.Iters) }, "%.0f"), imgs, epochs, rate, final, best, reach, speed, comm, stale,
 			num(func(x Run) float64 { return float64(x.Dropped) }, "%.0f"), num(func(x Run) float64 { return float64(x.Waits) }, "%.0f"), wall)
 	}
 	if err := tw.Flush(); err != nil {
