@@ -48,6 +48,9 @@ func Merge(w io.Writer, parts []Part) error {
 		}
 		named := false
 		for _, e := range traces[i].Events {
+			if e == nil {
+				continue // a null event: nothing to draw
+			}
 			e["pid"] = p.Pid
 			if ts, ok := e["ts"].(float64); ok {
 				e["ts"] = ts + shift

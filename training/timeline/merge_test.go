@@ -71,3 +71,23 @@ func TestMerge(t *testing.T) {
 		t.Errorf("a broken part: %v, want an error naming it", err)
 	}
 }
+
+// FuzzMerge: any bytes as a part's trace give a merged trace or an error
+// naming the part, never a panic.
+func FuzzMerge(f *testing.F) {
+	f.Add([]byte(`{"traceEvents":[{"name":"x","ph":"X","pid":0,"tid":1,"ts":5,"dur":1}],"otherData":{"start_unix_us":7}}`))
+	f.Add([]byte(`{"traceEvents":[{"name":"process_name","ph":"M","args":"x"}]}`))
+	f.Add([]byte(`{"traceEvents":[null, 3, {"ts":"a"}]}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"traceEvents":[null]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var out bytes.Buffer
+		err := Merge(&out, []Part{{"rank 0", 0, bytes.NewReader(data)}, {"rank 1", 1, strings.NewReader(`{"traceEvents":[]}`)}})
+		if err != nil && !strings.Contains(err.Error(), "rank 0") {
+			t.Fatalf("error does not name the part: %v", err)
+		}
+		if err == nil && !json.Valid(out.Bytes()) {
+			t.Fatalf("merged trace is not JSON: %s", out.String())
+		}
+	})
+}
