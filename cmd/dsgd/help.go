@@ -39,14 +39,15 @@ var flagGroups = []struct {
 // groupedMin is the number of flags from which help prints them grouped.
 const groupedMin = 20
 
-// printFlags writes fs's flags as flag.PrintDefaults does: grouped under
-// flagGroups' headings when fs has groupedMin flags or more.
+// printFlags writes fs's flags as flag.PrintDefaults does (spelt --name):
+// grouped under flagGroups' headings when fs has groupedMin flags or more.
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	var all []*flag.Flag
 	fs.VisitAll(func(f *flag.Flag) { all = append(all, f) })
 	if len(all) < groupedMin {
-		fs.SetOutput(w)
-		fs.PrintDefaults()
+		for _, f := range all {
+			printFlag(w, f)
+		}
 		return
 	}
 	group := map[string]int{}
@@ -78,14 +79,16 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	}
 }
 
-// printFlag writes one flag in flag.PrintDefaults' form.
+// printFlag writes one flag in flag.PrintDefaults' form, but spelt
+// --name as the README and the messages write it (the flag package reads
+// -name and --name alike, so Caffe's single dash works too).
 func printFlag(w io.Writer, f *flag.Flag) {
 	name, usage := flag.UnquoteUsage(f)
-	line := "  -" + f.Name
+	line := "  --" + f.Name
 	if name != "" {
 		line += " " + name
 	}
-	if len(line) <= 4 {
+	if len(line) <= 5 {
 		line += "\t"
 	} else {
 		line += "\n    \t"

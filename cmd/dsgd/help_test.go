@@ -11,7 +11,7 @@ import (
 // TestHelpGroupsFlags: a command with many flags prints them under
 // headings, each flag exactly once; one with few prints them flat.
 func TestHelpGroupsFlags(t *testing.T) {
-	flagLine := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`)
+	flagLine := regexp.MustCompile(`(?m)^  --([a-z0-9_-]+)`)
 	for _, tc := range []struct {
 		cmd     string
 		grouped bool
