@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -130,6 +131,11 @@ func FuzzParseImageList(f *testing.F) {
 
 func FuzzDecodeImage(f *testing.F) {
 	f.Add(pngOf(f, []uint8{1, 2, 3, 4}, 2, 2))
+	for _, name := range []string{"c420", "prog", "gray"} { // libjpeg's path
+		if b, err := os.ReadFile("testdata/jpeg/" + name + ".jpg"); err == nil {
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) > 1<<16 {
 			return

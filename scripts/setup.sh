@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what dsgd needs on a Debian machine: OpenBLAS (GEMM), oneDNN
 # (convolution, pooling, LRN), LMDB, LevelDB and HDF5 (Caffe's data
-# formats) and the Fashion-MNIST data set; with the argument "test", also what the tests
+# formats), libjpeg (JPEG decoding as Caffe's OpenCV does it) and the Fashion-MNIST data set; with the argument "test", also what the tests
 # start: Open MPI's mpirun, redis-server and iproute2. Does nothing when all are
 # present; says exactly what to install when it cannot install them itself.
 set -u
@@ -22,6 +22,9 @@ fi
 [ -e /usr/include/lmdb.h ] || need+=(liblmdb-dev)
 [ -e /usr/include/leveldb/c.h ] || need+=(libleveldb-dev)
 [ -e /usr/include/hdf5/serial/hdf5.h ] || [ -e /usr/include/hdf5.h ] || need+=(libhdf5-dev)
+# JPEG decoding through libjpeg(-turbo), as Caffe's OpenCV decodes: the
+# same pixels (Go's decoder differs by a few levels).
+[ -e /usr/include/jpeglib.h ] || [ -e /usr/include/x86_64-linux-gnu/jpeglib.h ] || need+=(libjpeg-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 if [ "${#need[@]}" -eq 0 ]; then
   exit 0
@@ -35,7 +38,7 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: missing ${need[*]} and no apt-get here; install OpenBLAS, oneDNN 2.x, liblmdb, libleveldb and libhdf5 with their headers, and the Fashion-MNIST IDX files (pass --data DIR), or build with -tags purego" >&2
+  echo "setup: missing ${need[*]} and no apt-get here; install OpenBLAS, oneDNN 2.x, liblmdb, libleveldb, libhdf5 and libjpeg with their headers, and the Fashion-MNIST IDX files (pass --data DIR), or build with -tags purego" >&2
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
