@@ -49,6 +49,7 @@ func cases() []faultCase {
 		{"ssp-worker-frozen", "an ssp tcp worker SIGSTOPped: dropped from the bound, the others train on; woken, it rejoins", 60 * time.Second, sspWorkerFrozen},
 		{"sync-rank-frozen", "a sync tcp rank SIGSTOPped: rank 0's timeout names rank 1", 60 * time.Second, syncRankFrozen},
 		{"sync-rank-frozen-3", "of 3 sync ranks over tcp (no shm), rank 1 SIGSTOPped: rank 0 names rank 1, not the healthy rank 2 (one of up to 3 runs)", 120 * time.Second, syncRankFrozen3},
+		{"sync-rank-frozen-3-shm", "of 3 sync ranks on one host with shared memory, rank 1 SIGSTOPped: rank 0 names rank 1, not the healthy rank 2", 60 * time.Second, syncRankFrozen3Shm},
 		{"sync-link-cut", "of 3 sync ranks over tcp (no shm), the link 1-2 cut silently (tc, own netns): exit non-zero within 1.5 × --comm-timeout, rank 0 naming rank 1 or 2", 60 * time.Second, syncLinkCut},
 		{"second-signal", "a second SIGINT exits at once", 60 * time.Second, secondSignal},
 		{"resume-restores-run", "--resume alone continues the snapshot's scheme, workers, iterations", 90 * time.Second, resumeRestores},

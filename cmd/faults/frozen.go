@@ -89,6 +89,11 @@ func syncRankFrozen3(h *harness, dir string) string {
 	return why
 }
 
+// syncRankFrozen3Shm is syncRankFrozen with 3 ranks on one host through
+// shared memory (the default): the host group's reduction waits on rank
+// 1, and rank 0 must name it, not rank 2.
+func syncRankFrozen3Shm(h *harness, dir string) string { return rankFrozen(h, dir, "3") }
+
 func rankFrozen(h *harness, dir, workers string, extra ...string) string {
 	p := h.start(dir, nil, append([]string{"train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "1000000", "--test-interval", "0",
 		"--transport", "tcp", "--workers", workers, "--scheme", "sync-ring", "--comm-timeout", "5s"}, extra...)...)
