@@ -91,3 +91,36 @@ func FuzzMerge(f *testing.F) {
 		}
 	})
 }
+
+// TestSpanCounts: integer arguments are written as the span's args, and
+// cost no allocation.
+func TestSpanCounts(t *testing.T) {
+	var b bytes.Buffer
+	t0 := time.Unix(100, 0)
+	w := New(&b, t0)
+	w.SpanCounts(0, 1, "conv1", "forward", t0.Add(time.Millisecond), time.Millisecond, Count{"iter", 7}, Count{"values", 42})
+	w.SpanCounts(0, 1, "wait", "wait", t0, 0)
+	if allocs := testing.AllocsPerRun(100, func() {
+		w.SpanCounts(0, 1, "conv1", "forward", t0, time.Millisecond, Count{"iter", 7})
+	}); allocs != 0 {
+		t.Errorf("SpanCounts allocates %v times, want 0", allocs)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		Events []struct {
+			Name string           `json:"name"`
+			Args map[string]int64 `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &tr); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, b.String())
+	}
+	if a := tr.Events[0].Args; a["iter"] != 7 || a["values"] != 42 {
+		t.Errorf("args %v, want iter 7 values 42", a)
+	}
+	if tr.Events[1].Args != nil {
+		t.Errorf("a span without counts has args %v", tr.Events[1].Args)
+	}
+}

@@ -80,6 +80,25 @@ func (w *Writer) SpanAt(pid, tid int, name, cat string, at, dur time.Duration, a
 			return
 		}
 	}
+	w.span(pid, tid, name, cat, at, dur, extra, nil)
+}
+
+// Count is one integer argument of a span: shown with it as Key: N.
+type Count struct {
+	Key string
+	N   int64
+}
+
+// SpanCounts is Span with integer arguments only (an iteration number, a
+// value count), encoded straight into the event: unlike Span with a
+// map, it allocates nothing, so a rank can trace every layer of every
+// iteration.
+func (w *Writer) SpanCounts(pid, tid int, name, cat string, start time.Time, dur time.Duration, counts ...Count) {
+	w.span(pid, tid, name, cat, start.Sub(w.start), dur, nil, counts)
+}
+
+// span writes an "X" event with args encoded as extra (JSON) or counts.
+func (w *Writer) span(pid, tid int, name, cat string, at, dur time.Duration, extra []byte, counts []Count) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil || w.closed {
@@ -98,6 +117,19 @@ func (w *Writer) SpanAt(pid, tid int, name, cat string, at, dur time.Duration, a
 	if extra != nil {
 		b = append(b, `,"args":`...)
 		b = append(b, extra...)
+	}
+	for i, c := range counts {
+		if i == 0 {
+			b = append(b, `,"args":{`...)
+		} else {
+			b = append(b, ',')
+		}
+		b = appendString(b, c.Key)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, c.N, 10)
+		if i == len(counts)-1 {
+			b = append(b, '}')
+		}
 	}
 	b = append(b, '}')
 	w.write(b)

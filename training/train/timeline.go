@@ -2,9 +2,13 @@ package train
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"dsgd/training/node"
+	"dsgd/training/timeline"
 )
 
 // commTrack is the timeline track (tid) of rank r's communication
@@ -34,15 +38,33 @@ func (t *Trainer) traceRank(rs *rankState, n *node.Rank) {
 	}
 	tl.TrackOrdered(0, r, 2*r, name)
 	tl.TrackOrdered(0, commTrack(r), 2*r+1, name+" comm")
+	// Every span carries the iteration the rank was in when it ended
+	// (the one its next IterDone closes); a communication span also the
+	// float32 values its range covers (what the bytes on the wire are
+	// made of: the algorithm and --compress decide how many travel).
+	var iter atomic.Int64
+	iter.Store(int64(t.start))
+	onIter := n.OnIter
+	n.OnIter = func(it int, loss float64) error {
+		iter.Store(int64(it) + 1)
+		if onIter != nil {
+			return onIter(it, loss)
+		}
+		return nil
+	}
 	main := func(name, cat string, start time.Time, dur time.Duration) {
-		tl.Span(0, r, name, cat, start, dur, nil)
+		tl.SpanCounts(0, r, name, cat, start, dur, timeline.Count{Key: "iter", N: iter.Load()})
 	}
 	n.Trace = func(name, cat string, start time.Time, dur time.Duration) {
-		tid := r
-		if cat == "comm" || cat == "center" {
-			tid = commTrack(r)
+		if cat != "comm" && cat != "center" {
+			tl.SpanCounts(0, r, name, cat, start, dur, timeline.Count{Key: "iter", N: iter.Load()})
+			return
 		}
-		tl.Span(0, tid, name, cat, start, dur, nil)
+		if v, ok := rangeValues(name); ok {
+			tl.SpanCounts(0, commTrack(r), name, cat, start, dur, timeline.Count{Key: "iter", N: iter.Load()}, timeline.Count{Key: "values", N: v})
+			return
+		}
+		tl.SpanCounts(0, commTrack(r), name, cat, start, dur, timeline.Count{Key: "iter", N: iter.Load()})
 	}
 	if rs.comp == nil {
 		return
@@ -53,6 +75,26 @@ func (t *Trainer) traceRank(rs *rankState, n *node.Rank) {
 		if backward {
 			cat = "backward"
 		}
-		tl.Span(0, r, layer, cat, start, dur, nil)
+		tl.SpanCounts(0, r, layer, cat, start, dur, timeline.Count{Key: "iter", N: iter.Load()})
 	})
+}
+
+// rangeValues is hi − lo of the first [lo:hi] in an action's name
+// (node.ActionName: "allreduce grads[0:431080]"), without allocating.
+func rangeValues(name string) (int64, bool) {
+	open := strings.IndexByte(name, '[')
+	if open < 0 {
+		return 0, false
+	}
+	rest := name[open+1:]
+	colon, end := strings.IndexByte(rest, ':'), strings.IndexByte(rest, ']')
+	if colon < 0 || end < colon {
+		return 0, false
+	}
+	lo, err1 := strconv.Atoi(rest[:colon])
+	hi, err2 := strconv.Atoi(rest[colon+1 : end])
+	if err1 != nil || err2 != nil || hi < lo {
+		return 0, false
+	}
+	return int64(hi - lo), true
 }

@@ -346,3 +346,23 @@ func overlapInsideBackward(t *testing.T) int {
 	// of the actions exactly.
 	return total
 }
+
+// TestRangeValues reads the value count of an action's range.
+func TestRangeValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want int64
+		ok   bool
+	}{
+		{"allreduce grads[0:431080]", 431080, true},
+		{"broadcast params[10:20] from 0", 10, true},
+		{"wait allreduce", 0, false},
+		{"x[5:3]", 0, false},
+		{"x[a:3]", 0, false},
+		{"x[3:", 0, false},
+	} {
+		if got, ok := rangeValues(tc.name); got != tc.want || ok != tc.ok {
+			t.Errorf("%q: %d %v, want %d %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
