@@ -522,7 +522,7 @@ func (d *driver) dispatch(acts []scheme.Action, now float64) {
 				if d.rank == 0 {
 					d.cur().update += c
 				}
-				d.s.trace(d.rank, a.Op.String(), "update", now, now+c)
+				d.s.trace(d.rank, a.Name(), "update", now, now+c)
 				now += c
 			}
 		}
@@ -629,7 +629,7 @@ func (d *driver) kick(now float64) {
 		if op.a.Op == scheme.Clock || op.a.Op == scheme.Round {
 			cat = "wait"
 		}
-		d.s.trace(d.rank, op.a.Op.String(), cat, op.start, end)
+		d.s.trace(d.rank, op.a.Name(), cat, op.start, end)
 		d.commBusy = false
 		d.post(scheme.Event{Kind: scheme.Done, ID: op.a.ID, Iter: ans.iter, Dropped: ans.dropped, Stop: ans.stop})
 		d.kick(end)

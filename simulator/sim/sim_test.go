@@ -256,7 +256,7 @@ func TestTrace(t *testing.T) {
 	for _, e := range evs {
 		names = append(names, e.Name)
 	}
-	want := []string{"forward", "backward all", "allreduce"}
+	want := []string{"forward", "backward all", "allreduce grads[0:1000]"}
 	if len(names) != len(want) {
 		t.Fatalf("trace %v, want %v", names, want)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -596,31 +595,10 @@ func (r *Rank) groupExecutor(group []int) (*collective.Executor, error) {
 	return e, nil
 }
 
-// ActionName names an action for a timeline or a log: the op, the range
-// it works on, and the peer of a transfer, as in "allreduce
-// grads[0:431080]", "send grads[0:10] to 3" or "clock".
-func ActionName(a scheme.Action) string {
-	b := make([]byte, 0, 48)
-	b = append(b, a.Op.String()...)
-	if a.R.Hi > a.R.Lo {
-		b = append(b, ' ')
-		b = append(b, a.R.Buf.String()...)
-		b = append(b, '[')
-		b = strconv.AppendInt(b, int64(a.R.Lo), 10)
-		b = append(b, ':')
-		b = strconv.AppendInt(b, int64(a.R.Hi), 10)
-		b = append(b, ']')
-	}
-	switch a.Op {
-	case scheme.Send, scheme.Reduce:
-		b = append(b, " to "...)
-		b = strconv.AppendInt(b, int64(a.Peer), 10)
-	case scheme.Recv, scheme.Broadcast:
-		b = append(b, " from "...)
-		b = strconv.AppendInt(b, int64(a.Peer), 10)
-	}
-	return string(b)
-}
+// ActionName names an action for a timeline or a log (scheme.Action's
+// Name): the op, the range it works on, and the peer of a transfer, as in
+// "allreduce grads[0:431080]", "send grads[0:10] to 3" or "clock".
+func ActionName(a scheme.Action) string { return a.Name() }
 
 // RunAll runs every rank of a group in this process, each on its own
 // goroutine, until all have returned; the first rank to fail cancels the
