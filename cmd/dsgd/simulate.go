@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ import (
 // simFlags are the flags of dsgd simulate.
 type simFlags struct {
 	m                          modelFlags
+	cores                      *float64
 	schemes, workers, network  *string
 	params, layers             *int
 	computeMS                  *float64
@@ -68,6 +70,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	f.timeline = fs.String("timeline", "", "write every run's virtual-time trace to `FILE` (Chrome trace JSON: one process per scheme and P, one track per rank)")
 	f.validate = fs.Bool("validate", false, "train sync-ps, sync-tree, sync-ring and overlap for real with 2 workers here, simulate the same with the calibrated model and inproc network, and print measured against predicted")
 	f.repeat = fs.Int("repeat", 3, "with --validate: real runs per scheme, interleaved; the median one is compared")
+	f.cores = fs.Float64("cores", 0, "the processors the workers' computes share: k workers computing at once each run at min(1, cores/k) of the model's speed, as workers oversubscribing one machine do (0: a processor per worker; --validate sets it when its workers oversubscribe this machine)")
 }
 
 // simRun is one simulated (scheme, P).
@@ -183,7 +186,11 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stdout, "dsgd simulate: model %s, %d parameters (%.1f MB of float32), compute %.3f ms + update %.3f ms per iteration\n",
 		model.Name, model.Params(), float64(4*model.Params())/1e6, ms(modelCompute(model)), ms(model.Update))
 	fmt.Fprintf(stdout, "dsgd simulate: network %s; %d iterations after %d warm-up, seed %d\n", nw, *f.iters, *f.warmup, seed)
-	base := sim.Config{Model: model, Network: nw, Iters: *f.warmup + *f.iters, Warmup: simWarmup(*f.warmup), Seed: seed, Algo: opts.algo, RoundDeadline: opts.roundDeadline, Finish: opts.finish}
+	if *f.cores < 0 {
+		fmt.Fprintf(stderr, "dsgd simulate: --cores %v must not be negative\n", *f.cores)
+		return errUsage
+	}
+	base := sim.Config{Model: model, Network: nw, Iters: *f.warmup + *f.iters, Warmup: simWarmup(*f.warmup), Seed: seed, Algo: opts.algo, RoundDeadline: opts.roundDeadline, Finish: opts.finish, Cores: *f.cores}
 	t1 := seqTime(base, opts)
 	fmt.Fprintf(stdout, "T1 = %.3f ms, one worker's iteration under seq (no communication). Weak scaling: every worker trains its own batch, so\n", ms(t1))
 	fmt.Fprintf(stdout, "  speedup = P*T1/T(P) (throughput over one worker's); efficiency = T1/T(P) = speedup/P.\n")
@@ -635,6 +642,22 @@ func runValidate(ctx context.Context, f *simFlags, given map[string]string, stdo
 	}
 	fmt.Fprintf(stdout, "  model %s: compute %.3f ms, jitter %.3f ms (one worker's standard deviation per iteration, from the two copies' differences), update %.3f ms, %.2f G adds/s; network %s\n",
 		model.Name, ms(modelCompute(model)), ms(model.Jitter), ms(model.Update), model.AddRate/1e9, nw)
+	// More workers than this machine has cores for: the lockstep
+	// measurement is the compute with every worker sharing the cores. The
+	// simulation shares them too (processor sharing), from the compute of
+	// one worker with its share to itself, so that a worker computing
+	// while others wait runs faster, as the real ones do.
+	cores := float64(runtime.NumCPU()) / float64(threads)
+	if set("cores") {
+		cores = *f.cores
+	}
+	simCores := 0.0
+	if float64(workers) > cores && cores > 0 {
+		simCores = cores
+		model = scaleCompute(model, cores/float64(workers))
+		fmt.Fprintf(stdout, "  %d workers of %d thread(s) share %d cores: simulated on %.3g shared processors (processor sharing), from %.3f ms per worker computing alone\n",
+			workers, threads, runtime.NumCPU(), cores, ms(modelCompute(model)))
+	}
 	// The prediction is an expectation: the simulator draws the jitter
 	// over at least validateSimIters iterations.
 	simIters := max(iters, validateSimIters)
@@ -643,7 +666,7 @@ func runValidate(ctx context.Context, f *simFlags, given map[string]string, stdo
 	worst := 0.0
 	for i := range rows {
 		r := &rows[i]
-		cfg := sim.Config{Model: model, Network: nw, Iters: *f.warmup + simIters, Warmup: simWarmup(*f.warmup), Seed: 1, Algo: opts.algo, Finish: opts.finish, RoundDeadline: opts.roundDeadline}
+		cfg := sim.Config{Model: model, Network: nw, Iters: *f.warmup + simIters, Warmup: simWarmup(*f.warmup), Seed: 1, Algo: opts.algo, Finish: opts.finish, RoundDeadline: opts.roundDeadline, Cores: simCores}
 		cfg.Scheme = opts.schemeConfig(r.name, workers, model.Layout(), *f.warmup+simIters)
 		res, err := sim.Run(cfg)
 		if err != nil {
@@ -683,4 +706,16 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// scaleCompute is m with every layer's forward and backward time and the
+// jitter multiplied by k.
+func scaleCompute(m sim.Model, k float64) sim.Model {
+	m.Layers = slices.Clone(m.Layers)
+	for i := range m.Layers {
+		m.Layers[i].Forward = time.Duration(float64(m.Layers[i].Forward) * k)
+		m.Layers[i].Backward = time.Duration(float64(m.Layers[i].Backward) * k)
+	}
+	m.Jitter = time.Duration(float64(m.Jitter) * k)
+	return m
 }

@@ -50,6 +50,12 @@ type Config struct {
 	RoundDeadline time.Duration
 	// Finish is the asynchronous schemes' aligned-termination rule.
 	Finish center.Finish
+	// Cores, when positive, is how many computes the machine runs at full
+	// speed at once: k workers computing together each progress at
+	// min(1, Cores/k) of the speed the Model's times give (processor
+	// sharing), as workers that oversubscribe one machine's cores do.
+	// 0 (the default) gives every worker processors of its own.
+	Cores float64
 	// Trace, when set, receives every span the simulator sees: compute
 	// (forward, backward per layer), each communication action, local
 	// work with a cost, and the center's work. Rank is the scheme rank,
@@ -147,6 +153,7 @@ type sim struct {
 	end     float64
 	ex      *exactState // nil: no arithmetic
 	acc     *accumState // overlap's shared accumulator (Accumulate)
+	cpu     *cpu        // nil: every worker computes on processors of its own
 }
 
 func newSim(cfg Config) (*sim, error) {
@@ -192,6 +199,12 @@ func newSim(cfg Config) (*sim, error) {
 	s := &sim{cfg: cfg, sc: sc, info: sc.Info(), insts: map[instKey]*inst{}}
 	if sc.Accumulate {
 		s.acc = newAccumState()
+	}
+	switch {
+	case cfg.Cores < 0 || cfg.Cores != cfg.Cores:
+		return nil, fmt.Errorf("sim: %v cores", cfg.Cores)
+	case cfg.Cores > 0:
+		s.cpu = &cpu{s: s, cores: cfg.Cores}
 	}
 	for _, l := range cfg.Model.Layers {
 		s.fwd += l.Forward.Seconds()
@@ -364,6 +377,7 @@ type driver struct {
 	idleFrom  float64
 	computing bool
 	gen       int          // compute generation: an Abort makes the running one's events stale
+	job       *cpuJob      // the running compute on the shared processors (Config.Cores)
 	side      map[int]bool // side ops in flight, by ID
 	inflight  []*commOp    // issued, Done not yet handled; oldest first
 	queue     []*commOp    // issued, not yet started
@@ -478,6 +492,10 @@ func (d *driver) dispatch(acts []scheme.Action, now float64) {
 			d.compute(a, now)
 		case a.Op == scheme.Abort:
 			if d.computing {
+				if d.job != nil {
+					d.s.cpu.stop(d.job, now) // its processors go to the others
+					d.job = nil
+				}
 				d.gen++ // the running compute's events are now stale
 				d.s.eng.at(now, func() { d.post(scheme.Event{Kind: scheme.ComputeDone, Aborted: true}) })
 			}
@@ -565,6 +583,10 @@ func (d *driver) compute(a scheme.Action, now float64) {
 	if d.jit != nil {
 		scale = d.jitterScale()
 	}
+	if s.cpu != nil {
+		d.computeShared(a, now, t, scale, loss, gen)
+		return
+	}
 	s.trace(d.rank, "forward", "compute", t, t+scale*s.fwd)
 	t += scale * s.fwd
 	blocks := s.sc.Layout.Blocks
@@ -591,6 +613,61 @@ func (d *driver) compute(a scheme.Action, now float64) {
 	s.eng.at(t, func() {
 		if d.gen == gen {
 			d.post(scheme.Event{Kind: scheme.ComputeDone, Loss: loss})
+		}
+	})
+}
+
+// computeShared is compute on the shared processors (Config.Cores): the
+// forward pass and each layer's backward are segments of one cpu job,
+// started at t (after any straggler delay), whose ends come when the
+// processors have done their work at the shared rate.
+func (d *driver) computeShared(a scheme.Action, now, t, scale, loss float64, gen int) {
+	s := d.s
+	job := &cpuJob{}
+	segStart := t
+	add := func(name string, work float64, then func(t float64)) {
+		job.segs = append(job.segs, cpuSeg{work: work, fin: func(end float64) {
+			if d.gen != gen {
+				return
+			}
+			s.trace(d.rank, name, "compute", segStart, end)
+			segStart = end
+			if then != nil {
+				then(end)
+			}
+		}})
+	}
+	add("forward", scale*s.fwd, nil)
+	blocks := s.sc.Layout.Blocks
+	bi := len(blocks)
+	for i := len(s.cfg.Model.Layers) - 1; i >= 0; i-- {
+		l := s.cfg.Model.Layers[i]
+		var then func(float64)
+		if l.Params > 0 {
+			bi--
+			if a.WatchGrads {
+				b := blocks[bi]
+				then = func(float64) { d.post(scheme.Event{Kind: scheme.GradsReady, Lo: b.Lo, Hi: b.Hi}) }
+			}
+		}
+		add("backward "+l.Name, scale*s.bwd[i], then)
+	}
+	last := job.segs[len(job.segs)-1].fin
+	job.segs[len(job.segs)-1].fin = func(end float64) {
+		last(end)
+		if d.gen != gen {
+			return
+		}
+		d.job = nil
+		if d.rank == 0 {
+			d.cur().compute += end - now
+		}
+		d.post(scheme.Event{Kind: scheme.ComputeDone, Loss: loss})
+	}
+	d.job = job
+	s.eng.at(t, func() {
+		if d.gen == gen {
+			s.cpu.start(job, s.eng.now)
 		}
 	})
 }
