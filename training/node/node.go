@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dsgd/comm/collective"
+	"dsgd/comm/compress"
 	"dsgd/comm/transport"
 	"dsgd/engine/tensor"
 	"dsgd/protocol/center"
@@ -76,6 +77,10 @@ type Rank struct {
 	// of the run is over without this rank's gradient (weedout). May be
 	// nil.
 	OnSkip func(iter int)
+	// Compress, when set, carries out every allreduce of the Grads buffer
+	// (the synchronous schemes' gradient sum) through the worker's
+	// gradient compressor instead of summing the floats as they are.
+	Compress *compress.Reducer
 	// Algo maps the scheme's allreduce choice to a collective algorithm;
 	// nil picks collective.Auto for every choice.
 	Algo func(scheme.Algo) collective.Algorithm
@@ -421,6 +426,9 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 		if r.Algo != nil {
 			alg = r.Algo(a.Algo)
 		}
+		if r.Compress != nil && a.R.Buf == scheme.Grads && a.Group == nil {
+			return answer{}, r.Compress.Reduce(ctx, a.R.Lo, buf, execCollective{exec, alg})
+		}
 		return answer{}, exec.Allreduce(ctx, buf, alg)
 	case scheme.Broadcast:
 		if r.Ep == nil {
@@ -451,6 +459,29 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 		return answer{}, nil
 	}
 	return answer{}, fmt.Errorf("node: %v is not a communication action", a.Op)
+}
+
+// execCollective is the rank's executor as a compressor's collectives.
+type execCollective struct {
+	exec *collective.Executor
+	alg  collective.Algorithm
+}
+
+func (c execCollective) Allreduce(ctx context.Context, buf []float32) error {
+	return c.exec.Allreduce(ctx, buf, c.alg)
+}
+
+func (c execCollective) Allgather(ctx context.Context, buf []float32) error {
+	return c.exec.Allgather(ctx, buf)
+}
+
+// Sent counts the endpoint's bytes; the host group's shared-memory
+// allreduce moves its data outside them.
+func (c execCollective) Sent() int64 {
+	if h, ok := c.exec.Endpoint().(collective.HostShared); ok && h.HostGroup() != nil {
+		return -1
+	}
+	return c.exec.Endpoint().Stats().BytesSent
 }
 
 // tagProbe is a tag no rank sends: probeStalled receives on it only to
