@@ -122,7 +122,7 @@ func TestCompressRefused(t *testing.T) {
 		{[]string{"--scheme", "sync-ring", "--compress", "powersgd:0"}, []string{"--compress", "rank R ≥ 1"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "topk:0"}, []string{"--compress", "fraction F in (0, 1]"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "topk:1.5"}, []string{"--compress", "fraction F in (0, 1]"}},
-		{[]string{"--scheme", "sync-ring", "--compress", "fp16"}, []string{"--compress fp16", "--transport tcp"}},
+		{[]string{"--scheme", "sync-ring", "--compress", "fp16"}, []string{"--compress", "fp16", "--transport tcp"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "none", "--compress-warmup", "5"}, []string{"--compress-warmup 5", "--compress none"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "bf16", "--compress-warmup", "-3"}, []string{"--compress-warmup -3"}},
 	} {

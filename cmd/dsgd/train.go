@@ -276,7 +276,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch *f.transport {
 	case "inproc":
 		if *f.compress == "fp16" {
-			fmt.Fprintln(stderr, "dsgd train: --compress fp16 is the tcp wire's encoding: it works with --transport tcp (bf16, powersgd:R and topk:F work over every transport)")
+			fmt.Fprintln(stderr, "dsgd train: --compress works with --transport tcp for fp16, the tcp wire's encoding (bf16, powersgd:R and topk:F work over every transport)")
 			return errUsage
 		}
 		return execute(ctx, &f, nil, stdout, stderr)
