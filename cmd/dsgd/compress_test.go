@@ -75,6 +75,7 @@ func TestCompressTrains(t *testing.T) {
 		{"sync-ring", "powersgd:2", 17098.0 / 862, 0.1, 0.05, "hands the collectives 862 values per iteration instead of 17098 float32 gradients (19.8x fewer)"},
 		{"sync-tree", "powersgd:2", 17098.0 / 862, 0.15, 0.05, "862 values"},
 		{"overlap", "powersgd:2", 17098.0 / 862, 0.15, 0.05, "862 values"},
+		{"local-sgd", "powersgd:2", 17098.0 / 862, 0.1, 0.05, "862 values"}, // H = 1: averages gradients
 		{"sync-ring", "topk:0.1", (2 * 3.0 / 4 * 17098) / (3 * 3422), 0.1, 0.05, "3422 values"},
 		{"sync-ring", "bf16", 1, 0.01, 0.02, "bf16 values still travel as float32"},
 	} {

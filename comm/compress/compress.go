@@ -45,6 +45,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"dsgd/engine/tensor"
 )
 
 // Kind is a compressor.
@@ -406,7 +408,8 @@ func (r *Reducer) powerSGD(ctx context.Context, buf []float32, segs []segment, c
 			st.q = initQ(st.q, b.Cols*R, uint64(s.i))
 		}
 		p := send[at : at+b.Rows*R]
-		matMul(p, m, st.q, b.Rows, b.Cols, R)
+		// P = M Q
+		tensor.Gemm(false, false, b.Rows, R, b.Cols, 1, m, b.Cols, st.q, R, 0, p, R)
 		at += len(p)
 	}
 	r.stats.Floats += int64(n)
@@ -428,19 +431,10 @@ func (r *Reducer) powerSGD(ctx context.Context, buf []float32, segs []segment, c
 		at += b.Rows * R
 		GramSchmidt(st.p, b.Rows, R)
 		st.qw = grow(st.qw, b.Cols*R)
-		matTMul(st.qw, m, st.p, b.Rows, b.Cols, R)
-		e := st.residual
-		for i := 0; i < b.Rows; i++ {
-			pi := st.p[i*R : i*R+R]
-			for j := 0; j < b.Cols; j++ {
-				qj := st.qw[j*R : j*R+R]
-				var v float32
-				for k := range pi {
-					v += pi[k] * qj[k]
-				}
-				e[i*b.Cols+j] = m[i*b.Cols+j] - v
-			}
-		}
+		// Qw = Mᵀ P; residual = M − P Qwᵀ.
+		tensor.Gemm(true, false, b.Cols, R, b.Rows, 1, m, b.Cols, st.p, R, 0, st.qw, R)
+		copy(st.residual, m)
+		tensor.Gemm(false, true, b.Rows, b.Cols, R, -1, st.p, R, st.qw, R, 1, st.residual, b.Cols)
 		nq += b.Cols * R
 	}
 	if nq == 0 {
@@ -466,18 +460,8 @@ func (r *Reducer) powerSGD(ctx context.Context, buf []float32, segs []segment, c
 		b, st := r.blocks[s.i], &r.state[s.i]
 		st.q = append(st.q[:0], qs[at:at+b.Cols*R]...)
 		at += b.Cols * R
-		m := buf[s.lo:s.hi]
-		for i := 0; i < b.Rows; i++ {
-			pi := st.p[i*R : i*R+R]
-			for j := 0; j < b.Cols; j++ {
-				qj := st.q[j*R : j*R+R]
-				var v float32
-				for k := range pi {
-					v += pi[k] * qj[k]
-				}
-				m[i*b.Cols+j] = v
-			}
-		}
+		// The sum: P Qᵀ.
+		tensor.Gemm(false, true, b.Rows, b.Cols, R, 1, st.p, R, st.q, R, 0, buf[s.lo:s.hi], b.Cols)
 	}
 	return nil
 }
@@ -500,45 +484,6 @@ func initQ(q []float32, n int, seed uint64) []float32 {
 		q[i] = float32(rng.NormFloat64())
 	}
 	return q
-}
-
-// matMul sets p (n×r) = m (n×c) · q (c×r), all row-major.
-func matMul(p, m, q []float32, n, c, r int) {
-	acc := make([]float64, r)
-	for i := 0; i < n; i++ {
-		clear(acc)
-		row := m[i*c : i*c+c]
-		for j, v := range row {
-			if v == 0 {
-				continue
-			}
-			qj := q[j*r : j*r+r]
-			for k, w := range qj {
-				acc[k] += float64(v) * float64(w)
-			}
-		}
-		for k := range acc {
-			p[i*r+k] = float32(acc[k])
-		}
-	}
-}
-
-// matTMul sets q (c×r) = mᵀ (c×n) · p (n×r).
-func matTMul(q, m, p []float32, n, c, r int) {
-	acc := make([]float64, c*r)
-	for i := 0; i < n; i++ {
-		row := m[i*c : i*c+c]
-		pi := p[i*r : i*r+r]
-		for j, v := range row {
-			a := acc[j*r : j*r+r]
-			for k, w := range pi {
-				a[k] += float64(v) * float64(w)
-			}
-		}
-	}
-	for i, v := range acc {
-		q[i] = float32(v)
-	}
 }
 
 // GramSchmidt orthonormalises the r columns of p (n×r, row-major) in
