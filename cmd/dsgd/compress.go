@@ -9,7 +9,7 @@ import (
 )
 
 // compressPlan reads --compress and --compress-warmup into cfg: a
-// gradient compressor (bf16, powersgd:R, topk:F) and its warm-up of plain
+// gradient compressor (bf16, powersgd:R, topk:F, sign) and its warm-up of plain
 // iterations, by default 10% of the run's iterations (PyTorch's hook
 // starts PowerSGD after start_powerSGD_iter plain steps and suggests
 // about that share). fp16 stays the tcp wire's (worker.go).
@@ -24,7 +24,7 @@ func (f *trainFlags) compressPlan(cfg *train.Config) error {
 		return fmt.Errorf("--compress-warmup %d is negative", w)
 	case w >= 0 && !spec.Gradient():
 		if w > 0 {
-			return fmt.Errorf("--compress-warmup %d with --compress %s: only bf16, powersgd:R and topk:F have a warm-up", w, spec)
+			return fmt.Errorf("--compress-warmup %d with --compress %s: only bf16, powersgd:R, topk:F and sign have a warm-up", w, spec)
 		}
 	case w == -1:
 		w = cfg.MaxIter / 10
@@ -53,8 +53,8 @@ func printCompressHeader(w io.Writer, tr *train.Trainer, cfg train.Config) {
 	switch cfg.Compress.Kind {
 	case compress.BF16:
 		fmt.Fprint(w, "; bf16 values still travel as float32, so the wire carries as much")
-	case compress.TopK:
-		fmt.Fprint(w, "; top-k's pairs travel by an allgather, whose bytes grow with the workers")
+	case compress.TopK, compress.Sign:
+		fmt.Fprintf(w, "; %s's values travel by an allgather, whose bytes grow with the workers", cfg.Compress.Kind)
 	}
 	fmt.Fprintln(w)
 }

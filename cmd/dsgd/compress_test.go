@@ -51,9 +51,12 @@ func TestCompressTrains(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "net.prototxt", compressNet)
 	write(t, dir, "solver.prototxt", compressSolver)
-	train := func(scheme, c string) (acc float64, out string) {
+	// sign's scaled signs with error feedback diverge at base_lr 0.05
+	// with momentum 0.9 on this net; it is compared at 0.01.
+	write(t, dir, "slow.prototxt", strings.Replace(compressSolver, "base_lr: 0.05", "base_lr: 0.01", 1))
+	train := func(solver, scheme, c string) (acc float64, out string) {
 		t.Helper()
-		code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--scheme", scheme, "--workers", "4",
+		code, out, errs := runCmd(t, dir, "train", "--solver", solver, "--scheme", scheme, "--workers", "4",
 			"--threads", "2", "--reduce", "fast", "--compress", c)
 		if code != 0 {
 			t.Fatalf("%s --compress %s: exit %d\n%s\n%s", scheme, c, code, out, errs)
@@ -65,7 +68,10 @@ func TestCompressTrains(t *testing.T) {
 		acc, _ = strconv.ParseFloat(m[2], 64)
 		return acc, out
 	}
-	base, _ := train("sync-ring", "none")
+	base := map[string]float64{}
+	for _, sv := range []string{"solver.prototxt", "slow.prototxt"} {
+		base[sv], _ = train(sv, "sync-ring", "none")
+	}
 	for _, tc := range []struct {
 		scheme, compress string
 		ratio, tol       float64 // plain bytes / compressed bytes per iteration, relative tolerance
@@ -77,12 +83,17 @@ func TestCompressTrains(t *testing.T) {
 		{"overlap", "powersgd:2", 17098.0 / 862, 0.15, 0.05, "862 values"},
 		{"local-sgd", "powersgd:2", 17098.0 / 862, 0.1, 0.05, "862 values"}, // H = 1: averages gradients
 		{"sync-ring", "topk:0.1", (2 * 3.0 / 4 * 17098) / (3 * 3422), 0.1, 0.05, "3422 values"},
+		{"sync-ring", "sign", (2 * 3.0 / 4 * 17098) / (3 * 539), 0.1, 0.05, "539 values"},
 		{"sync-ring", "bf16", 1, 0.01, 0.02, "bf16 values still travel as float32"},
 	} {
 		t.Run(tc.scheme+" "+tc.compress, func(t *testing.T) {
-			acc, out := train(tc.scheme, tc.compress)
-			if acc < base-tc.accTol {
-				t.Errorf("accuracy %.4f, uncompressed %.4f", acc, base)
+			sv := "solver.prototxt"
+			if tc.compress == "sign" {
+				sv = "slow.prototxt"
+			}
+			acc, out := train(sv, tc.scheme, tc.compress)
+			if acc < base[sv]-tc.accTol {
+				t.Errorf("accuracy %.4f, uncompressed %.4f", acc, base[sv])
 			}
 			if !strings.Contains(out, tc.header) || !strings.Contains(out, "after 12 plain iterations (--compress-warmup)") {
 				t.Errorf("header lacks %q and the warm-up of 12:\n%s", tc.header, out)

@@ -24,6 +24,10 @@
 //     its residual M − P Pᵀ M (the paper's local error; PyTorch's hook
 //     keeps M minus the mean instead). Blocks too small to profit (vectors,
 //     and matrices where R·(n+m) ≥ n·m) are summed uncompressed.
+//   - sign: EF-signSGD (Karimireddy et al. 2019): each block travels as
+//     its values' signs, 32 to a float32 word, and one scale, the mean
+//     magnitude; the workers exchange them by an allgather and each adds
+//     scale·sign up in rank order.
 //   - topk:F: each block keeps its ⌈F·n⌉ entries of largest magnitude;
 //     the workers exchange (index, value) pairs by an allgather and each
 //     adds them up in rank order. Blocks where the pairs would outweigh
@@ -63,7 +67,14 @@ const (
 	PowerSGD
 	// TopK keeps the largest-magnitude fraction of each block.
 	TopK
+	// Sign sends each value's sign and one scale per block (EF-signSGD).
+	Sign
 )
+
+// String names the kind as --compress does (without its argument).
+func (k Kind) String() string {
+	return [...]string{"none", "fp16", "bf16", "powersgd", "topk", "sign"}[k]
+}
 
 // Spec is a parsed --compress value.
 type Spec struct {
@@ -75,11 +86,11 @@ type Spec struct {
 }
 
 // Parse reads a --compress value: none (or ""), fp16, bf16, powersgd:R
-// (R ≥ 1) or topk:F (0 < F ≤ 1).
+// (R ≥ 1), topk:F (0 < F ≤ 1) or sign.
 func Parse(s string) (Spec, error) {
 	name, arg, hasArg := strings.Cut(s, ":")
 	switch name {
-	case "", "none", "fp16", "bf16":
+	case "", "none", "fp16", "bf16", "sign":
 		if hasArg {
 			return Spec{}, fmt.Errorf("%q takes no argument", s)
 		}
@@ -88,6 +99,8 @@ func Parse(s string) (Spec, error) {
 			return Spec{Kind: FP16}, nil
 		case "bf16":
 			return Spec{Kind: BF16}, nil
+		case "sign":
+			return Spec{Kind: Sign}, nil
 		}
 		return Spec{}, nil
 	case "powersgd":
@@ -103,7 +116,7 @@ func Parse(s string) (Spec, error) {
 		}
 		return Spec{Kind: TopK, Fraction: f}, nil
 	}
-	return Spec{}, fmt.Errorf("unknown compression %q (want none, fp16, bf16, powersgd:R or topk:F)", s)
+	return Spec{}, fmt.Errorf("unknown compression %q (want none, fp16, bf16, powersgd:R, topk:F or sign)", s)
 }
 
 // String returns the value Parse reads.
@@ -117,12 +130,14 @@ func (s Spec) String() string {
 		return fmt.Sprintf("powersgd:%d", s.Rank)
 	case TopK:
 		return "topk:" + strconv.FormatFloat(s.Fraction, 'g', -1, 64)
+	case Sign:
+		return "sign"
 	}
 	return "none"
 }
 
 // Gradient reports whether the compressor runs in this layer, over the
-// gradients before the collectives (bf16, powersgd, topk), rather than on
+// gradients before the collectives (bf16, powersgd, topk, sign), rather than on
 // the wire (fp16) or not at all.
 func (s Spec) Gradient() bool { return s.Kind >= BF16 }
 
@@ -217,6 +232,8 @@ func (s Spec) Compressible(b Block) bool {
 		return b.Rows > 1 && b.Cols > 1 && s.Rank*(b.Rows+b.Cols) < b.Len()
 	case TopK:
 		return 2*topK(s.Fraction, b.Len()) < b.Len()
+	case Sign:
+		return signWords(b.Len()) < b.Len()
 	}
 	return false
 }
@@ -234,6 +251,8 @@ func (s Spec) Floats(blocks []Block) (compressed, plain int) {
 			compressed += s.Rank * (b.Rows + b.Cols)
 		case s.Kind == TopK:
 			compressed += 2 * topK(s.Fraction, b.Len())
+		case s.Kind == Sign:
+			compressed += signWords(b.Len())
 		default:
 			compressed += b.Len()
 		}
@@ -276,6 +295,8 @@ func (r *Reducer) Reduce(ctx context.Context, lo int, buf []float32, c Collectiv
 			err = r.powerSGD(ctx, buf, segs, c)
 		case TopK:
 			err = r.topk(ctx, buf, segs, c)
+		case Sign:
+			err = r.sign(ctx, buf, segs, c)
 		default:
 			err = errors.New("compress: no compressor")
 		}
@@ -648,4 +669,90 @@ func selectK(a []int, k int, less func(a, b int) bool) {
 			return
 		}
 	}
+}
+
+// signWords is how many floats a block of n values travels as under
+// sign: its scale and its signs, 32 to a word.
+func signWords(n int) int { return 1 + (n+31)/32 }
+
+// sign exchanges each compressible block as a scale and packed signs by
+// one allgather, the other values by one allreduce.
+func (r *Reducer) sign(ctx context.Context, buf []float32, segs []segment, c Collective) error {
+	words, plain := 0, 0
+	for _, s := range segs {
+		if r.compressed(s) {
+			words += signWords(s.hi - s.lo)
+		} else {
+			plain += s.hi - s.lo
+		}
+	}
+	all := grow(r.send, r.size*words+plain)
+	r.send = all
+	mine := all[r.rank*words : (r.rank+1)*words]
+	dense := all[r.size*words:]
+	at, pat := 0, 0
+	for _, s := range segs {
+		m := buf[s.lo:s.hi]
+		if !r.compressed(s) {
+			pat += copy(dense[pat:], m)
+			continue
+		}
+		e := r.addResidual(s.i, m)
+		var l1 float64
+		for _, v := range m {
+			l1 += math.Abs(float64(v))
+		}
+		scale := float32(l1 / float64(len(m)))
+		mine[at] = scale
+		bits := mine[at+1 : at+signWords(len(m))]
+		for w := range bits {
+			var word uint32
+			for b := 0; b < 32 && w*32+b < len(m); b++ {
+				j := w*32 + b
+				if m[j] < 0 {
+					word |= 1 << b
+					e[j] = m[j] + scale
+				} else {
+					e[j] = m[j] - scale
+				}
+			}
+			bits[w] = math.Float32frombits(word)
+		}
+		at += signWords(len(m))
+	}
+	if words > 0 {
+		r.stats.Floats += int64(words)
+		if err := c.Allgather(ctx, all[:r.size*words]); err != nil {
+			return err
+		}
+	}
+	if plain > 0 {
+		r.stats.Floats += int64(plain)
+		if err := c.Allreduce(ctx, dense); err != nil {
+			return err
+		}
+	}
+	pat, base := 0, 0
+	for _, s := range segs {
+		m := buf[s.lo:s.hi]
+		if !r.compressed(s) {
+			pat += copy(m, dense[pat:pat+len(m)])
+			continue
+		}
+		n := signWords(len(m))
+		clear(m)
+		for w := 0; w < r.size; w++ {
+			part := all[w*words+base : w*words+base+n]
+			scale := part[0]
+			for j := range m {
+				if math.Float32bits(part[1+j/32])&(1<<(j%32)) != 0 {
+					m[j] -= scale
+				} else {
+					m[j] += scale
+				}
+			}
+		}
+		base += n
+	}
+	return nil
 }

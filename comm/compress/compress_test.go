@@ -35,7 +35,9 @@ func TestParse(t *testing.T) {
 		{in: "topk:NaN", bad: true},
 		{in: "topk", bad: true},
 		{in: "bf16:2", bad: true},
-		{in: "sign", bad: true},
+		{in: "sign", want: Spec{Kind: Sign}},
+		{in: "sign:1", bad: true},
+		{in: "onebit", bad: true},
 	} {
 		got, err := Parse(tc.in)
 		if tc.bad {
@@ -302,7 +304,7 @@ func TestPowerSGDLowRankExact(t *testing.T) {
 // collectives are those Spec.Floats predicts.
 func TestErrorFeedback(t *testing.T) {
 	const size, steps, warmup = 3, 12, 2
-	for _, spec := range []Spec{{Kind: BF16}, {Kind: PowerSGD, Rank: 1}, {Kind: PowerSGD, Rank: 2}, {Kind: TopK, Fraction: 0.05}, {Kind: TopK, Fraction: 0.2}} {
+	for _, spec := range []Spec{{Kind: BF16}, {Kind: PowerSGD, Rank: 1}, {Kind: PowerSGD, Rank: 2}, {Kind: TopK, Fraction: 0.05}, {Kind: TopK, Fraction: 0.2}, {Kind: Sign}} {
 		t.Run(spec.String(), func(t *testing.T) {
 			g := newGroup(t, spec, layout, size, warmup)
 			rng := rand.New(rand.NewPCG(9, 10))
@@ -391,9 +393,61 @@ func TestCompressible(t *testing.T) {
 		{Spec{Kind: TopK, Fraction: 0.5}, Block{Rows: 1, Cols: 10}, false}, // 5 pairs = 10 floats
 		{Spec{Kind: TopK, Fraction: 0.01}, Block{Rows: 1, Cols: 1}, false},
 		{Spec{Kind: BF16}, Block{Rows: 1, Cols: 1}, true},
+		{Spec{Kind: Sign}, Block{Rows: 1, Cols: 2}, false}, // scale + 1 word
+		{Spec{Kind: Sign}, Block{Rows: 1, Cols: 3}, true},
+		{Spec{Kind: Sign}, Block{Rows: 1, Cols: 33}, true}, // 3 floats
 	} {
 		if got := tc.spec.Compressible(tc.b); got != tc.want {
 			t.Errorf("%s on %dx%d: compressible %v, want %v", tc.spec, tc.b.Rows, tc.b.Cols, got, tc.want)
 		}
+	}
+}
+
+// TestSign: each worker's block travels as its mean magnitude times its
+// signs (zero counting as positive); the sum adds them, and the residual
+// keeps the rest.
+func TestSign(t *testing.T) {
+	blocks := []Block{{Off: 0, Rows: 1, Cols: 40}}
+	g := newGroup(t, Spec{Kind: Sign}, blocks, 2, 0)
+	bufs := [][]float32{make([]float32, 40), make([]float32, 40)}
+	want := make([]float32, 40)
+	for j := range 40 {
+		bufs[0][j] = float32(j%5) - 2 // -2..2, mean |x| 1.2
+		bufs[1][j] = 4                // mean 4
+	}
+	orig := [][]float32{slices.Clone(bufs[0]), slices.Clone(bufs[1])}
+	for j := range want {
+		s0 := float32(1.2)
+		if bufs[0][j] < 0 {
+			s0 = -1.2
+		}
+		want[j] = s0 + 4
+	}
+	g.reduce(t, bufs, 0, 40)
+	for w := range bufs {
+		for j, v := range bufs[w] {
+			if math.Abs(float64(v-want[j])) > 1e-6 {
+				t.Fatalf("worker %d value %d = %g, want %g", w, j, v, want[j])
+			}
+		}
+	}
+	for w := range bufs {
+		e := g.reds[w].state[0].residual
+		scale := float32(1.2)
+		if w == 1 {
+			scale = 4
+		}
+		for j, x := range orig[w] {
+			sent := scale
+			if x < 0 {
+				sent = -scale
+			}
+			if math.Abs(float64(e[j]-(x-sent))) > 1e-6 {
+				t.Fatalf("worker %d residual %d = %g, want %g", w, j, e[j], x-sent)
+			}
+		}
+	}
+	if c, _ := (Spec{Kind: Sign}).Floats(blocks); c != 3 {
+		t.Errorf("a block of 40 travels as %d floats, want 3 (scale and two words of signs)", c)
 	}
 }
