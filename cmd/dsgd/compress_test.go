@@ -134,6 +134,9 @@ func TestCompressRefused(t *testing.T) {
 		{[]string{"--scheme", "sync-ring", "--compress", "powersgd:0"}, []string{"--compress", "rank R ≥ 1"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "topk:0"}, []string{"--compress", "fraction F in (0, 1]"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "topk:1.5"}, []string{"--compress", "fraction F in (0, 1]"}},
+		// The tiny net's matrices are 16×64 and 4×16: rank 13 fits neither.
+		{[]string{"--scheme", "sync-ring", "--compress", "powersgd:13"}, []string{"--compress powersgd:13", "--solver solver.prototxt", "lower R below 13"}},
+		{[]string{"--scheme", "sync-ring", "--compress", "topk:0.5"}, []string{"--compress topk:0.5", "--solver solver.prototxt", "nothing to compress"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "fp16"}, []string{"--compress", "fp16", "--transport tcp"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "none", "--compress-warmup", "5"}, []string{"--compress-warmup 5", "--compress none"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "bf16", "--compress-warmup", "-3"}, []string{"--compress-warmup -3"}},

@@ -523,6 +523,10 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err := j.checkLabels(tr.Net(), j.train.Spec, j.test.Spec); err != nil {
 		return err
 	}
+	if err := compressNothing(tr, cfg, m.netFlag()); err != nil {
+		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+		return errUsage
+	}
 	if cfg.MetricsNoHeader {
 		if want := strings.Join(tr.MetricsColumns(), ","); metricsFile.first != want {
 			return fmt.Errorf("--metrics %s: the file's CSV header is not this run's columns, so rows cannot be appended to it:\n  file: %s\n  run:  %s\nwrite the metrics to a new file", rankPath(*f.metrics, g, rank), metricsFile.first, want)
