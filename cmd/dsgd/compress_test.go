@@ -157,3 +157,48 @@ func TestCompressRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestCompressOverTCP: the same compressor layer runs in worker
+// processes over the tcp transport; with shared memory off its bytes are
+// the transport's count (with it on, the host group's allreduce bypasses
+// that count, and the summary says so).
+func TestCompressOverTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", compressNet)
+	write(t, dir, "solver.prototxt", strings.Replace(compressSolver, "max_iter: 120", "max_iter: 40", 1))
+	for _, tc := range []struct {
+		compress, shm string
+		ratio         float64 // plain / compressed bytes per iteration; 0: not counted
+	}{
+		{"powersgd:2", "off", 17098.0 / 862},
+		{"sign", "off", (2 * 1.0 / 2 * 17098) / (1 * 539)}, // 2 workers: an allgather sends one part
+		{"powersgd:2", "on", 0},
+	} {
+		code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--scheme", "sync-ring", "--workers", "2",
+			"--threads", "1", "--transport", "tcp", "--shm", tc.shm, "--compress", tc.compress, "--compress-warmup", "4")
+		if code != 0 {
+			t.Fatalf("%s --shm %s: exit %d\n%s\n%s", tc.compress, tc.shm, code, out, errs)
+		}
+		if tc.ratio == 0 {
+			if !strings.Contains(out, "over shared memory: the bytes are not counted") {
+				t.Errorf("%s --shm on: the summary does not say the bytes went uncounted:\n%s", tc.compress, out)
+			}
+			continue
+		}
+		m := compressLine.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("%s: no compress summary:\n%s", tc.compress, out)
+		}
+		cb, _ := strconv.ParseFloat(m[1], 64)
+		pb, _ := strconv.ParseFloat(m[3], 64)
+		if m[2] != "36" || m[4] != "4" {
+			t.Errorf("%s: compressed/plain iterations %s/%s, want 36/4", tc.compress, m[2], m[4])
+		}
+		if got := pb / cb; got < tc.ratio*0.9 || got > tc.ratio*1.1 {
+			t.Errorf("%s: plain/compressed bytes %.0f/%.0f = %.2f, want %.2f ± 10%%", tc.compress, pb, cb, got, tc.ratio)
+		}
+	}
+}
