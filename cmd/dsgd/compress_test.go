@@ -114,6 +114,59 @@ func TestCompressTrains(t *testing.T) {
 	}
 }
 
+// TestCompressSyncPS: sync-ps's workers push their gradients to the
+// server compressed (bf16 packed two to a word, top-k's pairs, sign's
+// words) and the server decodes them: the accuracy stays near the plain
+// run's and each push shrinks by its encoding's factor.
+func TestCompressSyncPS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains four runs")
+	}
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", compressNet)
+	write(t, dir, "solver.prototxt", strings.Replace(compressSolver, "base_lr: 0.05", "base_lr: 0.01", 1))
+	train := func(c string) (float64, string) {
+		t.Helper()
+		code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--scheme", "sync-ps", "--workers", "3",
+			"--threads", "2", "--reduce", "fast", "--compress", c)
+		if code != 0 {
+			t.Fatalf("--compress %s: exit %d\n%s\n%s", c, code, out, errs)
+		}
+		m := finalAcc.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("--compress %s: no final test line:\n%s", c, out)
+		}
+		acc, _ := strconv.ParseFloat(m[2], 64)
+		return acc, out
+	}
+	base, _ := train("none")
+	for _, tc := range []struct {
+		compress string
+		values   int // floats per compressed push
+	}{
+		{"bf16", 17098 / 2},
+		{"topk:0.1", 3422},
+		{"sign", 539},
+	} {
+		acc, out := train(tc.compress)
+		if acc < base-0.03 {
+			t.Errorf("%s: accuracy %.4f, uncompressed %.4f", tc.compress, acc, base)
+		}
+		if want := "each worker pushes " + strconv.Itoa(tc.values) + " values per iteration to the server instead of 17098"; !strings.Contains(out, want) {
+			t.Errorf("%s: header lacks %q:\n%s", tc.compress, want, out)
+		}
+		m := compressLine.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("%s: no compress summary:\n%s", tc.compress, out)
+		}
+		cb, _ := strconv.ParseFloat(m[1], 64)
+		pb, _ := strconv.ParseFloat(m[3], 64)
+		if cb != float64(4*tc.values) || pb != 4*17098 {
+			t.Errorf("%s: %0.f bytes per compressed push, %.0f per plain; want %d, %d", tc.compress, cb, pb, 4*tc.values, 4*17098)
+		}
+	}
+}
+
 // TestCompressRefused: combinations a compressor cannot serve are
 // refused before training, naming both flags.
 func TestCompressRefused(t *testing.T) {
@@ -129,7 +182,7 @@ func TestCompressRefused(t *testing.T) {
 		{[]string{"--scheme", "sync-easgd", "--compress", "bf16"}, []string{"--compress bf16", "--scheme sync-easgd"}},
 		{[]string{"--scheme", "diloco", "--compress", "powersgd:1"}, []string{"--compress powersgd:1", "--scheme diloco"}},
 		{[]string{"--scheme", "local-sgd", "--interval", "4", "--compress", "topk:0.5"}, []string{"--compress topk:0.5", "--scheme local-sgd --interval 4"}},
-		{[]string{"--scheme", "sync-ps", "--compress", "powersgd:2"}, []string{"--compress powersgd:2", "--scheme sync-ps"}},
+		{[]string{"--scheme", "sync-ps", "--compress", "powersgd:2"}, []string{"--compress powersgd:2", "--scheme sync-ps", "two rounds"}},
 		{[]string{"--scheme", "sync-ring", "--reduce", "exact", "--compress", "powersgd:2"}, []string{"--reduce exact", "--compress powersgd:2"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "powersgd:0"}, []string{"--compress", "rank R ≥ 1"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "topk:0"}, []string{"--compress", "fraction F in (0, 1]"}},

@@ -78,9 +78,13 @@ type Rank struct {
 	// nil.
 	OnSkip func(iter int)
 	// Compress, when set, carries out every allreduce of the Grads buffer
-	// (the synchronous schemes' gradient sum) through the worker's
-	// gradient compressor instead of summing the floats as they are.
+	// (the synchronous schemes' gradient sum), and every Send of it (a
+	// sync-ps worker's push), through the worker's gradient compressor
+	// instead of moving the floats as they are.
 	Compress *compress.Reducer
+	// Decompress, on a sync-ps server whose workers compress their
+	// pushes, decodes every Recv into the Grads buffer.
+	Decompress *compress.Decoder
 	// Algo maps the scheme's allreduce choice to a collective algorithm;
 	// nil picks collective.Auto for every choice.
 	Algo func(scheme.Algo) collective.Algorithm
@@ -443,8 +447,16 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 		}
 		return answer{}, exec.Reduce(ctx, r.groupRank(a.Group, a.Peer), buf)
 	case scheme.Send:
+		if r.Compress != nil && a.R.Buf == scheme.Grads {
+			return answer{}, r.Compress.Push(ctx, a.R.Lo, buf, pusher{r.Ep, a.Peer, a.Tag})
+		}
 		return answer{}, r.Ep.Send(ctx, a.Peer, a.Tag, buf)
 	case scheme.Recv:
+		if r.Decompress != nil && a.R.Buf == scheme.Grads {
+			return answer{}, r.Decompress.Pull(ctx, a.Peer, a.R.Lo, buf, a.Add, func(ctx context.Context, payload []float32) error {
+				return r.Ep.Recv(ctx, a.Peer, a.Tag, payload)
+			})
+		}
 		if !a.Add {
 			return answer{}, r.Ep.Recv(ctx, a.Peer, a.Tag, buf)
 		}
@@ -483,6 +495,19 @@ func (c execCollective) Sent() int64 {
 	}
 	return c.exec.Endpoint().Stats().BytesSent
 }
+
+// pusher is a Send to the server as a compressor's push.
+type pusher struct {
+	ep   transport.Endpoint
+	peer int
+	tag  uint32
+}
+
+func (p pusher) Send(ctx context.Context, payload []float32) error {
+	return p.ep.Send(ctx, p.peer, p.tag, payload)
+}
+
+func (p pusher) Sent() int64 { return p.ep.Stats().BytesSent }
 
 // tagProbe is a tag no rank sends: probeStalled receives on it only to
 // read the peer's next frame, a note or an abort.

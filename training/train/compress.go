@@ -10,7 +10,8 @@ import (
 // CompressRefusal says why a gradient compressor (Config.Compress, the
 // command's --compress) cannot run with cfg, naming the flags that
 // clash, or returns nil. A compressor needs float32 sums (--reduce fast)
-// and a scheme whose workers allreduce their gradients.
+// and a scheme whose workers allreduce their gradients, or push them to
+// sync-ps's server in one message (not PowerSGD).
 func CompressRefusal(cfg Config) error {
 	c := cfg.Compress
 	if !c.Gradient() {
@@ -43,7 +44,10 @@ func CompressRefusal(cfg Config) error {
 		}
 		return fmt.Errorf("--compress %s with --scheme local-sgd: with a %s solver (or clip_gradients) local-sgd averages weights, not gradients; use sync-ring, sync-tree or overlap", c, cfg.Solver.Type)
 	case "sync-ps":
-		return fmt.Errorf("--compress %s with --scheme sync-ps: the parameter server's pushes are not compressed (only --compress fp16 rounds them, on the tcp wire); use sync-ring, sync-tree or overlap", c)
+		if c.Pushable() {
+			return nil
+		}
+		return fmt.Errorf("--compress %s with --scheme sync-ps: PowerSGD needs two rounds of sums among the workers, and a worker's push to the parameter server is one message (bf16, topk:F and sign compress it); use sync-ring, sync-tree or overlap", c)
 	}
 	return fmt.Errorf("--compress %s with --scheme %s: %s exchanges weights or talks to a center, not a gradient allreduce; compression is for sync-ring, sync-tree, overlap and local-sgd --interval 1", c, name, name)
 }
@@ -69,6 +73,9 @@ func compressBlocks(bs []model.Block) []compress.Block {
 func (t *Trainer) CompressFloats() (compressed, plain int) {
 	if !t.cfg.Compress.Gradient() || t.net == nil {
 		return 0, 0
+	}
+	if t.schemeConfig(t.start).Info().ServerUpdates {
+		return t.cfg.Compress.PushFloats(compressBlocks(t.net.Blocks()))
 	}
 	return t.cfg.Compress.Floats(compressBlocks(t.net.Blocks()))
 }

@@ -649,12 +649,22 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		if acc != nil {
 			n.Accum = acc
 		}
-		if cfg.Compress.Gradient() && sc.Workers > 1 && r < sc.Workers {
-			red, err := compress.New(cfg.Compress, compressBlocks(rs.net.Blocks()), r, sc.Workers, cfg.CompressWarmup, t.start)
-			if err != nil {
-				return res, fmt.Errorf("train: %w", err)
+		if cfg.Compress.Gradient() && (sc.Workers > 1 || sc.Info().ServerUpdates) {
+			blocks := compressBlocks(rs.net.Blocks())
+			if r < sc.Workers {
+				red, err := compress.New(cfg.Compress, blocks, r, sc.Workers, cfg.CompressWarmup, t.start)
+				if err != nil {
+					return res, fmt.Errorf("train: %w", err)
+				}
+				n.Compress = red
+			} else if sc.Info().ServerUpdates {
+				// sync-ps's server decodes the workers' pushes.
+				dec, err := compress.NewDecoder(cfg.Compress, blocks, sc.Workers, cfg.CompressWarmup, t.start)
+				if err != nil {
+					return res, fmt.Errorf("train: %w", err)
+				}
+				n.Decompress = dec
 			}
-			n.Compress = red
 		}
 		if rs.comp != nil {
 			n.Computer = rs.comp
