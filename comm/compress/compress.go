@@ -6,7 +6,9 @@
 // allreduce of a range of float32 gradients by the collectives of its
 // compressor on a smaller payload and leaves in the range the sum of what
 // every worker contributed; the scheme's Scale then makes it the mean, as
-// before.
+// before. sync-ps's workers push their gradients to a server in one
+// message instead: Push encodes it, and the server's Decoder decodes and
+// sums (push.go).
 //
 // The compressors, all with error feedback (each worker keeps, per block,
 // the residual its compressor dropped and adds it to the next step's
@@ -164,8 +166,8 @@ type Collective interface {
 
 // Stats is what a Reducer sent.
 type Stats struct {
-	// Compressed and Plain count the reductions (calls of Reduce) of
-	// compressed and of warm-up steps.
+	// Compressed and Plain count the reductions (calls of Reduce, or
+	// of Push) of compressed and of warm-up steps.
 	Compressed, Plain int
 	// Floats and PlainFloats are the floats handed to the collectives in
 	// those reductions: per worker, what its allreduces and its
@@ -274,12 +276,7 @@ type segment struct {
 // their sum over the workers, compressed after the warm-up.
 func (r *Reducer) Reduce(ctx context.Context, lo int, buf []float32, c Collective) error {
 	segs := r.segments(lo, len(buf))
-	warm := false
-	for _, s := range segs {
-		if s.i >= 0 && r.state[s.i].steps < r.warmup {
-			warm = true
-		}
-	}
+	warm := r.warm(segs)
 	before := c.Sent()
 	var err error
 	if warm {
@@ -309,15 +306,7 @@ func (r *Reducer) Reduce(ctx context.Context, lo int, buf []float32, c Collectiv
 			r.state[s.i].steps++
 		}
 	}
-	if after := c.Sent(); before >= 0 && after >= 0 {
-		if warm {
-			r.stats.PlainBytes += after - before
-		} else {
-			r.stats.Bytes += after - before
-		}
-	} else {
-		r.stats.Bytes, r.stats.PlainBytes = -1, -1
-	}
+	r.account(warm, before, c.Sent())
 	return nil
 }
 

@@ -134,7 +134,7 @@ func (r *Reducer) warm(segs []segment) bool {
 // account adds the bytes sent between before and after to the stats.
 func (r *Reducer) account(warm bool, before, after int64) {
 	switch {
-	case before < 0 || after < 0:
+	case before < 0 || after < 0 || r.stats.Bytes < 0:
 		r.stats.Bytes, r.stats.PlainBytes = -1, -1
 	case warm:
 		r.stats.PlainBytes += after - before
