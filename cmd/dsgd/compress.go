@@ -73,7 +73,7 @@ func printCompressed(w io.Writer, res *train.Result, cfg train.Config) {
 	st := res.Compress
 	plainIters := res.Iters - res.CompressIters
 	if st.Bytes < 0 {
-		fmt.Fprintf(w, "compress: %s over shared memory: the bytes are not counted (%d values handed to the collectives per compressed iteration)\n", cfg.Compress, perIter(st.Floats, res.CompressIters))
+		fmt.Fprintf(w, "compress: %s over shared memory or MPI's own collectives: the bytes are not counted (%d values handed to the collectives per compressed iteration)\n", cfg.Compress, perIter(st.Floats, res.CompressIters))
 		return
 	}
 	fmt.Fprintf(w, "compress: %s: worker 0 sent %d bytes per compressed iteration (%d iterations)", cfg.Compress, perIter(st.Bytes, res.CompressIters), res.CompressIters)

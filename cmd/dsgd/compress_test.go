@@ -236,7 +236,7 @@ func TestCompressOverTCP(t *testing.T) {
 			t.Fatalf("%s --shm %s: exit %d\n%s\n%s", tc.compress, tc.shm, code, out, errs)
 		}
 		if tc.ratio == 0 {
-			if !strings.Contains(out, "over shared memory: the bytes are not counted") {
+			if !strings.Contains(out, "over shared memory or MPI's own collectives: the bytes are not counted") {
 				t.Errorf("%s --shm on: the summary does not say the bytes went uncounted:\n%s", tc.compress, out)
 			}
 			continue
@@ -252,6 +252,49 @@ func TestCompressOverTCP(t *testing.T) {
 		}
 		if got := pb / cb; got < tc.ratio*0.9 || got > tc.ratio*1.1 {
 			t.Errorf("%s: plain/compressed bytes %.0f/%.0f = %.2f, want %.2f ± 10%%", tc.compress, pb, cb, got, tc.ratio)
+		}
+	}
+}
+
+// TestCompressOverMPI: the compressor runs the same way in ranks that
+// mpirun started, over dsgd's schedules and over MPI's own allreduce.
+func TestCompressOverMPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts mpirun")
+	}
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", compressNet)
+	write(t, dir, "solver.prototxt", strings.Replace(compressSolver, "max_iter: 120", "max_iter: 40", 1))
+	for _, tc := range []struct {
+		compress string
+		extra    []string
+		ratio    float64
+	}{
+		{"powersgd:2", nil, 17098.0 / 862},
+		{"topk:0.1", nil, 17098.0 / 3422}, // 2 workers: an allgather sends one part
+		{"powersgd:2", []string{"--allreduce", "mpi"}, 0},
+	} {
+		args := append([]string{"worker", "--transport", "mpi", "--solver", "solver.prototxt", "--threads", "1", "--scheme", "sync-ring",
+			"--reduce", "fast", "--compress", tc.compress, "--compress-warmup", "4", "--snapshot-prefix", "none"}, tc.extra...)
+		code, out := mpirunDsgd(t, dir, 2, args...)
+		if code != 0 {
+			t.Fatalf("%s: mpirun exit %d\n%s", tc.compress, code, out)
+		}
+		if tc.ratio == 0 {
+			// MPI_Allreduce moves the bytes outside the endpoint's count.
+			if !strings.Contains(out, "over shared memory or MPI's own collectives: the bytes are not counted") {
+				t.Errorf("%s %v: the summary does not say the bytes went uncounted:\n%s", tc.compress, tc.extra, out)
+			}
+			continue
+		}
+		m := compressLine.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("%s: no compress summary:\n%s", tc.compress, out)
+		}
+		cb, _ := strconv.ParseFloat(m[1], 64)
+		pb, _ := strconv.ParseFloat(m[3], 64)
+		if got := pb / cb; got < tc.ratio*0.9 || got > tc.ratio*1.1 {
+			t.Errorf("%s %v: plain/compressed bytes %.0f/%.0f = %.2f, want %.2f ± 10%%", tc.compress, tc.extra, pb, cb, got, tc.ratio)
 		}
 	}
 }

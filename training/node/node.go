@@ -488,12 +488,16 @@ func (c execCollective) Allgather(ctx context.Context, buf []float32) error {
 }
 
 // Sent counts the endpoint's bytes; the host group's shared-memory
-// allreduce moves its data outside them.
+// allreduce and MPI's own collectives move their data outside them.
 func (c execCollective) Sent() int64 {
-	if h, ok := c.exec.Endpoint().(collective.HostShared); ok && h.HostGroup() != nil {
+	ep := c.exec.Endpoint()
+	if h, ok := ep.(collective.HostShared); ok && h.HostGroup() != nil {
 		return -1
 	}
-	return c.exec.Endpoint().Stats().BytesSent
+	if _, ok := ep.(collective.Native); ok {
+		return -1
+	}
+	return ep.Stats().BytesSent
 }
 
 // pusher is a Send to the server as a compressor's push.
