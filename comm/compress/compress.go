@@ -198,7 +198,8 @@ type blockState struct {
 	q        []float32 // PowerSGD's Q (Cols×R, row-major), warm start
 	p        []float32 // PowerSGD's P (Rows×R)
 	qw       []float32 // this worker's Mᵀ P
-	idx      []int     // top-k's scratch
+	idx      []int     // top-k's chosen indices
+	mags     []uint32  // top-k's scratch
 }
 
 // New returns a worker's Reducer for spec (a Gradient one) over blocks
@@ -548,7 +549,7 @@ func (r *Reducer) topk(ctx context.Context, buf []float32, segs []segment, c Col
 		st := &r.state[s.i]
 		e := r.addResidual(s.i, m)
 		k := topK(r.spec.Fraction, len(m))
-		st.idx = Largest(st.idx, m, k)
+		st.idx, st.mags = largest(st.idx, st.mags, m, k)
 		copy(e, m)
 		for _, j := range st.idx {
 			mine[at] = math.Float32frombits(uint32(j))
@@ -598,48 +599,62 @@ func (r *Reducer) topk(ctx context.Context, buf []float32, segs []segment, c Col
 // largest magnitude, in increasing index order (ties broken towards the
 // lower index).
 func Largest(idx []int, v []float32, k int) []int {
-	k = min(k, len(v))
-	all := idx[:0]
-	for i := range v {
-		all = append(all, i)
-	}
-	less := func(a, b int) bool { // a before b: larger magnitude, then lower index
-		x, y := abs(v[a]), abs(v[b])
-		if x != y {
-			return x > y
-		}
-		return a < b
-	}
-	selectK(all, k, less)
-	slices.Sort(all[:k])
-	return all[:k]
+	idx, _ = largest(idx, nil, v, k)
+	return idx
 }
 
-func abs(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+// largest is Largest with mags (reused) as scratch: it finds the k-th
+// largest magnitude by quickselect over the magnitudes' bits (ordered as
+// the magnitudes are), then takes every entry above it and the first
+// entries equal to it, in one pass in index order.
+func largest(idx []int, mags []uint32, v []float32, k int) ([]int, []uint32) {
+	k = min(k, len(v))
+	idx = idx[:0]
+	if k <= 0 {
+		return idx, mags
+	}
+	if cap(mags) < len(v) {
+		mags = make([]uint32, len(v))
+	}
+	mags = mags[:len(v)]
+	for i, x := range v {
+		mags[i] = math.Float32bits(x) &^ (1 << 31)
+	}
+	thr := kthSmallest(mags, len(v)-k)
+	above := 0
+	for _, m := range mags {
+		// kthSmallest reordered mags: counting needs no order.
+		if m > thr {
+			above++
+		}
+	}
+	ties := k - above
+	for i, x := range v {
+		m := math.Float32bits(x) &^ (1 << 31)
+		switch {
+		case m > thr:
+			idx = append(idx, i)
+		case m == thr && ties > 0:
+			idx = append(idx, i)
+			ties--
+		}
+	}
+	return idx, mags
+}
 
-// selectK reorders a so that its first k elements are the k smallest
-// under less (quickselect, median-of-three pivots).
-func selectK(a []int, k int, less func(a, b int) bool) {
-	lo, hi := 0, len(a)
-	for hi-lo > 1 && k > lo && k < hi {
-		mid := lo + (hi-lo)/2
-		// Median of three to the middle.
-		if less(a[mid], a[lo]) {
-			a[mid], a[lo] = a[lo], a[mid]
-		}
-		if less(a[hi-1], a[lo]) {
-			a[hi-1], a[lo] = a[lo], a[hi-1]
-		}
-		if less(a[hi-1], a[mid]) {
-			a[hi-1], a[mid] = a[mid], a[hi-1]
-		}
-		pivot := a[mid]
-		i, j := lo, hi-1
+// kthSmallest reorders a and returns the value that would be at index p
+// were a sorted (Hoare's selection, median-of-three pivots).
+func kthSmallest(a []uint32, p int) uint32 {
+	lo, hi := 0, len(a)-1
+	for lo < hi {
+		x, y, z := a[lo], a[lo+(hi-lo)/2], a[hi]
+		pivot := max(min(x, y), min(max(x, y), z))
+		i, j := lo, hi
 		for i <= j {
-			for less(a[i], pivot) {
+			for a[i] < pivot {
 				i++
 			}
-			for less(pivot, a[j]) {
+			for a[j] > pivot {
 				j--
 			}
 			if i <= j {
@@ -648,16 +663,16 @@ func selectK(a []int, k int, less func(a, b int) bool) {
 				j--
 			}
 		}
-		// [lo, j] ≤ pivot ≤ [i, hi)
 		switch {
-		case k <= j+1:
-			hi = j + 1
-		case k >= i:
+		case p <= j:
+			hi = j
+		case p >= i:
 			lo = i
 		default:
-			return
+			return a[p]
 		}
 	}
+	return a[p]
 }
 
 // signWords is how many floats a block of n values travels as under
@@ -731,17 +746,27 @@ func (r *Reducer) sign(ctx context.Context, buf []float32, segs []segment, c Col
 		n := signWords(len(m))
 		clear(m)
 		for w := 0; w < r.size; w++ {
-			part := all[w*words+base : w*words+base+n]
-			scale := part[0]
-			for j := range m {
-				if math.Float32bits(part[1+j/32])&(1<<(j%32)) != 0 {
-					m[j] -= scale
-				} else {
-					m[j] += scale
-				}
-			}
+			addSigns(m, all[w*words+base:w*words+base+n])
 		}
 		base += n
 	}
 	return nil
+}
+
+// addSigns adds to m the scale·sign that in (a scale, then the signs 32
+// to a word, a set bit negative) carries.
+func addSigns(m, in []float32) {
+	scale := in[0]
+	for w, word := range in[1:] {
+		bits := math.Float32bits(word)
+		block := m[w*32 : min(w*32+32, len(m))]
+		for j := range block {
+			if bits&1 != 0 {
+				block[j] -= scale
+			} else {
+				block[j] += scale
+			}
+			bits >>= 1
+		}
+	}
 }

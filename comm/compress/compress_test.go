@@ -113,6 +113,7 @@ func TestLargest(t *testing.T) {
 		levels int // 0: continuous values; else integers in [-levels, levels], ties
 	}{
 		{1, 1, 0}, {10, 1, 0}, {10, 10, 0}, {100, 7, 0}, {1000, 10, 3}, {5000, 250, 0}, {777, 77, 2},
+		{100000, 1000, 0}, {20000, 3000, 20}, {50, 50, 1}, {64, 63, 0}, {300, 299, 1},
 	} {
 		v := make([]float32, tc.n)
 		for i := range v {
@@ -189,7 +190,7 @@ func (c execColl) Allreduce(ctx context.Context, b []float32) error {
 func (c execColl) Allgather(ctx context.Context, b []float32) error { return c.e.Allgather(ctx, b) }
 func (c execColl) Sent() int64                                      { return c.ep.Stats().BytesSent }
 
-func newGroup(t *testing.T, spec Spec, blocks []Block, size, warmup int) *group {
+func newGroup(t testing.TB, spec Spec, blocks []Block, size, warmup int) *group {
 	t.Helper()
 	g := &group{eps: transport.NewInproc(size)}
 	for r := 0; r < size; r++ {
@@ -210,7 +211,7 @@ func newGroup(t *testing.T, spec Spec, blocks []Block, size, warmup int) *group 
 }
 
 // reduce reduces bufs[r][lo:hi] on every rank at once.
-func (g *group) reduce(t *testing.T, bufs [][]float32, lo, hi int) {
+func (g *group) reduce(t testing.TB, bufs [][]float32, lo, hi int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make([]error, len(bufs))
@@ -449,5 +450,34 @@ func TestSign(t *testing.T) {
 	}
 	if c, _ := (Spec{Kind: Sign}).Floats(blocks); c != 3 {
 		t.Errorf("a block of 40 travels as %d floats, want 3 (scale and two words of signs)", c)
+	}
+}
+
+// lenet is LeNet's parameter blocks (431,080 values).
+var lenet = []Block{
+	{Off: 0, Rows: 20, Cols: 25}, {Off: 500, Rows: 1, Cols: 20},
+	{Off: 520, Rows: 50, Cols: 500}, {Off: 25520, Rows: 1, Cols: 50},
+	{Off: 25570, Rows: 500, Cols: 800}, {Off: 425570, Rows: 1, Cols: 500},
+	{Off: 426070, Rows: 10, Cols: 500}, {Off: 431070, Rows: 1, Cols: 10},
+}
+
+// BenchmarkReduceLeNet times one compressed reduction of LeNet's
+// gradients on 2 in-process workers (both ranks' work, side by side).
+func BenchmarkReduceLeNet(b *testing.B) {
+	const n = 431080
+	for _, spec := range []Spec{{Kind: BF16}, {Kind: PowerSGD, Rank: 2}, {Kind: TopK, Fraction: 0.01}, {Kind: Sign}} {
+		b.Run(spec.String(), func(b *testing.B) {
+			g := newGroup(b, spec, lenet, 2, 0)
+			rng := rand.New(rand.NewPCG(1, 1))
+			bufs := [][]float32{make([]float32, n), make([]float32, n)}
+			for b.Loop() {
+				for _, buf := range bufs {
+					for i := range buf {
+						buf[i] = float32(rng.NormFloat64())
+					}
+				}
+				g.reduce(b, bufs, 0, n)
+			}
+		})
 	}
 }

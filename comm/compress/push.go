@@ -161,7 +161,7 @@ func (r *Reducer) encode(i int, m, e, out []float32) {
 		}
 	case TopK:
 		st := &r.state[i]
-		st.idx = Largest(st.idx, m, len(out)/2)
+		st.idx, st.mags = largest(st.idx, st.mags, m, len(out)/2)
 		copy(e, m)
 		for x, j := range st.idx {
 			out[2*x] = math.Float32frombits(uint32(j))
@@ -212,14 +212,7 @@ func (s Spec) decodeAdd(m, in []float32) error {
 			m[j] += in[x+1]
 		}
 	case Sign:
-		scale := in[0]
-		for j := range m {
-			if math.Float32bits(in[1+j/32])&(1<<(j%32)) != 0 {
-				m[j] -= scale
-			} else {
-				m[j] += scale
-			}
-		}
+		addSigns(m, in)
 	}
 	return nil
 }
