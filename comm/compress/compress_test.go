@@ -481,3 +481,18 @@ func BenchmarkReduceLeNet(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLargest times top-k's selection on LeNet's largest block
+// (400,000 values, 1%).
+func BenchmarkLargest(b *testing.B) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	v := make([]float32, 400000)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	var idx []int
+	var mags []uint32
+	for b.Loop() {
+		idx, mags = largest(idx, mags, v, 4000)
+	}
+}
