@@ -190,6 +190,7 @@ func TestCompressRefused(t *testing.T) {
 		// The tiny net's matrices are 16×64 and 4×16: rank 13 fits neither.
 		{[]string{"--scheme", "sync-ring", "--compress", "powersgd:13"}, []string{"--compress powersgd:13", "--solver solver.prototxt", "lower R below 13"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "topk:0.5"}, []string{"--compress topk:0.5", "--solver solver.prototxt", "nothing to compress"}},
+		{[]string{"--scheme", "sync-ring", "--workers", "1", "--compress", "bf16"}, []string{"--compress bf16", "--workers 1"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "fp16"}, []string{"--compress", "fp16", "--transport tcp"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "none", "--compress-warmup", "5"}, []string{"--compress-warmup 5", "--compress none"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "bf16", "--compress-warmup", "-3"}, []string{"--compress-warmup -3"}},

@@ -28,11 +28,9 @@ func CompressRefusal(cfg Config) error {
 		return fmt.Errorf("--compress-warmup %d is negative", cfg.CompressWarmup)
 	}
 	switch name {
-	case "sync-ring", "sync-tree", "overlap":
-		return nil
-	case "seq":
+	case "sync-ring", "sync-tree", "overlap", "seq":
 		if max(cfg.Workers, 1) == 1 {
-			return fmt.Errorf("--compress %s with --scheme seq: one worker exchanges nothing to compress", c)
+			return fmt.Errorf("--compress %s with --workers 1 (--scheme %s): one worker exchanges nothing to compress", c, name)
 		}
 		return nil
 	case "local-sgd":
