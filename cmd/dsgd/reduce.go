@@ -40,7 +40,7 @@ func (f *trainFlags) exactPlan(j *job, cfg *train.Config) error {
 		if *f.reduce == "exact" {
 			return fmt.Errorf("--reduce exact with --compress %s: the exact sums' digits do not survive %s; use --reduce fast", *f.compress, *f.compress)
 		}
-		f.reduceNote = fmt.Sprintf("dsgd: --compress %s rounds what travels: float32 gradient sums (--reduce fast), whose last bits depend on the worker count\n", *f.compress)
+		f.reduceNote = fmt.Sprintf("dsgd: --compress %s changes what travels: float32 gradient sums (--reduce fast), whose last bits depend on the worker count\n", *f.compress)
 		return nil
 	}
 	cfg.Exact = true

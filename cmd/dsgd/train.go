@@ -43,6 +43,7 @@ type trainFlags struct {
 	shm                              *string
 	reduce                           *string
 	atom                             *int
+	compressWarmup                   *int
 
 	// the asynchronous and elastic schemes
 	interval, staleness, variant, groups *int
@@ -89,7 +90,8 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.timeline = fs.String("timeline", "", "write a Chrome trace of every rank's work (per-layer forward and backward, communication, updates, waits) to `FILE`, for Perfetto or chrome://tracing (a worker process of rank N > 0 writes FILE.rankN, a parameter-server scheme's center FILE.center)")
 	f.lrScale = fs.String("lr-scale", "none", "learning rate scaling: none, linear (base_lr x workers, for the global batch of the synchronous schemes, FireCaffe 7.2), or inverse (base_lr / workers, for async, ssp and hogwild, where every worker's steps land in the same weights)")
 	f.warmup = fs.Int("warmup", 0, "ramp the learning rate linearly from 0 over the first N iterations (the gradual warm-up of large-batch training, Goyal et al. 2017; not in the five papers or Caffe)")
-	f.compress = fs.String("compress", "none", "float encoding on the wire with --transport tcp: none or fp16 (half the bytes)")
+	f.compress = fs.String("compress", "none", "gradient compression of the synchronous schemes (sync-ring, sync-tree, overlap, local-sgd --interval 1, and sync-ps's pushes but for powersgd), with --reduce fast: none; fp16 (the tcp wire's encoding, half the bytes, every message rounded); or with error feedback (each worker keeps what was dropped and adds it to its next gradient): bf16 (values rounded to bfloat16; allreduce sums still travel as float32, sync-ps's pushes as half the bytes), powersgd:R (rank-R PowerSGD, Vogels et al. 2019, on every weight matrix, its first axis against the rest), topk:F (the fraction F of each block's largest entries, exchanged as index/value pairs by an allgather), sign (each value's sign and one scale per block, EF-signSGD, by an allgather)")
+	f.compressWarmup = fs.Int("compress-warmup", -1, "with --compress bf16, powersgd:R, topk:F or sign: iterations of plain, uncompressed gradient sums before compressing (PyTorch's start_powerSGD_iter; default 10% of --iters)")
 	f.reduce = fs.String("reduce", "auto", "how the synchronous schemes sum gradients: exact (the same bits as seq at any worker count: each atom's gradients rounded once onto a fixed grid and summed as integers, at a cost in speed), fast (float32 sums in whatever order the reduction takes; the bits depend on the worker count), or auto (exact for seq, sync-ps, sync-tree, sync-ring and overlap; the other schemes do not promise seq's numbers)")
 	f.atom = fs.Int("atom", 0, "--reduce exact: images per atom, the unit of the global batch whose gradients are rounded and summed; runs give the same bits when their global batch and atom agree and the atom divides each worker's batch (default: the global batch over gcd(global batch, 24))")
 	f.commTimeout = fs.Duration("comm-timeout", time.Minute, "give up on a peer that does not answer within this")
@@ -273,8 +275,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	switch *f.transport {
 	case "inproc":
-		if *f.compress != "none" {
-			fmt.Fprintln(stderr, "dsgd train: --compress works with --transport tcp")
+		if *f.compress == "fp16" {
+			fmt.Fprintln(stderr, "dsgd train: --compress works with --transport tcp for fp16, the tcp wire's encoding (bf16, powersgd:R, topk:F and sign work over every transport)")
 			return errUsage
 		}
 		return execute(ctx, &f, nil, stdout, stderr)
@@ -486,7 +488,15 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 		j.start = start
 	}
+	if err := f.compressPlan(&cfg); err != nil {
+		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+		return errUsage
+	}
 	if err := f.exactPlan(j, &cfg); err != nil {
+		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+		return errUsage
+	}
+	if err := train.CompressRefusal(cfg); err != nil {
 		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
 		return errUsage
 	}
@@ -512,6 +522,10 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	if err := j.checkLabels(tr.Net(), j.train.Spec, j.test.Spec); err != nil {
 		return err
+	}
+	if err := compressNothing(tr, cfg, m.netFlag()); err != nil {
+		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+		return errUsage
 	}
 	if cfg.MetricsNoHeader {
 		if want := strings.Join(tr.MetricsColumns(), ","); metricsFile.first != want {
@@ -590,6 +604,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	fmt.Fprint(out, autoNote)
 	fmt.Fprint(out, f.note)
 	fmt.Fprint(out, f.reduceNote)
+	printCompressHeader(out, tr, cfg)
 	if cfg.Resume != "" {
 		fmt.Fprintf(out, "dsgd: resuming from %s\n", cfg.Resume)
 	}
@@ -599,6 +614,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return err
 	}
 	printSummary(out, res)
+	printCompressed(out, res, cfg)
 	if g != nil && cfg.Group.Endpoint != nil {
 		w := out // rank 0's summary; the other ranks' output is discarded
 		if rank != 0 {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"dsgd/comm/collective"
-	"dsgd/comm/transport/tcp"
+	"dsgd/comm/compress"
 	"dsgd/protocol/center"
 	"dsgd/protocol/scheme"
 )
@@ -80,7 +80,7 @@ func (f *trainFlags) validate() error {
 	if _, err := center.ParseFinish(*f.finish); err != nil {
 		return fmt.Errorf("--finish: %v", err)
 	}
-	if _, err := tcp.ParseCompress(*f.compress); err != nil {
+	if _, err := compress.Parse(*f.compress); err != nil {
 		return fmt.Errorf("--compress: %v", err)
 	}
 	switch *f.lrScale {

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"dsgd/comm/compress"
 	"dsgd/comm/transport"
 	"dsgd/comm/transport/mpi"
 	"dsgd/comm/transport/tcp"
@@ -92,13 +93,17 @@ func (g *groupFlags) resolve(getenv func(string) string) error {
 	return err
 }
 
-func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Duration, compress, shmMode string) (transport.Endpoint, error) {
+func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Duration, compressFlag, shmMode string) (transport.Endpoint, error) {
 	if g.mpi != nil {
 		return g.connectMPI(ctx, hash, timeout)
 	}
-	c, err := tcp.ParseCompress(compress)
-	if err != nil {
+	c := tcp.CompressNone
+	if spec, err := compress.Parse(compressFlag); err != nil {
 		return nil, fmt.Errorf("--compress: %w", err)
+	} else if spec.Kind == compress.FP16 {
+		// The gradient compressors run above the transport; fp16 alone
+		// is the wire's.
+		c = tcp.CompressFP16
 	}
 	sm, err := tcp.ParseShm(shmMode)
 	if err != nil {

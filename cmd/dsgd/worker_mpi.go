@@ -29,8 +29,8 @@ func checkMPIFlags(f *trainFlags) error {
 	if name == "hybrid" || centerScheme(name, max(*f.workers, 2)) {
 		return fmt.Errorf("--scheme %s keeps its center (parameter server or shared buffer server) on TCP: MPI ends the whole job when one process dies, and %s must survive that; use --transport tcp (dsgd train --transport tcp, or dsgd worker --center HOST:PORT beside dsgd ps/smb). --transport mpi is for the synchronous schemes (sync-tree, sync-ring, overlap, sync-ps, sync-easgd)", name, name)
 	}
-	if *f.compress != "none" {
-		return errors.New("--compress works with --transport tcp; MPI moves float32")
+	if *f.compress == "fp16" {
+		return errors.New("--compress works with --transport tcp for fp16, the tcp wire's encoding; MPI moves float32 (bf16, powersgd:R, topk:F and sign run above the transport, over MPI too)")
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dsgd/comm/collective"
+	"dsgd/comm/compress"
 	"dsgd/comm/transport"
 	"dsgd/engine/tensor"
 	"dsgd/protocol/center"
@@ -75,6 +76,14 @@ type Rank struct {
 	// of the run is over without this rank's gradient (weedout). May be
 	// nil.
 	OnSkip func(iter int)
+	// Compress, when set, carries out every allreduce of the Grads buffer
+	// (the synchronous schemes' gradient sum), and every Send of it (a
+	// sync-ps worker's push), through the worker's gradient compressor
+	// instead of moving the floats as they are.
+	Compress *compress.Reducer
+	// Decompress, on a sync-ps server whose workers compress their
+	// pushes, decodes every Recv into the Grads buffer.
+	Decompress *compress.Decoder
 	// Algo maps the scheme's allreduce choice to a collective algorithm;
 	// nil picks collective.Auto for every choice.
 	Algo func(scheme.Algo) collective.Algorithm
@@ -420,6 +429,9 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 		if r.Algo != nil {
 			alg = r.Algo(a.Algo)
 		}
+		if r.Compress != nil && a.R.Buf == scheme.Grads && a.Group == nil {
+			return answer{}, r.Compress.Reduce(ctx, a.R.Lo, buf, execCollective{exec, alg})
+		}
 		return answer{}, exec.Allreduce(ctx, buf, alg)
 	case scheme.Broadcast:
 		if r.Ep == nil {
@@ -434,8 +446,16 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 		}
 		return answer{}, exec.Reduce(ctx, r.groupRank(a.Group, a.Peer), buf)
 	case scheme.Send:
+		if r.Compress != nil && a.R.Buf == scheme.Grads {
+			return answer{}, r.Compress.Push(ctx, a.R.Lo, buf, pusher{r.Ep, a.Peer, a.Tag})
+		}
 		return answer{}, r.Ep.Send(ctx, a.Peer, a.Tag, buf)
 	case scheme.Recv:
+		if r.Decompress != nil && a.R.Buf == scheme.Grads {
+			return answer{}, r.Decompress.Pull(ctx, a.Peer, a.R.Lo, buf, a.Add, func(ctx context.Context, payload []float32) error {
+				return r.Ep.Recv(ctx, a.Peer, a.Tag, payload)
+			})
+		}
 		if !a.Add {
 			return answer{}, r.Ep.Recv(ctx, a.Peer, a.Tag, buf)
 		}
@@ -451,6 +471,46 @@ func (r *Rank) comm(ctx context.Context, exec *collective.Executor, a scheme.Act
 	}
 	return answer{}, fmt.Errorf("node: %v is not a communication action", a.Op)
 }
+
+// execCollective is the rank's executor as a compressor's collectives.
+type execCollective struct {
+	exec *collective.Executor
+	alg  collective.Algorithm
+}
+
+func (c execCollective) Allreduce(ctx context.Context, buf []float32) error {
+	return c.exec.Allreduce(ctx, buf, c.alg)
+}
+
+func (c execCollective) Allgather(ctx context.Context, buf []float32) error {
+	return c.exec.Allgather(ctx, buf)
+}
+
+// Sent counts the endpoint's bytes; the host group's shared-memory
+// allreduce and MPI's own collectives move their data outside them.
+func (c execCollective) Sent() int64 {
+	ep := c.exec.Endpoint()
+	if h, ok := ep.(collective.HostShared); ok && h.HostGroup() != nil {
+		return -1
+	}
+	if _, ok := ep.(collective.Native); ok {
+		return -1
+	}
+	return ep.Stats().BytesSent
+}
+
+// pusher is a Send to the server as a compressor's push.
+type pusher struct {
+	ep   transport.Endpoint
+	peer int
+	tag  uint32
+}
+
+func (p pusher) Send(ctx context.Context, payload []float32) error {
+	return p.ep.Send(ctx, p.peer, p.tag, payload)
+}
+
+func (p pusher) Sent() int64 { return p.ep.Stats().BytesSent }
 
 // tagProbe is a tag no rank sends: probeStalled receives on it only to
 // read the peer's next frame, a note or an abort.

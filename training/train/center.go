@@ -26,12 +26,19 @@ func (t *Trainer) schemeConfig(start int) scheme.Config {
 	if sc.Name == "" {
 		sc.Name = "seq"
 	}
-	sc.Accumulate = sc.Accumulate && sc.Info().Accumulator
+	// A gradient compressor sits on the allreduce: overlap then
+	// allreduces its buckets instead of accumulating them in memory.
+	sc.Accumulate = sc.Accumulate && sc.Info().Accumulator && !cfg.Compress.Gradient()
 	if t.net != nil {
 		sc.Layout = schemeLayout(t.net)
 	}
 	if cfg.Exact {
 		sc.GradWidth = exact.Limbs
+		sc.AverageGrads = localSGDAveragesGrads(cfg)
+	}
+	if cfg.Compress.Gradient() {
+		// Compression acts on gradients: local-sgd with H = 1 and a
+		// linear solver averages those rather than the weights.
 		sc.AverageGrads = localSGDAveragesGrads(cfg)
 	}
 	return sc

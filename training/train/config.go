@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"dsgd/comm/collective"
+	"dsgd/comm/compress"
 	"dsgd/comm/transport"
 	"dsgd/engine/model"
 	"dsgd/engine/solver"
@@ -130,6 +131,16 @@ type Config struct {
 	Algo collective.Algorithm
 	// CommTimeout bounds a wait for a peer (0: none).
 	CommTimeout time.Duration
+	// Compress is the synchronous schemes' gradient compressor (package
+	// compress; only its Gradient kinds act here: fp16 is the tcp
+	// transport's wire). It needs float32 sums (not Exact) and a scheme
+	// that allreduces gradients: sync-ring, sync-tree, overlap (whose
+	// in-process accumulator it then bypasses) and local-sgd averaging
+	// gradients every iteration.
+	Compress compress.Spec
+	// CompressWarmup is how many iterations from the run's start reduce
+	// plain gradients before the compressor starts.
+	CompressWarmup int
 	// Group, when set, makes this process one rank of a multi-process
 	// group (TCP): it runs only rank Group.Rank, fed by TrainFeeds
 	// (WorkerFeeds is unused). Without it every rank runs in this process
@@ -359,6 +370,10 @@ type Result struct {
 	Snapshots []string
 	// Params are the final weights (a view of the net's buffer).
 	Params []float32
+	// Compress is what rank 0's gradient compressor sent (zero without
+	// one), and CompressIters how many of Iters it compressed.
+	Compress      compress.Stats
+	CompressIters int
 	// Comm is rank 0's communication account: busy time (hidden or not)
 	// and exposed time, over Iters iterations; zero for one worker.
 	CommBusy, CommExposed time.Duration

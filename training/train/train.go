@@ -15,6 +15,7 @@ import (
 
 	"dsgd/caffe/caffemodel"
 	"dsgd/comm/collective"
+	"dsgd/comm/compress"
 	"dsgd/comm/transport"
 	"dsgd/engine/layers"
 	"dsgd/engine/model"
@@ -288,6 +289,9 @@ func (t *Trainer) buildRanks() error {
 	t.updater = 0
 	if sc.Info().ServerUpdates {
 		t.updater = nranks - 1
+	}
+	if err := CompressRefusal(cfg); err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
 	hogwild := sc.Info().SharedWeights
 	if hogwild && cfg.Group != nil {
@@ -645,6 +649,23 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		if acc != nil {
 			n.Accum = acc
 		}
+		if cfg.Compress.Gradient() && (sc.Workers > 1 || sc.Info().ServerUpdates) {
+			blocks := compressBlocks(rs.net.Blocks())
+			if r < sc.Workers {
+				red, err := compress.New(cfg.Compress, blocks, r, sc.Workers, cfg.CompressWarmup, t.start)
+				if err != nil {
+					return res, fmt.Errorf("train: %w", err)
+				}
+				n.Compress = red
+			} else if sc.Info().ServerUpdates {
+				// sync-ps's server decodes the workers' pushes.
+				dec, err := compress.NewDecoder(cfg.Compress, blocks, sc.Workers, cfg.CompressWarmup, t.start)
+				if err != nil {
+					return res, fmt.Errorf("train: %w", err)
+				}
+				n.Decompress = dec
+			}
+		}
 		if rs.comp != nil {
 			n.Computer = rs.comp
 		}
@@ -709,6 +730,10 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		res.Phases.Iter()
 	}
 	res.CommBusy, res.CommExposed = nodes[0].Stats.CommBusy, nodes[0].Stats.Phase[node.PhaseComm]
+	if c := nodes[0].Compress; c != nil {
+		res.Compress = c.Stats()
+		res.CompressIters = max(0, res.Iters-max(0, cfg.CompressWarmup-t.start))
+	}
 	if local != nil {
 		res.Center = local.Stats()
 	}

@@ -1,0 +1,79 @@
+package train
+
+import (
+	"fmt"
+
+	"dsgd/comm/compress"
+	"dsgd/engine/model"
+)
+
+// CompressRefusal says why a gradient compressor (Config.Compress, the
+// command's --compress) cannot run with cfg, naming the flags that
+// clash, or returns nil. A compressor needs float32 sums (--reduce fast)
+// and a scheme whose workers allreduce their gradients, or push them to
+// sync-ps's server in one message (not PowerSGD).
+func CompressRefusal(cfg Config) error {
+	c := cfg.Compress
+	if !c.Gradient() {
+		return nil
+	}
+	name := cfg.Scheme
+	if name == "" {
+		name = "seq"
+	}
+	switch {
+	case cfg.Exact:
+		return fmt.Errorf("--compress %s with --reduce exact: exact sums cannot be compressed; use --reduce fast", c)
+	case cfg.CompressWarmup < 0:
+		return fmt.Errorf("--compress-warmup %d is negative", cfg.CompressWarmup)
+	}
+	switch name {
+	case "sync-ring", "sync-tree", "overlap", "seq":
+		if max(cfg.Workers, 1) == 1 {
+			return fmt.Errorf("--compress %s with --workers 1 (--scheme %s): one worker exchanges nothing to compress", c, name)
+		}
+		return nil
+	case "local-sgd":
+		if localSGDAveragesGrads(cfg) {
+			return nil
+		}
+		if cfg.Interval > 1 {
+			return fmt.Errorf("--compress %s with --scheme local-sgd --interval %d: local-sgd then averages weights, not gradients; compression is for the gradient exchange (--interval 1, or sync-ring, sync-tree, overlap)", c, cfg.Interval)
+		}
+		return fmt.Errorf("--compress %s with --scheme local-sgd: with a %s solver (or clip_gradients) local-sgd averages weights, not gradients; use sync-ring, sync-tree or overlap", c, cfg.Solver.Type)
+	case "sync-ps":
+		if c.Pushable() {
+			return nil
+		}
+		return fmt.Errorf("--compress %s with --scheme sync-ps: PowerSGD needs two rounds of sums among the workers, and a worker's push to the parameter server is one message (bf16, topk:F and sign compress it); use sync-ring, sync-tree or overlap", c)
+	}
+	return fmt.Errorf("--compress %s with --scheme %s: %s exchanges weights or talks to a center, not a gradient allreduce; compression is for sync-ring, sync-tree, overlap and local-sgd --interval 1", c, name, name)
+}
+
+// compressBlocks is the net's parameter blocks as the compressor sees
+// them: each a matrix of its first axis against the rest.
+func compressBlocks(bs []model.Block) []compress.Block {
+	out := make([]compress.Block, 0, len(bs))
+	for _, b := range bs {
+		n := b.Shape.Count()
+		rows := 1
+		if len(b.Shape) >= 2 && b.Shape[0] > 0 {
+			rows = b.Shape[0]
+		}
+		out = append(out, compress.Block{Off: b.Off, Rows: rows, Cols: n / rows})
+	}
+	return out
+}
+
+// CompressFloats is what one compressed iteration hands to the
+// collectives per worker, in floats, against the float32 gradients
+// uncompressed, for the header (zero without a gradient compressor).
+func (t *Trainer) CompressFloats() (compressed, plain int) {
+	if !t.cfg.Compress.Gradient() || t.net == nil {
+		return 0, 0
+	}
+	if t.schemeConfig(t.start).Info().ServerUpdates {
+		return t.cfg.Compress.PushFloats(compressBlocks(t.net.Blocks()))
+	}
+	return t.cfg.Compress.Floats(compressBlocks(t.net.Blocks()))
+}
