@@ -30,7 +30,7 @@ var flagGroups = []struct {
 		"groups", "variant", "finish", "straggle", "round-deadline", "center", "reduce", "atom", "allreduce",
 		"bucket", "pack"}},
 	{"Transport and processes", []string{
-		"transport", "comm-timeout", "compress", "shm", "job", "store", "shard", "rank", "world", "listen",
+		"transport", "comm-timeout", "compress", "compress-warmup", "shm", "job", "store", "shard", "rank", "world", "listen",
 		"rendezvous", "token", "token-file"}},
 	{"Snapshots", []string{"snapshot", "snapshot-prefix", "snapshot-format", "resume"}},
 	{"Output", []string{"log", "metrics", "metrics-listen", "timeline", "logs", "plot", "target", "repeats", "schemes"}},
@@ -94,7 +94,7 @@ func printFlag(w io.Writer, f *flag.Flag) {
 		line += "\n    \t"
 	}
 	line += strings.ReplaceAll(usage, "\n", "\n    \t")
-	if d := f.DefValue; d != "" && d != "0" && d != "false" && !strings.Contains(usage, "(default") {
+	if d := f.DefValue; d != "" && d != "0" && d != "false" && !strings.Contains(usage, "default") { // a usage that names its default says it better
 		if quoted(f) {
 			line += fmt.Sprintf(" (default %q)", d)
 		} else {
@@ -226,7 +226,7 @@ func completionValues() []struct {
 		{"finish", []string{"own", "master", "first", "average"}},
 		{"shm", []string{"on", "off"}},
 		{"lr-scale", []string{"none", "linear", "inverse"}},
-		{"compress", []string{"none", "fp16"}},
+		{"compress", []string{"none", "fp16", "bf16", "powersgd:2", "topk:0.01", "sign"}},
 		{"data", []string{"fashion-mnist", "mnist", "cifar10", "synthetic"}},
 	}
 }
