@@ -375,7 +375,7 @@ type driver struct {
 
 	// exact mode: the rank's buffers (by scheme.Buffer; nil until used)
 	// and its Computes so far.
-	bufs     [5][]float32
+	bufs     [6][]float32
 	computes int
 
 	// worker 0's account
