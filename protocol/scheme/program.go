@@ -16,7 +16,7 @@ type program struct {
 	computing bool
 	until     func() bool // a wait for a condition (nil: none)
 	ran       int         // steps taken so far
-	ans       Event // the answer that released the last wait
+	ans       Event       // the answer that released the last wait
 	loss      float64
 }
 
