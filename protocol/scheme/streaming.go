@@ -328,8 +328,12 @@ func (w *streaming) send(p int) {
 	m.local(Action{Op: Copy, R: w.rng(Delta, p), Src: w.rng(Aux, p)})
 	m.local(Action{Op: Axpy, R: w.rng(Delta, p), Src: w.rng(Params, p), Factor: -1})
 	w.inflight = p
-	w.xbusy = true
-	m.then(func() { w.exchange(p) })
+	m.then(func() {
+		// Now, not when the step is appended: at the end of a run
+		// several exchanges are appended at once, each waited for.
+		w.xbusy = true
+		w.exchange(p)
+	})
 }
 
 // land appends the wait for the exchange in flight and its landing:

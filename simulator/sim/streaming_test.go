@@ -1,0 +1,160 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"dsgd/protocol/scheme"
+)
+
+// TestStreamingP1IsDiLoCo: streaming-diloco with one fragment, no
+// overlap and float32 pseudo-gradients is diloco bit for bit, through
+// real ranks (node.Rank over the in-process transport) and through the
+// simulator, whether the run ends on an outer step or between two.
+func TestStreamingP1IsDiLoCo(t *testing.T) {
+	tests := []struct {
+		workers, h, iters int
+		pack              bool
+	}{
+		{2, 2, 6, false},
+		{3, 3, 8, false},
+		{4, 2, 7, true},
+		{4, 3, 9, false},
+	}
+	for _, tc := range tests {
+		d := scheme.Config{Name: "diloco", Workers: tc.workers, Interval: tc.h, Alpha: 0.7, OuterMomentum: 0.9, Pack: tc.pack}
+		s := d
+		s.Name, s.Fragments, s.Overlap, s.OuterBits, s.Mix = "streaming-diloco", 1, 0, 32, 0.5
+		want, _ := realRun(t, d, exactModel, tc.iters)
+		got, _ := realRun(t, s, exactModel, tc.iters)
+		simmed := exactRun(t, Config{Scheme: s, Model: exactModel, Network: Presets["10gbe"], Iters: tc.iters})
+		for r := range want {
+			if i, ok := sameBits(got[r], want[r]); !ok {
+				t.Errorf("%d workers, H=%d, %d iterations: rank %d differs from diloco at %d: %v, want %v", tc.workers, tc.h, tc.iters, r, i, got[r][i], want[r][i])
+			}
+			if i, ok := sameBits(simmed.Params[r], want[r]); !ok {
+				t.Errorf("%d workers, H=%d: simulated rank %d differs from diloco at %d", tc.workers, tc.h, r, i)
+			}
+		}
+		if _, same := sameBits(want[0], exactInit(exactModel.Params())); same {
+			t.Fatal("the weights never moved: the comparison proves nothing")
+		}
+	}
+}
+
+// TestStreamingDiLoCoAlgorithm: streaming-diloco's weights, through real
+// ranks, are those of Streaming DiLoCo (Douillard et al. 2025) computed
+// here in float64 from the same gradients and inner solver: fragment p
+// of exactModel's blocks (7, 12, 5 weights) synchronises after the
+// iterations it with (it+1) mod H = (p+1)·H/P mod H; its pseudo-gradient
+// Δ_p = θ_p − θ_p,i averaged over the workers takes an outer Nesterov
+// step on θ_p and p's own momentum; the result lands τ steps later as
+// θ_p,i ← m·θ_p,i + (1−m)·θ_p (τ > 0) or θ_p,i ← θ_p (τ = 0); at the end
+// the fragment in flight lands and every fragment that moved since it
+// last equalled θ_p synchronises once more, with replacement.
+func TestStreamingDiLoCoAlgorithm(t *testing.T) {
+	const lr, mu = 0.7, 0.9
+	tests := []struct {
+		name                    string
+		workers, p, h, tau, its int
+		mix                     float64
+		bounds                  []int
+	}{
+		{"P3 H3 tau0", 2, 3, 3, 0, 8, 0.5, []int{0, 7, 19, 24}},
+		// One iteration: fragment 0's sync, then the two others' at the
+		// end, one after the other.
+		{"1 worker, 1 iteration", 1, 3, 3, 0, 1, 0.5, []int{0, 7, 19, 24}},
+		{"P3 H6 tau1", 3, 3, 6, 1, 13, 0.5, []int{0, 7, 19, 24}},
+		{"P2 H4 tau1 mix0.3", 2, 2, 4, 1, 10, 0.3, []int{0, 7, 24}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := scheme.Config{Name: "streaming-diloco", Workers: tc.workers, Interval: tc.h, Fragments: tc.p, Overlap: tc.tau,
+				Mix: float32(tc.mix), Alpha: lr, OuterMomentum: mu}
+			got, _ := realRun(t, sc, exactModel, tc.its)
+			n := exactModel.Params()
+			theta := make([]float64, n)
+			for i, v := range exactInit(n) {
+				theta[i] = float64(v)
+			}
+			b := make([]float64, n)
+			upd := momentum(tc.workers, n)
+			local := make([][]float32, tc.workers)
+			for r := range local {
+				local[r] = exactInit(n)
+			}
+			grads := make([]float32, n)
+			frag := func(p int) (int, int) { return tc.bounds[p], tc.bounds[p+1] }
+			outer := func(p int) {
+				lo, hi := frag(p)
+				for i := lo; i < hi; i++ {
+					delta := 0.0
+					for r := range local {
+						delta += (theta[i] - float64(local[r][i])) / float64(tc.workers)
+					}
+					b[i] = mu*b[i] + delta
+					theta[i] -= lr * (delta + mu*b[i])
+				}
+			}
+			landFrag := func(p int, replace bool) {
+				lo, hi := frag(p)
+				for r := range local {
+					for i := lo; i < hi; i++ {
+						if replace {
+							local[r][i] = float32(theta[i])
+						} else {
+							local[r][i] = float32(tc.mix*float64(local[r][i]) + (1-tc.mix)*theta[i])
+						}
+					}
+				}
+			}
+			dirty := make([]bool, tc.p)
+			inflight, landAt := -1, 0
+			for it := range tc.its {
+				for r := range local {
+					exactGrad(r, it, local[r], grads)
+					upd(r, it, local[r], grads)
+				}
+				for p := range dirty {
+					dirty[p] = true
+				}
+				if inflight >= 0 && it == landAt {
+					landFrag(inflight, false)
+					inflight = -1
+				}
+				for p := range tc.p {
+					if (it+1)%tc.h == (p+1)*tc.h/tc.p%tc.h {
+						outer(p) // the pseudo-gradient of the weights now
+						if tc.tau == 0 {
+							landFrag(p, true)
+							dirty[p] = false
+						} else {
+							inflight, landAt = p, it+tc.tau
+						}
+					}
+				}
+			}
+			if inflight >= 0 {
+				landFrag(inflight, tc.tau == 0)
+			}
+			for p := range dirty {
+				if dirty[p] {
+					outer(p)
+					landFrag(p, true)
+				}
+			}
+			moved := false
+			for r := range got {
+				for i := range theta {
+					if d := math.Abs(float64(got[r][i]) - theta[i]); d > 1e-5*(1+math.Abs(theta[i])) {
+						t.Fatalf("rank %d, weight %d: %v, the algorithm gives %v", r, i, got[r][i], theta[i])
+					}
+					moved = moved || float64(exactInit(n)[i]) != theta[i]
+				}
+			}
+			if !moved {
+				t.Fatal("the weights never moved: the comparison proves nothing")
+			}
+		})
+	}
+}
