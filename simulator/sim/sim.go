@@ -538,6 +538,11 @@ func (d *driver) local(a scheme.Action) float64 {
 		return d.s.cfg.Model.Update.Seconds()
 	case scheme.Scale, scheme.Axpy:
 		return d.s.addCost(a.R.Len())
+	case scheme.Quantize:
+		// A pass over the values packed, as an add's.
+		return d.s.addCost(a.Src.Len())
+	case scheme.Dequantize:
+		return d.s.addCost(a.R.Len())
 	}
 	return 0
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"testing"
+	"time"
 
 	"dsgd/protocol/scheme"
 )
@@ -156,5 +157,41 @@ func TestStreamingDiLoCoAlgorithm(t *testing.T) {
 				t.Fatal("the weights never moved: the comparison proves nothing")
 			}
 		})
+	}
+}
+
+// TestStreamingTraffic: in virtual time, streaming-diloco's fragments
+// move diloco's bytes at 32 bits (but for the last syncs of a run) and
+// an eighth of them at 4 bits, and an
+// overlap of one inner step hides the exchange behind compute, so less
+// communication is exposed than with none.
+func TestStreamingTraffic(t *testing.T) {
+	m := Layered(4<<20, 20*time.Millisecond, 8)
+	net := Presets["10gbe"]
+	res := func(sc scheme.Config) Result {
+		sc.Workers, sc.Interval, sc.Alpha, sc.OuterMomentum = 4, 8, 0.7, 0.9
+		return run(t, Config{Scheme: sc, Model: m, Network: net, Iters: 32})
+	}
+	dl := res(scheme.Config{Name: "diloco"})
+	s32 := res(scheme.Config{Name: "streaming-diloco", Fragments: 4})
+	s4 := res(scheme.Config{Name: "streaming-diloco", Fragments: 4, OuterBits: 4})
+	s4o := res(scheme.Config{Name: "streaming-diloco", Fragments: 4, OuterBits: 4, Overlap: 1, Mix: 0.5})
+	t.Logf("bytes/iter: diloco %d, P=4 32-bit %d, 4-bit %d; exposed comm: 4-bit tau 0 %v, tau 1 %v", dl.Bytes, s32.Bytes, s4.Bytes, s4.Comm, s4o.Comm)
+	// 32 iterations are 4 cycles: diloco syncs the model 4 times, P = 4
+	// fragments 16 times a quarter of it, and 3 more at the end (those
+	// that stepped since their last sync), so the replicas end equal.
+	if r := float64(s32.Bytes) / float64(dl.Bytes); math.Abs(r-19.0/16) > 0.01 {
+		t.Errorf("P=4 at 32 bits moves %d bytes per iteration, diloco %d: want 19/16 of it", s32.Bytes, dl.Bytes)
+	}
+	if r := float64(s32.Bytes) / float64(s4.Bytes); r < 7.5 || r > 8.01 {
+		t.Errorf("4 bits moves %d bytes per iteration, 32 bits %d: want about an eighth", s4.Bytes, s32.Bytes)
+	}
+	// With an overlap the last fragment in flight lands mixed, so all 4
+	// sync at the end.
+	if r := float64(s4o.Bytes) / float64(s4.Bytes); math.Abs(r-20.0/19) > 0.01 {
+		t.Errorf("the overlap moves %d bytes, without %d: want 20/19 of it", s4o.Bytes, s4.Bytes)
+	}
+	if !(s4o.Comm < s4.Comm/2) {
+		t.Errorf("an overlap of one step exposes %v of communication per iteration, none %v: want it mostly hidden", s4o.Comm, s4.Comm)
 	}
 }
