@@ -152,7 +152,17 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// measured; the real layout is the model's.
 	for _, name := range names {
 		for _, p := range ps {
-			sc := opts.schemeConfig(name, p, scheme.Layout{N: 1, Blocks: []scheme.Range{{Lo: 0, Hi: 1}}}, *f.warmup+*f.iters)
+			stand := scheme.Layout{N: 1, Blocks: []scheme.Range{{Lo: 0, Hi: 1}}}
+			if name == "streaming-diloco" {
+				// As many blocks as fragments: whether the model has
+				// them is checked on its own layout.
+				stand = scheme.Layout{}
+				for range max(opts.fragments, 1) {
+					stand.Blocks = append(stand.Blocks, scheme.Range{Lo: stand.N, Hi: stand.N + 1<<16})
+					stand.N += 1 << 16
+				}
+			}
+			sc := opts.schemeConfig(name, p, stand, *f.warmup+*f.iters)
 			if err := sc.Validate(); err != nil {
 				return bad("--scheme %s with --workers %d: %v", name, p, err)
 			}
