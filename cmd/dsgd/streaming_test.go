@@ -129,6 +129,7 @@ func TestStreamingDiLoCoRefused(t *testing.T) {
 		{[]string{"--scheme", "streaming-diloco", "--outer-bits", "2"}, "--outer-bits must be one of [32 16 8 4], got 2"},
 		{[]string{"--scheme", "streaming-diloco", "--mix", "2"}, "--mix must be in [0,1]"},
 		{[]string{"--scheme", "diloco", "--fragments", "2"}, "--fragments: only --scheme streaming-diloco"},
+		{[]string{"--scheme", "streaming-diloco", "--outer-bits", "4", "--compress", "fp16", "--transport", "tcp"}, "--outer-bits 4 with --compress fp16"},
 	}
 	for _, tc := range tests {
 		args := append([]string{"train", "--solver", "solver.prototxt", "--workers", "2", "--iters", "4", "--threads", "1", "--snapshot-prefix", "none", "--test-interval", "0"}, tc.args...)

@@ -191,6 +191,11 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	if err := f.streaming.apply(f.fs, cfg.Scheme == "streaming-diloco", &cfg.Fragments, &cfg.Overlap, &cfg.Mix, &cfg.OuterBits); err != nil {
 		return err
 	}
+	if cfg.OuterBits < 32 && cfg.Scheme == "streaming-diloco" && *f.compress != "none" {
+		// The codes are packed into float32 words; a wire encoding of
+		// floats would change their bits.
+		return fmt.Errorf("--outer-bits %d with --compress %s: the quantised pseudo-gradients travel as packed codes, which a float encoding on the wire would corrupt; give one of them", cfg.OuterBits, *f.compress)
+	}
 	if in, _ := scheme.Lookup(cfg.Scheme); in.Outer {
 		f.note += fmt.Sprintf("dsgd: %s: every %d iterations (--interval) the workers' mean pseudo-gradient takes an outer Nesterov SGD step, lr %g (--alpha), momentum %g (--outer-momentum); the solver is the inner optimizer\n", cfg.Scheme, max(cfg.Interval, 1), alpha, *f.outerMomentum)
 	}

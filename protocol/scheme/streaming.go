@@ -141,9 +141,14 @@ func (c Config) PeakSyncBytes() int64 {
 	return most
 }
 
-// StreamingSummary is one line for the run header: fragments, offsets,
-// overlap, precision and peak bytes per step.
+// StreamingSummary is one line for the run header of an Outer scheme:
+// for streaming-diloco its fragments, offsets, overlap, precision and
+// peak bytes per step; for diloco its peak bytes per step.
 func (c Config) StreamingSummary() string {
+	full := Config{Name: "diloco", Workers: c.Workers, Layout: c.Layout}.PeakSyncBytes()
+	if c.Name != "streaming-diloco" {
+		return fmt.Sprintf("every weight in one outer step every H=%d iterations, peak %d bytes per step per worker (diloco: %d)", max(c.Interval, 1), c.PeakSyncBytes(), full)
+	}
 	plan := c.FragmentPlan()
 	var frags, offs []string
 	for _, f := range plan {
@@ -154,9 +159,13 @@ func (c Config) StreamingSummary() string {
 	if c.Overlap > 0 {
 		mix = fmt.Sprintf("mix %g", c.Mix)
 	}
-	return fmt.Sprintf("%d fragments (weights %s), offsets %s mod H=%d, overlap %d (%s), %d-bit pseudo-gradients, peak %d bytes per step per worker (diloco: %d)",
-		len(plan), strings.Join(frags, "+"), strings.Join(offs, ","), max(c.Interval, 1), c.Overlap, mix, c.outerBits(),
-		c.PeakSyncBytes(), Config{Name: "diloco", Workers: c.Workers, Layout: c.Layout}.PeakSyncBytes())
+	noun := "fragments"
+	if len(plan) == 1 {
+		noun = "fragment"
+	}
+	return fmt.Sprintf("%d %s (weights %s), offsets %s mod H=%d, overlap %d (%s), %d-bit pseudo-gradients, peak %d bytes per step per worker (diloco: %d)",
+		len(plan), noun, strings.Join(frags, "+"), strings.Join(offs, ","), max(c.Interval, 1), c.Overlap, mix, c.outerBits(),
+		c.PeakSyncBytes(), full)
 }
 
 func mod(a, n int) int { return ((a % n) + n) % n }
