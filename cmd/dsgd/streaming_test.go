@@ -139,3 +139,28 @@ func TestStreamingDiLoCoRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateStreamingDiLoCo: dsgd simulate runs streaming-diloco beside
+// diloco with the fragment flags (which only it takes), checks the
+// fragments against the model's layers, and refuses them without it.
+func TestSimulateStreamingDiLoCo(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"simulate", "--params", "100000", "--compute-ms", "10", "--workers", "4", "--interval", "8", "--iters", "16"}
+	code, out, errs := runCmd(t, dir, append(base, "--layers", "8", "--scheme", "diloco,streaming-diloco", "--fragments", "4", "--outer-bits", "4", "--overlap", "1")...)
+	if code != 0 || !strings.Contains(out, "streaming-diloco") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--layers", "2", "--scheme", "streaming-diloco", "--fragments", "4"}, "--fragments 4 is more than the net's 2 parameter blocks"},
+		{[]string{"--layers", "8", "--scheme", "diloco", "--fragments", "4"}, "--fragments: only --scheme streaming-diloco"},
+		{[]string{"--layers", "8", "--scheme", "streaming-diloco", "--fragments", "4", "--overlap", "2"}, "--overlap 2"},
+	} {
+		code, out, errs := runCmd(t, dir, append(base, tc.args...)...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, want a refusal naming %q\n%s\n%s", tc.args, code, tc.want, out, errs)
+		}
+	}
+}
