@@ -195,3 +195,67 @@ func TestStreamingTraffic(t *testing.T) {
 		t.Errorf("an overlap of one step exposes %v of communication per iteration, none %v: want it mostly hidden", s4o.Comm, s4.Comm)
 	}
 }
+
+// TestStreamingQuantisedMean: with lr 1 and no momentum one outer step
+// makes the global weights the workers' mean; through the quantised ring
+// (3 and 4 workers, 16, 8 and 4 bits) every replica gets the same bits,
+// and the mean is the float64 one within what requantising each hop's
+// partial sum allows: the sum of every message's error bound, over the
+// workers.
+func TestStreamingQuantisedMean(t *testing.T) {
+	n := exactModel.Params()
+	init := exactInit(n)
+	off := func(rank, i int) float32 {
+		return 0.3*float32(rank+1)*float32(i%5-2) - 0.01*float32(i*(rank+2)%7) + 0.001*float32(rank)
+	}
+	for _, workers := range []int{3, 4} {
+		for _, bits := range []int{16, 8, 4} {
+			sc := scheme.Config{Name: "streaming-diloco", Workers: workers, Interval: 1, Fragments: 1, OuterBits: bits, Alpha: 1, OuterMomentum: 0, MaxIter: 1}
+			ex := &Exact{Init: init,
+				Grad: func(rank, call int, params, grads []float32) float64 { return 0 },
+				Update: func(rank, iter int, params, grads []float32) {
+					for i := range params {
+						params[i] = init[i] + off(rank, i)
+					}
+				}}
+			res := run(t, Config{Scheme: sc, Model: exactModel, Network: Presets["10gbe"], Iters: 1, Exact: ex})
+			got := res.Weights.Params
+			// The pseudo-gradients are Δ_r = -off(r, ·); a message carries
+			// at most the sum of all |Δ|.
+			var most float64
+			for i := range n {
+				s := 0.0
+				for r := range workers {
+					s += math.Abs(float64(off(r, i)))
+				}
+				most = max(most, s)
+			}
+			// Each of a chunk's n-1 partial sums and its total is rounded
+			// once, each by at most the format's bound for values up to
+			// most (4 bits: a third of the value, or most/128): n
+			// roundings of the sum, so one of the mean.
+			per := map[int]float64{16: most / 256, 8: most / 254, 4: most/3 + most/128}[bits]
+			bound := per * 1.0001
+			worst := 0.0
+			for i := range n {
+				mean := 0.0
+				for r := range workers {
+					mean += float64(init[i]+off(r, i)) / float64(workers)
+				}
+				e := math.Abs(float64(got[0][i]) - mean)
+				if e > bound {
+					t.Errorf("%d workers, %d bits: weight %d is %v, the mean %v (error %g > %g)", workers, bits, i, got[0][i], mean, e, bound)
+				}
+				worst = max(worst, e)
+			}
+			if worst == 0 {
+				t.Errorf("%d workers, %d bits: the mean is exact: nothing was quantised", workers, bits)
+			}
+			for r := 1; r < workers; r++ {
+				if i, ok := sameBits(got[r], got[0]); !ok {
+					t.Errorf("%d workers, %d bits: rank %d differs from rank 0 at %d", workers, bits, r, i)
+				}
+			}
+		}
+	}
+}
