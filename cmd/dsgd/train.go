@@ -583,6 +583,13 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 			prom.registerEndpoint(cfg.Group.Endpoint)
 		}
 	}
+	if sc := tr.SchemeConfig(); sc.Name == "streaming-diloco" {
+		// Its fragments need the net's blocks: refuse them before
+		// the header and the first test.
+		if err := sc.Validate(); err != nil {
+			return err
+		}
+	}
 	out := cfg.Out
 	j.printHeader(out, stderr, tr.Net(), m.threads, cfg.MaxIter, cfg.Solver)
 	threads := max(1, m.threads/cfg.Workers)
