@@ -79,7 +79,7 @@ func TestStreamingDiLoCoTrains(t *testing.T) {
 		header       string
 	}{
 		{2, 0, 32, "2 fragments (weights 2128+2388), offsets 6,0 mod H=12, overlap 0 (replace), 32-bit"},
-		{3, 1, 32, "3 fragments (weights 1040+2112+1364), offsets 4,8,0 mod H=12, overlap 1 (mix 0.5), 32-bit"},
+		{3, 1, 32, "3 fragments (weights 2064+1104+1348), offsets 4,8,0 mod H=12, overlap 1 (mix 0.5), 32-bit"},
 		{4, 0, 4, "4 fragments (weights 1040+1088+1040+1348), offsets 3,6,9,0 mod H=12, overlap 0 (replace), 4-bit"},
 		{4, 2, 8, "overlap 2 (mix 0.5), 8-bit"},
 	}

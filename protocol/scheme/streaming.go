@@ -35,8 +35,9 @@ type Fragment struct {
 }
 
 // FragmentPlan splits c's parameter blocks into c.Fragments contiguous
-// groups of about equal size (sequential fragments: each boundary is the
-// block boundary nearest to k·N/P), and gives each its offset in the
+// groups in net order (sequential fragments), the largest as small as
+// the blocks allow and the rest as even as they can be (balancedCuts),
+// and gives each its offset in the
 // H-step cycle, fragment p at (p+1)·H/P mod H, and its bytes. For
 // diloco it is one fragment, the whole net, at offset 0.
 func (c Config) FragmentPlan() []Fragment {
@@ -59,20 +60,7 @@ func (c Config) FragmentPlan() []Fragment {
 		b := c.Layout.Blocks[i]
 		prefix[j+1] = prefix[j] + b.Hi - b.Lo
 	}
-	total := prefix[len(blocks)]
-	cuts := []int{0}
-	for k := 1; k < p; k++ {
-		target := float64(total) * float64(k) / float64(p)
-		lo, hi := cuts[k-1]+1, len(blocks)-(p-k)
-		best := lo
-		for j := lo; j <= hi; j++ {
-			if d, bd := abs64(float64(prefix[j])-target), abs64(float64(prefix[best])-target); d < bd {
-				best = j
-			}
-		}
-		cuts = append(cuts, best)
-	}
-	cuts = append(cuts, len(blocks))
+	cuts := balancedCuts(prefix, p)
 	h := max(c.Interval, 1)
 	out := make([]Fragment, p)
 	for k := range out {
@@ -88,11 +76,46 @@ func (c Config) FragmentPlan() []Fragment {
 	return out
 }
 
-func abs64(x float64) float64 {
-	if x < 0 {
-		return -x
+// balancedCuts splits the blocks whose sizes' prefix sums are prefix
+// into p non-empty contiguous runs: cuts[k] is the first block of run k,
+// cuts[p] the block count. The largest run is as small as it can be (it
+// sets the peak bytes per step), and among such splits the sum of the
+// squared sizes is the least (the others as even as they can be).
+func balancedCuts(prefix []int, p int) []int {
+	nb := len(prefix) - 1
+	type cost struct{ most, sq int64 }
+	better := func(a, b cost) bool { return a.most < b.most || (a.most == b.most && a.sq < b.sq) }
+	// best[k][j]: blocks [0, j) in k runs; from[k][j]: where the last
+	// run starts.
+	best := make([][]cost, p+1)
+	from := make([][]int, p+1)
+	for k := range best {
+		best[k] = make([]cost, nb+1)
+		from[k] = make([]int, nb+1)
 	}
-	return x
+	for j := 1; j <= nb; j++ {
+		sz := int64(prefix[j])
+		best[1][j] = cost{sz, sz * sz}
+	}
+	for k := 2; k <= p; k++ {
+		for j := k; j <= nb; j++ {
+			first := true
+			for i := k - 1; i < j; i++ {
+				sz := int64(prefix[j] - prefix[i])
+				c := cost{max(best[k-1][i].most, sz), best[k-1][i].sq + sz*sz}
+				if first || better(c, best[k][j]) {
+					best[k][j], from[k][j], first = c, i, false
+				}
+			}
+		}
+	}
+	cuts := make([]int, p+1)
+	cuts[p] = nb
+	for k, j := p, nb; k > 1; k-- {
+		j = from[k][j]
+		cuts[k-1] = j
+	}
+	return cuts
 }
 
 // outerBits is OuterBits, 32 when unset.

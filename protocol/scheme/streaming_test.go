@@ -111,11 +111,14 @@ func sameSchedule(a, b map[int][]int) bool {
 	return true
 }
 
-// TestFragmentPlan: fragments are contiguous runs of blocks whose
-// boundaries fall nearest to k·N/P, and the peak bytes of P fragments
-// of equal blocks are 1/P of diloco's.
+// TestFragmentPlan: fragments are contiguous runs of blocks, the largest
+// as small as it can be and the rest as even as they can be, and the
+// peak bytes of P fragments of equal blocks are 1/P of diloco's.
 func TestFragmentPlan(t *testing.T) {
 	even := Layout{N: 400, Blocks: []Range{{Lo: 0, Hi: 100}, {Lo: 100, Hi: 200}, {Lo: 200, Hi: 300}, {Lo: 300, Hi: 400}}}
+	// cifar10_quick's and LeNet's blocks (weights, biases).
+	cifar := layoutOf(2400, 32, 25600, 32, 51200, 64, 65536, 64, 640, 10)
+	lenet := layoutOf(500, 20, 25000, 50, 400000, 500, 5000, 10)
 	tests := []struct {
 		name   string
 		c      Config
@@ -126,6 +129,11 @@ func TestFragmentPlan(t *testing.T) {
 		{"2 of 7+12+5", Config{Fragments: 2, Interval: 4, Layout: streamLayout}, []int{0, 7, 24}, []int{2, 0}},
 		{"4 of 4x100", Config{Fragments: 4, Interval: 8, Layout: even}, []int{0, 100, 200, 300, 400}, []int{2, 4, 6, 0}},
 		{"2 of 4x100", Config{Fragments: 2, Interval: 8, Layout: even}, []int{0, 200, 400}, []int{4, 0}},
+		// The largest is ip1's weights alone (no fragment of conv3's
+		// bias alone), the others as even as the blocks allow.
+		{"4 of cifar10_quick", Config{Fragments: 4, Interval: 100, Layout: cifar}, []int{0, 28064, 79328, 144864, 145578}, []int{25, 50, 75, 0}},
+		// ip1's weights are 93 % of LeNet's: a fragment of their own.
+		{"4 of lenet", Config{Fragments: 4, Interval: 100, Layout: lenet}, []int{0, 520, 25570, 425570, 431080}, []int{25, 50, 75, 0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,4 +194,14 @@ func TestStreamingRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// layoutOf is blocks of the given sizes, contiguous from 0.
+func layoutOf(sizes ...int) Layout {
+	var l Layout
+	for _, n := range sizes {
+		l.Blocks = append(l.Blocks, Range{Lo: l.N, Hi: l.N + n})
+		l.N += n
+	}
+	return l
 }
