@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -162,5 +163,31 @@ func TestSimulateStreamingDiLoCo(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, want a refusal naming %q\n%s\n%s", tc.args, code, tc.want, out, errs)
 		}
+	}
+}
+
+// TestCompareStreamingDiLoCo: compare passes the fragment flags to
+// streaming-diloco only, so diloco runs beside it instead of refusing
+// them.
+func TestCompareStreamingDiLoCo(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", balancedNet)
+	write(t, dir, "solver.prototxt", strings.Replace(tinySolver, "base_lr: 0.1", "base_lr: 0.01", 1))
+	code, out, errs := runCmd(t, dir, "compare", "--solver", "solver.prototxt", "--schemes", "diloco,streaming-diloco", "--workers", "2",
+		"--iters", "24", "--interval", "4", "--fragments", "2", "--outer-bits", "8", "--time-budget", "20s", "--threads", "1", "--plot", "none", "--test-interval", "12", "--logs", "logs")
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s\n%s", code, out, errs)
+	}
+	rows := 0
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && (f[0] == "diloco" || f[0] == "streaming-diloco") && f[1] == "2" && f[2] == "24" {
+			rows++
+		}
+	}
+	if rows != 2 {
+		t.Errorf("%d table rows of 24 iterations, want diloco's and streaming-diloco's:\n%s", rows, out)
+	}
+	if b, err := os.ReadFile(dir + "/logs/streaming-diloco.log"); err != nil || !strings.Contains(string(b), "2 fragments") {
+		t.Errorf("streaming-diloco's log lacks its 2 fragments (%v)", err)
 	}
 }
