@@ -139,6 +139,11 @@ func encode(v, s float32, bits int) uint32 {
 		if math.Signbit(float64(v)) {
 			sign = 8
 		}
+		if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
+			// A diverged run: every value decodes non-finite, so the
+			// divergence shows instead of turning into zeros.
+			return sign | 7
+		}
 		if s == 0 || !(a > 0) {
 			return 0
 		}
@@ -155,7 +160,7 @@ func encode(v, s float32, bits int) uint32 {
 		if r >= 1.5*math.Ldexp(1, m) {
 			m++
 		}
-		e := min(m+7, 7)
+		e := max(1, min(m+7, 7))
 		return sign | uint32(e)
 	}
 	panic(fmt.Sprintf("scheme: no %d-bit format", bits))

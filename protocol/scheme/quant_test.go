@@ -109,3 +109,24 @@ func TestQuantSumInFloat32(t *testing.T) {
 		t.Errorf("sums %v are all on a 4-bit grid: the test proves nothing", acc)
 	}
 }
+
+// TestQuantNonFinite: a non-finite pseudo-gradient (a diverged run) comes
+// back non-finite at every precision instead of as zeros, and does not
+// spill into its neighbours' codes.
+func TestQuantNonFinite(t *testing.T) {
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1))} {
+		for _, bits := range []int{16, 8, 4} {
+			src := []float32{0.5, bad, -0.25, 0, 1, 2, 3, 4, 5}
+			packed := make([]float32, QuantWords(len(src), bits))
+			PackQuantized(packed, src, bits)
+			got := make([]float32, len(src))
+			UnpackQuantized(got, packed, bits, false)
+			if v := float64(got[1]); !math.IsNaN(v) && !math.IsInf(v, 0) {
+				t.Errorf("%d bits: %v comes back as %v", bits, bad, got[1])
+			}
+			if bits == 16 && (got[0] != 0.5 || got[2] != -0.25) {
+				t.Errorf("16 bits: the neighbours of %v come back as %v", bad, got)
+			}
+		}
+	}
+}

@@ -70,6 +70,8 @@ type Config struct {
 	// Mix is streaming-diloco's mixing factor: with Overlap > 0 a
 	// fragment's weights become Mix·local + (1 − Mix)·global when its
 	// outer step lands (with Overlap 0 the global copy replaces them).
+	// 0 is a valid factor (the global copy); the command's default is
+	// StreamingMix.
 	Mix float32
 	// OuterBits is the precision streaming-diloco's pseudo-gradients
 	// travel in: 32, 16, 8 or 4 (0 counts as 32; see PackQuantized).
