@@ -191,3 +191,30 @@ func TestCompareStreamingDiLoCo(t *testing.T) {
 		t.Errorf("streaming-diloco's log lacks its 2 fragments (%v)", err)
 	}
 }
+
+// TestStreamingDiLoCoOverTCP: over TCP between worker processes, 3 of
+// them (an odd ring, where two neighbours both send first), with 4-bit
+// pseudo-gradients and an overlap, the quantised ring of sends and
+// receives completes and the net trains.
+func TestStreamingDiLoCoOverTCP(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", balancedNet)
+	write(t, dir, "solver.prototxt", strings.Replace(tinySolver, "base_lr: 0.1", "base_lr: 0.01", 1))
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--transport", "tcp", "--workers", "3", "--scheme", "streaming-diloco",
+		"--interval", "12", "--fragments", "4", "--overlap", "1", "--outer-bits", "4", "--iters", "72", "--threads", "1", "--snapshot-prefix", "none", "--test-interval", "0")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	m := finalLossRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no final test loss:\n%s", out)
+	}
+	if loss, _ := strconv.ParseFloat(m[1], 64); loss > 0.5 {
+		t.Errorf("final test loss %g: it did not train (untrained: 1.386)", loss)
+	}
+	for _, want := range []string{"3 worker(s) over tcp", "4-bit pseudo-gradients"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
