@@ -37,9 +37,11 @@ type Fragment struct {
 // FragmentPlan splits c's parameter blocks into c.Fragments contiguous
 // groups in net order (sequential fragments), the largest as small as
 // the blocks allow and the rest as even as they can be (balancedCuts),
-// and gives each its offset in the
-// H-step cycle, fragment p at (p+1)·H/P mod H, and its bytes. For
-// diloco it is one fragment, the whole net, at offset 0.
+// and gives each its offset in the H-step cycle, fragment p at
+// (p+1)·H/P mod H, and its bytes. The fragments tile [0, N), so a
+// weight outside every block (none, in the nets dsgd builds) still
+// synchronises. For diloco it is one fragment, the whole net, at offset
+// 0.
 func (c Config) FragmentPlan() []Fragment {
 	var blocks []int // indices of the non-empty blocks
 	for i, b := range c.Layout.Blocks {
@@ -65,10 +67,12 @@ func (c Config) FragmentPlan() []Fragment {
 	out := make([]Fragment, p)
 	for k := range out {
 		first, last := blocks[cuts[k]], blocks[cuts[k+1]-1]
-		f := Fragment{Lo: c.Layout.Blocks[first].Lo, Hi: c.Layout.Blocks[last].Hi, First: first, Last: last, Offset: (k + 1) * h / p % h}
-		if p == 1 && len(blocks) > 0 {
-			// Every block, wherever it lies.
-			f.Lo, f.Hi = 0, c.Layout.N
+		f := Fragment{Lo: 0, Hi: c.Layout.Blocks[last].Hi, First: first, Last: last, Offset: (k + 1) * h / p % h}
+		if k > 0 {
+			f.Lo = out[k-1].Hi
+		}
+		if k == p-1 {
+			f.Hi = c.Layout.N
 		}
 		f.Bytes = c.syncBytes(f.Lo, f.Hi)
 		out[k] = f
