@@ -575,6 +575,14 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		defer ep.Close()
 		cfg.Group.Endpoint = ep
 	}
+	var peak *stepBytes
+	if g != nil && cfg.Group.Endpoint != nil && tr.SchemeConfig().Info().Outer {
+		// diloco's and streaming-diloco's point is the bytes of their
+		// busiest step: measure it.
+		peak = &stepBytes{ep: cfg.Group.Endpoint}
+		cfg.OnIter = peak.wrap(cfg.OnIter)
+		tr.SetOnIter(cfg.OnIter)
+	}
 	if prom != nil {
 		tr.SetOnIter(prom.onIter(tr.GlobalBatch(), cfg.OnIter))
 		tr.SetOnIterMetrics(prom.onIterMetrics)
@@ -625,6 +633,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 			w = stderr
 		}
 		printTraffic(w, rank, g.world, cfg.Group.Endpoint.Stats(), res)
+		if peak != nil {
+			peak.print(w, rank)
+		}
 		printLinks(w, cfg.Group.Endpoint, res.Iters)
 	} else if cfg.Group != nil {
 		printLinks(out, cfg.Group.Endpoint, res.Iters)
