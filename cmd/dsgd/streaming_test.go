@@ -40,6 +40,7 @@ layer { name: "acc" type: "Accuracy" bottom: "ip5" bottom: "label" top: "accurac
 var (
 	finalLossRE = regexp.MustCompile(`final test:\s+loss ([0-9.]+)`)
 	peakRE      = regexp.MustCompile(`peak ([0-9]+) bytes per step per worker \(diloco: ([0-9]+)\)`)
+	measuredRE  = regexp.MustCompile(`peak step \(rank 0, measured\): sent ([0-9]+) bytes`)
 )
 
 // TestStreamingDiLoCoTrains: streaming-diloco with 2 to 4 fragments, with
@@ -195,12 +196,13 @@ func TestCompareStreamingDiLoCo(t *testing.T) {
 // TestStreamingDiLoCoOverTCP: over TCP between worker processes, 3 of
 // them (an odd ring, where two neighbours both send first), with 4-bit
 // pseudo-gradients and an overlap, the quantised ring of sends and
-// receives completes and the net trains.
+// receives completes, the net trains, and the bytes rank 0 sent in its
+// busiest step are the header's peak.
 func TestStreamingDiLoCoOverTCP(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "net.prototxt", balancedNet)
 	write(t, dir, "solver.prototxt", strings.Replace(tinySolver, "base_lr: 0.1", "base_lr: 0.01", 1))
-	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--transport", "tcp", "--workers", "3", "--scheme", "streaming-diloco",
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--transport", "tcp", "--shm", "off", "--workers", "3", "--scheme", "streaming-diloco",
 		"--interval", "12", "--fragments", "4", "--overlap", "1", "--outer-bits", "4", "--iters", "72", "--threads", "1", "--snapshot-prefix", "none", "--test-interval", "0")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
@@ -211,6 +213,18 @@ func TestStreamingDiLoCoOverTCP(t *testing.T) {
 	}
 	if loss, _ := strconv.ParseFloat(m[1], 64); loss > 0.5 {
 		t.Errorf("final test loss %g: it did not train (untrained: 1.386)", loss)
+	}
+	// Every pair over TCP: rank 0's busiest step is its share of the
+	// largest fragment's ring, which the header gives for the busiest
+	// rank.
+	hm, mm := peakRE.FindStringSubmatch(out), measuredRE.FindStringSubmatch(out)
+	if hm == nil || mm == nil {
+		t.Fatalf("no peak in the header or no measured peak:\n%s", out)
+	}
+	header, _ := strconv.ParseFloat(hm[1], 64)
+	measured, _ := strconv.ParseFloat(mm[1], 64)
+	if measured > header || measured < 0.9*header {
+		t.Errorf("measured peak %g bytes per step, the header's %g", measured, header)
 	}
 	for _, want := range []string{"3 worker(s) over tcp", "4-bit pseudo-gradients"} {
 		if !strings.Contains(out, want) {
