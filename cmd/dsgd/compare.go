@@ -134,7 +134,16 @@ func compareOne(ctx context.Context, name, logName string, workers int, base []s
 	tfs := flag.NewFlagSet("train", flag.ContinueOnError)
 	tf.register(tfs)
 	tfs.SetOutput(io.Discard)
-	sargs := append(append([]string(nil), base...), "--scheme="+name, "--workers="+strconv.Itoa(w))
+	var sargs []string
+	for _, a := range base {
+		// streaming-diloco's flags are its own; the other schemes
+		// refuse them.
+		if name != "streaming-diloco" && streamingFlag(a) {
+			continue
+		}
+		sargs = append(sargs, a)
+	}
+	sargs = append(sargs, "--scheme="+name, "--workers="+strconv.Itoa(w))
 	if sharedWeights(name) && !set["lr-scale"] {
 		// Every worker's steps land in the same weights: one worker's
 		// step size overall (Downpour, Hogwild).

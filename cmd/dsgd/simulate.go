@@ -39,11 +39,14 @@ type simFlags struct {
 	interval, staleness        *int
 	variant, groups, bucketKiB *int
 	alpha, outerMomentum       *float64
+	streaming                  streamingFlags
+	fs                         *flag.FlagSet
 	finish, algo               *string
 	roundDeadline              *time.Duration
 }
 
 func (f *simFlags) register(fs *flag.FlagSet) {
+	f.fs = fs
 	f.m.register(fs)
 	f.schemes = fs.String("scheme", "sync-tree", "scheme, or comma-separated schemes (one table block and one plot line each): "+strings.Join(scheme.Names(), ", "))
 	f.workers = fs.String("workers", "1,2,4,8,16", "worker count `P`, or a sweep: 1,2,4,8 or 1,2,4,...,4096 (\"...\" continues the doubling, or the step, of the two counts before it)")
@@ -62,6 +65,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	f.staleness = fs.Int("staleness", 3, "ssp: the staleness bound")
 	f.outerMomentum = fs.Float64("outer-momentum", scheme.DiLoCoOuterMomentum, "diloco: the outer optimizer's Nesterov momentum (the paper's 0.9; 0 for plain outer SGD)")
 	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate (default 0.9/workers; hybrid 0.9/groups); diloco: the outer learning rate (default 0.7)")
+	f.streaming.register(fs)
 	f.variant = fs.Int("variant", 3, "sync-easgd: 1 separate master, 2 center on worker 0, 3 as 2 overlapped")
 	f.groups = fs.Int("groups", 0, "hybrid: synchronous groups (default 2, or 1 for an odd worker count)")
 	f.finish = fs.String("finish", "own", "asynchronous schemes: own, master, first or average")
@@ -151,7 +155,17 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// measured; the real layout is the model's.
 	for _, name := range names {
 		for _, p := range ps {
-			sc := opts.schemeConfig(name, p, scheme.Layout{N: 1, Blocks: []scheme.Range{{Lo: 0, Hi: 1}}}, *f.warmup+*f.iters)
+			stand := scheme.Layout{N: 1, Blocks: []scheme.Range{{Lo: 0, Hi: 1}}}
+			if name == "streaming-diloco" {
+				// As many blocks as fragments: whether the model has
+				// them is checked on its own layout.
+				stand = scheme.Layout{}
+				for range max(opts.fragments, 1) {
+					stand.Blocks = append(stand.Blocks, scheme.Range{Lo: stand.N, Hi: stand.N + 1<<16})
+					stand.N += 1 << 16
+				}
+			}
+			sc := opts.schemeConfig(name, p, stand, *f.warmup+*f.iters)
 			if err := sc.Validate(); err != nil {
 				return bad("--scheme %s with --workers %d: %v", name, p, err)
 			}
@@ -243,6 +257,8 @@ type simOptions struct {
 	pack                                       bool
 	bucket, interval, staleness, variant, grps int
 	alpha, outerMomentum                       float64
+	fragments, overlap, outerBits              int
+	mix                                        float32
 	algo                                       collective.Algorithm
 	finish                                     center.Finish
 	roundDeadline                              time.Duration
@@ -267,6 +283,9 @@ func (f *simFlags) simOptions(maxWorkers int) (simOptions, error) {
 		return o, fmt.Errorf("--alpha must be in [0,1), got %g", *f.alpha)
 	case *f.roundDeadline < 0:
 		return o, fmt.Errorf("--round-deadline must not be negative, got %v", *f.roundDeadline)
+	}
+	if err := f.streaming.apply(f.fs, slices.Contains(strings.Split(*f.schemes, ","), "streaming-diloco"), &o.fragments, &o.overlap, &o.mix, &o.outerBits); err != nil {
+		return o, err
 	}
 	o.bucket = 1024 << 10 / 4 // across processes: DDP's buckets, as dsgd train
 	if *f.bucketKiB >= 0 {
@@ -310,6 +329,9 @@ func (o simOptions) schemeConfig(name string, workers int, layout scheme.Layout,
 	}
 	c.Alpha = float32(a)
 	c.OuterMomentum = float32(o.outerMomentum)
+	if name == "streaming-diloco" {
+		c.Fragments, c.Overlap, c.Mix, c.OuterBits = o.fragments, o.overlap, o.mix, o.outerBits
+	}
 	c.Aligned = o.finish != center.FinishOwn
 	return c
 }

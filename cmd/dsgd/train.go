@@ -49,6 +49,7 @@ type trainFlags struct {
 	interval, staleness, variant, groups *int
 	alpha, rho, momentum                 *float64
 	outerMomentum                        *float64
+	streaming                            streamingFlags
 	finish, straggle                     *string
 	roundDeadline                        *time.Duration
 	maxUpdateNorm                        *float64
@@ -101,6 +102,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.staleness = fs.Int("staleness", 3, "ssp: a worker more than this many iterations ahead of the slowest waits")
 	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate alpha (ShmCaffe's moving_rate, SC17's eta*rho); default 0.9/workers (EASGD's beta = 0.9); diloco: the outer learning rate (default 0.7)")
 	f.outerMomentum = fs.Float64("outer-momentum", scheme.DiLoCoOuterMomentum, "diloco: the outer optimizer's Nesterov momentum (the paper's 0.9; 0 for plain outer SGD)")
+	f.streaming.register(fs)
 	f.rho = fs.Float64("rho", 0, "elastic schemes: SC17's rho; sets alpha = base_lr * rho")
 	f.momentum = fs.Float64("momentum", -1, "solver momentum (default: the solver's; for "+strings.Join(scheme.PlainSGDNames(), ", ")+", whose rule is plain SGD (SC17 Eq. 1), 0 with base_lr / (1 - the solver's momentum); the header shows the momentum and base_lr the run uses)")
 	f.variant = fs.Int("variant", 3, "sync-easgd: 1 center on a separate master, 2 center on worker 0, 3 as 2 with the exchange overlapped with compute (SC17 6.1)")
@@ -188,6 +190,14 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	}
 	cfg.Alpha = float32(alpha)
 	cfg.OuterMomentum = float32(*f.outerMomentum)
+	if err := f.streaming.apply(f.fs, cfg.Scheme == "streaming-diloco", &cfg.Fragments, &cfg.Overlap, &cfg.Mix, &cfg.OuterBits); err != nil {
+		return err
+	}
+	if cfg.OuterBits < 32 && cfg.Scheme == "streaming-diloco" && *f.compress != "none" {
+		// The codes are packed into float32 words; a wire encoding of
+		// floats would change their bits.
+		return fmt.Errorf("--outer-bits %d with --compress %s: the quantised pseudo-gradients travel as packed codes, which a float encoding on the wire would corrupt; give one of them", cfg.OuterBits, *f.compress)
+	}
 	if in, _ := scheme.Lookup(cfg.Scheme); in.Outer {
 		f.note += fmt.Sprintf("dsgd: %s: every %d iterations (--interval) the workers' mean pseudo-gradient takes an outer Nesterov SGD step, lr %g (--alpha), momentum %g (--outer-momentum); the solver is the inner optimizer\n", cfg.Scheme, max(cfg.Interval, 1), alpha, *f.outerMomentum)
 	}
@@ -579,12 +589,27 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		defer ep.Close()
 		cfg.Group.Endpoint = ep
 	}
+	var peak *stepBytes
+	if g != nil && cfg.Group.Endpoint != nil && tr.SchemeConfig().Info().Outer {
+		// diloco's and streaming-diloco's point is the bytes of their
+		// busiest step: measure it.
+		peak = &stepBytes{ep: cfg.Group.Endpoint}
+		cfg.OnIter = peak.wrap(cfg.OnIter)
+		tr.SetOnIter(cfg.OnIter)
+	}
 	if prom != nil {
 		tr.SetOnIter(prom.onIter(tr.GlobalBatch(), cfg.OnIter))
 		tr.SetOnIterMetrics(prom.onIterMetrics)
 		tr.SetOnTest(prom.onTest)
 		if cfg.Group != nil && cfg.Group.Endpoint != nil {
 			prom.registerEndpoint(cfg.Group.Endpoint)
+		}
+	}
+	if sc := tr.SchemeConfig(); sc.Name == "streaming-diloco" {
+		// Its fragments need the net's blocks: refuse them before
+		// the header and the first test.
+		if err := sc.Validate(); err != nil {
+			return err
 		}
 	}
 	out := cfg.Out
@@ -603,6 +628,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	fmt.Fprintf(out, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Scheme, cfg.Workers, where, threads, cfg.Pack)
 	fmt.Fprint(out, autoNote)
 	fmt.Fprint(out, f.note)
+	if sc := tr.SchemeConfig(); sc.Info().Outer {
+		fmt.Fprintf(out, "dsgd: %s: %s\n", sc.Name, sc.StreamingSummary())
+	}
 	fmt.Fprint(out, f.reduceNote)
 	printCompressHeader(out, tr, cfg)
 	if cfg.Resume != "" {
@@ -621,6 +649,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 			w = stderr
 		}
 		printTraffic(w, rank, g.world, cfg.Group.Endpoint.Stats(), res)
+		if peak != nil {
+			peak.print(w, rank)
+		}
 		printLinks(w, cfg.Group.Endpoint, res.Iters)
 	} else if cfg.Group != nil {
 		printLinks(out, cfg.Group.Endpoint, res.Iters)

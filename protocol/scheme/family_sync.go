@@ -61,6 +61,12 @@ var syncFamily = []Info{
 		Outer:    true,
 		newRanks: func(c Config, n int) []Rank { return workers(c, n, func(c Config, _ int) Rank { return newDiLoCo(c) }) },
 	},
+	{
+		Name: "streaming-diloco", Paper: "Douillard et al. 2025 (Streaming DiLoCo)", Summary: "diloco synchronised fragment by fragment (--fragments P, staggered by H/P), the outer step landing --overlap steps later mixed by --mix, pseudo-gradients in --outer-bits",
+		Outer:    true,
+		check:    checkStreaming,
+		newRanks: func(c Config, n int) []Rank { return workers(c, n, newStreaming) },
+	},
 }
 
 // newAllreduceWorker builds a worker of seq, sync-tree, sync-ring or

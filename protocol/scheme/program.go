@@ -14,7 +14,9 @@ type program struct {
 	waitComp  bool // waiting for ComputeDone
 	waitAll   bool // waiting until nothing is in flight
 	computing bool
-	ans       Event // the answer that released the last wait
+	until     func() bool // a wait for a condition (nil: none)
+	ran       int         // steps taken so far
+	ans       Event       // the answer that released the last wait
 	loss      float64
 }
 
@@ -23,6 +25,9 @@ type step struct {
 	wait bool
 	fn   func()
 	all  bool // a barrier: wait until compute and every transfer are done
+	// cond, when set, holds the program until it reports true (checked
+	// whenever the program runs).
+	cond func() bool
 }
 
 // do appends an action; wait holds the program until it is answered.
@@ -33,6 +38,10 @@ func (p *program) then(fn func()) { p.steps = append(p.steps, step{fn: fn}) }
 
 // barrier appends a wait for everything in flight.
 func (p *program) barrier() { p.steps = append(p.steps, step{all: true}) }
+
+// waitUntil appends a wait until cond reports true; the rank re-runs the
+// program when what cond reads may have changed.
+func (p *program) waitUntil(cond func() bool) { p.steps = append(p.steps, step{cond: cond}) }
 
 // local appends a local action.
 func (p *program) local(a Action) { p.do(a, false) }
@@ -60,6 +69,12 @@ func (p *program) step(ev Event) []Action {
 }
 
 func (p *program) blocked() bool {
+	if p.until != nil {
+		if !p.until() {
+			return true
+		}
+		p.until = nil
+	}
 	return p.waitID != 0 || p.waitComp || (p.waitAll && (p.computing || p.pending > 0))
 }
 
@@ -68,11 +83,14 @@ func (p *program) run() {
 		p.waitAll = false
 		s := p.steps[0]
 		p.steps = p.steps[1:]
+		p.ran++
 		switch {
 		case s.fn != nil:
 			s.fn()
 		case s.all:
 			p.waitAll = true
+		case s.cond != nil:
+			p.until = s.cond
 		case s.a.Op == Compute:
 			p.computing = true
 			p.emit(s.a)

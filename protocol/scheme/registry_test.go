@@ -47,8 +47,8 @@ func TestCatalogue(t *testing.T) {
 	if _, err := Lookup("nope"); err == nil {
 		t.Error("an unknown scheme was found")
 	}
-	if len(Names()) != 18 {
-		t.Errorf("%d schemes, want the 18 of the catalogue (the papers' 17 and DiLoCo)", len(Names()))
+	if len(Names()) != 19 {
+		t.Errorf("%d schemes, want the 19 of the catalogue (the papers' 17, DiLoCo and Streaming DiLoCo)", len(Names()))
 	}
 }
 

@@ -20,6 +20,9 @@ const (
 	// a scratch buffer when a scheme first names it.
 	Delta
 	Spare
+	// Wire is a scratch buffer of the same length for packed quantised
+	// values (streaming-diloco's pseudo-gradients, QuantWords).
+	Wire
 	numBuffers
 )
 
@@ -35,6 +38,8 @@ func (b Buffer) String() string {
 		return "delta"
 	case Spare:
 		return "spare"
+	case Wire:
+		return "wire"
 	}
 	return fmt.Sprintf("buffer(%d)", int(b))
 }
@@ -127,10 +132,16 @@ const (
 	// its stop decision into the value its group's flag broadcast
 	// carries.
 	Fill
+	// Quantize packs Src quantised to Bits into R (local; R holds
+	// QuantWords(Src.Len(), Bits) words; see PackQuantized).
+	Quantize
+	// Dequantize unpacks R's values from Src, packed by Quantize at
+	// Bits, and with Add sums them into R in float32 (local).
+	Dequantize
 )
 
 var opNames = [...]string{"compute", "allreduce", "broadcast", "send", "recv", "scale", "update", "copy", "iter-done", "finish",
-	"reduce", "axpy", "join", "pull", "push", "elastic", "round", "clock", "leave", "closed", "abort", "accumulate", "gather", "fill"}
+	"reduce", "axpy", "join", "pull", "push", "elastic", "round", "clock", "leave", "closed", "abort", "accumulate", "gather", "fill", "quantize", "dequantize"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -167,9 +178,10 @@ type Action struct {
 	Op     Op
 	ID     int
 	R      Range
-	Src    Range   // Copy
+	Src    Range   // Copy, Axpy, Quantize, Dequantize
 	Peer   int     // Send, Recv, Broadcast and Reduce (root)
-	Add    bool    // Recv
+	Add    bool    // Recv, Dequantize
+	Bits   int     // Quantize, Dequantize
 	Tag    uint32  // Send, Recv
 	Factor float32 // Scale, Axpy, Elastic (alpha)
 	Iter   int     // Update, IterDone, Round, Clock
@@ -261,7 +273,8 @@ type VecOps struct {
 }
 
 // Arith carries out a's arithmetic if a is one of the local ops that only
-// compute on the rank's buffers (Scale, Copy, Axpy, Fill), on the ranges
+// compute on the rank's buffers (Scale, Copy, Axpy, Fill, Quantize,
+// Dequantize), on the ranges
 // that buf returns, and reports whether it was. Every driver (the real
 // one, the simulator's exact mode) runs them through here, so they mean
 // the same everywhere.
@@ -278,6 +291,10 @@ func (a Action) Arith(buf func(Range) []float32, ops VecOps) bool {
 		for i := range dst {
 			dst[i] = a.Factor
 		}
+	case Quantize:
+		PackQuantized(buf(a.R), buf(a.Src), a.Bits)
+	case Dequantize:
+		UnpackQuantized(buf(a.R), buf(a.Src), a.Bits, a.Add)
 	default:
 		return false
 	}

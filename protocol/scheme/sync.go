@@ -60,6 +60,22 @@ type Config struct {
 	// OuterMomentum is the Nesterov momentum of an Outer scheme's outer
 	// optimizer (diloco's; the paper's is DiLoCoOuterMomentum), in [0, 1).
 	OuterMomentum float32
+	// Fragments is streaming-diloco's P: the parameter blocks split into
+	// P contiguous groups of about equal size, synchronised at staggered
+	// steps (0 counts as 1).
+	Fragments int
+	// Overlap is streaming-diloco's τ: a fragment's averaged outer step
+	// lands τ inner steps after its pseudo-gradient is sent (0: at once).
+	Overlap int
+	// Mix is streaming-diloco's mixing factor: with Overlap > 0 a
+	// fragment's weights become Mix·local + (1 − Mix)·global when its
+	// outer step lands (with Overlap 0 the global copy replaces them).
+	// 0 is a valid factor (the global copy); the command's default is
+	// StreamingMix.
+	Mix float32
+	// OuterBits is the precision streaming-diloco's pseudo-gradients
+	// travel in: 32, 16, 8 or 4 (0 counts as 32; see PackQuantized).
+	OuterBits int
 	// Variant is sync-easgd's implementation (SC17 6.1): 1 keeps the
 	// center on a separate master rank, 2 on worker 0, 3 as 2 with the
 	// exchange overlapped with the next forward and backward.

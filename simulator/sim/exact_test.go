@@ -213,6 +213,9 @@ func (c exactCase) String() string {
 	if c.sc.Groups > 0 {
 		s += fmt.Sprintf("/g%d", c.sc.Groups)
 	}
+	if c.sc.Fragments > 0 {
+		s += fmt.Sprintf("/P%d/tau%d/bits%d", c.sc.Fragments, c.sc.Overlap, c.sc.OuterBits)
+	}
 	return s
 }
 
@@ -255,6 +258,12 @@ func exactCases() []exactCase {
 		cs = append(cs,
 			exactCase{sc: scheme.Config{Name: "local-sgd", Workers: p, Interval: 2, Pack: p == 2}, replicas: true},
 			exactCase{sc: scheme.Config{Name: "diloco", Workers: p, Interval: 2, Alpha: 0.7, OuterMomentum: 0.9, Pack: p == 2}, replicas: true})
+	}
+	for p := 1; p <= 4; p++ {
+		cs = append(cs,
+			exactCase{sc: scheme.Config{Name: "streaming-diloco", Workers: p, Interval: 3, Fragments: 3, Overlap: 0, Alpha: 0.7, OuterMomentum: 0.9, Pack: p == 2}, replicas: true},
+			exactCase{sc: scheme.Config{Name: "streaming-diloco", Workers: p, Interval: 4, Fragments: 2, Overlap: 1, Mix: 0.5, OuterBits: 4, Alpha: 0.7, OuterMomentum: 0.9}, replicas: true},
+			exactCase{sc: scheme.Config{Name: "streaming-diloco", Workers: p, Interval: 3, Fragments: 3, Overlap: 0, OuterBits: 8 << (p % 2), Alpha: 0.7, OuterMomentum: 0.9}, replicas: true})
 	}
 	return cs
 }

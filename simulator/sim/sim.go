@@ -389,7 +389,7 @@ type driver struct {
 
 	// exact mode: the rank's buffers (by scheme.Buffer; nil until used)
 	// and its Computes so far.
-	bufs     [5][]float32
+	bufs     [6][]float32
 	computes int
 
 	// worker 0's account
@@ -555,6 +555,11 @@ func (d *driver) local(a scheme.Action) float64 {
 	case scheme.Update:
 		return d.s.cfg.Model.Update.Seconds()
 	case scheme.Scale, scheme.Axpy:
+		return d.s.addCost(a.R.Len())
+	case scheme.Quantize:
+		// A pass over the values packed, as an add's.
+		return d.s.addCost(a.Src.Len())
+	case scheme.Dequantize:
 		return d.s.addCost(a.R.Len())
 	}
 	return 0

@@ -55,9 +55,9 @@ type Rank struct {
 	// Ep connects the rank to the others; nil for a group of one.
 	Ep transport.Endpoint
 	// Buffers are the rank's Params and Grads. The scratch buffers (Aux,
-	// Delta, Spare) may be left nil: the rank allocates one, as long as
-	// Params, the first time its scheme names it.
-	Params, Grads, Aux, Delta, Spare []float32
+	// Delta, Spare, Wire) may be left nil: the rank allocates one, as long
+	// as Params, the first time its scheme names it.
+	Params, Grads, Aux, Delta, Spare, Wire []float32
 	// Center is the shared state of an asynchronous scheme, and CenterID
 	// this rank's worker id there; nil for the other schemes.
 	Center   center.Center
@@ -347,6 +347,8 @@ func (r *Rank) slice(rg scheme.Range) []float32 {
 		b = &r.Delta
 	case scheme.Spare:
 		b = &r.Spare
+	case scheme.Wire:
+		b = &r.Wire
 	default:
 		panic(fmt.Sprintf("node: unknown buffer %v", rg.Buf))
 	}

@@ -28,7 +28,7 @@ func (t *Trainer) runFields() runcfg.Fields {
 	c := t.cfg
 	s := c.Solver
 	f := func(name string, v any) [2]string { return [2]string{name, fmt.Sprint(v)} }
-	return runcfg.Fields{
+	fields := runcfg.Fields{
 		f("--seed", c.Seed),
 		f("--scheme", c.Scheme),
 		f("--workers", max(c.Workers, 1)),
@@ -52,6 +52,12 @@ func (t *Trainer) runFields() runcfg.Fields {
 		f("--groups", c.Groups),
 		f("--finish", c.Finish),
 	}
+	if c.Scheme == "streaming-diloco" {
+		// Only for it, so that the other schemes' fields (and older
+		// snapshots' and servers' comparisons) stay as they were.
+		fields = append(fields, f("--fragments", c.Fragments), f("--overlap", c.Overlap), f("--mix", c.Mix), f("--outer-bits", c.OuterBits))
+	}
+	return fields
 }
 
 // JoinFields is what a worker of a center scheme tells its parameter

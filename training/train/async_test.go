@@ -98,6 +98,11 @@ func schemeRuns(include func(string) bool) []struct {
 		case "async":
 			add(name, name, nil)
 			add(name+"/interval=2", name, func(c *Config) { c.Interval = 2 })
+		case "streaming-diloco":
+			add(name, name, nil)
+			add(name+"/P=2,tau=1,bits=4", name, func(c *Config) {
+				c.Interval, c.Fragments, c.Overlap, c.Mix, c.OuterBits = 4, 2, 1, 0.5, 4
+			})
 		default:
 			add(name, name, nil)
 		}

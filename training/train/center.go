@@ -18,7 +18,8 @@ func (t *Trainer) schemeConfig(start int) scheme.Config {
 	sc := scheme.Config{Name: cfg.Scheme, Workers: max(cfg.Workers, 1), StartIter: start, MaxIter: cfg.MaxIter,
 		Pack: cfg.Pack, Bucket: cfg.Bucket, Interval: cfg.Interval, Staleness: cfg.Staleness, Alpha: cfg.Alpha,
 		OuterMomentum: cfg.OuterMomentum,
-		Variant:       cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn,
+		Fragments:     cfg.Fragments, Overlap: cfg.Overlap, Mix: cfg.Mix, OuterBits: cfg.OuterBits,
+		Variant: cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn,
 		// Ranks in other processes built their models apart.
 		Broadcast: cfg.Group != nil,
 		// TRL's accumulator is shared memory: in one process only.
@@ -43,6 +44,10 @@ func (t *Trainer) schemeConfig(start int) scheme.Config {
 	}
 	return sc
 }
+
+// SchemeConfig is the scheme's configuration for this run (the run
+// header reads streaming-diloco's fragment plan from it).
+func (t *Trainer) SchemeConfig() scheme.Config { return t.schemeConfig(t.start) }
 
 // CenterWorkers is the number of workers the configured scheme's center
 // serves: every worker, or hybrid's groups (0 without a center).

@@ -185,6 +185,12 @@ type Config struct {
 	// OuterMomentum is diloco's outer Nesterov momentum
 	// (scheme.Config.OuterMomentum).
 	OuterMomentum float32
+	// Fragments, Overlap, Mix and OuterBits are streaming-diloco's P,
+	// τ, mixing factor and pseudo-gradient precision
+	// (scheme.Config's fields of the same names).
+	Fragments, Overlap int
+	Mix                float32
+	OuterBits          int
 	// Finish is the asynchronous schemes' aligned-termination rule.
 	Finish center.Finish
 	// RoundDeadline is how long a weed-out round waits after its first

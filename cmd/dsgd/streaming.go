@@ -1,0 +1,97 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"dsgd/comm/transport"
+	"dsgd/protocol/scheme"
+)
+
+// streamingFlags are streaming-diloco's settings (Douillard et al. 2025),
+// shared by train (and so compare) and simulate.
+type streamingFlags struct {
+	fragments, overlap, bits *int
+	mix                      *float64
+}
+
+func (s *streamingFlags) register(fs *flag.FlagSet) {
+	s.fragments = fs.Int("fragments", 1, "streaming-diloco: split the parameter blocks into `P` contiguous fragments of about equal size, in net order; fragment p synchronises after the iterations t with (t+1) mod H = (p+1)*H/P mod H (H = --interval, a multiple of P)")
+	s.overlap = fs.Int("overlap", 0, "streaming-diloco: a fragment's outer step lands `TAU` inner steps after its pseudo-gradient is sent, the exchange running beside them (0: at once; less than H/P)")
+	s.mix = fs.Float64("mix", scheme.StreamingMix, "streaming-diloco with --overlap > 0: a landing fragment's weights become MIX*local + (1-MIX)*global (the paper's alpha, 0.5); with --overlap 0 the global weights replace them")
+	s.bits = fs.Int("outer-bits", 32, "streaming-diloco: the pseudo-gradients travel in 32 (float32), 16 (bfloat16), 8 (integers scaled by the chunk's largest value) or 4 bits (sign and 3-bit exponent, E3M0, scaled likewise); every sum is taken in float32")
+}
+
+// apply checks the flags and fills the scheme's settings. A flag given
+// for a run that has no streaming-diloco is refused, naming --scheme.
+func (s *streamingFlags) apply(fs *flag.FlagSet, streaming bool, frags, overlap *int, mix *float32, bits *int) error {
+	var given []string
+	if fs != nil {
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "fragments", "overlap", "mix", "outer-bits":
+				given = append(given, "--"+f.Name)
+			}
+		})
+	}
+	switch {
+	case !streaming && len(given) > 0:
+		return fmt.Errorf("%s: only --scheme streaming-diloco synchronises by fragments", given[0])
+	case *s.fragments < 1:
+		return fmt.Errorf("--fragments must be at least 1, got %d", *s.fragments)
+	case *s.overlap < 0:
+		return fmt.Errorf("--overlap must not be negative, got %d", *s.overlap)
+	case *s.mix < 0 || *s.mix > 1:
+		return fmt.Errorf("--mix must be in [0,1], got %g", *s.mix)
+	case !slices.Contains(scheme.OuterBitsChoices, *s.bits):
+		return fmt.Errorf("--outer-bits must be one of %v, got %d", scheme.OuterBitsChoices, *s.bits)
+	}
+	*frags, *overlap, *mix, *bits = *s.fragments, *s.overlap, float32(*s.mix), *s.bits
+	return nil
+}
+
+// streamingFlag reports whether arg (--name=value) sets one of
+// streaming-diloco's flags.
+func streamingFlag(arg string) bool {
+	for _, n := range []string{"fragments", "overlap", "mix", "outer-bits"} {
+		if strings.HasPrefix(arg, "--"+n+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// stepBytes measures the most bytes this rank's transport sent between
+// the ends of two consecutive iterations: the peak bytes per step of an
+// outer scheme, measured. It starts at the end of the first iteration,
+// so the initial weight broadcast is not counted, and the
+// synchronisations a run takes after its last iteration are not either.
+type stepBytes struct {
+	ep         transport.Endpoint
+	last, most int64
+	at         int
+	seen       bool
+}
+
+// wrap returns an OnIter hook that measures, then calls next (if any).
+func (s *stepBytes) wrap(next func(int, float64, time.Duration)) func(int, float64, time.Duration) {
+	return func(iter int, loss float64, d time.Duration) {
+		b := s.ep.Stats().BytesSent
+		if s.seen && b-s.last > s.most {
+			s.most, s.at = b-s.last, iter
+		}
+		s.last, s.seen = b, true
+		if next != nil {
+			next(iter, loss, d)
+		}
+	}
+}
+
+// print writes the measured peak.
+func (s *stepBytes) print(w io.Writer, rank int) {
+	fmt.Fprintf(w, "peak step (rank %d, measured): sent %d bytes in iteration %d, the most of any iteration after the first (the initial broadcast and the end-of-run synchronisations excluded)\n", rank, s.most, s.at)
+}
