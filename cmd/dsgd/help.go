@@ -28,7 +28,7 @@ var flagGroups = []struct {
 	{"Scheme (how the workers combine their work)", []string{
 		"scheme", "workers", "staleness", "alpha", "rho", "momentum", "outer-momentum", "interval", "update-interval",
 		"groups", "variant", "finish", "straggle", "round-deadline", "center", "reduce", "atom", "allreduce",
-		"bucket", "pack"}},
+		"bucket", "pack", "fragments", "overlap", "mix", "outer-bits"}},
 	{"Transport and processes", []string{
 		"transport", "comm-timeout", "compress", "compress-warmup", "shm", "job", "store", "shard", "rank", "world", "listen",
 		"rendezvous", "token", "token-file"}},
@@ -228,5 +228,6 @@ func completionValues() []struct {
 		{"lr-scale", []string{"none", "linear", "inverse"}},
 		{"compress", []string{"none", "fp16", "bf16", "powersgd:2", "topk:0.01", "sign"}},
 		{"data", []string{"fashion-mnist", "mnist", "cifar10", "synthetic"}},
+		{"outer-bits", []string{"32", "16", "8", "4"}},
 	}
 }
