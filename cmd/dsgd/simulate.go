@@ -212,7 +212,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 	var runs []simRun
 	pid := 0
-	fmt.Fprintf(stdout, "%-14s %6s %10s %10s %10s %10s %7s %9s %10s\n", "scheme", "P", "iter ms", "compute ms", "comm ms", "wait ms", "comm %", "speedup", "efficiency")
+	fmt.Fprintf(stdout, "%-16s %6s %10s %10s %10s %10s %7s %9s %10s\n", "scheme", "P", "iter ms", "compute ms", "comm ms", "wait ms", "comm %", "speedup", "efficiency")
 	for _, name := range names {
 		for _, p := range ps {
 			cfg := base
@@ -229,7 +229,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				return fmt.Errorf("%s with %d workers: %w", name, p, err)
 			}
 			sp, eff := weakScaling(t1, res.Iter, p)
-			fmt.Fprintf(stdout, "%-14s %6d %10.3f %10.3f %10.3f %10.3f %6.1f%% %9.2f %10.3f\n",
+			fmt.Fprintf(stdout, "%-16s %6d %10.3f %10.3f %10.3f %10.3f %6.1f%% %9.2f %10.3f\n",
 				name, p, ms(res.Iter), ms(res.Compute), ms(res.Comm), ms(res.Wait), 100*res.CommRatio, sp, eff)
 			runs = append(runs, simRun{name, p, res})
 		}
@@ -684,7 +684,7 @@ func runValidate(ctx context.Context, f *simFlags, given map[string]string, stdo
 	// over at least validateSimIters iterations.
 	simIters := max(iters, validateSimIters)
 	fmt.Fprintf(stdout, "  simulating %d iterations per scheme, seed 1\n\n", simIters)
-	fmt.Fprintf(stdout, "%-12s %12s %12s %8s %16s %16s\n", "scheme", "measured ms", "predicted ms", "error", "compute ms m/p", "comm+wait ms m/p")
+	fmt.Fprintf(stdout, "%-16s %12s %12s %8s %16s %16s\n", "scheme", "measured ms", "predicted ms", "error", "compute ms m/p", "comm+wait ms m/p")
 	worst := 0.0
 	for i := range rows {
 		r := &rows[i]
@@ -700,7 +700,7 @@ func runValidate(ctx context.Context, f *simFlags, given map[string]string, stdo
 		r.predicted, r.simComm, r.simCmp = res.Iter, res.Comm+res.Wait, res.Compute
 		e := 100 * (float64(r.predicted) - float64(r.measured)) / float64(r.measured)
 		worst = max(worst, abs(e))
-		fmt.Fprintf(stdout, "%-12s %12.3f %12.3f %7.1f%% %7.3f/%-8.3f %7.3f/%-8.3f\n", r.name, ms(r.measured), ms(r.predicted), e, ms(r.compute), ms(r.simCmp), ms(r.comm), ms(r.simComm))
+		fmt.Fprintf(stdout, "%-16s %12.3f %12.3f %7.1f%% %7.3f/%-8.3f %7.3f/%-8.3f\n", r.name, ms(r.measured), ms(r.predicted), e, ms(r.compute), ms(r.simCmp), ms(r.comm), ms(r.simComm))
 	}
 	verdict := "within"
 	if worst > 25 {
