@@ -74,7 +74,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	f.timeline = fs.String("timeline", "", "write every run's virtual-time trace to `FILE` (Chrome trace JSON: one process per scheme and P, one track per rank)")
 	f.validate = fs.Bool("validate", false, "train sync-ps, sync-tree, sync-ring and overlap for real with 2 workers here, simulate the same with the calibrated model and inproc network, and print measured against predicted")
 	f.repeat = fs.Int("repeat", 3, "with --validate: real runs per scheme, interleaved; the median one is compared")
-	f.cores = fs.Float64("cores", 0, "the processors the workers' computes share: k workers computing at once each run at min(1, cores/k) of the model's speed, as workers oversubscribing one machine do (0: a processor per worker; --validate sets it when its workers oversubscribe this machine)")
+	f.cores = fs.Float64("cores", 0, "the processors the workers' computes share: k workers computing at once each run at min(1, cores/k) of the model's speed, as workers oversubscribing one machine do (0: a processor per worker; --validate's default: this machine's cores over the threads per worker when its workers oversubscribe them, 0 to turn it off)")
 }
 
 // simRun is one simulated (scheme, P).
@@ -664,11 +664,16 @@ func runValidate(ctx context.Context, f *simFlags, given map[string]string, stdo
 	}
 	fmt.Fprintf(stdout, "  model %s: compute %.3f ms, jitter %.3f ms (one worker's standard deviation per iteration, from the two copies' differences), update %.3f ms, %.2f G adds/s; network %s\n",
 		model.Name, ms(modelCompute(model)), ms(model.Jitter), ms(model.Update), model.AddRate/1e9, nw)
-	// More workers than this machine has cores for: the lockstep
-	// measurement is the compute with every worker sharing the cores. The
-	// simulation shares them too (processor sharing), from the compute of
-	// one worker with its share to itself, so that a worker computing
-	// while others wait runs faster, as the real ones do.
+	// With C cores below the workers: the lockstep measurement is the
+	// compute with every worker sharing the cores. The simulation shares
+	// C processors too (processor sharing), from the compute of one
+	// worker with its share to itself, so that a worker computing while
+	// others wait runs faster, as the real ones do.
+	// By default when the workers oversubscribe this machine (--cores 0
+	// turns it off): on 2 cores, 4 LeNet workers came out within 25 % with
+	// it (overlap 5 % off, the synchronous schemes 17-25 % under: their
+	// real workers wait on each other more than a fair share predicts)
+	// and 33 % off without it (overlap; docs/benchmarks.md).
 	cores := float64(runtime.NumCPU()) / float64(threads)
 	if set("cores") {
 		cores = *f.cores
