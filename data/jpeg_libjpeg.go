@@ -24,9 +24,12 @@ static void dsgd_jpeg_exit(j_common_ptr c) {
 
 static void dsgd_jpeg_silent(j_common_ptr c, int level) { (void)c; (void)level; }
 
-// dsgd_jpeg_header reads the dimensions and components of a JPEG.
-// Returns 0, or -1 with msg set.
-static int dsgd_jpeg_header(const unsigned char *b, unsigned long n, int *w, int *h, int *comps, int *space, char *msg) {
+// dsgd_jpeg reads a JPEG's header into w, h, comps; with out, it then
+// decodes it into out (h*w*c bytes, interleaved), RGB for c = 3 and grey
+// for c = 1, with libjpeg's defaults (the accurate integer IDCT, fancy
+// upsampling), as OpenCV's imread reads it. Returns 0, or -1 with msg
+// set; libjpeg's errors come back here by longjmp instead of exiting.
+static int dsgd_jpeg(const unsigned char *b, unsigned long n, int *w, int *h, int *comps, unsigned char *out, int c, char *msg) {
 	struct jpeg_decompress_struct d;
 	struct dsgd_jpeg_err e;
 	d.err = jpeg_std_error(&e.mgr);
@@ -40,40 +43,22 @@ static int dsgd_jpeg_header(const unsigned char *b, unsigned long n, int *w, int
 	jpeg_create_decompress(&d);
 	jpeg_mem_src(&d, (unsigned char *)b, n);
 	jpeg_read_header(&d, TRUE);
-	*w = d.image_width;
-	*h = d.image_height;
-	*comps = d.num_components;
-	*space = d.jpeg_color_space;
-	jpeg_destroy_decompress(&d);
-	return 0;
-}
-
-// dsgd_jpeg_decode decodes a JPEG into out (h*w*c bytes, interleaved),
-// RGB for c = 3 and grey for c = 1, with libjpeg's defaults (the accurate
-// integer IDCT, fancy upsampling), as OpenCV's imread reads it.
-static int dsgd_jpeg_decode(const unsigned char *b, unsigned long n, unsigned char *out, int w, int h, int c, char *msg) {
-	struct jpeg_decompress_struct d;
-	struct dsgd_jpeg_err e;
-	d.err = jpeg_std_error(&e.mgr);
-	e.mgr.error_exit = dsgd_jpeg_exit;
-	e.mgr.emit_message = dsgd_jpeg_silent;
-	if (setjmp(e.jump)) {
-		strncpy(msg, e.msg, JMSG_LENGTH_MAX);
+	if (!out) {
+		*w = d.image_width;
+		*h = d.image_height;
+		*comps = d.num_components;
 		jpeg_destroy_decompress(&d);
-		return -1;
+		return 0;
 	}
-	jpeg_create_decompress(&d);
-	jpeg_mem_src(&d, (unsigned char *)b, n);
-	jpeg_read_header(&d, TRUE);
 	d.out_color_space = c == 1 ? JCS_GRAYSCALE : JCS_RGB;
 	jpeg_start_decompress(&d);
-	if ((int)d.output_width != w || (int)d.output_height != h || d.output_components != c) {
-		snprintf(msg, JMSG_LENGTH_MAX, "decoded %ux%ux%d, header said %dx%dx%d", d.output_width, d.output_height, d.output_components, w, h, c);
+	if ((int)d.output_width != *w || (int)d.output_height != *h || d.output_components != c) {
+		snprintf(msg, JMSG_LENGTH_MAX, "decoded %ux%ux%d, header said %dx%dx%d", d.output_width, d.output_height, d.output_components, *w, *h, c);
 		jpeg_destroy_decompress(&d);
 		return -1;
 	}
 	while (d.output_scanline < d.output_height) {
-		JSAMPROW row = out + (size_t)d.output_scanline * w * c;
+		JSAMPROW row = out + (size_t)d.output_scanline * (*w) * c;
 		jpeg_read_scanlines(&d, &row, 1);
 	}
 	jpeg_finish_decompress(&d);
@@ -104,11 +89,11 @@ func decodeJPEG(b []byte, channels int) (pix []uint8, c, h, w int, err error) {
 	if len(b) < 3 || b[0] != 0xFF || b[1] != 0xD8 {
 		return nil, 0, 0, 0, errNotLibjpeg
 	}
-	var cw, ch, comps, space C.int
+	var cw, ch, comps C.int
 	msg := (*C.char)(C.malloc(C.JMSG_LENGTH_MAX))
 	defer C.free(unsafe.Pointer(msg))
 	src := (*C.uchar)(unsafe.Pointer(&b[0]))
-	if C.dsgd_jpeg_header(src, C.ulong(len(b)), &cw, &ch, &comps, &space, msg) != 0 {
+	if C.dsgd_jpeg(src, C.ulong(len(b)), &cw, &ch, &comps, nil, 0, msg) != 0 {
 		return nil, 0, 0, 0, fmt.Errorf("cannot decode JPEG (%d bytes): %s", len(b), C.GoString(msg))
 	}
 	w, h = int(cw), int(ch)
@@ -129,7 +114,7 @@ func decodeJPEG(b []byte, channels int) (pix []uint8, c, h, w int, err error) {
 		return nil, 0, 0, 0, fmt.Errorf("cannot decode to %d channels: want 1 or 3", c)
 	}
 	inter := make([]uint8, h*w*c)
-	if C.dsgd_jpeg_decode(src, C.ulong(len(b)), (*C.uchar)(unsafe.Pointer(&inter[0])), C.int(w), C.int(h), C.int(c), msg) != 0 {
+	if C.dsgd_jpeg(src, C.ulong(len(b)), &cw, &ch, &comps, (*C.uchar)(unsafe.Pointer(&inter[0])), C.int(c), msg) != 0 {
 		return nil, 0, 0, 0, fmt.Errorf("cannot decode JPEG (%d bytes): %s", len(b), C.GoString(msg))
 	}
 	if c == 1 {

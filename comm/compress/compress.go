@@ -302,13 +302,20 @@ func (r *Reducer) Reduce(ctx context.Context, lo int, buf []float32, c Collectiv
 	if err != nil {
 		return err
 	}
+	r.finish(segs, warm, before, c.Sent())
+	return nil
+}
+
+// finish closes a reduction of segs: each block's step count moves on,
+// and the bytes sent since before are booked to the warm-up or the
+// compressed steps.
+func (r *Reducer) finish(segs []segment, warm bool, before, sent int64) {
 	for _, s := range segs {
 		if s.i >= 0 {
 			r.state[s.i].steps++
 		}
 	}
-	r.account(warm, before, c.Sent())
-	return nil
+	r.account(warm, before, sent)
 }
 
 // segments cuts [lo, lo+n) into whole blocks and the stretches between.

@@ -112,12 +112,7 @@ func (r *Reducer) Push(ctx context.Context, lo int, buf []float32, p Pusher) err
 	if err := p.Send(ctx, payload); err != nil {
 		return err
 	}
-	for _, s := range segs {
-		if s.i >= 0 {
-			r.state[s.i].steps++
-		}
-	}
-	r.account(warm, before, p.Sent())
+	r.finish(segs, warm, before, p.Sent())
 	return nil
 }
 
