@@ -205,6 +205,17 @@ func fillRun(run *report.Run, res *train.Result) {
 		run.CommRatio = float64(res.CommExposed+wait) / float64(total)
 	}
 	run.Dropped, run.Waits = res.Center.Dropped, res.Center.Waits
+	// Bytes a worker moved per iteration, both ways: rank 0's endpoint
+	// (the collectives, compressed or not), or for a center's schemes in
+	// process their share of the center's traffic.
+	if it := float64(res.Iters); it > 0 {
+		switch {
+		case res.Traffic.BytesSent+res.Traffic.BytesRecv > 0:
+			run.BytesPerIter = float64(res.Traffic.BytesSent+res.Traffic.BytesRecv) / it
+		case res.Center.Values > 0:
+			run.BytesPerIter = 4 * float64(res.Center.Values) / float64(max(res.Workers, 1)) / it
+		}
+	}
 	if res.Center.StaleN > 0 {
 		run.Staleness, run.MaxStale, run.StaleKnown = res.Center.MeanStale(), res.Center.MaxStale, true
 	}

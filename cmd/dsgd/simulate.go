@@ -61,7 +61,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	f.pack = fs.Bool("pack", true, "send all layers as one message (off: one message per layer)")
 	f.bucketKiB = fs.Int("bucket", -1, "overlap: KiB of consecutive layers' gradients per allreduce or, with --validate (one process), per accumulate into TRL's shared accumulator (0: every block on its own; default: 1024 across processes, 0 in one process, as dsgd train)")
 	f.algo = fs.String("allreduce", "auto", "allreduce algorithm: auto (the scheme's choice), tree, ring, rd")
-	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center")
+	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center; local-sgd, diloco and streaming-diloco: inner steps between averages (diloco's default 100, as dsgd train)")
 	f.staleness = fs.Int("staleness", 3, "ssp: the staleness bound")
 	f.outerMomentum = fs.Float64("outer-momentum", scheme.DiLoCoOuterMomentum, "diloco: the outer optimizer's Nesterov momentum (the paper's 0.9; 0 for plain outer SGD)")
 	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate (default 0.9/workers; hybrid 0.9/groups); diloco: the outer learning rate (default 0.7)")
@@ -256,6 +256,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 type simOptions struct {
 	pack                                       bool
 	bucket, interval, staleness, variant, grps int
+	intervalGiven                              bool // --interval was set: diloco's default H does not apply
 	alpha, outerMomentum                       float64
 	fragments, overlap, outerBits              int
 	mix                                        float32
@@ -270,7 +271,7 @@ type simOptions struct {
 }
 
 func (f *simFlags) simOptions(maxWorkers int) (simOptions, error) {
-	o := simOptions{pack: *f.pack, interval: *f.interval, staleness: *f.staleness, variant: *f.variant, grps: *f.groups, alpha: *f.alpha, outerMomentum: *f.outerMomentum, roundDeadline: *f.roundDeadline}
+	o := simOptions{pack: *f.pack, interval: *f.interval, intervalGiven: flagGiven(f.fs, "interval"), staleness: *f.staleness, variant: *f.variant, grps: *f.groups, alpha: *f.alpha, outerMomentum: *f.outerMomentum, roundDeadline: *f.roundDeadline}
 	var err error
 	switch {
 	case *f.bucketKiB < -1:
@@ -308,6 +309,9 @@ func (f *simFlags) simOptions(maxWorkers int) (simOptions, error) {
 func (o simOptions) schemeConfig(name string, workers int, layout scheme.Layout, iters int) scheme.Config {
 	c := scheme.Config{Name: name, Workers: workers, MaxIter: iters, Pack: o.pack, Layout: layout, Bucket: o.bucket,
 		Interval: o.interval, Staleness: o.staleness, Variant: o.variant, Groups: o.grps}
+	if (name == "diloco" || name == "streaming-diloco") && !o.intervalGiven {
+		c.Interval = diLoCoDefaultH // as dsgd train
+	}
 	if o.oneProcess && workers > 1 {
 		// Every rank in one process, as dsgd train's default: overlap
 		// reduces through TRL's shared accumulator, layer by layer

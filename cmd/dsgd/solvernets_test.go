@@ -167,3 +167,29 @@ func TestCaffeTimeCommandLine(t *testing.T) {
 		t.Errorf("-gpu 0 not noted on stderr: %q", errs)
 	}
 }
+
+// TestDiLoCoDefaultInterval: diloco without --interval takes H = 100
+// inner steps per outer step (H = 1 put the outer Nesterov momentum on
+// the solver's every step, and LeNet diverged within 40 iterations);
+// --interval given is kept.
+func TestDiLoCoDefaultInterval(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", trainOnly)
+	write(t, dir, "solver.prototxt", "net: \"net.prototxt\"\nbase_lr: 0.01 lr_policy: \"fixed\" max_iter: 3 display: 0\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "every 100 iterations"},
+		{[]string{"--interval", "7"}, "every 7 iterations"},
+	} {
+		args := append([]string{"train", "--solver", "solver.prototxt", "--scheme", "diloco", "--workers", "2", "--snapshot-prefix", "none", "--threads", "1"}, tc.args...)
+		code, out, errs := runCmd(t, dir, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", tc.args, code, out, errs)
+		}
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("%v: header lacks %q:\n%s", tc.args, tc.want, out)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,7 +98,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.atom = fs.Int("atom", 0, "--reduce exact: images per atom, the unit of the global batch whose gradients are rounded and summed; runs give the same bits when their global batch and atom agree and the atom divides each worker's batch (default: the global batch over gcd(global batch, 24))")
 	f.commTimeout = fs.Duration("comm-timeout", time.Minute, "give up on a peer that does not answer within this")
 	f.shm = fs.String("shm", "on", shmUsage)
-	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center (SpeeDO's S, ShmCaffe's update_interval, EASGD's tau); local-sgd: iterations between model averages (H); diloco: inner steps between outer steps (H)")
+	f.interval = fs.Int("interval", 1, "asynchronous schemes: iterations between exchanges with the center (SpeeDO's S, ShmCaffe's update_interval, EASGD's tau); local-sgd: iterations between model averages (H); diloco and streaming-diloco: inner steps between outer steps (H; default 100 for them)")
 	fs.Var(intAlias{f.interval}, "update-interval", "same as --interval (ShmCaffe's name)")
 	f.staleness = fs.Int("staleness", 3, "ssp: a worker more than this many iterations ahead of the slowest waits")
 	f.alpha = fs.Float64("alpha", 0, "elastic schemes: moving rate alpha (ShmCaffe's moving_rate, SC17's eta*rho); default 0.9/workers (EASGD's beta = 0.9); diloco: the outer learning rate (default 0.7)")
@@ -167,6 +168,13 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	cfg.MaxUpdateNorm = *f.maxUpdateNorm
 	if *f.interval < 1 {
 		return fmt.Errorf("--interval must be at least 1, got %d", *f.interval)
+	}
+	if (cfg.Scheme == "diloco" || cfg.Scheme == "streaming-diloco") && !flagGiven(f.fs, "interval", "update-interval") {
+		// One inner step per outer step puts the outer Nesterov momentum
+		// on top of the solver's: LeNet diverged within 40 iterations.
+		// DiLoCo's paper takes H = 500 for its language models; 100 keeps
+		// a short run's outer steps frequent (scripts/bench-diloco.sh).
+		cfg.Interval = diLoCoDefaultH
 	}
 	if cfg.Finish, err = center.ParseFinish(*f.finish); err != nil {
 		return fmt.Errorf("--finish: %w", err)
@@ -760,4 +768,17 @@ func overrideTestIter(cfg *train.Config, n int) {
 	for i := range cfg.ExtraTests {
 		cfg.ExtraTests[i].Iter = n
 	}
+}
+
+// diLoCoDefaultH is diloco's and streaming-diloco's inner steps per outer
+// step when --interval is not given.
+const diLoCoDefaultH = 100
+
+// flagGiven reports whether any of names was set on fs's command line.
+func flagGiven(fs *flag.FlagSet, names ...string) bool {
+	given := false
+	if fs != nil {
+		fs.Visit(func(fl *flag.Flag) { given = given || slices.Contains(names, fl.Name) })
+	}
+	return given
 }

@@ -376,6 +376,11 @@ type Result struct {
 	Snapshots []string
 	// Params are the final weights (a view of the net's buffer).
 	Params []float32
+	// Traffic is what this process's first rank sent and received through
+	// its group's endpoint (zero without one: a center scheme's workers
+	// in process, or a rank of one; see Center for their traffic).
+	// Shared memory and MPI's own collectives pass beside it.
+	Traffic transport.Stats
 	// Compress is what rank 0's gradient compressor sent (zero without
 	// one), and CompressIters how many of Iters it compressed.
 	Compress      compress.Stats

@@ -710,6 +710,9 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 			}
 		}
 	}
+	if len(eps) > 0 && eps[t.ranks[0].rank] != nil {
+		res.Traffic = eps[t.ranks[0].rank].Stats()
+	}
 	if cfg.Group == nil {
 		for _, ep := range eps {
 			ep.Close()

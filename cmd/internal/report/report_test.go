@@ -144,7 +144,7 @@ func TestTableRow(t *testing.T) {
 	}
 	lines := strings.Split(b.String(), "\n")
 	got := strings.Fields(lines[2])
-	want := []string{"sync-easgd", "4", "3000", "-", "-", "-", "90.50%", "90.50%", "10.0s", "4.00x", "14.0%", "-", "0", "0", "30.0s"}
+	want := []string{"sync-easgd", "4", "3000", "-", "-", "-", "90.50%", "90.50%", "10.0s", "4.00x", "14.0%", "-", "-", "0", "0", "30.0s"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("row = %q, want %q", got, want)
 	}
@@ -155,7 +155,12 @@ func TestTableRow(t *testing.T) {
 	if err := Table(&b, runs, "seq", 0.85); err != nil {
 		t.Fatal(err)
 	}
-	if row := strings.Split(b.String(), "\n")[3]; !strings.Contains(row, " 50.0%  2.50 (max 9)  0 ") {
+	runs[2].BytesPerIter = 3.5e6
+	b.Reset()
+	if err := Table(&b, runs, "seq", 0.85); err != nil {
+		t.Fatal(err)
+	}
+	if row := strings.Split(b.String(), "\n")[3]; !strings.Contains(row, " 50.0%  3.5      2.50 (max 9)  0 ") {
 		t.Errorf("async row without its staleness: %q", row)
 	}
 }

@@ -54,6 +54,9 @@ type Run struct {
 	Staleness  float64
 	MaxStale   int64
 	StaleKnown bool
+	// BytesPerIter is what one worker moved per iteration, both ways (0:
+	// not measured: a lone worker, or traffic outside the counters).
+	BytesPerIter float64
 	// Err is why the run failed, or nil. A failed run is listed in the
 	// table with its error, and is never a speedup baseline.
 	Err error
@@ -93,7 +96,8 @@ func finalBest(points []Point) (final, best float64, ok bool) {
 // images, epochs and images per second, final and best test accuracy,
 // time to target accuracy ("not reached" when no test pass reached it),
 // speedup over the baseline scheme at the target ("-" when either time is
-// missing), communication ratio, the center's update staleness (mean and
+// missing), communication ratio, megabytes a worker moved per iteration
+// (both ways), the center's update staleness (mean and
 // max; "-" without a center), dropped updates, clock waits and wall
 // time. Runs of the same scheme and worker count (compare --repeats) make
 // one row: each number is their median, with the range "(min–max)" where
@@ -106,7 +110,7 @@ func Table(w io.Writer, runs []Run, baseline string, target float64) error {
 	baseSec, baseNote := baselineTime(groups, baseline, target)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "scheme\tworkers\titers\timages\tepochs\timg/s\tfinal acc\tbest acc\ttime to %s\tspeedup\tcomm\tstaleness\tdropped\tclock waits\twall\n",
+	fmt.Fprintf(tw, "scheme\tworkers\titers\timages\tepochs\timg/s\tfinal acc\tbest acc\ttime to %s\tspeedup\tcomm\tMB/iter\tstaleness\tdropped\tclock waits\twall\n",
 		pct(target))
 	repeated := false
 	for _, g := range groups {
@@ -130,7 +134,7 @@ func Table(w io.Writer, runs []Run, baseline string, target float64) error {
 			if len(g) > 1 {
 				msg = fmt.Sprintf("error (%d of %d runs): %s", len(errs), len(g), errs[0])
 			}
-			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", oneLine(name), r.Workers, msg)
+			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", oneLine(name), r.Workers, msg)
 			continue
 		}
 		num := func(f func(Run) float64, format string) string { return spread(ok, f, format) }
@@ -177,12 +181,16 @@ func Table(w io.Writer, runs []Run, baseline string, target float64) error {
 		if len(errs) > 0 {
 			wall += fmt.Sprintf("; %d of %d failed: %s", len(errs), len(g), errs[0])
 		}
+		mb := "-"
+		if ok[0].BytesPerIter > 0 {
+			mb = num(func(x Run) float64 { return x.BytesPerIter / 1e6 }, "%.3g")
+		}
 		stale := "-"
 		if ok[0].StaleKnown {
 			stale = num(func(x Run) float64 { return x.Staleness }, "%.2f") + " (max " + num(func(x Run) float64 { return float64(x.MaxStale) }, "%.0f") + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			oneLine(name), r.Workers, num(func(x Run) float64 { return float64(x.Iters) }, "%.0f"), imgs, epochs, rate, final, best, reach, speed, comm, stale,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			oneLine(name), r.Workers, num(func(x Run) float64 { return float64(x.Iters) }, "%.0f"), imgs, epochs, rate, final, best, reach, speed, comm, mb, stale,
 			num(func(x Run) float64 { return float64(x.Dropped) }, "%.0f"), num(func(x Run) float64 { return float64(x.Waits) }, "%.0f"), wall)
 	}
 	if err := tw.Flush(); err != nil {
