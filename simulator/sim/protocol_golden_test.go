@@ -22,7 +22,7 @@ import (
 // `go test ./simulator/sim -run ProtocolGoldens -rewrite` regenerates them.
 //
 //	run scheme=NAME workers=W iters=N [layers=L] [interval=H] [staleness=S]
-//	    [groups=G] [alpha=A]
+//	    [groups=G] [variant=V] [fragments=P] [alpha=A]
 //
 // The model is L equal layers (default 2) of 1,000 parameters each and
 // 3 ms of compute, over 10GbE. Output: one line per span, by start time
@@ -70,6 +70,10 @@ func runProtocol(t *testing.T, d *datadriven.TestData) string {
 			sc.Staleness = num()
 		case "groups":
 			sc.Groups = num()
+		case "variant":
+			sc.Variant = num()
+		case "fragments":
+			sc.Fragments = num()
 		case "alpha":
 			f, err := strconv.ParseFloat(v, 32)
 			if err != nil {
