@@ -30,6 +30,8 @@ import (
 type simFlags struct {
 	m                          modelFlags
 	cores                      *float64
+	compress                   *string
+	compressWarmup             *int
 	schemes, workers, network  *string
 	params, layers             *int
 	computeMS                  *float64
@@ -74,6 +76,8 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	f.timeline = fs.String("timeline", "", "write every run's virtual-time trace to `FILE` (Chrome trace JSON: one process per scheme and P, one track per rank)")
 	f.validate = fs.Bool("validate", false, "train sync-ps, sync-tree, sync-ring and overlap for real with 2 workers here, simulate the same with the calibrated model and inproc network, and print measured against predicted")
 	f.repeat = fs.Int("repeat", 3, "with --validate: real runs per scheme, interleaved; the median one is compared")
+	f.compress = fs.String("compress", "none", "the synchronous schemes' gradient compression, as dsgd train's: none or powersgd:R (the simulator models PowerSGD's two allreduces of rank-R factors per weight matrix; the others only in dsgd train)")
+	f.compressWarmup = fs.Int("compress-warmup", 0, "with --compress: iterations of plain allreduces first")
 	f.cores = fs.Float64("cores", 0, "the processors the workers' computes share: k workers computing at once each run at min(1, cores/k) of the model's speed, as workers oversubscribing one machine do (0: a processor per worker; --validate's default: this machine's cores over the threads per worker when its workers oversubscribe them, 0 to turn it off)")
 }
 
@@ -200,11 +204,16 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stdout, "dsgd simulate: model %s, %d parameters (%.1f MB of float32), compute %.3f ms + update %.3f ms per iteration\n",
 		model.Name, model.Params(), float64(4*model.Params())/1e6, ms(modelCompute(model)), ms(model.Update))
 	fmt.Fprintf(stdout, "dsgd simulate: network %s; %d iterations after %d warm-up, seed %d\n", nw, *f.iters, *f.warmup, seed)
+	comp, err := parseSimCompress(*f.compress, *f.compressWarmup)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsgd simulate: %v\n", err)
+		return errUsage
+	}
 	if *f.cores < 0 {
 		fmt.Fprintf(stderr, "dsgd simulate: --cores %v must not be negative\n", *f.cores)
 		return errUsage
 	}
-	base := sim.Config{Model: model, Network: nw, Iters: *f.warmup + *f.iters, Warmup: simWarmup(*f.warmup), Seed: seed, Algo: opts.algo, RoundDeadline: opts.roundDeadline, Finish: opts.finish, Cores: *f.cores}
+	base := sim.Config{Model: model, Network: nw, Iters: *f.warmup + *f.iters, Warmup: simWarmup(*f.warmup), Seed: seed, Algo: opts.algo, RoundDeadline: opts.roundDeadline, Finish: opts.finish, Cores: *f.cores, Compress: comp}
 	t1 := seqTime(base, opts)
 	fmt.Fprintf(stdout, "T1 = %.3f ms, one worker's iteration under seq (no communication). Weak scaling: every worker trains its own batch, so\n", ms(t1))
 	fmt.Fprintf(stdout, "  speedup = P*T1/T(P) (throughput over one worker's); efficiency = T1/T(P) = speedup/P.\n")
@@ -749,4 +758,24 @@ func scaleCompute(m sim.Model, k float64) sim.Model {
 	}
 	m.Jitter = time.Duration(float64(m.Jitter) * k)
 	return m
+}
+
+// parseSimCompress reads simulate's --compress: nil for none, PowerSGD of
+// rank R for powersgd:R; the other compressors are dsgd train's alone.
+func parseSimCompress(v string, warmup int) (*sim.Compression, error) {
+	if warmup < 0 {
+		return nil, fmt.Errorf("--compress-warmup %d is negative", warmup)
+	}
+	if v == "" || v == "none" {
+		return nil, nil
+	}
+	r, ok := strings.CutPrefix(v, "powersgd:")
+	if !ok {
+		return nil, fmt.Errorf("--compress %q: the simulator models none or powersgd:R (bf16, topk and sign run in dsgd train)", v)
+	}
+	rank, err := strconv.Atoi(r)
+	if err != nil || rank < 1 {
+		return nil, fmt.Errorf("--compress %q: the rank R must be a positive integer", v)
+	}
+	return &sim.Compression{Rank: rank, Warmup: warmup}, nil
 }

@@ -232,3 +232,39 @@ func TestSimulateMedianRun(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulatePowerSGD: simulate --compress powersgd:R cuts the
+// simulated bytes of a synchronous scheme; the compressors the simulator
+// does not model, and a scheme without a gradient allreduce, are refused.
+func TestSimulatePowerSGD(t *testing.T) {
+	dir := t.TempDir()
+	bytes := func(args ...string) string {
+		code, out, errs := runCmd(t, dir, append([]string{"simulate", "--params", "4000000", "--layers", "4", "--compute-ms", "50", "--workers", "16", "--iters", "4", "--scheme", "sync-ring"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errs)
+		}
+		return out
+	}
+	comm := func(out string) float64 {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 4 && f[0] == "sync-ring" {
+				v, err := strconv.ParseFloat(f[4], 64)
+				if err == nil {
+					return v
+				}
+			}
+		}
+		t.Fatalf("no sync-ring row in\n%s", out)
+		return 0
+	}
+	plain, comp := comm(bytes()), comm(bytes("--compress", "powersgd:2"))
+	if !(comp < plain/10) {
+		t.Errorf("exposed communication %.3f ms with powersgd:2, %.3f ms plain: want it cut tenfold at least", comp, plain)
+	}
+	for _, bad := range [][]string{{"--compress", "topk:0.1"}, {"--compress", "powersgd:0"}, {"--compress", "powersgd:2", "--scheme", "async"}} {
+		args := append([]string{"simulate", "--params", "1000", "--compute-ms", "5", "--workers", "2", "--iters", "2", "--scheme", "sync-ring"}, bad...)
+		if code, _, errs := runCmd(t, dir, args...); code == 0 || !strings.Contains(errs, "ompress") && !strings.Contains(errs, "PowerSGD") {
+			t.Errorf("%v: exit %d, %q; want a refusal", bad, code, errs)
+		}
+	}
+}

@@ -100,12 +100,18 @@ func Model(ctx context.Context, net *model.Net, opt ModelOptions) (sim.Model, er
 		return sim.Model{}, err
 	}
 	owned := map[string]int{}
+	rows := map[string][]sim.BlobRows{}
 	for _, b := range net.Blocks() {
 		owned[b.Layer] += b.Len()
+		r := 0 // a vector
+		if len(b.Shape) >= 2 {
+			r = b.Shape[0] // a weight's outputs: PowerSGD's matrix rows
+		}
+		rows[b.Layer] = append(rows[b.Layer], sim.BlobRows{Len: b.Len(), Rows: r})
 	}
 	m := sim.Model{Name: net.Name(), Layers: make([]sim.Layer, len(tm.Layers))}
 	for i, li := range tm.Layers {
-		m.Layers[i] = sim.Layer{Name: li.Name, Forward: tm.PerIter(li.Forward), Backward: tm.PerIter(li.Backward), Params: owned[li.Name]}
+		m.Layers[i] = sim.Layer{Name: li.Name, Forward: tm.PerIter(li.Forward), Backward: tm.PerIter(li.Backward), Params: owned[li.Name], Rows: rows[li.Name]}
 	}
 	if opt.Solver != nil {
 		if m.Update, err = timeUpdate(ctx, net, *opt.Solver, max(opt.Threads, 1), opt.Warmup, opt.Iters); err != nil {

@@ -111,6 +111,23 @@ func (d *driver) collective(op *commOp, now float64, fin func(answer)) {
 		s.eng.at(now, func() { fin(answer{}) })
 		return
 	}
+	if p, q, ok := s.compressed(d, a); ok {
+		// PowerSGD: an allreduce of the P factors (and the blocks it
+		// leaves plain), then one of the Q factors, in place of the
+		// gradients' allreduce.
+		// op takes each allreduce's instance in turn, for the wait
+		// accounting of worker 0.
+		first := *op
+		first.a.R = scheme.Range{Buf: a.R.Buf, Lo: 0, Hi: p}
+		d.collective(&first, now, func(answer) {
+			second := *op
+			second.a.R = scheme.Range{Buf: a.R.Buf, Lo: 0, Hi: q}
+			d.collective(&second, s.eng.now, fin)
+			op.inst = second.inst
+		})
+		op.inst = first.inst
+		return
+	}
 	if d.counters == nil {
 		d.counters = map[groupKey]int{}
 	}

@@ -13,7 +13,16 @@ type Layer struct {
 	Name              string
 	Forward, Backward time.Duration
 	Params            int
+	// Rows is, per parameter blob of the layer in order, the first axis
+	// of a matrix (a weight's outputs; 0 for a vector such as a bias):
+	// what a low-rank compressor sees (Config.Compress). nil: the layer's
+	// parameters are one matrix, as square as they allow.
+	Rows []BlobRows
 }
+
+// BlobRows is one parameter blob's size and its matrix's first axis (0:
+// a vector).
+type BlobRows struct{ Len, Rows int }
 
 // Model is what the simulator knows of a net: per-layer times, the
 // solver update time per iteration, and the reduction rate.

@@ -50,6 +50,9 @@ type Config struct {
 	RoundDeadline time.Duration
 	// Finish is the asynchronous schemes' aligned-termination rule.
 	Finish center.Finish
+	// Compress, when set, compresses the workers' gradient allreduces as
+	// dsgd train --compress does (PowerSGD: see Compression).
+	Compress *Compression
 	// Cores, when positive, is how many computes the machine runs at full
 	// speed at once: k workers computing together each progress at
 	// min(1, Cores/k) of the speed the Model's times give (processor
@@ -199,6 +202,9 @@ func newSim(cfg Config) (*sim, error) {
 	s := &sim{cfg: cfg, sc: sc, info: sc.Info(), insts: map[instKey]*inst{}}
 	if sc.Accumulate {
 		s.acc = newAccumState()
+	}
+	if err := cfg.Compress.check(cfg, sc); err != nil {
+		return nil, err
 	}
 	switch {
 	case cfg.Cores < 0 || cfg.Cores != cfg.Cores:
@@ -376,6 +382,7 @@ type driver struct {
 	busy      float64 // the loop runs local actions until busy
 	idleFrom  float64
 	computing bool
+	started   int          // computes started: the iteration an allreduce of gradients belongs to
 	gen       int          // compute generation: an Abort makes the running one's events stale
 	job       *cpuJob      // the running compute on the shared processors (Config.Cores)
 	side      map[int]bool // side ops in flight, by ID
@@ -571,6 +578,7 @@ func (d *driver) local(a scheme.Action) float64 {
 func (d *driver) compute(a scheme.Action, now float64) {
 	s := d.s
 	d.computing = true
+	d.started++
 	gen := d.gen
 	t := now
 	loss := 0.0
