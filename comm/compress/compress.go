@@ -709,26 +709,7 @@ func (r *Reducer) sign(ctx context.Context, buf []float32, segs []segment, c Col
 			continue
 		}
 		e := r.addResidual(s.i, m)
-		var l1 float64
-		for _, v := range m {
-			l1 += math.Abs(float64(v))
-		}
-		scale := float32(l1 / float64(len(m)))
-		mine[at] = scale
-		bits := mine[at+1 : at+signWords(len(m))]
-		for w := range bits {
-			var word uint32
-			for b := 0; b < 32 && w*32+b < len(m); b++ {
-				j := w*32 + b
-				if m[j] < 0 {
-					word |= 1 << b
-					e[j] = m[j] + scale
-				} else {
-					e[j] = m[j] - scale
-				}
-			}
-			bits[w] = math.Float32frombits(word)
-		}
+		encodeSign(m, e, mine[at:at+signWords(len(m))])
 		at += signWords(len(m))
 	}
 	if words > 0 {
@@ -775,5 +756,30 @@ func addSigns(m, in []float32) {
 			}
 			bits >>= 1
 		}
+	}
+}
+
+// encodeSign writes m as EF-signSGD sends it into out (signWords(len(m))
+// words): the mean magnitude, then the signs packed 32 to a float32
+// word; e gets the error, m minus what out stands for.
+func encodeSign(m, e, out []float32) {
+	var l1 float64
+	for _, v := range m {
+		l1 += math.Abs(float64(v))
+	}
+	scale := float32(l1 / float64(len(m)))
+	out[0] = scale
+	for w := range out[1:] {
+		var word uint32
+		for b := 0; b < 32 && w*32+b < len(m); b++ {
+			j := w*32 + b
+			if m[j] < 0 {
+				word |= 1 << b
+				e[j] = m[j] + scale
+			} else {
+				e[j] = m[j] - scale
+			}
+		}
+		out[1+w] = math.Float32frombits(word)
 	}
 }

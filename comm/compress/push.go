@@ -164,25 +164,7 @@ func (r *Reducer) encode(i int, m, e, out []float32) {
 			e[j] = 0
 		}
 	case Sign:
-		var l1 float64
-		for _, v := range m {
-			l1 += math.Abs(float64(v))
-		}
-		scale := float32(l1 / float64(len(m)))
-		out[0] = scale
-		for w := range out[1:] {
-			var word uint32
-			for b := 0; b < 32 && w*32+b < len(m); b++ {
-				j := w*32 + b
-				if m[j] < 0 {
-					word |= 1 << b
-					e[j] = m[j] + scale
-				} else {
-					e[j] = m[j] - scale
-				}
-			}
-			out[1+w] = math.Float32frombits(word)
-		}
+		encodeSign(m, e, out)
 	}
 }
 
