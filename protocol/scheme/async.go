@@ -7,6 +7,7 @@ package scheme
 // so needs no center at all.
 type centerWorker struct {
 	program
+	rule centerRule
 	cfg  Config
 	rank int
 	id   int // the worker's id at the center
@@ -18,9 +19,36 @@ type centerWorker struct {
 	root  int
 }
 
-func newCenterWorker(c Config, rank int) *centerWorker {
-	w := &centerWorker{cfg: c, rank: rank, id: rank, iter: c.StartIter, root: rank}
-	if c.Name == "hybrid" {
+// centerRule is what one scheme's center worker does, beyond what they
+// all share (join, iterations, clock, leave): the catalogue gives each
+// scheme its rule (family_speedo.go, family_easgd.go, family_shmcaffe.go)
+// instead of the worker testing scheme names.
+type centerRule struct {
+	// body appends iteration it's steps before the clock; xch says the
+	// iteration ends with an exchange (every Interval iterations, for a
+	// worker that talks to the center).
+	body func(w *centerWorker, it int, xch bool)
+	// noCenter: the workers share their weights in memory and never talk
+	// to a center (hogwild).
+	noCenter bool
+	// pullOnRestartOnly: a worker starts from the weights every rank
+	// starts from, pulling the center only when it rejoins a run
+	// (easgd-rr: a pull would wait for its turn).
+	pullOnRestartOnly bool
+	// keepRead: the worker keeps the weights it last read from the
+	// center in Aux, to push its change since (Downpour's merge).
+	keepRead bool
+	// ssp: the clock carries the staleness bound, and the worker reads
+	// the center after the clock admits it (Petuum's read rule).
+	ssp bool
+	// groups: the workers form groups under one center, each with a
+	// root that talks to it (hybrid).
+	groups bool
+}
+
+func newCenterWorker(c Config, rank int, rule centerRule) *centerWorker {
+	w := &centerWorker{rule: rule, cfg: c, rank: rank, id: rank, iter: c.StartIter, root: rank}
+	if rule.groups {
 		size := c.Workers / c.Groups
 		g := rank / size
 		w.id, w.root = g, g*size
@@ -34,7 +62,7 @@ func newCenterWorker(c Config, rank int) *centerWorker {
 }
 
 // talks reports whether this worker exchanges with the center.
-func (w *centerWorker) talks() bool { return w.cfg.Name != "hogwild" && w.rank == w.root }
+func (w *centerWorker) talks() bool { return !w.rule.noCenter && w.rank == w.root }
 
 // exchange reports whether iteration iter ends with an exchange.
 func (w *centerWorker) exchange(iter int) bool {
@@ -63,10 +91,10 @@ func (w *centerWorker) start() {
 			// easgd-rr's workers start from the weights every rank
 			// starts from (SC17 Alg. 1): a pull would wait for the
 			// worker's turn and return a center the earlier turns moved.
-			if w.cfg.Name != "easgd-rr" || restarted {
+			if !w.rule.pullOnRestartOnly || restarted {
 				w.do(Action{Op: Pull, R: p}, true)
 			}
-			if w.cfg.Name == "async" || w.cfg.Name == "ssp" {
+			if w.rule.keepRead {
 				w.local(Action{Op: Copy, R: Range{Aux, 0, w.cfg.Layout.N}, Src: p})
 			}
 			w.startGroup()
@@ -89,8 +117,7 @@ func (w *centerWorker) startGroup() {
 // iteration appends one iteration's steps, or the end of the run.
 func (w *centerWorker) iteration() {
 	n := w.cfg.Layout.N
-	p, g := Range{Params, 0, n}, Range{Grads, 0, n}
-	aux, delta := Range{Aux, 0, n}, Range{Delta, 0, n}
+	p, aux := Range{Params, 0, n}, Range{Aux, 0, n}
 	if w.stop || (!w.cfg.Aligned && w.iter >= w.cfg.MaxIter) {
 		if w.talks() {
 			w.do(Action{Op: Leave}, true)
@@ -100,105 +127,20 @@ func (w *centerWorker) iteration() {
 	}
 	it := w.iter
 	xch := w.exchange(it) && w.talks()
-	switch w.cfg.Name {
-	case "async", "ssp":
-		// SpeeDO 3.2–3.3: train locally; every S iterations merge the
-		// weights' change since the last pull into the center (Downpour)
-		// and continue from the center.
-		// ssp reads only after the clock admits it (Petuum's read rule),
-		// so its bound is s, and s = 0 is BSP.
-		w.do(Action{Op: Compute}, true)
-		w.local(Action{Op: Update, Iter: it})
-		if xch {
-			w.local(Action{Op: Copy, R: delta, Src: p})
-			w.local(Action{Op: Axpy, R: delta, Src: aux, Factor: -1})
-			w.do(Action{Op: Push, R: delta}, false)
-			if w.cfg.Name == "async" {
-				w.do(Action{Op: Pull, R: p}, true)
-				w.local(Action{Op: Copy, R: aux, Src: p})
-			}
-		}
-	case "easgd-rr":
-		// SC17 Alg. 1: one worker at a time, in rank order. The turn
-		// starts with the center sent to the worker (line 10; the Pull
-		// waits for it), spans forward and backward (11), the elastic
-		// update of both sides (12–14, Eq. 1–2) and ends with the Clock,
-		// which passes it on. The center cannot move within a turn, so
-		// pulling it and pushing α(W − W̄) is Eq. 1–2 exactly.
-		// With τ > 1 the turn spans the τ local steps: it starts with
-		// the pull of the block's first iteration, so no two workers
-		// ever compute at once.
-		if w.exchange(it-1) && w.talks() {
-			w.do(Action{Op: Pull, R: aux}, true)
-		}
-		w.do(Action{Op: Compute}, true)
-		if xch {
-			w.elasticStep()
-		}
-		w.local(Action{Op: Update, Iter: it})
-		if xch {
-			w.do(Action{Op: Push, R: delta}, false)
-		}
-	case "easgd", "measgd", "hogwild-easgd":
-		// SC17 Eq. 1–2 (5–6 for measgd, whose momentum is the solver's):
-		// the elastic term uses the weights the gradient was computed on.
-		w.do(Action{Op: Compute}, true)
-		if xch {
-			w.do(Action{Op: Elastic, R: p, Factor: w.cfg.Alpha}, true)
-		}
-		w.local(Action{Op: Update, Iter: it})
-	case "hogwild":
-		w.do(Action{Op: Compute}, true)
-		w.local(Action{Op: Update, Iter: it})
-	case "seasgd":
-		// ShmCaffe III.G, Fig. 6: read the global weights (T1), move
-		// toward them by ΔW = α(W − W_g) (T2, Eq. 5–6), and let the update
-		// thread write ΔW and accumulate it into W_g (T3, Eq. 7) while
-		// this iteration computes (T4) and updates (T5). The next read
-		// waits for that accumulation: transfers run in issue order.
-		if xch {
-			w.seasgdExchange()
-		}
-		w.do(Action{Op: Compute}, true)
-		w.local(Action{Op: Update, Iter: it})
-	case "hybrid":
-		// ShmCaffe III.D: synchronous SGD inside the group, SEASGD between
-		// the groups' roots. As in SEASGD (Fig. 6) the root reads the
-		// global weights when an iteration starts and moves toward them;
-		// it broadcasts the result to its group, and its push of ΔW runs
-		// while the group computes.
-		if w.exchange(it) {
-			if w.talks() {
-				w.do(Action{Op: Pull, R: aux}, true)
-				w.elasticStep()
-			}
-			if w.group != nil {
-				w.do(Action{Op: Broadcast, R: p, Peer: w.root, Group: w.group}, true)
-			}
-			if w.talks() {
-				w.do(Action{Op: Push, R: delta}, false)
-			}
-		}
-		w.do(Action{Op: Compute}, true)
-		if w.group != nil {
-			w.do(Action{Op: Allreduce, R: g, Group: w.group, Algo: AlgoRing}, true)
-			w.local(Action{Op: Scale, R: g, Factor: 1 / float32(len(w.group))})
-		}
-		w.local(Action{Op: Update, Iter: it})
-	}
+	w.rule.body(w, it, xch)
 	if w.talks() {
 		s := -1
-		if w.cfg.Name == "ssp" {
+		if w.rule.ssp {
 			s = w.cfg.Staleness
 		}
 		w.do(Action{Op: Clock, Iter: it, Staleness: s}, true)
 		w.then(func() { w.stop = w.ans.Stop })
-		if w.cfg.Name == "ssp" && xch {
+		if w.rule.ssp && xch {
 			w.do(Action{Op: Pull, R: p}, true)
 			w.local(Action{Op: Copy, R: aux, Src: p})
 		}
 	}
-	if w.cfg.Name == "hybrid" && w.cfg.Aligned && w.group != nil {
+	if w.rule.groups && w.cfg.Aligned && w.group != nil {
 		// ShmCaffe III.E for HSGD: the root learns from the center
 		// whether the run ends now and tells its group, whose other
 		// ranks do not clock there, in one flag broadcast.
@@ -323,4 +265,109 @@ func (s *syncEASGD) iteration() {
 		s.iter++
 		s.iteration()
 	})
+}
+
+// downpourStep is async's and ssp's iteration (SpeeDO 3.2–3.3): train
+// locally; every S iterations merge the weights' change since the last
+// pull into the center (Downpour) and continue from the center. ssp
+// reads only after the clock admits it (Petuum's read rule: its rule's
+// ssp), so its bound is s, and s = 0 is BSP.
+func downpourStep(readNow bool) func(w *centerWorker, it int, xch bool) {
+	return func(w *centerWorker, it int, xch bool) {
+		n := w.cfg.Layout.N
+		p, aux, delta := Range{Params, 0, n}, Range{Aux, 0, n}, Range{Delta, 0, n}
+		w.do(Action{Op: Compute}, true)
+		w.local(Action{Op: Update, Iter: it})
+		if xch {
+			w.local(Action{Op: Copy, R: delta, Src: p})
+			w.local(Action{Op: Axpy, R: delta, Src: aux, Factor: -1})
+			w.do(Action{Op: Push, R: delta}, false)
+			if readNow {
+				w.do(Action{Op: Pull, R: p}, true)
+				w.local(Action{Op: Copy, R: aux, Src: p})
+			}
+		}
+	}
+}
+
+// easgdRRStep is SC17 Alg. 1: one worker at a time, in rank order. The
+// turn starts with the center sent to the worker (line 10; the Pull waits
+// for it), spans forward and backward (11), the elastic update of both
+// sides (12–14, Eq. 1–2) and ends with the Clock, which passes it on. The
+// center cannot move within a turn, so pulling it and pushing α(W − W̄)
+// is Eq. 1–2 exactly. With τ > 1 the turn spans the τ local steps: it
+// starts with the pull of the block's first iteration, so no two workers
+// ever compute at once.
+func easgdRRStep(w *centerWorker, it int, xch bool) {
+	n := w.cfg.Layout.N
+	if w.exchange(it-1) && w.talks() {
+		w.do(Action{Op: Pull, R: Range{Aux, 0, n}}, true)
+	}
+	w.do(Action{Op: Compute}, true)
+	if xch {
+		w.elasticStep()
+	}
+	w.local(Action{Op: Update, Iter: it})
+	if xch {
+		w.do(Action{Op: Push, R: Range{Delta, 0, n}}, false)
+	}
+}
+
+// elasticExchangeStep is SC17 Eq. 1–2 (5–6 for measgd, whose momentum is
+// the solver's), easgd's, measgd's and hogwild-easgd's iteration: the
+// elastic term uses the weights the gradient was computed on.
+func elasticExchangeStep(w *centerWorker, it int, xch bool) {
+	w.do(Action{Op: Compute}, true)
+	if xch {
+		w.do(Action{Op: Elastic, R: Range{Params, 0, w.cfg.Layout.N}, Factor: w.cfg.Alpha}, true)
+	}
+	w.local(Action{Op: Update, Iter: it})
+}
+
+// localStep is hogwild's iteration: compute and update the shared
+// weights.
+func localStep(w *centerWorker, it int, _ bool) {
+	w.do(Action{Op: Compute}, true)
+	w.local(Action{Op: Update, Iter: it})
+}
+
+// seasgdStep is ShmCaffe III.G, Fig. 6: read the global weights (T1),
+// move toward them by ΔW = α(W − W_g) (T2, Eq. 5–6), and let the update
+// thread write ΔW and accumulate it into W_g (T3, Eq. 7) while this
+// iteration computes (T4) and updates (T5). The next read waits for that
+// accumulation: transfers run in issue order.
+func seasgdStep(w *centerWorker, it int, xch bool) {
+	if xch {
+		w.seasgdExchange()
+	}
+	w.do(Action{Op: Compute}, true)
+	w.local(Action{Op: Update, Iter: it})
+}
+
+// hybridStep is ShmCaffe III.D: synchronous SGD inside the group, SEASGD
+// between the groups' roots. As in SEASGD (Fig. 6) the root reads the
+// global weights when an iteration starts and moves toward them; it
+// broadcasts the result to its group, and its push of ΔW runs while the
+// group computes.
+func hybridStep(w *centerWorker, it int, _ bool) {
+	n := w.cfg.Layout.N
+	p, g := Range{Params, 0, n}, Range{Grads, 0, n}
+	if w.exchange(it) {
+		if w.talks() {
+			w.do(Action{Op: Pull, R: Range{Aux, 0, n}}, true)
+			w.elasticStep()
+		}
+		if w.group != nil {
+			w.do(Action{Op: Broadcast, R: p, Peer: w.root, Group: w.group}, true)
+		}
+		if w.talks() {
+			w.do(Action{Op: Push, R: Range{Delta, 0, n}}, false)
+		}
+	}
+	w.do(Action{Op: Compute}, true)
+	if w.group != nil {
+		w.do(Action{Op: Allreduce, R: g, Group: w.group, Algo: AlgoRing}, true)
+		w.local(Action{Op: Scale, R: g, Factor: 1 / float32(len(w.group))})
+	}
+	w.local(Action{Op: Update, Iter: it})
 }

@@ -9,35 +9,37 @@ var easgdFamily = []Info{
 		Name: "easgd-rr", Paper: "SC17 Alg. 1 (Original EASGD)", Summary: "one worker at a time, in rank order, exchanges with the center",
 		Center: EveryWorker, Policy: RoundRobin, Elastic: true, PlainSGD: true, Aligned: true,
 		newRanks: func(c Config, n int) []Rank {
-			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+			return workers(c, n, func(c Config, r int) Rank {
+				return newCenterWorker(c, r, centerRule{body: easgdRRStep, pullOnRestartOnly: true})
+			})
 		},
 	},
 	{
 		Name: "easgd", Paper: "SC17 5 (Async EASGD), Eq. 1–2", Summary: "workers exchange with the center first come, first served",
 		Center: EveryWorker, Elastic: true, PlainSGD: true, Aligned: true,
 		newRanks: func(c Config, n int) []Rank {
-			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r, centerRule{body: elasticExchangeStep}) })
 		},
 	},
 	{
 		Name: "measgd", Paper: "SC17 5 (Async MEASGD), Eq. 5–6", Summary: "easgd with the solver's momentum",
 		Center: EveryWorker, Elastic: true, Aligned: true,
 		newRanks: func(c Config, n int) []Rank {
-			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r, centerRule{body: elasticExchangeStep}) })
 		},
 	},
 	{
 		Name: "hogwild-easgd", Paper: "SC17 5 (Hogwild EASGD)", Summary: "easgd with the center updated with no lock",
 		Center: EveryWorker, Policy: Hogwild, Elastic: true, PlainSGD: true, Aligned: true,
 		newRanks: func(c Config, n int) []Rank {
-			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r, centerRule{body: elasticExchangeStep}) })
 		},
 	},
 	{
 		Name: "hogwild", Paper: "Hogwild! (Niu et al. 2011), SC17 5", Summary: "workers update one set of weights in memory with no lock",
 		SharedSteps: true, SharedWeights: true,
 		newRanks: func(c Config, n int) []Rank {
-			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r, centerRule{body: localStep, noCenter: true}) })
 		},
 	},
 	{

@@ -9,7 +9,7 @@ var shmcaffeFamily = []Info{
 		Name: "seasgd", Paper: "ShmCaffe III.G (SEASGD), Eq. 5–7", Summary: "elastic averaging through a shared buffer, the push overlapped with compute",
 		Center: EveryWorker, Elastic: true, Aligned: true, SharedBuffers: true,
 		newRanks: func(c Config, n int) []Rank {
-			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r, centerRule{body: seasgdStep}) })
 		},
 	},
 	{
@@ -22,7 +22,7 @@ var shmcaffeFamily = []Info{
 			return nil
 		},
 		newRanks: func(c Config, n int) []Rank {
-			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r, centerRule{body: hybridStep, groups: true}) })
 		},
 	},
 }

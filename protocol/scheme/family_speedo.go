@@ -9,7 +9,9 @@ var speedoFamily = []Info{
 		Name: "async", Paper: "SpeeDO 3.2 (Downpour)", Summary: "local steps, the change merged into the center every S = --interval iterations",
 		Center: EveryWorker, Aligned: true, SharedSteps: true,
 		newRanks: func(c Config, n int) []Rank {
-			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+			return workers(c, n, func(c Config, r int) Rank {
+				return newCenterWorker(c, r, centerRule{body: downpourStep(true), keepRead: true})
+			})
 		},
 	},
 	{
@@ -22,7 +24,9 @@ var speedoFamily = []Info{
 			return nil
 		},
 		newRanks: func(c Config, n int) []Rank {
-			return workers(c, n, func(c Config, r int) Rank { return newCenterWorker(c, r) })
+			return workers(c, n, func(c Config, r int) Rank {
+				return newCenterWorker(c, r, centerRule{body: downpourStep(false), keepRead: true, ssp: true})
+			})
 		},
 	},
 	{
