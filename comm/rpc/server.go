@@ -19,7 +19,9 @@ import (
 // the client receives as a *RemoteError. Handlers of different
 // connections run concurrently; one connection's calls run one at a time.
 // ctx is derived from the one given to Serve, cancelled also when the
-// server closes, and stays valid after the call; ConnFrom(ctx) is the
+// server closes or when a write to the connection fails (a keep-alive to
+// a client that died: a handler waiting on its client's behalf learns it
+// is gone), and stays valid after the call; ConnFrom(ctx) is the
 // connection the request came on.
 type Handler func(ctx context.Context, req *Request, resp *Response) error
 
@@ -115,7 +117,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		go func() {
 			defer s.wg.Done()
 			rc := &Conn{peer: c.RemoteAddr().String()}
-			err := s.serveConn(context.WithValue(ctx, connKey{}, rc), c, pending)
+			cctx, lost := context.WithCancel(context.WithValue(ctx, connKey{}, rc))
+			err := s.serveConn(cctx, lost, c, pending)
+			lost()
 			s.untrack(c)
 			if err != nil && s.cfg.ErrorLog != nil {
 				s.cfg.ErrorLog(err)
@@ -181,11 +185,14 @@ type sconn struct {
 	busy bool // a handler is running: keep-alives are due
 	hb   *time.Timer
 	werr error // the first write error
+	// lost cancels the handlers' context: a write failed, so the client
+	// is gone (a keep-alive to a process that died).
+	lost context.CancelFunc
 }
 
 // serveConn runs one connection until it fails or closes. It returns nil
 // when the client closed the connection between requests.
-func (s *Server) serveConn(ctx context.Context, c net.Conn, pending *netguard.Pending) error {
+func (s *Server) serveConn(ctx context.Context, lost context.CancelFunc, c net.Conn, pending *netguard.Pending) error {
 	peer := c.RemoteAddr().String()
 	err := s.hello(c)
 	if !pending.Done(c) && err == nil {
@@ -194,7 +201,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn, pending *netguard.Pe
 	if err != nil {
 		return fmt.Errorf("rpc: client %s: hello: %w", peer, err)
 	}
-	sc := &sconn{s: s, c: c, peer: peer, wseq: 1}
+	sc := &sconn{s: s, c: c, peer: peer, wseq: 1, lost: lost}
 	sc.hb = time.AfterFunc(time.Hour, sc.keepAlive)
 	sc.hb.Stop()
 	defer sc.hb.Stop()
@@ -273,6 +280,7 @@ func (sc *sconn) write(m *message) error {
 	if err != nil {
 		sc.werr = err
 		sc.c.Close()
+		sc.lost()
 	}
 	return err
 }
