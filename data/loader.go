@@ -50,6 +50,12 @@ type LoaderConfig struct {
 	// Start is the global batch the first batch is (a resumed run).
 	// Slice only.
 	Start int64
+	// Offset moves every global batch Offset positions further along the
+	// sequence: global batch g is positions Offset + [g·World·BatchSize,
+	// (g+1)·World·BatchSize). An elastic group whose size changed goes on
+	// from the position its earlier generations reached, with Start 0.
+	// Slice only.
+	Offset int64
 	// Transform is applied to each image (Caffe's transform_param).
 	Transform TransformConfig
 	// Prefetch is the number of batches prepared ahead by the background
@@ -141,6 +147,8 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 		return nil, fmt.Errorf("%s: rand_skip %d is negative", name, cfg.RandSkip)
 	case cfg.Start < 0 || (cfg.Start > 0 && !cfg.Slice):
 		return nil, fmt.Errorf("%s: start batch %d needs Slice and must not be negative", name, cfg.Start)
+	case cfg.Offset < 0 || (cfg.Offset > 0 && !cfg.Slice):
+		return nil, fmt.Errorf("%s: offset %d needs Slice and must not be negative", name, cfg.Offset)
 	case cfg.Prefetch < 0:
 		return nil, fmt.Errorf("%s: prefetch %d, want at least 1 (0 means %d)", name, cfg.Prefetch, DefaultPrefetch)
 	}
@@ -388,7 +396,7 @@ func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) (*sampler, error)
 		s.errs = make([]error, cfg.BatchSize)
 	}
 	if cfg.Slice {
-		s.slice = &sliceState{rank: int64(cfg.Rank), world: int64(cfg.World), next: cfg.Start}
+		s.slice = &sliceState{rank: int64(cfg.Rank), world: int64(cfg.World), next: cfg.Start, offset: cfg.Offset}
 	}
 	s.startEpoch(0)
 	if cfg.RandSkip > 0 {

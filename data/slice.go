@@ -4,10 +4,11 @@ package data
 type sliceState struct {
 	rank, world int64
 	next        int64 // the global batch the next fill is
+	offset      int64 // LoaderConfig.Offset
 }
 
 // fillSlice writes this rank's slice of the next global batch into b
-// (LoaderConfig.Slice): positions (g·world + rank)·B … +B of the
+// (LoaderConfig.Slice): positions offset + (g·world + rank)·B … +B of the
 // sequence of epochs, each epoch a permutation of every image. Each
 // image's crop and mirror are drawn from its position alone.
 func (s *sampler) fillSlice(b *Batch) error {
@@ -15,7 +16,7 @@ func (s *sampler) fillSlice(b *Batch) error {
 	n := int64(len(s.shard))
 	B := int64(s.batch)
 	g := st.next
-	first := (g*st.world + st.rank) * B
+	first := st.offset + (g*st.world+st.rank)*B
 	b.Seq, b.Epoch = g, int(first/n)
 	per := s.ds.C * s.t.oh * s.t.ow
 	for i := int64(0); i < B; i++ {

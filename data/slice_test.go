@@ -60,3 +60,57 @@ func TestSliceMatchesOneWorker(t *testing.T) {
 		}
 	}
 }
+
+// TestSliceOffsetChangesWorld: an elastic group that shrinks from 4
+// workers to 3 and grows to 5, each generation going on from the
+// position the last one reached (Offset), reads the sequence one worker
+// of batch b reads, with no image skipped or read twice.
+func TestSliceOffsetChangesWorld(t *testing.T) {
+	ds, err := Synthetic(SyntheticConfig{N: 37, C: 1, H: 6, W: 6, Classes: 3, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := TransformConfig{CropSize: 4, Mirror: true}
+	ctx := context.Background()
+	const b = 3
+	one, err := NewLoader(ds, LoaderConfig{BatchSize: b, Train: true, Shuffle: true, Seed: 7, Slice: true, Transform: tf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	var offset int64
+	for _, gen := range []struct{ world, iters int }{{4, 3}, {3, 5}, {5, 4}} {
+		var ws []*Loader
+		for r := range gen.world {
+			l, err := NewLoader(ds, LoaderConfig{BatchSize: b, Train: true, Shuffle: true, Seed: 7, Slice: true, Offset: offset, Rank: r, World: gen.world, Transform: tf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws = append(ws, l)
+		}
+		for it := range gen.iters {
+			for r, l := range ws {
+				part, err := l.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := one.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(part.Index, want.Index) || !slices.Equal(part.Data, want.Data) {
+					t.Fatalf("world %d iteration %d rank %d: read %v, the one worker %v", gen.world, it, r, part.Index, want.Index)
+				}
+				l.Release(part)
+				one.Release(want)
+			}
+		}
+		for _, l := range ws {
+			l.Close()
+		}
+		offset += int64(gen.world * gen.iters * b)
+	}
+	if _, err := NewLoader(ds, LoaderConfig{BatchSize: b, Offset: 3}); err == nil {
+		t.Fatal("an Offset without Slice was accepted")
+	}
+}
