@@ -35,6 +35,15 @@ func (p *Phases) Since(i int, t0 time.Time) time.Time {
 // Iter counts one finished iteration.
 func (p *Phases) Iter() { p.iters++ }
 
+// Merge adds q's times and iterations to p's; both must name the same
+// phases.
+func (p *Phases) Merge(q *Phases) {
+	for i := range min(len(p.total), len(q.total)) {
+		p.total[i] += q.total[i]
+	}
+	p.iters += q.iters
+}
+
 // Iters is the number of iterations counted.
 func (p *Phases) Iters() int { return p.iters }
 

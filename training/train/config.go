@@ -146,6 +146,10 @@ type Config struct {
 	// (WorkerFeeds is unused). Without it every rank runs in this process
 	// over in-process endpoints.
 	Group *Group
+	// Elastic, when set, makes the group elastic: Run takes each
+	// generation's place (and endpoint) from Elastic.Membership, which
+	// replaces Group, and Workers and TrainFeeds follow each generation.
+	Elastic *Elastic
 	// Metrics, when set, receives the run's records: one per iteration
 	// per worker (IterMetrics, kind "train") and one per test net per
 	// test pass (TestMetrics, kind "test"), written as MetricsFormat says.
@@ -403,6 +407,9 @@ type Result struct {
 	// failed while the others trained on, each error naming its worker;
 	// the run's weights are the center's, as the others left them.
 	Failed []error
+	// Generations is the number of generations an elastic run went
+	// through (Config.Elastic; 0 otherwise).
+	Generations int
 }
 
 // Final is the last test pass, or the zero TestResult.

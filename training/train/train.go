@@ -48,6 +48,10 @@ type Trainer struct {
 	// Config.CaffeLog on rank 0 (nil without it, or on another rank).
 	sink *metricsSink
 	clog *metrics.Glog
+	// elasticTest and elasticExtra are the test nets New built, which
+	// each elastic generation's rank 0 takes.
+	elasticTest  *model.Net
+	elasticExtra []*model.Net
 }
 
 // rankState is one rank's model, solver and data.
@@ -118,6 +122,8 @@ func New(cfg Config) (*Trainer, error) {
 	for _, name := range cfg.Train.Inputs {
 		t.batch = max(t.batch, cfg.TrainShapes[name].Count()/max(1, cfg.TrainShapes[name].CountFrom(1))*max(cfg.IterSize, 1))
 	}
+	// Any worker of an elastic group may become rank 0, which tests.
+	t.elasticTest, t.elasticExtra = t.test, t.extra
 	if err := t.buildRanks(); err != nil {
 		return nil, err
 	}
@@ -404,8 +410,17 @@ func (t *Trainer) rank(r int) *rankState {
 // Run trains from the start (or resumed) iteration to MaxIter under the
 // configured scheme. When ctx is cancelled it writes a snapshot of the
 // last completed iteration and returns ctx's error with the partial
-// result.
+// result. An elastic run (Config.Elastic) goes through as many
+// generations as its group takes.
 func (t *Trainer) Run(ctx context.Context) (*Result, error) {
+	if t.cfg.Elastic != nil {
+		return t.runElastic(ctx)
+	}
+	return t.runGeneration(ctx)
+}
+
+// runGeneration trains with the group as it is, to MaxIter.
+func (t *Trainer) runGeneration(ctx context.Context) (*Result, error) {
 	cfg := t.cfg
 	workers := max(cfg.Workers, 1)
 	res := &Result{Start: t.start, Phases: metrics.NewPhases(append(PhaseNames, "comm (exposed)", "wait")...), Params: t.net.Params(), Workers: workers, Scheme: cfg.Scheme}
@@ -682,6 +697,9 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		if rs == updater {
 			hooks = append(hooks, snapIter)
 		}
+		if cfg.Elastic != nil {
+			hooks = append(hooks, t.checkHook(ctx, sc))
+		}
 		n.OnIter = chain(hooks)
 		if r == 0 || i == 0 {
 			// weedout: a round closed without this rank's gradient still
@@ -765,6 +783,9 @@ func (t *Trainer) Run(ctx context.Context) (*Result, error) {
 		}
 		if errors.Is(err, ErrDiverged) {
 			return res, err
+		}
+		if cfg.Elastic != nil && reformable(ctx, err) {
+			return res, err // the group goes on without the peer
 		}
 		// Interrupted, or a peer failed: the weights are those of the
 		// last completed iteration (the update follows the exchange), so

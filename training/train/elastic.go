@@ -1,0 +1,265 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"dsgd/comm/elastic"
+	"dsgd/comm/transport"
+	"dsgd/protocol/scheme"
+)
+
+// Elastic makes a synchronous run survive a lost or an added worker
+// (--elastic MIN:MAX): the run goes in generations, each a group of
+// fixed size; when a member dies or a worker asks to join, the survivors
+// stop, form the next generation and go on from the last iteration a
+// member completed, with that member's weights and solver state.
+type Elastic struct {
+	// Membership is this worker's link to the group's coordinator.
+	Membership Membership
+	// Feeds builds this worker's TRAIN feeds for a generation in which it
+	// is rank of world, reading on from position pos of the data sequence
+	// (the images every earlier global batch took): data.LoaderConfig's
+	// Slice with Offset pos. It replaces (and closes) the feeds it built
+	// before.
+	Feeds func(rank, world int, pos int64) ([]Feed, error)
+}
+
+// Membership is a worker's place in an elastic group; elastic.Member is
+// the one over the tcp transport.
+type Membership interface {
+	// Next reports that this worker has completed done iterations and
+	// that its generation ended because of why (nil for the first); it
+	// returns its place in the next generation, with the generation's
+	// endpoint connected.
+	Next(ctx context.Context, done int, why error) (elastic.Generation, error)
+	// Check says whether the group stops after iteration iter (the number
+	// of iterations completed) to re-form; every member gets the same
+	// answer for the same iteration.
+	Check(ctx context.Context, iter int) (bool, error)
+}
+
+// ElasticSchemes are the schemes --elastic runs: those whose workers
+// exchange with one another alone, in lockstep, so any member's state at
+// an iteration boundary is the group's.
+var ElasticSchemes = []string{"sync-ring", "sync-tree", "overlap", "local-sgd", "diloco"}
+
+// errReform ends a generation at an iteration boundary the coordinator
+// chose (a worker waits to join, or a member is gone).
+var errReform = errors.New("the group re-forms")
+
+// tagElastic is the tag of the state rank 0 sends a new generation.
+const tagElastic = 0x454c4153 // "ELAS"
+
+// reformable reports whether err ends a generation rather than the run:
+// the coordinator's re-forming, or a peer that failed, while ctx lives.
+func reformable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var pe *transport.PeerError
+	return errors.Is(err, errReform) || errors.As(err, &pe)
+}
+
+// ElasticRefusal is why cfg cannot run elastic, or nil.
+func ElasticRefusal(cfg Config) error {
+	if cfg.Elastic == nil {
+		return nil
+	}
+	name := cfg.Scheme
+	if name == "" {
+		name = "seq"
+	}
+	ok := false
+	for _, s := range ElasticSchemes {
+		ok = ok || s == name
+	}
+	switch {
+	case !ok:
+		return fmt.Errorf("--elastic with --scheme %s: elastic membership is for the synchronous schemes whose workers exchange among themselves (%v); a center's schemes already let workers come and go", name, ElasticSchemes)
+	case cfg.Group == nil:
+		return errors.New("--elastic needs workers in processes of their own (--transport tcp): in one process they live and die together")
+	case cfg.Compress.Gradient():
+		return errors.New("--elastic with --compress: the compressors' residuals are each worker's own and a re-formed group would drop them; give one of them")
+	}
+	return nil
+}
+
+// runElastic runs the generations of an elastic group until one finishes
+// the run or the group can no longer go on.
+func (t *Trainer) runElastic(ctx context.Context) (*Result, error) {
+	el := t.cfg.Elastic
+	total := &Result{Start: t.start, Scheme: t.cfg.Scheme}
+	done := t.start
+	var pos int64 = -1 // the data position; unknown until a generation starts
+	var why error
+	var prev transport.Endpoint
+	defer func() {
+		if prev != nil {
+			prev.Close()
+		}
+	}()
+	out, clog := t.out, t.clog
+	for gen := 0; ; gen++ {
+		g, err := el.Membership.Next(ctx, done, why)
+		if prev != nil {
+			prev.Close()
+			prev = nil
+		}
+		if err != nil {
+			if why != nil {
+				err = fmt.Errorf("%w (the group's last generation ended: %v)", err, why)
+			}
+			return total, t.interrupted(ctx, total, done, fmt.Errorf("train: elastic group: %w", err), func(_ context.Context, fn func() error) error { return fn() })
+		}
+		prev = g.Endpoint
+		if pos < 0 {
+			// The first generation: a resumed run read every earlier
+			// iteration at this size.
+			pos = int64(g.Done) * int64(t.batch) * int64(g.Size)
+		}
+		if done, pos, err = t.adopt(ctx, g, done, pos); err != nil {
+			transport.Abort(g.Endpoint, err)
+			why = err
+			continue
+		}
+		feeds, err := el.Feeds(g.Rank, g.Size, pos)
+		if err != nil {
+			return total, fmt.Errorf("train: elastic generation %d: %w", g.Gen, err)
+		}
+		t.cfg.Workers, t.cfg.TrainFeeds = g.Size, feeds
+		t.cfg.Group = &Group{Rank: g.Rank, Size: g.Size, Endpoint: g.Endpoint}
+		t.start, t.ranks = done, nil
+		// Rank 0 tests, prints and snapshots: whichever worker it is.
+		t.test, t.extra, t.out, t.clog = t.elasticTest, t.elasticExtra, out, clog
+		if g.Rank != 0 {
+			t.out, t.clog = io.Discard, nil
+		}
+		if err := t.buildRanks(); err != nil {
+			return total, err
+		}
+		if g.Rank == 0 {
+			fmt.Fprintf(t.out, "dsgd: elastic generation %d: %d workers, from iteration %d\n", g.Gen, g.Size, done)
+		}
+		t0 := time.Now()
+		res, err := t.runGeneration(ctx)
+		total.add(res, time.Since(t0))
+		done = res.Start + res.Iters
+		pos += int64(res.Iters) * int64(t.batch) * int64(g.Size)
+		// The gradients may lie in the generation's shared memory, which
+		// goes with its endpoint: back into the process's.
+		if err := t.net.UseGrads(make([]float32, len(t.net.Grads()))); err != nil {
+			return total, err
+		}
+		if err == nil || !reformable(ctx, err) {
+			return total, err
+		}
+		why = err
+		if !errors.Is(err, errReform) {
+			transport.Abort(g.Endpoint, err)
+		}
+	}
+}
+
+// adopt makes this worker's state rank 0's at the start of a generation:
+// the iterations done, the data position and the solver's history (the
+// scheme's first broadcast copies rank 0's weights).
+func (t *Trainer) adopt(ctx context.Context, g elastic.Generation, done int, pos int64) (int, int64, error) {
+	if g.Size == 1 {
+		return done, pos, nil
+	}
+	ep := g.Endpoint
+	if g.Rank == 0 {
+		var b bytes.Buffer
+		var head [16]byte
+		binary.LittleEndian.PutUint64(head[:], uint64(done))
+		binary.LittleEndian.PutUint64(head[8:], uint64(pos))
+		b.Write(head[:])
+		if err := t.solver.WriteState(&b); err != nil {
+			return 0, 0, fmt.Errorf("train: elastic: rank 0's solver state: %w", err)
+		}
+		for r := 1; r < g.Size; r++ {
+			if err := ep.SendBytes(ctx, r, tagElastic, b.Bytes()); err != nil {
+				return 0, 0, err
+			}
+		}
+		return done, pos, nil
+	}
+	max := 16 + 64 + 8*len(t.net.Params())*4 // the header, the solver's, up to 3 histories as float64
+	msg, err := ep.RecvBytes(ctx, 0, tagElastic, max)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(msg) < 16 {
+		return 0, 0, fmt.Errorf("train: elastic: rank 0 sent %d bytes of state, want at least 16", len(msg))
+	}
+	done = int(binary.LittleEndian.Uint64(msg))
+	pos = int64(binary.LittleEndian.Uint64(msg[8:]))
+	if done < 0 || pos < 0 {
+		return 0, 0, fmt.Errorf("train: elastic: rank 0 sent iteration %d, data position %d", done, pos)
+	}
+	if err := t.solver.ReadState(bytes.NewReader(msg[16:])); err != nil {
+		return 0, 0, fmt.Errorf("train: elastic: rank 0's solver state: %w", err)
+	}
+	return done, pos, nil
+}
+
+// checkHook asks the coordinator, at every iteration boundary where the
+// scheme's workers agree (after each exchange), whether the group stops
+// there.
+func (t *Trainer) checkHook(ctx context.Context, sc scheme.Config) func(int, float64) error {
+	m := t.cfg.Elastic.Membership
+	every := 1
+	if sc.Name == "local-sgd" || sc.Name == "diloco" {
+		every = max(sc.Interval, 1)
+	}
+	return func(iter int, _ float64) error {
+		if n := iter + 1; n%every == 0 && n < t.cfg.MaxIter {
+			stop, err := m.Check(ctx, n)
+			if err != nil {
+				return err
+			}
+			if stop {
+				return errReform
+			}
+		}
+		return nil
+	}
+}
+
+// add folds one generation's result into the run's.
+func (r *Result) add(g *Result, wall time.Duration) {
+	if g == nil {
+		return
+	}
+	r.Iters += g.Iters
+	r.Tests = append(r.Tests, g.Tests...)
+	r.Snapshots = append(r.Snapshots, g.Snapshots...)
+	r.Failed = append(r.Failed, g.Failed...)
+	r.Workers = g.Workers
+	if r.Phases == nil {
+		r.Phases = g.Phases
+	} else if g.Phases != nil {
+		r.Phases.Merge(g.Phases)
+	}
+	if g.ImagesPerSec > 0 && r.Iters > 0 {
+		// images/s over the whole run: both spans' images over both times.
+		imgs := r.ImagesPerSec*r.TrainTime.Seconds() + g.ImagesPerSec*g.TrainTime.Seconds()
+		r.TrainTime += g.TrainTime
+		if r.TrainTime > 0 {
+			r.ImagesPerSec = imgs / r.TrainTime.Seconds()
+		}
+	}
+	r.Images, r.Epochs = g.Images, g.Epochs
+	r.CommBusy += g.CommBusy
+	r.CommExposed += g.CommExposed
+	r.Traffic = g.Traffic
+	r.Params = g.Params
+	r.Wall += wall
+	r.Generations++
+}
