@@ -31,7 +31,7 @@ var flagGroups = []struct {
 		"bucket", "pack", "fragments", "overlap", "mix", "outer-bits"}},
 	{"Transport and processes", []string{
 		"transport", "comm-timeout", "compress", "compress-warmup", "shm", "job", "store", "shard", "rank", "world", "listen",
-		"rendezvous", "token", "token-file"}},
+		"rendezvous", "token", "token-file", "elastic", "elastic-coordinator"}},
 	{"Snapshots", []string{"snapshot", "snapshot-prefix", "snapshot-format", "resume"}},
 	{"Output", []string{"log", "metrics", "metrics-listen", "timeline", "logs", "plot", "target", "repeats", "schemes"}},
 }

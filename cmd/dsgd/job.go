@@ -192,6 +192,12 @@ type job struct {
 	labelMax                map[string]int    // label blob -> the largest label fed to it
 	dataDesc                []string
 	bufferBytes             float64 // the loaders' batch buffers so far
+	// trainLoaders are the TRAIN feeds' loaders and trainBytes their
+	// buffers (an elastic generation replaces them); offset is where in
+	// the data sequence the TRAIN loaders start (data.LoaderConfig.Offset).
+	trainLoaders []*data.Loader
+	trainBytes   float64
+	offset       int64
 }
 
 // load parses the net and solver the flags name.
@@ -327,10 +333,12 @@ func (j *job) openExtraTests(m *modelFlags) error {
 // shard of the TRAIN set (of workers shards), and the TEST set if needed.
 func (j *job) openShard(m *modelFlags, needTest bool, rank, workers int) error {
 	var err error
+	n0, b0 := len(j.loaders), j.bufferBytes
 	j.trainShapes, j.trainFeeds, err = j.feeds(m, j.train, data.Train, rank, workers)
 	if err != nil {
 		return err
 	}
+	j.trainLoaders, j.trainBytes = slices.Clone(j.loaders[n0:]), j.bufferBytes-b0
 	if needTest && len(j.test.Spec.Layers) > 0 {
 		j.testShapes, j.testFeeds, err = j.feeds(m, j.test, data.Test, 0, 1)
 		if err == nil {
@@ -338,6 +346,26 @@ func (j *job) openShard(m *modelFlags, needTest bool, rank, workers int) error {
 		}
 	}
 	return err
+}
+
+// reopenTrain replaces the TRAIN feeds with those of rank of world in an
+// elastic generation, reading on from position pos of the data sequence,
+// and closes the loaders they replace.
+func (j *job) reopenTrain(m *modelFlags, rank, world int, pos int64) ([]train.Feed, error) {
+	for _, l := range j.trainLoaders {
+		l.Close()
+		j.loaders = slices.DeleteFunc(j.loaders, func(x *data.Loader) bool { return x == l })
+	}
+	j.bufferBytes -= j.trainBytes
+	j.start, j.offset = 0, pos
+	n0, b0 := len(j.loaders), j.bufferBytes
+	_, feeds, err := j.feeds(m, j.train, data.Train, rank, world)
+	j.trainLoaders, j.trainBytes = slices.Clone(j.loaders[n0:]), j.bufferBytes-b0
+	if err != nil {
+		return nil, err
+	}
+	j.trainFeeds = feeds
+	return feeds, nil
 }
 
 func (j *job) feeds(m *modelFlags, pn *caffedef.PhaseNet, split data.Split, rank, world int) (map[string]tensor.Shape, []train.Feed, error) {
@@ -457,6 +485,7 @@ func (j *job) feeds(m *modelFlags, pn *caffedef.PhaseNet, split data.Split, rank
 			// count, and a resumed run reads on from its iteration.
 			Slice:     split == data.Train,
 			Start:     int64(startOf(split, j.start) * max(j.trainPasses, 1)),
+			Offset:    int64(startOf(split, int(j.offset))),
 			Transform: dl.Transform,
 		})
 		if err != nil {

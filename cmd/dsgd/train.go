@@ -16,6 +16,7 @@ import (
 
 	"dsgd/caffe/caffemodel"
 	"dsgd/comm/collective"
+	"dsgd/comm/elastic"
 	"dsgd/comm/transport/mpi"
 	"dsgd/protocol/center"
 	"dsgd/protocol/scheme"
@@ -56,6 +57,7 @@ type trainFlags struct {
 	maxUpdateNorm                        *float64
 	center                               centerFlags
 	timeBudget                           *time.Duration
+	elastic                              elasticFlags
 
 	// reduceNote is the header's line on how gradients are summed.
 	reduceNote string
@@ -112,6 +114,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	f.roundDeadline = fs.Duration("round-deadline", 0, "weedout: close a round this long after its first gradients arrive (default: 2x the first round's compute time is not known, so 0 waits for every worker; set it to weed stragglers out)")
 	f.maxUpdateNorm = fs.Float64("max-update-norm", 0, "asynchronous schemes: the center refuses, naming the worker, an update (push, elastic exchange, round) whose L2 norm exceeds this (0: no bound; non-finite updates are refused always)")
 	f.center.register(fs)
+	f.elastic.register(fs)
 	f.timeBudget = fs.Duration("time-budget", 0, "stop training after this much training time (tests excluded), with the final test and snapshot (0: no limit)")
 	f.straggle = fs.String("straggle", "", "inject a straggler: RANK:DELAY (that worker is slower by DELAY every iteration) or p=PROB:DELAY (any worker, with that probability per iteration)")
 }
@@ -291,8 +294,16 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "dsgd train: --allreduce mpi needs mpirun -np N dsgd worker --transport mpi --allreduce mpi ...")
 		return errUsage
 	}
+	if err := f.elastic.check(&f); err != nil {
+		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+		return errUsage
+	}
 	switch *f.transport {
 	case "inproc":
+		if f.elastic.on() {
+			fmt.Fprintln(stderr, "dsgd train: --elastic with --transport inproc: the workers of one process live and die together; give --transport tcp")
+			return errUsage
+		}
 		if *f.compress == "fp16" {
 			fmt.Fprintln(stderr, "dsgd train: --compress works with --transport tcp for fp16, the tcp wire's encoding (bf16, powersgd:R, topk:F and sign work over every transport)")
 			return errUsage
@@ -443,7 +454,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if g != nil {
 		rank = g.rank
 		cfg.Group = &train.Group{Rank: g.rank, Size: g.world}
-		if rank != 0 {
+		if rank != 0 && !f.elastic.on() {
+			// Under --elastic any worker may become rank 0, which tests,
+			// prints and snapshots: each keeps its test net and output.
 			cfg.Out, cfg.Test.Layers, cfg.SnapshotPrefix = io.Discard, nil, ""
 			if in, _ := scheme.Lookup(cfg.Scheme); in.ServerUpdates && rank == g.world-1 {
 				cfg.SnapshotPrefix = snapshotPrefix(f, sd.SnapshotPrefix) // the server holds the solver state
@@ -534,9 +547,32 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if g != nil && rank >= cfg.Workers {
 		cfg.TrainFeeds = nil // the parameter server computes nothing
 	}
+	var member *elastic.Member
+	if g != nil && f.elastic.on() {
+		member = &elastic.Member{Prefer: g.rank}
+		if member.TCP, err = g.tcpConfig(*f.compress, *f.shm); err != nil {
+			return err
+		}
+		member.TCP.Timeout = *f.commTimeout
+		cfg.Elastic = &train.Elastic{Membership: member, Feeds: func(rank, world int, pos int64) ([]train.Feed, error) {
+			return j.reopenTrain(m, rank, world, pos)
+		}}
+		if err := train.ElasticRefusal(cfg); err != nil {
+			fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+			return errUsage
+		}
+	}
 	tr, err := train.New(cfg)
 	if err != nil {
 		return err
+	}
+	if member != nil {
+		member.TCP.ModelHash = tr.LayoutHash()
+		member.Client, err = elastic.Dial(ctx, *f.elastic.coordinator, g.token, *f.commTimeout)
+		if err != nil {
+			return fmt.Errorf("--elastic-coordinator %s: %w", *f.elastic.coordinator, err)
+		}
+		defer member.Client.Close()
 	}
 	if err := j.checkLabels(tr.Net(), j.train.Spec, j.test.Spec); err != nil {
 		return err
@@ -589,6 +625,8 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 		defer ep.Close()
 		cfg.Group.Endpoint = ep
+	case member != nil:
+		// Each generation connects its own endpoint (elasticMember.Next).
 	case g != nil:
 		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress, *f.shm)
 		if err != nil {
@@ -621,6 +659,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 	}
 	out := cfg.Out
+	if member != nil && rank != 0 {
+		out = io.Discard // the first generation's rank 0 prints the header
+	}
 	j.printHeader(out, stderr, tr.Net(), m.threads, cfg.MaxIter, cfg.Solver)
 	threads := max(1, m.threads/cfg.Workers)
 	where := *f.transport
@@ -648,6 +689,15 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	f.result = res
 	if err != nil {
 		return err
+	}
+	if member != nil {
+		member.Client.Leave(ctx)
+		// The last generation's rank 0 reports, whichever worker it is.
+		if tr.GroupRank() == 0 {
+			printSummary(cfg.Out, res)
+			fmt.Fprintf(cfg.Out, "elastic: %d generation(s), %d worker(s) at the end\n", res.Generations, res.Workers)
+		}
+		return nil
 	}
 	printSummary(out, res)
 	printCompressed(out, res, cfg)

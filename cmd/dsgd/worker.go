@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"dsgd/comm/compress"
+	"dsgd/comm/elastic"
 	"dsgd/comm/transport"
 	"dsgd/comm/transport/mpi"
 	"dsgd/comm/transport/tcp"
@@ -97,9 +98,25 @@ func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Dura
 	if g.mpi != nil {
 		return g.connectMPI(ctx, hash, timeout)
 	}
+	cfg, err := g.tcpConfig(compressFlag, shmMode)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Rank, cfg.Size, cfg.Rendezvous, cfg.ModelHash, cfg.Timeout = g.rank, g.world, g.rendezvous, hash, timeout
+	ep, err := tcp.Connect(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("rank %d of %d joining %s: %w%s", g.rank, g.world, g.rendezvous, err, g.autoHint())
+	}
+	return ep, nil
+}
+
+// tcpConfig is the tcp transport's configuration from the flags that do
+// not change with the group's membership: the address to listen on, the
+// token, the wire's encoding and shared memory.
+func (g *groupFlags) tcpConfig(compressFlag, shmMode string) (tcp.Config, error) {
 	c := tcp.CompressNone
 	if spec, err := compress.Parse(compressFlag); err != nil {
-		return nil, fmt.Errorf("--compress: %w", err)
+		return tcp.Config{}, fmt.Errorf("--compress: %w", err)
 	} else if spec.Kind == compress.FP16 {
 		// The gradient compressors run above the transport; fp16 alone
 		// is the wire's.
@@ -107,13 +124,9 @@ func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Dura
 	}
 	sm, err := tcp.ParseShm(shmMode)
 	if err != nil {
-		return nil, fmt.Errorf("--shm: %w", err)
+		return tcp.Config{}, fmt.Errorf("--shm: %w", err)
 	}
-	ep, err := tcp.Connect(ctx, tcp.Config{Rank: g.rank, Size: g.world, Rendezvous: g.rendezvous, Listen: g.listen, Token: g.token, ModelHash: hash, Timeout: timeout, Compress: c, Shm: sm})
-	if err != nil {
-		return nil, fmt.Errorf("rank %d of %d joining %s: %w%s", g.rank, g.world, g.rendezvous, err, g.autoHint())
-	}
-	return ep, nil
+	return tcp.Config{Listen: g.listen, Token: g.token, Compress: c, Shm: sm}, nil
 }
 
 // runWorker runs one rank of a training job whose ranks are separate
@@ -160,6 +173,23 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		}
 		g.token = tok
 		return execute(ctx, &f, &g, stdout, stderr)
+	}
+	if err := f.elastic.check(&f); err != nil {
+		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
+		return errUsage
+	}
+	if f.elastic.on() {
+		if *f.elastic.coordinator == "" {
+			fmt.Fprintf(stderr, "dsgd %s: --elastic needs --elastic-coordinator HOST:PORT, the group's coordinator (dsgd train --transport tcp --elastic prints it)\n", name)
+			return errUsage
+		}
+		// The coordinator places the worker; a joiner starts as one of one.
+		if g.rank < 0 || g.world <= 0 {
+			g.rank, g.world = 0, max(*f.workers, 1)
+		}
+		if g.rendezvous == "" {
+			g.rendezvous = "-" // each generation's comes from the coordinator
+		}
 	}
 	if centerScheme(*f.scheme, *f.workers) && g.rendezvous == "" {
 		g.rendezvous = "-" // the workers meet at the center, not at a rendezvous
@@ -239,10 +269,14 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	if _, err := rand.Read(tok); err != nil {
 		return err
 	}
+	token := hex.EncodeToString(tok)
+	if t := os.Getenv("DSGD_TOKEN"); t != "" && f.elastic.on() {
+		token = t // the user's: a worker they start later joins with it
+	}
 	base := append(stripFlag(stripFlag(args, "transport"), "store"), "--threads", strconv.Itoa(max(1, f.m.threads/world))) // the cores are shared
 	// The ranks are ours: a launcher's variables (when this process was
 	// started by one) would contradict their --rank and --world.
-	env := append(launcher.Strip(os.Environ()), "DSGD_CHILD=1", "DSGD_TOKEN="+hex.EncodeToString(tok))
+	env := append(launcher.Strip(os.Environ()), "DSGD_CHILD=1", "DSGD_TOKEN="+token)
 	if url := f.center.storeURL(); url != "" {
 		env = append(env, "DSGD_STORE="+url)
 	}
@@ -292,6 +326,15 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		defer server.Stop()
 		addr = two[1] // the workers' rendezvous
 	}
+	var coord *elastic.Coordinator
+	if f.elastic.on() {
+		if coord, err = startCoordinator(ctx, f, world, token, stderr); err != nil {
+			return fmt.Errorf("--elastic: %w", err)
+		}
+		defer coord.Close()
+		// Whichever worker is rank 0 prints: one writer for them all.
+		stdout = &syncWriter{w: stdout}
+	}
 	outs := make([]*bytes.Buffer, world)
 	procs := make([]spawn.Proc, world)
 	for r := range world {
@@ -299,9 +342,12 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		if centerAddr != "" {
 			cargs = append(cargs, "--center", centerAddr)
 		}
+		if coord != nil {
+			cargs = append(cargs, "--elastic-coordinator", coord.Addr())
+		}
 		outs[r] = &bytes.Buffer{}
 		procs[r] = spawn.Proc{Name: "rank " + strconv.Itoa(r), Args: cargs, Env: env, Stderr: io.MultiWriter(outs[r], live.writer("rank "+strconv.Itoa(r)))}
-		if r == 0 {
+		if r == 0 || coord != nil {
 			procs[r].Stdout = stdout
 		}
 	}
@@ -310,7 +356,7 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	// (they snapshot). An asynchronous one trains on.
 	wo := stop
 	wo.Linger = 10 * time.Second
-	if async {
+	if async || coord != nil {
 		wo.Linger = -1
 	}
 	workers, err := spawn.Start(ctx, procs, wo)
@@ -366,8 +412,19 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 		}
 		return interruptedRanks(texts)
 	}
+	finished := 0
+	for _, e := range exits {
+		if e.Err == nil {
+			finished++
+		}
+	}
 	for r, e := range exits {
 		if e.Err == nil {
+			continue
+		}
+		if coord != nil && finished > 0 {
+			// The group went on without it: say so, and succeed.
+			fmt.Fprintf(stderr, "dsgd: rank %d left the elastic group (%v); the others finished the run\n", r, e.Err)
 			continue
 		}
 		text := strings.TrimSpace(outs[r].String())

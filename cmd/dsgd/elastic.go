@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"dsgd/comm/elastic"
+	"dsgd/training/train"
+)
+
+// elasticFlags are --elastic MIN:MAX and the coordinator's address.
+type elasticFlags struct {
+	bounds      *string
+	coordinator *string
+}
+
+func (e *elasticFlags) register(fs *flag.FlagSet) {
+	e.bounds = fs.String("elastic", "", "`MIN:MAX`: a synchronous group (sync-ring, sync-tree, overlap, local-sgd, diloco; --transport tcp) that survives lost and added workers: a worker that dies is dropped within --comm-timeout and the others go on from the last iteration one of them completed; a worker started with --elastic-coordinator joins at the next iteration boundary; fewer than MIN ends the run")
+	e.coordinator = fs.String("elastic-coordinator", "", "dsgd worker --elastic: `HOST:PORT` of the group's coordinator (the launcher's, which it prints): join the group there")
+}
+
+// on reports whether --elastic was given.
+func (e *elasticFlags) on() bool { return e.bounds != nil && *e.bounds != "" }
+
+// parse returns --elastic's bounds.
+func (e *elasticFlags) parse() (lo, hi int, err error) {
+	a, b, ok := strings.Cut(*e.bounds, ":")
+	lo, err1 := strconv.Atoi(a)
+	hi, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || lo < 1 || hi < lo {
+		return 0, 0, fmt.Errorf("--elastic %q: want MIN:MAX with 1 <= MIN <= MAX, for example 2:4", *e.bounds)
+	}
+	return lo, hi, nil
+}
+
+// check refuses --elastic where it cannot run, naming both flags.
+func (e *elasticFlags) check(f *trainFlags) error {
+	if !e.on() {
+		if *e.coordinator != "" {
+			return errors.New("--elastic-coordinator without --elastic MIN:MAX")
+		}
+		return nil
+	}
+	lo, hi, err := e.parse()
+	if err != nil {
+		return err
+	}
+	name := f.schemeName()
+	ok := false
+	for _, s := range train.ElasticSchemes {
+		ok = ok || s == name
+	}
+	if !ok {
+		return fmt.Errorf("--elastic with --scheme %s: elastic membership is for %s; the asynchronous schemes' workers already come and go at their center", name, strings.Join(train.ElasticSchemes, ", "))
+	}
+	if *f.compress != "none" && *f.compress != "fp16" {
+		return fmt.Errorf("--elastic with --compress %s: each worker's error-feedback residual would be lost when the group re-forms; give one of them", *f.compress)
+	}
+	if w := *f.workers; w > 0 && (w < lo || w > hi) && *e.coordinator == "" {
+		return fmt.Errorf("--workers %d outside --elastic %d:%d", w, lo, hi)
+	}
+	return nil
+}
+
+// syncWriter serialises writes to w from several goroutines (the ranks'
+// stdout copies under an elastic launcher, where rank 0 may change).
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// startCoordinator serves the membership of the launcher's elastic group
+// on loopback, logging its generations to stderr.
+func startCoordinator(ctx context.Context, f *trainFlags, world int, token string, stderr io.Writer) (*elastic.Coordinator, error) {
+	lo, hi, err := f.elastic.parse()
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	c, err := elastic.Listen("127.0.0.1:0", elastic.Config{Min: lo, Max: hi, Want: world, Token: token, Timeout: *f.commTimeout,
+		Logf: func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(stderr, "dsgd: "+format+"\n", args...)
+		}})
+	if err != nil {
+		return nil, err
+	}
+	go c.Serve(context.WithoutCancel(ctx))
+	fmt.Fprintf(stderr, "dsgd: elastic coordinator on %s: a worker joins with dsgd worker --elastic %s --elastic-coordinator %s (same flags, DSGD_TOKEN as this launcher's)\n", c.Addr(), *f.elastic.bounds, c.Addr())
+	return c, nil
+}
