@@ -355,7 +355,7 @@ func (j *job) feeds(m *modelFlags, pn *caffedef.PhaseNet, split data.Split, rank
 			// An Input layer's blobs are filled by whoever runs the net;
 			// dsgd time leaves them at zero, as caffe time does.
 			batch := m.batch
-			if rec := recurrentLayers(pn.Spec); batch > 0 && len(rec) > 0 {
+			if rec := pn.Spec.RecurrentLayers(); batch > 0 && len(rec) > 0 {
 				// Time-major inputs (T×N) beside N×D ones: no one axis
 				// is the batch, so the deploy shapes stand.
 				batch = 0
@@ -621,7 +621,7 @@ func (j *job) shuffle(m *modelFlags) bool {
 	if m.shuffleSet {
 		return m.shuffle
 	}
-	rec := recurrentLayers(j.train.Spec)
+	rec := j.train.Spec.RecurrentLayers()
 	if len(rec) == 0 {
 		return m.shuffle
 	}
@@ -638,17 +638,4 @@ func (m *modelFlags) noteGPU(cmd string, stderr io.Writer) {
 	if m.gpu != "" {
 		fmt.Fprintf(stderr, "dsgd %s: note: --gpu %s: dsgd has no GPU engine yet; running on the CPU\n", cmd, m.gpu)
 	}
-}
-
-// recurrentLayers names the LSTM and RNN layers of spec, which read their
-// bottoms' first axis as time steps.
-func recurrentLayers(spec model.Spec) []string {
-	var rec []string
-	for _, l := range spec.Layers {
-		switch l.Config.(type) {
-		case *layers.LSTMConfig, *layers.RNNConfig:
-			rec = append(rec, l.Name)
-		}
-	}
-	return rec
 }
