@@ -564,41 +564,15 @@ func dummyFillers(fs []caffedef.Filler) []data.DummyFiller {
 // past the classes of a loss or accuracy layer they feed (which would
 // stop the run mid-way), naming the data layer, its source and the layer.
 func (j *job) checkLabels(net *model.Net, specs ...model.Spec) error {
-	for _, spec := range specs {
-		for _, l := range spec.Layers {
-			axis := 1
-			switch c := l.Config.(type) {
-			case *layers.SoftmaxWithLossConfig:
-				if c.IgnoreLabel != nil {
-					continue
-				}
-				axis = c.Axis
-			case *layers.AccuracyConfig:
-				if c.IgnoreLabel != nil {
-					continue
-				}
-				axis = c.Axis
-			default:
-				continue
-			}
-			if len(l.Bottom) < 2 {
-				continue
-			}
-			src, ok := j.labelSources[l.Bottom[1]]
-			scores := net.Blob(l.Bottom[0])
-			if !ok || scores == nil {
-				continue
-			}
-			if axis < 0 {
-				axis += len(scores.Shape)
-			}
-			if axis < 0 || axis >= len(scores.Shape) {
-				continue
-			}
-			if classes := scores.Shape[axis]; j.labelMax[l.Bottom[1]] >= classes {
-				return fmt.Errorf("%s: labels up to %d but layer %q (%s) scores %d classes in %q: a label must be below %d (raise num_output of the layer producing %q, or check the data)",
-					src, j.labelMax[l.Bottom[1]], l.Name, l.Config.Type(), classes, l.Bottom[0], classes, l.Bottom[0])
-			}
+	for _, r := range net.LabelReaders(specs...) {
+		l := r.Layer
+		src, ok := j.labelSources[l.Bottom[1]]
+		if !ok || r.Use.HasIgnore {
+			continue
+		}
+		if classes := r.Use.Classes; j.labelMax[l.Bottom[1]] >= classes {
+			return fmt.Errorf("%s: labels up to %d but layer %q (%s) scores %d classes in %q: a label must be below %d (raise num_output of the layer producing %q, or check the data)",
+				src, j.labelMax[l.Bottom[1]], l.Name, l.Config.Type(), classes, l.Bottom[0], classes, l.Bottom[0])
 		}
 	}
 	return nil
