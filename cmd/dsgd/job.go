@@ -383,7 +383,7 @@ func (j *job) feeds(m *modelFlags, pn *caffedef.PhaseNet, split data.Split, rank
 			// An Input layer's blobs are filled by whoever runs the net;
 			// dsgd time leaves them at zero, as caffe time does.
 			batch := m.batch
-			if rec := recurrentLayers(pn.Spec); batch > 0 && len(rec) > 0 {
+			if rec := pn.Spec.RecurrentLayers(); batch > 0 && len(rec) > 0 {
 				// Time-major inputs (T×N) beside N×D ones: no one axis
 				// is the batch, so the deploy shapes stand.
 				batch = 0
@@ -593,41 +593,15 @@ func dummyFillers(fs []caffedef.Filler) []data.DummyFiller {
 // past the classes of a loss or accuracy layer they feed (which would
 // stop the run mid-way), naming the data layer, its source and the layer.
 func (j *job) checkLabels(net *model.Net, specs ...model.Spec) error {
-	for _, spec := range specs {
-		for _, l := range spec.Layers {
-			axis := 1
-			switch c := l.Config.(type) {
-			case *layers.SoftmaxWithLossConfig:
-				if c.IgnoreLabel != nil {
-					continue
-				}
-				axis = c.Axis
-			case *layers.AccuracyConfig:
-				if c.IgnoreLabel != nil {
-					continue
-				}
-				axis = c.Axis
-			default:
-				continue
-			}
-			if len(l.Bottom) < 2 {
-				continue
-			}
-			src, ok := j.labelSources[l.Bottom[1]]
-			scores := net.Blob(l.Bottom[0])
-			if !ok || scores == nil {
-				continue
-			}
-			if axis < 0 {
-				axis += len(scores.Shape)
-			}
-			if axis < 0 || axis >= len(scores.Shape) {
-				continue
-			}
-			if classes := scores.Shape[axis]; j.labelMax[l.Bottom[1]] >= classes {
-				return fmt.Errorf("%s: labels up to %d but layer %q (%s) scores %d classes in %q: a label must be below %d (raise num_output of the layer producing %q, or check the data)",
-					src, j.labelMax[l.Bottom[1]], l.Name, l.Config.Type(), classes, l.Bottom[0], classes, l.Bottom[0])
-			}
+	for _, r := range net.LabelReaders(specs...) {
+		l := r.Layer
+		src, ok := j.labelSources[l.Bottom[1]]
+		if !ok || r.Use.HasIgnore {
+			continue
+		}
+		if classes := r.Use.Classes; j.labelMax[l.Bottom[1]] >= classes {
+			return fmt.Errorf("%s: labels up to %d but layer %q (%s) scores %d classes in %q: a label must be below %d (raise num_output of the layer producing %q, or check the data)",
+				src, j.labelMax[l.Bottom[1]], l.Name, l.Config.Type(), classes, l.Bottom[0], classes, l.Bottom[0])
 		}
 	}
 	return nil
@@ -650,7 +624,7 @@ func (j *job) shuffle(m *modelFlags) bool {
 	if m.shuffleSet {
 		return m.shuffle
 	}
-	rec := recurrentLayers(j.train.Spec)
+	rec := j.train.Spec.RecurrentLayers()
 	if len(rec) == 0 {
 		return m.shuffle
 	}
@@ -667,17 +641,4 @@ func (m *modelFlags) noteGPU(cmd string, stderr io.Writer) {
 	if m.gpu != "" {
 		fmt.Fprintf(stderr, "dsgd %s: note: --gpu %s: dsgd has no GPU engine yet; running on the CPU\n", cmd, m.gpu)
 	}
-}
-
-// recurrentLayers names the LSTM and RNN layers of spec, which read their
-// bottoms' first axis as time steps.
-func recurrentLayers(spec model.Spec) []string {
-	var rec []string
-	for _, l := range spec.Layers {
-		switch l.Config.(type) {
-		case *layers.LSTMConfig, *layers.RNNConfig:
-			rec = append(rec, l.Name)
-		}
-	}
-	return rec
 }

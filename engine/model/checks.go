@@ -39,30 +39,68 @@ func (n *Net) LabelUses() map[string][]LabelUse {
 		if len(nd.bottom) < 2 {
 			continue
 		}
-		axis, ignore := 1, (*int)(nil)
-		switch c := nd.spec.Config.(type) {
-		case *layers.SoftmaxWithLossConfig:
-			axis, ignore = c.Axis, c.IgnoreLabel
-		case *layers.AccuracyConfig:
-			axis, ignore = c.Axis, c.IgnoreLabel
-		default:
-			continue
+		if u, ok := labelUse(nd.spec, nd.bottom[0].Shape); ok {
+			name := nd.spec.Bottom[1]
+			uses[name] = append(uses[name], u)
 		}
-		s := nd.bottom[0].Shape
-		if axis < 0 {
-			axis += len(s)
-		}
-		if axis < 0 || axis >= len(s) {
-			continue // Setup has refused it already
-		}
-		u := LabelUse{Layer: layerWhere(nd.spec), Classes: s[axis]}
-		if ignore != nil {
-			u.HasIgnore, u.Ignore = true, *ignore
-		}
-		name := nd.spec.Bottom[1]
-		uses[name] = append(uses[name], u)
 	}
 	return uses
+}
+
+// LabelReader is a layer that reads its second bottom as class indices
+// (SoftmaxWithLoss, Accuracy), scored along an axis of its first.
+type LabelReader struct {
+	Layer LayerSpec
+	Use   LabelUse
+}
+
+// LabelReaders lists, in the order of specs and of their layers, the
+// layers that read a label blob as class indices and whose scores blob
+// (their first bottom) n holds, the classes read off that blob's shape.
+// A spec may be another phase's than n's: its layers are checked against
+// the blobs n has.
+func (n *Net) LabelReaders(specs ...Spec) []LabelReader {
+	var out []LabelReader
+	for _, spec := range specs {
+		for _, l := range spec.Layers {
+			if len(l.Bottom) < 2 {
+				continue
+			}
+			scores := n.Blob(l.Bottom[0])
+			if scores == nil {
+				continue
+			}
+			if u, ok := labelUse(l, scores.Shape); ok {
+				out = append(out, LabelReader{Layer: l, Use: u})
+			}
+		}
+	}
+	return out
+}
+
+// labelUse says how layer ls reads its label bottom when its scores have
+// shape scores, or false when it reads no labels as class indices.
+func labelUse(ls LayerSpec, scores []int) (LabelUse, bool) {
+	axis, ignore := 1, (*int)(nil)
+	switch c := ls.Config.(type) {
+	case *layers.SoftmaxWithLossConfig:
+		axis, ignore = c.Axis, c.IgnoreLabel
+	case *layers.AccuracyConfig:
+		axis, ignore = c.Axis, c.IgnoreLabel
+	default:
+		return LabelUse{}, false
+	}
+	if axis < 0 {
+		axis += len(scores)
+	}
+	if axis < 0 || axis >= len(scores) {
+		return LabelUse{}, false // Setup has refused it already
+	}
+	u := LabelUse{Layer: layerWhere(ls), Classes: scores[axis]}
+	if ignore != nil {
+		u.HasIgnore, u.Ignore = true, *ignore
+	}
+	return u, true
 }
 
 // CheckLabels returns an error naming the first label in labels that a

@@ -17,6 +17,18 @@ type Spec struct {
 	ForceBackward bool
 }
 
+// RecurrentLayers names the recurrent layers of s (LSTM, RNN: see
+// LayerSpec.Recurrent), in definition order.
+func (s Spec) RecurrentLayers() []string {
+	var names []string
+	for _, l := range s.Layers {
+		if l.Recurrent() {
+			names = append(names, l.Name)
+		}
+	}
+	return names
+}
+
 // LayerSpec is one layer of a Spec: Caffe's LayerParameter without the
 // type-specific message, which Config carries.
 type LayerSpec struct {
@@ -51,4 +63,15 @@ type ParamSpec struct {
 	// Permissive is share_mode: PERMISSIVE: a shared param needs only the
 	// owner's count, not its shape.
 	Permissive bool
+}
+
+// Recurrent reports whether l is a recurrent layer (LSTM, RNN), which
+// reads its bottoms' first axis as time steps: the rows of its batch are
+// a sequence, in order.
+func (l LayerSpec) Recurrent() bool {
+	switch l.Config.(type) {
+	case *layers.LSTMConfig, *layers.RNNConfig:
+		return true
+	}
+	return false
 }

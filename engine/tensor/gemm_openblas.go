@@ -23,17 +23,12 @@ static str_fn p_corename, p_config;
 static void_fn p_dyn_init, p_dyn_quit;
 static int_fn p_set_threads;
 
-// dsgd_blas_open opens the OpenBLAS library name and resolves its entry
-// points. It returns NULL on success, else dlerror's message, and changes
-// nothing unless it succeeds.
-static const char *dsgd_blas_open(const char *name) {
-	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-	if (!h) return dlerror();
+// dsgd_blas_bind resolves OpenBLAS's entry points in the library h. It
+// returns NULL on success, else what is missing, and changes nothing
+// unless it succeeds.
+static const char *dsgd_blas_bind(void *h) {
 	sgemm_fn f = (sgemm_fn)dlsym(h, "cblas_sgemm");
-	if (!f) {
-		dlclose(h);
-		return "cblas_sgemm not found in the library";
-	}
+	if (!f) return "cblas_sgemm not found in the library";
 	p_sgemm = f;
 	p_corename = (str_fn)dlsym(h, "openblas_get_corename");
 	p_config = (str_fn)dlsym(h, "openblas_get_config");
@@ -89,6 +84,7 @@ import (
 	"unsafe"
 
 	"dsgd/engine/cpuinfo"
+	"dsgd/internal/dlopen"
 )
 
 var openblasLoaded bool
@@ -135,18 +131,8 @@ func isaLevel(l cpuinfo.ISA) int {
 // it select the kernel for that ISA instead.
 func loadOpenBLAS(names []string, level int, userCore string) GemmInfo {
 	info := GemmInfo{CPU: cpuLevelName(level)}
-	var errs []string
-	for _, name := range names {
-		cs := C.CString(name)
-		msg := C.dsgd_blas_open(cs)
-		C.free(unsafe.Pointer(cs))
-		if msg == nil {
-			errs = nil
-			break
-		}
-		errs = append(errs, C.GoString(msg))
-	}
-	if errs != nil || len(names) == 0 {
+	h, errs := dlopen.First(names, dlopen.Local, func(h unsafe.Pointer) string { return C.GoString(C.dsgd_blas_bind(h)) })
+	if h == nil {
 		info.Library, info.Kernel = "gonum", "pure Go"
 		info.Warning = "OpenBLAS could not be loaded (" + strings.Join(errs, "; ") +
 			"): GEMM falls back to the pure-Go kernel, several times slower; install it with apt-get install libopenblas0"

@@ -93,16 +93,17 @@ const (
 	GroupRoots
 )
 
-// Policy is how a center serialises the workers' exchanges; package center
-// has the same three (center.Policy).
+// Policy is how a center serialises the workers' exchanges: a
+// center.Policy, which says what each one does. The protocol cores import
+// no dsgd package (layering_test.go), so the catalogue names the center's
+// values here and whoever builds the center converts them,
+// center.Policy(in.Policy); TestPolicyIsCenters pins them equal.
 type Policy int
 
+// The center's policies: center.FCFS, center.RoundRobin, center.Hogwild.
 const (
-	// FCFS serves the exchanges one at a time, first come first served.
 	FCFS Policy = iota
-	// RoundRobin serves one worker at a time in rank order (SC17 Alg. 1).
 	RoundRobin
-	// Hogwild lets exchanges interleave with no lock (SC17 5).
 	Hogwild
 )
 

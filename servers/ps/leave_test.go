@@ -41,7 +41,7 @@ func (r *leaveRecorder) got() []string {
 func (s *Server) watching() int {
 	s.ownMu.Lock()
 	defer s.ownMu.Unlock()
-	return len(s.watched)
+	return s.owners.Watched()
 }
 
 // waitFor polls cond until it holds, failing the test after a generous

@@ -46,35 +46,16 @@ func (s *Server) duplicate(ctx context.Context, w int, conn *rpc.Conn) error {
 	if conn == nil {
 		return nil
 	}
-	timer := time.NewTimer(joinGrace)
-	defer timer.Stop()
-	for {
-		held := s.owner[w]
-		if held == nil || held == conn {
-			return nil
-		}
-		s.ownMu.Unlock()
-		expired := false
-		select {
-		case <-held.Done():
-		case <-timer.C:
-			expired = true
-		case <-ctx.Done():
-		}
-		s.ownMu.Lock()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if !expired || s.owner[w] != held {
-			continue
-		}
-		how := "live"
-		if l := s.life[held]; l != nil && slices.Contains(l.silent, w) {
-			how = fmt.Sprintf("silent since %s but connected", l.last.Format("15:04:05.000"))
-		}
-		return fmt.Errorf("ps: rank %d is already held by a %s worker connected from %s; refusing a second rank %d from %s (two workers started with the same --rank? a restarted worker is accepted once its predecessor's connection has closed)",
-			w, how, held.RemoteAddr(), w, conn.RemoteAddr())
+	held, err := s.owners.Await(ctx, &s.ownMu, w, conn, joinGrace)
+	if held == nil {
+		return err
 	}
+	how := "live"
+	if l := s.life[held]; l != nil && slices.Contains(l.silent, w) {
+		how = fmt.Sprintf("silent since %s but connected", l.last.Format("15:04:05.000"))
+	}
+	return fmt.Errorf("ps: rank %d is already held by a %s worker connected from %s; refusing a second rank %d from %s (two workers started with the same --rank? a restarted worker is accepted once its predecessor's connection has closed)",
+		w, how, held.RemoteAddr(), w, conn.RemoteAddr())
 }
 
 // heard records a call arriving on the connection of ctx and returns
@@ -98,7 +79,7 @@ func (s *Server) heard(ctx context.Context, op uint32) func() {
 	var msgs []error
 	if op != opLeave {
 		for _, w := range l.silent {
-			if s.owner[w] != conn {
+			if s.owners.Holder(w) != conn {
 				continue
 			}
 			iter, err := s.c.Join(ctx, w)
@@ -138,13 +119,8 @@ func (s *Server) watch(ctx context.Context) {
 func (s *Server) dropSilent(ctx context.Context, now time.Time) {
 	var msgs []error
 	s.ownMu.Lock()
-	ws := make([]int, 0, len(s.owner))
-	for w := range s.owner {
-		ws = append(ws, w)
-	}
-	slices.Sort(ws)
-	for _, w := range ws {
-		conn := s.owner[w]
+	for _, w := range s.owners.Ranks() {
+		conn := s.owners.Holder(w)
 		l := s.life[conn]
 		if l == nil || l.busy || now.Sub(l.last) <= s.silence || slices.Contains(l.silent, w) {
 			continue

@@ -12,6 +12,7 @@ import (
 	"dsgd/comm/rpc"
 	"dsgd/internal/runcfg"
 	"dsgd/protocol/center"
+	"dsgd/servers/ranks"
 )
 
 // ServerConfig configures a parameter server.
@@ -73,12 +74,10 @@ type Server struct {
 	rpc    *rpc.Server
 	elog   func(error)
 
-	// ownMu guards owner and watched.
+	// ownMu guards owners and life.
 	ownMu sync.Mutex
-	// owner is the connection each live worker last joined over.
-	owner map[int]*rpc.Conn
-	// watched holds the connections whose end is watched (OnClose).
-	watched map[*rpc.Conn]bool
+	// owners is the connection each live worker last joined over.
+	owners ranks.Table
 	// life is when each joined connection was last heard from (life.go).
 	life map[*rpc.Conn]*connLife
 
@@ -134,7 +133,7 @@ func Listen(addr string, c center.Center, cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("ps: %w", err)
 	}
 	s := &Server{c: c, n: n, store: cfg.Store, suffix: cfg.KeySuffix, elog: cfg.ErrorLog, run: run,
-		owner: map[int]*rpc.Conn{}, watched: map[*rpc.Conn]bool{}, life: map[*rpc.Conn]*connLife{},
+		life:    map[*rpc.Conn]*connLife{},
 		workers: cfg.Workers, silence: cfg.Silence}
 	if s.silence == 0 {
 		s.silence = DefaultSilence
@@ -435,9 +434,7 @@ func (s *Server) join(ctx context.Context, w int) (int, error) {
 	iter, err := s.c.Join(ctx, w)
 	watch := false
 	if err == nil && conn != nil {
-		s.owner[w] = conn
-		watch = !s.watched[conn]
-		s.watched[conn] = true
+		watch = s.owners.Take(w, conn)
 		s.joinedOver(conn, w)
 	}
 	s.ownMu.Unlock()
@@ -450,12 +447,12 @@ func (s *Server) join(ctx context.Context, w int) (int, error) {
 // left forgets worker w's connection: it left in order.
 func (s *Server) left(w int) {
 	s.ownMu.Lock()
-	if c := s.owner[w]; c != nil {
+	if c := s.owners.Holder(w); c != nil {
 		if l := s.life[c]; l != nil {
 			l.silent = slices.DeleteFunc(l.silent, func(v int) bool { return v == w })
 		}
 	}
-	delete(s.owner, w)
+	s.owners.Free(w)
 	s.ownMu.Unlock()
 }
 
@@ -466,15 +463,7 @@ func (s *Server) left(w int) {
 func (s *Server) dropConn(ctx context.Context, conn *rpc.Conn) {
 	var msgs []error
 	s.ownMu.Lock()
-	var gone []int
-	for w, c := range s.owner {
-		if c == conn {
-			gone = append(gone, w)
-		}
-	}
-	slices.Sort(gone)
-	for _, w := range gone {
-		delete(s.owner, w)
+	for _, w := range s.owners.Drop(conn) {
 		cause := fmt.Errorf("ps: worker %d's connection from %s closed without a leave", w, conn.RemoteAddr())
 		if err := s.c.Leave(ctx, w, cause); err != nil {
 			msgs = append(msgs, fmt.Errorf("%w; making it leave the center: %w", cause, err))
@@ -482,7 +471,6 @@ func (s *Server) dropConn(ctx context.Context, conn *rpc.Conn) {
 			msgs = append(msgs, fmt.Errorf("%w: it left the center", cause))
 		}
 	}
-	delete(s.watched, conn)
 	delete(s.life, conn)
 	s.ownMu.Unlock()
 	if s.elog != nil {

@@ -93,8 +93,8 @@ func (s *Server) Connected() int {
 	s.ownMu.Lock()
 	defer s.ownMu.Unlock()
 	n := 0
-	for w, conn := range s.owner {
-		if l := s.life[conn]; l != nil && slices.Contains(l.silent, w) {
+	for _, w := range s.owners.Ranks() {
+		if l := s.life[s.owners.Holder(w)]; l != nil && slices.Contains(l.silent, w) {
 			continue
 		}
 		n++

@@ -9,12 +9,14 @@ import (
 
 	"dsgd/comm/rpc"
 	"dsgd/internal/runcfg"
+	"dsgd/servers/ranks"
 )
 
 // Rank claims. The server has no update logic, but it is the one place
 // that sees every worker, so it is where two workers started with the
 // same --rank, or with another --workers than the rest of the job, are
-// told apart (issue 11, item 3; package ps does the same at its Join).
+// told apart (issue 11, item 3; package ps does the same at its Join;
+// both keep the record in a ranks.Table).
 // Before a worker joins, its Client claims the rank over a connection of
 // its own that it keeps for its life (Client.Claim): the server ties the
 // rank to that connection and frees it when the connection ends, as it
@@ -43,10 +45,9 @@ type claims struct {
 	setBy   string // who fixed workers, for the refusal's message
 	// run is the job's run settings, from the first claim that had any,
 	// and runBy who that was.
-	run     runcfg.Fields
-	runBy   string
-	owner   map[int]*rpc.Conn
-	watched map[*rpc.Conn]bool
+	run   runcfg.Fields
+	runBy string
+	ranks ranks.Table // which connection holds each rank
 	// ping is how often a claimant should speak: a quarter of the
 	// server's idle timeout, after which an idle connection (and so its
 	// claim) is closed.
@@ -61,8 +62,6 @@ func newClaims(cfg Config) *claims {
 	}
 	c := &claims{
 		workers: cfg.Workers,
-		owner:   map[int]*rpc.Conn{},
-		watched: map[*rpc.Conn]bool{},
 		ping:    max(10*t/4, time.Millisecond),
 		elog:    cfg.ErrorLog,
 	}
@@ -107,33 +106,15 @@ func (c *claims) claim(ctx context.Context, rank, workers int, run string) error
 	if rank < 0 || rank >= workers {
 		return c.refuse(fmt.Errorf("smb: %w: rank %d from %s is outside a job of %d workers (ranks 0 to %d)", ErrRank, rank, conn.RemoteAddr(), workers, workers-1))
 	}
-	timer := time.NewTimer(claimGrace)
-	defer timer.Stop()
-	for {
-		held := c.owner[rank]
-		if held == nil || held == conn {
-			break
-		}
-		c.mu.Unlock()
-		expired := false
-		select {
-		case <-held.Done():
-		case <-timer.C:
-			expired = true
-		case <-ctx.Done():
-		}
-		c.mu.Lock()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if expired && c.owner[rank] == held {
-			return c.refuse(fmt.Errorf("smb: %w: rank %d is already held by a live worker connected from %s; refusing a second rank %d from %s (two workers started with the same --rank? a restarted worker is accepted once its predecessor's connection has closed)",
-				ErrRank, rank, held.RemoteAddr(), rank, conn.RemoteAddr()))
-		}
+	held, err := c.ranks.Await(ctx, &c.mu, rank, conn, claimGrace)
+	if err != nil {
+		return err
 	}
-	c.owner[rank] = conn
-	if !c.watched[conn] {
-		c.watched[conn] = true
+	if held != nil {
+		return c.refuse(fmt.Errorf("smb: %w: rank %d is already held by a live worker connected from %s; refusing a second rank %d from %s (two workers started with the same --rank? a restarted worker is accepted once its predecessor's connection has closed)",
+			ErrRank, rank, held.RemoteAddr(), rank, conn.RemoteAddr()))
+	}
+	if c.ranks.Take(rank, conn) {
 		conn.OnClose(func() { c.release(conn) })
 	}
 	return nil
@@ -152,12 +133,7 @@ func (c *claims) refuse(err error) error {
 func (c *claims) release(conn *rpc.Conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for r, o := range c.owner {
-		if o == conn {
-			delete(c.owner, r)
-		}
-	}
-	delete(c.watched, conn)
+	c.ranks.Drop(conn)
 }
 
 // claimHold is a Client's side of its claims: the connection that holds

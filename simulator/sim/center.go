@@ -44,13 +44,8 @@ type call struct {
 }
 
 func newServer(s *sim, node, n int) (*server, error) {
-	sv := &server{s: s, node: node, n: n, size: s.sc.Layout.N, calls: map[int64]*call{}}
-	switch s.sc.Info().Policy {
-	case scheme.RoundRobin:
-		sv.policy = center.RoundRobin
-	case scheme.Hogwild:
-		sv.policy = center.Hogwild
-	}
+	sv := &server{s: s, node: node, n: n, size: s.sc.Layout.N, calls: map[int64]*call{},
+		policy: center.Policy(s.sc.Info().Policy)}
 	core, err := center.NewCore(center.CoreConfig{Workers: n, Policy: sv.policy, Interval: s.sc.Interval,
 		Finish: s.cfg.Finish, MaxIter: s.sc.MaxIter, StartIter: s.sc.StartIter, Deadline: int64(s.cfg.RoundDeadline)})
 	if err != nil {

@@ -139,11 +139,8 @@ func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
 		// run's output here, the server's in a parameter server process.
 		cc.Log = func(err error) { fmt.Fprintf(out, "%v\n", err) }
 	}
-	switch sc.Info().Policy {
-	case scheme.RoundRobin:
-		cc.Policy, cc.Interval = center.RoundRobin, sc.Interval
-	case scheme.Hogwild:
-		cc.Policy = center.Hogwild
+	if cc.Policy = center.Policy(sc.Info().Policy); cc.Policy == center.RoundRobin {
+		cc.Interval = sc.Interval
 	}
 	// ssp with s = 0 is BSP: reads at the global clock, whatever the timing.
 	cc.ClockedReads = sc.ClockedReads()

@@ -189,15 +189,10 @@ func gcd(a, b int) int {
 func BatchCoupled(spec model.Spec) []string {
 	var out []string
 	for _, l := range spec.Layers {
-		switch c := l.Config.(type) {
-		case *layers.BatchNormConfig:
-			if c.UseGlobalStats == nil || !*c.UseGlobalStats {
-				out = append(out, fmt.Sprintf("BatchNorm %s normalises over each worker's batch", l.Name))
-			}
-		case *layers.LSTMConfig:
-			out = append(out, fmt.Sprintf("LSTM %s reads its batch's first axis as time steps", l.Name))
-		case *layers.RNNConfig:
-			out = append(out, fmt.Sprintf("RNN %s reads its batch's first axis as time steps", l.Name))
+		if c, ok := l.Config.(*layers.BatchNormConfig); ok && (c.UseGlobalStats == nil || !*c.UseGlobalStats) {
+			out = append(out, fmt.Sprintf("BatchNorm %s normalises over each worker's batch", l.Name))
+		} else if l.Recurrent() {
+			out = append(out, fmt.Sprintf("%s %s reads its batch's first axis as time steps", l.Config.Type(), l.Name))
 		}
 	}
 	return out

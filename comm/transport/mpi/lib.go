@@ -58,13 +58,9 @@ static Errhandler eh_return;
 
 #define SYM(var, name) do { *(void **)(&var) = dlsym(h, name); if (!var) return "symbol " name " not found"; } while (0)
 
-// dsgd_mpi_open opens the library name and resolves every entry point and
-// predefined handle. It returns NULL on success, else what failed.
-static const char *dsgd_mpi_open(const char *name) {
-	// RTLD_GLOBAL: Open MPI's components (plugins it dlopens itself)
-	// resolve their symbols against libmpi's.
-	void *h = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
-	if (!h) return dlerror();
+// dsgd_mpi_bind resolves every entry point and predefined handle in the
+// library h. It returns NULL on success, else what failed.
+static const char *dsgd_mpi_bind(void *h) {
 	if (!dlsym(h, "ompi_mpi_comm_world")) {
 		return "not Open MPI (no ompi_mpi_comm_world): dsgd's MPI transport speaks Open MPI's ABI";
 	}
@@ -212,6 +208,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"dsgd/internal/dlopen"
 )
 
 // libNames are the sonames tried, in order: Debian's libopenmpi3 (Open MPI
@@ -252,19 +250,10 @@ func Init() error {
 }
 
 func initLib() error {
-	var errs []string
-	opened := false
-	for _, name := range libNames {
-		cs := C.CString(name)
-		msg := C.dsgd_mpi_open(cs)
-		C.free(unsafe.Pointer(cs))
-		if msg == nil {
-			opened = true
-			break
-		}
-		errs = append(errs, C.GoString(msg))
-	}
-	if !opened {
+	// Global: Open MPI's components (plugins it dlopens itself) resolve
+	// their symbols against libmpi's.
+	h, errs := dlopen.First(libNames, dlopen.Global, func(h unsafe.Pointer) string { return C.GoString(C.dsgd_mpi_bind(h)) })
+	if h == nil {
 		return fmt.Errorf("mpi: Open MPI could not be loaded (%s); install it with apt-get install openmpi-bin libopenmpi3 and start the ranks with mpirun", strings.Join(errs, "; "))
 	}
 	// Open MPI's own handlers for SIGSEGV and friends would replace Go's,

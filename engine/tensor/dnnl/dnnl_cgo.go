@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"dsgd/internal/dlopen"
 )
 
 var (
@@ -33,25 +35,19 @@ var libNames = []string{"libdnnl.so.2", "libdnnl.so"}
 // error says what is missing and how to install it.
 func Load() error {
 	loadOnce.Do(func() {
-		var errs []string
-		for _, name := range libNames {
-			cs := C.CString(name)
-			msg := C.dsgd_dnnl_load(cs)
-			C.free(unsafe.Pointer(cs))
-			if msg == nil {
-				var v [3]C.int
-				C.dsgd_dnnl_version(&v[0])
-				isa := isaName(int(C.dsgd_dnnl_isa()))
-				info = fmt.Sprintf("oneDNN %d.%d.%d, ISA %s", v[0], v[1], v[2], isa)
-				block = 8
-				if strings.HasPrefix(isa, "avx512") {
-					block = 16
-				}
-				return
-			}
-			errs = append(errs, C.GoString(msg))
+		h, errs := dlopen.First(libNames, dlopen.Local, func(h unsafe.Pointer) string { return C.GoString(C.dsgd_dnnl_bind(h)) })
+		if h == nil {
+			loadErr = fmt.Errorf("oneDNN could not be loaded (%v); install it with apt-get install libdnnl2", errs)
+			return
 		}
-		loadErr = fmt.Errorf("oneDNN could not be loaded (%v); install it with apt-get install libdnnl2", errs)
+		var v [3]C.int
+		C.dsgd_dnnl_version(&v[0])
+		isa := isaName(int(C.dsgd_dnnl_isa()))
+		info = fmt.Sprintf("oneDNN %d.%d.%d, ISA %s", v[0], v[1], v[2], isa)
+		block = 8
+		if strings.HasPrefix(isa, "avx512") {
+			block = 16
+		}
 	})
 	return loadErr
 }

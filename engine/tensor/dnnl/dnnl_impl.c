@@ -48,9 +48,9 @@ static dnnl_engine_t eng;
 
 #define DSGD_LOAD(f) p_##f = (__typeof__(p_##f))dlsym(h, #f); if (!p_##f) return "symbol " #f " missing";
 
-const char *dsgd_dnnl_load(const char *name) {
-	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-	if (!h) return dlerror();
+// dsgd_dnnl_bind resolves oneDNN's functions in the library h and creates
+// the CPU engine. It returns NULL on success, else what is missing.
+const char *dsgd_dnnl_bind(void *h) {
 	DSGD_LOAD(dnnl_engine_create)
 	DSGD_LOAD(dnnl_stream_create)
 	DSGD_LOAD(dnnl_stream_destroy)

@@ -40,7 +40,7 @@ typedef struct {
 	dnnl_memory_t src, dst, ddst, dsrc, pad_f, pad_b;
 } softmax_t;
 
-const char *dsgd_dnnl_load(const char *name);
+const char *dsgd_dnnl_bind(void *h);
 int dsgd_dnnl_isa(void);
 void dsgd_dnnl_version(int *v);
 int64_t dsgd_reorder_ns(int wei);
