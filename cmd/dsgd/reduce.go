@@ -36,6 +36,16 @@ func (f *trainFlags) exactPlan(j *job, cfg *train.Config) error {
 	default:
 		return fmt.Errorf("--reduce %q: choose exact, fast or auto", *f.reduce)
 	}
+	if f.elastic.on() {
+		// An elastic group's global batch changes with its size, so no
+		// run at another size has its bits to keep; and the atoms'
+		// plan is fixed at the start.
+		if *f.reduce == "exact" {
+			return fmt.Errorf("--reduce exact with --elastic %s: the global batch changes with the group's size, so there are no fixed bits to keep; use --reduce fast", *f.elastic.bounds)
+		}
+		f.reduceNote = "dsgd: --elastic: float32 gradient sums (--reduce fast); the global batch is each worker's batch times the group's size of the moment\n"
+		return nil
+	}
 	if *f.compress != "none" {
 		if *f.reduce == "exact" {
 			return fmt.Errorf("--reduce exact with --compress %s: the exact sums' digits do not survive %s; use --reduce fast", *f.compress, *f.compress)

@@ -185,7 +185,9 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	cfg.Groups = *f.groups
 	if cfg.Groups == 0 {
 		cfg.Groups = 1
-		if cfg.Workers%2 == 0 {
+		// hybrid's default; no elastic scheme has groups, and one by the
+		// worker count would differ between a joiner and its group.
+		if cfg.Workers%2 == 0 && !f.elastic.on() {
 			cfg.Groups = 2
 		}
 	}
@@ -198,6 +200,12 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	case alpha == 0:
 		in, _ := scheme.Lookup(cfg.Scheme)
 		alpha = in.DefaultAlpha(cfg.Workers, cfg.Groups)
+		if f.elastic.on() && !in.Outer {
+			// No elastic scheme but diloco reads it, and a default by
+			// the worker count would differ between a joiner and the
+			// group it joins.
+			alpha = 0
+		}
 	}
 	cfg.Alpha = float32(alpha)
 	cfg.OuterMomentum = float32(*f.outerMomentum)
