@@ -1,0 +1,48 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestElasticRefused: --elastic where it cannot run is refused before
+// training, naming the flags at fault.
+func TestElasticRefused(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--scheme", "sync-ring", "--elastic", "2:4"}, []string{"--elastic", "--transport inproc"}},
+		{[]string{"--transport", "tcp", "--scheme", "async", "--elastic", "2:4"}, []string{"--elastic", "--scheme async"}},
+		{[]string{"--transport", "tcp", "--scheme", "sync-ps", "--elastic", "2:4"}, []string{"--elastic", "--scheme sync-ps"}},
+		{[]string{"--transport", "tcp", "--scheme", "sync-ring", "--elastic", "3"}, []string{"--elastic \"3\"", "MIN:MAX"}},
+		{[]string{"--transport", "tcp", "--scheme", "sync-ring", "--elastic", "3:2"}, []string{"--elastic \"3:2\"", "MIN <= MAX"}},
+		{[]string{"--transport", "tcp", "--scheme", "sync-ring", "--elastic", "3:4"}, []string{"--workers 2", "--elastic 3:4"}},
+		{[]string{"--transport", "tcp", "--scheme", "sync-ring", "--elastic", "2:4", "--compress", "powersgd:1"}, []string{"--elastic", "--compress powersgd:1"}},
+		{[]string{"--transport", "tcp", "--scheme", "sync-ring", "--elastic", "2:4", "--reduce", "exact"}, []string{"--reduce exact", "--elastic 2:4"}},
+		{[]string{"--transport", "tcp", "--scheme", "sync-ring", "--elastic-coordinator", "127.0.0.1:1"}, []string{"--elastic-coordinator", "--elastic MIN:MAX"}},
+	} {
+		args := append([]string{"train", "--solver", "solver.prototxt", "--workers", "2", "--threads", "1", "--iters", "20"}, tc.args...)
+		code, out, errs := runCmd(t, dir, args...)
+		if code == 0 {
+			t.Errorf("%v: exit 0, want a refusal\n%s", tc.args, out)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%v: the error does not name %q:\n%s", tc.args, w, errs)
+			}
+		}
+		if strings.Contains(out, "iter ") {
+			t.Errorf("%v: trained before refusing:\n%s", tc.args, out)
+		}
+	}
+	// A worker with --elastic needs its coordinator.
+	code, _, errs := runCmd(t, dir, "worker", "--solver", "solver.prototxt", "--scheme", "sync-ring", "--elastic", "2:3")
+	if code == 0 || !strings.Contains(errs, "--elastic-coordinator") {
+		t.Errorf("dsgd worker --elastic without a coordinator: exit %d\n%s", code, errs)
+	}
+}
