@@ -785,7 +785,13 @@ func (t *Trainer) runGeneration(ctx context.Context) (*Result, error) {
 			return res, err
 		}
 		if cfg.Elastic != nil && reformable(ctx, err) {
-			return res, err // the group goes on without the peer
+			// The group goes on in a new generation: this one's
+			// training time counts in the run's images/s.
+			if trainSecs > 0 {
+				res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
+				res.TrainTime = time.Duration(trainSecs * float64(time.Second))
+			}
+			return res, err
 		}
 		// Interrupted, or a peer failed: the weights are those of the
 		// last completed iteration (the update follows the exchange), so
