@@ -16,6 +16,7 @@ import (
 
 	"dsgd/cmd/internal/report"
 	"dsgd/comm/collective"
+	"dsgd/comm/compress"
 	"dsgd/engine/model"
 	"dsgd/engine/solver"
 	"dsgd/protocol/center"
@@ -76,7 +77,7 @@ func (f *simFlags) register(fs *flag.FlagSet) {
 	f.timeline = fs.String("timeline", "", "write every run's virtual-time trace to `FILE` (Chrome trace JSON: one process per scheme and P, one track per rank)")
 	f.validate = fs.Bool("validate", false, "train sync-ps, sync-tree, sync-ring and overlap for real with 2 workers here, simulate the same with the calibrated model and inproc network, and print measured against predicted")
 	f.repeat = fs.Int("repeat", 3, "with --validate: real runs per scheme, interleaved; the median one is compared")
-	f.compress = fs.String("compress", "none", "the synchronous schemes' gradient compression, as dsgd train's: none or powersgd:R (the simulator models PowerSGD's two allreduces of rank-R factors per weight matrix; the others only in dsgd train)")
+	f.compress = fs.String("compress", "none", "the synchronous schemes' gradient compression, as dsgd train's: none, powersgd:R (two allreduces of rank-R factors per weight matrix), topk:F or sign (an allgather of every worker's pairs or packed signs), or bf16 (float32 sums: the plain traffic)")
 	f.compressWarmup = fs.Int("compress-warmup", 0, "with --compress: iterations of plain allreduces first")
 	f.cores = fs.Float64("cores", 0, "the processors the workers' computes share: k workers computing at once each run at min(1, cores/k) of the model's speed, as workers oversubscribing one machine do (0: a processor per worker; --validate's default: this machine's cores over the threads per worker when its workers oversubscribe them, 0 to turn it off)")
 }
@@ -760,22 +761,22 @@ func scaleCompute(m sim.Model, k float64) sim.Model {
 	return m
 }
 
-// parseSimCompress reads simulate's --compress: nil for none, PowerSGD of
-// rank R for powersgd:R; the other compressors are dsgd train's alone.
+// parseSimCompress reads simulate's --compress as dsgd train's: nil for
+// none; fp16 is the tcp wire's encoding, which the simulator does not
+// model.
 func parseSimCompress(v string, warmup int) (*sim.Compression, error) {
 	if warmup < 0 {
 		return nil, fmt.Errorf("--compress-warmup %d is negative", warmup)
 	}
-	if v == "" || v == "none" {
+	spec, err := compress.Parse(v)
+	if err != nil {
+		return nil, fmt.Errorf("--compress: %w", err)
+	}
+	switch spec.Kind {
+	case compress.None:
 		return nil, nil
+	case compress.FP16:
+		return nil, fmt.Errorf("--compress %q: the tcp wire's half precision is not modelled (powersgd:R, topk:F, sign and bf16 are)", v)
 	}
-	r, ok := strings.CutPrefix(v, "powersgd:")
-	if !ok {
-		return nil, fmt.Errorf("--compress %q: the simulator models none or powersgd:R (bf16, topk and sign run in dsgd train)", v)
-	}
-	rank, err := strconv.Atoi(r)
-	if err != nil || rank < 1 {
-		return nil, fmt.Errorf("--compress %q: the rank R must be a positive integer", v)
-	}
-	return &sim.Compression{Rank: rank, Warmup: warmup}, nil
+	return &sim.Compression{Spec: spec, Warmup: warmup}, nil
 }

@@ -233,9 +233,10 @@ func TestSimulateMedianRun(t *testing.T) {
 	}
 }
 
-// TestSimulatePowerSGD: simulate --compress powersgd:R cuts the
-// simulated bytes of a synchronous scheme; the compressors the simulator
-// does not model, and a scheme without a gradient allreduce, are refused.
+// TestSimulatePowerSGD: simulate --compress powersgd:R, topk:F and sign
+// cut the simulated communication of a synchronous scheme; fp16 (the
+// wire's, not modelled), a bad rank, and a scheme without a gradient
+// allreduce are refused.
 func TestSimulatePowerSGD(t *testing.T) {
 	dir := t.TempDir()
 	bytes := func(args ...string) string {
@@ -261,7 +262,10 @@ func TestSimulatePowerSGD(t *testing.T) {
 	if !(comp < plain/10) {
 		t.Errorf("exposed communication %.3f ms with powersgd:2, %.3f ms plain: want it cut tenfold at least", comp, plain)
 	}
-	for _, bad := range [][]string{{"--compress", "topk:0.1"}, {"--compress", "powersgd:0"}, {"--compress", "powersgd:2", "--scheme", "async"}} {
+	if topk := comm(bytes("--compress", "topk:0.01")); !(topk < plain/5) {
+		t.Errorf("exposed communication %.3f ms with topk:0.01, %.3f ms plain: want it cut fivefold at least", topk, plain)
+	}
+	for _, bad := range [][]string{{"--compress", "fp16"}, {"--compress", "powersgd:0"}, {"--compress", "powersgd:2", "--scheme", "async"}} {
 		args := append([]string{"simulate", "--params", "1000", "--compute-ms", "5", "--workers", "2", "--iters", "2", "--scheme", "sync-ring"}, bad...)
 		if code, _, errs := runCmd(t, dir, args...); code == 0 || !strings.Contains(errs, "ompress") && !strings.Contains(errs, "PowerSGD") {
 			t.Errorf("%v: exit %d, %q; want a refusal", bad, code, errs)

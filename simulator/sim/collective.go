@@ -81,6 +81,7 @@ const (
 	tagAllreduce uint32 = collective.TagBase + iota<<20
 	tagReduce
 	tagBroadcast
+	tagAllgather
 )
 
 // collective runs an Allreduce, Broadcast or Reduce of op's range over
@@ -111,21 +112,25 @@ func (d *driver) collective(op *commOp, now float64, fin func(answer)) {
 		s.eng.at(now, func() { fin(answer{}) })
 		return
 	}
-	if p, q, ok := s.compressed(d, a); ok {
-		// PowerSGD: an allreduce of the P factors (and the blocks it
-		// leaves plain), then one of the Q factors, in place of the
-		// gradients' allreduce.
-		// op takes each allreduce's instance in turn, for the wait
-		// accounting of worker 0.
-		first := *op
-		first.a.R = scheme.Range{Buf: a.R.Buf, Lo: 0, Hi: p}
-		d.collective(&first, now, func(answer) {
-			second := *op
-			second.a.R = scheme.Range{Buf: a.R.Buf, Lo: 0, Hi: q}
-			d.collective(&second, s.eng.now, fin)
-			op.inst = second.inst
-		})
-		op.inst = first.inst
+	if steps := s.compressed(d, a, size); steps != nil {
+		// The compressor's collectives in place of the gradients'
+		// allreduce (PowerSGD: the P factors with the plain blocks, then
+		// the Q factors; top-k and sign: an allgather of every rank's
+		// part, then the plain blocks' allreduce). op takes each one's
+		// instance in turn, for the wait accounting of worker 0.
+		var run func(i int, t float64)
+		run = func(i int, t float64) {
+			step := *op
+			step.a.R = scheme.Range{Buf: a.R.Buf, Lo: 0, Hi: steps[i].n}
+			step.gather = steps[i].gather
+			next := fin
+			if i+1 < len(steps) {
+				next = func(answer) { run(i+1, s.eng.now) }
+			}
+			d.collective(&step, t, next)
+			op.inst = step.inst
+		}
+		run(0, now)
 		return
 	}
 	if d.counters == nil {
@@ -157,6 +162,10 @@ func (d *driver) collective(op *commOp, now float64, fin func(answer)) {
 	switch a.Op {
 	case scheme.Allreduce:
 		alg := s.algorithm(a.Algo, size, n)
+		if op.gather {
+			sched, tag = collective.RingAllgather(me, size, n), tagAllgather
+			break
+		}
 		if alg == collective.Ring && !s.cfg.ringMessages && s.ex == nil {
 			if in.ring == nil {
 				in.ring = &ringRun{n: n, members: a.Group, entry: make([]float64, size), fins: make([]func(), size)}

@@ -361,6 +361,9 @@ type commOp struct {
 	a     scheme.Action
 	inst  *inst
 	start float64
+	// gather runs an Allreduce action as a ring allgather of its range
+	// (each rank's equal part to every rank): a compressor's exchange.
+	gather bool
 }
 
 // driver runs one rank's scheme as node.Rank does, in virtual time: the
