@@ -21,7 +21,7 @@ type elasticFlags struct {
 }
 
 func (e *elasticFlags) register(fs *flag.FlagSet) {
-	e.bounds = fs.String("elastic", "", "`MIN:MAX`: a synchronous group (sync-ring, sync-tree, overlap, local-sgd, diloco; --transport tcp) that survives lost and added workers: a worker that dies is dropped within --comm-timeout and the others go on from the last iteration one of them completed; a worker started with --elastic-coordinator joins at the next iteration boundary; fewer than MIN ends the run")
+	e.bounds = fs.String("elastic", "", "`MIN:MAX`: a synchronous group (sync-ps, sync-ring, sync-tree, overlap, local-sgd, diloco; --transport tcp) that survives lost and added workers: a worker that dies is dropped within --comm-timeout and the others go on from the last iteration one of them completed; a worker started with --elastic-coordinator joins at the next iteration boundary; fewer than MIN ends the run")
 	e.coordinator = fs.String("elastic-coordinator", "", "dsgd worker --elastic: `HOST:PORT` of the group's coordinator (the launcher's, which it prints): join the group there")
 }
 
@@ -51,12 +51,7 @@ func (e *elasticFlags) check(f *trainFlags) error {
 	if err != nil {
 		return err
 	}
-	name := f.schemeName()
-	ok := false
-	for _, s := range train.ElasticSchemes {
-		ok = ok || s == name
-	}
-	if !ok {
+	if name := f.schemeName(); !train.ElasticScheme(name) {
 		return fmt.Errorf("--elastic with --scheme %s: elastic membership is for %s; the asynchronous schemes' workers already come and go at their center", name, strings.Join(train.ElasticSchemes, ", "))
 	}
 	if *f.compress != "none" && *f.compress != "fp16" {
@@ -83,13 +78,13 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 
 // startCoordinator serves the membership of the launcher's elastic group
 // on loopback, logging its generations to stderr.
-func startCoordinator(ctx context.Context, f *trainFlags, world int, token string, stderr io.Writer) (*elastic.Coordinator, error) {
+func startCoordinator(ctx context.Context, f *trainFlags, workers int, server bool, token string, stderr io.Writer) (*elastic.Coordinator, error) {
 	lo, hi, err := f.elastic.parse()
 	if err != nil {
 		return nil, err
 	}
 	var mu sync.Mutex
-	c, err := elastic.Listen("127.0.0.1:0", elastic.Config{Min: lo, Max: hi, Want: world, Token: token, Timeout: *f.commTimeout,
+	c, err := elastic.Listen("127.0.0.1:0", elastic.Config{Min: lo, Max: hi, Want: workers, Server: server, Token: token, Timeout: *f.commTimeout,
 		Logf: func(format string, args ...any) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -17,7 +17,7 @@ func TestElasticRefused(t *testing.T) {
 	}{
 		{[]string{"--scheme", "sync-ring", "--elastic", "2:4"}, []string{"--elastic", "--transport inproc"}},
 		{[]string{"--transport", "tcp", "--scheme", "async", "--elastic", "2:4"}, []string{"--elastic", "--scheme async"}},
-		{[]string{"--transport", "tcp", "--scheme", "sync-ps", "--elastic", "2:4"}, []string{"--elastic", "--scheme sync-ps"}},
+		{[]string{"--transport", "tcp", "--scheme", "sync-easgd", "--elastic", "2:4"}, []string{"--elastic", "--scheme sync-easgd"}},
 		{[]string{"--transport", "tcp", "--scheme", "sync-ring", "--elastic", "3"}, []string{"--elastic \"3\"", "MIN:MAX"}},
 		{[]string{"--transport", "tcp", "--scheme", "sync-ring", "--elastic", "3:2"}, []string{"--elastic \"3:2\"", "MIN <= MAX"}},
 		{[]string{"--transport", "tcp", "--scheme", "sync-ring", "--elastic", "3:4"}, []string{"--workers 2", "--elastic 3:4"}},

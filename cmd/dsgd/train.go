@@ -557,7 +557,8 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	var member *elastic.Member
 	if g != nil && f.elastic.on() {
-		member = &elastic.Member{Prefer: g.rank}
+		in, _ := scheme.Lookup(cfg.Scheme)
+		member = &elastic.Member{Prefer: g.rank, Server: in.ServerUpdates && g.rank == g.world-1}
 		if member.TCP, err = g.tcpConfig(*f.compress, *f.shm); err != nil {
 			return err
 		}

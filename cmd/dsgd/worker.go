@@ -185,7 +185,8 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		}
 		// The coordinator places the worker; a joiner starts as one of one.
 		if g.rank < 0 || g.world <= 0 {
-			g.rank, g.world = 0, max(*f.workers, 1)
+			// sync-ps's server rank comes on top of the workers.
+			g.rank, g.world = 0, max(*f.workers, 1)+scheme.Config{Name: f.schemeName(), Variant: *f.variant}.Ranks()
 		}
 		if g.rendezvous == "" {
 			g.rendezvous = "-" // each generation's comes from the coordinator
@@ -328,7 +329,7 @@ func launch(ctx context.Context, args []string, f *trainFlags, stdout, stderr io
 	}
 	var coord *elastic.Coordinator
 	if f.elastic.on() {
-		if coord, err = startCoordinator(ctx, f, world, token, stderr); err != nil {
+		if coord, err = startCoordinator(ctx, f, sc.Workers, sc.Info().ServerUpdates, token, stderr); err != nil {
 			return fmt.Errorf("--elastic: %w", err)
 		}
 		defer coord.Close()

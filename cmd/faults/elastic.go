@@ -27,9 +27,17 @@ func elasticRun(workers, bounds string, iters int, more ...string) []string {
 // elasticKilled: of 4 workers, rank 2 is SIGKILLed mid-run; the other 3
 // form the next generation at once and finish every iteration, and the
 // launcher exits 0 saying rank 2 left.
-func elasticKilled(h *harness, dir string) string {
+func elasticKilled(h *harness, dir string) string { return elasticKilledIn(h, dir, "sync-ring", "") }
+
+// elasticKilledPS is elasticKilled under sync-ps: the server (rank 4)
+// stays, the last rank of the next generation too.
+func elasticKilledPS(h *harness, dir string) string {
+	return elasticKilledIn(h, dir, "sync-ps", " and the server")
+}
+
+func elasticKilledIn(h *harness, dir, scheme, server string) string {
 	const iters = 600
-	p := h.start(dir, nil, elasticRun("4", "2:4", iters, "--comm-timeout", "10s")...)
+	p := h.start(dir, nil, elasticRun("4", "2:4", iters, "--comm-timeout", "10s", "--scheme", scheme)...)
 	defer p.stop()
 	pid, why := p.rankOnceTraining(2)
 	if why != "" {
@@ -47,7 +55,7 @@ func elasticKilled(h *harness, dir string) string {
 	case !strings.Contains(out, "rank 2 left the elastic group"):
 		return "the launcher does not say that rank 2 left: " + lastLines(out)
 	}
-	if why := h.detect(p, t0, "generation 2: 3 workers (3 kept, 0 joined)"); why != "" {
+	if why := h.detect(p, t0, "generation 2: 3 workers"+server+" (3 kept, 0 joined)"); why != "" {
 		return why
 	}
 	return crashed(out)

@@ -24,7 +24,9 @@
 // and solver state are the ones the others adopt; then come the other
 // survivors in their old order and the joiners in arrival order, up to
 // Max. Fewer than Min ends the run for everyone waiting, with an error
-// that says so.
+// that says so. A group with a server rank (sync-ps, Config.Server) keeps
+// it last in every generation and starts each from its state; its loss
+// ends the run.
 //
 // The package moves no weights: the workers connect their own transport
 // at rank 0's address and copy the state there (training/train).

@@ -34,6 +34,11 @@ type Config struct {
 	// Want is the size of the first generation: the coordinator waits
 	// for that many workers (or, after Timeout, for at least Min).
 	Want int
+	// Server says the group has a server rank (sync-ps's parameter
+	// server): one member that calls Next as the server, always the
+	// last rank, whose state every generation starts from and whose
+	// loss ends the run. Min, Max and Want count the workers alone.
+	Server bool
 	// Token is the secret every member presents (rpc.Config.Token).
 	Token string
 	// Timeout bounds how long a re-forming generation waits for a member
@@ -66,9 +71,12 @@ type Place struct {
 	// Rendezvous is the address rank 0 gathers the generation at: the
 	// one it gave in its Next.
 	Rendezvous string
-	// Done is the iterations rank 0 has completed: where the generation
-	// starts.
+	// Done is the iterations the source has completed: where the
+	// generation starts.
 	Done int
+	// Source is the rank whose state the others adopt: 0, the survivor
+	// that completed the most iterations, or the server.
+	Source int
 }
 
 // member is one worker's connection.
@@ -84,6 +92,7 @@ type member struct {
 	left  bool // said it finished the run (Leave)
 	// prefer is the rank it asks for in the first generation (-1: none).
 	prefer int
+	server bool // the group's server rank (Config.Server)
 	// wait, while the member's Next waits, receives its place or why
 	// there is none.
 	wait chan result
@@ -110,6 +119,7 @@ type Coordinator struct {
 	forming bool
 	timer   *time.Timer
 	started bool // the first generation's wait began (its timer runs)
+	over    bool // the group could not go on (fail)
 }
 
 // Listen listens on addr (loopback when its host is empty) and returns a
@@ -199,6 +209,19 @@ func (c *Coordinator) handle(ctx context.Context, req *rpc.Request, resp *rpc.Re
 			return errors.New("elastic: a second Next while the first waits")
 		}
 		m.addr, m.why, m.done, m.prefer = addr, why, int(req.Ints[1]), int(req.Ints[2])
+		if req.Ints[3] == 1 {
+			if !c.cfg.Server {
+				c.mu.Unlock()
+				return errors.New("elastic: a member says it is the server, but the group has none (only sync-ps has one)")
+			}
+			for _, o := range c.members {
+				if o != m && o.alive && o.server {
+					c.mu.Unlock()
+					return errors.New("elastic: a second server: the group has one")
+				}
+			}
+			m.server = true
+		}
 		if m.gen != c.gen || c.gen == 0 {
 			m.gen = 0 // a joiner (or a member dropped from its generation)
 		}
@@ -215,6 +238,7 @@ func (c *Coordinator) handle(ctx context.Context, req *rpc.Request, resp *rpc.Re
 				return r.err
 			}
 			resp.Ints = [rpc.NumInts]int64{int64(r.place.Gen), int64(r.place.Rank), int64(r.place.Size), int64(r.place.Done)}
+			resp.Floats[0] = float64(r.place.Source)
 			resp.Text = r.place.Rendezvous
 			return nil
 		case <-ctx.Done():
@@ -240,21 +264,43 @@ func (c *Coordinator) check(m *member, gen, iter int) bool {
 	}
 	d, ok := c.decided[iter]
 	if !ok {
-		d = c.broken || (c.joiners() > 0 && len(c.current) < c.cfg.Max)
+		d = c.broken || (c.joiners() > 0 && workers(c.current) < c.cfg.Max)
 		c.decided[iter] = d
 	}
 	return d
 }
 
-// joiners counts the members waiting to enter a generation.
+// joiners counts the workers waiting to enter a generation (the server
+// is not one).
 func (c *Coordinator) joiners() int {
 	n := 0
 	for _, m := range c.members {
-		if m.alive && m.wait != nil && m.gen == 0 {
+		if m.alive && m.wait != nil && m.gen == 0 && !m.server {
 			n++
 		}
 	}
 	return n
+}
+
+// workers counts the members of ms that are not the server.
+func workers(ms []*member) int {
+	n := 0
+	for _, m := range ms {
+		if !m.server {
+			n++
+		}
+	}
+	return n
+}
+
+// waitingServer is the server waiting in Next, or nil.
+func (c *Coordinator) waitingServer() *member {
+	for _, m := range c.members {
+		if m.alive && m.wait != nil && m.server {
+			return m
+		}
+	}
+	return nil
 }
 
 // gone records that m's connection ended.
@@ -263,7 +309,7 @@ func (c *Coordinator) gone(m *member) {
 	defer c.mu.Unlock()
 	m.alive = false
 	delete(c.members, m.conn)
-	if m.gen == c.gen && c.gen > 0 && !m.left {
+	if m.gen == c.gen && c.gen > 0 && !m.left && !c.over {
 		c.logf("elastic: rank %d of generation %d is gone (its connection to the coordinator ended)", m.rank, c.gen)
 		c.broken = true
 	}
@@ -296,15 +342,20 @@ func (c *Coordinator) tryForm() { c.tryFormBy(false) }
 // current generation has called Next or gone (or, late, without those
 // that did neither).
 func (c *Coordinator) tryFormBy(late bool) {
-	var ready []*member // survivors of the current generation
+	var ready []*member // survivors of the current generation, the server aside
+	var server *member  // the server, when the group has one
 	if c.gen == 0 {
-		if !c.started && c.joiners() > 0 {
+		if !c.started && (c.joiners() > 0 || c.waitingServer() != nil) {
 			c.started = true
 			c.armTimer()
 		}
 		n := c.joiners()
-		if n < c.cfg.Want && !(late && n >= c.cfg.Min) {
-			if late && n > 0 {
+		server = c.waitingServer()
+		if n < c.cfg.Want && !(late && n >= c.cfg.Min) || c.cfg.Server && server == nil {
+			switch {
+			case late && c.cfg.Server && server == nil:
+				c.fail(fmt.Sprintf("the server did not come within %v", c.cfg.Timeout))
+			case late && n > 0 && n < c.cfg.Min:
 				c.fail(fmt.Sprintf("only %d of the %d workers came within %v, fewer than the minimum %d", n, c.cfg.Want, c.cfg.Timeout, c.cfg.Min))
 			}
 			return
@@ -315,10 +366,18 @@ func (c *Coordinator) tryFormBy(late bool) {
 		}
 		for _, m := range c.current {
 			switch {
+			case m.server && !m.alive:
+				c.fail(fmt.Sprintf("the server (rank %d of generation %d) is gone: the group cannot go on without it", m.rank, c.gen))
+				return
+			case m.alive && m.wait != nil && m.gen == c.gen && m.server:
+				server = m
 			case m.alive && m.wait != nil && m.gen == c.gen:
 				ready = append(ready, m)
 			case m.alive && !late:
 				return // still training, or still to notice
+			case m.server:
+				c.fail(fmt.Sprintf("the server (rank %d of generation %d) did not answer within %v: the group cannot go on without it", m.rank, c.gen, c.cfg.Timeout))
+				return
 			case m.alive:
 				c.logf("elastic: rank %d of generation %d did not answer within %v: left out", m.rank, c.gen, c.cfg.Timeout)
 			}
@@ -328,7 +387,7 @@ func (c *Coordinator) tryFormBy(late bool) {
 	slices.SortStableFunc(ready, func(a, b *member) int { return cmp.Compare(b.done, a.done) })
 	var joiners []*member
 	for _, m := range c.members {
-		if m.alive && m.wait != nil && m.gen == 0 {
+		if m.alive && m.wait != nil && m.gen == 0 && !m.server {
 			joiners = append(joiners, m)
 		}
 	}
@@ -346,7 +405,7 @@ func (c *Coordinator) tryFormBy(late bool) {
 		c.fail(fmt.Sprintf("%d workers left, fewer than the minimum %d (--elastic %d:%d)", len(next), c.cfg.Min, c.cfg.Min, c.cfg.Max))
 		return
 	}
-	if len(ready) == 0 && c.gen > 0 && len(next) > 0 && next[0].gen == 0 {
+	if len(ready) == 0 && server == nil && c.gen > 0 {
 		c.fail("every member of the group is gone: no worker holds the weights to go on from")
 		return
 	}
@@ -355,17 +414,27 @@ func (c *Coordinator) tryFormBy(late bool) {
 		c.timer = nil
 	}
 	c.gen++
-	c.current = next
-	c.decided = map[int]bool{}
-	c.broken, c.forming = false, false
-	done := 0
+	kept := len(ready)
+	done, source := 0, 0
 	if len(ready) > 0 {
 		done = ready[0].done
 	}
-	c.logf("elastic: generation %d: %d workers (%d kept, %d joined), from iteration %d", c.gen, len(next), len(ready), len(next)-len(ready), done)
+	if server != nil {
+		// The server holds the model: the generation starts from it.
+		next = append(next, server)
+		done, source = server.done, len(next)-1
+	}
+	c.current = next
+	c.decided = map[int]bool{}
+	c.broken, c.forming = false, false
+	what := ""
+	if server != nil {
+		what = " and the server"
+	}
+	c.logf("elastic: generation %d: %d workers%s (%d kept, %d joined), from iteration %d", c.gen, workers(next), what, kept, workers(next)-kept, done)
 	for r, m := range next {
 		m.gen, m.rank = c.gen, r
-		c.reply(m, result{place: Place{Gen: c.gen, Rank: r, Size: len(next), Rendezvous: next[0].addr, Done: done}})
+		c.reply(m, result{place: Place{Gen: c.gen, Rank: r, Size: len(next), Rendezvous: next[0].addr, Done: done, Source: source}})
 	}
 }
 
@@ -381,6 +450,7 @@ func preferKey(m *member) int {
 // fail ends every waiting Next with why.
 func (c *Coordinator) fail(why string) {
 	c.logf("elastic: %s", why)
+	c.over = true // the members leave now: no loss to report
 	for _, m := range c.members {
 		c.reply(m, result{err: errors.New(why)})
 	}
@@ -416,12 +486,16 @@ func Dial(ctx context.Context, addr, token string, timeout time.Duration) (*Clie
 // generation, for the coordinator's log). It waits until the generation
 // is formed.
 func (c *Client) Next(ctx context.Context, done int, addr, why string) (Place, error) {
-	return c.next(ctx, done, -1, addr, why)
+	return c.next(ctx, done, -1, false, addr, why)
 }
 
-// next is Next asking for rank prefer in a first generation.
-func (c *Client) next(ctx context.Context, done, prefer int, addr, why string) (Place, error) {
-	req := rpc.Request{Op: opNext, Ints: [rpc.NumInts]int64{int64(c.gen), int64(done), int64(prefer)}, Text: addr + "\n" + firstLine(why)}
+// next is Next asking for rank prefer in a first generation, as the
+// group's server or not.
+func (c *Client) next(ctx context.Context, done, prefer int, server bool, addr, why string) (Place, error) {
+	req := rpc.Request{Op: opNext, Ints: [rpc.NumInts]int64{int64(c.gen), int64(done), int64(prefer), 0}, Text: addr + "\n" + firstLine(why)}
+	if server {
+		req.Ints[3] = 1
+	}
 	var resp rpc.Response
 	if err := c.rpc.Call(ctx, &req, &resp); err != nil {
 		var re *rpc.RemoteError
@@ -430,7 +504,10 @@ func (c *Client) next(ctx context.Context, done, prefer int, addr, why string) (
 		}
 		return Place{}, fmt.Errorf("elastic coordinator %s: %w", c.rpc.Addr(), err)
 	}
-	p := Place{Gen: int(resp.Ints[0]), Rank: int(resp.Ints[1]), Size: int(resp.Ints[2]), Done: int(resp.Ints[3]), Rendezvous: resp.Text}
+	p := Place{Gen: int(resp.Ints[0]), Rank: int(resp.Ints[1]), Size: int(resp.Ints[2]), Done: int(resp.Ints[3]), Source: int(resp.Floats[0]), Rendezvous: resp.Text}
+	if p.Size < 1 || p.Rank < 0 || p.Rank >= p.Size || p.Source < 0 || p.Source >= p.Size || p.Done < 0 {
+		return Place{}, fmt.Errorf("elastic coordinator %s: a malformed place %+v", c.rpc.Addr(), p)
+	}
 	c.gen = p.Gen
 	return p, nil
 }
@@ -470,8 +547,10 @@ func firstLine(s string) string {
 type Generation struct {
 	// Gen numbers the generation; Rank and Size place the worker in it.
 	Gen, Rank, Size int
-	// Done is the iterations rank 0 has completed: where it starts.
+	// Done is the iterations the source has completed: where it starts.
 	Done int
+	// Source is the rank whose state the others adopt (Place.Source).
+	Source int
 	// Endpoint connects the generation's ranks.
 	Endpoint transport.Endpoint
 }
@@ -488,6 +567,8 @@ type Member struct {
 	// Prefer is the rank the worker asks for in the first generation
 	// (the launcher's numbering; -1 for none).
 	Prefer int
+	// Server makes this member the group's server rank (Config.Server).
+	Server bool
 }
 
 // maxConnectTries bounds how many generations in a row a worker may fail
@@ -514,7 +595,7 @@ func (m *Member) Next(ctx context.Context, done int, why error) (Generation, err
 		if why != nil {
 			text = why.Error()
 		}
-		p, err := m.Client.next(ctx, done, m.Prefer, res.Addr(), text)
+		p, err := m.Client.next(ctx, done, m.Prefer, m.Server, res.Addr(), text)
 		m.Prefer = -1
 		if err != nil {
 			res.Close()
@@ -528,7 +609,7 @@ func (m *Member) Next(ctx context.Context, done int, why error) (Generation, err
 		ep, err := tcp.Connect(ctx, c)
 		res.Close()
 		if err == nil {
-			return Generation{Gen: p.Gen, Rank: p.Rank, Size: p.Size, Done: p.Done, Endpoint: ep}, nil
+			return Generation{Gen: p.Gen, Rank: p.Rank, Size: p.Size, Done: p.Done, Source: p.Source, Endpoint: ep}, nil
 		}
 		if ctx.Err() != nil || try+1 >= maxConnectTries {
 			return Generation{}, fmt.Errorf("elastic generation %d: rank %d of %d joining %s: %w", p.Gen, p.Rank, p.Size, p.Rendezvous, err)

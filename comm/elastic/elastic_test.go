@@ -54,7 +54,7 @@ func nextAll(clients []*Client, done []int, prefer []int) []placed {
 			if prefer != nil {
 				p = prefer[i]
 			}
-			out[i].p, out[i].err = cl.next(context.Background(), done[i], p, fmt.Sprintf("a%d:1", i), "")
+			out[i].p, out[i].err = cl.next(context.Background(), done[i], p, false, fmt.Sprintf("a%d:1", i), "")
 		}()
 	}
 	wg.Wait()
@@ -238,4 +238,55 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not met within 5s")
+}
+
+// TestCoordinatorServer: a group with a server (sync-ps) keeps it as the
+// last rank of every generation and starts each from its iterations;
+// Min and Max count the workers; the server's loss ends the run.
+func TestCoordinatorServer(t *testing.T) {
+	c := start(t, Config{Min: 1, Max: 2, Want: 2, Server: true, Timeout: 5 * time.Second})
+	w0, w1, srv := dial(t, c), dial(t, c), dial(t, c)
+	nextAs := func(cls []*Client, done []int, server []bool) []placed {
+		out := make([]placed, len(cls))
+		var wg sync.WaitGroup
+		for i, cl := range cls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[i].p, out[i].err = cl.next(context.Background(), done[i], -1, server[i], fmt.Sprintf("a%d:1", i), "")
+			}()
+		}
+		wg.Wait()
+		return out
+	}
+	got := nextAs([]*Client{srv, w0, w1}, []int{0, 0, 0}, []bool{true, false, false})
+	for i, g := range got {
+		if g.err != nil {
+			t.Fatalf("member %d: %v", i, g.err)
+		}
+	}
+	if got[0].p.Rank != 2 || got[0].p.Size != 3 || got[1].p.Source != 2 {
+		t.Fatalf("first generation: %+v", got)
+	}
+	// w1 dies; the server (6 updates done) and w0 (5) re-form: the server
+	// stays last and is the source.
+	w1.Close()
+	got = nextAs([]*Client{srv, w0}, []int{6, 5}, []bool{true, false})
+	if got[0].err != nil || got[1].err != nil || got[0].p.Rank != 1 || got[1].p.Rank != 0 || got[1].p.Source != 1 || got[1].p.Done != 6 || got[1].p.Size != 2 {
+		t.Fatalf("second generation: %+v", got)
+	}
+	// A second server is refused.
+	if _, err := dial(t, c).next(context.Background(), 0, -1, true, "x:1", ""); err == nil || !strings.Contains(err.Error(), "second server") {
+		t.Fatalf("a second server: %v", err)
+	}
+	// The server dies: the worker's Next fails, naming it.
+	srv.Close()
+	if _, err := w0.Next(context.Background(), 9, "a1:1", ""); err == nil || !strings.Contains(err.Error(), "server") {
+		t.Fatalf("after the server died: %v", err)
+	}
+	// A group without a server refuses one.
+	c2 := start(t, Config{Min: 1, Max: 2, Want: 1, Timeout: time.Second})
+	if _, err := dial(t, c2).next(context.Background(), 0, -1, true, "x:1", ""); err == nil || !strings.Contains(err.Error(), "has none") {
+		t.Fatalf("a server in a group without one: %v", err)
+	}
 }

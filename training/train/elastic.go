@@ -2,11 +2,14 @@ package train
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"dsgd/comm/elastic"
@@ -44,10 +47,10 @@ type Membership interface {
 	Check(ctx context.Context, iter int) (bool, error)
 }
 
-// ElasticSchemes are the schemes --elastic runs: those whose workers
-// exchange with one another alone, in lockstep, so any member's state at
-// an iteration boundary is the group's.
-var ElasticSchemes = []string{"sync-ring", "sync-tree", "overlap", "local-sgd", "diloco"}
+// ElasticSchemes are the schemes --elastic runs: the synchronous ones,
+// whose members are in lockstep, so the state of the member that
+// completed the most iterations (sync-ps: the server's) is the group's.
+var ElasticSchemes = []string{"sync-ps", "sync-ring", "sync-tree", "overlap", "local-sgd", "diloco"}
 
 // errReform ends a generation at an iteration boundary the coordinator
 // chose (a worker waits to join, or a member is gone).
@@ -66,26 +69,21 @@ func reformable(ctx context.Context, err error) bool {
 	return errors.Is(err, errReform) || errors.As(err, &pe)
 }
 
+// ElasticScheme reports whether --elastic runs scheme name.
+func ElasticScheme(name string) bool { return slices.Contains(ElasticSchemes, name) }
+
 // ElasticRefusal is why cfg cannot run elastic, or nil.
 func ElasticRefusal(cfg Config) error {
 	if cfg.Elastic == nil {
 		return nil
 	}
-	name := cfg.Scheme
-	if name == "" {
-		name = "seq"
-	}
-	ok := false
-	for _, s := range ElasticSchemes {
-		ok = ok || s == name
-	}
-	switch {
-	case !ok:
-		return fmt.Errorf("--elastic with --scheme %s: elastic membership is for the synchronous schemes whose workers exchange among themselves (%v); a center's schemes already let workers come and go", name, ElasticSchemes)
+	switch name := cmp.Or(cfg.Scheme, "seq"); {
+	case !ElasticScheme(name):
+		return fmt.Errorf("elastic membership with scheme %s: it is for the synchronous schemes (%s); a center's schemes already let workers come and go", name, strings.Join(ElasticSchemes, ", "))
 	case cfg.Group == nil:
-		return errors.New("--elastic needs workers in processes of their own (--transport tcp): in one process they live and die together")
+		return errors.New("elastic membership needs workers in processes of their own (a Group): in one process they live and die together")
 	case cfg.Compress.Gradient():
-		return errors.New("--elastic with --compress: the compressors' residuals are each worker's own and a re-formed group would drop them; give one of them")
+		return errors.New("elastic membership with a gradient compressor: the compressors' residuals are each worker's own and a re-formed group would drop them")
 	}
 	return nil
 }
@@ -118,21 +116,25 @@ func (t *Trainer) runElastic(ctx context.Context) (*Result, error) {
 			return total, t.interrupted(ctx, total, done, fmt.Errorf("train: elastic group: %w", err), func(_ context.Context, fn func() error) error { return fn() })
 		}
 		prev = g.Endpoint
+		// sync-ps's server is the last rank and computes nothing.
+		workers := g.Size - t.elasticServers()
 		if pos < 0 {
 			// The first generation: a resumed run read every earlier
 			// iteration at this size.
-			pos = int64(g.Done) * int64(t.batch) * int64(g.Size)
+			pos = int64(g.Done) * int64(t.batch) * int64(workers)
 		}
 		if done, pos, err = t.adopt(ctx, g, done, pos); err != nil {
 			transport.Abort(g.Endpoint, err)
 			why = err
 			continue
 		}
-		feeds, err := el.Feeds(g.Rank, g.Size, pos)
-		if err != nil {
-			return total, fmt.Errorf("train: elastic generation %d: %w", g.Gen, err)
+		var feeds []Feed
+		if g.Rank < workers {
+			if feeds, err = el.Feeds(g.Rank, workers, pos); err != nil {
+				return total, fmt.Errorf("train: elastic generation %d: %w", g.Gen, err)
+			}
 		}
-		t.cfg.Workers, t.cfg.TrainFeeds = g.Size, feeds
+		t.cfg.Workers, t.cfg.TrainFeeds = workers, feeds
 		t.cfg.Group = &Group{Rank: g.Rank, Size: g.Size, Endpoint: g.Endpoint}
 		t.start, t.ranks = done, nil
 		// Rank 0 tests, prints and snapshots: whichever worker it is.
@@ -144,13 +146,17 @@ func (t *Trainer) runElastic(ctx context.Context) (*Result, error) {
 			return total, err
 		}
 		if g.Rank == 0 {
-			fmt.Fprintf(t.out, "dsgd: elastic generation %d: %d workers, from iteration %d\n", g.Gen, g.Size, done)
+			server := ""
+			if workers < g.Size {
+				server = " and the server"
+			}
+			fmt.Fprintf(t.out, "dsgd: elastic generation %d: %d workers%s, from iteration %d\n", g.Gen, workers, server, done)
 		}
 		t0 := time.Now()
 		res, err := t.runGeneration(ctx)
 		total.add(res, time.Since(t0))
 		done = res.Start + res.Iters
-		pos += int64(res.Iters) * int64(t.batch) * int64(g.Size)
+		pos += int64(res.Iters) * int64(t.batch) * int64(workers)
 		// The gradients may lie in the generation's shared memory, which
 		// goes with its endpoint: back into the process's.
 		if err := t.net.UseGrads(make([]float32, len(t.net.Grads()))); err != nil {
@@ -166,47 +172,72 @@ func (t *Trainer) runElastic(ctx context.Context) (*Result, error) {
 	}
 }
 
-// adopt makes this worker's state rank 0's at the start of a generation:
-// the iterations done, the data position and the solver's history (the
-// scheme's first broadcast copies rank 0's weights).
+// adopt makes this worker's state the source's at the start of a
+// generation (rank 0, the survivor that completed the most iterations,
+// or sync-ps's server): the iterations done, the data position and the
+// solver's history; the weights too when the source is not rank 0, whose
+// weights the scheme's first broadcast copies.
 func (t *Trainer) adopt(ctx context.Context, g elastic.Generation, done int, pos int64) (int, int64, error) {
 	if g.Size == 1 {
 		return done, pos, nil
 	}
-	ep := g.Endpoint
-	if g.Rank == 0 {
+	ep, src := g.Endpoint, g.Source
+	params := t.net.Params()
+	if g.Rank == src {
 		var b bytes.Buffer
 		var head [16]byte
 		binary.LittleEndian.PutUint64(head[:], uint64(done))
 		binary.LittleEndian.PutUint64(head[8:], uint64(pos))
 		b.Write(head[:])
 		if err := t.solver.WriteState(&b); err != nil {
-			return 0, 0, fmt.Errorf("train: elastic: rank 0's solver state: %w", err)
+			return 0, 0, fmt.Errorf("train: elastic: the source's solver state: %w", err)
 		}
-		for r := 1; r < g.Size; r++ {
+		for r := range g.Size {
+			if r == src {
+				continue
+			}
 			if err := ep.SendBytes(ctx, r, tagElastic, b.Bytes()); err != nil {
 				return 0, 0, err
+			}
+			if src != 0 {
+				if err := ep.Send(ctx, r, tagElastic, params); err != nil {
+					return 0, 0, err
+				}
 			}
 		}
 		return done, pos, nil
 	}
-	max := 16 + 64 + 8*len(t.net.Params())*4 // the header, the solver's, up to 3 histories as float64
-	msg, err := ep.RecvBytes(ctx, 0, tagElastic, max)
+	max := 16 + 64 + 8*len(params)*4 // the header, the solver's, up to 3 histories as float64
+	msg, err := ep.RecvBytes(ctx, src, tagElastic, max)
 	if err != nil {
 		return 0, 0, err
 	}
 	if len(msg) < 16 {
-		return 0, 0, fmt.Errorf("train: elastic: rank 0 sent %d bytes of state, want at least 16", len(msg))
+		return 0, 0, fmt.Errorf("train: elastic: rank %d sent %d bytes of state, want at least 16", src, len(msg))
 	}
 	done = int(binary.LittleEndian.Uint64(msg))
 	pos = int64(binary.LittleEndian.Uint64(msg[8:]))
 	if done < 0 || pos < 0 {
-		return 0, 0, fmt.Errorf("train: elastic: rank 0 sent iteration %d, data position %d", done, pos)
+		return 0, 0, fmt.Errorf("train: elastic: rank %d sent iteration %d, data position %d", src, done, pos)
 	}
 	if err := t.solver.ReadState(bytes.NewReader(msg[16:])); err != nil {
-		return 0, 0, fmt.Errorf("train: elastic: rank 0's solver state: %w", err)
+		return 0, 0, fmt.Errorf("train: elastic: rank %d's solver state: %w", src, err)
+	}
+	if src != 0 {
+		if err := ep.Recv(ctx, src, tagElastic, params); err != nil {
+			return 0, 0, err
+		}
 	}
 	return done, pos, nil
+}
+
+// elasticServers is the number of server ranks in every generation of
+// the scheme: 1 for sync-ps's parameter server, else 0.
+func (t *Trainer) elasticServers() int {
+	if in, _ := scheme.Lookup(t.cfg.Scheme); in.ServerUpdates {
+		return 1
+	}
+	return 0
 }
 
 // checkHook asks the coordinator, at every iteration boundary where the
