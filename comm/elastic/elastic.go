@@ -81,7 +81,7 @@ type Place struct {
 
 // member is one worker's connection.
 type member struct {
-	conn  *rpc.Conn
+	key   any // its *rpc.Conn (a name in the scripts)
 	seq   int // arrival order
 	addr  string
 	why   string
@@ -109,7 +109,7 @@ type Coordinator struct {
 	srv *rpc.Server
 
 	mu      sync.Mutex
-	members map[*rpc.Conn]*member
+	members map[any]*member
 	seq     int
 	gen     int
 	current []*member // the generation's members, by rank
@@ -117,7 +117,11 @@ type Coordinator struct {
 	decided map[int]bool
 	broken  bool // a member of the generation went away
 	forming bool
-	timer   *time.Timer
+	// timer stops the armed timeout (nil: none armed); after arms one
+	// (time.AfterFunc; the scripts fire theirs by hand).
+	timer   func() bool
+	after   func(time.Duration, func()) func() bool
+	armed   int  // numbers the timeouts armed: a stale one does nothing
 	started bool // the first generation's wait began (its timer runs)
 	over    bool // the group could not go on (fail)
 }
@@ -128,7 +132,7 @@ func Listen(addr string, cfg Config) (*Coordinator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{cfg: cfg, members: map[*rpc.Conn]*member{}, decided: map[int]bool{}}
+	c := &Coordinator{cfg: cfg, members: map[any]*member{}, decided: map[int]bool{}, after: afterFunc}
 	srv, err := rpc.Listen(addr, rpc.Config{Token: cfg.Token, Timeout: cfg.Timeout, MaxFrame: 1 << 16,
 		// A member calls at every iteration boundary it may re-form at;
 		// between those it tests or computes for as long as that takes.
@@ -153,7 +157,7 @@ func (c *Coordinator) Close() error {
 		c.reply(m, result{err: errors.New("the elastic coordinator stopped")})
 	}
 	if c.timer != nil {
-		c.timer.Stop()
+		c.timer()
 	}
 	c.mu.Unlock()
 	return c.srv.Close()
@@ -175,11 +179,8 @@ func (c *Coordinator) logf(format string, args ...any) {
 func (c *Coordinator) handle(ctx context.Context, req *rpc.Request, resp *rpc.Response) error {
 	conn := rpc.ConnFrom(ctx)
 	c.mu.Lock()
-	m := c.members[conn]
-	if m == nil {
-		c.seq++
-		m = &member{conn: conn, seq: c.seq, alive: true}
-		c.members[conn] = m
+	m, fresh := c.member(conn)
+	if fresh {
 		conn.OnClose(func() { c.gone(m) })
 	}
 	switch req.Op {
@@ -200,38 +201,11 @@ func (c *Coordinator) handle(ctx context.Context, req *rpc.Request, resp *rpc.Re
 			return fmt.Errorf("elastic: a Next of %d bytes, limit %d", len(req.Text), maxAddr)
 		}
 		addr, why, _ := strings.Cut(req.Text, "\n")
-		if addr == "" {
-			c.mu.Unlock()
-			return errors.New("elastic: a Next without the member's address")
-		}
-		if m.wait != nil {
-			c.mu.Unlock()
-			return errors.New("elastic: a second Next while the first waits")
-		}
-		m.addr, m.why, m.done, m.prefer = addr, why, int(req.Ints[1]), int(req.Ints[2])
-		if req.Ints[3] == 1 {
-			if !c.cfg.Server {
-				c.mu.Unlock()
-				return errors.New("elastic: a member says it is the server, but the group has none (only sync-ps has one)")
-			}
-			for _, o := range c.members {
-				if o != m && o.alive && o.server {
-					c.mu.Unlock()
-					return errors.New("elastic: a second server: the group has one")
-				}
-			}
-			m.server = true
-		}
-		if m.gen != c.gen || c.gen == 0 {
-			m.gen = 0 // a joiner (or a member dropped from its generation)
-		}
-		ch := make(chan result, 1)
-		m.wait = ch
-		if m.gen == c.gen && c.gen > 0 && !c.forming {
-			c.reform()
-		}
-		c.tryForm()
+		ch, err := c.next(m, int(req.Ints[0]), int(req.Ints[1]), int(req.Ints[2]), req.Ints[3] == 1, addr, why)
 		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
 		select {
 		case r := <-ch:
 			if r.err != nil {
@@ -255,6 +229,53 @@ func (c *Coordinator) handle(ctx context.Context, req *rpc.Request, resp *rpc.Re
 	}
 	c.mu.Unlock()
 	return fmt.Errorf("elastic: unknown operation %d", req.Op)
+}
+
+// member returns key's member, making it (fresh) on its first call.
+// c.mu must be held.
+func (c *Coordinator) member(key any) (m *member, fresh bool) {
+	if m = c.members[key]; m != nil {
+		return m, false
+	}
+	c.seq++
+	m = &member{key: key, seq: c.seq, alive: true}
+	c.members[key] = m
+	return m, true
+}
+
+// next records m's Next (in generation gen, having completed done
+// iterations, asking for rank prefer, as the server or not, offering
+// addr) and returns the channel its place will come on. c.mu must be
+// held.
+func (c *Coordinator) next(m *member, gen, done, prefer int, server bool, addr, why string) (chan result, error) {
+	if addr == "" {
+		return nil, errors.New("elastic: a Next without the member's address")
+	}
+	if m.wait != nil {
+		return nil, errors.New("elastic: a second Next while the first waits")
+	}
+	if server {
+		if !c.cfg.Server {
+			return nil, errors.New("elastic: a member says it is the server, but the group has none (only sync-ps has one)")
+		}
+		for _, o := range c.members {
+			if o != m && o.alive && o.server {
+				return nil, errors.New("elastic: a second server: the group has one")
+			}
+		}
+		m.server = true
+	}
+	m.addr, m.why, m.done, m.prefer = addr, why, done, prefer
+	if m.gen != c.gen || gen != c.gen || c.gen == 0 {
+		m.gen = 0 // a joiner (or a member dropped from its generation)
+	}
+	ch := make(chan result, 1)
+	m.wait = ch
+	if m.gen == c.gen && c.gen > 0 && !c.forming {
+		c.reform()
+	}
+	c.tryForm()
+	return ch, nil
 }
 
 // check answers a member's Check of iteration iter in generation gen.
@@ -293,6 +314,14 @@ func workers(ms []*member) int {
 	return n
 }
 
+// workersText is "1 worker" or "N workers".
+func workersText(n int) string {
+	if n == 1 {
+		return "1 worker"
+	}
+	return fmt.Sprintf("%d workers", n)
+}
+
 // waitingServer is the server waiting in Next, or nil.
 func (c *Coordinator) waitingServer() *member {
 	for _, m := range c.members {
@@ -307,8 +336,12 @@ func (c *Coordinator) waitingServer() *member {
 func (c *Coordinator) gone(m *member) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.goneLocked(m)
+}
+
+func (c *Coordinator) goneLocked(m *member) {
 	m.alive = false
-	delete(c.members, m.conn)
+	delete(c.members, m.key)
 	if m.gen == c.gen && c.gen > 0 && !m.left && !c.over {
 		c.logf("elastic: rank %d of generation %d is gone (its connection to the coordinator ended)", m.rank, c.gen)
 		c.broken = true
@@ -325,15 +358,23 @@ func (c *Coordinator) reform() {
 
 func (c *Coordinator) armTimer() {
 	if c.timer != nil {
-		c.timer.Stop()
+		c.timer()
 	}
-	c.timer = time.AfterFunc(c.cfg.Timeout, func() {
+	c.armed++
+	id := c.armed
+	c.timer = c.after(c.cfg.Timeout, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		if id != c.armed || c.timer == nil {
+			return // stopped or replaced as it fired
+		}
 		c.timer = nil
 		c.tryFormBy(true)
 	})
 }
+
+// afterFunc is time.AfterFunc, returning the timer's Stop.
+func afterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
 func (c *Coordinator) tryForm() { c.tryFormBy(false) }
 
@@ -402,7 +443,7 @@ func (c *Coordinator) tryFormBy(late bool) {
 	})
 	next := append(ready, joiners[:min(len(joiners), max(0, c.cfg.Max-len(ready)))]...)
 	if len(next) < c.cfg.Min {
-		c.fail(fmt.Sprintf("%d workers left, fewer than the minimum %d (--elastic %d:%d)", len(next), c.cfg.Min, c.cfg.Min, c.cfg.Max))
+		c.fail(fmt.Sprintf("%s left, fewer than the minimum %d (--elastic %d:%d)", workersText(len(next)), c.cfg.Min, c.cfg.Min, c.cfg.Max))
 		return
 	}
 	if len(ready) == 0 && server == nil && c.gen > 0 {
@@ -410,7 +451,7 @@ func (c *Coordinator) tryFormBy(late bool) {
 		return
 	}
 	if c.timer != nil {
-		c.timer.Stop()
+		c.timer()
 		c.timer = nil
 	}
 	c.gen++
@@ -431,7 +472,7 @@ func (c *Coordinator) tryFormBy(late bool) {
 	if server != nil {
 		what = " and the server"
 	}
-	c.logf("elastic: generation %d: %d workers%s (%d kept, %d joined), from iteration %d", c.gen, workers(next), what, kept, workers(next)-kept, done)
+	c.logf("elastic: generation %d: %s%s (%d kept, %d joined), from iteration %d", c.gen, workersText(workers(next)), what, kept, workers(next)-kept, done)
 	for r, m := range next {
 		m.gen, m.rank = c.gen, r
 		c.reply(m, result{place: Place{Gen: c.gen, Rank: r, Size: len(next), Rendezvous: next[0].addr, Done: done, Source: source}})
