@@ -1,14 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"dsgd/comm/elastic"
 	"dsgd/training/train"
@@ -96,4 +99,60 @@ func startCoordinator(ctx context.Context, f *trainFlags, workers int, server bo
 	go c.Serve(context.WithoutCancel(ctx))
 	fmt.Fprintf(stderr, "dsgd: elastic coordinator on %s: a worker joins with dsgd worker --elastic %s --elastic-coordinator %s (same flags, DSGD_TOKEN as this launcher's)\n", c.Addr(), *f.elastic.bounds, c.Addr())
 	return c, nil
+}
+
+// runCoordinator serves an elastic group's coordinator for workers
+// started by hand or by another launcher (mpirun, srun) on several hosts:
+// dsgd elastic-coordinator --elastic 2:4 --workers 4 --listen 0.0.0.0:7078.
+// It exits once the group has finished (every worker's connection ended),
+// non-zero if the group could not go on.
+func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("elastic-coordinator", flag.ContinueOnError)
+	var e elasticFlags
+	e.register(fs)
+	listen := fs.String("listen", "127.0.0.1:7078", "`HOST:PORT` to serve on (loopback unless told otherwise; beyond it a token is required)")
+	workers := fs.Int("workers", 0, "the workers the first generation waits for (default: MAX)")
+	server := fs.Bool("server", false, "the group has a parameter server rank (--scheme sync-ps)")
+	timeout := fs.Duration("comm-timeout", time.Minute, "how long a re-forming group waits for a member that says nothing (as the workers' --comm-timeout)")
+	token := fs.String("token", "", tokenUsage)
+	tokenFile := fs.String("token-file", "", tokenFileUsage)
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if !e.on() {
+		fmt.Fprintln(stderr, "dsgd elastic-coordinator: --elastic MIN:MAX is required")
+		return errUsage
+	}
+	lo, hi, err := e.parse()
+	if err != nil {
+		fmt.Fprintf(stderr, "dsgd elastic-coordinator: %v\n", err)
+		return errUsage
+	}
+	tok, err := resolveToken(*token, *tokenFile, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsgd elastic-coordinator: %v\n", err)
+		return errUsage
+	}
+	want := cmp.Or(*workers, hi)
+	c, err := elastic.Listen(*listen, elastic.Config{Min: lo, Max: hi, Want: want, Server: *server, Token: tok, Timeout: *timeout,
+		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "dsgd: "+format+"\n", args...) }})
+	if err != nil {
+		fmt.Fprintf(stderr, "dsgd elastic-coordinator: --listen %s: %v\n", *listen, err)
+		return errUsage
+	}
+	fmt.Fprintf(stdout, "dsgd: elastic coordinator on %s for %d:%d workers (the first generation waits for %d)\n", c.Addr(), lo, hi, want)
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- c.Serve(sctx) }()
+	select {
+	case <-c.Finished():
+	case <-ctx.Done():
+	}
+	stop()
+	<-served
+	if f := c.Failure(); f != "" {
+		return fmt.Errorf("the elastic group could not go on: %s", f)
+	}
+	return ctx.Err()
 }

@@ -45,4 +45,19 @@ func TestElasticRefused(t *testing.T) {
 	if code == 0 || !strings.Contains(errs, "--elastic-coordinator") {
 		t.Errorf("dsgd worker --elastic without a coordinator: exit %d\n%s", code, errs)
 	}
+	// The coordinator of its own needs its bounds, and a token beyond
+	// loopback.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"elastic-coordinator"}, "--elastic MIN:MAX is required"},
+		{[]string{"elastic-coordinator", "--elastic", "0:2"}, "--elastic \"0:2\""},
+		{[]string{"elastic-coordinator", "--elastic", "1:2", "--listen", "0.0.0.0:0"}, "needs a token"},
+	} {
+		code, _, errs := runCmd(t, dir, tc.args...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, want a refusal naming %q:\n%s", tc.args, code, tc.want, errs)
+		}
+	}
 }

@@ -12,6 +12,7 @@
 //	dsgd worker [flags]  one rank of a multi-process job
 //	dsgd ps [flags]      a parameter server: sync-ps's last rank, or an asynchronous scheme's center
 //	dsgd smb [flags]     ShmCaffe's shared buffer server (seasgd), or its bandwidth
+//	dsgd elastic-coordinator  an elastic group's membership, for workers started by hand
 //	dsgd compare         every scheme for the same time: table and plot of test error
 //	dsgd simulate        the schemes in virtual time at any worker count
 //	dsgd bench-comm      allreduce bandwidth beside gloo's; parameter server vs tree
@@ -51,6 +52,7 @@ func commands() []command {
 		{"worker", "run one rank of a multi-process job (mpirun, srun, or by hand)", runWorker},
 		{"ps", "run a parameter server: the last rank of sync-ps, or the center of an asynchronous scheme", runPS},
 		{"smb", "run ShmCaffe's shared buffer server (seasgd), or measure its bandwidth", runSMB},
+		{"elastic-coordinator", "serve an elastic group's membership (--elastic) for workers started by hand or on several hosts", runCoordinator},
 		{"compare", "train several schemes for the same time; table and plot of test error vs time", runCompare},
 		{"simulate", "simulate schemes in virtual time at any worker count, calibrated on this machine", runSimulate},
 		{"bench-comm", "allreduce bandwidth beside gloo's; parameter server vs tree", runBenchComm},

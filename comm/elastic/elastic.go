@@ -124,6 +124,11 @@ type Coordinator struct {
 	armed   int  // numbers the timeouts armed: a stale one does nothing
 	started bool // the first generation's wait began (its timer runs)
 	over    bool // the group could not go on (fail)
+	failure string
+	// finished is closed once the group has run and every member's
+	// connection has ended.
+	finished chan struct{}
+	closed   bool
 }
 
 // Listen listens on addr (loopback when its host is empty) and returns a
@@ -132,7 +137,7 @@ func Listen(addr string, cfg Config) (*Coordinator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{cfg: cfg, members: map[any]*member{}, decided: map[int]bool{}, after: afterFunc}
+	c := &Coordinator{cfg: cfg, members: map[any]*member{}, decided: map[int]bool{}, after: afterFunc, finished: make(chan struct{})}
 	srv, err := rpc.Listen(addr, rpc.Config{Token: cfg.Token, Timeout: cfg.Timeout, MaxFrame: 1 << 16,
 		// A member calls at every iteration boundary it may re-form at;
 		// between those it tests or computes for as long as that takes.
@@ -161,6 +166,17 @@ func (c *Coordinator) Close() error {
 	}
 	c.mu.Unlock()
 	return c.srv.Close()
+}
+
+// Finished is closed once the group has run (or failed) and every
+// member's connection has ended: a coordinator of its own may stop.
+func (c *Coordinator) Finished() <-chan struct{} { return c.finished }
+
+// Failure is why the group could not go on, or "" when it did.
+func (c *Coordinator) Failure() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failure
 }
 
 // Gen is the number of generations formed so far.
@@ -342,6 +358,10 @@ func (c *Coordinator) gone(m *member) {
 func (c *Coordinator) goneLocked(m *member) {
 	m.alive = false
 	delete(c.members, m.key)
+	if (c.gen > 0 || c.over) && len(c.members) == 0 && !c.closed && c.finished != nil {
+		c.closed = true
+		close(c.finished)
+	}
 	if m.gen == c.gen && c.gen > 0 && !m.left && !c.over {
 		c.logf("elastic: rank %d of generation %d is gone (its connection to the coordinator ended)", m.rank, c.gen)
 		c.broken = true
@@ -492,6 +512,7 @@ func preferKey(m *member) int {
 func (c *Coordinator) fail(why string) {
 	c.logf("elastic: %s", why)
 	c.over = true // the members leave now: no loss to report
+	c.failure = why
 	for _, m := range c.members {
 		c.reply(m, result{err: errors.New(why)})
 	}
