@@ -195,20 +195,26 @@ func TestCompressRefused(t *testing.T) {
 		{[]string{"--scheme", "sync-ring", "--compress", "none", "--compress-warmup", "5"}, []string{"--compress-warmup 5", "--compress none"}},
 		{[]string{"--scheme", "sync-ring", "--compress", "bf16", "--compress-warmup", "-3"}, []string{"--compress-warmup -3"}},
 	} {
-		args := append([]string{"train", "--solver", "solver.prototxt", "--workers", "2", "--threads", "1"}, tc.args...)
-		code, out, errs := runCmd(t, dir, args...)
-		if code == 0 {
-			t.Errorf("%v: exit 0, want a refusal\n%s", tc.args, out)
-			continue
+		expectRefusal(t, dir, append([]string{"train", "--solver", "solver.prototxt", "--workers", "2", "--threads", "1"}, tc.args...), tc.want...)
+	}
+}
+
+// expectRefusal runs dsgd args in dir and fails the test unless it exits
+// non-zero, before training, with an error naming each of want.
+func expectRefusal(t *testing.T, dir string, args []string, want ...string) {
+	t.Helper()
+	code, out, errs := runCmd(t, dir, args...)
+	if code == 0 {
+		t.Errorf("%v: exit 0, want a refusal\n%s", args, out)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(errs, w) {
+			t.Errorf("%v: the error does not name %q:\n%s", args, w, errs)
 		}
-		for _, w := range tc.want {
-			if !strings.Contains(errs, w) {
-				t.Errorf("%v: the error does not name %q:\n%s", tc.args, w, errs)
-			}
-		}
-		if strings.Contains(out, "iter ") {
-			t.Errorf("%v: trained before refusing:\n%s", tc.args, out)
-		}
+	}
+	if strings.Contains(out, "iter ") {
+		t.Errorf("%v: trained before refusing:\n%s", args, out)
 	}
 }
 

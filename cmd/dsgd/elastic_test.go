@@ -1,9 +1,6 @@
 package main
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestElasticRefused: --elastic where it cannot run is refused before
 // training, naming the flags at fault.
@@ -25,26 +22,10 @@ func TestElasticRefused(t *testing.T) {
 		{[]string{"--transport", "tcp", "--scheme", "sync-ring", "--elastic", "2:4", "--reduce", "exact"}, []string{"--reduce exact", "--elastic 2:4"}},
 		{[]string{"--transport", "tcp", "--scheme", "sync-ring", "--elastic-coordinator", "127.0.0.1:1"}, []string{"--elastic-coordinator", "--elastic MIN:MAX"}},
 	} {
-		args := append([]string{"train", "--solver", "solver.prototxt", "--workers", "2", "--threads", "1", "--iters", "20"}, tc.args...)
-		code, out, errs := runCmd(t, dir, args...)
-		if code == 0 {
-			t.Errorf("%v: exit 0, want a refusal\n%s", tc.args, out)
-			continue
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(errs, w) {
-				t.Errorf("%v: the error does not name %q:\n%s", tc.args, w, errs)
-			}
-		}
-		if strings.Contains(out, "iter ") {
-			t.Errorf("%v: trained before refusing:\n%s", tc.args, out)
-		}
+		expectRefusal(t, dir, append([]string{"train", "--solver", "solver.prototxt", "--workers", "2", "--threads", "1", "--iters", "20"}, tc.args...), tc.want...)
 	}
 	// A worker with --elastic needs its coordinator.
-	code, _, errs := runCmd(t, dir, "worker", "--solver", "solver.prototxt", "--scheme", "sync-ring", "--elastic", "2:3")
-	if code == 0 || !strings.Contains(errs, "--elastic-coordinator") {
-		t.Errorf("dsgd worker --elastic without a coordinator: exit %d\n%s", code, errs)
-	}
+	expectRefusal(t, dir, []string{"worker", "--solver", "solver.prototxt", "--scheme", "sync-ring", "--elastic", "2:3"}, "--elastic-coordinator")
 	// The coordinator of its own needs its bounds, and a token beyond
 	// loopback.
 	for _, tc := range []struct {
@@ -55,9 +36,6 @@ func TestElasticRefused(t *testing.T) {
 		{[]string{"elastic-coordinator", "--elastic", "0:2"}, "--elastic \"0:2\""},
 		{[]string{"elastic-coordinator", "--elastic", "1:2", "--listen", "0.0.0.0:0"}, "needs a token"},
 	} {
-		code, _, errs := runCmd(t, dir, tc.args...)
-		if code == 0 || !strings.Contains(errs, tc.want) {
-			t.Errorf("%v: exit %d, want a refusal naming %q:\n%s", tc.args, code, tc.want, errs)
-		}
+		expectRefusal(t, dir, tc.args, tc.want)
 	}
 }

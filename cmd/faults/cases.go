@@ -598,14 +598,10 @@ func asyncWorkerDies(h *harness, dir string) string {
 	p := h.start(dir, nil, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "1200", "--test-interval", "0", "--display", "100",
 		"--transport", "tcp", "--workers", "3", "--scheme", "async", "--straggle", "p=1:10ms")
 	defer p.stop()
-	pid, why := p.rankOnceTraining(2)
-	if why != "" {
-		return why
-	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	code := p.wait(50 * time.Second)
-	out := p.out.String()
+	_, code, out, why := p.killRank(2, 50*time.Second)
 	switch {
+	case why != "":
+		return why
 	case code == -1:
 		return "still running"
 	case !strings.Contains(out, "done: 1200 iterations"):
@@ -620,14 +616,10 @@ func syncRankDies(h *harness, dir string) string {
 	p := h.start(dir, nil, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "1000000", "--test-interval", "0",
 		"--transport", "tcp", "--workers", "2", "--scheme", "sync-ring")
 	defer p.stop()
-	pid, why := p.rankOnceTraining(1)
+	t0, code, out, why := p.killRank(1, 30*time.Second)
 	if why != "" {
 		return why
 	}
-	t0 := time.Now()
-	syscall.Kill(pid, syscall.SIGKILL)
-	code := p.wait(30 * time.Second)
-	out := p.out.String()
 	if why := h.detect(p, t0, "rank 1"); why != "" {
 		return why + ": " + lastLines(out)
 	}

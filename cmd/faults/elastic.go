@@ -39,15 +39,10 @@ func elasticKilledIn(h *harness, dir, scheme, server string) string {
 	const iters = 600
 	p := h.start(dir, nil, elasticRun("4", "2:4", iters, "--comm-timeout", "10s", "--scheme", scheme)...)
 	defer p.stop()
-	pid, why := p.rankOnceTraining(2)
-	if why != "" {
-		return why
-	}
-	t0 := time.Now()
-	syscall.Kill(pid, syscall.SIGKILL)
-	code := p.wait(50 * time.Second)
-	out := p.out.String()
+	t0, code, out, why := p.killRank(2, 50*time.Second)
 	switch {
+	case why != "":
+		return why
 	case code != 0:
 		return fmt.Sprintf("exit %d: %s", code, lastLines(out))
 	case !strings.Contains(out, fmt.Sprintf("done: %d iterations", iters)):
@@ -143,15 +138,10 @@ func elasticJoin(h *harness, dir string) string {
 func elasticBelowMin(h *harness, dir string) string {
 	p := h.start(dir, nil, elasticRun("2", "2:2", 100000, "--snapshot-prefix", filepath.Join(dir, "snap", "s"))...)
 	defer p.stop()
-	pid, why := p.rankOnceTraining(1)
-	if why != "" {
-		return why
-	}
-	t0 := time.Now()
-	syscall.Kill(pid, syscall.SIGKILL)
-	code := p.wait(30 * time.Second)
-	out := p.out.String()
+	t0, code, out, why := p.killRank(1, 30*time.Second)
 	switch {
+	case why != "":
+		return why
 	case code <= 0:
 		return fmt.Sprintf("exit %d: %s", code, lastLines(out))
 	case !strings.Contains(out, "fewer than the minimum 2"):

@@ -174,6 +174,20 @@ func (p *proc) rankOnceTraining(r int) (int, string) {
 	return pid, ""
 }
 
+// killRank SIGKILLs p's child rank r once p trains, waits up to limit
+// for p to exit, and returns when the kill was, p's exit status (-1: it
+// did not exit in time) and its output, or why the rank was not killed.
+func (p *proc) killRank(r int, limit time.Duration) (t0 time.Time, code int, out, why string) {
+	pid, why := p.rankOnceTraining(r)
+	if why != "" {
+		return t0, -1, p.out.String(), why
+	}
+	t0 = time.Now()
+	syscall.Kill(pid, syscall.SIGKILL)
+	code = p.wait(limit)
+	return t0, code, p.out.String(), ""
+}
+
 func (p *proc) stop() {
 	if p.cmd.Process != nil {
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
