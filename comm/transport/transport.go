@@ -96,6 +96,18 @@ type Staller interface {
 	Stalled() (peer int, since time.Time, ok bool)
 }
 
+// Hearer is an Endpoint that remembers when each peer's bytes last came
+// in. A rank that timed out waiting on a peer gives the peer until its
+// own timeout must have come to say whom it waits on: a healthy peer that
+// began waiting later than this rank did (a straggler, one held up on a
+// third rank) times out later too, and its last bytes bound when it began.
+// TCP endpoints are.
+type Hearer interface {
+	// Heard returns when bytes from peer last came in, or the zero time
+	// if none has.
+	Heard(peer int) time.Time
+}
+
 // PeerError is an error caused by, or observed on, one peer.
 type PeerError struct {
 	Rank int

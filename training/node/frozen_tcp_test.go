@@ -31,6 +31,23 @@ func (c *frozenComputer) Compute(ctx context.Context, ready func(lo, hi int)) (f
 	return c.fakeComputer.Compute(ctx, ready)
 }
 
+// lateComputer computes like fakeComputer, but its call lateAt first
+// sleeps late: a healthy rank that starts the collective of the iteration
+// late (a straggler, a descheduled process), so that its own timeout comes
+// well after that of a rank already waiting on it.
+type lateComputer struct {
+	fakeComputer
+	lateAt int
+	late   time.Duration
+}
+
+func (c *lateComputer) Compute(ctx context.Context, ready func(lo, hi int)) (float64, error) {
+	if c.calls+1 == c.lateAt {
+		time.Sleep(c.late)
+	}
+	return c.fakeComputer.Compute(ctx, ready)
+}
+
 // tcpEndpoints connects size ranks over loopback TCP without shared
 // memory.
 func tcpEndpoints(t *testing.T, size int, timeout time.Duration) []transport.Endpoint {
@@ -66,16 +83,30 @@ func tcpEndpoints(t *testing.T, size int, timeout time.Duration) []transport.End
 // over TCP (no shared memory), rank 1 freezes mid-training. Rank 0 waits
 // on rank 2, which waits on rank 1; both healthy ranks must name rank 1,
 // never each other.
+//
+// The late cases make it deterministic that rank 0 times out well before
+// rank 2 does: rank 2 starts the iteration's collective 0.7 of the timeout
+// after rank 0 (rank 0 then waits on it, rank 2 on rank 1), so rank 2's
+// word that it waits on rank 1 comes 0.7 of the timeout after rank 0's
+// own timeout, past the half timeout rank 0 used to wait for it (issue 23
+// item 3's residue: rank 0 then named rank 2).
 func TestFrozenRankNamedOverTCP(t *testing.T) {
 	for _, tc := range []struct {
 		scheme string
 		n      int // floats in the model
+		late   int // how late rank 2 starts the frozen iteration, in tenths of the timeout
 	}{
-		{"sync-ring", 1 << 10},
-		{"sync-ring", 1 << 20}, // messages larger than the socket buffers: sends stall too
-		{"sync-tree", 1 << 20},
+		{"sync-ring", 1 << 10, 0},
+		{"sync-ring", 1 << 20, 0}, // messages larger than the socket buffers: sends stall too
+		{"sync-tree", 1 << 20, 0},
+		{"sync-ring", 1 << 10, 7},
+		{"sync-ring", 1 << 20, 7},
 	} {
-		t.Run(tc.scheme+"/"+strconv.Itoa(tc.n), func(t *testing.T) {
+		name := tc.scheme + "/" + strconv.Itoa(tc.n)
+		if tc.late > 0 {
+			name += "/late"
+		}
+		t.Run(name, func(t *testing.T) {
 			const size, timeout = 3, time.Second
 			layout := scheme.Layout{N: tc.n, Blocks: []scheme.Range{{Lo: 0, Hi: tc.n}}}
 			schemes, err := scheme.New(scheme.Config{Name: tc.scheme, Workers: size, MaxIter: 1 << 30, Pack: true, Layout: layout})
@@ -93,9 +124,12 @@ func TestFrozenRankNamedOverTCP(t *testing.T) {
 				grads := make([]float32, tc.n)
 				fc := fakeComputer{grads: grads, blocks: [][2]int{{0, tc.n}}, value: float32(r + 1)}
 				rk := &Rank{Scheme: schemes[r], Ep: eps[r], Params: make([]float32, tc.n), Grads: grads, Timeout: timeout, Update: func(int) {}}
-				if r == 1 {
+				switch {
+				case r == 1:
 					rk.Computer = &frozenComputer{fakeComputer: fc, freezeAt: 5, frozen: frozen}
-				} else {
+				case r == 2 && tc.late > 0:
+					rk.Computer = &lateComputer{fakeComputer: fc, lateAt: 5, late: time.Duration(tc.late) * timeout / 10}
+				default:
 					rk.Computer = &fc
 				}
 				wg.Add(1)
@@ -108,7 +142,16 @@ func TestFrozenRankNamedOverTCP(t *testing.T) {
 					}
 				}()
 			}
-			<-frozen
+			ended := make(chan struct{})
+			go func() { wg.Wait(); close(ended) }()
+			select {
+			case <-frozen:
+			case <-ended:
+				// Rank 1 failed before its freeze (a rank timed out
+				// on an honest step: a machine too loaded for this
+				// timeout): report it rather than wait forever.
+				t.Fatalf("the ranks stopped before rank 1 froze: %v", errs)
+			}
 			t0 := time.Now()
 			deadline := time.After(10 * timeout)
 		wait:

@@ -523,7 +523,8 @@ const tagProbe uint32 = 0x7a9e00f0
 // along a ring or tree) and time out at the same moment. Every rank that
 // times out first tells all the others whom it waits on
 // (transport.Notifier: their next receive from it fails with that), then
-// waits up to half the timeout for the peer's own word. The peer's note
+// waits for the peer's own word, up to half the timeout past the moment
+// the peer must itself have timed out (probeWindow). The peer's note
 // names the rank it waits on; a peer that says nothing is the one that
 // stopped. It returns the cause to report, or nil when the peer stayed
 // silent (or the transport cannot tell).
@@ -557,13 +558,13 @@ func (r *Rank) probeStalled(ctx context.Context, a scheme.Action, err error) err
 	return r.probePeer(ctx, nt, me, peer, pe)
 }
 
-// probePeer tells every peer that this rank waits on peer and waits up to
-// half the timeout for peer's own word: the cause to report, or nil when
-// peer stayed silent. pe is the timeout's error when it came from peer
-// itself (nil when peer was found through the endpoint's stalls).
+// probePeer tells every peer that this rank waits on peer and waits for
+// peer's own word (probeWindow): the cause to report, or nil when peer
+// stayed silent. pe is the timeout's error when it came from peer itself
+// (nil when peer was found through the endpoint's stalls).
 func (r *Rank) probePeer(ctx context.Context, nt transport.Notifier, me, peer int, pe *transport.PeerError) error {
 	stuck := nt.Notify(fmt.Errorf("rank %d: no answer from rank %d within %v", me, peer, r.Timeout))
-	pctx, cancel := context.WithTimeout(ctx, min(r.Timeout/2, 10*time.Second))
+	pctx, cancel := context.WithDeadline(ctx, r.probeWindow(peer, time.Now()))
 	defer cancel()
 	_, perr := r.Ep.RecvBytes(pctx, peer, tagProbe, 16)
 	var gone *transport.PeerError
@@ -578,6 +579,25 @@ func (r *Rank) probePeer(ctx context.Context, nt transport.Notifier, me, peer in
 		return fmt.Errorf("no answer from rank %d within %v: a send to it is stuck, and rank %d stalled mid-message, waiting on it too: %w", stuck[0], r.Timeout, peer, pe)
 	}
 	return nil
+}
+
+// probeWindow is until when, from now, a rank that timed out waits for
+// peer's word about whom peer waits on: half the timeout (at most 10 s)
+// past the moment peer must itself have timed out if it is waiting too.
+// A peer's timeout runs from the start of its own collective, which is no
+// later than the last bytes we had from it (transport.Hearer): a healthy
+// peer that began late (a straggler; one that had sent us a step before it
+// blocked on a third rank) times out that much after us, and a window
+// counted from our own timeout alone would close before its word came and
+// name it instead of the rank it waits on (issue 23 item 3).
+func (r *Rank) probeWindow(peer int, now time.Time) time.Time {
+	from := now
+	if h, ok := r.Ep.(transport.Hearer); ok {
+		if t := h.Heard(peer).Add(r.Timeout); t.After(from) {
+			from = t
+		}
+	}
+	return from.Add(min(r.Timeout/2, 10*time.Second))
 }
 
 // midMessage reports whether a timeout came in the middle of a peer's

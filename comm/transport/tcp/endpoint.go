@@ -78,6 +78,10 @@ type half struct {
 	// (or began), in Unix nanoseconds; 0 once it finished
 	// (transport.Staller).
 	stall atomic.Int64
+	// moved is when a call on this half last moved bytes, or finished a
+	// message, in Unix nanoseconds; 0 before the first
+	// (transport.Hearer).
+	moved atomic.Int64
 }
 
 // begin marks the start of a call on h; ok records its end: a call that
@@ -85,12 +89,26 @@ type half struct {
 func (h *half) begin() { h.stall.Store(time.Now().UnixNano()) }
 
 // progress records that the call on h moved bytes.
-func (h *half) progress() { h.stall.Store(time.Now().UnixNano()) }
+func (h *half) progress() {
+	now := time.Now().UnixNano()
+	h.stall.Store(now)
+	h.moved.Store(now)
+}
 
 func (h *half) ok(err error) {
 	if err == nil {
 		h.stall.Store(0)
+		h.moved.Store(time.Now().UnixNano())
 	}
+}
+
+// Heard implements transport.Hearer: when the last bytes (or, over
+// shared memory, the last whole message) from peer came in.
+func (e *endpoint) Heard(peer int) time.Time {
+	if t := e.peer(peer).rx.moved.Load(); t != 0 {
+		return time.Unix(0, t)
+	}
+	return time.Time{}
 }
 
 // Stalled implements transport.Staller.

@@ -404,3 +404,40 @@ func TestConformanceFP16NoShm(t *testing.T) {
 		return newGroupShm(t, size, CompressFP16, ShmOff)
 	}, transporttest.Options{FloatBytes: 2})
 }
+
+// TestHeard: transport.Hearer reports when the last bytes from a peer came
+// in: never before the first message, then between the send and the end
+// of the receive; a receive that times out on a silent peer leaves it
+// unchanged (node's probe counts the peer's own timeout from it).
+func TestHeard(t *testing.T) {
+	for _, mode := range []Shm{ShmOff, ShmAuto} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			eps := newGroupShm(t, 2, CompressNone, mode)
+			h, ok := eps[1].(transport.Hearer)
+			if !ok {
+				t.Fatal("a tcp endpoint is not a transport.Hearer")
+			}
+			if got := h.Heard(0); !got.IsZero() {
+				t.Fatalf("Heard before any message: %v, want the zero time", got)
+			}
+			before := time.Now()
+			go eps[0].Send(context.Background(), 1, 4, []float32{42})
+			if err := eps[1].Recv(context.Background(), 0, 4, make([]float32, 1)); err != nil {
+				t.Fatal(err)
+			}
+			after := time.Now()
+			heard := h.Heard(0)
+			if heard.Before(before) || heard.After(after) {
+				t.Fatalf("Heard %v, want within [%v, %v]", heard, before, after)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			defer cancel()
+			if err := eps[1].Recv(ctx, 0, 5, make([]float32, 1)); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Recv from a silent peer: %v", err)
+			}
+			if got := h.Heard(0); !got.Equal(heard) {
+				t.Fatalf("Heard after a silent timeout: %v, want %v", got, heard)
+			}
+		})
+	}
+}
