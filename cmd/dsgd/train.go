@@ -325,8 +325,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // execute runs the training job the flags describe: every rank in this
-// process (g nil), or rank g.rank of a multi-process group.
-func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr io.Writer) error {
+// process (g nil), or rank g.rank of a multi-process group. Its errors
+// name the flags, not the Config fields the libraries name.
+func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr io.Writer) (err error) {
+	defer func() { err = asFlags(err, trainFlagNames) }()
 	m := &f.m
 	j, err := m.load()
 	if err != nil {
@@ -528,7 +530,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return errUsage
 	}
 	if err := train.CompressRefusal(cfg); err != nil {
-		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+		fmt.Fprintf(stderr, "dsgd train: %v\n", asFlags(err, trainFlagNames))
 		return errUsage
 	}
 	if g == nil {
@@ -558,7 +560,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 			return j.reopenTrain(m, rank, world, pos)
 		}}
 		if err := train.ElasticRefusal(cfg); err != nil {
-			fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+			fmt.Fprintf(stderr, "dsgd train: %v\n", asFlags(err, trainFlagNames))
 			return errUsage
 		}
 	}

@@ -98,9 +98,8 @@ type Config struct {
 	// Weights lists .caffemodel files whose layers are copied into the
 	// initial weights by name, in order (caffe train --weights).
 	Weights []string
-	// Resume, when set, is a snapshot to continue from; ResumeFlag names
-	// it in errors ("--resume" when empty).
-	Resume, ResumeFlag string
+	// Resume, when set, is a snapshot to continue from.
+	Resume string
 	// Run is the run's configuration, recorded in every snapshot for a
 	// resume to restore (opaque here; dsgd writes its flags as JSON).
 	Run []byte

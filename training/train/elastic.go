@@ -15,7 +15,7 @@ import (
 )
 
 // Elastic makes a synchronous run survive a lost or an added worker
-// (--elastic MIN:MAX): the run goes in generations, each a group of
+// (the command's --elastic MIN:MAX): the run goes in generations, each a group of
 // fixed size; when a member dies or a worker asks to join, the survivors
 // stop, form the next generation and go on from the last iteration a
 // member completed, with that member's weights and solver state.
@@ -44,7 +44,7 @@ type Membership interface {
 	Check(ctx context.Context, iter int) (bool, error)
 }
 
-// ElasticSchemes are the schemes --elastic runs: those whose workers
+// ElasticSchemes are the schemes Config.Elastic runs: those whose workers
 // exchange with one another alone, in lockstep, so any member's state at
 // an iteration boundary is the group's.
 var ElasticSchemes = []string{"sync-ring", "sync-tree", "overlap", "local-sgd", "diloco"}
@@ -66,7 +66,8 @@ func reformable(ctx context.Context, err error) bool {
 	return errors.Is(err, errReform) || errors.As(err, &pe)
 }
 
-// ElasticRefusal is why cfg cannot run elastic, or nil.
+// ElasticRefusal is why cfg cannot run elastic, naming the Config
+// fields that clash, or nil.
 func ElasticRefusal(cfg Config) error {
 	if cfg.Elastic == nil {
 		return nil
@@ -81,11 +82,11 @@ func ElasticRefusal(cfg Config) error {
 	}
 	switch {
 	case !ok:
-		return fmt.Errorf("--elastic with --scheme %s: elastic membership is for the synchronous schemes whose workers exchange among themselves (%v); a center's schemes already let workers come and go", name, ElasticSchemes)
+		return fmt.Errorf("Config.Elastic with Config.Scheme %s: elastic membership is for the synchronous schemes whose workers exchange among themselves (%v); a center's schemes already let workers come and go", name, ElasticSchemes)
 	case cfg.Group == nil:
-		return errors.New("--elastic needs workers in processes of their own (--transport tcp): in one process they live and die together")
+		return errors.New("Config.Elastic needs workers in processes of their own (Config.Group): in one process they live and die together")
 	case cfg.Compress.Gradient():
-		return errors.New("--elastic with --compress: the compressors' residuals are each worker's own and a re-formed group would drop them; give one of them")
+		return errors.New("Config.Elastic with Config.Compress: the compressors' residuals are each worker's own and a re-formed group would drop them; give one of them")
 	}
 	return nil
 }

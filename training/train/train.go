@@ -140,7 +140,7 @@ func New(cfg Config) (*Trainer, error) {
 	case f == FormatHDF5 && cfg.SnapshotPrefix != "" && caffemodel.HDF5Error() != nil:
 		return nil, fmt.Errorf("train: snapshot_format HDF5: %w", caffemodel.HDF5Error())
 	case len(cfg.Weights) > 0 && cfg.Resume != "":
-		return nil, errors.New("train: give --weights or --resume, not both (a snapshot already holds its weights)")
+		return nil, errors.New("train: give Config.Weights or Config.Resume, not both (a snapshot already holds its weights)")
 	}
 	if len(cfg.Weights) > 0 {
 		if err := t.loadWeights(cfg.Weights); err != nil {
@@ -212,29 +212,22 @@ func checkWritable(prefix string) error {
 func (t *Trainer) resume(path string) error {
 	st, err := checkpoint.Read(path)
 	if err != nil {
-		return fmt.Errorf("train: %s: %w", t.resumeFlag(), err)
+		return fmt.Errorf("train: Config.Resume: %w", err)
 	}
 	if st.Layout != t.layout || len(st.Params) != len(t.net.Params()) {
-		return fmt.Errorf("train: %s %s: the snapshot was taken from a different net (%d parameters, layout %016x; this net has %d, layout %016x)", t.resumeFlag(), path, len(st.Params), st.Layout, len(t.net.Params()), t.layout)
+		return fmt.Errorf("train: Config.Resume %s: the snapshot was taken from a different net (%d parameters, layout %016x; this net has %d, layout %016x)", path, len(st.Params), st.Layout, len(t.net.Params()), t.layout)
 	}
 	for _, r := range t.ranks {
 		if err := r.solver.ReadState(bytes.NewReader(st.Solver)); err != nil {
-			return fmt.Errorf("train: %s %s: solver state: %w", t.resumeFlag(), path, err)
+			return fmt.Errorf("train: Config.Resume %s: solver state: %w", path, err)
 		}
 		copy(r.net.Params(), st.Params)
 	}
 	if msg := insane(t.net); msg != "" {
-		return fmt.Errorf("train: %s %s: %w: %s; not weights to continue or test from", t.resumeFlag(), path, ErrDiverged, msg)
+		return fmt.Errorf("train: Config.Resume %s: %w: %s; not weights to continue or test from", path, ErrDiverged, msg)
 	}
 	t.start = st.Iter
 	return nil
-}
-
-func (t *Trainer) resumeFlag() string {
-	if t.cfg.ResumeFlag != "" {
-		return t.cfg.ResumeFlag
-	}
-	return "--resume"
 }
 
 // SetOnIter sets Config.OnIter, for a caller that can build its hook only
@@ -301,7 +294,7 @@ func (t *Trainer) buildRanks() error {
 	}
 	hogwild := sc.Info().SharedWeights
 	if hogwild && cfg.Group != nil {
-		return errors.New("train: hogwild shares weights in memory; it runs with --transport inproc only")
+		return errors.New("train: hogwild shares weights in memory; it runs in one process only (no Config.Group)")
 	}
 	if local[0] != 0 {
 		t.test, t.extra = nil, nil // only rank 0 tests
@@ -310,7 +303,7 @@ func (t *Trainer) buildRanks() error {
 	// figure, when they will not fit together.
 	if lim := tensor.MemoryLimit(); lim > 0 && len(local) > 1 {
 		if need := float64(len(local)) * t.net.Bytes(); need > float64(lim) {
-			return fmt.Errorf("train: %d ranks in this process need %s (%s each), more than the %s this machine has; use fewer workers, a smaller batch, or --transport tcp across machines",
+			return fmt.Errorf("train: %d ranks in this process need %s (%s each), more than the %s this machine has; use fewer workers, a smaller batch, or a multi-process group (Config.Group) across machines",
 				len(local), tensor.HumanBytes(need), tensor.HumanBytes(t.net.Bytes()), tensor.HumanBytes(float64(lim)))
 		}
 	}

@@ -1,0 +1,58 @@
+package main
+
+import "strings"
+
+// The libraries name the run's settings by their Config fields
+// ("Config.Compress bf16 with Config.Workers 1"); the command prints the
+// flags that set them ("--compress bf16 with --workers 1"). fieldFlags
+// maps each field (or a phrase of field and value, listed before the
+// field alone) to its flag; a replacer takes the first entry that
+// matches at each point of the message.
+var fieldFlags = []string{
+	"Config.Resume", "--resume",
+	"Config.Weights", "--weights",
+	"Config.CompressWarmup", "--compress-warmup",
+	"Config.Compress", "--compress",
+	"Config.Exact false", "--reduce fast",
+	"Config.Exact", "--reduce exact",
+	"Config.Workers", "--workers",
+	"Config.Scheme", "--scheme",
+	"Config.Interval", "--interval",
+	"Config.Elastic", "--elastic",
+	"Config.SnapshotPrefix", "--snapshot-prefix",
+	"(no Config.Group)", "(--transport inproc)",
+	"Config.Group", "--transport tcp",
+}
+
+// testFieldFlags is dsgd test's table: the snapshot it resumes from is
+// its --weights.
+var testFieldFlags = append([]string{"Config.Resume", "--weights"}, fieldFlags...)
+
+var (
+	trainFlagNames = strings.NewReplacer(fieldFlags...)
+	testFlagNames  = strings.NewReplacer(testFieldFlags...)
+)
+
+// flagError is a library error whose message names the command's flags
+// instead of the Config fields they set; it unwraps to the original, so
+// errors.Is and errors.As see through it.
+type flagError struct {
+	err error
+	msg string
+}
+
+func (e *flagError) Error() string { return e.msg }
+func (e *flagError) Unwrap() error { return e.err }
+
+// asFlags returns err with the Config fields in its message renamed to
+// flags by r; err itself when it names none.
+func asFlags(err error, r *strings.Replacer) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if out := r.Replace(msg); out != msg {
+		return &flagError{err: err, msg: out}
+	}
+	return err
+}
