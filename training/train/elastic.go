@@ -134,7 +134,7 @@ func (t *Trainer) runElastic(ctx context.Context) (*Result, error) {
 			return total, fmt.Errorf("train: elastic generation %d: %w", g.Gen, err)
 		}
 		t.cfg.Workers, t.cfg.TrainFeeds = g.Size, feeds
-		t.cfg.Group = &Group{Rank: g.Rank, Size: g.Size, Endpoint: g.Endpoint}
+		t.cfg.Group = &Group{Rank: g.Rank, Size: g.Size}
 		t.start, t.ranks = done, nil
 		// Rank 0 tests, prints and snapshots: whichever worker it is.
 		t.test, t.extra, t.out, t.clog = t.elasticTest, t.elasticExtra, out, clog
@@ -148,7 +148,7 @@ func (t *Trainer) runElastic(ctx context.Context) (*Result, error) {
 			fmt.Fprintf(t.out, "dsgd: elastic generation %d: %d workers, from iteration %d\n", g.Gen, g.Size, done)
 		}
 		t0 := time.Now()
-		res, err := t.runGeneration(ctx)
+		res, err := t.runGeneration(ctx, g.Endpoint)
 		total.add(res, time.Since(t0))
 		done = res.Start + res.Iters
 		pos += int64(res.Iters) * int64(t.batch) * int64(g.Size)

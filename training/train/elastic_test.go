@@ -111,7 +111,7 @@ func TestElasticGroupGrowsAndShrinks(t *testing.T) {
 			return
 		}
 		m.TCP.ModelHash = tr.LayoutHash()
-		out[w].res, out[w].err = tr.Run(ctx)
+		out[w].res, out[w].err = tr.Run(ctx, Deps{})
 		if out[w].err == nil {
 			cl.Leave(ctx)
 		}

@@ -52,6 +52,8 @@ type Trainer struct {
 	// each elastic generation's rank 0 takes.
 	elasticTest  *model.Net
 	elasticExtra []*model.Net
+	// deps are Run's dependencies.
+	deps Deps
 }
 
 // rankState is one rank's model, solver and data.
@@ -230,18 +232,6 @@ func (t *Trainer) resume(path string) error {
 	return nil
 }
 
-// SetOnIter sets Config.OnIter, for a caller that can build its hook only
-// once the trainer exists.
-func (t *Trainer) SetOnIter(f func(iter int, loss float64, d time.Duration)) { t.cfg.OnIter = f }
-
-// SetOnTest sets Config.OnTest, for a caller that can build its hook only
-// after New; call it before Run.
-func (t *Trainer) SetOnTest(f func(TestResult)) { t.cfg.OnTest = f }
-
-// SetOnIterMetrics sets Config.OnIterMetrics, for a caller that can build
-// its hook only after New; call it before Run.
-func (t *Trainer) SetOnIterMetrics(f func(IterMetrics)) { t.cfg.OnIterMetrics = f }
-
 // GlobalBatch is the number of training images one iteration consumes,
 // all workers together.
 func (t *Trainer) GlobalBatch() int { return t.batch * max(t.cfg.Workers, 1) }
@@ -401,19 +391,22 @@ func (t *Trainer) rank(r int) *rankState {
 }
 
 // Run trains from the start (or resumed) iteration to MaxIter under the
-// configured scheme. When ctx is cancelled it writes a snapshot of the
+// configured scheme, with the dependencies d (the group's endpoint, a
+// center, hooks). When ctx is cancelled it writes a snapshot of the
 // last completed iteration and returns ctx's error with the partial
 // result. An elastic run (Config.Elastic) goes through as many
-// generations as its group takes.
-func (t *Trainer) Run(ctx context.Context) (*Result, error) {
+// generations as its group takes. A Trainer runs once.
+func (t *Trainer) Run(ctx context.Context, d Deps) (*Result, error) {
+	t.deps = d
 	if t.cfg.Elastic != nil {
 		return t.runElastic(ctx)
 	}
-	return t.runGeneration(ctx)
+	return t.runGeneration(ctx, d.Endpoint)
 }
 
-// runGeneration trains with the group as it is, to MaxIter.
-func (t *Trainer) runGeneration(ctx context.Context) (*Result, error) {
+// runGeneration trains with the group as it is, to MaxIter; ep is this
+// rank's endpoint in a multi-process group (Config.Group).
+func (t *Trainer) runGeneration(ctx context.Context, ep transport.Endpoint) (*Result, error) {
 	cfg := t.cfg
 	workers := max(cfg.Workers, 1)
 	res := &Result{Start: t.start, Phases: metrics.NewPhases(append(PhaseNames, "comm (exposed)", "wait")...), Params: t.net.Params(), Workers: workers, Scheme: cfg.Scheme}
@@ -478,12 +471,12 @@ func (t *Trainer) runGeneration(ctx context.Context) (*Result, error) {
 	var eps []transport.Endpoint // indexed by rank
 	switch {
 	case cfg.Group != nil:
-		if cfg.Group.Endpoint == nil && !sc.CenterOnly() {
-			return res, errors.New("train: the group's endpoint is not connected")
+		if ep == nil && !sc.CenterOnly() {
+			return res, errors.New("train: the group's endpoint is not connected (Deps.Endpoint)")
 		}
 		eps = make([]transport.Endpoint, cfg.Group.Size)
-		eps[cfg.Group.Rank] = cfg.Group.Endpoint
-		if ep := cfg.Group.Endpoint; ep != nil {
+		eps[cfg.Group.Rank] = ep
+		if ep != nil {
 			if err := t.agree(ctx, ep); err != nil {
 				transport.Abort(ep, err)
 				return res, err
@@ -554,8 +547,8 @@ func (t *Trainer) runGeneration(ctx context.Context) (*Result, error) {
 		}
 		smooth /= float64(len(window))
 		done = iter + 1
-		if cfg.OnIter != nil {
-			cfg.OnIter(iter, loss, d)
+		if t.deps.OnIter != nil {
+			t.deps.OnIter(iter, loss, d)
 		}
 		if t.clog != nil && cfg.Display > 0 && iter%cfg.Display == 0 {
 			// Caffe's Solver::Step displays iteration iter_ (from 0) when
@@ -699,7 +692,7 @@ func (t *Trainer) runGeneration(ctx context.Context) (*Result, error) {
 			// counts as one of the run's iterations.
 			n.OnSkip = func(iter int) { done = max(done, iter+1) }
 		}
-		if (cfg.Metrics != nil || cfg.OnIterMetrics != nil) && rs.comp != nil {
+		if (cfg.Metrics != nil || t.deps.OnIterMetrics != nil) && rs.comp != nil {
 			n.OnIter = t.metricsHook(r, n, rs.comp, n.OnIter)
 		}
 		if cfg.Timeline != nil {
@@ -761,10 +754,10 @@ func (t *Trainer) runGeneration(ctx context.Context) (*Result, error) {
 		err = nil
 	}
 	if err != nil {
-		if cfg.Group != nil && cfg.Group.Endpoint != nil {
+		if cfg.Group != nil && ep != nil {
 			// Tell the other ranks why this one leaves, so the error that
 			// cascades through the group keeps naming its first cause.
-			transport.Abort(cfg.Group.Endpoint, fmt.Errorf("rank %d: %w", cfg.Group.Rank, err))
+			transport.Abort(ep, fmt.Errorf("rank %d: %w", cfg.Group.Rank, err))
 		}
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -863,8 +856,8 @@ func (t *Trainer) metricsHook(r int, n *node.Rank, comp *netComputer, next func(
 		m.WaitMS = ms(st.Phase[node.PhaseWait] - lastStats.Phase[node.PhaseWait])
 		m.CommBusy = ms(st.CommBusy - lastStats.CommBusy)
 		last, lastStats, lastT = cur, st, now
-		if t.cfg.OnIterMetrics != nil {
-			t.cfg.OnIterMetrics(m)
+		if t.deps.OnIterMetrics != nil {
+			t.deps.OnIterMetrics(m)
 		}
 		if t.sink != nil {
 			if err := t.sink.train(m); err != nil {
