@@ -3,8 +3,9 @@ package main
 import "strings"
 
 // The libraries name the run's settings by their Config fields
-// ("Config.Compress bf16 with Config.Workers 1"); the command prints the
-// flags that set them ("--compress bf16 with --workers 1"). fieldFlags
+// ("Config.Compress bf16 with Config.Workers 1"; train's, and the token
+// of rpc's and tcp's, the store of ps's); the command prints the flags
+// that set them ("--compress bf16 with --workers 1"). fieldFlags
 // maps each field (or a phrase of field and value, listed before the
 // field alone) to its flag; a replacer takes the first entry that
 // matches at each point of the message.
@@ -22,6 +23,8 @@ var fieldFlags = []string{
 	"Config.SnapshotPrefix", "--snapshot-prefix",
 	"(no Config.Group)", "(--transport inproc)",
 	"Config.Group", "--transport tcp",
+	"Config.Token", "--token or DSGD_TOKEN",
+	"same store (ClientConfig.Store, ServerConfig.Store)", "same --store",
 }
 
 // testFieldFlags is dsgd test's table: the snapshot it resumes from is
@@ -32,6 +35,14 @@ var (
 	trainFlagNames = strings.NewReplacer(fieldFlags...)
 	testFlagNames  = strings.NewReplacer(testFieldFlags...)
 )
+
+// flagNamesFor is command name's table.
+func flagNamesFor(name string) *strings.Replacer {
+	if name == "test" {
+		return testFlagNames
+	}
+	return trainFlagNames
+}
 
 // flagError is a library error whose message names the command's flags
 // instead of the Config fields they set; it unwraps to the original, so
