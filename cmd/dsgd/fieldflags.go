@@ -7,21 +7,25 @@ import "strings"
 // of rpc's and tcp's, the store of ps's); the command prints the flags
 // that set them ("--compress bf16 with --workers 1"). fieldFlags
 // maps each field (or a phrase of field and value, listed before the
-// field alone) to its flag; a replacer takes the first entry that
-// matches at each point of the message.
+// field alone) to its flag, the phrases worded as the command said them
+// before the libraries named fields; a replacer takes the first entry
+// that matches at each point of the message.
 var fieldFlags = []string{
 	"Config.Resume", "--resume",
 	"Config.Weights", "--weights",
 	"Config.CompressWarmup", "--compress-warmup",
 	"Config.Compress", "--compress",
+	"use float sums (Config.Exact false)", "use --reduce fast",
 	"Config.Exact false", "--reduce fast",
 	"Config.Exact", "--reduce exact",
 	"Config.Workers", "--workers",
 	"Config.Scheme", "--scheme",
 	"Config.Interval", "--interval",
 	"Config.Elastic", "--elastic",
+	"Config.SnapshotPrefix (or none)", "--snapshot-prefix (or \"none\")",
 	"Config.SnapshotPrefix", "--snapshot-prefix",
-	"(no Config.Group)", "(--transport inproc)",
+	"runs in one process only (no Config.Group)", "runs with --transport inproc only",
+	"a multi-process group (Config.Group) across", "--transport tcp across",
 	"Config.Group", "--transport tcp",
 	"Config.Token", "--token or DSGD_TOKEN",
 	"same store (ClientConfig.Store, ServerConfig.Store)", "same --store",

@@ -14,7 +14,11 @@ func TestAsFlags(t *testing.T) {
 		cmd, msg, want string
 	}{
 		{"train", "train: Config.Compress bf16 with Config.Exact: exact sums cannot be compressed; use float sums (Config.Exact false)",
-			"train: --compress bf16 with --reduce exact: exact sums cannot be compressed; use float sums (--reduce fast)"},
+			"train: --compress bf16 with --reduce exact: exact sums cannot be compressed; use --reduce fast"},
+		{"train", "train: hogwild shares weights in memory; it runs in one process only (no Config.Group)",
+			"train: hogwild shares weights in memory; it runs with --transport inproc only"},
+		{"train", `train: snapshot prefix p is in use by a live run (pid 1, holding p.lock): two runs on one prefix would overwrite each other's snapshots; give this one another Config.SnapshotPrefix (or none)`,
+			`train: snapshot prefix p is in use by a live run (pid 1, holding p.lock): two runs on one prefix would overwrite each other's snapshots; give this one another --snapshot-prefix (or "none")`},
 		{"train", "Config.CompressWarmup -3 is negative", "--compress-warmup -3 is negative"},
 		{"train", "train: Config.Resume x.dsgdsnap: the snapshot was taken from a different net", "train: --resume x.dsgdsnap: the snapshot was taken from a different net"},
 		{"test", "train: Config.Resume x.dsgdsnap: the snapshot was taken from a different net", "train: --weights x.dsgdsnap: the snapshot was taken from a different net"},
