@@ -556,9 +556,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 			return err
 		}
 		member.TCP.Timeout = *f.commTimeout
-		cfg.Elastic = &train.Elastic{Membership: member, Feeds: func(rank, world int, pos int64) ([]train.Feed, error) {
-			return j.reopenTrain(m, rank, world, pos)
-		}}
+		cfg.Elastic = true
 		if err := train.ElasticRefusal(cfg); err != nil {
 			fmt.Fprintf(stderr, "dsgd train: %v\n", asFlags(err, trainFlagNames))
 			return errUsage
@@ -602,6 +600,11 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	// The run's dependencies: the connections the built trainer makes
 	// possible (its layout hash, its join fields) and the hooks.
 	var deps train.Deps
+	if member != nil {
+		deps.Elastic = &train.Elastic{Membership: member, Feeds: func(rank, world int, pos int64) ([]train.Feed, error) {
+			return j.reopenTrain(m, rank, world, pos)
+		}}
+	}
 	switch {
 	case g != nil && g.serve:
 		var reg *prometheus.Registry

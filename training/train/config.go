@@ -142,10 +142,11 @@ type Config struct {
 	// (WorkerFeeds is unused), over Deps.Endpoint. Without it every rank
 	// runs in this process over in-process endpoints.
 	Group *Group
-	// Elastic, when set, makes the group elastic: Run takes each
-	// generation's place (and endpoint) from Elastic.Membership, which
-	// replaces Group, and Workers and TrainFeeds follow each generation.
-	Elastic *Elastic
+	// Elastic makes the group elastic (ElasticRefusal says when it may
+	// be): Run takes each generation's place, endpoint and TRAIN feeds
+	// from Deps.Elastic, which replace Group's, and Workers and TrainFeeds
+	// follow each generation.
+	Elastic bool
 	// Metrics, when set, receives the run's records: one per iteration
 	// per worker (IterMetrics, kind "train") and one per test net per
 	// test pass (TestMetrics, kind "test"), written as MetricsFormat says.
@@ -239,13 +240,18 @@ type Deps struct {
 	// (Config.Group), connected with LayoutHash; a center scheme whose
 	// workers talk only to the center needs none. Without Config.Group it
 	// is unused, and an elastic run (Config.Elastic) takes each
-	// generation's from its Membership instead. The caller closes it
+	// generation's from Elastic.Membership instead. The caller closes it
 	// after Run.
 	Endpoint transport.Endpoint
 	// Center, when set, is the center the asynchronous schemes' workers
 	// talk to (a parameter server's client); otherwise the trainer makes
 	// an in-process one, which Result.Center then reports on.
 	Center center.Center
+	// Elastic is an elastic group's link to its coordinator and the
+	// worker's feeds for each generation; required with Config.Elastic,
+	// unused without it. Its Membership connects each generation's
+	// endpoint with LayoutHash.
+	Elastic *Elastic
 	// OnIter, when set, is called after every training iteration with
 	// rank 0's loss and the iteration's wall time on rank 0.
 	OnIter func(iter int, loss float64, d time.Duration)

@@ -14,11 +14,13 @@ import (
 	"dsgd/protocol/scheme"
 )
 
-// Elastic makes a synchronous run survive a lost or an added worker
-// (the command's --elastic MIN:MAX): the run goes in generations, each a group of
-// fixed size; when a member dies or a worker asks to join, the survivors
-// stop, form the next generation and go on from the last iteration a
-// member completed, with that member's weights and solver state.
+// Elastic is what an elastic run (Config.Elastic, the command's
+// --elastic MIN:MAX) takes its generations from, given to Run in Deps.
+// Such a run survives a lost or an added worker: it goes in generations,
+// each a group of fixed size; when a member dies or a worker asks to
+// join, the survivors stop, form the next generation and go on from the
+// last iteration a member completed, with that member's weights and
+// solver state.
 type Elastic struct {
 	// Membership is this worker's link to the group's coordinator.
 	Membership Membership
@@ -69,7 +71,7 @@ func reformable(ctx context.Context, err error) bool {
 // ElasticRefusal is why cfg cannot run elastic, naming the Config
 // fields that clash, or nil.
 func ElasticRefusal(cfg Config) error {
-	if cfg.Elastic == nil {
+	if !cfg.Elastic {
 		return nil
 	}
 	name := cfg.Scheme
@@ -94,7 +96,7 @@ func ElasticRefusal(cfg Config) error {
 // runElastic runs the generations of an elastic group until one finishes
 // the run or the group can no longer go on.
 func (t *Trainer) runElastic(ctx context.Context) (*Result, error) {
-	el := t.cfg.Elastic
+	el := t.deps.Elastic
 	total := &Result{Start: t.start, Scheme: t.cfg.Scheme}
 	done := t.start
 	var pos int64 = -1 // the data position; unknown until a generation starts
@@ -214,7 +216,7 @@ func (t *Trainer) adopt(ctx context.Context, g elastic.Generation, done int, pos
 // scheme's workers agree (after each exchange), whether the group stops
 // there.
 func (t *Trainer) checkHook(ctx context.Context, sc scheme.Config) func(int, float64) error {
-	m := t.cfg.Elastic.Membership
+	m := t.deps.Elastic.Membership
 	every := 1
 	if sc.Name == "local-sgd" || sc.Name == "diloco" {
 		every = max(sc.Interval, 1)

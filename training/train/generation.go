@@ -302,7 +302,7 @@ func (g *generation) buildNodes(ctx context.Context) error {
 		if rs == g.updater {
 			hooks = append(hooks, snapIter)
 		}
-		if cfg.Elastic != nil {
+		if cfg.Elastic {
 			hooks = append(hooks, t.checkHook(ctx, sc))
 		}
 		n.OnIter = chain(hooks)
@@ -502,7 +502,7 @@ func (g *generation) collect(ctx context.Context, errs []error) (*Result, error)
 		if errors.Is(err, ErrDiverged) {
 			return res, err
 		}
-		if cfg.Elastic != nil && reformable(ctx, err) {
+		if cfg.Elastic && reformable(ctx, err) {
 			return res, err // the group goes on without the peer
 		}
 		// Interrupted, or a peer failed: the weights are those of the

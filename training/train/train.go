@@ -393,7 +393,10 @@ func (t *Trainer) rank(r int) *rankState {
 // generations as its group takes. A Trainer runs once.
 func (t *Trainer) Run(ctx context.Context, d Deps) (*Result, error) {
 	t.deps = d
-	if t.cfg.Elastic != nil {
+	if t.cfg.Elastic {
+		if d.Elastic == nil {
+			return &Result{Start: t.start, Scheme: t.cfg.Scheme}, errors.New("train: Config.Elastic needs Deps.Elastic: the group's membership and the feeds of each generation")
+		}
 		return t.runElastic(ctx)
 	}
 	return t.runGeneration(ctx, d.Endpoint)
