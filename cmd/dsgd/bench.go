@@ -458,17 +458,17 @@ func benchTrain(ctx context.Context, m *modelFlags, iters, warmup int) (stats, f
 		TrainFeeds: j.trainFeeds, TestFeeds: j.testFeeds,
 		Solver: j.solver.Solver, MaxIter: iters, TestIter: 1,
 		Seed: j.seed, Threads: m.threads,
-		OnIter: func(iter int, _ float64, d time.Duration) {
-			if iter >= warmup {
-				times = append(times, float64(d)/float64(time.Millisecond))
-			}
-		},
+	}
+	onIter := func(iter int, _ float64, d time.Duration) {
+		if iter >= warmup {
+			times = append(times, float64(d)/float64(time.Millisecond))
+		}
 	}
 	tr, err := train.New(cfg)
 	if err != nil {
 		return stats{}, 0, err
 	}
-	if _, err := tr.Run(ctx); err != nil {
+	if _, err := tr.Run(ctx, train.Deps{OnIter: onIter}); err != nil {
 		return stats{}, 0, err
 	}
 	if len(times) == 0 {

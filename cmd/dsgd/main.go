@@ -143,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case errors.Is(err, errUsage):
 			return 2
 		default:
-			fmt.Fprintf(stderr, "dsgd %s: %s\n", c.name, errorText(ctx, err))
+			fmt.Fprintf(stderr, "dsgd %s: %s\n", c.name, errorText(ctx, asFlags(err, flagNamesFor(c.name))))
 			return 1
 		}
 	}

@@ -84,14 +84,14 @@ func buildInfo() prometheus.Collector {
 	return g
 }
 
-// onTest is the train.Config.OnTest hook: the last test pass's outputs.
+// onTest is the train.Deps.OnTest hook: the last test pass's outputs.
 func (p *promRun) onTest(tr train.TestResult) {
 	for _, o := range tr.Outputs {
 		p.testOutput.WithLabelValues(strconv.Itoa(o.Net), o.Output()).Set(o.Value)
 	}
 }
 
-// onIterMetrics returns the train.Config.OnIterMetrics hook that adds
+// onIterMetrics returns the train.Deps.OnIterMetrics hook that adds
 // each worker's phase times; it is called on every worker's goroutine
 // (the counters are safe for that).
 func (p *promRun) onIterMetrics(m train.IterMetrics) {
@@ -123,7 +123,7 @@ func (p *promRun) registerEndpoint(ep transport.Endpoint) {
 	counter("dsgd_transport_received_messages_total", "Messages this rank received from its peers.", func(s transport.Stats) int64 { return s.MsgsRecv })
 }
 
-// onIter returns the train.Config.OnIter hook that updates the metrics;
+// onIter returns the train.Deps.OnIter hook that updates the metrics;
 // imagesPerIter is the global batch.
 func (p *promRun) onIter(imagesPerIter int, next func(int, float64, time.Duration)) func(int, float64, time.Duration) {
 	return func(iter int, loss float64, d time.Duration) {

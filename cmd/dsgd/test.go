@@ -16,8 +16,10 @@ import (
 // -weights` does: the mean of each scalar output (accuracy, loss) over
 // --test-iter batches of the test split. With a net file and no solver
 // (--model NET.prototxt or --net NET.prototxt), it is `caffe test -model
-// -weights -iterations`: see testNetOnly.
-func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// -weights -iterations`: see testNetOnly. Its errors name the flags,
+// the snapshot as --weights.
+func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	defer func() { err = asFlags(err, testFlagNames) }()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	var m modelFlags
 	m.register(fs)
@@ -74,7 +76,7 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		cfg.Weights = []string{*weights}
 		cfg.Out = stderr
 	} else {
-		cfg.Resume, cfg.ResumeFlag = *weights, "--weights"
+		cfg.Resume = *weights
 	}
 	tr, err := train.New(cfg)
 	if err != nil {

@@ -333,8 +333,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // execute runs the training job the flags describe: every rank in this
-// process (g nil), or rank g.rank of a multi-process group.
-func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr io.Writer) error {
+// process (g nil), or rank g.rank of a multi-process group. Its errors
+// name the flags, not the Config fields the libraries name.
+func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr io.Writer) (err error) {
+	defer func() { err = asFlags(err, trainFlagNames) }()
 	m := &f.m
 	j, err := m.load()
 	if err != nil {
@@ -536,7 +538,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return errUsage
 	}
 	if err := train.CompressRefusal(cfg); err != nil {
-		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+		fmt.Fprintf(stderr, "dsgd train: %v\n", asFlags(err, trainFlagNames))
 		return errUsage
 	}
 	if g == nil {
@@ -563,11 +565,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 			return err
 		}
 		member.TCP.Timeout = *f.commTimeout
-		cfg.Elastic = &train.Elastic{Membership: member, Feeds: func(rank, world int, pos int64) ([]train.Feed, error) {
-			return j.reopenTrain(m, rank, world, pos)
-		}}
+		cfg.Elastic = true
 		if err := train.ElasticRefusal(cfg); err != nil {
-			fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+			fmt.Fprintf(stderr, "dsgd train: %v\n", asFlags(err, trainFlagNames))
 			return errUsage
 		}
 	}
@@ -606,6 +606,14 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 		fmt.Fprintf(stderr, "dsgd: metrics on http://%s/metrics\n", addr)
 	}
+	// The run's dependencies: the connections the built trainer makes
+	// possible (its layout hash, its join fields) and the hooks.
+	var deps train.Deps
+	if member != nil {
+		deps.Elastic = &train.Elastic{Membership: member, Feeds: func(rank, world int, pos int64) ([]train.Feed, error) {
+			return j.reopenTrain(m, rank, world, pos)
+		}}
+	}
 	switch {
 	case g != nil && g.serve:
 		var reg *prometheus.Registry
@@ -619,7 +627,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 			return err
 		}
 		defer closer()
-		tr.SetCenter(c)
+		deps.Center = c
 	case g != nil && (scheme.Config{Name: cfg.Scheme}).Info().Center == scheme.GroupRoots:
 		// The group's roots talk to the center; every rank to its group.
 		c, closer, err := dialCenter(ctx, f, tr, g.token, tr.CenterWorkers(), *f.commTimeout)
@@ -627,13 +635,13 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 			return err
 		}
 		defer closer()
-		tr.SetCenter(c)
+		deps.Center = c
 		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress, *f.shm)
 		if err != nil {
 			return err
 		}
 		defer ep.Close()
-		cfg.Group.Endpoint = ep
+		deps.Endpoint = ep
 	case member != nil:
 		// Each generation connects its own endpoint (elasticMember.Next).
 	case g != nil:
@@ -642,22 +650,21 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 			return err
 		}
 		defer ep.Close()
-		cfg.Group.Endpoint = ep
+		deps.Endpoint = ep
 	}
 	var peak *stepBytes
-	if g != nil && cfg.Group.Endpoint != nil && tr.SchemeConfig().Info().Outer {
+	if g != nil && deps.Endpoint != nil && tr.SchemeConfig().Info().Outer {
 		// diloco's and streaming-diloco's point is the bytes of their
 		// busiest step: measure it.
-		peak = &stepBytes{ep: cfg.Group.Endpoint}
-		cfg.OnIter = peak.wrap(cfg.OnIter)
-		tr.SetOnIter(cfg.OnIter)
+		peak = &stepBytes{ep: deps.Endpoint}
+		deps.OnIter = peak.wrap(deps.OnIter)
 	}
 	if prom != nil {
-		tr.SetOnIter(prom.onIter(tr.GlobalBatch(), cfg.OnIter))
-		tr.SetOnIterMetrics(prom.onIterMetrics)
-		tr.SetOnTest(prom.onTest)
-		if cfg.Group != nil && cfg.Group.Endpoint != nil {
-			prom.registerEndpoint(cfg.Group.Endpoint)
+		deps.OnIter = prom.onIter(tr.GlobalBatch(), deps.OnIter)
+		deps.OnIterMetrics = prom.onIterMetrics
+		deps.OnTest = prom.onTest
+		if deps.Endpoint != nil {
+			prom.registerEndpoint(deps.Endpoint)
 		}
 	}
 	if sc := tr.SchemeConfig(); sc.Name == "streaming-diloco" {
@@ -694,7 +701,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if cfg.Resume != "" {
 		fmt.Fprintf(out, "dsgd: resuming from %s\n", cfg.Resume)
 	}
-	res, err := tr.Run(ctx)
+	res, err := tr.Run(ctx, deps)
 	f.result = res
 	if err != nil {
 		return err
@@ -710,18 +717,18 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	printSummary(out, res)
 	printCompressed(out, res, cfg)
-	if g != nil && cfg.Group.Endpoint != nil {
+	if g != nil && deps.Endpoint != nil {
 		w := out // rank 0's summary; the other ranks' output is discarded
 		if rank != 0 {
 			w = stderr
 		}
-		printTraffic(w, rank, g.world, cfg.Group.Endpoint.Stats(), res)
+		printTraffic(w, rank, g.world, deps.Endpoint.Stats(), res)
 		if peak != nil {
 			peak.print(w, rank)
 		}
-		printLinks(w, cfg.Group.Endpoint, res.Iters)
+		printLinks(w, deps.Endpoint, res.Iters)
 	} else if cfg.Group != nil {
-		printLinks(out, cfg.Group.Endpoint, res.Iters)
+		printLinks(out, deps.Endpoint, res.Iters)
 	}
 	return failedWorkers(res.Failed)
 }

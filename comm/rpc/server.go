@@ -55,7 +55,7 @@ func Listen(addr string, cfg Config, h Handler) (*Server, error) {
 		return nil, err
 	}
 	if cfg.Token == "" && !netguard.IsLoopback(addr) {
-		return nil, fmt.Errorf("rpc: listening on %s, beyond loopback, needs a token (--token or DSGD_TOKEN): without one any host could connect", addr)
+		return nil, fmt.Errorf("rpc: listening on %s, beyond loopback, needs a token (Config.Token): without one any host could connect", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

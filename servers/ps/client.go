@@ -78,7 +78,7 @@ func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.Store != nil && resp.Ints[2] == 0 {
 		rc.Close()
-		return nil, fmt.Errorf("ps: the client has a blob store but server %s has none; start both with the same --store", addr)
+		return nil, fmt.Errorf("ps: the client has a blob store but server %s has none; start both with the same store (ClientConfig.Store, ServerConfig.Store)", addr)
 	}
 	c.version.Store(resp.Ints[1])
 	c.beat.start(c.rpc, time.Duration(resp.Ints[3])*time.Millisecond)

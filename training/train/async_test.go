@@ -48,15 +48,22 @@ func asyncConfig(name string, workers, iters int) Config {
 // runAsync runs cfg and returns the result and rank 0's losses.
 func runAsync(t *testing.T, cfg Config) (*Result, []float64) {
 	t.Helper()
+	return runAsyncWith(t, cfg, Deps{})
+}
+
+// runAsyncWith is runAsync with the run's dependencies d (its OnIter
+// replaced by the collector of rank 0's losses).
+func runAsyncWith(t *testing.T, cfg Config, d Deps) (*Result, []float64) {
+	t.Helper()
 	var losses []float64
-	cfg.OnIter = func(_ int, loss float64, _ time.Duration) { losses = append(losses, loss) }
+	d.OnIter = func(_ int, loss float64, _ time.Duration) { losses = append(losses, loss) }
 	tr, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := tr.Run(ctx)
+	res, err := tr.Run(ctx, d)
 	if err != nil {
 		t.Fatalf("%s with %d workers: %v", cfg.Scheme, cfg.Workers, err)
 	}
@@ -244,8 +251,7 @@ func TestSSPBoundsStaleness(t *testing.T) {
 		t.Fatal(err)
 	}
 	gc := &gapCenter{Local: local, finished: make([]bool, workers)}
-	tr.cfg.Center = gc
-	res, err := tr.Run(context.Background())
+	res, err := tr.Run(context.Background(), Deps{Center: gc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +305,7 @@ func TestWeedoutCountsRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := tr.Run(context.Background())
+	res, err := tr.Run(context.Background(), Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,12 +329,12 @@ func TestHybridFinishFirst(t *testing.T) {
 	cfg.Straggle = &Straggler{Rank: 2, Delay: 15 * time.Millisecond} // group 1's first rank
 	var mu sync.Mutex
 	seen := map[int]int{} // rank -> iterations done
-	cfg.OnIterMetrics = func(m IterMetrics) {
+	onMetrics := func(m IterMetrics) {
 		mu.Lock()
 		seen[m.Rank] = max(seen[m.Rank], m.Iter+1)
 		mu.Unlock()
 	}
-	res, _ := runAsync(t, cfg)
+	res, _ := runAsyncWith(t, cfg, Deps{OnIterMetrics: onMetrics})
 	if res.Iters > iters {
 		t.Fatalf("rank 0 ran %d iterations, past the %d of the first to finish", res.Iters, iters)
 	}

@@ -33,15 +33,15 @@ func (t *Trainer) loadWeights(files []string) error {
 		for _, f := range files {
 			n, err := caffemodel.ReadModel(f)
 			if err != nil {
-				return fmt.Errorf("train: --weights: %w", err)
+				return fmt.Errorf("train: Config.Weights: %w", err)
 			}
 			layers, err := t.caffeLayers(r)
 			if err != nil {
-				return fmt.Errorf("train: --weights %s: %w", f, err)
+				return fmt.Errorf("train: Config.Weights %s: %w", f, err)
 			}
 			rep, err := caffemodel.CopyTrainedNet(n, f, layers, r.net.Params())
 			if err != nil {
-				return fmt.Errorf("train: --weights: %w", err)
+				return fmt.Errorf("train: Config.Weights: %w", err)
 			}
 			if r == t.ranks[0] {
 				fmt.Fprintf(t.out, "weights %s: copied %s", f, strings.Join(rep.Copied, ", "))
@@ -127,7 +127,7 @@ func (t *Trainer) currentStep(iter int) int {
 func (t *Trainer) resumeCaffe(path string) error {
 	st, err := caffemodel.ReadAnyState(path)
 	if err != nil {
-		return fmt.Errorf("train: %s: %w", t.resumeFlag(), err)
+		return fmt.Errorf("train: Config.Resume: %w", err)
 	}
 	mpath := st.LearnedNet
 	if _, err := os.Stat(mpath); errors.Is(err, fs.ErrNotExist) && !filepath.IsAbs(mpath) {
@@ -135,22 +135,22 @@ func (t *Trainer) resumeCaffe(path string) error {
 	}
 	n, err := caffemodel.ReadModel(mpath)
 	if err != nil {
-		return fmt.Errorf("train: %s %s: learned_net: %w", t.resumeFlag(), path, err)
+		return fmt.Errorf("train: Config.Resume %s: learned_net: %w", path, err)
 	}
 	for _, r := range t.ranks {
 		layers, err := t.caffeLayers(r)
 		if err != nil {
-			return fmt.Errorf("train: %s %s: %w", t.resumeFlag(), path, err)
+			return fmt.Errorf("train: Config.Resume %s: %w", path, err)
 		}
 		rep, err := caffemodel.CopyTrainedNet(n, mpath, layers, r.net.Params())
 		if err != nil {
-			return fmt.Errorf("train: %s %s: %w", t.resumeFlag(), path, err)
+			return fmt.Errorf("train: Config.Resume %s: %w", path, err)
 		}
 		if len(rep.Kept) > 0 {
-			return fmt.Errorf("train: %s %s: %s lacks layers %s of this net: a snapshot of another net?", t.resumeFlag(), path, mpath, strings.Join(rep.Kept, ", "))
+			return fmt.Errorf("train: Config.Resume %s: %s lacks layers %s of this net: a snapshot of another net?", path, mpath, strings.Join(rep.Kept, ", "))
 		}
 		if err := caffemodel.SetHistory(path, st.History, r.solver.History(), r.net.Blocks()); err != nil {
-			return fmt.Errorf("train: %s: %w", t.resumeFlag(), err)
+			return fmt.Errorf("train: Config.Resume: %w", err)
 		}
 	}
 	t.start = st.Iter

@@ -80,7 +80,7 @@ func runLsq(t *testing.T, cfg solver.Config, share bool, iters, iterSize int) []
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := tr.Run(context.Background())
+	res, err := tr.Run(context.Background(), Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,10 +75,6 @@ func (t *Trainer) Finish() center.Finish { return t.cfg.Finish }
 // MaxIter is the iteration the run stops at.
 func (t *Trainer) MaxIter() int { return t.cfg.MaxIter }
 
-// SetCenter sets the center the workers talk to (Config.Center), for a
-// worker process that can dial it only once the model is built.
-func (t *Trainer) SetCenter(c center.Center) { t.cfg.Center = c }
-
 // NewCenter makes the in-process center of the configured scheme, for a
 // parameter server process to serve; nil if the scheme has none.
 func (t *Trainer) NewCenter() (*center.Local, error) {
@@ -109,14 +105,14 @@ func (t *Trainer) NewCenterRange(lo, hi int) (*center.Local, error) {
 func centerID(sc scheme.Config, r int) int { return sc.CenterID(r) }
 
 // makeCenter returns the center the scheme's workers talk to: the
-// configured one, or a new in-process one (returned as local too).
+// run's (Deps.Center), or a new in-process one (returned as local too).
 func (t *Trainer) makeCenter(sc scheme.Config) (center.Center, *center.Local, error) {
 	uses, n := sc.UsesCenter()
 	if !uses {
 		return nil, nil, nil
 	}
-	if t.cfg.Center != nil {
-		return t.cfg.Center, nil, nil
+	if t.deps.Center != nil {
+		return t.deps.Center, nil, nil
 	}
 	if t.cfg.Group != nil {
 		return nil, nil, fmt.Errorf("train: %s over a multi-process group needs a center (a parameter server)", sc.Name)

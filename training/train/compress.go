@@ -7,11 +7,11 @@ import (
 	"dsgd/engine/model"
 )
 
-// CompressRefusal says why a gradient compressor (Config.Compress, the
-// command's --compress) cannot run with cfg, naming the flags that
-// clash, or returns nil. A compressor needs float32 sums (--reduce fast)
-// and a scheme whose workers allreduce their gradients, or push them to
-// sync-ps's server in one message (not PowerSGD).
+// CompressRefusal says why a gradient compressor (Config.Compress)
+// cannot run with cfg, naming the Config fields that clash, or returns
+// nil. A compressor needs float32 sums (Exact false) and a scheme whose
+// workers allreduce their gradients, or push them to sync-ps's server in
+// one message (not PowerSGD).
 func CompressRefusal(cfg Config) error {
 	c := cfg.Compress
 	if !c.Gradient() {
@@ -23,14 +23,14 @@ func CompressRefusal(cfg Config) error {
 	}
 	switch {
 	case cfg.Exact:
-		return fmt.Errorf("--compress %s with --reduce exact: exact sums cannot be compressed; use --reduce fast", c)
+		return fmt.Errorf("Config.Compress %s with Config.Exact: exact sums cannot be compressed; use float sums (Config.Exact false)", c)
 	case cfg.CompressWarmup < 0:
-		return fmt.Errorf("--compress-warmup %d is negative", cfg.CompressWarmup)
+		return fmt.Errorf("Config.CompressWarmup %d is negative", cfg.CompressWarmup)
 	}
 	switch name {
 	case "sync-ring", "sync-tree", "overlap", "seq":
 		if max(cfg.Workers, 1) == 1 {
-			return fmt.Errorf("--compress %s with --workers 1 (--scheme %s): one worker exchanges nothing to compress", c, name)
+			return fmt.Errorf("Config.Compress %s with Config.Workers 1 (Config.Scheme %s): one worker exchanges nothing to compress", c, name)
 		}
 		return nil
 	case "local-sgd":
@@ -38,16 +38,16 @@ func CompressRefusal(cfg Config) error {
 			return nil
 		}
 		if cfg.Interval > 1 {
-			return fmt.Errorf("--compress %s with --scheme local-sgd --interval %d: local-sgd then averages weights, not gradients; compression is for the gradient exchange (--interval 1, or sync-ring, sync-tree, overlap)", c, cfg.Interval)
+			return fmt.Errorf("Config.Compress %s with Config.Scheme local-sgd Config.Interval %d: local-sgd then averages weights, not gradients; compression is for the gradient exchange (Config.Interval 1, or sync-ring, sync-tree, overlap)", c, cfg.Interval)
 		}
-		return fmt.Errorf("--compress %s with --scheme local-sgd: with a %s solver (or clip_gradients) local-sgd averages weights, not gradients; use sync-ring, sync-tree or overlap", c, cfg.Solver.Type)
+		return fmt.Errorf("Config.Compress %s with Config.Scheme local-sgd: with a %s solver (or clip_gradients) local-sgd averages weights, not gradients; use sync-ring, sync-tree or overlap", c, cfg.Solver.Type)
 	case "sync-ps":
 		if c.Pushable() {
 			return nil
 		}
-		return fmt.Errorf("--compress %s with --scheme sync-ps: PowerSGD needs two rounds of sums among the workers, and a worker's push to the parameter server is one message (bf16, topk:F and sign compress it); use sync-ring, sync-tree or overlap", c)
+		return fmt.Errorf("Config.Compress %s with Config.Scheme sync-ps: PowerSGD needs two rounds of sums among the workers, and a worker's push to the parameter server is one message (bf16, topk:F and sign compress it); use sync-ring, sync-tree or overlap", c)
 	}
-	return fmt.Errorf("--compress %s with --scheme %s: %s exchanges weights or talks to a center, not a gradient allreduce; compression is for sync-ring, sync-tree, overlap and local-sgd --interval 1", c, name, name)
+	return fmt.Errorf("Config.Compress %s with Config.Scheme %s: %s exchanges weights or talks to a center, not a gradient allreduce; compression is for sync-ring, sync-tree, overlap and local-sgd Config.Interval 1", c, name, name)
 }
 
 // compressBlocks is the net's parameter blocks as the compressor sees

@@ -98,9 +98,8 @@ type Config struct {
 	// Weights lists .caffemodel files whose layers are copied into the
 	// initial weights by name, in order (caffe train --weights).
 	Weights []string
-	// Resume, when set, is a snapshot to continue from; ResumeFlag names
-	// it in errors ("--resume" when empty).
-	Resume, ResumeFlag string
+	// Resume, when set, is a snapshot to continue from.
+	Resume string
 	// Run is the run's configuration, recorded in every snapshot for a
 	// resume to restore (opaque here; dsgd writes its flags as JSON).
 	Run []byte
@@ -112,9 +111,6 @@ type Config struct {
 	// place.
 	Out io.Writer
 	TTY bool
-	// OnIter, when set, is called after every training iteration with
-	// rank 0's loss and the iteration's wall time on rank 0.
-	OnIter func(iter int, loss float64, d time.Duration)
 
 	// Scheme names the parallel scheme (scheme.Names); "" means seq.
 	Scheme string
@@ -143,13 +139,14 @@ type Config struct {
 	CompressWarmup int
 	// Group, when set, makes this process one rank of a multi-process
 	// group (TCP): it runs only rank Group.Rank, fed by TrainFeeds
-	// (WorkerFeeds is unused). Without it every rank runs in this process
-	// over in-process endpoints.
+	// (WorkerFeeds is unused), over Deps.Endpoint. Without it every rank
+	// runs in this process over in-process endpoints.
 	Group *Group
-	// Elastic, when set, makes the group elastic: Run takes each
-	// generation's place (and endpoint) from Elastic.Membership, which
-	// replaces Group, and Workers and TrainFeeds follow each generation.
-	Elastic *Elastic
+	// Elastic makes the group elastic (ElasticRefusal says when it may
+	// be): Run takes each generation's place, endpoint and TRAIN feeds
+	// from Deps.Elastic, which replace Group's, and Workers and TrainFeeds
+	// follow each generation.
+	Elastic bool
 	// Metrics, when set, receives the run's records: one per iteration
 	// per worker (IterMetrics, kind "train") and one per test net per
 	// test pass (TestMetrics, kind "test"), written as MetricsFormat says.
@@ -168,14 +165,6 @@ type Config struct {
 	// output #0: accuracy = A", ...), which Caffe's
 	// tools/extra/parse_log.py reads. Only rank 0 writes it.
 	CaffeLog io.Writer
-	// OnTest, when set, is called after every test pass with its
-	// outputs, on rank 0.
-	OnTest func(TestResult)
-	// OnIterMetrics, when set, receives the same per-iteration figures
-	// as Metrics, for every worker this process runs, on that worker's
-	// goroutine (a caller with several workers must be safe for
-	// concurrent calls).
-	OnIterMetrics func(IterMetrics)
 	// Timeline, when set, receives a trace of every local rank's work
 	// (see traceRank): per-layer forward and backward, communication,
 	// updates and waits. The caller closes it after Run.
@@ -204,10 +193,6 @@ type Config struct {
 	// norm exceeds it (center.Config.MaxUpdateNorm); non-finite updates
 	// are refused always.
 	MaxUpdateNorm float64
-	// Center, when set, is the center the asynchronous schemes' workers
-	// talk to (a parameter server's client); otherwise the trainer makes
-	// an in-process one, which CenterStats then reports on.
-	Center center.Center
 	// Straggle slows workers down for experiments (nil: none).
 	Straggle *Straggler
 	// TimeBudget, when positive, ends training at the first iteration
@@ -236,13 +221,48 @@ type Straggler struct {
 	Delay time.Duration
 }
 
-// Group places a trainer in a multi-process group. Rank and Size are
-// known before the trainer is built; Endpoint is connected afterwards
-// (the connection checks every rank's LayoutHash) and must be set before
-// Run.
+// Group places a trainer in a multi-process group: its rank and the
+// group's size. The endpoint that connects it is a dependency of the run
+// (Deps.Endpoint), connected once the trainer is built, since the
+// connection checks every rank's LayoutHash.
 type Group struct {
 	Rank, Size int
-	Endpoint   transport.Endpoint
+}
+
+// Deps are what a run uses that a Config cannot hold: the connections
+// and callbacks that exist only once the trainer is built (connecting
+// checks its LayoutHash, a parameter server's client joins with its
+// JoinFields, a hook may read its GlobalBatch). Run takes them; the zero
+// Deps runs every rank in this process with an in-process center and no
+// hooks.
+type Deps struct {
+	// Endpoint is this process's rank's connection to its group
+	// (Config.Group), connected with LayoutHash; a center scheme whose
+	// workers talk only to the center needs none. Without Config.Group it
+	// is unused, and an elastic run (Config.Elastic) takes each
+	// generation's from Elastic.Membership instead. The caller closes it
+	// after Run.
+	Endpoint transport.Endpoint
+	// Center, when set, is the center the asynchronous schemes' workers
+	// talk to (a parameter server's client); otherwise the trainer makes
+	// an in-process one, which Result.Center then reports on.
+	Center center.Center
+	// Elastic is an elastic group's link to its coordinator and the
+	// worker's feeds for each generation; required with Config.Elastic,
+	// unused without it. Its Membership connects each generation's
+	// endpoint with LayoutHash.
+	Elastic *Elastic
+	// OnIter, when set, is called after every training iteration with
+	// rank 0's loss and the iteration's wall time on rank 0.
+	OnIter func(iter int, loss float64, d time.Duration)
+	// OnTest, when set, is called after every test pass with its
+	// outputs, on rank 0.
+	OnTest func(TestResult)
+	// OnIterMetrics, when set, receives the same per-iteration figures
+	// as Config.Metrics, for every worker this process runs, on that
+	// worker's goroutine (a caller with several workers must be safe for
+	// concurrent calls).
+	OnIterMetrics func(IterMetrics)
 }
 
 // IterMetrics is one record of the --metrics file: what one worker did

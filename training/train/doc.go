@@ -12,8 +12,12 @@
 // The canonical use:
 //
 //	tr, err := train.New(train.Config{Train: spec, TrainShapes: shapes, TrainFeeds: feeds, Solver: sc, MaxIter: 10000, ...})
-//	res, err := tr.Run(ctx)
+//	res, err := tr.Run(ctx, train.Deps{})
 //	res.Final().Get("accuracy")
+//
+// What exists only once the trainer is built goes to Run in Deps: the
+// group's endpoint (connected with tr.LayoutHash()), a parameter
+// server's center (joined with tr.JoinFields()) and the hooks.
 //
 // Data reaches the net through the Source interface, one per Data layer;
 // the data package's loaders implement it through Loader (see source.go).

@@ -17,11 +17,13 @@ import (
 	"dsgd/protocol/scheme"
 )
 
-// Elastic makes a synchronous run survive a lost or an added worker
-// (--elastic MIN:MAX): the run goes in generations, each a group of
-// fixed size; when a member dies or a worker asks to join, the survivors
-// stop, form the next generation and go on from the last iteration a
-// member completed, with that member's weights and solver state.
+// Elastic is what an elastic run (Config.Elastic, the command's
+// --elastic MIN:MAX) takes its generations from, given to Run in Deps.
+// Such a run survives a lost or an added worker: it goes in generations,
+// each a group of fixed size; when a member dies or a worker asks to
+// join, the survivors stop, form the next generation and go on from the
+// last iteration a member completed, with that member's weights and
+// solver state.
 type Elastic struct {
 	// Membership is this worker's link to the group's coordinator.
 	Membership Membership
@@ -47,7 +49,7 @@ type Membership interface {
 	Check(ctx context.Context, iter int) (bool, error)
 }
 
-// ElasticSchemes are the schemes --elastic runs: the synchronous ones,
+// ElasticSchemes are the schemes Config.Elastic runs: the synchronous ones,
 // whose members are in lockstep, so the state of the member that
 // completed the most iterations (sync-ps: the server's) is the group's.
 var ElasticSchemes = []string{"sync-ps", "sync-ring", "sync-tree", "overlap", "local-sgd", "diloco"}
@@ -69,21 +71,22 @@ func reformable(ctx context.Context, err error) bool {
 	return errors.Is(err, errReform) || errors.As(err, &pe)
 }
 
-// ElasticScheme reports whether --elastic runs scheme name.
+// ElasticScheme reports whether Config.Elastic runs scheme name.
 func ElasticScheme(name string) bool { return slices.Contains(ElasticSchemes, name) }
 
-// ElasticRefusal is why cfg cannot run elastic, or nil.
+// ElasticRefusal is why cfg cannot run elastic, naming the Config
+// fields that clash, or nil.
 func ElasticRefusal(cfg Config) error {
-	if cfg.Elastic == nil {
+	if !cfg.Elastic {
 		return nil
 	}
 	switch name := cmp.Or(cfg.Scheme, "seq"); {
 	case !ElasticScheme(name):
-		return fmt.Errorf("elastic membership with scheme %s: it is for the synchronous schemes (%s); a center's schemes already let workers come and go", name, strings.Join(ElasticSchemes, ", "))
+		return fmt.Errorf("Config.Elastic with Config.Scheme %s: elastic membership is for the synchronous schemes (%s); a center's schemes already let workers come and go", name, strings.Join(ElasticSchemes, ", "))
 	case cfg.Group == nil:
-		return errors.New("elastic membership needs workers in processes of their own (a Group): in one process they live and die together")
+		return errors.New("Config.Elastic needs workers in processes of their own (Config.Group): in one process they live and die together")
 	case cfg.Compress.Gradient():
-		return errors.New("elastic membership with a gradient compressor: the compressors' residuals are each worker's own and a re-formed group would drop them")
+		return errors.New("Config.Elastic with Config.Compress: the compressors' residuals are each worker's own and a re-formed group would drop them; give one of them")
 	}
 	return nil
 }
@@ -91,7 +94,7 @@ func ElasticRefusal(cfg Config) error {
 // runElastic runs the generations of an elastic group until one finishes
 // the run or the group can no longer go on.
 func (t *Trainer) runElastic(ctx context.Context) (*Result, error) {
-	el := t.cfg.Elastic
+	el := t.deps.Elastic
 	total := &Result{Start: t.start, Scheme: t.cfg.Scheme}
 	done := t.start
 	var pos int64 = -1 // the data position; unknown until a generation starts
@@ -135,7 +138,7 @@ func (t *Trainer) runElastic(ctx context.Context) (*Result, error) {
 			}
 		}
 		t.cfg.Workers, t.cfg.TrainFeeds = workers, feeds
-		t.cfg.Group = &Group{Rank: g.Rank, Size: g.Size, Endpoint: g.Endpoint}
+		t.cfg.Group = &Group{Rank: g.Rank, Size: g.Size}
 		t.start, t.ranks = done, nil
 		// Rank 0 tests, prints and snapshots: whichever worker it is.
 		t.test, t.extra, t.out, t.clog = t.elasticTest, t.elasticExtra, out, clog
@@ -153,7 +156,7 @@ func (t *Trainer) runElastic(ctx context.Context) (*Result, error) {
 			fmt.Fprintf(t.out, "dsgd: elastic generation %d: %d workers%s, from iteration %d\n", g.Gen, workers, server, done)
 		}
 		t0 := time.Now()
-		res, err := t.runGeneration(ctx)
+		res, err := t.runGeneration(ctx, g.Endpoint)
 		total.add(res, time.Since(t0))
 		done = res.Start + res.Iters
 		pos += int64(res.Iters) * int64(t.batch) * int64(workers)
@@ -244,7 +247,7 @@ func (t *Trainer) elasticServers() int {
 // scheme's workers agree (after each exchange), whether the group stops
 // there.
 func (t *Trainer) checkHook(ctx context.Context, sc scheme.Config) func(int, float64) error {
-	m := t.cfg.Elastic.Membership
+	m := t.deps.Elastic.Membership
 	every := 1
 	if sc.Name == "local-sgd" || sc.Name == "diloco" {
 		every = max(sc.Interval, 1)

@@ -101,7 +101,7 @@ func TestElasticGroupGrowsAndShrinks(t *testing.T) {
 			Solver:  solver.Config{Type: "SGD", BaseLR: 0.05, Momentum: 0.9, WeightDecay: 5e-4, LRPolicy: "inv", Gamma: 1e-4, Power: 0.75},
 			MaxIter: iters, Seed: 1, Threads: 1, Scheme: "sync-ring", Workers: 2, Pack: true,
 			Group:   &Group{Rank: min(w, 1), Size: 2},
-			Elastic: &Elastic{Membership: m, Feeds: feeds},
+			Elastic: true,
 		}
 		cfg.TrainFeeds, _ = feeds(min(w, 1), 2, 0)
 		out[w].calls = nil
@@ -111,7 +111,7 @@ func TestElasticGroupGrowsAndShrinks(t *testing.T) {
 			return
 		}
 		m.TCP.ModelHash = tr.LayoutHash()
-		out[w].res, out[w].err = tr.Run(ctx)
+		out[w].res, out[w].err = tr.Run(ctx, Deps{Elastic: &Elastic{Membership: m, Feeds: feeds}})
 		if out[w].err == nil {
 			cl.Leave(ctx)
 		}

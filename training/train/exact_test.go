@@ -35,10 +35,10 @@ func runExact(t *testing.T, name string, workers, atom, atoms, iters int, pack b
 	t.Helper()
 	var trace []uint64
 	var tr *Trainer
-	res, w := runSchemeWith(t, name, workers, atom, iters, pack, alg, func(c *Config) {
+	res, w := runSchemeWith(t, name, workers, atom, iters, pack, alg, func(c *Config, d *Deps) {
 		c.Exact = true
 		c.IterSize = atoms / workers
-		c.OnIter = func(int, float64, time.Duration) {
+		d.OnIter = func(int, float64, time.Duration) {
 			trace = append(trace, hashWeights(tr.net.Params()))
 		}
 		for _, m := range more {
@@ -156,12 +156,12 @@ func TestExactResumeAtOtherWorkerCount(t *testing.T) {
 	const atom, atoms, iters, half = 2, 12, 8, 4
 	_, _, want := runExact(t, "seq", 1, atom, atoms, iters, true, collective.Auto)
 	prefix := filepath.Join(t.TempDir(), "snap")
-	runSchemeWith(t, "sync-tree", 2, atom, half, true, collective.Auto, func(c *Config) {
+	runSchemeWith(t, "sync-tree", 2, atom, half, true, collective.Auto, func(c *Config, _ *Deps) {
 		c.Exact, c.IterSize = true, atoms/2
 		c.SnapshotPrefix = prefix
 	}, nil)
 	for _, n := range []int{3, 4} {
-		_, got := runSchemeWith(t, "sync-ring", n, atom, iters, true, collective.Auto, func(c *Config) {
+		_, got := runSchemeWith(t, "sync-ring", n, atom, iters, true, collective.Auto, func(c *Config, _ *Deps) {
 			c.Exact, c.IterSize = true, atoms/n
 			c.Resume = SnapshotPath(prefix, half)
 			// The data resumes at the first atom of iteration half.
@@ -223,9 +223,9 @@ func TestExactAtomsSideBySide(t *testing.T) {
 				var trace []uint64
 				var losses []float64
 				var tr *Trainer
-				runSchemeWith(t, "seq", 1, atom, iters, true, collective.Auto, func(c *Config) {
+				runSchemeWith(t, "seq", 1, atom, iters, true, collective.Auto, func(c *Config, d *Deps) {
 					c.Exact, c.IterSize, c.Threads = true, tc.atoms, threads
-					c.OnIter = func(_ int, loss float64, _ time.Duration) {
+					d.OnIter = func(_ int, loss float64, _ time.Duration) {
 						trace = append(trace, hashWeights(tr.net.Params()))
 						losses = append(losses, loss)
 					}

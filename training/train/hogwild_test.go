@@ -158,7 +158,7 @@ func TestHogwildSharesWeights(t *testing.T) {
 		}
 	}
 	before := append([]float32(nil), p0...)
-	if _, err := tr.Run(context.Background()); err != nil {
+	if _, err := tr.Run(context.Background(), Deps{}); err != nil {
 		t.Fatal(err)
 	}
 	// Every worker's writes are in the one set of weights: each worker's

@@ -32,9 +32,9 @@ func TestAsyncWorkerFailureIsolated(t *testing.T) {
 		Train: mlp(false), TrainShapes: map[string]tensor.Shape{"data": {b, 1, 8, 8}, "label": {b}}, TrainFeeds: feeds(0),
 		Solver:  solver.Config{Type: "SGD", BaseLR: 0.05, LRPolicy: "fixed"},
 		MaxIter: iters, Seed: 11, Threads: workers, Scheme: "ssp", Staleness: 1, Workers: workers, Pack: true,
-		Out:    &out,
-		OnIter: func(iter int, _ float64, _ time.Duration) { last = iter },
+		Out: &out,
 	}
+	onIter := func(iter int, _ float64, _ time.Duration) { last = iter }
 	for r := 1; r < workers; r++ {
 		cfg.WorkerFeeds = append(cfg.WorkerFeeds, feeds(r))
 	}
@@ -44,7 +44,7 @@ func TestAsyncWorkerFailureIsolated(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := tr.Run(ctx)
+	res, err := tr.Run(ctx, Deps{OnIter: onIter})
 	if err != nil {
 		t.Fatalf("the run failed with its workers: %v", err)
 	}

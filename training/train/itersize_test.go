@@ -45,7 +45,7 @@ func runIterSizeFills(t *testing.T, name string, workers, b, k, iters int) ([]fl
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := tr.Run(context.Background())
+	res, err := tr.Run(context.Background(), Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -154,10 +154,10 @@ func (t *Trainer) images(done int) (int64, float64) {
 }
 
 // reportTest records a test pass: a metrics record per test net, and
-// Config.OnTest.
+// Deps.OnTest.
 func (t *Trainer) reportTest(tr TestResult) error {
-	if t.cfg.OnTest != nil {
-		t.cfg.OnTest(tr)
+	if t.deps.OnTest != nil {
+		t.deps.OnTest(tr)
 	}
 	if t.sink == nil {
 		return nil

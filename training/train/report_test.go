@@ -55,13 +55,13 @@ func TestMetricsRecords(t *testing.T) {
 			var buf bytes.Buffer
 			cfg.Metrics, cfg.MetricsFormat, cfg.MetricsNoHeader = &buf, tc.format, tc.noHeader
 			var tests []TestResult
-			cfg.OnTest = func(tr TestResult) { tests = append(tests, tr) }
+			onTest := func(tr TestResult) { tests = append(tests, tr) }
 			tr, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			begin := time.Now().UTC().Add(-time.Millisecond)
-			res, err := tr.Run(context.Background())
+			res, err := tr.Run(context.Background(), Deps{OnTest: onTest})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,12 +200,12 @@ func testCaffeLog(t *testing.T, iterSize int, exact bool) {
 	var log bytes.Buffer
 	cfg.CaffeLog = &log
 	var losses []float64
-	cfg.OnIter = func(_ int, loss float64, _ time.Duration) { losses = append(losses, loss) }
+	onIter := func(_ int, loss float64, _ time.Duration) { losses = append(losses, loss) }
 	tr, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := tr.Run(context.Background())
+	res, err := tr.Run(context.Background(), Deps{OnIter: onIter})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,9 +66,9 @@ func runScheme(t *testing.T, name string, workers, b, iters int, pack bool, alg 
 	return runSchemeWith(t, name, workers, b, iters, pack, alg, nil, nil)
 }
 
-// runSchemeWith is runScheme with the config changed by mod before the
-// trainer is built.
-func runSchemeWith(t *testing.T, name string, workers, b, iters int, pack bool, alg collective.Algorithm, mod func(*Config), trp **Trainer) (*Result, []float32) {
+// runSchemeWith is runScheme with the config (and the run's
+// dependencies) changed by mod before the trainer is built.
+func runSchemeWith(t *testing.T, name string, workers, b, iters int, pack bool, alg collective.Algorithm, mod func(*Config, *Deps), trp **Trainer) (*Result, []float32) {
 	t.Helper()
 	images, labels := samples(96, 64, 4)
 	spec := mlp(false)
@@ -85,8 +85,9 @@ func runSchemeWith(t *testing.T, name string, workers, b, iters int, pack bool, 
 	for r := 1; r < workers; r++ {
 		cfg.WorkerFeeds = append(cfg.WorkerFeeds, feeds(r))
 	}
+	var deps Deps
 	if mod != nil {
-		mod(&cfg)
+		mod(&cfg, &deps)
 	}
 	tr, err := New(cfg)
 	if err != nil {
@@ -95,7 +96,7 @@ func runSchemeWith(t *testing.T, name string, workers, b, iters int, pack bool, 
 	if trp != nil {
 		*trp = tr
 	}
-	res, err := tr.Run(context.Background())
+	res, err := tr.Run(context.Background(), deps)
 	if err != nil {
 		t.Fatalf("%s with %d workers: %v", name, workers, err)
 	}
@@ -242,8 +243,7 @@ func tcpGroupWith(t *testing.T, name string, workers, b, iters, failRank int, mo
 				return
 			}
 			defer ep.Close()
-			cfg.Group.Endpoint = ep
-			res, err := tr.Run(ctx)
+			res, err := tr.Run(ctx, Deps{Endpoint: ep})
 			if err != nil {
 				errs[r] = err
 				return

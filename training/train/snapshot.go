@@ -73,7 +73,7 @@ func lockPrefix(prefix string) (func(), error) {
 			who = "another process"
 		}
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("train: snapshot prefix %s is in use by a live run (%s, holding %s): two runs on one prefix would overwrite each other's snapshots; give this one another --snapshot-prefix (or \"none\")", prefix, who, path)
+			return nil, fmt.Errorf("train: snapshot prefix %s is in use by a live run (%s, holding %s): two runs on one prefix would overwrite each other's snapshots; give this one another Config.SnapshotPrefix (or none)", prefix, who, path)
 		}
 		return nil, fmt.Errorf("train: snapshot prefix %s: cannot lock %s: %w", prefix, path, err)
 	}

@@ -77,7 +77,7 @@ func TestTimelineTracksEveryRank(t *testing.T) {
 				t.Fatal(err)
 			}
 			begin := time.Since(cfg.Timeline.Start())
-			if _, err := tr.Run(context.Background()); err != nil {
+			if _, err := tr.Run(context.Background(), Deps{}); err != nil {
 				t.Fatal(err)
 			}
 			end := time.Since(cfg.Timeline.Start())
@@ -303,7 +303,7 @@ func overlapInsideBackward(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Run(context.Background()); err != nil {
+	if _, err := tr.Run(context.Background(), Deps{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Timeline.Close(); err != nil {

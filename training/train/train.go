@@ -2,7 +2,6 @@ package train
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,20 +9,16 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"dsgd/caffe/caffemodel"
 	"dsgd/comm/collective"
-	"dsgd/comm/compress"
 	"dsgd/comm/transport"
 	"dsgd/engine/layers"
 	"dsgd/engine/model"
 	"dsgd/engine/solver"
 	"dsgd/engine/tensor"
 	"dsgd/engine/tensor/exact"
-	"dsgd/protocol/accum"
-	"dsgd/protocol/center"
 	"dsgd/protocol/scheme"
 	"dsgd/training/checkpoint"
 	"dsgd/training/metrics"
@@ -52,6 +47,8 @@ type Trainer struct {
 	// each elastic generation's rank 0 takes.
 	elasticTest  *model.Net
 	elasticExtra []*model.Net
+	// deps are Run's dependencies.
+	deps Deps
 }
 
 // rankState is one rank's model, solver and data.
@@ -140,7 +137,7 @@ func New(cfg Config) (*Trainer, error) {
 	case f == FormatHDF5 && cfg.SnapshotPrefix != "" && caffemodel.HDF5Error() != nil:
 		return nil, fmt.Errorf("train: snapshot_format HDF5: %w", caffemodel.HDF5Error())
 	case len(cfg.Weights) > 0 && cfg.Resume != "":
-		return nil, errors.New("train: give --weights or --resume, not both (a snapshot already holds its weights)")
+		return nil, errors.New("train: give Config.Weights or Config.Resume, not both (a snapshot already holds its weights)")
 	}
 	if len(cfg.Weights) > 0 {
 		if err := t.loadWeights(cfg.Weights); err != nil {
@@ -212,42 +209,23 @@ func checkWritable(prefix string) error {
 func (t *Trainer) resume(path string) error {
 	st, err := checkpoint.Read(path)
 	if err != nil {
-		return fmt.Errorf("train: %s: %w", t.resumeFlag(), err)
+		return fmt.Errorf("train: Config.Resume: %w", err)
 	}
 	if st.Layout != t.layout || len(st.Params) != len(t.net.Params()) {
-		return fmt.Errorf("train: %s %s: the snapshot was taken from a different net (%d parameters, layout %016x; this net has %d, layout %016x)", t.resumeFlag(), path, len(st.Params), st.Layout, len(t.net.Params()), t.layout)
+		return fmt.Errorf("train: Config.Resume %s: the snapshot was taken from a different net (%d parameters, layout %016x; this net has %d, layout %016x)", path, len(st.Params), st.Layout, len(t.net.Params()), t.layout)
 	}
 	for _, r := range t.ranks {
 		if err := r.solver.ReadState(bytes.NewReader(st.Solver)); err != nil {
-			return fmt.Errorf("train: %s %s: solver state: %w", t.resumeFlag(), path, err)
+			return fmt.Errorf("train: Config.Resume %s: solver state: %w", path, err)
 		}
 		copy(r.net.Params(), st.Params)
 	}
 	if msg := insane(t.net); msg != "" {
-		return fmt.Errorf("train: %s %s: %w: %s; not weights to continue or test from", t.resumeFlag(), path, ErrDiverged, msg)
+		return fmt.Errorf("train: Config.Resume %s: %w: %s; not weights to continue or test from", path, ErrDiverged, msg)
 	}
 	t.start = st.Iter
 	return nil
 }
-
-func (t *Trainer) resumeFlag() string {
-	if t.cfg.ResumeFlag != "" {
-		return t.cfg.ResumeFlag
-	}
-	return "--resume"
-}
-
-// SetOnIter sets Config.OnIter, for a caller that can build its hook only
-// once the trainer exists.
-func (t *Trainer) SetOnIter(f func(iter int, loss float64, d time.Duration)) { t.cfg.OnIter = f }
-
-// SetOnTest sets Config.OnTest, for a caller that can build its hook only
-// after New; call it before Run.
-func (t *Trainer) SetOnTest(f func(TestResult)) { t.cfg.OnTest = f }
-
-// SetOnIterMetrics sets Config.OnIterMetrics, for a caller that can build
-// its hook only after New; call it before Run.
-func (t *Trainer) SetOnIterMetrics(f func(IterMetrics)) { t.cfg.OnIterMetrics = f }
 
 // GlobalBatch is the number of training images one iteration consumes,
 // all workers together.
@@ -301,7 +279,7 @@ func (t *Trainer) buildRanks() error {
 	}
 	hogwild := sc.Info().SharedWeights
 	if hogwild && cfg.Group != nil {
-		return errors.New("train: hogwild shares weights in memory; it runs with --transport inproc only")
+		return errors.New("train: hogwild shares weights in memory; it runs in one process only (no Config.Group)")
 	}
 	if local[0] != 0 {
 		t.test, t.extra = nil, nil // only rank 0 tests
@@ -310,7 +288,7 @@ func (t *Trainer) buildRanks() error {
 	// figure, when they will not fit together.
 	if lim := tensor.MemoryLimit(); lim > 0 && len(local) > 1 {
 		if need := float64(len(local)) * t.net.Bytes(); need > float64(lim) {
-			return fmt.Errorf("train: %d ranks in this process need %s (%s each), more than the %s this machine has; use fewer workers, a smaller batch, or --transport tcp across machines",
+			return fmt.Errorf("train: %d ranks in this process need %s (%s each), more than the %s this machine has; use fewer workers, a smaller batch, or a multi-process group (Config.Group) across machines",
 				len(local), tensor.HumanBytes(need), tensor.HumanBytes(t.net.Bytes()), tensor.HumanBytes(float64(lim)))
 		}
 	}
@@ -408,450 +386,20 @@ func (t *Trainer) rank(r int) *rankState {
 }
 
 // Run trains from the start (or resumed) iteration to MaxIter under the
-// configured scheme. When ctx is cancelled it writes a snapshot of the
+// configured scheme, with the dependencies d (the group's endpoint, a
+// center, hooks). When ctx is cancelled it writes a snapshot of the
 // last completed iteration and returns ctx's error with the partial
 // result. An elastic run (Config.Elastic) goes through as many
-// generations as its group takes.
-func (t *Trainer) Run(ctx context.Context) (*Result, error) {
-	if t.cfg.Elastic != nil {
+// generations as its group takes. A Trainer runs once.
+func (t *Trainer) Run(ctx context.Context, d Deps) (*Result, error) {
+	t.deps = d
+	if t.cfg.Elastic {
+		if d.Elastic == nil {
+			return &Result{Start: t.start, Scheme: t.cfg.Scheme}, errors.New("train: Config.Elastic needs Deps.Elastic: the group's membership and the feeds of each generation")
+		}
 		return t.runElastic(ctx)
 	}
-	return t.runGeneration(ctx)
-}
-
-// runGeneration trains with the group as it is, to MaxIter.
-func (t *Trainer) runGeneration(ctx context.Context) (*Result, error) {
-	cfg := t.cfg
-	workers := max(cfg.Workers, 1)
-	res := &Result{Start: t.start, Phases: metrics.NewPhases(append(PhaseNames, "comm (exposed)", "wait")...), Params: t.net.Params(), Workers: workers, Scheme: cfg.Scheme}
-	prog := metrics.NewProgress(t.out, cfg.MaxIter, cfg.TTY)
-	prog.From(t.start)
-	defer prog.Done()
-	begin := time.Now()
-	if t.sink != nil && !cfg.MetricsNoHeader {
-		if err := t.sink.header(); err != nil {
-			return res, err
-		}
-	}
-	if t.clog != nil {
-		t.clog.Infof("solver.cpp", 289, "Solving %s", t.net.Name())
-		t.clog.Infof("solver.cpp", 290, "Learning Rate Policy: %s", cfg.Solver.LRPolicy)
-		if cfg.Resume != "" {
-			t.clog.Infof("solver.cpp", 296, "Restoring previous solver status from %s", cfg.Resume)
-		}
-	}
-	var testing time.Duration // time spent testing, not training
-	if t.test != nil && cfg.TestInitialization && t.start == 0 && cfg.TestInterval > 0 {
-		t0 := time.Now()
-		tr, err := t.Test(ctx, 0)
-		if err != nil {
-			return res, err
-		}
-		testing += time.Since(t0)
-		res.Tests = append(res.Tests, tr)
-		prog.Printf("%s\n", tr)
-		if err := t.reportTest(tr); err != nil {
-			return res, err
-		}
-	}
-	for _, rs := range t.ranks {
-		if rs.comp != nil {
-			rs.comp.atom = t.start * max(cfg.IterSize, 1)
-		}
-	}
-	if cfg.SnapshotPrefix != "" && t.rank(t.updater) != nil {
-		// This run writes under the prefix: hold it, then remove what
-		// killed writes left (no live run's, since none holds it).
-		unlock, err := lockPrefix(cfg.SnapshotPrefix)
-		if err != nil {
-			return res, err
-		}
-		defer unlock()
-		for _, pat := range snapshotGlobs(cfg.SnapshotPrefix) {
-			removed, err := checkpoint.CleanTemps(pat)
-			for _, p := range removed {
-				prog.Printf("dsgd: removed %s, left by a snapshot write that was killed\n", p)
-			}
-			if err != nil {
-				return res, fmt.Errorf("train: %w", err)
-			}
-		}
-	}
-	sc := t.schemeConfig(t.start)
-	schemes, err := scheme.New(sc)
-	if err != nil {
-		return res, fmt.Errorf("train: %w", err)
-	}
-	var eps []transport.Endpoint // indexed by rank
-	switch {
-	case cfg.Group != nil:
-		if cfg.Group.Endpoint == nil && !sc.CenterOnly() {
-			return res, errors.New("train: the group's endpoint is not connected")
-		}
-		eps = make([]transport.Endpoint, cfg.Group.Size)
-		eps[cfg.Group.Rank] = cfg.Group.Endpoint
-		if ep := cfg.Group.Endpoint; ep != nil {
-			if err := t.agree(ctx, ep); err != nil {
-				transport.Abort(ep, err)
-				return res, err
-			}
-			note, err := t.shareGrads(ctx, ep)
-			if err != nil {
-				transport.Abort(ep, err)
-				return res, err
-			}
-			if note != "" {
-				prog.Printf("%s\n", note)
-			}
-		}
-	case len(t.ranks) > 1:
-		eps = transport.NewInproc(len(t.ranks))
-	}
-	cen, local, err := t.makeCenter(sc)
-	if err != nil {
-		return res, err
-	}
-	var acc *accum.Shared
-	if sc.Accumulate {
-		if acc, err = accum.New(sc.Workers, max(sc.GradWidth, 1)*sc.Layout.N); err != nil {
-			return res, fmt.Errorf("train: %w", err)
-		}
-	}
-	nodes := make([]*node.Rank, len(t.ranks))
-	weights := t.modelWeights(sc, cen, nodes)
-	var saved []float32
-	// withModelCtx runs fn with rank 0's weights replaced by the model
-	// the scheme trains (the center, for the elastic and asynchronous
-	// schemes), so tests and snapshots see that model. It runs between
-	// rank 0's iterations, when nothing reads its weights.
-	withModelCtx := func(ctx context.Context, fn func() error) error {
-		if weights == nil {
-			return fn()
-		}
-		p := t.net.Params()
-		saved = append(saved[:0], p...)
-		if err := weights(ctx, p); err != nil {
-			return fmt.Errorf("train: fetching the model's weights: %w", err)
-		}
-		err := fn()
-		copy(p, saved)
-		return err
-	}
-	withModel := func(fn func() error) error { return withModelCtx(ctx, fn) }
-	updater := t.rank(t.updater)
-	var smooth, trainSecs float64
-	var window []float64 // the last AverageLoss losses
-	done := t.start
-	lastDisplay, lastDisplayTime, lastIter := t.start, time.Now(), time.Now()
-	clogIter, clogTime := t.start, time.Now() // the Caffe log's last display
-	onIter := func(iter int, loss float64) error {
-		now := time.Now()
-		d := now.Sub(lastIter)
-		trainSecs += d.Seconds()
-		// Caffe's UpdateSmoothedLoss: the mean over the last AverageLoss
-		// iterations (the last iteration's loss by default).
-		if n := max(cfg.AverageLoss, 1); len(window) < n {
-			window = append(window, loss)
-		} else {
-			window[(iter-t.start)%n] = loss
-		}
-		smooth = 0
-		for _, l := range window {
-			smooth += l
-		}
-		smooth /= float64(len(window))
-		done = iter + 1
-		if cfg.OnIter != nil {
-			cfg.OnIter(iter, loss, d)
-		}
-		if t.clog != nil && cfg.Display > 0 && iter%cfg.Display == 0 {
-			// Caffe's Solver::Step displays iteration iter_ (from 0) when
-			// iter_ % display == 0, before its update; SGDSolver's
-			// ApplyUpdate then logs the update's rate.
-			lapse := now.Sub(clogTime).Seconds()
-			perSec := float64(iter-clogIter) / cmp.Or(lapse, 1)
-			clogIter, clogTime = iter, now
-			t.clog.Infof("solver.cpp", 239, "Iteration %d (%s iter/s, %ss/%d iters), loss = %s", iter, caffeFloat(perSec), caffeFloat(lapse), cfg.Display, caffeFloat(smooth))
-			weights, means := t.net.OutputLossWeights(), t.ranks[0].comp.outMean
-			score := 0
-			for j, o := range t.net.Outputs() {
-				for range o.Data {
-					v := means[score]
-					t.clog.Infof("solver.cpp", 258, "    Train net output #%d: %s = %s%s", score, o.Name, caffeFloat(v), lossNote(weights[j], v))
-					score++
-				}
-			}
-			t.clog.Infof("sgd_solver.cpp", 112, "Iteration %d, lr = %s", iter, caffeFloat(t.solver.LR(iter)))
-		}
-		if cfg.Display > 0 && (done%cfg.Display == 0 || done == cfg.MaxIter) {
-			ips := float64((done-lastDisplay)*t.batch*workers) / now.Sub(lastDisplayTime).Seconds()
-			lastDisplay, lastDisplayTime = done, now
-			prog.Line(metrics.Status{Iter: done, Loss: smooth, LR: t.solver.LR(iter), ImagesSec: ips})
-		}
-		if t.test != nil && cfg.TestInterval > 0 && done%cfg.TestInterval == 0 && done < cfg.MaxIter {
-			var tr TestResult
-			t0 := time.Now()
-			err := withModel(func() (err error) {
-				tr, err = t.Test(ctx, done)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			tr.Elapsed = t0.Sub(begin) - testing
-			testing += time.Since(t0)
-			res.Tests = append(res.Tests, tr)
-			prog.Printf("%s\n", tr)
-			if err := t.reportTest(tr); err != nil {
-				return err
-			}
-			lastDisplayTime = lastDisplayTime.Add(time.Since(now))
-		}
-		lastIter = time.Now()
-		if cfg.TimeBudget > 0 && lastIter.Sub(begin)-testing >= cfg.TimeBudget {
-			return errBudget
-		}
-		return nil
-	}
-	// The updating rank (rank 0, or the parameter server) snapshots.
-	snapIter := func(iter int, _ float64) error {
-		if n := iter + 1; cfg.SnapshotPrefix != "" && cfg.Snapshot > 0 && n%cfg.Snapshot == 0 && n < cfg.MaxIter {
-			var p string
-			err := withModel(func() (err error) {
-				p, err = t.snapshot(n)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			res.Snapshots = append(res.Snapshots, p)
-			prog.Printf("snapshot %s\n", p)
-		}
-		return nil
-	}
-	// Without rank 0 here, the first local rank counts the iterations.
-	countIter := func(iter int, _ float64) error {
-		done = iter + 1
-		return nil
-	}
-	for i, rs := range t.ranks {
-		r := rs.rank
-		n := &node.Rank{
-			Scheme:   schemes[r],
-			Params:   rs.net.Params(),
-			Grads:    rs.net.Grads(),
-			Update:   func(iter int) { rs.solver.Step(iter, rs.net.Params(), rs.net.Grads()) },
-			Timeout:  cfg.CommTimeout,
-			Algo:     t.algo,
-			Center:   cen,
-			CenterID: centerID(sc, r),
-		}
-		if cfg.Exact && !t.exactDirect() {
-			// The scheme reduces the digits of the exact sum; the update
-			// first decodes their mean over every atom of the global
-			// batch into the gradients, on the grids of the weights the
-			// sum was made against (not yet updated).
-			if rs.exactBuf == nil {
-				rs.exactBuf = make([]float32, exact.Limbs*len(rs.net.Params()))
-			}
-			atoms := max(cfg.IterSize, 1) * workers
-			n.Grads = rs.exactBuf
-			n.Update = func(iter int) {
-				decodeExact(rs.net.Pool(), rs.net.Blocks(), rs.net.Params(), rs.net.Grads(), rs.exactBuf, atoms)
-				rs.solver.Step(iter, rs.net.Params(), rs.net.Grads())
-			}
-		}
-		if acc != nil {
-			n.Accum = acc
-		}
-		if cfg.Compress.Gradient() && (sc.Workers > 1 || sc.Info().ServerUpdates) {
-			blocks := compressBlocks(rs.net.Blocks())
-			if r < sc.Workers {
-				red, err := compress.New(cfg.Compress, blocks, r, sc.Workers, cfg.CompressWarmup, t.start)
-				if err != nil {
-					return res, fmt.Errorf("train: %w", err)
-				}
-				n.Compress = red
-			} else if sc.Info().ServerUpdates {
-				// sync-ps's server decodes the workers' pushes.
-				dec, err := compress.NewDecoder(cfg.Compress, blocks, sc.Workers, cfg.CompressWarmup, t.start)
-				if err != nil {
-					return res, fmt.Errorf("train: %w", err)
-				}
-				n.Decompress = dec
-			}
-		}
-		if rs.comp != nil {
-			n.Computer = rs.comp
-		}
-		if eps != nil {
-			n.Ep = eps[r]
-		}
-		var hooks []func(int, float64) error
-		switch {
-		case r == 0:
-			hooks = append(hooks, onIter)
-		case i == 0:
-			hooks = append(hooks, countIter)
-		}
-		if rs == updater {
-			hooks = append(hooks, snapIter)
-		}
-		if cfg.Elastic != nil {
-			hooks = append(hooks, t.checkHook(ctx, sc))
-		}
-		n.OnIter = chain(hooks)
-		if r == 0 || i == 0 {
-			// weedout: a round closed without this rank's gradient still
-			// counts as one of the run's iterations.
-			n.OnSkip = func(iter int) { done = max(done, iter+1) }
-		}
-		if (cfg.Metrics != nil || cfg.OnIterMetrics != nil) && rs.comp != nil {
-			n.OnIter = t.metricsHook(r, n, rs.comp, n.OnIter)
-		}
-		if cfg.Timeline != nil {
-			t.traceRank(rs, n)
-		}
-		nodes[i] = n
-	}
-	var iso isolation
-	rankIDs := make([]int, len(t.ranks))
-	for i, rs := range t.ranks {
-		rankIDs[i] = rs.rank
-	}
-	errs := node.RunAllIsolated(ctx, nodes, iso.isolator(sc, nodes, rankIDs, prog))
-	res.Failed = iso.errs()
-	for _, f := range res.Failed {
-		for i, err := range errs {
-			if err != nil && errors.Is(f, err) {
-				errs[i] = nil // reported in res.Failed; the run went on
-			}
-		}
-	}
-	if len(eps) > 0 && eps[t.ranks[0].rank] != nil {
-		res.Traffic = eps[t.ranks[0].rank].Stats()
-	}
-	if cfg.Group == nil {
-		for _, ep := range eps {
-			ep.Close()
-		}
-	}
-	res.Iters = done - t.start
-	if c := t.ranks[0].comp; c != nil {
-		for i := range PhaseNames {
-			if i != PhaseUpdate {
-				res.Phases.Add(i, c.phases.Total(i))
-			}
-		}
-	}
-	res.Phases.Add(PhaseUpdate, nodes[0].Stats.Phase[node.PhaseUpdate])
-	res.Phases.Add(len(PhaseNames), nodes[0].Stats.Phase[node.PhaseComm])
-	res.Phases.Add(len(PhaseNames)+1, nodes[0].Stats.Phase[node.PhaseWait])
-	for i := 0; i < res.Iters; i++ {
-		res.Phases.Iter()
-	}
-	res.CommBusy, res.CommExposed = nodes[0].Stats.CommBusy, nodes[0].Stats.Phase[node.PhaseComm]
-	if c := nodes[0].Compress; c != nil {
-		res.Compress = c.Stats()
-		res.CompressIters = max(0, res.Iters-max(0, cfg.CompressWarmup-t.start))
-	}
-	if local != nil {
-		res.Center = local.Stats()
-	}
-	for _, rs := range t.ranks {
-		if rs.comp != nil {
-			res.Straggled += rs.comp.straggled
-		}
-	}
-	err = firstError(ctx, errs)
-	if errors.Is(err, errBudget) {
-		err = nil
-	}
-	if err != nil {
-		if cfg.Group != nil && cfg.Group.Endpoint != nil {
-			// Tell the other ranks why this one leaves, so the error that
-			// cascades through the group keeps naming its first cause.
-			transport.Abort(cfg.Group.Endpoint, fmt.Errorf("rank %d: %w", cfg.Group.Rank, err))
-		}
-		if ctx.Err() != nil {
-			err = ctx.Err()
-			if t.clog != nil {
-				t.clog.Infof("solver.cpp", 311, "Optimization stopped early.")
-			}
-		} else {
-			err = fmt.Errorf("train: iteration %d: %w", done, err)
-		}
-		if errors.Is(err, ErrDiverged) {
-			return res, err
-		}
-		if cfg.Elastic != nil && reformable(ctx, err) {
-			// The group goes on in a new generation: this one's
-			// training time counts in the run's images/s.
-			if trainSecs > 0 {
-				res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
-				res.TrainTime = time.Duration(trainSecs * float64(time.Second))
-			}
-			return res, err
-		}
-		// Interrupted, or a peer failed: the weights are those of the
-		// last completed iteration (the update follows the exchange), so
-		// keep them.
-		return res, t.interrupted(ctx, res, done, err, withModelCtx)
-	}
-	res.Images, res.Epochs = t.images(res.Start + res.Iters)
-	if trainSecs > 0 {
-		res.ImagesPerSec = float64(res.Iters*t.batch*workers) / trainSecs
-		res.TrainTime = time.Duration(trainSecs * float64(time.Second))
-	}
-	replicated := !sc.Elastic() && !sc.Info().SharedWeights
-	if uses, _ := sc.UsesCenter(); uses {
-		replicated = false
-	}
-	res.Identical, res.IdenticalKnown = cfg.Group == nil && replicated, cfg.Group == nil && replicated
-	for _, rs := range t.ranks[1:] {
-		if !slices.Equal(rs.net.Params(), t.net.Params()) {
-			res.Identical = false
-		}
-	}
-	if weights != nil && t.ranks[0].rank == 0 {
-		// The model is the center: keep it as the final weights. Workers
-		// in processes of their own may still be exchanging with it:
-		// the final model waits for their last exchanges, as in one
-		// process, where every rank has finished by now.
-		if fp, ok := cen.(center.FinalPuller); ok && cfg.Group != nil {
-			weights = func(ctx context.Context, dst []float32) error { return fp.PullFinal(ctx, dst) }
-		}
-		if err := weights(ctx, t.net.Params()); err != nil {
-			return res, fmt.Errorf("train: fetching the model's final weights: %w", err)
-		}
-	}
-	if cfg.SnapshotPrefix != "" && updater != nil && !cfg.NoFinalSnapshot {
-		p, err := t.snapshot(done)
-		if err != nil {
-			return res, err
-		}
-		res.Snapshots = append(res.Snapshots, p)
-	}
-	if t.test != nil {
-		trained := time.Since(begin) - testing
-		tr, err := t.Test(ctx, done)
-		if err != nil {
-			return res, err
-		}
-		tr.Elapsed = trained
-		res.Tests = append(res.Tests, tr)
-		if err := t.reportTest(tr); err != nil {
-			return res, err
-		}
-	}
-	if t.clog != nil {
-		t.clog.Infof("solver.cpp", 332, "Optimization Done.")
-		if err := t.clog.Err(); err != nil {
-			return res, fmt.Errorf("train: writing the Caffe log: %w", err)
-		}
-	}
-	res.Wall = time.Since(begin)
-	return res, nil
+	return t.runGeneration(ctx, d.Endpoint)
 }
 
 // metricsHook wraps next so that rank r also writes a metrics line after
@@ -876,8 +424,8 @@ func (t *Trainer) metricsHook(r int, n *node.Rank, comp *netComputer, next func(
 		m.WaitMS = ms(st.Phase[node.PhaseWait] - lastStats.Phase[node.PhaseWait])
 		m.CommBusy = ms(st.CommBusy - lastStats.CommBusy)
 		last, lastStats, lastT = cur, st, now
-		if t.cfg.OnIterMetrics != nil {
-			t.cfg.OnIterMetrics(m)
+		if t.deps.OnIterMetrics != nil {
+			t.deps.OnIterMetrics(m)
 		}
 		if t.sink != nil {
 			if err := t.sink.train(m); err != nil {

@@ -79,7 +79,7 @@ func TestTrainConverges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := tr.Run(context.Background())
+	res, err := tr.Run(context.Background(), Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := tr.Run(context.Background())
+	want, err := tr.Run(context.Background(), Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := tr.Run(context.Background())
+	res, err := tr.Run(context.Background(), Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := tr.Run(context.Background())
+	got, err := tr.Run(context.Background(), Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestResumeRejectsOtherNet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Run(context.Background()); err != nil {
+	if _, err := tr.Run(context.Background(), Deps{}); err != nil {
 		t.Fatal(err)
 	}
 	other := testConfig(t, 10)
@@ -208,7 +208,7 @@ func TestNaNLossStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = tr.Run(context.Background())
+	_, err = tr.Run(context.Background(), Deps{})
 	if err == nil {
 		t.Fatal("training with base_lr 1e30 succeeded")
 	}
@@ -249,7 +249,7 @@ func TestCancelWritesSnapshot(t *testing.T) {
 	cfg.SnapshotPrefix = filepath.Join(dir, "s")
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	cfg.OnIter = func(int, float64, time.Duration) {
+	onIter := func(int, float64, time.Duration) {
 		if n++; n == 7 {
 			cancel()
 		}
@@ -258,7 +258,7 @@ func TestCancelWritesSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := tr.Run(ctx)
+	res, err := tr.Run(ctx, Deps{OnIter: onIter})
 	if err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Fatalf("got %v, want a cancellation error that says how to resume", err)
 	}
@@ -271,12 +271,12 @@ func TestLossIsFiniteAndDecreases(t *testing.T) {
 	cfg := testConfig(t, 200)
 	cfg.Test = model.Spec{}
 	var losses []float64
-	cfg.OnIter = func(_ int, loss float64, _ time.Duration) { losses = append(losses, loss) }
+	onIter := func(_ int, loss float64, _ time.Duration) { losses = append(losses, loss) }
 	tr, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Run(context.Background()); err != nil {
+	if _, err := tr.Run(context.Background(), Deps{OnIter: onIter}); err != nil {
 		t.Fatal(err)
 	}
 	mean := func(x []float64) float64 {
@@ -305,12 +305,12 @@ func TestDisplayedLoss(t *testing.T) {
 		var out bytes.Buffer
 		cfg.Out = &out
 		var losses []float64
-		cfg.OnIter = func(_ int, loss float64, _ time.Duration) { losses = append(losses, loss) }
+		onIter := func(_ int, loss float64, _ time.Duration) { losses = append(losses, loss) }
 		tr, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tr.Run(context.Background()); err != nil {
+		if _, err := tr.Run(context.Background(), Deps{OnIter: onIter}); err != nil {
 			t.Fatal(err)
 		}
 		re := regexp.MustCompile(`iter +(\d+)/12  loss ([0-9.]+)`)

@@ -131,10 +131,10 @@ func (c *Config) validate() error {
 	}
 	if _, isTCP := c.Stream.(TCP); c.Token == "" && c.Size > 1 && (c.Stream == nil || isTCP) {
 		if !netguard.IsLoopback(c.Listen) {
-			return fmt.Errorf("tcp: rank %d listens on %s, beyond loopback, and needs a token (--token or DSGD_TOKEN): without one any host could join", c.Rank, c.Listen)
+			return fmt.Errorf("tcp: rank %d listens on %s, beyond loopback, and needs a token (Config.Token): without one any host could join", c.Rank, c.Listen)
 		}
 		if c.Rank == 0 && !netguard.IsLoopback(c.Rendezvous) {
-			return fmt.Errorf("tcp: the rendezvous on %s, beyond loopback, needs a token (--token or DSGD_TOKEN): without one any host could join", c.Rendezvous)
+			return fmt.Errorf("tcp: the rendezvous on %s, beyond loopback, needs a token (Config.Token): without one any host could join", c.Rendezvous)
 		}
 	}
 	if c.Timeout < 0 {

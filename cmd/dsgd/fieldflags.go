@@ -1,0 +1,73 @@
+package main
+
+import "strings"
+
+// The libraries name the run's settings by their Config fields
+// ("Config.Compress bf16 with Config.Workers 1"; train's, and the token
+// of rpc's and tcp's, the store of ps's); the command prints the flags
+// that set them ("--compress bf16 with --workers 1"). fieldFlags
+// maps each field (or a phrase of field and value, listed before the
+// field alone) to its flag, the phrases worded as the command said them
+// before the libraries named fields; a replacer takes the first entry
+// that matches at each point of the message.
+var fieldFlags = []string{
+	"Config.Resume", "--resume",
+	"Config.Weights", "--weights",
+	"Config.CompressWarmup", "--compress-warmup",
+	"Config.Compress", "--compress",
+	"use float sums (Config.Exact false)", "use --reduce fast",
+	"Config.Exact false", "--reduce fast",
+	"Config.Exact", "--reduce exact",
+	"Config.Workers", "--workers",
+	"Config.Scheme", "--scheme",
+	"Config.Interval", "--interval",
+	"Config.Elastic", "--elastic",
+	"Config.SnapshotPrefix (or none)", "--snapshot-prefix (or \"none\")",
+	"Config.SnapshotPrefix", "--snapshot-prefix",
+	"runs in one process only (no Config.Group)", "runs with --transport inproc only",
+	"a multi-process group (Config.Group) across", "--transport tcp across",
+	"Config.Group", "--transport tcp",
+	"Config.Token", "--token or DSGD_TOKEN",
+	"same store (ClientConfig.Store, ServerConfig.Store)", "same --store",
+}
+
+// testFieldFlags is dsgd test's table: the snapshot it resumes from is
+// its --weights.
+var testFieldFlags = append([]string{"Config.Resume", "--weights"}, fieldFlags...)
+
+var (
+	trainFlagNames = strings.NewReplacer(fieldFlags...)
+	testFlagNames  = strings.NewReplacer(testFieldFlags...)
+)
+
+// flagNamesFor is command name's table.
+func flagNamesFor(name string) *strings.Replacer {
+	if name == "test" {
+		return testFlagNames
+	}
+	return trainFlagNames
+}
+
+// flagError is a library error whose message names the command's flags
+// instead of the Config fields they set; it unwraps to the original, so
+// errors.Is and errors.As see through it.
+type flagError struct {
+	err error
+	msg string
+}
+
+func (e *flagError) Error() string { return e.msg }
+func (e *flagError) Unwrap() error { return e.err }
+
+// asFlags returns err with the Config fields in its message renamed to
+// flags by r; err itself when it names none.
+func asFlags(err error, r *strings.Replacer) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if out := r.Replace(msg); out != msg {
+		return &flagError{err: err, msg: out}
+	}
+	return err
+}
