@@ -175,9 +175,10 @@ static const dnnl_memory_desc_t *qmd(dnnl_primitive_desc_t pd, dnnl_query_t q) {
 	return p_dnnl_primitive_desc_query_md(pd, q, 0);
 }
 
-// dsgd_conv_create builds the three primitives of one convolution. g is 0
-// for an ungrouped convolution. It returns NULL and sets *why on failure.
-conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, const char **why) {
+// conv_create builds the three primitives of one convolution on algorithm
+// alg. g is 0 for an ungrouped convolution. On failure it sets *why and
+// returns what it built, for dsgd_conv_free.
+static conv_t *conv_create(const int64_t *v, int g, int bias, dnnl_alg_kind_t alg, const char **why) {
 	// v: N C H W OC OH OW KH KW SH SW PT PL PB PR DH DW
 	int64_t N = v[0], C = v[1], H = v[2], W = v[3], OC = v[4], OH = v[5], OW = v[6];
 	dnnl_dims_t src_d = {N, C, H, W}, dst_d = {N, OC, OH, OW}, bia_d = {OC};
@@ -214,15 +215,15 @@ conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, const char **why) {
 	*why = "stream";
 	if (p_dnnl_stream_create(&c->s, eng, dnnl_stream_default_flags) != dnnl_success) goto fail;
 	*why = "forward descriptor";
-	if (p_dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct,
+	if (p_dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, alg,
 	        &a_src, &a_wei, bias ? &u_bia : NULL, &a_dst, strides, dil, pl, pr) != dnnl_success) goto fail;
 	if (p_dnnl_primitive_desc_create(&fpd, &fd, attr, eng, NULL) != dnnl_success) goto fail;
 	*why = "backward-data descriptor";
-	if (p_dnnl_dilated_convolution_backward_data_desc_init(&dd, dnnl_convolution_direct,
+	if (p_dnnl_dilated_convolution_backward_data_desc_init(&dd, alg,
 	        &a_src, &a_wei, &a_dst, strides, dil, pl, pr) != dnnl_success) goto fail;
 	if (p_dnnl_primitive_desc_create(&dpd, &dd, attr, eng, fpd) != dnnl_success) goto fail;
 	*why = "backward-weights descriptor";
-	if (p_dnnl_dilated_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct,
+	if (p_dnnl_dilated_convolution_backward_weights_desc_init(&wd, alg,
 	        &a_src, &a_wei, bias ? &u_bia : NULL, &a_dst, strides, dil, pl, pr) != dnnl_success) goto fail;
 	if (p_dnnl_primitive_desc_create(&wpd, &wd, attr, eng, fpd) != dnnl_success) goto fail;
 	impl_copy(c->impl_f, sizeof c->impl_f, fpd);
@@ -266,6 +267,18 @@ fail:
 	if (dpd) p_dnnl_primitive_desc_destroy(dpd);
 	if (wpd) p_dnnl_primitive_desc_destroy(wpd);
 	return c; // caller frees with dsgd_conv_free
+}
+
+// dsgd_conv_create: with wino set, oneDNN's Winograd kernels first (it
+// has them for 3x3 stride-1 convolutions from AVX-512 up, for all three
+// passes), the direct ones where any of the three is missing.
+conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, int wino, const char **why) {
+	if (wino) {
+		conv_t *c = conv_create(v, g, bias, dnnl_convolution_winograd, why);
+		if (!*why) return c;
+		dsgd_conv_free(c);
+	}
+	return conv_create(v, g, bias, dnnl_convolution_direct, why);
 }
 
 void dsgd_conv_free(conv_t *c) {
