@@ -183,9 +183,12 @@ func (l *batchNormLayer) forwardChannels(lo, hi, _ int) {
 			// this top would write, bit for bit.
 			a, b := f.scaleBias(c)
 			for n := range l.num {
-				xn := l.plane(l.xnorm, n, c)
+				xn, y := l.plane(l.xnorm, n, c), l.plane(l.y, n, c)
 				simd.Normalize(xn, nil, l.plane(l.x, n, c), mu, inv)
-				simd.Affine(l.plane(l.y, n, c), xn, a, b)
+				simd.Affine(y, xn, a, b)
+				if r := f.relu; r != nil {
+					simd.SelectScaled(y, y, y, r.slope)
+				}
 			}
 			continue
 		}
@@ -283,13 +286,21 @@ func (l *batchNormLayer) backwardChannels(lo, hi, _ int) {
 // BatchNorm's sums backward). Forward tops are the same bits as unjoined;
 // the bottom gradient differs by rounding (scale·Σdy·x̂ in place of
 // Σ(scale·dy)·x̂).
+//
+// A ReLU (slope 0 or more) that runs next in place joins them too
+// (FuseReLU): the BatchNorm rectifies each plane after the Scale's
+// Affine, and the Scale's Backward masks dy by the top's sign before its
+// sums, the ReLU doing neither pass; the same kernels on the same values,
+// so the same bits.
 type bnScale struct {
-	bn *batchNormLayer
-	sc *scaleLayer
+	bn   *batchNormLayer
+	sc   *scaleLayer
+	relu *reluLayer // nil: none joined
 	// on: the current pass runs joined (the shapes fit; decided in the
 	// BatchNorm's Forward). ready: the Scale's Backward has left its sums
-	// in sc.accScale and sc.accBias for the BatchNorm's.
-	on, ready bool
+	// in sc.accScale and sc.accBias for the BatchNorm's. mask: the ReLU's
+	// Backward left its gradient for the Scale's to mask.
+	on, ready, mask bool
 }
 
 // fits reports whether the Scale's current shape is one scale element per
@@ -323,5 +334,19 @@ func FuseBatchNormScale(bn, sc Layer) bool {
 	f := &bnScale{bn: b, sc: s}
 	b.fuse, s.fuse = f, f
 	s.in = nil // x̂ is the BatchNorm's; Forward allocates it if a pass runs unjoined
+	return true
+}
+
+// FuseReLU joins a ReLU with a slope of 0 or more to the BatchNorm and
+// Scale that FuseBatchNormScale joined as sc (see bnScale). The caller
+// promises that it runs right after sc, in place on sc's top, which
+// carries no loss weight. It reports whether they were joined.
+func FuseReLU(sc, relu Layer) bool {
+	s, ok := sc.(*scaleLayer)
+	r, ok2 := relu.(*reluLayer)
+	if !ok || !ok2 || s.fuse == nil || s.fuse.relu != nil || r.fuse != nil || r.slope < 0 {
+		return false
+	}
+	s.fuse.relu, r.fuse = r, s.fuse
 	return true
 }

@@ -59,6 +59,7 @@ type scaleLayer struct {
 	wantBias     bool      // Backward sums the bias's gradient
 	keep         bool      // Forward copies x to in (in place)
 	fusedDx      bool      // Backward takes its sums for the joined BatchNorm and leaves dy as dx
+	mask         []float32 // Backward first sets dy to 0 where this is not positive (a joined ReLU's pass); nil: not
 	fwdFn, bwdFn func(lo, hi, worker int)
 
 	fuse *bnScale // the BatchNorm whose top this Scale runs on, when joined
@@ -213,14 +214,19 @@ func (l *scaleLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom [
 		l.dx = bottom[0].Diff
 	}
 	l.fusedDx = joined && l.dx != nil
+	if joined && l.fuse.mask {
+		l.mask = top[0].Data
+	}
 	l.wantScale = (l.scale != nil && l.want(0)) || (l.scale == nil && propagateDown[1])
 	l.wantBias = l.bias != nil && l.want(len(l.params)-1)
-	if l.wantScale || l.wantBias || l.dx != nil {
+	if l.wantScale || l.wantBias || l.dx != nil || l.mask != nil {
 		l.pool.For(l.dim, l.workers(len(l.dy)), l.bwdFn)
 	}
 	if joined {
 		l.fuse.ready = l.fusedDx
+		l.fuse.mask = false
 	}
+	l.mask = nil
 	switch {
 	case l.scale != nil && l.wantScale:
 		for d, v := range l.accScale {
@@ -242,17 +248,28 @@ func (l *scaleLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom [
 // backwardRows sums the scale's and the bias's gradients of elements [lo,
 // hi) over the outer slices (Σ dy·x and Σ dy) and then, when wanted,
 // writes dx = dy·scale: in place dx is dy, so the sums come first. Joined
-// to a BatchNorm (fusedDx) it takes the sums and leaves dy for it.
+// to a BatchNorm (fusedDx) it takes the sums and leaves dy for it, after
+// masking dy as a joined ReLU would have (mask).
 func (l *scaleLayer) backwardRows(lo, hi, _ int) {
 	for d := lo; d < hi; d++ {
-		if l.wantScale || l.wantBias || l.fusedDx {
+		if sums := l.wantScale || l.wantBias || l.fusedDx; sums || l.mask != nil {
+			// Each row masked (when a ReLU is joined) and summed while it
+			// is in cache.
 			var s, p float64
 			for o := range l.outer {
-				sd, sdx := simd.SumDot(l.row(l.dy, o, d), l.row(l.x, o, d))
-				s += float64(sd)
-				p += float64(sdx)
+				dy := l.row(l.dy, o, d)
+				if l.mask != nil {
+					simd.SelectScaled(dy, l.row(l.mask, o, d), dy, l.fuse.relu.slope)
+				}
+				if sums {
+					sd, sdx := simd.SumDot(dy, l.row(l.x, o, d))
+					s += float64(sd)
+					p += float64(sdx)
+				}
 			}
-			l.accScale[d], l.accBias[d] = p, s
+			if sums {
+				l.accScale[d], l.accBias[d] = p, s
+			}
 		}
 		if l.dx != nil && !l.fusedDx {
 			for o := range l.outer {

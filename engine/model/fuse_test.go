@@ -11,16 +11,21 @@ import (
 
 // residualBNNet: two BatchNorm + Scale pairs as a ResNet has them, one
 // BatchNorm writing a top of its own and one in place, a Scale without a
-// bias, their sum through an in-place ReLU; and a BatchNorm whose Scale
-// writes a top of its own, which is not joined.
-func residualBNNet() testNet {
+// bias, each followed by an in-place leaky ReLU (the positive slope's
+// joins, the negative slope's does not), their sum through an in-place
+// ReLU; and a BatchNorm whose Scale writes a top of its own, which is not
+// joined. Without relus the leaky ReLUs are left out: TestNetGradients
+// checks that net, whose few values per channel put too many units near
+// the ReLUs' kinks for finite differences at Caffe's step (joined or
+// not); bnNet's ReLU, joined, is checked there.
+func residualBNNet(relus bool) testNet {
 	bn := func(name, bottom, top string) LayerSpec {
 		return unary(name, bottom, top, &layers.BatchNormConfig{MovingAverageFraction: 0.9, Eps: 1e-5})
 	}
 	sc := func(name, bottom, top string, bias bool) LayerSpec {
 		return unary(name, bottom, top, &layers.ScaleConfig{Axis: 1, NumAxes: 1, Filler: gauss(1), BiasTerm: bias, BiasFiller: gauss(0.5)})
 	}
-	return testNet{
+	tn := testNet{
 		name: "residual-batchnorm",
 		spec: Spec{Name: "residual-batchnorm", Inputs: []string{"data", "label"}, Layers: []LayerSpec{
 			conv("conv1", "data", "c1", 3, 3, 1),
@@ -39,9 +44,16 @@ func residualBNNet() testNet {
 		inputs:  map[string]tensor.Shape{"data": {4, 2, 5, 5}, "label": {4}},
 		classes: 3,
 	}
+	if relus {
+		l := tn.spec.Layers
+		relu1 := unary("relu1", "b1", "b1", &layers.ReLUConfig{NegativeSlope: 0.1})
+		relu2 := unary("relu2", "c2", "c2", &layers.ReLUConfig{NegativeSlope: -0.5})
+		tn.spec.Layers = slices.Concat(l[:3], []LayerSpec{relu1}, l[3:6], []LayerSpec{relu2}, l[6:])
+	}
+	return tn
 }
 
-// TestFusedBatchNormScale runs nets with BatchNorm + Scale pairs joined
+// TestFusedBatchNormScale runs nets with BatchNorm + Scale (+ ReLU) joined
 // (the default) and unjoined (Options.Unfused), from the same weights and
 // inputs, for two iterations: every blob and the loss are the same bits
 // (the joined BatchNorm writes what the Scale would), and so are the
@@ -53,8 +65,9 @@ func TestFusedBatchNormScale(t *testing.T) {
 		tn    testNet
 		fused []string
 	}{
-		{bnNet(), []string{"bn1+scale1"}},
-		{residualBNNet(), []string{"bn1+scale1", "bn2+scale2"}},
+		{bnNet(), []string{"bn1+scale1+relu1"}},
+		{residualBNNet(true), []string{"bn1+scale1+relu1", "bn2+scale2"}},
+		{residualBNNet(false), []string{"bn1+scale1", "bn2+scale2"}},
 	} {
 		for _, threads := range []int{1, 3} {
 			a := tc.tn.build(t, Options{Seed: 5, Threads: threads}, 9)

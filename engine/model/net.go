@@ -276,7 +276,8 @@ func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (
 // fuseLayers joins each BatchNorm to a Scale that runs right after it, in
 // place on its one top (layers.FuseBatchNormScale: the ResNets' BatchNorm
 // + Scale pairs), so the two make two passes over the blob each way where
-// they made four. Nothing reads that top between them (they are adjacent,
+// they made four, and a ReLU that runs next in place to them
+// (layers.FuseReLU), saving its pass each way. Nothing reads that top between them (they are adjacent,
 // and an in-place reader takes no split part), and a top with a loss
 // weight, whose value after the BatchNorm counts, is left alone.
 func (n *Net) fuseLayers() {
@@ -285,13 +286,23 @@ func (n *Net) fuseLayers() {
 		if len(a.top) != 1 || len(b.bottom) != 1 || len(b.top) != 1 || b.bottom[0] != a.top[0] || b.top[0] != a.top[0] || a.lossWeight[0] != 0 {
 			continue
 		}
-		if layers.FuseBatchNormScale(a.layer, b.layer) {
-			n.fused = append(n.fused, a.spec.Name+"+"+b.spec.Name)
+		if !layers.FuseBatchNormScale(a.layer, b.layer) {
+			continue
 		}
+		name := a.spec.Name + "+" + b.spec.Name
+		if i+2 < len(n.nodes) {
+			c := n.nodes[i+2]
+			if len(c.bottom) == 1 && len(c.top) == 1 && c.bottom[0] == b.top[0] && c.top[0] == b.top[0] && b.lossWeight[0] == 0 &&
+				layers.FuseReLU(b.layer, c.layer) {
+				name += "+" + c.spec.Name
+			}
+		}
+		n.fused = append(n.fused, name)
 	}
 }
 
-// Fused names the layer pairs fuseLayers joined, "bn+scale", in net order.
+// Fused names the layers fuseLayers joined, "bn+scale" or
+// "bn+scale+relu", in net order.
 func (n *Net) Fused() []string { return n.fused }
 
 func layerWhere(ls LayerSpec) string {
