@@ -137,7 +137,7 @@ func (l *batchNormLayer) Forward(bottom, top []*tensor.Blob) {
 	}
 	if f := l.fuse; f != nil {
 		f.on = f.fits()
-		f.ready = false
+		f.ready, f.mask = false, false
 	}
 	l.x, l.y = bottom[0].Data, top[0].Data
 	l.pool.For(l.channels, l.workers(), l.fwdFn)
