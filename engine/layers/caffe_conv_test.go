@@ -502,7 +502,7 @@ func TestConvTwoPairsOneDNN(t *testing.T) {
 	defer func(w bool) { dnnlWinograd = w }(dnnlWinograd)
 	cfg := &ConvolutionConfig{NumOutput: 16, Group: 1, BiasTerm: true, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}
 	for _, wino := range []bool{false, true} {
-		dnnlWinograd = wino
+		SetWinograd(wino)
 		for _, ctx := range []Context{{}, {Threads: 2}} {
 			bottom, top := caffeConvFixture(rand.New(rand.NewPCG(4, 4)), 2, 2, 16, 5, 5)
 			l := newTestLayer(t, cfg, ctx, bottom, top)

@@ -79,6 +79,12 @@ func ConvEngine() (engine string, why string) {
 // the machine's load. Tests turn it off to compare the two.
 var dnnlWinograd = true
 
+// SetWinograd chooses, for the convolutions built after it, whether 3×3
+// stride-1 convolutions take oneDNN's Winograd kernels where it has them
+// (true, the default) or always its direct ones, whose results are closer
+// to im2col+GEMM's (within 1e-5 relative, against Winograd's 1e-4).
+func SetWinograd(on bool) { dnnlWinograd = on }
+
 // dnnlState is a convolution layer's oneDNN side.
 type dnnlState struct {
 	on    bool
