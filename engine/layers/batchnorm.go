@@ -62,6 +62,8 @@ type batchNormLayer struct {
 	// are bound once so passing them allocates nothing.
 	x, y, dy, dx []float32
 	fwdFn, bwdFn func(lo, hi, worker int)
+
+	fuse *bnScale // the Scale that follows in place, when FuseBatchNormScale joined them
 }
 
 // bnPerThread is the element count below which another thread costs more
@@ -133,6 +135,10 @@ func (l *batchNormLayer) Forward(bottom, top []*tensor.Blob) {
 			l.variance[c] = s * l.params[1].Blob.Data[c]
 		}
 	}
+	if f := l.fuse; f != nil {
+		f.on = f.fits()
+		f.ready, f.mask = false, false
+	}
 	l.x, l.y = bottom[0].Data, top[0].Data
 	l.pool.For(l.channels, l.workers(), l.fwdFn)
 	l.x, l.y = nil, nil
@@ -172,6 +178,20 @@ func (l *batchNormLayer) forwardChannels(lo, hi, _ int) {
 		}
 		l.std[c] = float32(math.Sqrt(float64(l.variance[c]) + float64(l.eps)))
 		mu, inv := l.mean[c], 1/l.std[c]
+		if f := l.fuse; f != nil && f.on {
+			// The Scale's output straight away: what its Affine over
+			// this top would write, bit for bit.
+			a, b := f.scaleBias(c)
+			for n := range l.num {
+				xn, y := l.plane(l.xnorm, n, c), l.plane(l.y, n, c)
+				simd.Normalize(xn, nil, l.plane(l.x, n, c), mu, inv)
+				simd.Affine(y, xn, a, b)
+				if r := f.relu; r != nil {
+					simd.SelectScaled(y, y, y, r.slope)
+				}
+			}
+			continue
+		}
 		for n := range l.num {
 			var xn []float32
 			if !l.global {
@@ -204,6 +224,9 @@ func (l *batchNormLayer) Backward(top []*tensor.Blob, propagateDown []bool, bott
 	l.dy, l.dx = top[0].Diff, bottom[0].Diff
 	l.pool.For(l.channels, l.workers(), l.bwdFn)
 	l.dy, l.dx = nil, nil
+	if l.fuse != nil {
+		l.fuse.ready = false
+	}
 }
 
 // backwardChannels writes the input gradient of channels [lo, hi): dy/std
@@ -216,6 +239,22 @@ func (l *batchNormLayer) backwardChannels(lo, hi, _ int) {
 		if l.global {
 			for n := range l.num {
 				simd.Affine(l.plane(l.dx, n, c), l.plane(l.dy, n, c), inv, 0)
+			}
+			continue
+		}
+		if f := l.fuse; f != nil && f.on && f.ready {
+			// dy is the Scale's output gradient, left unscaled: the
+			// input gradient is scale·inv·(dy − mean(dy) − mean(dy·y)·y),
+			// with the sums the Scale's Backward took for its own
+			// gradients.
+			a, b := f.sc.accBias[c], f.sc.accScale[c]
+			if m > 0 {
+				a /= m
+				b /= m
+			}
+			g, _ := f.scaleBias(c)
+			for n := range l.num {
+				simd.NormBackward(l.plane(l.dx, n, c), l.plane(l.dy, n, c), l.plane(l.xnorm, n, c), float32(a), float32(b), g*inv)
 			}
 			continue
 		}
@@ -233,4 +272,81 @@ func (l *batchNormLayer) backwardChannels(lo, hi, _ int) {
 			simd.NormBackward(l.plane(l.dx, n, c), l.plane(l.dy, n, c), l.plane(l.xnorm, n, c), float32(a), float32(b), inv)
 		}
 	}
+}
+
+// bnScale joins a BatchNorm with batch statistics and the Scale (a learned
+// per-channel scale, optionally a bias) that runs in place on its top as
+// its only reader, as every ResNet's BatchNorm + Scale pair does: the
+// BatchNorm writes the Scale's output directly (x̂ to its own buffer, then
+// scale·x̂ + bias from it, while the channel is in cache) and the Scale's
+// Forward does nothing; in Backward the Scale takes its sums Σdy and Σdy·x̂
+// from x̂ as before but leaves dy in place unscaled, and the BatchNorm uses
+// those sums instead of taking its own over scale·dy. Two passes over the
+// blob saved each way (Scale's copy and Affine forward, its Affine and the
+// BatchNorm's sums backward). Forward tops are the same bits as unjoined;
+// the bottom gradient differs by rounding (scale·Σdy·x̂ in place of
+// Σ(scale·dy)·x̂).
+//
+// A ReLU (slope 0 or more) that runs next in place joins them too
+// (FuseReLU): the BatchNorm rectifies each plane after the Scale's
+// Affine, and the Scale's Backward masks dy by the top's sign before its
+// sums, the ReLU doing neither pass; the same kernels on the same values,
+// so the same bits.
+type bnScale struct {
+	bn   *batchNormLayer
+	sc   *scaleLayer
+	relu *reluLayer // nil: none joined
+	// on: the current pass runs joined (the shapes fit; decided in the
+	// BatchNorm's Forward). ready: the Scale's Backward has left its sums
+	// in sc.accScale and sc.accBias for the BatchNorm's. mask: the ReLU's
+	// Backward left its gradient for the Scale's to mask.
+	on, ready, mask bool
+}
+
+// fits reports whether the Scale's current shape is one scale element per
+// BatchNorm channel over the same planes.
+func (f *bnScale) fits() bool {
+	b, s := f.bn, f.sc
+	return !b.global && s.scale != nil && s.ax == 1 && s.dim == b.channels && s.outer == b.num && s.inner == b.spatial
+}
+
+// scaleBias is channel c's scale and bias (0 without a bias term).
+func (f *bnScale) scaleBias(c int) (a, b float32) {
+	a = f.sc.scale.Data[c]
+	if f.sc.bias != nil {
+		b = f.sc.bias.Data[c]
+	}
+	return a, b
+}
+
+// FuseBatchNormScale joins bn, a BatchNorm, and sc, a Scale with a learned
+// scale: see bnScale. The caller (the net) promises that sc runs right
+// after bn, in place on bn's only top, that nothing else reads that top's
+// value between them, and that the top carries no loss weight. It reports
+// whether they were joined: only a BatchNorm with batch statistics and a
+// one-bottom Scale on axis 1 are, and each layer only once.
+func FuseBatchNormScale(bn, sc Layer) bool {
+	b, ok := bn.(*batchNormLayer)
+	s, ok2 := sc.(*scaleLayer)
+	if !ok || !ok2 || b.global || s.scale == nil || s.ax != 1 || b.fuse != nil || s.fuse != nil {
+		return false
+	}
+	f := &bnScale{bn: b, sc: s}
+	b.fuse, s.fuse = f, f
+	s.in = nil // x̂ is the BatchNorm's; Forward allocates it if a pass runs unjoined
+	return true
+}
+
+// FuseReLU joins a ReLU with a slope of 0 or more to the BatchNorm and
+// Scale that FuseBatchNormScale joined as sc (see bnScale). The caller
+// promises that it runs right after sc, in place on sc's top, which
+// carries no loss weight. It reports whether they were joined.
+func FuseReLU(sc, relu Layer) bool {
+	s, ok := sc.(*scaleLayer)
+	r, ok2 := relu.(*reluLayer)
+	if !ok || !ok2 || s.fuse == nil || s.fuse.relu != nil || r.fuse != nil || r.slope < 0 {
+		return false
+	}
+	s.fuse.relu, r.fuse = r, s.fuse
+	return true
 }

@@ -3,6 +3,7 @@ package layers
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"dsgd/engine/tensor"
@@ -488,21 +489,38 @@ func TestTorchConvFixtures(t *testing.T) {
 
 // TestConvTwoPairsOneDNN runs two pairs through a convolution oneDNN takes
 // (channels filling its blocks): tops against the reference, gradients
-// (summed over the pairs) against finite differences on sampled elements.
+// (summed over the pairs) against finite differences on sampled elements;
+// on oneDNN's direct kernels and on its Winograd ones (where it has them).
+// The objective is linear in every bottom and param of a convolution, so a
+// central difference is exact at any step: Winograd's takes a large one,
+// since its forward rounding (1e-5 of an output, against the direct
+// kernels' 1e-7) divided by a 1e-2 step swamps the check.
 func TestConvTwoPairsOneDNN(t *testing.T) {
 	if !dnnlReady() {
 		t.Skip("oneDNN is not available in this build")
 	}
+	defer func(w bool) { dnnlWinograd = w }(dnnlWinograd)
 	cfg := &ConvolutionConfig{NumOutput: 16, Group: 1, BiasTerm: true, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}
-	for _, ctx := range []Context{{}, {Threads: 2}} {
-		bottom, top := caffeConvFixture(rand.New(rand.NewPCG(4, 4)), 2, 2, 16, 5, 5)
-		l := newTestLayer(t, cfg, ctx, bottom, top)
-		if !l.(*convLayer).dn.on {
-			t.Skipf("oneDNN does not take the geometry: %s", l.(*convLayer).Kernel())
+	for _, wino := range []bool{false, true} {
+		SetWinograd(wino)
+		for _, ctx := range []Context{{}, {Threads: 2}} {
+			bottom, top := caffeConvFixture(rand.New(rand.NewPCG(4, 4)), 2, 2, 16, 5, 5)
+			l := newTestLayer(t, cfg, ctx, bottom, top)
+			if !l.(*convLayer).dn.on {
+				t.Skipf("oneDNN does not take the geometry: %s", l.(*convLayer).Kernel())
+			}
+			k := l.(*convLayer).Kernel()
+			if !wino && strings.Contains(k, "wino") {
+				t.Fatalf("Winograd off, but the convolution runs %s", k)
+			}
+			step := 1e-2
+			if strings.Contains(k, "wino") {
+				step = 1
+			}
+			l.Forward(bottom, top)
+			checkAgainstRef(t, l, cfg, mustResolve(t, cfg, bottom[0].Shape), bottom, top)
+			checkGradients(t, l, bottom, top, gradCheck{Step: step, Threshold: 1e-3, MaxPerBlob: 60, Seed: 1})
 		}
-		l.Forward(bottom, top)
-		checkAgainstRef(t, l, cfg, mustResolve(t, cfg, bottom[0].Shape), bottom, top)
-		checkGradients(t, l, bottom, top, gradCheck{Step: 1e-2, Threshold: 1e-3, MaxPerBlob: 60, Seed: 1})
 	}
 }
 

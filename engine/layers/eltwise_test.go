@@ -2,6 +2,7 @@ package layers
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -127,6 +128,45 @@ func TestEltwiseErrors(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
+
+// TestEltwiseUnitSumPieces runs the unit-coefficient SUM's piecewise,
+// threaded path on blobs of several pieces and a ragged end, against the
+// plain loops: the same top (a + b + c, left to right) and each bottom's
+// gradient a copy of the top's, on 1 and 3 threads, one bottom not
+// propagated.
+func TestEltwiseUnitSumPieces(t *testing.T) {
+	n := 5*eltwisePiece + 77
+	for _, threads := range []int{1, 3} {
+		r := rand.New(rand.NewPCG(5, 6))
+		bottom := []*tensor.Blob{hlBlob(r, "a", 2, n), hlBlob(r, "b", 2, n), hlBlob(r, "c", 2, n)}
+		top := []*tensor.Blob{tensor.NewBlob("y")}
+		l := newTestLayer(t, &EltwiseConfig{Operation: EltwiseSum}, Context{Threads: threads}, bottom, top)
+		l.Forward(bottom, top)
+		for i, y := range top[0].Data {
+			if want := bottom[0].Data[i] + bottom[1].Data[i] + bottom[2].Data[i]; y != want {
+				t.Fatalf("threads %d: top[%d] = %v, want %v", threads, i, y, want)
+			}
+		}
+		fillGaussianDiff(top[0], r)
+		for _, b := range bottom {
+			for i := range b.Diff {
+				b.Diff[i] = -7
+			}
+		}
+		l.Backward(top, []bool{true, false, true}, bottom)
+		for k, b := range bottom {
+			for i, d := range b.Diff {
+				want := top[0].Diff[i]
+				if k == 1 {
+					want = -7
+				}
+				if d != want {
+					t.Fatalf("threads %d: bottom %d diff[%d] = %v, want %v", threads, k, i, d, want)
+				}
+			}
 		}
 	}
 }

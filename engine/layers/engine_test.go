@@ -35,6 +35,8 @@ func TestEnginesAgree(t *testing.T) {
 		{"caffenet conv2 (groups)", conv(64, 5, 1, 2, 2), []int{4, 32, 13, 13}},
 		{"dilated conv", &ConvolutionConfig{NumOutput: 32, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 2, PadW: 2,
 			DilationH: 2, DilationW: 2, Group: 1, BiasTerm: true}, []int{4, 16, 11, 11}},
+		{"3x3 stride 1 (Winograd from AVX-512 up)", conv(32, 3, 1, 1, 1), []int{4, 32, 14, 14}},
+		{"3x3 stride 1, 7x7, 128 channels (Winograd)", conv(128, 3, 1, 1, 1), []int{2, 128, 7, 7}},
 		{"strided first layer", conv(16, 11, 4, 0, 1), []int{4, 3, 51, 51}},
 		{"1x1 stride 2 projection, last row in no window", &ConvolutionConfig{NumOutput: 32, KernelH: 1, KernelW: 1, StrideH: 2, StrideW: 2,
 			Group: 1}, []int{4, 16, 14, 14}},
@@ -74,6 +76,14 @@ func TestEnginesAgree(t *testing.T) {
 		}
 		if onDnnl(l) != want {
 			t.Fatalf("%s: on oneDNN %v, want %v (%s)", name, onDnnl(l), want, l.(KernelReporter).Kernel())
+		}
+		// 3×3 stride-1 convolutions take oneDNN's Winograd kernels
+		// where it has them (AVX-512), the direct ones below.
+		if c, ok := cfg.(*ConvolutionConfig); ok && want && c.KernelH == 3 && c.StrideH == 1 && c.DilationH <= 1 && c.Group == 1 {
+			k := l.(KernelReporter).Kernel()
+			if wino := strings.HasPrefix(isa, "avx512"); strings.Contains(k, "wino") != wino {
+				t.Fatalf("%s: runs %q on ISA %s, want Winograd %v", name, k, isa, wino)
+			}
 		}
 		// Never oneDNN's reference code: its JIT kernels, or dsgd's own.
 		if k := l.(KernelReporter).Kernel(); want && (!strings.HasPrefix(k, "oneDNN ") || strings.Contains(k, "ref")) {

@@ -39,6 +39,8 @@ type reluLayer struct {
 	// bound once so passing it allocates nothing.
 	dst, ref, v []float32
 	fn          func(lo, hi, worker int)
+
+	fuse *bnScale // the BatchNorm and Scale before it, when FuseReLU joined them
 }
 
 // reluPerThread is the element count below which another thread costs more
@@ -74,6 +76,9 @@ func (l *reluLayer) Reshape(bottom, top []*tensor.Blob) error {
 }
 
 func (l *reluLayer) Forward(bottom, top []*tensor.Blob) {
+	if l.fuse != nil && l.fuse.on {
+		return // the BatchNorm rectified its output
+	}
 	x, y := bottom[0].Data, top[0].Data
 	if l.slope < 0 {
 		copy(l.in, x)
@@ -82,6 +87,10 @@ func (l *reluLayer) Forward(bottom, top []*tensor.Blob) {
 }
 
 func (l *reluLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []*tensor.Blob) {
+	if l.fuse != nil && l.fuse.on {
+		l.fuse.mask = propagateDown[0] // the Scale's Backward masks dy
+		return
+	}
 	if !propagateDown[0] {
 		return
 	}

@@ -58,7 +58,11 @@ type scaleLayer struct {
 	wantScale    bool      // Backward sums the scale's gradient
 	wantBias     bool      // Backward sums the bias's gradient
 	keep         bool      // Forward copies x to in (in place)
+	fusedDx      bool      // Backward takes its sums for the joined BatchNorm and leaves dy as dx
+	mask         []float32 // Backward first sets dy to 0 where this is not positive (a joined ReLU's pass); nil: not
 	fwdFn, bwdFn func(lo, hi, worker int)
+
+	fuse *bnScale // the BatchNorm whose top this Scale runs on, when joined
 }
 
 func (*scaleLayer) Type() string      { return "Scale" }
@@ -131,7 +135,9 @@ func (l *scaleLayer) Reshape(bottom, top []*tensor.Blob) error {
 	s := bottom[0].Shape
 	l.outer, l.dim, l.inner = s.CountRange(0, l.ax), shape.Count(), s.CountFrom(l.ax+len(shape))
 	if bottom[0] == top[0] {
-		l.in = fitBuf(l.in, bottom[0].Count())
+		if l.fuse == nil {
+			l.in = fitBuf(l.in, bottom[0].Count())
+		}
 	} else {
 		top[0].ReshapeLike(bottom[0])
 	}
@@ -162,7 +168,13 @@ func (l *scaleLayer) row(v []float32, o, d int) []float32 {
 }
 
 func (l *scaleLayer) Forward(bottom, top []*tensor.Blob) {
+	if l.fuse != nil && l.fuse.on {
+		return // the BatchNorm wrote this layer's output
+	}
 	x := bottom[0].Data
+	if bottom[0] == top[0] {
+		l.in = fitBuf(l.in, len(x))
+	}
 	l.x, l.y, l.a, l.b, l.keep = x, top[0].Data, l.scaleData(bottom), nil, bottom[0] == top[0]
 	if l.bias != nil {
 		l.b = l.bias.Data
@@ -193,15 +205,28 @@ func (l *scaleLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom [
 	if bottom[0] == top[0] {
 		l.x = l.in
 	}
+	joined := l.fuse != nil && l.fuse.on
+	if joined {
+		l.x = l.fuse.bn.xnorm
+	}
 	l.dy, l.a, l.dx = top[0].Diff, l.scaleData(bottom), nil
 	if propagateDown[0] {
 		l.dx = bottom[0].Diff
 	}
+	l.fusedDx = joined && l.dx != nil
+	if joined && l.fuse.mask {
+		l.mask = top[0].Data
+	}
 	l.wantScale = (l.scale != nil && l.want(0)) || (l.scale == nil && propagateDown[1])
 	l.wantBias = l.bias != nil && l.want(len(l.params)-1)
-	if l.wantScale || l.wantBias || l.dx != nil {
+	if l.wantScale || l.wantBias || l.dx != nil || l.mask != nil {
 		l.pool.For(l.dim, l.workers(len(l.dy)), l.bwdFn)
 	}
+	if joined {
+		l.fuse.ready = l.fusedDx
+		l.fuse.mask = false
+	}
+	l.mask = nil
 	switch {
 	case l.scale != nil && l.wantScale:
 		for d, v := range l.accScale {
@@ -222,19 +247,31 @@ func (l *scaleLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom [
 
 // backwardRows sums the scale's and the bias's gradients of elements [lo,
 // hi) over the outer slices (Σ dy·x and Σ dy) and then, when wanted,
-// writes dx = dy·scale: in place dx is dy, so the sums come first.
+// writes dx = dy·scale: in place dx is dy, so the sums come first. Joined
+// to a BatchNorm (fusedDx) it takes the sums and leaves dy for it, after
+// masking dy as a joined ReLU would have (mask).
 func (l *scaleLayer) backwardRows(lo, hi, _ int) {
 	for d := lo; d < hi; d++ {
-		if l.wantScale || l.wantBias {
+		if sums := l.wantScale || l.wantBias || l.fusedDx; sums || l.mask != nil {
+			// Each row masked (when a ReLU is joined) and summed while it
+			// is in cache.
 			var s, p float64
 			for o := range l.outer {
-				sd, sdx := simd.SumDot(l.row(l.dy, o, d), l.row(l.x, o, d))
-				s += float64(sd)
-				p += float64(sdx)
+				dy := l.row(l.dy, o, d)
+				if l.mask != nil {
+					simd.SelectScaled(dy, l.row(l.mask, o, d), dy, l.fuse.relu.slope)
+				}
+				if sums {
+					sd, sdx := simd.SumDot(dy, l.row(l.x, o, d))
+					s += float64(sd)
+					p += float64(sdx)
+				}
 			}
-			l.accScale[d], l.accBias[d] = p, s
+			if sums {
+				l.accScale[d], l.accBias[d] = p, s
+			}
 		}
-		if l.dx != nil {
+		if l.dx != nil && !l.fusedDx {
 			for o := range l.outer {
 				simd.Affine(l.row(l.dx, o, d), l.row(l.dy, o, d), l.a[d], 0)
 			}

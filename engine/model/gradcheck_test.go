@@ -14,7 +14,7 @@ var netGradCheck = gradCheck{Step: 1e-2, Threshold: 1e-2, Floor: 1e-2, Samples: 
 // on plain tops), that the gradients Backward leaves in Grads equal central
 // finite differences of Forward's loss with respect to the parameters.
 func TestNetGradients(t *testing.T) {
-	for _, tn := range []testNet{mlpNet(), lenetNet(), splitNet(), concatNet(), bnNet(), sharedNet(), weightedNet()} {
+	for _, tn := range []testNet{mlpNet(), lenetNet(), splitNet(), concatNet(), bnNet(), residualBNNet(false), sharedNet(), weightedNet()} {
 		t.Run(tn.name, func(t *testing.T) {
 			for _, threads := range []int{1, 3} {
 				n := tn.build(t, Options{Seed: 5, Threads: threads}, 9)

@@ -36,6 +36,9 @@ type Options struct {
 	// the goroutine calling Backward and must not modify Grads of blocks
 	// not yet reported.
 	OnGradReady func(blocks []int)
+	// Unfused keeps every layer to its own passes: no BatchNorm is joined
+	// to the Scale that follows it (fuseLayers). Tests compare the two.
+	Unfused bool
 }
 
 // Block is one parameter blob's place in the net's flat buffers.
@@ -96,6 +99,7 @@ type Net struct {
 	nodes   []*node
 	splits  map[int][]split // node index -> splits to run before its Backward
 	inputSp []split         // splits on input blobs that several readers propagate into (propagate_down, force_backward)
+	fused   []string        // the layer pairs fuseLayers joined
 	blobs   map[string]*tensor.Blob
 	inputs  []*tensor.Blob
 	order   []string // blob names in creation order, for diagnostics
@@ -263,8 +267,43 @@ func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (
 	if err := n.planBackward(); err != nil {
 		return nil, err
 	}
+	if !opt.Unfused {
+		n.fuseLayers()
+	}
 	return n, nil
 }
+
+// fuseLayers joins each BatchNorm to a Scale that runs right after it, in
+// place on its one top (layers.FuseBatchNormScale: the ResNets' BatchNorm
+// + Scale pairs), so the two make two passes over the blob each way where
+// they made four, and a ReLU that runs next in place to them
+// (layers.FuseReLU), saving its pass each way. Nothing reads that top between them (they are adjacent,
+// and an in-place reader takes no split part), and a top with a loss
+// weight, whose value after the BatchNorm counts, is left alone.
+func (n *Net) fuseLayers() {
+	for i := 0; i+1 < len(n.nodes); i++ {
+		a, b := n.nodes[i], n.nodes[i+1]
+		if len(a.top) != 1 || len(b.bottom) != 1 || len(b.top) != 1 || b.bottom[0] != a.top[0] || b.top[0] != a.top[0] || a.lossWeight[0] != 0 {
+			continue
+		}
+		if !layers.FuseBatchNormScale(a.layer, b.layer) {
+			continue
+		}
+		name := a.spec.Name + "+" + b.spec.Name
+		if i+2 < len(n.nodes) {
+			c := n.nodes[i+2]
+			if len(c.bottom) == 1 && len(c.top) == 1 && c.bottom[0] == b.top[0] && c.top[0] == b.top[0] && b.lossWeight[0] == 0 &&
+				layers.FuseReLU(b.layer, c.layer) {
+				name += "+" + c.spec.Name
+			}
+		}
+		n.fused = append(n.fused, name)
+	}
+}
+
+// Fused names the layers fuseLayers joined, "bn+scale" or
+// "bn+scale+relu", in net order.
+func (n *Net) Fused() []string { return n.fused }
 
 func layerWhere(ls LayerSpec) string {
 	if ls.Pos != "" {

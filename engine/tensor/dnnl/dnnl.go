@@ -17,6 +17,11 @@ type ConvSpec struct {
 	DH, DW     int // dilation (1: none), as Caffe counts it
 	Groups     int
 	Bias       bool
+	// Winograd asks for oneDNN's Winograd kernels (F(4x4, 3x3): 3x3,
+	// stride 1, no dilation or groups, AVX-512 and up in oneDNN 2.6) for
+	// all three passes, and takes the direct ones where oneDNN has no
+	// Winograd kernel for any of them. Impl names what was built.
+	Winograd bool
 }
 
 // Valid reports whether the spec is one a Conv can be made for.

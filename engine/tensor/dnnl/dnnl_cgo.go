@@ -107,7 +107,10 @@ func NewConv(s ConvSpec) (*Conv, error) {
 		C.int64_t(s.OC), C.int64_t(s.OH), C.int64_t(s.OW), C.int64_t(s.KH), C.int64_t(s.KW),
 		C.int64_t(s.SH), C.int64_t(s.SW), C.int64_t(s.PT), C.int64_t(s.PL), C.int64_t(s.PB), C.int64_t(s.PR),
 		C.int64_t(s.DH), C.int64_t(s.DW)}
-	g, bias := 0, 0
+	g, bias, wino := 0, 0, 0
+	if s.Winograd {
+		wino = 1
+	}
 	if s.Groups > 1 {
 		g = s.Groups
 	}
@@ -115,7 +118,7 @@ func NewConv(s ConvSpec) (*Conv, error) {
 		bias = 1
 	}
 	var why *C.char
-	c := C.dsgd_conv_create(&v[0], C.int(g), C.int(bias), &why)
+	c := C.dsgd_conv_create(&v[0], C.int(g), C.int(bias), C.int(wino), &why)
 	if why != nil {
 		msg := C.GoString(why)
 		C.dsgd_conv_free(c)

@@ -4,6 +4,7 @@
 // oneDNN's functions, looked up at run time so that the binary starts
 // without the library, and the primitives dsgd builds over them.
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +19,7 @@ DSGD_FN(dnnl_stream_create)
 DSGD_FN(dnnl_stream_destroy)
 DSGD_FN(dnnl_memory_desc_init_by_tag)
 DSGD_FN(dnnl_memory_desc_equal)
+DSGD_FN(dnnl_memory_desc_get_size)
 DSGD_FN(dnnl_memory_create)
 DSGD_FN(dnnl_memory_set_data_handle)
 DSGD_FN(dnnl_memory_destroy)
@@ -56,6 +58,7 @@ const char *dsgd_dnnl_bind(void *h) {
 	DSGD_LOAD(dnnl_stream_destroy)
 	DSGD_LOAD(dnnl_memory_desc_init_by_tag)
 	DSGD_LOAD(dnnl_memory_desc_equal)
+	DSGD_LOAD(dnnl_memory_desc_get_size)
 	DSGD_LOAD(dnnl_memory_create)
 	DSGD_LOAD(dnnl_memory_set_data_handle)
 	DSGD_LOAD(dnnl_memory_destroy)
@@ -153,6 +156,71 @@ static void port_in(port_t *p, dnnl_stream_t s, void *ptr) {
 	port_run(p, s, 0);
 }
 
+// Convolution scratchpads come from one process-wide pool, not one buffer
+// per primitive: Winograd's hold the transformed tensors (tens of MB a
+// layer at batch 16), and only the primitives running at one moment (one
+// a worker) need theirs. scratch_get takes a free buffer of at least n
+// bytes (growing the largest free one when none is big enough), or a new
+// one; scratch_put hands it back. Buffers only grow, so after a net's first
+// iteration the pool holds one buffer of the largest size per concurrent
+// worker.
+#define SCRATCH_MAX 64
+static pthread_mutex_t scratch_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct { void *p; size_t cap; } scratch_free[SCRATCH_MAX];
+static int scratch_n;
+
+static void *scratch_get(size_t n, size_t *cap) {
+	*cap = 0;
+	if (n == 0) return NULL;
+	pthread_mutex_lock(&scratch_mu);
+	int best = -1;
+	for (int i = 0; i < scratch_n; i++) {
+		if (scratch_free[i].cap >= n && (best < 0 || scratch_free[i].cap < scratch_free[best].cap)) best = i;
+	}
+	if (best < 0) { // none big enough: replace the largest free one
+		for (int i = 0; i < scratch_n; i++) {
+			if (best < 0 || scratch_free[i].cap > scratch_free[best].cap) best = i;
+		}
+	}
+	void *p = NULL;
+	if (best >= 0) {
+		p = scratch_free[best].p;
+		*cap = scratch_free[best].cap;
+		scratch_free[best] = scratch_free[--scratch_n];
+	}
+	pthread_mutex_unlock(&scratch_mu);
+	if (*cap >= n) return p;
+	free(p);
+	*cap = (n + 4095) & ~(size_t)4095;
+	p = aligned_alloc(4096, *cap);
+	if (!p) abort();
+	return p;
+}
+
+static void scratch_put(void *p, size_t cap) {
+	if (!p) return;
+	pthread_mutex_lock(&scratch_mu);
+	if (scratch_n < SCRATCH_MAX) {
+		scratch_free[scratch_n].p = p;
+		scratch_free[scratch_n].cap = cap;
+		scratch_n++;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&scratch_mu);
+	free(p);
+}
+
+// exec_scratch runs primitive pr with args a, its scratchpad memory pad
+// (of size n bytes) lent a pool buffer for the call.
+static void exec_scratch(dnnl_primitive_t pr, dnnl_stream_t s, int na, dnnl_exec_arg_t *a, dnnl_memory_t pad, size_t n) {
+	size_t cap;
+	void *buf = scratch_get(n, &cap);
+	p_dnnl_memory_set_data_handle(pad, buf);
+	p_dnnl_primitive_execute(pr, s, na, a);
+	p_dnnl_memory_set_data_handle(pad, NULL);
+	scratch_put(buf, cap);
+}
+
 // impl_copy stores the implementation name of pd (oneDNN's impl_info_str,
 // "jit:avx2", "simple_nchw:any", "lrn_ref:any", ...) in dst.
 static void impl_copy(char *dst, size_t n, dnnl_primitive_desc_t pd) {
@@ -175,9 +243,10 @@ static const dnnl_memory_desc_t *qmd(dnnl_primitive_desc_t pd, dnnl_query_t q) {
 	return p_dnnl_primitive_desc_query_md(pd, q, 0);
 }
 
-// dsgd_conv_create builds the three primitives of one convolution. g is 0
-// for an ungrouped convolution. It returns NULL and sets *why on failure.
-conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, const char **why) {
+// conv_create builds the three primitives of one convolution on algorithm
+// alg. g is 0 for an ungrouped convolution. On failure it sets *why and
+// returns what it built, for dsgd_conv_free.
+static conv_t *conv_create(const int64_t *v, int g, int bias, dnnl_alg_kind_t alg, const char **why) {
 	// v: N C H W OC OH OW KH KW SH SW PT PL PB PR DH DW
 	int64_t N = v[0], C = v[1], H = v[2], W = v[3], OC = v[4], OH = v[5], OW = v[6];
 	dnnl_dims_t src_d = {N, C, H, W}, dst_d = {N, OC, OH, OW}, bia_d = {OC};
@@ -214,15 +283,15 @@ conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, const char **why) {
 	*why = "stream";
 	if (p_dnnl_stream_create(&c->s, eng, dnnl_stream_default_flags) != dnnl_success) goto fail;
 	*why = "forward descriptor";
-	if (p_dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct,
+	if (p_dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, alg,
 	        &a_src, &a_wei, bias ? &u_bia : NULL, &a_dst, strides, dil, pl, pr) != dnnl_success) goto fail;
 	if (p_dnnl_primitive_desc_create(&fpd, &fd, attr, eng, NULL) != dnnl_success) goto fail;
 	*why = "backward-data descriptor";
-	if (p_dnnl_dilated_convolution_backward_data_desc_init(&dd, dnnl_convolution_direct,
+	if (p_dnnl_dilated_convolution_backward_data_desc_init(&dd, alg,
 	        &a_src, &a_wei, &a_dst, strides, dil, pl, pr) != dnnl_success) goto fail;
 	if (p_dnnl_primitive_desc_create(&dpd, &dd, attr, eng, fpd) != dnnl_success) goto fail;
 	*why = "backward-weights descriptor";
-	if (p_dnnl_dilated_convolution_backward_weights_desc_init(&wd, dnnl_convolution_direct,
+	if (p_dnnl_dilated_convolution_backward_weights_desc_init(&wd, alg,
 	        &a_src, &a_wei, bias ? &u_bia : NULL, &a_dst, strides, dil, pl, pr) != dnnl_success) goto fail;
 	if (p_dnnl_primitive_desc_create(&wpd, &wd, attr, eng, fpd) != dnnl_success) goto fail;
 	impl_copy(c->impl_f, sizeof c->impl_f, fpd);
@@ -233,9 +302,12 @@ conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, const char **why) {
 	if (p_dnnl_primitive_create(&c->bwd_d, dpd) != dnnl_success) goto fail;
 	if (p_dnnl_primitive_create(&c->bwd_w, wpd) != dnnl_success) goto fail;
 	*why = "scratchpads";
-	if (p_dnnl_memory_create(&c->pad_f, qmd(fpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_ALLOCATE)) goto fail;
-	if (p_dnnl_memory_create(&c->pad_d, qmd(dpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_ALLOCATE)) goto fail;
-	if (p_dnnl_memory_create(&c->pad_w, qmd(wpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_ALLOCATE)) goto fail;
+	if (p_dnnl_memory_create(&c->pad_f, qmd(fpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_NONE)) goto fail;
+	if (p_dnnl_memory_create(&c->pad_d, qmd(dpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_NONE)) goto fail;
+	if (p_dnnl_memory_create(&c->pad_w, qmd(wpd, dnnl_query_scratchpad_md), eng, DNNL_MEMORY_NONE)) goto fail;
+	c->pad_n[0] = p_dnnl_memory_desc_get_size(qmd(fpd, dnnl_query_scratchpad_md));
+	c->pad_n[1] = p_dnnl_memory_desc_get_size(qmd(dpd, dnnl_query_scratchpad_md));
+	c->pad_n[2] = p_dnnl_memory_desc_get_size(qmd(wpd, dnnl_query_scratchpad_md));
 	*why = "reorders";
 	if (port_init(&c->f_src, &u_src, qmd(fpd, dnnl_query_src_md), 0)) goto fail;
 	if (port_init(&c->f_wei, &u_wei, qmd(fpd, dnnl_query_weights_md), 0)) goto fail;
@@ -268,6 +340,18 @@ fail:
 	return c; // caller frees with dsgd_conv_free
 }
 
+// dsgd_conv_create: with wino set, oneDNN's Winograd kernels first (it
+// has them for 3x3 stride-1 convolutions from AVX-512 up, for all three
+// passes), the direct ones where any of the three is missing.
+conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, int wino, const char **why) {
+	if (wino) {
+		conv_t *c = conv_create(v, g, bias, dnnl_convolution_winograd, why);
+		if (!*why) return c;
+		dsgd_conv_free(c);
+	}
+	return conv_create(v, g, bias, dnnl_convolution_direct, why);
+}
+
 void dsgd_conv_free(conv_t *c) {
 	if (!c) return;
 	port_t *ports[] = {&c->f_src, &c->f_wei, &c->f_bia, &c->f_dst, &c->d_ddst, &c->d_wei, &c->d_dsrc,
@@ -296,7 +380,7 @@ void dsgd_conv_forward(conv_t *c, float *src, float *wei, float *bia, float *dst
 		a[4].memory = port_mem(&c->f_bia);
 		n = 5;
 	}
-	p_dnnl_primitive_execute(c->fwd, c->s, n, a);
+	exec_scratch(c->fwd, c->s, n, a, c->pad_f, c->pad_n[0]);
 	port_run(&c->f_dst, c->s, 1);
 }
 
@@ -314,7 +398,7 @@ void dsgd_conv_backward(conv_t *c, float *src, float *ddst, float *wei, float *d
 		ddst_d = port_mem(&c->d_ddst);
 		dnnl_exec_arg_t a[4] = {{DNNL_ARG_DIFF_DST, ddst_d}, {DNNL_ARG_WEIGHTS, port_mem(&c->d_wei)},
 		                        {DNNL_ARG_DIFF_SRC, port_mem(&c->d_dsrc)}, {DNNL_ARG_SCRATCHPAD, c->pad_d}};
-		p_dnnl_primitive_execute(c->bwd_d, c->s, 4, a);
+		exec_scratch(c->bwd_d, c->s, 4, a, c->pad_d, c->pad_n[1]);
 		port_run(&c->d_dsrc, c->s, 1);
 	}
 	if (!dwei) return; // no weight gradient wanted
@@ -345,7 +429,7 @@ void dsgd_conv_backward(conv_t *c, float *src, float *ddst, float *wei, float *d
 		a[4].memory = port_mem(&c->w_dbia);
 		n = 5;
 	}
-	p_dnnl_primitive_execute(c->bwd_w, c->s, n, a);
+	exec_scratch(c->bwd_w, c->s, n, a, c->pad_w, c->pad_n[2]);
 	port_run(&c->w_dwei, c->s, 1);
 }
 

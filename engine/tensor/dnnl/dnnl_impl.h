@@ -19,7 +19,8 @@ typedef struct {
 	port_t f_src, f_wei, f_bia, f_dst;
 	port_t d_ddst, d_wei, d_dsrc;
 	port_t w_src, w_ddst, w_dwei, w_dbia;
-	dnnl_memory_t pad_f, pad_d, pad_w; // each primitive's scratchpad, owned here
+	dnnl_memory_t pad_f, pad_d, pad_w; // each primitive's scratchpad: a handle lent a pool buffer per call
+	size_t pad_n[3];                   // their sizes in bytes
 	int w_src_from_fwd;   // the weights pass reads the forward pass's reordered src
 	int w_ddst_from_data; // the weights pass reads the data pass's reordered diff_dst
 	char impl_f[64], impl_d[64], impl_w[64]; // oneDNN's names of the three implementations
@@ -44,7 +45,7 @@ const char *dsgd_dnnl_bind(void *h);
 int dsgd_dnnl_isa(void);
 void dsgd_dnnl_version(int *v);
 int64_t dsgd_reorder_ns(int wei);
-conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, const char **why);
+conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, int wino, const char **why);
 void dsgd_conv_free(conv_t *c);
 void dsgd_conv_forward(conv_t *c, float *src, float *wei, float *bia, float *dst);
 void dsgd_conv_backward(conv_t *c, float *src, float *ddst, float *wei, float *dsrc, float *dwei, float *dbia, int fresh);
