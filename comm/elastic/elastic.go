@@ -358,15 +358,31 @@ func (c *Coordinator) gone(m *member) {
 func (c *Coordinator) goneLocked(m *member) {
 	m.alive = false
 	delete(c.members, m.key)
-	if (c.gen > 0 || c.over) && len(c.members) == 0 && !c.closed && c.finished != nil {
-		c.closed = true
-		close(c.finished)
-	}
 	if m.gen == c.gen && c.gen > 0 && !m.left && !c.over {
 		c.logf("elastic: rank %d of generation %d is gone (its connection to the coordinator ended)", m.rank, c.gen)
 		c.broken = true
 	}
+	if c.gen > 0 && !c.over && !slices.ContainsFunc(c.current, func(m *member) bool { return m.alive }) {
+		// The whole generation is gone: no one holds the weights, and
+		// no one will check for joiners again.
+		if !slices.ContainsFunc(c.current, func(m *member) bool { return !m.left }) {
+			c.fail("the group finished its run: there is nothing left to join")
+		} else {
+			c.fail("every member of the group is gone: no worker holds the weights to go on from")
+		}
+	}
 	c.tryForm()
+	if (c.gen > 0 || c.over) && len(c.members) == 0 && !c.closed && c.finished != nil {
+		c.closed = true
+		close(c.finished)
+	}
+}
+
+// Waiting is the number of workers waiting to join the group.
+func (c *Coordinator) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.joiners()
 }
 
 // reform starts re-forming the current generation: members have until
