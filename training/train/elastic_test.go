@@ -83,9 +83,14 @@ func TestElasticGroupGrowsAndShrinks(t *testing.T) {
 			}
 			loaders = append(loaders, l)
 			var src Source = Loader{L: l, Name: "train"}
-			if w == 2 {
+			switch {
+			case w == 2:
 				// The joiner dies as it reads its fourth batch.
 				src = &dyingSource{Source: src, left: 4, die: killJoiner}
+			case world == 2 && pos == 0:
+				// The first generation waits at its third batch for the
+				// joiner to be waiting, so that it joins mid-run.
+				src = &gatedSource{Source: src, at: 3, open: func() bool { return coord.Waiting() > 0 }}
 			}
 			return []Feed{{Tops: []string{"data", "label"}, Source: src}}, nil
 		}
@@ -195,6 +200,23 @@ func (d *dyingSource) Fill(ctx context.Context, tops []*tensor.Blob) error {
 		return ctx.Err()
 	}
 	return d.Source.Fill(ctx, tops)
+}
+
+// gatedSource fills as its Source does, but its at-th fill first waits
+// (up to 30 s) until open says so.
+type gatedSource struct {
+	Source
+	at   int
+	open func() bool
+}
+
+func (g *gatedSource) Fill(ctx context.Context, tops []*tensor.Blob) error {
+	if g.at--; g.at == 0 {
+		for deadline := time.Now().Add(30 * time.Second); !g.open() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return g.Source.Fill(ctx, tops)
 }
 
 func waitUntil(t *testing.T, cond func() bool) {
