@@ -648,8 +648,11 @@ func mergeTimelines(path string, world int, center bool, stderr io.Writer) {
 	}
 	tmp := path + ".merging"
 	out, err := os.Create(tmp)
+	var notes []string
 	if err == nil {
-		err = timeline.Merge(out, parts)
+		// A rank that died (an elastic group goes on without it) left
+		// its trace cut short: its events up to then are merged.
+		notes, err = timeline.MergeNotes(out, parts)
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
@@ -664,6 +667,9 @@ func mergeTimelines(path string, world int, center bool, stderr io.Writer) {
 	}
 	for _, u := range used[1:] {
 		os.Remove(u)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "dsgd: timeline: %s\n", n)
 	}
 	fmt.Fprintf(stderr, "dsgd: timeline: %d processes' traces merged into %s, one process per rank on one clock\n", len(used), path)
 }

@@ -170,7 +170,7 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	if w.n == 0 {
-		w.bw.WriteString(`{"traceEvents":[`)
+		w.bw.Write(w.appendStart([]byte(`{"traceEvents":[`)))
 	}
 	// The start instant lets Merge put several processes' traces on
 	// one clock ("otherData" is the format's place for such metadata).
@@ -179,6 +179,15 @@ func (w *Writer) Close() error {
 		w.err = fmt.Errorf("timeline: %w", err)
 	}
 	return w.err
+}
+
+// appendStart appends the trace's first event: a metadata event with the
+// start instant, which otherData repeats at Close; a trace cut short (its
+// process killed) has only this one (MergeNotes).
+func (w *Writer) appendStart(b []byte) []byte {
+	b = append(b, "\n{\"name\":\""+startEvent+"\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"args\":{\"start_unix_us\":"...)
+	b = strconv.AppendInt(b, w.start.UnixMicro(), 10)
+	return append(b, "}}"...)
 }
 
 // meta writes a metadata event naming a process or thread, and with
@@ -214,6 +223,8 @@ func (w *Writer) open() []byte {
 	b := w.buf[:0]
 	if w.n == 0 {
 		b = append(b, `{"traceEvents":[`...)
+		b = w.appendStart(b)
+		b = append(b, ',')
 	} else {
 		b = append(b, ',')
 	}

@@ -41,7 +41,12 @@ func decode(t *testing.T, b []byte) []event {
 	if err := json.Unmarshal(b, &tr); err != nil {
 		t.Fatalf("trace events: %v\n%s", err, b)
 	}
-	return tr.TraceEvents
+	// The first event is the Writer's start instant (for MergeNotes);
+	// the tests look at the rest.
+	if len(tr.TraceEvents) == 0 || tr.TraceEvents[0].Name != startEvent || tr.TraceEvents[0].Args["start_unix_us"] == nil {
+		t.Fatalf("the trace does not open with its start instant:\n%s", b)
+	}
+	return tr.TraceEvents[1:]
 }
 
 func TestTimelineSpansAndMetadata(t *testing.T) {
