@@ -23,7 +23,9 @@ static void *sym(void *h, const char *name) { return h ? dlsym(h, name) : NULL; 
 
 static const char *dsgd_cu_bind(void *h) {
 	static const char *need[] = {"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet",
-		"cuDeviceGetName", "cuDeviceTotalMem_v2", "cuDeviceGetAttribute", NULL};
+		"cuDeviceGetName", "cuDeviceTotalMem_v2", "cuDeviceGetAttribute",
+		"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease", "cuCtxSetCurrent", "cuCtxSynchronize",
+		"cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", NULL};
 	for (int i = 0; need[i]; i++) {
 		if (!dlsym(h, need[i])) return need[i];
 	}
@@ -46,7 +48,13 @@ static int dsgd_cu_device(void *h, int i, char *name, int len, size_t *mem, int 
 	return ((cu_attr_fn)sym(h, "cuDeviceGetAttribute"))(minor, 76, dev);
 }
 
-static const char *dsgd_cublas_bind(void *h) { return dlsym(h, "cublasGetProperty") ? "" : "cublasGetProperty"; }
+static const char *dsgd_cublas_bind(void *h) {
+	static const char *need[] = {"cublasGetProperty", "cublasCreate_v2", "cublasDestroy_v2", "cublasSetMathMode", "cublasSgemm_v2", NULL};
+	for (int i = 0; need[i]; i++) {
+		if (!dlsym(h, need[i])) return need[i];
+	}
+	return "";
+}
 
 // dsgd_cublas_version: libraryPropertyType MAJOR_VERSION 0, MINOR 1,
 // PATCH 2.
@@ -78,6 +86,9 @@ var (
 	probeOnce sync.Once
 	probed    *Info
 	probeErr  error
+	// libcuda and libcublas are the libraries Probe opened (nil: not
+	// found), for the GPU's calls (gpu_cgo.go).
+	libcuda, libcublas unsafe.Pointer
 )
 
 // Probe finds the GPUs and the CUDA libraries, once; later calls return
@@ -95,6 +106,7 @@ func probe(getenv func(string) string) (*Info, error) {
 	if h == nil {
 		return nil, fmt.Errorf("no NVIDIA driver: libcuda.so.1 could not be loaded (%s); install the NVIDIA driver, or run without --gpu to train on the CPU", strings.Join(errs, "; "))
 	}
+	libcuda = h
 	if r := C.dsgd_cu_init(h); r != 0 {
 		return nil, fmt.Errorf("the NVIDIA driver did not start (cuInit: CUDA error %d; 100 means no device, 999 an unknown error: see nvidia-smi); run without --gpu to train on the CPU", int(r))
 	}
@@ -120,7 +132,7 @@ func probe(getenv func(string) string) (*Info, error) {
 		in.Devices = append(in.Devices, Device{Index: i, Name: C.GoString(&name[0]), Memory: int64(mem), Major: int(major), Minor: int(minor)})
 	}
 	dirs := libDirs(getenv)
-	in.CUBLAS = loadLib(in, dirs, "libcublas.so.*", []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+	in.CUBLAS, libcublas = loadLib(in, dirs, "libcublas.so.*", []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
 		func(h unsafe.Pointer) string { return C.GoString(C.dsgd_cublas_bind(h)) },
 		func(h unsafe.Pointer) string {
 			var v [3]C.int
@@ -129,7 +141,7 @@ func probe(getenv func(string) string) (*Info, error) {
 			}
 			return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2])
 		})
-	in.CUDNN = loadLib(in, dirs, "libcudnn.so.*", []string{"libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"},
+	in.CUDNN, _ = loadLib(in, dirs, "libcudnn.so.*", []string{"libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"},
 		func(h unsafe.Pointer) string { return C.GoString(C.dsgd_cudnn_bind(h)) },
 		func(h unsafe.Pointer) string {
 			v := int(C.dsgd_cudnn_version(h)) // 9.1.0 is 90100 (8.x: 8600)
@@ -142,15 +154,15 @@ func probe(getenv func(string) string) (*Info, error) {
 }
 
 // loadLib opens the first of a library's candidates that bind accepts
-// and returns its version, or "not found (...)", recording where it was
-// loaded from in in.Libs.
-func loadLib(in *Info, dirs []string, pattern string, sonames []string, bind func(unsafe.Pointer) string, version func(unsafe.Pointer) string) string {
+// and returns its version and handle, or "not found (...)" and nil,
+// recording where it was loaded from in in.Libs.
+func loadLib(in *Info, dirs []string, pattern string, sonames []string, bind func(unsafe.Pointer) string, version func(unsafe.Pointer) string) (string, unsafe.Pointer) {
 	for _, c := range candidates(dirs, pattern, sonames) {
 		h, _ := dlopen.First([]string{c}, dlopen.Global, bind)
 		if h != nil {
 			in.Libs = append(in.Libs, c)
-			return version(h)
+			return version(h), h
 		}
 	}
-	return fmt.Sprintf("not found (%s in DSGD_CUDA_LIBS, the NVIDIA wheels' nvidia/*/lib, the CUDA toolkit, or the loader's path)", pattern)
+	return fmt.Sprintf("not found (%s in DSGD_CUDA_LIBS, the NVIDIA wheels' nvidia/*/lib, the CUDA toolkit, or the loader's path)", pattern), nil
 }
