@@ -54,7 +54,7 @@ func cases() []faultCase {
 		{"sync-link-cut", "of 3 sync ranks over tcp (no shm), the link 1-2 cut silently (tc, own netns): exit non-zero within 1.5 × --comm-timeout, rank 0 naming rank 1 or 2", 60 * time.Second, syncLinkCut},
 		{"elastic-rank-killed", "--elastic 2:4, 4 sync tcp workers, rank 2 SIGKILLed: the other 3 re-form at once and finish, exit 0", 60 * time.Second, elasticKilled},
 		{"elastic-sync-ps-killed", "--elastic 2:4 under sync-ps, worker rank 2 SIGKILLed: the other 3 and the server re-form at once and finish, exit 0", 60 * time.Second, elasticKilledPS},
-		{"elastic-rank-frozen", "--elastic 2:3, rank 1 SIGSTOPped: the other 2 re-form within 2 x --comm-timeout and finish", 60 * time.Second, elasticFrozen},
+		{"elastic-rank-frozen", "--elastic 2:3, rank 1 SIGSTOPped: the other 2 re-form within 2 x --comm-timeout; woken, it rejoins and all finish", 90 * time.Second, elasticFrozen},
 		{"elastic-join", "--elastic 2:3, a worker started with --elastic-coordinator joins a running group of 2; all finish", 90 * time.Second, elasticJoin},
 		{"elastic-below-min", "--elastic 2:2, one of 2 killed: the survivor exits non-zero saying the group fell below 2, with a snapshot", 60 * time.Second, elasticBelowMin},
 		{"second-signal", "a second SIGINT exits at once", 60 * time.Second, secondSignal},

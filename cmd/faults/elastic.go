@@ -58,7 +58,8 @@ func elasticKilledIn(h *harness, dir, scheme, server string) string {
 
 // elasticFrozen: of 3 workers, rank 1 is SIGSTOPped; the others notice
 // within --comm-timeout (2 s), the coordinator leaves it out after as
-// long again, and the two go on; the frozen one is killed at the end.
+// long again, and the two go on. Woken, rank 1 finds its generation gone
+// and joins the next one as a newcomer; all three finish.
 func elasticFrozen(h *harness, dir string) string {
 	const iters = 500
 	p := h.start(dir, nil, elasticRun("3", "2:3", iters, "--comm-timeout", "2s")...)
@@ -77,15 +78,20 @@ func elasticFrozen(h *harness, dir string) string {
 		syscall.Kill(pid, syscall.SIGKILL)
 		return why
 	}
-	if !p.waitFor(fmt.Sprintf("done: %d iterations", iters), 40*time.Second) {
+	syscall.Kill(pid, syscall.SIGCONT)
+	if !p.waitFor("generation 3: 3 workers (2 kept, 1 joined)", 20*time.Second) {
 		syscall.Kill(pid, syscall.SIGKILL)
-		return "the survivors did not finish: " + lastLines(p.out.String())
+		return "rank 1, woken, did not rejoin within 20 s: " + lastLines(p.out.String())
 	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	code := p.wait(20 * time.Second)
+	code := p.wait(50 * time.Second)
 	out := p.out.String()
-	if code != 0 {
+	switch {
+	case code != 0:
 		return fmt.Sprintf("exit %d: %s", code, lastLines(out))
+	case !strings.Contains(out, fmt.Sprintf("done: %d iterations", iters)):
+		return "the group did not finish: " + lastLines(out)
+	case strings.Contains(out, "left the elastic group"):
+		return "a rank is reported lost though it rejoined: " + lastLines(out)
 	}
 	return crashed(out)
 }

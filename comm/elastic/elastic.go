@@ -365,9 +365,12 @@ func (c *Coordinator) goneLocked(m *member) {
 	if c.gen > 0 && !c.over && !slices.ContainsFunc(c.current, func(m *member) bool { return m.alive }) {
 		// The whole generation is gone: no one holds the weights, and
 		// no one will check for joiners again.
-		if !slices.ContainsFunc(c.current, func(m *member) bool { return !m.left }) {
+		switch finished := !slices.ContainsFunc(c.current, func(m *member) bool { return !m.left }); {
+		case finished && c.joiners() == 0:
+			c.over = true // the run's end: no one to tell
+		case finished:
 			c.fail("the group finished its run: there is nothing left to join")
-		} else {
+		default:
 			c.fail("every member of the group is gone: no worker holds the weights to go on from")
 		}
 	}
