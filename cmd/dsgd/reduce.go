@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"dsgd/protocol/scheme"
+	"dsgd/training/job"
 	"dsgd/training/train"
 )
 
@@ -12,13 +13,13 @@ import (
 // exactly (train.Config.Exact) and, if so, the atom its loaders read per
 // pass and the passes per iteration (cfg.IterSize, times the solver's
 // iter_size). It sets the header's note.
-func (f *trainFlags) exactPlan(j *job, cfg *train.Config) error {
+func (f *trainFlags) exactPlan(j *job.Job, cfg *train.Config) error {
 	if _, err := scheme.Lookup(cfg.Scheme); err != nil {
 		return err
 	}
 	capable := train.ExactCapable(*cfg)
 	// A resumed run's loaders skip what the iterations before read.
-	j.trainPasses = max(cfg.IterSize, 1)
+	j.TrainPasses = max(cfg.IterSize, 1)
 	switch *f.reduce {
 	case "fast":
 		if capable {
@@ -55,8 +56,8 @@ func (f *trainFlags) exactPlan(j *job, cfg *train.Config) error {
 	}
 	cfg.Exact = true
 	iterSize := max(cfg.IterSize, 1)
-	b, why := j.trainBatch(&f.m)
-	if c := train.BatchCoupled(j.train.Spec); len(c) > 0 && why == "" {
+	b, why := j.TrainBatch()
+	if c := train.BatchCoupled(j.Train.Spec); len(c) > 0 && why == "" {
 		why = strings.Join(c, "; ")
 	}
 	atom := b
@@ -80,9 +81,9 @@ func (f *trainFlags) exactPlan(j *job, cfg *train.Config) error {
 		return fmt.Errorf("--reduce exact: %d atoms per iteration, more than the 4096 an exact sum holds; raise --atom", atoms)
 	}
 	cfg.IterSize = iterSize * passes
-	j.atom, j.trainPasses = 0, cfg.IterSize
+	j.Atom, j.TrainPasses = 0, cfg.IterSize
 	if passes > 1 {
-		j.atom = atom
+		j.Atom = atom
 	}
 	global := b * cfg.Workers
 	switch {
@@ -95,29 +96,4 @@ func (f *trainFlags) exactPlan(j *job, cfg *train.Config) error {
 		f.reduceNote += "dsgd: local-sgd averaging every iteration with a solver linear in the gradient averages the gradients before the update: the same mean weights as averaging them after, and seq's bits (--interval 2 or more averages the weights)\n"
 	}
 	return nil
-}
-
-// trainBatch is each worker's TRAIN batch (the data layers' batch_size or
-// --batch), and why it cannot be cut into atoms ("" when it can: every
-// TRAIN data layer reads through a loader, which slices the global batch
-// by position).
-func (j *job) trainBatch(m *modelFlags) (int, string) {
-	b := 0
-	for _, dl := range j.train.Data {
-		if dl.Type == "DummyData" || dl.Type == "Input" || (dl.Type == "WindowData" && m.data == "") {
-			return 0, fmt.Sprintf("data layer %q (%s) has no positions to slice", dl.Name, dl.Type)
-		}
-		n := dl.BatchSize
-		if m.batch > 0 {
-			n = m.batch
-		}
-		if b != 0 && n != b {
-			return 0, fmt.Sprintf("the TRAIN data layers' batches differ (%d, %d)", b, n)
-		}
-		b = n
-	}
-	if b == 0 {
-		return 0, "no TRAIN data layer"
-	}
-	return b, ""
 }

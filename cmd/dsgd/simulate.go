@@ -376,13 +376,13 @@ func measureModel(ctx context.Context, m *modelFlags, threads int) (sim.Model, e
 	if err != nil {
 		return sim.Model{}, err
 	}
-	defer j.close()
-	sc := j.solver.Solver
+	defer j.Close()
+	sc := j.Solver.Solver
 	model, err := calib.Model(ctx, net, calib.ModelOptions{Warmup: 3, Iters: 20, Solver: &sc, Threads: threads})
 	if err != nil {
 		return sim.Model{}, err
 	}
-	model.Name = j.name
+	model.Name = j.Name
 	return model, nil
 }
 
@@ -398,8 +398,8 @@ func measureModels(ctx context.Context, m *modelFlags, threads, copies int) (sim
 		if err != nil {
 			return sim.Model{}, err
 		}
-		defer j.close()
-		nets[i], name, sc = net, j.name, j.solver.Solver
+		defer j.Close()
+		nets[i], name, sc = net, j.Name, j.Solver.Solver
 	}
 	mod, err := calib.Concurrent(ctx, nets, calib.ModelOptions{Warmup: 3, Iters: validateCalibIters, Solver: &sc, Threads: threads})
 	if err != nil {

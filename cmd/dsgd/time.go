@@ -11,6 +11,7 @@ import (
 	"dsgd/engine/model"
 	"dsgd/engine/tensor"
 	"dsgd/simulator/calib"
+	"dsgd/training/job"
 )
 
 func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -37,9 +38,9 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	defer j.close()
-	j.printNotes(stderr)
-	j.printHeader(stdout, stderr, net, m.threads, *iters, j.solver.Solver)
+	defer j.Close()
+	printNotes(stderr, j)
+	printHeader(stdout, stderr, j, net, m.threads, *iters, j.Solver.Solver)
 	probe := newReorderProbe(net, max(*warmup, 0))
 	tm, err := calib.Time(ctx, net, max(*warmup, 0), *iters)
 	if err != nil {
@@ -72,30 +73,30 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // loadNet builds the TRAIN net the model flags describe, with threads
 // goroutines per layer, and fills its inputs with one batch: what `dsgd
 // time` times and `dsgd simulate` calibrates. The caller closes the job.
-func loadNet(ctx context.Context, m *modelFlags, threads int) (*job, *model.Net, error) {
+func loadNet(ctx context.Context, m *modelFlags, threads int) (*job.Job, *model.Net, error) {
 	j, err := m.load()
 	if err != nil {
 		return nil, nil, err
 	}
-	if j.trainErr != nil {
-		return nil, nil, j.trainErr
+	if j.TrainErr != nil {
+		return nil, nil, j.TrainErr
 	}
-	if err := j.openData(m, false, 1); err != nil {
-		j.close()
+	if err := j.OpenData(false, 1); err != nil {
+		j.Close()
 		return nil, nil, err
 	}
-	net, err := model.Build(j.train.Spec, j.trainShapes, model.Options{Phase: layers.Train, Threads: threads, Seed: j.seed})
+	net, err := model.Build(j.Train.Spec, j.TrainShapes, model.Options{Phase: layers.Train, Threads: threads, Seed: j.Seed})
 	if err != nil {
-		j.close()
+		j.Close()
 		return nil, nil, err
 	}
-	for _, f := range j.trainFeeds {
+	for _, f := range j.TrainFeeds {
 		tops := make([]*tensor.Blob, len(f.Tops))
 		for i, name := range f.Tops {
 			tops[i] = net.Input(name)
 		}
 		if err := f.Source.Fill(ctx, tops); err != nil {
-			j.close()
+			j.Close()
 			return nil, nil, err
 		}
 	}

@@ -342,8 +342,8 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	sd := j.solver
-	j.printNotes(stderr)
+	sd := j.Solver
+	printNotes(stderr, j)
 	lrFactor := float64(max(*f.workers, 1))
 	autoNote, autoBatch := "", 0
 	if *f.workers == 0 {
@@ -353,8 +353,8 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 	}
 	cfg := train.Config{
-		Train:              j.train.Spec,
-		Test:               j.test.Spec,
+		Train:              j.Train.Spec,
+		Test:               j.Test.Spec,
 		Solver:             sd.Solver,
 		MaxIter:            sd.MaxIter,
 		TestInterval:       sd.TestInterval,
@@ -368,7 +368,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		Resume:             *f.resume,
 		Weights:            weightsFrom(*f.weights, sd.Weights),
 		SnapshotFormat:     train.FormatDsgd,
-		Seed:               j.seed,
+		Seed:               j.Seed,
 		Threads:            m.threads,
 		Out:                stdout,
 		TTY:                ownTerminal(stdout, os.Getenv),
@@ -457,8 +457,8 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	if cfg.TestIter == 0 {
 		cfg.Test.Layers = nil // Caffe: no test_iter, no testing
-	} else if j.testErr != nil {
-		return fmt.Errorf("--test-iter %d: %w", cfg.TestIter, j.testErr)
+	} else if j.TestErr != nil {
+		return fmt.Errorf("--test-iter %d: %w", cfg.TestIter, j.TestErr)
 	}
 	rank := 0
 	if g != nil {
@@ -527,7 +527,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		if err != nil {
 			return fmt.Errorf("--resume: %w", err)
 		}
-		j.start = start
+		j.Start = start
 	}
 	if err := f.compressPlan(&cfg); err != nil {
 		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
@@ -542,18 +542,18 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return errUsage
 	}
 	if g == nil {
-		err = j.openData(m, len(cfg.Test.Layers) > 0, cfg.Workers)
+		err = j.OpenData(len(cfg.Test.Layers) > 0, cfg.Workers)
 	} else {
-		err = j.openShard(m, len(cfg.Test.Layers) > 0, min(rank, cfg.Workers-1), cfg.Workers)
+		err = j.OpenShard(len(cfg.Test.Layers) > 0, min(rank, cfg.Workers-1), cfg.Workers)
 	}
 	if err != nil {
 		return err
 	}
-	defer j.close()
-	cfg.TrainShapes, cfg.TrainFeeds, cfg.WorkerFeeds = j.trainShapes, j.trainFeeds, j.workerFeeds
-	cfg.TestShapes, cfg.TestFeeds, cfg.ExtraTests = j.testShapes, j.testFeeds, j.extraTests
+	defer j.Close()
+	cfg.TrainShapes, cfg.TrainFeeds, cfg.WorkerFeeds = j.TrainShapes, j.TrainFeeds, j.WorkerFeeds
+	cfg.TestShapes, cfg.TestFeeds, cfg.ExtraTests = j.TestShapes, j.TestFeeds, j.ExtraTests
 	overrideTestIter(&cfg, *f.testIter)
-	cfg.TrainSetSize = j.trainSetSize
+	cfg.TrainSetSize = j.TrainSetSize
 	if g != nil && rank >= cfg.Workers {
 		cfg.TrainFeeds = nil // the parameter server computes nothing
 	}
@@ -583,7 +583,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		}
 		defer member.Client.Close()
 	}
-	if err := j.checkLabels(tr.Net(), j.train.Spec, j.test.Spec); err != nil {
+	if err := j.CheckLabels(tr.Net(), j.Train.Spec, j.Test.Spec); err != nil {
 		return err
 	}
 	if err := compressNothing(tr, cfg, m.netFlag()); err != nil {
@@ -611,7 +611,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	var deps train.Deps
 	if member != nil {
 		deps.Elastic = &train.Elastic{Membership: member, Feeds: func(rank, world int, pos int64) ([]train.Feed, error) {
-			return j.reopenTrain(m, rank, world, pos)
+			return j.ReopenTrain(rank, world, pos)
 		}}
 	}
 	switch {
@@ -678,7 +678,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if member != nil && rank != 0 {
 		out = io.Discard // the first generation's rank 0 prints the header
 	}
-	j.printHeader(out, stderr, tr.Net(), m.threads, cfg.MaxIter, cfg.Solver)
+	printHeader(out, stderr, j, tr.Net(), m.threads, cfg.MaxIter, cfg.Solver)
 	threads := max(1, m.threads/cfg.Workers)
 	where := *f.transport
 	if g != nil {

@@ -1,0 +1,20 @@
+// Package job is a Caffe job made ready to train, test or time: it loads
+// the net and solver an Options names (prototxt files, or a built-in
+// model of package zoo), merges their NetStates, and opens every data
+// layer's source as train.Feeds — one shard per worker of the TRAIN set,
+// the TEST set, the solver's further test nets — with the figures the
+// header prints (DataDesc, Warnings, Notes) and the checks a run needs
+// before it starts (CheckLabels).
+//
+// The canonical use:
+//
+//	j, err := job.Load(job.Options{Model: "lenet", Seed: -1, Shuffle: true})
+//	err = j.OpenData(true, workers)
+//	defer j.Close()
+//	tr, err := train.New(train.Config{Train: j.Train.Spec, TrainShapes: j.TrainShapes, TrainFeeds: j.TrainFeeds, ...})
+//
+// It sits in the training group above train, whose Config it fills; only
+// the commands use it. Its messages still name the command's flags
+// (--data, --net, --solver, --model, --batch, --shuffle), as caffedef's
+// and data's do.
+package job
