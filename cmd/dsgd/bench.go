@@ -21,6 +21,7 @@ import (
 	"dsgd/engine/layers"
 	"dsgd/engine/tensor"
 	"dsgd/simulator/calib"
+	"dsgd/training/job"
 	"dsgd/training/train"
 )
 
@@ -419,7 +420,7 @@ func benchOurs(ctx context.Context, c benchConfig, n benchNet, threads int) (sta
 		m.data, m.shuffle = c.data, true
 		return benchTrain(ctx, &m, n.iters+n.warmup, n.warmup)
 	}
-	j, net, err := loadNet(ctx, &m, threads)
+	j, net, err := job.TrainNet(ctx, m.options(), threads)
 	if err != nil {
 		return stats{}, 0, err
 	}

@@ -23,6 +23,7 @@ import (
 	"dsgd/protocol/scheme"
 	"dsgd/simulator/calib"
 	"dsgd/simulator/sim"
+	"dsgd/training/job"
 	"dsgd/training/timeline"
 	"dsgd/training/train"
 )
@@ -372,7 +373,7 @@ func (f *simFlags) simModel(ctx context.Context, set map[string]bool, stdout io.
 // measureModel calibrates the net the model flags describe with threads
 // goroutines per layer and the solver stepping on as many.
 func measureModel(ctx context.Context, m *modelFlags, threads int) (sim.Model, error) {
-	j, net, err := loadNet(ctx, m, threads)
+	j, net, err := job.TrainNet(ctx, m.options(), threads)
 	if err != nil {
 		return sim.Model{}, err
 	}
@@ -394,7 +395,7 @@ func measureModels(ctx context.Context, m *modelFlags, threads, copies int) (sim
 	var name string
 	var sc solver.Config
 	for i := range nets {
-		j, net, err := loadNet(ctx, m, threads)
+		j, net, err := job.TrainNet(ctx, m.options(), threads)
 		if err != nil {
 			return sim.Model{}, err
 		}

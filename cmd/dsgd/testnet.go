@@ -10,7 +10,6 @@ import (
 	"dsgd/caffe/caffemodel"
 	"dsgd/engine/layers"
 	"dsgd/engine/model"
-	"dsgd/engine/tensor"
 	"dsgd/training/job"
 )
 
@@ -71,14 +70,8 @@ func testNetOnly(ctx context.Context, j *job.Job, m *modelFlags, weights string,
 	sums := make([][]float64, len(outs))
 	var loss float64
 	for range iters {
-		for _, f := range j.TestFeeds {
-			tops := make([]*tensor.Blob, len(f.Tops))
-			for i, name := range f.Tops {
-				tops[i] = net.Input(name)
-			}
-			if err := f.Source.Fill(ctx, tops); err != nil {
-				return err
-			}
+		if err := job.Fill(ctx, net, j.TestFeeds); err != nil {
+			return err
 		}
 		loss += net.Forward()
 		for k, o := range outs {

@@ -7,9 +7,6 @@ import (
 	"io"
 	"time"
 
-	"dsgd/engine/layers"
-	"dsgd/engine/model"
-	"dsgd/engine/tensor"
 	"dsgd/simulator/calib"
 	"dsgd/training/job"
 )
@@ -34,7 +31,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errUsage
 	}
 	m.noteGPU("time", stderr)
-	j, net, err := loadNet(ctx, &m, m.threads)
+	j, net, err := job.TrainNet(ctx, m.options(), m.threads)
 	if err != nil {
 		return err
 	}
@@ -68,37 +65,4 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "forward-backward: %.3f ms per iteration (wall)\n", perIter(tm.Wall))
 	probe.print(stdout, *iters, m.threads, perIter(tm.Wall))
 	return nil
-}
-
-// loadNet builds the TRAIN net the model flags describe, with threads
-// goroutines per layer, and fills its inputs with one batch: what `dsgd
-// time` times and `dsgd simulate` calibrates. The caller closes the job.
-func loadNet(ctx context.Context, m *modelFlags, threads int) (*job.Job, *model.Net, error) {
-	j, err := m.load()
-	if err != nil {
-		return nil, nil, err
-	}
-	if j.TrainErr != nil {
-		return nil, nil, j.TrainErr
-	}
-	if err := j.OpenData(false, 1); err != nil {
-		j.Close()
-		return nil, nil, err
-	}
-	net, err := model.Build(j.Train.Spec, j.TrainShapes, model.Options{Phase: layers.Train, Threads: threads, Seed: j.Seed})
-	if err != nil {
-		j.Close()
-		return nil, nil, err
-	}
-	for _, f := range j.TrainFeeds {
-		tops := make([]*tensor.Blob, len(f.Tops))
-		for i, name := range f.Tops {
-			tops[i] = net.Input(name)
-		}
-		if err := f.Source.Fill(ctx, tops); err != nil {
-			j.Close()
-			return nil, nil, err
-		}
-	}
-	return j, net, nil
 }

@@ -13,6 +13,10 @@
 //	defer j.Close()
 //	tr, err := train.New(train.Config{Train: j.Train.Spec, TrainShapes: j.TrainShapes, TrainFeeds: j.TrainFeeds, ...})
 //
+// TrainNet is a job's TRAIN net alone, filled with one batch (dsgd time,
+// dsgd simulate's calibration); Config, Place, ResumeAt and Open assemble
+// the parts of a train.Config that come from the job (dsgd train).
+//
 // It sits in the training group above train, whose Config it fills; only
 // the commands use it. Its messages still name the command's flags
 // (--data, --net, --solver, --model, --batch, --shuffle), as caffedef's
