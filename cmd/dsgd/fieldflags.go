@@ -18,6 +18,8 @@ var fieldFlags = []string{
 	"use float sums (Config.Exact false)", "use --reduce fast",
 	"Config.Exact false", "--reduce fast",
 	"Config.Exact", "--reduce exact",
+	"Sums.Reduce", "--reduce",
+	"Sums.Atom", "--atom",
 	"Config.Workers", "--workers",
 	"Config.Scheme", "--scheme",
 	"Config.Interval", "--interval",

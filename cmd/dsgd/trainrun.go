@@ -270,7 +270,8 @@ func (f *trainFlags) openFiles(files *runFiles, cfg *train.Config, g *groupFlags
 }
 
 // plan sets where a resumed run's data continue, and applies --compress
-// and --reduce to cfg and j, refusing a compressor the run cannot take.
+// and --reduce to cfg and j (job.PlanCompress, Job.PlanSums), refusing a
+// compressor the run cannot take.
 func (f *trainFlags) plan(j *job.Job, cfg *train.Config, stderr io.Writer) error {
 	if cfg.Resume != "" {
 		// The data continue where the snapshot's run stopped.
@@ -278,12 +279,18 @@ func (f *trainFlags) plan(j *job.Job, cfg *train.Config, stderr io.Writer) error
 			return err
 		}
 	}
-	if err := f.compressPlan(cfg); err != nil {
-		return refuse(stderr, err)
+	if err := job.PlanCompress(cfg, *f.compress, *f.compressWarmup); err != nil {
+		return refuse(stderr, asFlags(err, trainFlagNames))
 	}
-	if err := f.exactPlan(j, cfg); err != nil {
-		return refuse(stderr, err)
+	bounds := ""
+	if f.elastic.on() {
+		bounds = *f.elastic.bounds
 	}
+	note, err := j.PlanSums(cfg, job.Sums{Reduce: *f.reduce, Atom: *f.atom, Elastic: bounds, Compress: *f.compress})
+	if err != nil {
+		return refuse(stderr, asFlags(err, trainFlagNames))
+	}
+	f.reduceNote = trainFlagNames.Replace(note)
 	if err := train.CompressRefusal(*cfg); err != nil {
 		return refuse(stderr, asFlags(err, trainFlagNames))
 	}
