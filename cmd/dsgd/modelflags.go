@@ -85,7 +85,7 @@ func (m *modelFlags) load() (*job.Job, error) { return job.Load(m.options()) }
 func printHeader(w, ew io.Writer, j *job.Job, net *model.Net, threads, maxIter int, sc solver.Config) {
 	fmt.Fprintf(w, "dsgd: net %s, %d parameters in %d blobs\n", j.Name, len(net.Params()), len(net.Blocks()))
 	for _, d := range j.DataDesc {
-		fmt.Fprintf(w, "dsgd: data %s\n", d)
+		fmt.Fprintf(w, "dsgd: data %s\n", trainFlagNames.Replace(d))
 	}
 	if !j.NoSolver {
 		fmt.Fprintf(w, "dsgd: solver %s, base_lr %.6g, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), sc.BaseLR, sc.LRPolicy, sc.Momentum, sc.WeightDecay, maxIter)
@@ -94,7 +94,7 @@ func printHeader(w, ew io.Writer, j *job.Job, net *model.Net, threads, maxIter i
 	printEngine(w, ew)
 	printLayerKernels(w, net)
 	for _, wn := range j.Warnings {
-		fmt.Fprintf(ew, "dsgd: warning: %s\n", wn)
+		fmt.Fprintf(ew, "dsgd: warning: %s\n", trainFlagNames.Replace(wn))
 	}
 }
 

@@ -18,7 +18,8 @@
 // the parts of a train.Config that come from the job (dsgd train).
 //
 // It sits in the training group above train, whose Config it fills; only
-// the commands use it. Its messages still name the command's flags
-// (--data, --net, --solver, --model, --batch, --shuffle), as caffedef's
-// and data's do.
+// the commands use it. Its messages name its inputs by their fields
+// (Options.Data, Sums.Atom) and the run's settings by train.Config's
+// (Config.Exact), as train's do; the command maps them to its flags when
+// it prints.
 package job

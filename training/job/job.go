@@ -198,10 +198,10 @@ func Load(o Options) (*Job, error) {
 		}
 		src := j.Solver.TrainNet
 		if o.Net != "" {
-			src = caffedef.NetSource{Field: "--net", Path: o.Net}
+			src = caffedef.NetSource{Field: "Options.Net", Path: o.Net}
 		}
 		if src.Field == "" {
-			return nil, fmt.Errorf("--solver %s names no train net (net, net_param, train_net or train_net_param); pass --net FILE", o.Solver)
+			return nil, fmt.Errorf("Options.Solver %s names no train net (net, net_param, train_net or train_net_param); pass Options.Net FILE", o.Solver)
 		}
 		j.Net, err = src.Load()
 		j.Name = src.String()
@@ -219,13 +219,13 @@ func Load(o Options) (*Job, error) {
 		j.Net, err = caffedef.LoadNet(path)
 		j.Name = path
 	case o.Net != "":
-		return nil, errors.New("--net needs --solver FILE too (the solver says how to train); or use --model NAME")
+		return nil, errors.New("Options.Net needs Options.Solver FILE too (the solver says how to train); or use Options.Model NAME")
 	case netFile(o.Model):
-		return nil, fmt.Errorf("--model %s: a net file needs --solver FILE too (the solver says how to train); --model FILE alone works for dsgd time", o.Model)
+		return nil, fmt.Errorf("Options.Model %s: a net file needs Options.Solver FILE too (the solver says how to train); Options.Model FILE alone works for dsgd time", o.Model)
 	default:
 		netSrc, solverSrc, zerr := zoo.Get(o.Model)
 		if zerr != nil {
-			return nil, fmt.Errorf("--model: %w", zerr)
+			return nil, fmt.Errorf("Options.Model: %w", zerr)
 		}
 		j.Solver, err = caffedef.ParseSolver(o.Model+"_solver.prototxt", solverSrc)
 		if err != nil {
@@ -375,7 +375,7 @@ func (j *Job) feeds(pn *caffedef.PhaseNet, split data.Split, rank, world int) (m
 				batch = 0
 				if !j.inputNoted {
 					j.inputNoted = true
-					j.DataDesc = append(j.DataDesc, fmt.Sprintf("Input layers keep their shapes under --batch %d: the recurrent layers (%s) read the first axis as time steps", j.opts.Batch, strings.Join(rec, ", ")))
+					j.DataDesc = append(j.DataDesc, fmt.Sprintf("Input layers keep their shapes under Options.Batch %d: the recurrent layers (%s) read the first axis as time steps", j.opts.Batch, strings.Join(rec, ", ")))
 				}
 			}
 			in, err := inputFeed(dl, batch)
@@ -407,7 +407,7 @@ func (j *Job) feeds(pn *caffedef.PhaseNet, split data.Split, rank, world int) (m
 				if j.opts.Data == "" {
 					return nil, nil, fmt.Errorf("%s: data layer %q: %w", dl.Pos, dl.Name, err)
 				}
-				return nil, nil, fmt.Errorf("--data: %w", err)
+				return nil, nil, fmt.Errorf("Options.Data: %w", err)
 			}
 			backend, err := db.ParseBackend(orDefault(dl.Backend, "LEVELDB"))
 			if err != nil {
@@ -421,13 +421,13 @@ func (j *Job) feeds(pn *caffedef.PhaseNet, split data.Split, rank, world int) (m
 			})
 			if err != nil {
 				if j.opts.Data == "" {
-					return nil, nil, fmt.Errorf("%s: data layer %q: %w (override the source with --data)", dl.Pos, dl.Name, err)
+					return nil, nil, fmt.Errorf("%s: data layer %q: %w (override the source with Options.Data)", dl.Pos, dl.Name, err)
 				}
-				return nil, nil, fmt.Errorf("--data: %w", err)
+				return nil, nil, fmt.Errorf("Options.Data: %w", err)
 			}
 			j.sets[key] = ds
 			if _, isDB := db.Detect(src); isDB && j.opts.Data != "" && split == data.Test {
-				j.Warnings = append(j.Warnings, fmt.Sprintf("--data %s is one database (one split): the TEST phase reads it too; give each layer its own source to test on held-out data", src))
+				j.Warnings = append(j.Warnings, fmt.Sprintf("Options.Data %s is one database (one split): the TEST phase reads it too; give each layer its own source to test on held-out data", src))
 			}
 			desc := fmt.Sprintf("%s %s: %d images %dx%dx%d", src, split, ds.N, ds.C, ds.H, ds.W)
 			if ds.Stream != nil {
@@ -601,7 +601,7 @@ func (j *Job) shuffle() bool {
 	}
 	if !j.orderNoted {
 		j.orderNoted = true
-		j.DataDesc = append(j.DataDesc, fmt.Sprintf("in file order: the recurrent layers (%s) read each batch's rows as time steps (--shuffle reshuffles them anyway)", strings.Join(rec, ", ")))
+		j.DataDesc = append(j.DataDesc, fmt.Sprintf("in file order: the recurrent layers (%s) read each batch's rows as time steps (Options.Shuffle reshuffles them anyway)", strings.Join(rec, ", ")))
 	}
 	return false
 }
