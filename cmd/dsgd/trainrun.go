@@ -31,10 +31,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	rank := 0
-	if g != nil {
-		rank = g.rank
-	}
+	rank := g.rankOf()
 	files := &runFiles{}
 	defer files.close()
 	if err := f.openFiles(files, &cfg, g, rank, stderr); err != nil {
@@ -88,6 +85,15 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return err
 	}
 	return f.report(ctx, out, stderr, res, tr, cfg, g, rank, member, d)
+}
+
+// rankOf is g's rank: 0 for a run whose ranks are all in this process
+// (g nil).
+func (g *groupFlags) rankOf() int {
+	if g == nil {
+		return 0
+	}
+	return g.rank
 }
 
 // refuse prints err as the command's refusal of its flags and returns
