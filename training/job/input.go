@@ -11,7 +11,7 @@ import (
 	"dsgd/engine/tensor"
 )
 
-// netFile reports whether a --model value names a net file rather than a
+// netFile reports whether an Options.Model value names a net file rather than a
 // built-in model: it has a path separator or a .prototxt suffix.
 func netFile(model string) bool {
 	return strings.ContainsRune(model, os.PathSeparator) || strings.HasSuffix(model, ".prototxt")
@@ -34,7 +34,7 @@ func (z zeroInput) Fill(_ context.Context, tops []*tensor.Blob) error {
 }
 
 // inputFeed is the zero source of an Input layer's tops, with the first
-// axis of each shape set to batch when batch > 0 (--batch).
+// axis of each shape set to batch when batch > 0 (Options.Batch).
 func inputFeed(dl caffedef.DataLayer, batch int) (zeroInput, error) {
 	if len(dl.Shapes) != len(dl.Tops) {
 		return zeroInput{}, fmt.Errorf("%s: Input layer %q has %d shapes for %d tops", dl.Pos, dl.Name, len(dl.Shapes), len(dl.Tops))

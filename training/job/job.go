@@ -136,10 +136,10 @@ type Job struct {
 	Notes []string
 	// orderNoted: the header says why the TRAIN rows keep file order.
 	orderNoted bool
-	// inputNoted: the header says why --batch left the Input layers alone.
+	// inputNoted: the header says why Options.Batch left the Input layers alone.
 	inputNoted bool
 	// testNet is the solver's first test net when it is not the train
-	// net's file (test_net, test_net_param, or a --net override); nil
+	// net's file (test_net, test_net_param, or an Options.Net override); nil
 	// means the TEST phase of net.
 	testNet *caffedef.NetDef
 	// extraNets are the TEST phases of the solver's second and later
@@ -444,7 +444,7 @@ func (j *Job) feeds(pn *caffedef.PhaseNet, split data.Split, rank, world int) (m
 		}
 		configured, sizeNote := batch, ""
 		if j.Atom > 0 && split == data.Train {
-			// --reduce exact: the loader reads one atom per pass.
+			// Exact sums (PlanSums): the loader reads one atom per pass.
 			sizeNote = fmt.Sprintf(" (read in atoms of %d)", j.Atom)
 			batch = j.Atom
 		}
@@ -586,10 +586,10 @@ func startOf(split data.Split, start int) int {
 	return 0
 }
 
-// shuffle is whether the TRAIN loaders reshuffle every epoch: --shuffle
-// when given, else true except for a net with recurrent layers (LSTM,
-// RNN), whose data rows are time steps in order (LRCN's captions, S2VT's
-// frames): shuffled rows would be sequences no longer. The first call on
+// shuffle is whether the TRAIN loaders reshuffle every epoch:
+// Options.Shuffle when given, else true except for a net with recurrent
+// layers (LSTM, RNN), whose data rows are time steps in order (LRCN's
+// captions, S2VT's frames): shuffled rows would be sequences no longer. The first call on
 // such a net says so in the header.
 func (j *Job) shuffle() bool {
 	if j.opts.ShuffleSet {
@@ -607,7 +607,7 @@ func (j *Job) shuffle() bool {
 }
 
 // TrainBatch is each worker's TRAIN batch (the data layers' batch_size or
-// --batch), and why it cannot be cut into atoms ("" when it can: every
+// Options.Batch), and why it cannot be cut into atoms ("" when it can: every
 // TRAIN data layer reads through a loader, which slices the global batch
 // by position).
 func (j *Job) TrainBatch() (int, string) {
