@@ -21,6 +21,7 @@ import (
 	"dsgd/engine/layers"
 	"dsgd/engine/tensor"
 	"dsgd/simulator/calib"
+	"dsgd/training/job"
 	"dsgd/training/train"
 )
 
@@ -419,11 +420,11 @@ func benchOurs(ctx context.Context, c benchConfig, n benchNet, threads int) (sta
 		m.data, m.shuffle = c.data, true
 		return benchTrain(ctx, &m, n.iters+n.warmup, n.warmup)
 	}
-	j, net, err := loadNet(ctx, &m, threads)
+	j, net, err := job.TrainNet(ctx, m.options(), threads)
 	if err != nil {
 		return stats{}, 0, err
 	}
-	defer j.close()
+	defer j.Close()
 	var ms []float64
 	for i := range n.iters {
 		w := 0
@@ -436,7 +437,7 @@ func benchOurs(ctx context.Context, c benchConfig, n benchNet, threads int) (sta
 		}
 		ms = append(ms, float64(tm.Wall)/float64(time.Millisecond))
 	}
-	return summarize(ms), iterFlops(j.train.Spec, net), nil
+	return summarize(ms), iterFlops(j.Train.Spec, net), nil
 }
 
 // benchTrain trains the model for iters iterations and returns the
@@ -447,17 +448,17 @@ func benchTrain(ctx context.Context, m *modelFlags, iters, warmup int) (stats, f
 	if err != nil {
 		return stats{}, 0, err
 	}
-	if err := j.openData(m, true, 1); err != nil {
+	if err := j.OpenData(true, 1); err != nil {
 		return stats{}, 0, err
 	}
-	defer j.close()
+	defer j.Close()
 	var times []float64
 	cfg := train.Config{
-		Train: j.train.Spec, Test: j.test.Spec,
-		TrainShapes: j.trainShapes, TestShapes: j.testShapes,
-		TrainFeeds: j.trainFeeds, TestFeeds: j.testFeeds,
-		Solver: j.solver.Solver, MaxIter: iters, TestIter: 1,
-		Seed: j.seed, Threads: m.threads,
+		Train: j.Train.Spec, Test: j.Test.Spec,
+		TrainShapes: j.TrainShapes, TestShapes: j.TestShapes,
+		TrainFeeds: j.TrainFeeds, TestFeeds: j.TestFeeds,
+		Solver: j.Solver.Solver, MaxIter: iters, TestIter: 1,
+		Seed: j.Seed, Threads: m.threads,
 	}
 	onIter := func(iter int, _ float64, d time.Duration) {
 		if iter >= warmup {
@@ -474,7 +475,7 @@ func benchTrain(ctx context.Context, m *modelFlags, iters, warmup int) (stats, f
 	if len(times) == 0 {
 		return stats{}, 0, errors.New("no iteration was timed")
 	}
-	return summarize(times), iterFlops(j.train.Spec, tr.Net()), nil
+	return summarize(times), iterFlops(j.Train.Spec, tr.Net()), nil
 }
 
 // gemmPeak measures one-thread sgemm at n=512 through tensor.Gemm, the

@@ -56,18 +56,18 @@ func TestCaffeShardsPerWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.close()
-	if err := j.openData(m, false, workers); err != nil {
+	defer j.Close()
+	if err := j.OpenData(false, workers); err != nil {
 		t.Fatal(err)
 	}
-	feeds := append([][]train.Feed{j.trainFeeds}, j.workerFeeds...)
+	feeds := append([][]train.Feed{j.TrainFeeds}, j.WorkerFeeds...)
 	if len(feeds) != workers {
 		t.Fatalf("%d workers' feeds, want %d", len(feeds), workers)
 	}
 	// 400 images, batch 20: 6 batches stay within each 133-image shard.
 	seen := map[uint64]int{}
 	for r, f := range feeds {
-		imgs := imagesOf(t, f[0], j.trainShapes, 6)
+		imgs := imagesOf(t, f[0], j.TrainShapes, 6)
 		for _, h := range imgs {
 			if w, ok := seen[h]; ok {
 				t.Fatalf("an image read by worker %d is read by worker %d too", r, w)
@@ -78,13 +78,13 @@ func TestCaffeShardsPerWorker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.openShard(m, false, r, workers); err != nil {
+		if err := p.OpenShard(false, r, workers); err != nil {
 			t.Fatal(err)
 		}
-		if got := imagesOf(t, p.trainFeeds[0], p.trainShapes, 6); !slices.Equal(got, imgs) {
+		if got := imagesOf(t, p.TrainFeeds[0], p.TrainShapes, 6); !slices.Equal(got, imgs) {
 			t.Errorf("rank %d: a worker process reads another shard than the in-process worker", r)
 		}
-		p.close()
+		p.Close()
 	}
 	if len(seen) != workers*6*20 {
 		t.Fatalf("%d distinct images over the workers, want %d", len(seen), workers*6*20)

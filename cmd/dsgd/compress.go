@@ -8,34 +8,6 @@ import (
 	"dsgd/training/train"
 )
 
-// compressPlan reads --compress and --compress-warmup into cfg: a
-// gradient compressor (bf16, powersgd:R, topk:F, sign) and its warm-up of plain
-// iterations, by default 10% of the run's iterations (PyTorch's hook
-// starts PowerSGD after start_powerSGD_iter plain steps and suggests
-// about that share). fp16 stays the tcp wire's (worker.go).
-func (f *trainFlags) compressPlan(cfg *train.Config) error {
-	spec, err := compress.Parse(*f.compress)
-	if err != nil {
-		return fmt.Errorf("--compress: %v", err)
-	}
-	w := *f.compressWarmup
-	switch {
-	case w < -1:
-		return fmt.Errorf("--compress-warmup %d is negative", w)
-	case w >= 0 && !spec.Gradient():
-		if w > 0 {
-			return fmt.Errorf("--compress-warmup %d with --compress %s: only bf16, powersgd:R, topk:F and sign have a warm-up", w, spec)
-		}
-	case w == -1:
-		w = cfg.MaxIter / 10
-	}
-	if !spec.Gradient() {
-		return nil
-	}
-	cfg.Compress, cfg.CompressWarmup = spec, w
-	return nil
-}
-
 // printCompressHeader writes the header's line on the gradient
 // compressor: which runs, after how many plain iterations, and what one
 // compressed iteration hands to the collectives per worker against the

@@ -6,57 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"slices"
 	"strings"
 
 	"dsgd/caffe/caffedef"
-	"dsgd/engine/tensor"
+	"dsgd/training/job"
 )
-
-// netFile reports whether a --model value names a net file rather than a
-// built-in model: it has a path separator or a .prototxt suffix.
-func netFile(model string) bool {
-	return strings.ContainsRune(model, os.PathSeparator) || strings.HasSuffix(model, ".prototxt")
-}
-
-// zeroInput is the Source of an Input layer when dsgd itself runs the net
-// (dsgd time): every top keeps the declared shape and holds zeros, which is
-// what caffe time feeds a deploy net.
-type zeroInput struct {
-	// Shapes holds the shape of each top, the batch override applied.
-	Shapes [][]int
-}
-
-// Fill zeroes the tops.
-func (z zeroInput) Fill(_ context.Context, tops []*tensor.Blob) error {
-	for _, t := range tops {
-		clear(t.Data)
-	}
-	return nil
-}
-
-// inputFeed is the zero source of an Input layer's tops, with the first
-// axis of each shape set to batch when batch > 0 (--batch).
-func inputFeed(dl caffedef.DataLayer, batch int) (zeroInput, error) {
-	if len(dl.Shapes) != len(dl.Tops) {
-		return zeroInput{}, fmt.Errorf("%s: Input layer %q has %d shapes for %d tops", dl.Pos, dl.Name, len(dl.Shapes), len(dl.Tops))
-	}
-	z := zeroInput{}
-	for _, s := range dl.Shapes {
-		s = slices.Clone(s)
-		if batch > 0 && len(s) > 0 {
-			s[0] = batch
-		}
-		z.Shapes = append(z.Shapes, s)
-	}
-	return z, nil
-}
 
 // printNotes writes the job's upgrade notes to stderr, as Caffe logs its
 // upgrades of old files.
-func (j *job) printNotes(stderr io.Writer) {
-	for _, n := range j.notes {
+func printNotes(stderr io.Writer, j *job.Job) {
+	for _, n := range j.Notes {
 		fmt.Fprintf(stderr, "dsgd: note: %s\n", n)
 	}
 }

@@ -4,7 +4,8 @@ import "strings"
 
 // The libraries name the run's settings by their Config fields
 // ("Config.Compress bf16 with Config.Workers 1"; train's, and the token
-// of rpc's and tcp's, the store of ps's); the command prints the flags
+// of rpc's and tcp's, the store of ps's, training/job's Options and
+// Sums); the command prints the flags
 // that set them ("--compress bf16 with --workers 1"). fieldFlags
 // maps each field (or a phrase of field and value, listed before the
 // field alone) to its flag, the phrases worded as the command said them
@@ -18,6 +19,8 @@ var fieldFlags = []string{
 	"use float sums (Config.Exact false)", "use --reduce fast",
 	"Config.Exact false", "--reduce fast",
 	"Config.Exact", "--reduce exact",
+	"Sums.Reduce", "--reduce",
+	"Sums.Atom", "--atom",
 	"Config.Workers", "--workers",
 	"Config.Scheme", "--scheme",
 	"Config.Interval", "--interval",
@@ -29,6 +32,12 @@ var fieldFlags = []string{
 	"Config.Group", "--transport tcp",
 	"Config.Token", "--token or DSGD_TOKEN",
 	"same store (ClientConfig.Store, ServerConfig.Store)", "same --store",
+	"Options.Model", "--model",
+	"Options.Net", "--net",
+	"Options.Solver", "--solver",
+	"Options.Data", "--data",
+	"Options.Batch", "--batch",
+	"Options.Shuffle", "--shuffle",
 }
 
 // testFieldFlags is dsgd test's table: the snapshot it resumes from is

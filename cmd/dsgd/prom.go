@@ -186,3 +186,11 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, st
 	context.AfterFunc(ctx, func() { srv.Close() })
 	return ln.Addr().String(), nil
 }
+
+// registry is p's registry, nil for no promRun.
+func (p *promRun) registry() *prometheus.Registry {
+	if p == nil {
+		return nil
+	}
+	return p.reg
+}

@@ -23,6 +23,7 @@ import (
 	"dsgd/protocol/scheme"
 	"dsgd/simulator/calib"
 	"dsgd/simulator/sim"
+	"dsgd/training/job"
 	"dsgd/training/timeline"
 	"dsgd/training/train"
 )
@@ -372,17 +373,17 @@ func (f *simFlags) simModel(ctx context.Context, set map[string]bool, stdout io.
 // measureModel calibrates the net the model flags describe with threads
 // goroutines per layer and the solver stepping on as many.
 func measureModel(ctx context.Context, m *modelFlags, threads int) (sim.Model, error) {
-	j, net, err := loadNet(ctx, m, threads)
+	j, net, err := job.TrainNet(ctx, m.options(), threads)
 	if err != nil {
 		return sim.Model{}, err
 	}
-	defer j.close()
-	sc := j.solver.Solver
+	defer j.Close()
+	sc := j.Solver.Solver
 	model, err := calib.Model(ctx, net, calib.ModelOptions{Warmup: 3, Iters: 20, Solver: &sc, Threads: threads})
 	if err != nil {
 		return sim.Model{}, err
 	}
-	model.Name = j.name
+	model.Name = j.Name
 	return model, nil
 }
 
@@ -394,12 +395,12 @@ func measureModels(ctx context.Context, m *modelFlags, threads, copies int) (sim
 	var name string
 	var sc solver.Config
 	for i := range nets {
-		j, net, err := loadNet(ctx, m, threads)
+		j, net, err := job.TrainNet(ctx, m.options(), threads)
 		if err != nil {
 			return sim.Model{}, err
 		}
-		defer j.close()
-		nets[i], name, sc = net, j.name, j.solver.Solver
+		defer j.Close()
+		nets[i], name, sc = net, j.Name, j.Solver.Solver
 	}
 	mod, err := calib.Concurrent(ctx, nets, calib.ModelOptions{Warmup: 3, Iters: validateCalibIters, Solver: &sc, Threads: threads})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"dsgd/training/job"
 	"dsgd/training/train"
 )
 
@@ -143,7 +144,7 @@ func TestTestIterOverridesEveryTestNet(t *testing.T) {
 		{3, []int{3, 3, 3}},
 	} {
 		cfg := train.Config{TestIter: 4, ExtraTests: []train.TestNet{{Iter: 25}, {Iter: 7}}}
-		overrideTestIter(&cfg, tc.flag)
+		job.OverrideTestIter(&cfg, tc.flag)
 		got := []int{cfg.TestIter, cfg.ExtraTests[0].Iter, cfg.ExtraTests[1].Iter}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("--test-iter %d: test_iter of the three nets %v, want %v", tc.flag, got, tc.want)

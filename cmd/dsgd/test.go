@@ -47,14 +47,14 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
-	if j.noSolver {
-		defer j.close()
+	if j.NoSolver {
+		defer j.Close()
 		return testNetOnly(ctx, j, &m, *weights, *iters, stdout, stderr)
 	}
-	if len(j.test.Spec.Layers) == 0 {
+	if len(j.Test.Spec.Layers) == 0 {
 		return fmt.Errorf("the net has no TEST phase to test with")
 	}
-	sd := j.solver
+	sd := j.Solver
 	n := *iters
 	if n == 0 {
 		n = sd.TestIter
@@ -62,15 +62,15 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if n == 0 {
 		n = 100
 	}
-	if err := j.openData(&m, true, 1); err != nil {
+	if err := j.OpenData(true, 1); err != nil {
 		return err
 	}
-	defer j.close()
+	defer j.Close()
 	cfg := train.Config{
-		Train: j.train.Spec, Test: j.test.Spec, Solver: sd.Solver,
-		TrainShapes: j.trainShapes, TrainFeeds: j.trainFeeds,
-		TestShapes: j.testShapes, TestFeeds: j.testFeeds,
-		MaxIter: 1, TestIter: n, Seed: j.seed, Threads: m.threads, Out: io.Discard,
+		Train: j.Train.Spec, Test: j.Test.Spec, Solver: sd.Solver,
+		TrainShapes: j.TrainShapes, TrainFeeds: j.TrainFeeds,
+		TestShapes: j.TestShapes, TestFeeds: j.TestFeeds,
+		MaxIter: 1, TestIter: n, Seed: j.Seed, Threads: m.threads, Out: io.Discard,
 	}
 	if caffemodel.IsModel(*weights) {
 		cfg.Weights = []string{*weights}
@@ -82,7 +82,7 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
-	if err := j.checkLabels(tr.Net(), j.train.Spec, j.test.Spec); err != nil {
+	if err := j.CheckLabels(tr.Net(), j.Train.Spec, j.Test.Spec); err != nil {
 		return err
 	}
 	res, err := tr.Test(ctx, tr.StartIter())

@@ -8,10 +8,9 @@ import (
 	"strings"
 
 	"dsgd/caffe/caffemodel"
-	"dsgd/data"
 	"dsgd/engine/layers"
 	"dsgd/engine/model"
-	"dsgd/engine/tensor"
+	"dsgd/training/job"
 )
 
 // caffeTestIterations is caffe test's default -iterations.
@@ -23,25 +22,24 @@ const caffeTestIterations = 50
 // blobs hold zeros), with the weights of W copied in by layer name, every
 // output averaged over the iterations. No solver and no TRAIN net are
 // involved, so a deploy net without a loss can be tested too.
-func testNetOnly(ctx context.Context, j *job, m *modelFlags, weights string, iters int, stdout, stderr io.Writer) error {
+func testNetOnly(ctx context.Context, j *job.Job, m *modelFlags, weights string, iters int, stdout, stderr io.Writer) error {
 	if !caffemodel.IsModel(weights) {
 		return fmt.Errorf("--weights %s: a net file alone is tested with a .caffemodel or .caffemodel.h5 (as caffe test); a dsgd snapshot is tested with --solver, the solver of the run that wrote it", weights)
 	}
-	if j.testErr != nil {
-		return j.testErr
+	if j.TestErr != nil {
+		return j.TestErr
 	}
-	if len(j.test.Spec.Layers) == 0 {
-		return fmt.Errorf("%s has no layer in the TEST phase to test", j.name)
+	if len(j.Test.Spec.Layers) == 0 {
+		return fmt.Errorf("%s has no layer in the TEST phase to test", j.Name)
 	}
 	if iters == 0 {
 		iters = caffeTestIterations
 	}
-	j.printNotes(stderr)
-	var err error
-	if j.testShapes, j.testFeeds, err = j.feeds(m, j.test, data.Test, 0, 1); err != nil {
+	printNotes(stderr, j)
+	if err := j.OpenTestFeeds(); err != nil {
 		return err
 	}
-	net, err := model.Build(j.test.Spec, j.testShapes, model.Options{Phase: layers.Test, Threads: m.threads, Seed: j.seed})
+	net, err := model.Build(j.Test.Spec, j.TestShapes, model.Options{Phase: layers.Test, Threads: m.threads, Seed: j.Seed})
 	if err != nil {
 		return err
 	}
@@ -49,7 +47,7 @@ func testNetOnly(ctx context.Context, j *job, m *modelFlags, weights string, ite
 	if err != nil {
 		return fmt.Errorf("--weights: %w", err)
 	}
-	netLayers, err := caffemodel.Resolve(caffemodel.SpecLayers(j.test.Spec), net.Blocks())
+	netLayers, err := caffemodel.Resolve(caffemodel.SpecLayers(j.Test.Spec), net.Blocks())
 	if err != nil {
 		return fmt.Errorf("--weights %s: %w", weights, err)
 	}
@@ -65,21 +63,15 @@ func testNetOnly(ctx context.Context, j *job, m *modelFlags, weights string, ite
 		fmt.Fprintf(stderr, "; %s keep their fillers (not in the file)", strings.Join(rep.Kept, ", "))
 	}
 	fmt.Fprintln(stderr)
-	if err := j.checkLabels(net, j.test.Spec); err != nil {
+	if err := j.CheckLabels(net, j.Test.Spec); err != nil {
 		return err
 	}
 	outs := net.Outputs()
 	sums := make([][]float64, len(outs))
 	var loss float64
 	for range iters {
-		for _, f := range j.testFeeds {
-			tops := make([]*tensor.Blob, len(f.Tops))
-			for i, name := range f.Tops {
-				tops[i] = net.Input(name)
-			}
-			if err := f.Source.Fill(ctx, tops); err != nil {
-				return err
-			}
+		if err := job.Fill(ctx, net, j.TestFeeds); err != nil {
+			return err
 		}
 		loss += net.Forward()
 		for k, o := range outs {
@@ -91,7 +83,7 @@ func testNetOnly(ctx context.Context, j *job, m *modelFlags, weights string, ite
 			}
 		}
 	}
-	fmt.Fprintf(stdout, "dsgd test: %s, TEST phase, %d iterations, weights %s\n", j.name, iters, weights)
+	fmt.Fprintf(stdout, "dsgd test: %s, TEST phase, %d iterations, weights %s\n", j.Name, iters, weights)
 	var bad []string
 	report := func(name string, v float64) {
 		fmt.Fprintf(stdout, "  %-16s %.6g\n", name, v)

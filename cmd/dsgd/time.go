@@ -7,10 +7,8 @@ import (
 	"io"
 	"time"
 
-	"dsgd/engine/layers"
-	"dsgd/engine/model"
-	"dsgd/engine/tensor"
 	"dsgd/simulator/calib"
+	"dsgd/training/job"
 )
 
 func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -33,13 +31,13 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errUsage
 	}
 	m.noteGPU("time", stderr)
-	j, net, err := loadNet(ctx, &m, m.threads)
+	j, net, err := job.TrainNet(ctx, m.options(), m.threads)
 	if err != nil {
 		return err
 	}
-	defer j.close()
-	j.printNotes(stderr)
-	j.printHeader(stdout, stderr, net, m.threads, *iters, j.solver.Solver)
+	defer j.Close()
+	printNotes(stderr, j)
+	printHeader(stdout, stderr, j, net, m.threads, *iters, j.Solver.Solver)
 	probe := newReorderProbe(net, max(*warmup, 0))
 	tm, err := calib.Time(ctx, net, max(*warmup, 0), *iters)
 	if err != nil {
@@ -67,37 +65,4 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "forward-backward: %.3f ms per iteration (wall)\n", perIter(tm.Wall))
 	probe.print(stdout, *iters, m.threads, perIter(tm.Wall))
 	return nil
-}
-
-// loadNet builds the TRAIN net the model flags describe, with threads
-// goroutines per layer, and fills its inputs with one batch: what `dsgd
-// time` times and `dsgd simulate` calibrates. The caller closes the job.
-func loadNet(ctx context.Context, m *modelFlags, threads int) (*job, *model.Net, error) {
-	j, err := m.load()
-	if err != nil {
-		return nil, nil, err
-	}
-	if j.trainErr != nil {
-		return nil, nil, j.trainErr
-	}
-	if err := j.openData(m, false, 1); err != nil {
-		j.close()
-		return nil, nil, err
-	}
-	net, err := model.Build(j.train.Spec, j.trainShapes, model.Options{Phase: layers.Train, Threads: threads, Seed: j.seed})
-	if err != nil {
-		j.close()
-		return nil, nil, err
-	}
-	for _, f := range j.trainFeeds {
-		tops := make([]*tensor.Blob, len(f.Tops))
-		for i, name := range f.Tops {
-			tops[i] = net.Input(name)
-		}
-		if err := f.Source.Fill(ctx, tops); err != nil {
-			j.close()
-			return nil, nil, err
-		}
-	}
-	return j, net, nil
 }

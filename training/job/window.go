@@ -1,4 +1,4 @@
-package main
+package job
 
 import (
 	"fmt"
@@ -29,7 +29,7 @@ func windowFeed(dl caffedef.DataLayer, batch int, split data.Split, seed uint64,
 	}
 	src, err := data.OpenWindows(cfg)
 	if err != nil {
-		return train.Feed{}, fmt.Errorf("%s: %w (or override the source with --data)", dl.Pos, err)
+		return train.Feed{}, fmt.Errorf("%s: %w (or override the source with Options.Data)", dl.Pos, err)
 	}
 	shapes[dl.Tops[0]] = src.Shape()
 	shapes[dl.Tops[1]] = tensor.Shape{cfg.BatchSize}

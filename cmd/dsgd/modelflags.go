@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"dsgd/caffe/zoo"
+	"dsgd/engine/model"
+	"dsgd/engine/solver"
+	"dsgd/training/job"
+)
+
+// modelFlags are the flags that choose a net, a solver and their data,
+// shared by train, time and bench.
+type modelFlags struct {
+	model, net, solver, data string
+	threads                  int
+	seed                     int64
+	// netOnly lets a net file be loaded without a solver (dsgd time).
+	netOnly bool
+	// stages and level (when levelSet) are --stage and --level: the
+	// NetState the train net's layers are selected with, as caffe's flags.
+	stages   string
+	level    int
+	levelSet bool
+	shuffle  bool
+	// shuffleSet: --shuffle was given, so a recurrent net's rows are
+	// reshuffled too.
+	shuffleSet bool
+	batch      int
+	// gpu is Caffe's -gpu IDS: dsgd has no GPU engine yet, so it is noted
+	// and the run is on the CPU.
+	gpu string
+}
+
+func (m *modelFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&m.model, "model", "lenet", "built-in model: "+strings.Join(zoo.Names(), ", ")+" (ignored when --net or --solver is given)")
+	fs.StringVar(&m.net, "net", "", "net `FILE` in Caffe's prototxt format (default: the solver's net field)")
+	fs.StringVar(&m.solver, "solver", "", "solver `FILE` in Caffe's prototxt format")
+	fs.StringVar(&m.data, "data", "", "data `SOURCE` for every data layer: a Caffe LMDB or LevelDB of Datum records (its backend detected), fashion-mnist, mnist, cifar10, synthetic[:N=..,C=..,H=..,W=..,classes=..,seed=..], or a directory of IDX / CIFAR-10 binary files (default: each layer's source)")
+	fs.IntVar(&m.threads, "threads", runtime.NumCPU(), "goroutines each layer computes with")
+	fs.Int64Var(&m.seed, "seed", -1, "random seed for weights, shuffling and dropout (default: the solver's random_seed, else 1)")
+	m.shuffle = true
+	fs.BoolFunc("shuffle", "reshuffle the training set every epoch (default true, but false for a net with LSTM or RNN layers, whose rows are time steps; Caffe reads in file order)", func(v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		m.shuffle, m.shuffleSet = b, true
+		return nil
+	})
+	fs.IntVar(&m.batch, "batch", 0, "override the TRAIN Data layers' batch_size (and the first axis of Input layers in dsgd time)")
+	registerKernels(fs)
+	fs.StringVar(&m.gpu, "gpu", "", "Caffe's -gpu `IDS` (0, 0,1 or all): dsgd has no GPU engine yet, so the run is on the CPU, with a note")
+	fs.StringVar(&m.stages, "stage", "", "`STAGES` (comma-separated) of the net's state, selecting layers by include/exclude { stage }, as caffe's --stage")
+	fs.Func("level", "the net state's `LEVEL`, selecting layers by min_level/max_level, as caffe's --level", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("want an integer")
+		}
+		m.level, m.levelSet = n, true
+		return nil
+	})
+}
+
+// options are the job's options the flags give.
+func (m *modelFlags) options() job.Options {
+	return job.Options{
+		Model: m.model, Net: m.net, Solver: m.solver, Data: m.data, Seed: m.seed,
+		NetOnly: m.netOnly, Stages: m.stages, Level: m.level, LevelSet: m.levelSet,
+		Shuffle: m.shuffle, ShuffleSet: m.shuffleSet, Batch: m.batch,
+	}
+}
+
+// load parses the net and solver the flags name.
+func (m *modelFlags) load() (*job.Job, error) { return job.Load(m.options()) }
+
+// printHeader writes the run's header: the net, the data, the solver,
+// the threads and seed, the engine and each layer's kernel; warnings to ew.
+func printHeader(w, ew io.Writer, j *job.Job, net *model.Net, threads, maxIter int, sc solver.Config) {
+	fmt.Fprintf(w, "dsgd: net %s, %d parameters in %d blobs\n", j.Name, len(net.Params()), len(net.Blocks()))
+	for _, d := range j.DataDesc {
+		fmt.Fprintf(w, "dsgd: data %s\n", trainFlagNames.Replace(d))
+	}
+	if !j.NoSolver {
+		fmt.Fprintf(w, "dsgd: solver %s, base_lr %.6g, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), sc.BaseLR, sc.LRPolicy, sc.Momentum, sc.WeightDecay, maxIter)
+	}
+	fmt.Fprintf(w, "dsgd: %d threads, seed %d\n", threads, j.Seed)
+	printEngine(w, ew)
+	printLayerKernels(w, net)
+	for _, wn := range j.Warnings {
+		fmt.Fprintf(ew, "dsgd: warning: %s\n", trainFlagNames.Replace(wn))
+	}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// noteGPU says on stderr that Caffe's -gpu was read and the run is on the
+// CPU.
+func (m *modelFlags) noteGPU(cmd string, stderr io.Writer) {
+	if m.gpu != "" {
+		fmt.Fprintf(stderr, "dsgd %s: note: --gpu %s: dsgd has no GPU engine yet; running on the CPU\n", cmd, m.gpu)
+	}
+}

@@ -1,0 +1,511 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"dsgd/comm/collective"
+	"dsgd/comm/elastic"
+	"dsgd/comm/transport/mpi"
+	"dsgd/protocol/scheme"
+	"dsgd/training/job"
+	"dsgd/training/timeline"
+	"dsgd/training/train"
+)
+
+// execute runs the training job the flags describe: every rank in this
+// process (g nil), or rank g.rank of a multi-process group. Its errors
+// name the flags, not the Config fields the libraries name.
+func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr io.Writer) (err error) {
+	defer func() { err = asFlags(err, trainFlagNames) }()
+	j, err := f.m.load()
+	if err != nil {
+		return err
+	}
+	printNotes(stderr, j)
+	cfg, autoNote, err := f.config(j, g, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	rank := g.rankOf()
+	files := &runFiles{}
+	defer files.close()
+	if err := f.openFiles(files, &cfg, g, rank, stderr); err != nil {
+		return err
+	}
+	if err := f.plan(j, &cfg, stderr); err != nil {
+		return err
+	}
+	if err := j.Open(&cfg, *f.testIter); err != nil {
+		return err
+	}
+	defer j.Close()
+	member, err := f.member(g, &cfg, stderr)
+	if err != nil {
+		return err
+	}
+	tr, err := train.New(cfg)
+	if err != nil {
+		return err
+	}
+	if member != nil {
+		if err := f.join(ctx, member, tr, g); err != nil {
+			return err
+		}
+		defer member.Client.Close()
+	}
+	if err := f.check(j, tr, cfg, files.metrics, g, rank, stderr); err != nil {
+		return err
+	}
+	prom, stopProm, err := f.serveProm(ctx, g, rank, stderr)
+	defer stopProm()
+	if err != nil {
+		return err
+	}
+	if g != nil && g.serve {
+		return serveCenter(ctx, f, tr, g.listen, g.token, stdout, prom.registry())
+	}
+	d := &runDeps{}
+	defer d.close()
+	if err := f.connect(ctx, d, g, tr, cfg, member, j, prom); err != nil {
+		return err
+	}
+	out := cfg.Out
+	if member != nil && rank != 0 {
+		out = io.Discard // the first generation's rank 0 prints the header
+	}
+	f.printRunHeader(out, stderr, j, tr, cfg, g, autoNote)
+	res, err := tr.Run(ctx, d.Deps)
+	f.result = res
+	if err != nil {
+		return err
+	}
+	return f.report(ctx, out, stderr, res, tr, cfg, g, rank, member, d)
+}
+
+// rankOf is g's rank: 0 for a run whose ranks are all in this process
+// (g nil).
+func (g *groupFlags) rankOf() int {
+	if g == nil {
+		return 0
+	}
+	return g.rank
+}
+
+// refuse prints err as the command's refusal of its flags and returns
+// errUsage.
+func refuse(stderr io.Writer, err error) error {
+	fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+	return errUsage
+}
+
+// config is the train.Config the flags give for j: the solver's, with
+// the flags' overrides and the scheme's settings, placed on g's rank.
+// autoNote is the header's note on the layout dsgd chose.
+func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer) (cfg train.Config, autoNote string, err error) {
+	m := &f.m
+	sd := j.Solver
+	lrFactor := float64(max(*f.workers, 1))
+	autoBatch := 0
+	if *f.workers == 0 {
+		*f.workers = 1
+		if *f.scheme == "" {
+			autoNote = defaultLayoutNote(m.threads)
+		}
+	}
+	cfg = j.Config()
+	cfg.Resume, cfg.Weights = *f.resume, weightsFrom(*f.weights, sd.Weights)
+	cfg.Threads, cfg.Out, cfg.TTY = m.threads, stdout, ownTerminal(stdout, os.Getenv)
+	if *f.iters > 0 {
+		cfg.MaxIter = *f.iters
+	}
+	switch {
+	case *f.snapFormat == train.FormatDsgd || *f.snapFormat == train.FormatCaffe || *f.snapFormat == train.FormatHDF5:
+		cfg.SnapshotFormat = *f.snapFormat
+	case *f.snapFormat != "":
+		fmt.Fprintf(stderr, "dsgd: --snapshot-format %q: want dsgd, caffe or hdf5\n", *f.snapFormat)
+		return cfg, "", errUsage
+	}
+	switch *f.prefix {
+	case "":
+	case "none":
+		cfg.SnapshotPrefix = ""
+	default:
+		cfg.SnapshotPrefix = *f.prefix
+	}
+	if *f.testInterval >= 0 {
+		cfg.TestInterval = *f.testInterval
+	}
+	if *f.testIter > 0 {
+		cfg.TestIter = *f.testIter // the further test nets' come with their data below
+	}
+	if *f.display >= 0 {
+		cfg.Display = *f.display
+	}
+	if *f.workers < 1 {
+		fmt.Fprintf(stderr, "dsgd train: --workers must be at least 1, got %d\n", *f.workers)
+		return cfg, "", errUsage
+	}
+	algo, err := collective.ParseAlgorithm(*f.algo)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsgd train: --allreduce: %v\n", err)
+		return cfg, "", errUsage
+	}
+	cfg.Scheme, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = f.schemeName(), *f.workers, *f.pack, algo, *f.commTimeout
+	// A rank of a multi-process run records how its ranks met: the
+	// launcher strips --transport from their command lines, and a resumed
+	// run must start its ranks the same way (--transport tcp).
+	transport := ""
+	if g != nil && g.mpi == nil {
+		transport = "tcp"
+	}
+	cfg.Run = f.record(cfg.Scheme, cfg.Workers, autoBatch, transport)
+	switch {
+	case *f.bucketKiB < -1:
+		fmt.Fprintf(stderr, "dsgd train: --bucket must not be negative, got %d\n", *f.bucketKiB)
+		return cfg, "", errUsage
+	case *f.bucketKiB >= 0:
+		cfg.Bucket = *f.bucketKiB << 10 / 4
+	case g != nil:
+		cfg.Bucket = 1024 << 10 / 4 // across processes: DDP's 1 MiB buckets
+	default:
+		cfg.Bucket = 0 // in one process: TRL's per-layer hand-off
+	}
+	cfg.TimeBudget = *f.timeBudget
+	if err := f.asyncConfig(&cfg); err != nil {
+		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
+		return cfg, "", errUsage
+	}
+	switch *f.lrScale {
+	case "none":
+	case "linear":
+		cfg.Solver.BaseLR *= lrFactor
+	case "inverse":
+		cfg.Solver.BaseLR /= float64(cfg.Workers)
+	default:
+		fmt.Fprintf(stderr, "dsgd train: --lr-scale %q: choose none, linear or inverse\n", *f.lrScale)
+		return cfg, "", errUsage
+	}
+	if *f.warmup < 0 {
+		fmt.Fprintf(stderr, "dsgd train: --warmup must not be negative, got %d\n", *f.warmup)
+		return cfg, "", errUsage
+	}
+	if *f.warmup > 0 {
+		cfg.Solver.WarmupIters = *f.warmup
+	}
+	if cfg.TestIter == 0 {
+		cfg.Test.Layers = nil // Caffe: no test_iter, no testing
+	} else if j.TestErr != nil {
+		return cfg, "", fmt.Errorf("--test-iter %d: %w", cfg.TestIter, j.TestErr)
+	}
+	if g != nil {
+		job.Place(&cfg, g.rank, g.world, f.elastic.on())
+	}
+	return cfg, autoNote, nil
+}
+
+// runFiles are the files a run writes beside its output (--metrics,
+// --log, --timeline); close closes them, the last opened first.
+type runFiles struct {
+	metrics *recordFile
+	closers []func()
+}
+
+func (r *runFiles) close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+}
+
+// openFiles opens the files the flags name for this process (rank of g)
+// and gives them to cfg.
+func (f *trainFlags) openFiles(files *runFiles, cfg *train.Config, g *groupFlags, rank int, stderr io.Writer) error {
+	if *f.metrics != "" {
+		path := rankPath(*f.metrics, g, rank)
+		metricsFile, err := openRecordFile("--metrics", path, cfg.Resume != "")
+		if err != nil {
+			return err
+		}
+		files.metrics = metricsFile
+		files.closers = append(files.closers, func() {
+			if err := metricsFile.Close(); err != nil {
+				fmt.Fprintf(stderr, "dsgd: --metrics %s: %v\n", path, err)
+			}
+		})
+		cfg.Metrics = metricsFile
+		if isCSV(*f.metrics) {
+			cfg.MetricsFormat = train.MetricsCSV
+			cfg.MetricsNoHeader = metricsFile.first != ""
+		}
+	}
+	if *f.log != "" && rank == 0 && (g == nil || !g.serve) {
+		lf, err := openRecordFile("--log", *f.log, cfg.Resume != "")
+		if err != nil {
+			return err
+		}
+		files.closers = append(files.closers, func() {
+			if err := lf.Close(); err != nil {
+				fmt.Fprintf(stderr, "dsgd: --log %s: %v\n", *f.log, err)
+			}
+		})
+		cfg.CaffeLog = lf
+	}
+	if *f.timeline != "" {
+		path := rankPath(*f.timeline, g, rank)
+		tf, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("--timeline: cannot create the trace file: %w", err)
+		}
+		tl := timeline.New(tf, time.Time{})
+		cfg.Timeline = tl
+		files.closers = append(files.closers, func() {
+			err := tl.Close()
+			if cerr := tf.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "dsgd: --timeline %s: the trace is incomplete: %v\n", path, err)
+			}
+		})
+	}
+	return nil
+}
+
+// plan sets where a resumed run's data continue, and applies --compress
+// and --reduce to cfg and j (job.PlanCompress, Job.PlanSums), refusing a
+// compressor the run cannot take.
+func (f *trainFlags) plan(j *job.Job, cfg *train.Config, stderr io.Writer) error {
+	if cfg.Resume != "" {
+		// The data continue where the snapshot's run stopped.
+		if err := j.ResumeAt(cfg.Resume); err != nil {
+			return err
+		}
+	}
+	if err := job.PlanCompress(cfg, *f.compress, *f.compressWarmup); err != nil {
+		return refuse(stderr, asFlags(err, trainFlagNames))
+	}
+	bounds := ""
+	if f.elastic.on() {
+		bounds = *f.elastic.bounds
+	}
+	note, err := j.PlanSums(cfg, job.Sums{Reduce: *f.reduce, Atom: *f.atom, Elastic: bounds, Compress: *f.compress})
+	if err != nil {
+		return refuse(stderr, asFlags(err, trainFlagNames))
+	}
+	f.reduceNote = trainFlagNames.Replace(note)
+	if err := train.CompressRefusal(*cfg); err != nil {
+		return refuse(stderr, asFlags(err, trainFlagNames))
+	}
+	return nil
+}
+
+// member is this rank's membership of an elastic group (nil without
+// --elastic), which marks cfg elastic once the group's refusals pass.
+func (f *trainFlags) member(g *groupFlags, cfg *train.Config, stderr io.Writer) (*elastic.Member, error) {
+	if g == nil || !f.elastic.on() {
+		return nil, nil
+	}
+	in, _ := scheme.Lookup(cfg.Scheme)
+	member := &elastic.Member{Prefer: g.rank, Server: in.ServerUpdates && g.rank == g.world-1}
+	var err error
+	if member.TCP, err = g.tcpConfig(*f.compress, *f.shm); err != nil {
+		return nil, err
+	}
+	member.TCP.Timeout = *f.commTimeout
+	cfg.Elastic = true
+	if err := train.ElasticRefusal(*cfg); err != nil {
+		return nil, refuse(stderr, asFlags(err, trainFlagNames))
+	}
+	return member, nil
+}
+
+// join connects member to the elastic group's coordinator, for the
+// layout tr built; the caller closes member.Client.
+func (f *trainFlags) join(ctx context.Context, member *elastic.Member, tr *train.Trainer, g *groupFlags) error {
+	member.TCP.ModelHash = tr.LayoutHash()
+	var err error
+	member.Client, err = elastic.Dial(ctx, *f.elastic.coordinator, g.token, *f.commTimeout)
+	if err != nil {
+		return fmt.Errorf("--elastic-coordinator %s: %w", *f.elastic.coordinator, err)
+	}
+	return nil
+}
+
+// check refuses, before the run, labels past the classes of the layers
+// they feed, a compressor that would compress nothing, and a --metrics
+// CSV file whose header is another run's columns.
+func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, metricsFile *recordFile, g *groupFlags, rank int, stderr io.Writer) error {
+	if err := j.CheckLabels(tr.Net(), j.Train.Spec, j.Test.Spec); err != nil {
+		return err
+	}
+	if err := compressNothing(tr, cfg, f.m.netFlag()); err != nil {
+		return refuse(stderr, err)
+	}
+	if cfg.MetricsNoHeader {
+		if want := strings.Join(tr.MetricsColumns(), ","); metricsFile.first != want {
+			return fmt.Errorf("--metrics %s: the file's CSV header is not this run's columns, so rows cannot be appended to it:\n  file: %s\n  run:  %s\nwrite the metrics to a new file", rankPath(*f.metrics, g, rank), metricsFile.first, want)
+		}
+	}
+	return nil
+}
+
+// serveProm serves --metrics-listen where this process reports (one
+// process, rank 0, or dsgd ps); nil otherwise. stop ends it.
+func (f *trainFlags) serveProm(ctx context.Context, g *groupFlags, rank int, stderr io.Writer) (prom *promRun, stop func(), err error) {
+	if *f.metricsListen == "" || !(g == nil || g.serve || rank == 0) {
+		return nil, func() {}, nil
+	}
+	prom = newPromRun()
+	mctx, stop := context.WithCancel(ctx)
+	addr, err := serveMetrics(mctx, *f.metricsListen, prom.reg, stderr)
+	if err != nil {
+		return nil, stop, err
+	}
+	fmt.Fprintf(stderr, "dsgd: metrics on http://%s/metrics\n", addr)
+	return prom, stop, nil
+}
+
+// runDeps are a run's dependencies, the connections the built trainer
+// makes possible (its layout hash, its join fields) and the hooks, with
+// what closes the connections.
+type runDeps struct {
+	train.Deps
+	// peak measures diloco's busiest step over a group's endpoint.
+	peak    *stepBytes
+	closers []func()
+}
+
+func (d *runDeps) close() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+}
+
+// connect fills d for tr: an elastic group's membership and feeds, the
+// center a center scheme's workers talk to, the group's endpoint, and
+// the hooks that measure and export the run.
+func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr *train.Trainer, cfg train.Config, member *elastic.Member, j *job.Job, prom *promRun) error {
+	deps := &d.Deps
+	if member != nil {
+		deps.Elastic = &train.Elastic{Membership: member, Feeds: j.ReopenTrain}
+	}
+	switch {
+	case g != nil && tr.CenterOnly():
+		c, closer, err := dialCenter(ctx, f, tr, g.token, cfg.Workers, *f.commTimeout)
+		if err != nil {
+			return err
+		}
+		d.closers = append(d.closers, closer)
+		deps.Center = c
+	case g != nil && (scheme.Config{Name: cfg.Scheme}).Info().Center == scheme.GroupRoots:
+		// The group's roots talk to the center; every rank to its group.
+		c, closer, err := dialCenter(ctx, f, tr, g.token, tr.CenterWorkers(), *f.commTimeout)
+		if err != nil {
+			return err
+		}
+		d.closers = append(d.closers, closer)
+		deps.Center = c
+		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress, *f.shm)
+		if err != nil {
+			return err
+		}
+		d.closers = append(d.closers, func() { ep.Close() })
+		deps.Endpoint = ep
+	case member != nil:
+		// Each generation connects its own endpoint (elasticMember.Next).
+	case g != nil:
+		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress, *f.shm)
+		if err != nil {
+			return err
+		}
+		d.closers = append(d.closers, func() { ep.Close() })
+		deps.Endpoint = ep
+	}
+	if g != nil && deps.Endpoint != nil && tr.SchemeConfig().Info().Outer {
+		// diloco's and streaming-diloco's point is the bytes of their
+		// busiest step: measure it.
+		d.peak = &stepBytes{ep: deps.Endpoint}
+		deps.OnIter = d.peak.wrap(deps.OnIter)
+	}
+	if prom != nil {
+		deps.OnIter = prom.onIter(tr.GlobalBatch(), deps.OnIter)
+		deps.OnIterMetrics = prom.onIterMetrics
+		deps.OnTest = prom.onTest
+		if deps.Endpoint != nil {
+			prom.registerEndpoint(deps.Endpoint)
+		}
+	}
+	if sc := tr.SchemeConfig(); sc.Name == "streaming-diloco" {
+		// Its fragments need the net's blocks: refuse them before
+		// the header and the first test.
+		if err := sc.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printRunHeader writes the run's header: the job's, then the scheme and
+// layout, the notes on what dsgd chose, and how gradients are summed and
+// compressed.
+func (f *trainFlags) printRunHeader(out, stderr io.Writer, j *job.Job, tr *train.Trainer, cfg train.Config, g *groupFlags, autoNote string) {
+	m := &f.m
+	printHeader(out, stderr, j, tr.Net(), m.threads, cfg.MaxIter, cfg.Solver)
+	threads := max(1, m.threads/cfg.Workers)
+	where := *f.transport
+	if g != nil {
+		threads, where = m.threads, "tcp"
+		if g.mpi != nil {
+			where = "mpi (" + mpi.Version() + ")"
+			if g.native != nil {
+				where += ", MPI's own collectives"
+			}
+		}
+	}
+	fmt.Fprintf(out, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Scheme, cfg.Workers, where, threads, cfg.Pack)
+	fmt.Fprint(out, autoNote)
+	fmt.Fprint(out, f.note)
+	if sc := tr.SchemeConfig(); sc.Info().Outer {
+		fmt.Fprintf(out, "dsgd: %s: %s\n", sc.Name, sc.StreamingSummary())
+	}
+	fmt.Fprint(out, f.reduceNote)
+	printCompressHeader(out, tr, cfg)
+	if cfg.Resume != "" {
+		fmt.Fprintf(out, "dsgd: resuming from %s\n", cfg.Resume)
+	}
+}
+
+// report writes the finished run's summary (an elastic group's by its
+// last generation's rank 0), what it sent, and returns the error of
+// workers that failed on the way.
+func (f *trainFlags) report(ctx context.Context, out, stderr io.Writer, res *train.Result, tr *train.Trainer, cfg train.Config, g *groupFlags, rank int, member *elastic.Member, d *runDeps) error {
+	if member != nil {
+		member.Client.Leave(ctx)
+		// The last generation's rank 0 reports, whichever worker it is.
+		if tr.GroupRank() == 0 {
+			printSummary(cfg.Out, res)
+			fmt.Fprintf(cfg.Out, "elastic: %d generation(s), %d worker(s) at the end\n", res.Generations, res.Workers)
+		}
+		return nil
+	}
+	printSummary(out, res)
+	printCompressed(out, res, cfg)
+	if g != nil && d.Endpoint != nil {
+		w := out // rank 0's summary; the other ranks' output is discarded
+		if rank != 0 {
+			w = stderr
+		}
+		printTraffic(w, rank, g.world, d.Endpoint.Stats(), res)
+		if d.peak != nil {
+			d.peak.print(w, rank)
+		}
+		printLinks(w, d.Endpoint, res.Iters)
+	} else if cfg.Group != nil {
+		printLinks(out, d.Endpoint, res.Iters)
+	}
+	return failedWorkers(res.Failed)
+}
