@@ -48,6 +48,7 @@ type centerRule struct {
 
 func newCenterWorker(c Config, rank int, rule centerRule) *centerWorker {
 	w := &centerWorker{rule: rule, cfg: c, rank: rank, id: rank, iter: c.StartIter, root: rank}
+	w.first = w.start
 	if rule.groups {
 		size := c.Workers / c.Groups
 		g := rank / size
@@ -68,13 +69,6 @@ func (w *centerWorker) talks() bool { return !w.rule.noCenter && w.rank == w.roo
 func (w *centerWorker) exchange(iter int) bool {
 	s := max(w.cfg.Interval, 1)
 	return (iter-w.cfg.StartIter+1)%s == 0
-}
-
-func (w *centerWorker) Step(ev Event) []Action {
-	if ev.Kind == Start {
-		w.start()
-	}
-	return w.step(ev)
 }
 
 func (w *centerWorker) start() {
@@ -122,7 +116,7 @@ func (w *centerWorker) iteration() {
 		if w.talks() {
 			w.do(Action{Op: Leave}, true)
 		}
-		w.then(func() { w.emit(Action{Op: Finish}) })
+		w.local(Action{Op: Finish})
 		return
 	}
 	it := w.iter
@@ -157,11 +151,7 @@ func (w *centerWorker) iteration() {
 		w.do(Action{Op: Broadcast, R: flag, Peer: w.root, Group: w.group, Flag: true}, true)
 		w.then(func() { w.stop = w.ans.Stop })
 	}
-	w.then(func() {
-		w.emit(Action{Op: IterDone, Iter: it, Loss: w.loss})
-		w.iter++
-		w.iteration()
-	})
+	w.iterDone(it, func() { w.iter++; w.iteration() })
 }
 
 // seasgdExchange reads W_g into Aux, moves the weights toward it and
@@ -203,25 +193,23 @@ func newSyncEASGD(c Config, rank int) *syncEASGD {
 	if c.Variant == 1 {
 		s.master = c.Workers
 	}
+	s.first = s.start
 	return s
 }
 
-func (s *syncEASGD) Step(ev Event) []Action {
-	if ev.Kind == Start {
-		if s.rank == s.master && s.cfg.Variant != 1 {
-			// Worker 0 keeps the center in Aux, starting from the
-			// weights every replica starts from.
-			n := s.cfg.Layout.N
-			s.local(Action{Op: Copy, R: Range{Aux, 0, n}, Src: Range{Params, 0, n}})
-		}
-		s.then(s.iteration)
+func (s *syncEASGD) start() {
+	if s.rank == s.master && s.cfg.Variant != 1 {
+		// Worker 0 keeps the center in Aux, starting from the
+		// weights every replica starts from.
+		n := s.cfg.Layout.N
+		s.local(Action{Op: Copy, R: Range{Aux, 0, n}, Src: Range{Params, 0, n}})
 	}
-	return s.step(ev)
+	s.iteration()
 }
 
 func (s *syncEASGD) iteration() {
 	if s.iter >= s.cfg.MaxIter {
-		s.then(func() { s.emit(Action{Op: Finish}) })
+		s.local(Action{Op: Finish})
 		return
 	}
 	n, it, a := s.cfg.Layout.N, s.iter, s.cfg.Alpha
@@ -260,11 +248,7 @@ func (s *syncEASGD) iteration() {
 			s.local(Action{Op: Axpy, R: aux, Src: delta, Factor: a})
 		}
 	}
-	s.then(func() {
-		s.emit(Action{Op: IterDone, Iter: it, Loss: s.loss})
-		s.iter++
-		s.iteration()
-	})
+	s.iterDone(it, func() { s.iter++; s.iteration() })
 }
 
 // downpourStep is async's and ssp's iteration (SpeeDO 3.2–3.3): train

@@ -13,15 +13,18 @@ type periodic struct {
 	// begin, when set, runs once before the first iteration of the run.
 	begin func()
 	// sync appends the exchange and its arithmetic.
-	sync    func()
-	started bool
+	sync func()
 }
 
-func (w *periodic) Step(ev Event) []Action {
-	if ev.Kind == Start {
-		w.then(w.iteration)
+func newPeriodic(c Config) *periodic {
+	w := &periodic{cfg: c, iter: c.StartIter}
+	w.first = func() {
+		if w.begin != nil {
+			w.begin()
+		}
+		w.iteration()
 	}
-	return w.step(ev)
+	return w
 }
 
 // all is the whole of buffer b.
@@ -29,17 +32,11 @@ func (w *periodic) all(b Buffer) Range { return Range{b, 0, w.cfg.Layout.N} }
 
 func (w *periodic) iteration() {
 	h := max(w.cfg.Interval, 1)
-	if !w.started {
-		w.started = true
-		if w.begin != nil {
-			w.begin()
-		}
-	}
 	if w.iter >= w.cfg.MaxIter {
 		if w.iter%h != 0 && w.iter > w.cfg.StartIter {
 			w.sync()
 		}
-		w.then(func() { w.emit(Action{Op: Finish}) })
+		w.local(Action{Op: Finish})
 		return
 	}
 	it := w.iter
@@ -48,11 +45,7 @@ func (w *periodic) iteration() {
 	if (it+1)%h == 0 {
 		w.sync()
 	}
-	w.then(func() {
-		w.emit(Action{Op: IterDone, Iter: it, Loss: w.loss})
-		w.iter++
-		w.iteration()
-	})
+	w.iterDone(it, func() { w.iter++; w.iteration() })
 }
 
 // newLocalSGD is local SGD with periodic model averaging (Stich, "Local
@@ -60,7 +53,7 @@ func (w *periodic) iteration() {
 // as PeriodicModelAverager): every H iterations the workers replace their
 // weights by the mean over all workers, one allreduce of the weights.
 func newLocalSGD(c Config) Rank {
-	w := &periodic{cfg: c, iter: c.StartIter}
+	w := newPeriodic(c)
 	w.sync = func() {
 		if w.cfg.Workers < 2 {
 			return

@@ -18,6 +18,14 @@ type program struct {
 	ran       int         // steps taken so far
 	ans       Event       // the answer that released the last wait
 	loss      float64
+	// grads, when set, is told of each GradsReady event (a Compute that
+	// watches its gradients) before the program goes on: a scheme that
+	// sends gradients while backward runs starts them from it.
+	grads func(lo, hi int)
+	// first appends the program's first steps when the run starts; it
+	// usually ends by appending the first iteration, whose last step
+	// appends the next.
+	first func()
 }
 
 type step struct {
@@ -46,10 +54,42 @@ func (p *program) waitUntil(cond func() bool) { p.steps = append(p.steps, step{c
 // local appends a local action.
 func (p *program) local(a Action) { p.do(a, false) }
 
+// iterDone appends the report of iteration it, with the loss of the
+// last compute, then next, which appends what follows it.
+func (p *program) iterDone(it int, next func()) {
+	p.then(func() {
+		p.emit(Action{Op: IterDone, Iter: it, Loss: p.loss})
+		next()
+	})
+}
+
+// averageAndUpdate appends the mean of the summed gradients (Scale by
+// 1/workers) and the solver update of iteration iter. Exact sums
+// (GradWidth > 1) are not scaled: the update decodes them into their mean.
+func (p *program) averageAndUpdate(c Config, iter int) {
+	if n := c.Workers; n > 1 && c.width() == 1 {
+		p.local(Action{Op: Scale, R: Range{Grads, 0, c.Layout.N}, Factor: 1 / float32(n)})
+	}
+	p.local(Action{Op: Update, Iter: iter})
+}
+
+// Step is the Rank of a scheme written as one program: Start appends
+// its first steps.
+func (p *program) Step(ev Event) []Action {
+	if ev.Kind == Start {
+		p.then(p.first)
+	}
+	return p.step(ev)
+}
+
 // step feeds an event to the program and returns the actions it emits.
 func (p *program) step(ev Event) []Action {
 	p.out = p.out[:0]
 	switch ev.Kind {
+	case GradsReady:
+		if p.grads != nil {
+			p.grads(ev.Lo, ev.Hi)
+		}
 	case ComputeDone:
 		p.computing = false
 		p.loss = ev.Loss
@@ -108,4 +148,22 @@ func (p *program) run() {
 		// Reuse the backing array once drained.
 		p.steps = p.steps[:0]
 	}
+}
+
+// issuer collects the actions of one Step and counts the communication
+// actions in flight; every program embeds one.
+type issuer struct {
+	out     []Action
+	nextID  int
+	pending int
+}
+
+func (s *issuer) emit(a Action) { s.out = append(s.out, a) }
+
+// comm emits a communication action with a fresh ID.
+func (s *issuer) comm(a Action) {
+	s.nextID++
+	s.pending++
+	a.ID = s.nextID
+	s.out = append(s.out, a)
 }

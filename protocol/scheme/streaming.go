@@ -331,7 +331,7 @@ func (w *streaming) iteration() {
 				w.land(true)
 			}
 		}
-		m.then(func() { m.emit(Action{Op: Finish}) })
+		m.local(Action{Op: Finish})
 		return
 	}
 	it := w.iter
@@ -350,11 +350,7 @@ func (w *streaming) iteration() {
 			w.land(true)
 		}
 	}
-	m.then(func() {
-		m.emit(Action{Op: IterDone, Iter: it, Loss: m.loss})
-		w.iter++
-		w.iteration()
-	})
+	m.iterDone(it, func() { w.iter++; w.iteration() })
 }
 
 // send appends fragment p's pseudo-gradient (taken now, between two

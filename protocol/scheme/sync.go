@@ -235,87 +235,47 @@ func (c Config) messages(buf Buffer) []Range {
 // width is GradWidth, at least 1.
 func (c Config) width() int { return max(c.GradWidth, 1) }
 
-// issuer collects the actions of one Step and counts the communication
-// actions in flight; every scheme embeds one.
-type issuer struct {
-	out     []Action
-	nextID  int
-	pending int
-}
-
-func (s *issuer) emit(a Action) { s.out = append(s.out, a) }
-
-// comm emits a communication action with a fresh ID.
-func (s *issuer) comm(a Action) {
-	s.nextID++
-	s.pending++
-	a.ID = s.nextID
-	s.out = append(s.out, a)
-}
-
-// computeOrFinish starts iteration iter, or finishes the run at maxIter.
-func (s *issuer) computeOrFinish(iter, maxIter int, watch bool) {
-	if iter >= maxIter {
-		s.emit(Action{Op: Finish})
-		return
-	}
-	s.emit(Action{Op: Compute, WatchGrads: watch})
-}
-
-// averageAndUpdate emits the mean of the summed gradients (Scale by
-// 1/workers) and the solver update of iteration iter. Exact sums
-// (GradWidth > 1) are not scaled: the update decodes them into their mean.
-func (s *issuer) averageAndUpdate(c Config, iter int) {
-	if n := c.Workers; n > 1 && c.width() == 1 {
-		s.emit(Action{Op: Scale, R: Range{Grads, 0, c.Layout.N}, Factor: 1 / float32(n)})
-	}
-	s.emit(Action{Op: Update, Iter: iter})
-}
-
 // allreduceWorker runs seq, sync-tree, sync-ring and overlap: compute,
 // sum the gradients over all workers (after backward, or layer by layer
 // during it for overlap), average, and update locally. Every replica
 // applies the same update to the same weights, so no weights travel
 // (TRL/Caffe Alg. 5).
 type allreduceWorker struct {
-	issuer
+	program
 	cfg     Config
 	algo    Algo
 	overlap bool
 	iter    int
-	loss    float64
-	done    bool  // compute of this iteration finished
 	bucket  Range // overlap: final gradients not yet sent
 }
 
-func (w *allreduceWorker) Step(ev Event) []Action {
-	w.out = w.out[:0]
-	switch ev.Kind {
-	case Start:
-		w.begin()
-	case GradsReady:
-		if w.overlap && w.cfg.Workers > 1 {
-			w.gather(ev.Lo, ev.Hi)
-		}
-	case ComputeDone:
-		w.loss, w.done = ev.Loss, true
+func newAllreduce(c Config, algo Algo, overlap bool) *allreduceWorker {
+	w := &allreduceWorker{cfg: c, iter: c.StartIter, algo: algo, overlap: overlap}
+	w.first = w.iteration
+	if overlap && c.Workers > 1 {
+		w.grads = w.gather
+	}
+	return w
+}
+
+func (w *allreduceWorker) iteration() {
+	if w.iter >= w.cfg.MaxIter {
+		w.local(Action{Op: Finish})
+		return
+	}
+	it := w.iter
+	w.do(Action{Op: Compute, WatchGrads: w.grads != nil}, true)
+	w.then(func() {
 		w.flush()
 		if !w.overlap && w.cfg.Workers > 1 {
 			for _, r := range w.cfg.messages(Grads) {
 				w.allreduce(r)
 			}
 		}
-		w.maybeFinish()
-	case Done:
-		w.pending--
-		w.maybeFinish()
-	}
-	return w.out
-}
-
-func (w *allreduceWorker) begin() {
-	w.done = false
-	w.computeOrFinish(w.iter, w.cfg.MaxIter, w.overlap && w.cfg.Workers > 1)
+		w.barrier()
+		w.averageAndUpdate(w.cfg, it)
+		w.iterDone(it, func() { w.iter++; w.iteration() })
+	})
 }
 
 // gather adds a range whose gradients are final to the open bucket,
@@ -347,6 +307,8 @@ func (w *allreduceWorker) flush() {
 	}
 }
 
+// allreduce starts the sum of r at once, beside the program's steps
+// (from a GradsReady event, or the step after compute).
 func (w *allreduceWorker) allreduce(r Range) {
 	if w.overlap && w.cfg.Accumulate {
 		// TRL Alg. 6: accumulate (in issue order) and wait for the sum
@@ -356,16 +318,6 @@ func (w *allreduceWorker) allreduce(r Range) {
 		return
 	}
 	w.comm(Action{Op: Allreduce, R: r, Algo: w.algo})
-}
-
-func (w *allreduceWorker) maybeFinish() {
-	if !w.done || w.pending > 0 {
-		return
-	}
-	w.averageAndUpdate(w.cfg, w.iter)
-	w.emit(Action{Op: IterDone, Iter: w.iter, Loss: w.loss})
-	w.iter++
-	w.begin()
 }
 
 // Tags of the parameter-server protocol; unpacked transfers add the
@@ -378,37 +330,34 @@ const (
 // psWorker is a sync-ps worker (SpeeDO 3.1, FireCaffe 6.1): compute, push
 // the gradients to the server, pull the updated weights.
 type psWorker struct {
-	issuer
+	program
 	cfg    Config
 	server int
 	iter   int
-	loss   float64
 }
 
-func (w *psWorker) Step(ev Event) []Action {
-	w.out = w.out[:0]
-	switch ev.Kind {
-	case Start:
-		w.begin()
-	case ComputeDone:
-		w.loss = ev.Loss
-		for i, r := range w.cfg.messages(Grads) {
-			w.comm(Action{Op: Send, R: r, Peer: w.server, Tag: tagGrads + uint32(i)})
-		}
-		for i, r := range w.cfg.messages(Params) {
-			w.comm(Action{Op: Recv, R: r, Peer: w.server, Tag: tagParams + uint32(i)})
-		}
-	case Done:
-		if w.pending--; w.pending == 0 {
-			w.emit(Action{Op: IterDone, Iter: w.iter, Loss: w.loss})
-			w.iter++
-			w.begin()
-		}
+func newPSWorker(c Config) *psWorker {
+	w := &psWorker{cfg: c, server: c.Workers, iter: c.StartIter}
+	w.first = w.iteration
+	return w
+}
+
+func (w *psWorker) iteration() {
+	if w.iter >= w.cfg.MaxIter {
+		w.local(Action{Op: Finish})
+		return
 	}
-	return w.out
+	it := w.iter
+	w.do(Action{Op: Compute}, true)
+	for i, r := range w.cfg.messages(Grads) {
+		w.do(Action{Op: Send, R: r, Peer: w.server, Tag: tagGrads + uint32(i)}, false)
+	}
+	for i, r := range w.cfg.messages(Params) {
+		w.do(Action{Op: Recv, R: r, Peer: w.server, Tag: tagParams + uint32(i)}, false)
+	}
+	w.barrier()
+	w.iterDone(it, func() { w.iter++; w.iteration() })
 }
-
-func (w *psWorker) begin() { w.computeOrFinish(w.iter, w.cfg.MaxIter, false) }
 
 // psServer is the sync-ps parameter server: receive every worker's
 // gradients into Grads (worker 0's overwrite, the rest add, in rank
@@ -416,47 +365,35 @@ func (w *psWorker) begin() { w.computeOrFinish(w.iter, w.cfg.MaxIter, false) }
 // weights back to every worker. Its NIC serialises the p transfers each
 // way: the cost FireCaffe's Eq. 3 calls linear in p.
 type psServer struct {
-	issuer
-	cfg   Config
-	iter  int
-	phase int // 0: receiving gradients, 1: sending weights
+	program
+	cfg  Config
+	iter int
 }
 
-func (s *psServer) Step(ev Event) []Action {
-	s.out = s.out[:0]
-	switch ev.Kind {
-	case Start:
-		s.receive()
-	case Done:
-		if s.pending--; s.pending > 0 {
-			break
-		}
-		if s.phase == 0 {
-			s.averageAndUpdate(s.cfg, s.iter)
-			s.phase = 1
-			for wk := 0; wk < s.cfg.Workers; wk++ {
-				for i, r := range s.cfg.messages(Params) {
-					s.comm(Action{Op: Send, R: r, Peer: wk, Tag: tagParams + uint32(i)})
-				}
-			}
-			break
-		}
-		s.emit(Action{Op: IterDone, Iter: s.iter})
-		s.iter++
-		s.receive()
-	}
-	return s.out
+func newPSServer(c Config) *psServer {
+	s := &psServer{cfg: c, iter: c.StartIter}
+	s.first = s.iteration
+	return s
 }
 
-func (s *psServer) receive() {
+func (s *psServer) iteration() {
 	if s.iter >= s.cfg.MaxIter {
-		s.emit(Action{Op: Finish})
+		s.local(Action{Op: Finish})
 		return
 	}
-	s.phase = 0
+	it := s.iter
 	for wk := 0; wk < s.cfg.Workers; wk++ {
 		for i, r := range s.cfg.messages(Grads) {
-			s.comm(Action{Op: Recv, R: r, Peer: wk, Add: wk > 0, Tag: tagGrads + uint32(i)})
+			s.do(Action{Op: Recv, R: r, Peer: wk, Add: wk > 0, Tag: tagGrads + uint32(i)}, false)
 		}
 	}
+	s.barrier()
+	s.averageAndUpdate(s.cfg, it)
+	for wk := 0; wk < s.cfg.Workers; wk++ {
+		for i, r := range s.cfg.messages(Params) {
+			s.do(Action{Op: Send, R: r, Peer: wk, Tag: tagParams + uint32(i)}, false)
+		}
+	}
+	s.barrier()
+	s.iterDone(it, func() { s.iter++; s.iteration() })
 }
