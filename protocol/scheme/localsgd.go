@@ -8,8 +8,7 @@ package scheme
 // (momentum) stays each worker's own.
 type periodic struct {
 	program
-	cfg  Config
-	iter int
+	cfg Config
 	// begin, when set, runs once before the first iteration of the run.
 	begin func()
 	// sync appends the exchange and its arithmetic.
@@ -17,12 +16,13 @@ type periodic struct {
 }
 
 func newPeriodic(c Config) *periodic {
-	w := &periodic{cfg: c, iter: c.StartIter}
+	w := &periodic{cfg: c}
+	w.iter = c.StartIter
 	w.first = func() {
 		if w.begin != nil {
 			w.begin()
 		}
-		w.iteration()
+		w.loop(c.MaxIter, w.iteration, w.end)
 	}
 	return w
 }
@@ -30,22 +30,20 @@ func newPeriodic(c Config) *periodic {
 // all is the whole of buffer b.
 func (w *periodic) all(b Buffer) Range { return Range{b, 0, w.cfg.Layout.N} }
 
-func (w *periodic) iteration() {
-	h := max(w.cfg.Interval, 1)
-	if w.iter >= w.cfg.MaxIter {
-		if w.iter%h != 0 && w.iter > w.cfg.StartIter {
-			w.sync()
-		}
-		w.local(Action{Op: Finish})
-		return
-	}
-	it := w.iter
+func (w *periodic) iteration(it int) {
 	w.do(Action{Op: Compute}, true)
 	w.local(Action{Op: Update, Iter: it})
-	if (it+1)%h == 0 {
+	if (it+1)%max(w.cfg.Interval, 1) == 0 {
 		w.sync()
 	}
-	w.iterDone(it, func() { w.iter++; w.iteration() })
+}
+
+// end synchronises once more if the run stops between two
+// synchronisations.
+func (w *periodic) end(it int) {
+	if it%max(w.cfg.Interval, 1) != 0 && it > w.cfg.StartIter {
+		w.sync()
+	}
 }
 
 // newLocalSGD is local SGD with periodic model averaging (Stich, "Local

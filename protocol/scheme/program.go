@@ -26,6 +26,10 @@ type program struct {
 	// usually ends by appending the first iteration, whose last step
 	// appends the next.
 	first func()
+	// iter is the iteration the loop runs next; stop ends the loop
+	// before it (a center said the run is over).
+	iter int
+	stop bool
 }
 
 type step struct {
@@ -54,12 +58,29 @@ func (p *program) waitUntil(cond func() bool) { p.steps = append(p.steps, step{c
 // local appends a local action.
 func (p *program) local(a Action) { p.do(a, false) }
 
-// iterDone appends the report of iteration it, with the loss of the
-// last compute, then next, which appends what follows it.
-func (p *program) iterDone(it int, next func()) {
+// loop appends the program's iterations, from p.iter until to
+// (exclusive) or until stop is set: body appends iteration it's steps,
+// after which the program reports it done (IterDone, with the last
+// compute's loss) and appends the next. When the loop ends, end (nil:
+// none) appends the run's last steps, before Finish. Each iteration is
+// appended when the one before it is done, so what body reads (stop,
+// the answers of the last iteration) is current. body appends all its
+// steps when it is called: a callback of its may emit, but a step it
+// appended would come after the IterDone.
+func (p *program) loop(to int, body func(it int), end func(it int)) {
+	it := p.iter
+	if p.stop || it >= to {
+		if end != nil {
+			end(it)
+		}
+		p.local(Action{Op: Finish})
+		return
+	}
+	body(it)
 	p.then(func() {
 		p.emit(Action{Op: IterDone, Iter: it, Loss: p.loss})
-		next()
+		p.iter++
+		p.loop(to, body, end)
 	})
 }
 

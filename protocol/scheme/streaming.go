@@ -263,8 +263,6 @@ type streaming struct {
 	cfg       Config
 	rank      int
 	frags     []Fragment
-	iter      int
-	started   bool
 	inflight  int  // the fragment whose exchange runs (−1: none)
 	applyAt   int  // the iteration after which it lands
 	xbusy     bool // the exchange program has work left
@@ -272,21 +270,25 @@ type streaming struct {
 }
 
 func newStreaming(c Config, rank int) Rank {
-	w := &streaming{cfg: c, rank: rank, iter: c.StartIter, inflight: -1, frags: c.FragmentPlan()}
+	w := &streaming{cfg: c, rank: rank, inflight: -1, frags: c.FragmentPlan()}
 	w.dirty = make([]bool, len(w.frags))
 	w.xch.nextID = xchBase
+	w.main.iter = c.StartIter
+	w.main.first = func() {
+		// θ is the weights every worker starts from.
+		n := c.Layout.N
+		w.main.local(Action{Op: Copy, R: Range{Aux, 0, n}, Src: Range{Params, 0, n}})
+		w.main.loop(c.MaxIter, w.iteration, w.end)
+	}
 	return w
 }
 
 func (w *streaming) Step(ev Event) []Action {
 	w.out = w.out[:0]
-	if ev.Kind == Start {
-		w.main.then(w.iteration)
-	}
 	if ev.Kind == Done && ev.ID > xchBase {
 		w.out = append(w.out, w.xch.step(ev)...)
 	} else {
-		w.out = append(w.out, w.main.step(ev)...)
+		w.out = append(w.out, w.main.Step(ev)...)
 	}
 	// Each program may release the other (an exchange started, one
 	// ended): run both until neither moves.
@@ -315,26 +317,10 @@ func (w *streaming) due(it int) int {
 	return -1
 }
 
-func (w *streaming) iteration() {
+// iteration appends inner step it, and the landing and sending of
+// fragments it is due for.
+func (w *streaming) iteration(it int) {
 	m := &w.main
-	if !w.started {
-		w.started = true
-		m.local(Action{Op: Copy, R: Range{Aux, 0, w.cfg.Layout.N}, Src: Range{Params, 0, w.cfg.Layout.N}})
-	}
-	if w.iter >= w.cfg.MaxIter {
-		if w.inflight >= 0 {
-			w.land(w.cfg.Overlap == 0)
-		}
-		for p := range w.frags {
-			if w.dirty[p] {
-				w.send(p)
-				w.land(true)
-			}
-		}
-		m.local(Action{Op: Finish})
-		return
-	}
-	it := w.iter
 	m.do(Action{Op: Compute}, true)
 	m.local(Action{Op: Update, Iter: it})
 	for p := range w.dirty {
@@ -350,7 +336,20 @@ func (w *streaming) iteration() {
 			w.land(true)
 		}
 	}
-	m.iterDone(it, func() { w.iter++; w.iteration() })
+}
+
+// end lands the exchange in flight and synchronises every fragment that
+// moved since, so the replicas end equal.
+func (w *streaming) end(int) {
+	if w.inflight >= 0 {
+		w.land(w.cfg.Overlap == 0)
+	}
+	for p := range w.frags {
+		if w.dirty[p] {
+			w.send(p)
+			w.land(true)
+		}
+	}
 }
 
 // send appends fragment p's pseudo-gradient (taken now, between two

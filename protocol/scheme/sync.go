@@ -245,37 +245,32 @@ type allreduceWorker struct {
 	cfg     Config
 	algo    Algo
 	overlap bool
-	iter    int
 	bucket  Range // overlap: final gradients not yet sent
 }
 
 func newAllreduce(c Config, algo Algo, overlap bool) *allreduceWorker {
-	w := &allreduceWorker{cfg: c, iter: c.StartIter, algo: algo, overlap: overlap}
-	w.first = w.iteration
+	w := &allreduceWorker{cfg: c, algo: algo, overlap: overlap}
+	w.iter = c.StartIter
+	w.first = func() { w.loop(c.MaxIter, w.iteration, nil) }
 	if overlap && c.Workers > 1 {
 		w.grads = w.gather
 	}
 	return w
 }
 
-func (w *allreduceWorker) iteration() {
-	if w.iter >= w.cfg.MaxIter {
-		w.local(Action{Op: Finish})
-		return
-	}
-	it := w.iter
+func (w *allreduceWorker) iteration(it int) {
 	w.do(Action{Op: Compute, WatchGrads: w.grads != nil}, true)
 	w.then(func() {
+		// Started at once, beside the steps (as overlap's buckets).
 		w.flush()
 		if !w.overlap && w.cfg.Workers > 1 {
 			for _, r := range w.cfg.messages(Grads) {
 				w.allreduce(r)
 			}
 		}
-		w.barrier()
-		w.averageAndUpdate(w.cfg, it)
-		w.iterDone(it, func() { w.iter++; w.iteration() })
 	})
+	w.barrier()
+	w.averageAndUpdate(w.cfg, it)
 }
 
 // gather adds a range whose gradients are final to the open bucket,
@@ -333,21 +328,16 @@ type psWorker struct {
 	program
 	cfg    Config
 	server int
-	iter   int
 }
 
 func newPSWorker(c Config) *psWorker {
-	w := &psWorker{cfg: c, server: c.Workers, iter: c.StartIter}
-	w.first = w.iteration
+	w := &psWorker{cfg: c, server: c.Workers}
+	w.iter = c.StartIter
+	w.first = func() { w.loop(c.MaxIter, w.iteration, nil) }
 	return w
 }
 
-func (w *psWorker) iteration() {
-	if w.iter >= w.cfg.MaxIter {
-		w.local(Action{Op: Finish})
-		return
-	}
-	it := w.iter
+func (w *psWorker) iteration(int) {
 	w.do(Action{Op: Compute}, true)
 	for i, r := range w.cfg.messages(Grads) {
 		w.do(Action{Op: Send, R: r, Peer: w.server, Tag: tagGrads + uint32(i)}, false)
@@ -356,7 +346,6 @@ func (w *psWorker) iteration() {
 		w.do(Action{Op: Recv, R: r, Peer: w.server, Tag: tagParams + uint32(i)}, false)
 	}
 	w.barrier()
-	w.iterDone(it, func() { w.iter++; w.iteration() })
 }
 
 // psServer is the sync-ps parameter server: receive every worker's
@@ -366,22 +355,17 @@ func (w *psWorker) iteration() {
 // way: the cost FireCaffe's Eq. 3 calls linear in p.
 type psServer struct {
 	program
-	cfg  Config
-	iter int
+	cfg Config
 }
 
 func newPSServer(c Config) *psServer {
-	s := &psServer{cfg: c, iter: c.StartIter}
-	s.first = s.iteration
+	s := &psServer{cfg: c}
+	s.iter = c.StartIter
+	s.first = func() { s.loop(c.MaxIter, s.iteration, nil) }
 	return s
 }
 
-func (s *psServer) iteration() {
-	if s.iter >= s.cfg.MaxIter {
-		s.local(Action{Op: Finish})
-		return
-	}
-	it := s.iter
+func (s *psServer) iteration(it int) {
 	for wk := 0; wk < s.cfg.Workers; wk++ {
 		for i, r := range s.cfg.messages(Grads) {
 			s.do(Action{Op: Recv, R: r, Peer: wk, Add: wk > 0, Tag: tagGrads + uint32(i)}, false)
@@ -395,5 +379,4 @@ func (s *psServer) iteration() {
 		}
 	}
 	s.barrier()
-	s.iterDone(it, func() { s.iter++; s.iteration() })
 }
