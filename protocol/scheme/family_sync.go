@@ -45,6 +45,7 @@ var syncFamily = []Info{
 	},
 	{
 		Name: "local-sgd", Paper: "Stich 2019; PyTorch's PeriodicModelAverager", Summary: "local steps, weights averaged every H = --interval iterations",
+		AveragesGrads: true,
 		newRanks: func(c Config, n int) []Rank {
 			if c.AverageGrads {
 				// H = 1 with a linear solver: the gradients' mean, as
@@ -61,7 +62,7 @@ var syncFamily = []Info{
 	},
 	{
 		Name: "streaming-diloco", Paper: "Douillard et al. 2025 (Streaming DiLoCo)", Summary: "diloco synchronised fragment by fragment (--fragments P, staggered by H/P), the outer step landing --overlap steps later mixed by --mix, pseudo-gradients in --outer-bits",
-		Outer:    true,
+		Outer: true, Streaming: true,
 		check:    checkStreaming,
 		newRanks: func(c Config, n int) []Rank { return workers(c, n, newStreaming) },
 	},

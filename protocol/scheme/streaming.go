@@ -42,19 +42,23 @@ type Fragment struct {
 // weight outside every block (none, in the nets dsgd builds) still
 // synchronises. For diloco it is one fragment, the whole net, at offset
 // 0.
-func (c Config) FragmentPlan() []Fragment {
+func (c Config) FragmentPlan() []Fragment { return c.fragmentPlan(c.info().Streaming) }
+
+// fragmentPlan is FragmentPlan for a scheme that streams its fragments
+// or (streaming false) synchronises the whole net at once.
+func (c Config) fragmentPlan(streaming bool) []Fragment {
 	var blocks []int // indices of the non-empty blocks
 	for i, b := range c.Layout.Blocks {
 		if b.Hi > b.Lo {
 			blocks = append(blocks, i)
 		}
 	}
-	p := max(c.Fragments, 1)
-	if c.Name != "streaming-diloco" {
+	p, bits := max(c.Fragments, 1), c.bits(streaming)
+	if !streaming {
 		p = 1
 	}
 	if len(blocks) == 0 {
-		return []Fragment{{Lo: 0, Hi: c.Layout.N, First: 0, Last: -1, Bytes: c.syncBytes(0, c.Layout.N)}}
+		return []Fragment{{Lo: 0, Hi: c.Layout.N, First: 0, Last: -1, Bytes: ringBytes(c.Workers, c.Layout.N, bits)}}
 	}
 	p = min(p, len(blocks))
 	prefix := make([]int, len(blocks)+1) // sizes of blocks[:j]
@@ -74,7 +78,7 @@ func (c Config) FragmentPlan() []Fragment {
 		if k == p-1 {
 			f.Hi = c.Layout.N
 		}
-		f.Bytes = c.syncBytes(f.Lo, f.Hi)
+		f.Bytes = ringBytes(c.Workers, f.Hi-f.Lo, bits)
 		out[k] = f
 	}
 	return out
@@ -122,24 +126,23 @@ func balancedCuts(prefix []int, p int) []int {
 	return cuts
 }
 
-// outerBits is OuterBits, 32 when unset.
-func (c Config) outerBits() int {
-	if c.OuterBits == 0 || c.Name != "streaming-diloco" {
+// bits is OuterBits for a scheme that streams its fragments, 32 when
+// unset or (streaming false) for any other.
+func (c Config) bits(streaming bool) int {
+	if c.OuterBits == 0 || !streaming {
 		return 32
 	}
 	return c.OuterBits
 }
 
-// syncBytes is what one worker sends (the most over the workers) to
-// average weights [lo, hi): a ring allreduce of float32 (2(n−1)/n of the
-// values, as collective's ring), or the quantised ring's messages.
-func (c Config) syncBytes(lo, hi int) int64 {
-	n := c.Workers
+// ringBytes is what one of n workers sends (the most over the workers)
+// to average l weights at bits per weight: a ring allreduce of float32
+// (2(n−1)/n of the values, as collective's ring), or the quantised
+// ring's messages.
+func ringBytes(n, l, bits int) int64 {
 	if n < 2 {
 		return 0
 	}
-	l := hi - lo
-	bits := c.outerBits()
 	if bits == 32 {
 		return int64(2*(n-1)) * int64(l) * 4 / int64(n)
 	}
@@ -172,8 +175,8 @@ func (c Config) PeakSyncBytes() int64 {
 // for streaming-diloco its fragments, offsets, overlap, precision and
 // peak bytes per step; for diloco its peak bytes per step.
 func (c Config) StreamingSummary() string {
-	full := Config{Name: "diloco", Workers: c.Workers, Layout: c.Layout}.PeakSyncBytes()
-	if c.Name != "streaming-diloco" {
+	full := ringBytes(c.Workers, c.Layout.N, 32)
+	if !c.info().Streaming {
 		return fmt.Sprintf("every weight in one outer step every H=%d iterations, peak %d bytes per step per worker (diloco: %d)", max(c.Interval, 1), c.PeakSyncBytes(), full)
 	}
 	plan := c.FragmentPlan()
@@ -191,7 +194,7 @@ func (c Config) StreamingSummary() string {
 		noun = "fragment"
 	}
 	return fmt.Sprintf("%d %s (weights %s), offsets %s mod H=%d, overlap %d (%s), %d-bit pseudo-gradients, peak %d bytes per step per worker (diloco: %d)",
-		len(plan), noun, strings.Join(frags, "+"), strings.Join(offs, ","), max(c.Interval, 1), c.Overlap, mix, c.outerBits(),
+		len(plan), noun, strings.Join(frags, "+"), strings.Join(offs, ","), max(c.Interval, 1), c.Overlap, mix, c.bits(true),
 		c.PeakSyncBytes(), full)
 }
 
@@ -226,8 +229,8 @@ func checkStreaming(c Config) error {
 	case c.Mix < 0 || c.Mix > 1:
 		return fmt.Errorf("scheme: --mix %g must be in [0, 1]", c.Mix)
 	}
-	if bits := c.outerBits(); bits < 32 && c.Workers > 1 {
-		for _, f := range c.FragmentPlan() {
+	if bits := c.bits(true); bits < 32 && c.Workers > 1 {
+		for _, f := range c.fragmentPlan(true) {
 			words := 0
 			for k := range c.Workers {
 				words += QuantWords(chunkLen(f.Hi-f.Lo, c.Workers, k), bits)
@@ -270,7 +273,7 @@ type streaming struct {
 }
 
 func newStreaming(c Config, rank int) Rank {
-	w := &streaming{cfg: c, rank: rank, inflight: -1, frags: c.FragmentPlan()}
+	w := &streaming{cfg: c, rank: rank, inflight: -1, frags: c.fragmentPlan(true)}
 	w.dirty = make([]bool, len(w.frags))
 	w.xch.nextID = xchBase
 	w.main.iter = c.StartIter
@@ -390,7 +393,7 @@ func (w *streaming) exchange(p int) {
 	n := w.cfg.Workers
 	d := w.rng(Delta, p)
 	if n > 1 {
-		if w.cfg.outerBits() == 32 {
+		if w.cfg.bits(true) == 32 {
 			// As diloco's: the fragment's blocks in backward order, or
 			// packed, the fragment as one message.
 			msgs := []Range{d}
@@ -433,7 +436,7 @@ func (w *streaming) exchange(p int) {
 // wait for its receiver.
 func (w *streaming) ring(p int) {
 	x := &w.xch
-	n, r, bits := w.cfg.Workers, w.rank, w.cfg.outerBits()
+	n, r, bits := w.cfg.Workers, w.rank, w.cfg.bits(true)
 	f := w.frags[p]
 	l := f.Hi - f.Lo
 	chunk := func(k int) Range { return Range{Delta, f.Lo + k*l/n, f.Lo + (k+1)*l/n} }

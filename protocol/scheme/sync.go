@@ -134,7 +134,7 @@ func (c Config) CenterID(r int) int {
 // ClockedReads reports whether the scheme's center must serve pulls as of
 // the global clock (center.Config.ClockedReads): ssp with staleness 0,
 // which is BSP whatever the timing.
-func (c Config) ClockedReads() bool { return c.Name == "ssp" && c.Staleness == 0 }
+func (c Config) ClockedReads() bool { return c.info().Staleness && c.Staleness == 0 }
 
 // Elastic reports whether the scheme uses the elastic moving rate Alpha.
 func (c Config) Elastic() bool { return c.info().Elastic }
@@ -160,14 +160,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("scheme: %s needs an outer learning rate alpha in (0,2] (0 for the default %g), got %g", c.Name, DiLoCoOuterLR, c.Alpha)
 	case in.Elastic && (c.Alpha < 0 || c.Alpha >= 1):
 		return fmt.Errorf("scheme: %s needs a moving rate alpha in [0,1), got %g", c.Name, c.Alpha)
-	case c.AverageGrads && (c.Name != "local-sgd" || c.Interval > 1):
-		return fmt.Errorf("scheme: averaging the gradients is local-sgd's with an averaging period of 1, not %s with interval %d", c.Name, c.Interval)
+	case c.AverageGrads && (!in.AveragesGrads || c.Interval > 1):
+		return fmt.Errorf("scheme: averaging the gradients is %s's with an averaging period of 1, not %s with interval %d", strings.Join(namesWhere(func(in Info) bool { return in.AveragesGrads }), ", "), c.Name, c.Interval)
 	case c.width() > 1 && !in.Exact && !c.AverageGrads:
-		return fmt.Errorf("scheme: %s does not reduce gradients by sums alone, so it cannot carry exact sums (only %s do)", c.Name, strings.Join(exactNames(), ", "))
-	case c.Accumulate && c.Name != "overlap":
-		return fmt.Errorf("scheme: only overlap accumulates into a shared accumulator, not %s", c.Name)
+		return fmt.Errorf("scheme: %s does not reduce gradients by sums alone, so it cannot carry exact sums (only %s do)", c.Name, strings.Join(namesWhere(func(in Info) bool { return in.Exact }), ", "))
+	case c.Accumulate && !in.Accumulator:
+		return fmt.Errorf("scheme: only %s accumulates into a shared accumulator, not %s", strings.Join(namesWhere(func(in Info) bool { return in.Accumulator }), ", "), c.Name)
 	case c.Aligned && !in.Aligned:
-		return fmt.Errorf("scheme: %s does not support aligned termination (--finish): only schemes whose every worker clocks at a center do (%s); the synchronous schemes and weedout's rounds end their workers together by construction", c.Name, strings.Join(alignedNames(), ", "))
+		return fmt.Errorf("scheme: %s does not support aligned termination (--finish): only schemes whose every worker clocks at a center do (%s); the synchronous schemes and weedout's rounds end their workers together by construction", c.Name, strings.Join(namesWhere(func(in Info) bool { return in.Aligned }), ", "))
 	}
 	if in.check != nil {
 		return in.check(c)
@@ -175,35 +175,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// exactNames lists the schemes that can carry exact sums.
-func exactNames() []string {
-	var out []string
-	for _, in := range catalogue {
-		if in.Exact {
-			out = append(out, in.Name)
-		}
-	}
-	return out
-}
-
-// alignedNames lists the schemes that support aligned termination.
-func alignedNames() []string {
-	var out []string
-	for _, in := range catalogue {
-		if in.Aligned {
-			out = append(out, in.Name)
-		}
-	}
-	return out
-}
-
 // New returns one Rank per rank (Config.Ranks of them), rank r at index r.
 func New(c Config) ([]Rank, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	ranks := c.info().newRanks(c, c.Ranks())
-	if c.Broadcast && !c.CenterOnly() && c.Name != "hogwild" && len(ranks) > 1 {
+	in := c.info()
+	ranks := in.newRanks(c, c.Ranks())
+	if c.Broadcast && !c.CenterOnly() && !in.SharedWeights && len(ranks) > 1 {
 		for r := range ranks {
 			ranks[r] = &initialBroadcast{inner: ranks[r], n: c.Layout.N}
 		}
