@@ -18,10 +18,11 @@ type program struct {
 	ran       int         // steps taken so far
 	ans       Event       // the answer that released the last wait
 	loss      float64
-	// grads, when set, is told of each GradsReady event (a Compute that
-	// watches its gradients) before the program goes on: a scheme that
-	// sends gradients while backward runs starts them from it.
-	grads func(lo, hi int)
+	// heard, when set, is told of every event before the program goes
+	// on: a scheme that sends gradients while backward runs starts them
+	// from GradsReady (overlap), one that waits for whichever of two
+	// answers comes first notes them (weedout).
+	heard func(Event)
 	// first appends the program's first steps when the run starts; it
 	// usually ends by appending the first iteration, whose last step
 	// appends the next.
@@ -106,11 +107,10 @@ func (p *program) Step(ev Event) []Action {
 // step feeds an event to the program and returns the actions it emits.
 func (p *program) step(ev Event) []Action {
 	p.out = p.out[:0]
+	if p.heard != nil {
+		p.heard(ev)
+	}
 	switch ev.Kind {
-	case GradsReady:
-		if p.grads != nil {
-			p.grads(ev.Lo, ev.Hi)
-		}
 	case ComputeDone:
 		p.computing = false
 		p.loss = ev.Loss
@@ -156,7 +156,7 @@ func (p *program) run() {
 			p.computing = true
 			p.emit(s.a)
 			p.waitComp = s.wait
-		case s.a.Op.IsComm():
+		case s.a.Op.IsComm() || s.a.Op.IsSide():
 			p.comm(s.a)
 			if s.wait {
 				p.waitID = p.nextID

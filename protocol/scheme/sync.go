@@ -232,13 +232,17 @@ func newAllreduce(c Config, algo Algo, overlap bool) *allreduceWorker {
 	w.iter = c.StartIter
 	w.first = func() { w.loop(c.MaxIter, w.iteration, nil) }
 	if overlap && c.Workers > 1 {
-		w.grads = w.gather
+		w.heard = func(ev Event) {
+			if ev.Kind == GradsReady {
+				w.gather(ev.Lo, ev.Hi)
+			}
+		}
 	}
 	return w
 }
 
 func (w *allreduceWorker) iteration(it int) {
-	w.do(Action{Op: Compute, WatchGrads: w.grads != nil}, true)
+	w.do(Action{Op: Compute, WatchGrads: w.heard != nil}, true)
 	w.then(func() {
 		// Started at once, beside the steps (as overlap's buckets).
 		w.flush()
