@@ -1,14 +1,28 @@
 package scheme
 
-// program runs a scheme's steps strictly in order: a step that waits
-// holds the next until its answer (ComputeDone, or the Done of its ID)
-// arrives; a step that does not wait lets the program go on while the
-// driver works on it (a transfer overlapped with compute). Callbacks
-// decide at run time what comes next, reading the last answer. The
-// asynchronous schemes are written as programs; the synchronous ones
-// predate it and keep their own bookkeeping.
+// program is how every scheme is written: a rank is a program of steps
+// (do an action, wait or not for its answer; a callback; a barrier; a
+// wait until a condition), appended as the run goes and run strictly in
+// order. A step that waits holds the next until its answer (ComputeDone,
+// or the Done of its ID) arrives; a step that does not wait lets the
+// program go on while the driver works on it (a transfer overlapped
+// with compute). Callbacks decide at run time what comes next, reading
+// the last answer (ans).
+//
+// A scheme embeds program, sets first to append its opening steps
+// (join a center, copy the starting weights) and, usually, to call loop
+// with its iteration: body appends iteration it's steps and loop adds
+// the IterDone, the next iteration and, at the end, Finish. Events that
+// are no answer to a step (GradsReady, the answer of a watch raced
+// against compute) reach heard. The catalogue (registry.go) builds each
+// scheme's ranks; a family of schemes that share a program (the center
+// workers, async.go) gets its differences from its catalogue entries,
+// never by testing scheme names. streaming-diloco runs two programs
+// side by side, its inner steps and its exchange.
 type program struct {
-	issuer
+	out       []Action // the actions of the Step under way
+	nextID    int      // the ID of the last communication issued
+	pending   int      // communication actions in flight
 	steps     []step
 	waitID    int  // the Done this program waits for (0: none)
 	waitComp  bool // waiting for ComputeDone
@@ -171,20 +185,12 @@ func (p *program) run() {
 	}
 }
 
-// issuer collects the actions of one Step and counts the communication
-// actions in flight; every program embeds one.
-type issuer struct {
-	out     []Action
-	nextID  int
-	pending int
-}
+func (p *program) emit(a Action) { p.out = append(p.out, a) }
 
-func (s *issuer) emit(a Action) { s.out = append(s.out, a) }
-
-// comm emits a communication action with a fresh ID.
-func (s *issuer) comm(a Action) {
-	s.nextID++
-	s.pending++
-	a.ID = s.nextID
-	s.out = append(s.out, a)
+// comm emits a communication (or side) action with a fresh ID.
+func (p *program) comm(a Action) {
+	p.nextID++
+	p.pending++
+	a.ID = p.nextID
+	p.out = append(p.out, a)
 }
