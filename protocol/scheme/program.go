@@ -38,8 +38,8 @@ type program struct {
 	// answers comes first notes them (weedout).
 	heard func(Event)
 	// first appends the program's first steps when the run starts; it
-	// usually ends by appending the first iteration, whose last step
-	// appends the next.
+	// usually ends by calling loop, which appends the iterations one by
+	// one.
 	first func()
 	// iter is the iteration the loop runs next; stop ends the loop
 	// before it (a center said the run is over).
