@@ -1,5 +1,7 @@
 package scheme
 
+import "math"
+
 // centerWorker runs the schemes whose workers talk to a center (package
 // center): SpeeDO's async and ssp, the EASGD family (easgd-rr,
 // easgd, measgd, hogwild-easgd), ShmCaffe's seasgd and hybrid, and
@@ -11,8 +13,6 @@ type centerWorker struct {
 	cfg  Config
 	rank int
 	id   int // the worker's id at the center
-	iter int
-	stop bool
 
 	// hybrid: this worker's group, its root, and whether it is the root.
 	group []int
@@ -47,7 +47,9 @@ type centerRule struct {
 }
 
 func newCenterWorker(c Config, rank int, rule centerRule) *centerWorker {
-	w := &centerWorker{rule: rule, cfg: c, rank: rank, id: rank, iter: c.StartIter, root: rank}
+	w := &centerWorker{rule: rule, cfg: c, rank: rank, id: rank, root: rank}
+	w.iter = c.StartIter
+	w.first = w.start
 	if rule.groups {
 		size := c.Workers / c.Groups
 		g := rank / size
@@ -68,13 +70,6 @@ func (w *centerWorker) talks() bool { return !w.rule.noCenter && w.rank == w.roo
 func (w *centerWorker) exchange(iter int) bool {
 	s := max(w.cfg.Interval, 1)
 	return (iter-w.cfg.StartIter+1)%s == 0
-}
-
-func (w *centerWorker) Step(ev Event) []Action {
-	if ev.Kind == Start {
-		w.start()
-	}
-	return w.step(ev)
 }
 
 func (w *centerWorker) start() {
@@ -111,21 +106,27 @@ func (w *centerWorker) startGroup() {
 		p := Range{Params, 0, w.cfg.Layout.N}
 		w.do(Action{Op: Broadcast, R: p, Peer: w.root, Group: w.group}, true)
 	}
-	w.then(w.iteration)
+	w.then(func() {
+		// Aligned workers run until the center stops them (stop).
+		to := w.cfg.MaxIter
+		if w.cfg.Aligned {
+			to = math.MaxInt
+		}
+		w.loop(to, w.iteration, w.leave)
+	})
 }
 
-// iteration appends one iteration's steps, or the end of the run.
-func (w *centerWorker) iteration() {
+// leave appends a worker's leaving the center at the end of its run.
+func (w *centerWorker) leave(int) {
+	if w.talks() {
+		w.do(Action{Op: Leave}, true)
+	}
+}
+
+// iteration appends iteration it's steps.
+func (w *centerWorker) iteration(it int) {
 	n := w.cfg.Layout.N
 	p, aux := Range{Params, 0, n}, Range{Aux, 0, n}
-	if w.stop || (!w.cfg.Aligned && w.iter >= w.cfg.MaxIter) {
-		if w.talks() {
-			w.do(Action{Op: Leave}, true)
-		}
-		w.then(func() { w.emit(Action{Op: Finish}) })
-		return
-	}
-	it := w.iter
 	xch := w.exchange(it) && w.talks()
 	w.rule.body(w, it, xch)
 	if w.talks() {
@@ -157,11 +158,6 @@ func (w *centerWorker) iteration() {
 		w.do(Action{Op: Broadcast, R: flag, Peer: w.root, Group: w.group, Flag: true}, true)
 		w.then(func() { w.stop = w.ans.Stop })
 	}
-	w.then(func() {
-		w.emit(Action{Op: IterDone, Iter: it, Loss: w.loss})
-		w.iter++
-		w.iteration()
-	})
 }
 
 // seasgdExchange reads W_g into Aux, moves the weights toward it and
@@ -195,36 +191,30 @@ type syncEASGD struct {
 	cfg    Config
 	rank   int
 	master int
-	iter   int
 }
 
 func newSyncEASGD(c Config, rank int) *syncEASGD {
-	s := &syncEASGD{cfg: c, rank: rank, iter: c.StartIter}
+	s := &syncEASGD{cfg: c, rank: rank}
+	s.iter = c.StartIter
 	if c.Variant == 1 {
 		s.master = c.Workers
 	}
+	s.first = s.start
 	return s
 }
 
-func (s *syncEASGD) Step(ev Event) []Action {
-	if ev.Kind == Start {
-		if s.rank == s.master && s.cfg.Variant != 1 {
-			// Worker 0 keeps the center in Aux, starting from the
-			// weights every replica starts from.
-			n := s.cfg.Layout.N
-			s.local(Action{Op: Copy, R: Range{Aux, 0, n}, Src: Range{Params, 0, n}})
-		}
-		s.then(s.iteration)
+func (s *syncEASGD) start() {
+	if s.rank == s.master && s.cfg.Variant != 1 {
+		// Worker 0 keeps the center in Aux, starting from the
+		// weights every replica starts from.
+		n := s.cfg.Layout.N
+		s.local(Action{Op: Copy, R: Range{Aux, 0, n}, Src: Range{Params, 0, n}})
 	}
-	return s.step(ev)
+	s.loop(s.cfg.MaxIter, s.iteration, nil)
 }
 
-func (s *syncEASGD) iteration() {
-	if s.iter >= s.cfg.MaxIter {
-		s.then(func() { s.emit(Action{Op: Finish}) })
-		return
-	}
-	n, it, a := s.cfg.Layout.N, s.iter, s.cfg.Alpha
+func (s *syncEASGD) iteration(it int) {
+	n, a := s.cfg.Layout.N, s.cfg.Alpha
 	p, g := Range{Params, 0, n}, Range{Grads, 0, n}
 	aux, delta, spare := Range{Aux, 0, n}, Range{Delta, 0, n}, Range{Spare, 0, n}
 	switch {
@@ -260,11 +250,6 @@ func (s *syncEASGD) iteration() {
 			s.local(Action{Op: Axpy, R: aux, Src: delta, Factor: a})
 		}
 	}
-	s.then(func() {
-		s.emit(Action{Op: IterDone, Iter: it, Loss: s.loss})
-		s.iter++
-		s.iteration()
-	})
 }
 
 // downpourStep is async's and ssp's iteration (SpeeDO 3.2–3.3): train

@@ -25,7 +25,7 @@ const (
 // stays each worker's own, as in the paper. A resumed run restarts the
 // outer momentum at zero from the snapshot's weights.
 func newDiLoCo(c Config) Rank {
-	w := &periodic{cfg: c, iter: c.StartIter}
+	w := newPeriodic(c)
 	// θ is the weights every worker starts from.
 	w.begin = func() { w.local(Action{Op: Copy, R: w.all(Aux), Src: w.all(Params)}) }
 	w.sync = func() { dilocoOuter(w) }

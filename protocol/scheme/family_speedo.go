@@ -16,7 +16,7 @@ var speedoFamily = []Info{
 	},
 	{
 		Name: "ssp", Paper: "SpeeDO 3.3, Petuum's SSP", Summary: "async with the fastest worker at most --staleness iterations ahead of the slowest",
-		Center: EveryWorker, Aligned: true, SharedSteps: true,
+		Center: EveryWorker, Aligned: true, SharedSteps: true, Staleness: true,
 		check: func(c Config) error {
 			if c.Staleness < 0 {
 				return fmt.Errorf("scheme: ssp needs a staleness bound >= 0, got %d", c.Staleness)

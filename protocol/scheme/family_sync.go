@@ -15,43 +15,42 @@ var syncFamily = []Info{
 			}
 			return nil
 		},
-		newRanks: func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
+		newRanks: allreduceRanks(AlgoAuto, false),
 	},
 	{
 		Name: "sync-ps", Paper: "SpeeDO 3.1, FireCaffe 6.1", Summary: "workers push gradients to a parameter server, which updates and sends the weights back",
 		Exact:   true,
 		Servers: func(Config) int { return 1 }, ServerUpdates: true,
 		newRanks: func(c Config, n int) []Rank {
-			ranks := workers(c, n, func(c Config, _ int) Rank { return &psWorker{cfg: c, server: c.Workers, iter: c.StartIter} })
-			ranks[c.Workers] = &psServer{cfg: c, iter: c.StartIter}
+			ranks := workers(c, n, func(c Config, _ int) Rank { return newPSWorker(c) })
+			ranks[c.Workers] = newPSServer(c)
 			return ranks
 		},
 	},
 	{
 		Name: "sync-tree", Paper: "FireCaffe 6.2 (reduction trees)", Summary: "allreduce of the gradients by binomial trees",
 		Exact:    true,
-		newRanks: func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
+		newRanks: allreduceRanks(AlgoTree, false),
 	},
 	{
 		Name: "sync-ring", Paper: "ring allreduce (reduce-scatter + allgather)", Summary: "allreduce of the gradients around a ring",
 		Exact:    true,
-		newRanks: func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
+		newRanks: allreduceRanks(AlgoRing, false),
 	},
 	{
 		Name: "overlap", Paper: "TRL/Caffe Alg. 5–7", Summary: "gradients accumulated layer by layer while backward runs",
 		Exact:       true,
 		Accumulator: true,
-		newRanks:    func(c Config, n int) []Rank { return workers(c, n, newAllreduceWorker) },
+		newRanks:    allreduceRanks(AlgoTree, true),
 	},
 	{
 		Name: "local-sgd", Paper: "Stich 2019; PyTorch's PeriodicModelAverager", Summary: "local steps, weights averaged every H = --interval iterations",
+		AveragesGrads: true,
 		newRanks: func(c Config, n int) []Rank {
 			if c.AverageGrads {
 				// H = 1 with a linear solver: the gradients' mean, as
 				// sync-ring computes it (Config.AverageGrads).
-				return workers(c, n, func(c Config, _ int) Rank {
-					return &allreduceWorker{cfg: c, iter: c.StartIter, algo: AlgoRing}
-				})
+				return allreduceRanks(AlgoRing, false)(c, n)
 			}
 			return workers(c, n, func(c Config, _ int) Rank { return newLocalSGD(c) })
 		},
@@ -63,21 +62,16 @@ var syncFamily = []Info{
 	},
 	{
 		Name: "streaming-diloco", Paper: "Douillard et al. 2025 (Streaming DiLoCo)", Summary: "diloco synchronised fragment by fragment (--fragments P, staggered by H/P), the outer step landing --overlap steps later mixed by --mix, pseudo-gradients in --outer-bits",
-		Outer:    true,
+		Outer: true, Streaming: true,
 		check:    checkStreaming,
 		newRanks: func(c Config, n int) []Rank { return workers(c, n, newStreaming) },
 	},
 }
 
-// newAllreduceWorker builds a worker of seq, sync-tree, sync-ring or
-// overlap.
-func newAllreduceWorker(c Config, _ int) Rank {
-	w := &allreduceWorker{cfg: c, iter: c.StartIter, overlap: c.Name == "overlap"}
-	switch c.Name {
-	case "sync-ring":
-		w.algo = AlgoRing
-	case "sync-tree", "overlap":
-		w.algo = AlgoTree
+// allreduceRanks builds the workers of a scheme that sums its gradients
+// by algo, after backward or, with overlap, while it runs.
+func allreduceRanks(algo Algo, overlap bool) func(Config, int) []Rank {
+	return func(c Config, n int) []Rank {
+		return workers(c, n, func(c Config, _ int) Rank { return newAllreduce(c, algo, overlap) })
 	}
-	return w
 }

@@ -8,51 +8,42 @@ package scheme
 // (momentum) stays each worker's own.
 type periodic struct {
 	program
-	cfg  Config
-	iter int
+	cfg Config
 	// begin, when set, runs once before the first iteration of the run.
 	begin func()
 	// sync appends the exchange and its arithmetic.
-	sync    func()
-	started bool
+	sync func()
 }
 
-func (w *periodic) Step(ev Event) []Action {
-	if ev.Kind == Start {
-		w.then(w.iteration)
+func newPeriodic(c Config) *periodic {
+	w := &periodic{cfg: c}
+	w.iter = c.StartIter
+	w.first = func() {
+		if w.begin != nil {
+			w.begin()
+		}
+		w.loop(c.MaxIter, w.iteration, w.end)
 	}
-	return w.step(ev)
+	return w
 }
 
 // all is the whole of buffer b.
 func (w *periodic) all(b Buffer) Range { return Range{b, 0, w.cfg.Layout.N} }
 
-func (w *periodic) iteration() {
-	h := max(w.cfg.Interval, 1)
-	if !w.started {
-		w.started = true
-		if w.begin != nil {
-			w.begin()
-		}
-	}
-	if w.iter >= w.cfg.MaxIter {
-		if w.iter%h != 0 && w.iter > w.cfg.StartIter {
-			w.sync()
-		}
-		w.then(func() { w.emit(Action{Op: Finish}) })
-		return
-	}
-	it := w.iter
+func (w *periodic) iteration(it int) {
 	w.do(Action{Op: Compute}, true)
 	w.local(Action{Op: Update, Iter: it})
-	if (it+1)%h == 0 {
+	if (it+1)%max(w.cfg.Interval, 1) == 0 {
 		w.sync()
 	}
-	w.then(func() {
-		w.emit(Action{Op: IterDone, Iter: it, Loss: w.loss})
-		w.iter++
-		w.iteration()
-	})
+}
+
+// end synchronises once more if the run stops between two
+// synchronisations.
+func (w *periodic) end(it int) {
+	if it%max(w.cfg.Interval, 1) != 0 && it > w.cfg.StartIter {
+		w.sync()
+	}
 }
 
 // newLocalSGD is local SGD with periodic model averaging (Stich, "Local
@@ -60,7 +51,7 @@ func (w *periodic) iteration() {
 // as PeriodicModelAverager): every H iterations the workers replace their
 // weights by the mean over all workers, one allreduce of the weights.
 func newLocalSGD(c Config) Rank {
-	w := &periodic{cfg: c, iter: c.StartIter}
+	w := newPeriodic(c)
 	w.sync = func() {
 		if w.cfg.Workers < 2 {
 			return

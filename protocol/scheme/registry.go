@@ -74,6 +74,18 @@ type Info struct {
 	// SharedBuffers: across processes, the center is ShmCaffe's shared
 	// buffer server (`dsgd smb`), not a parameter server.
 	SharedBuffers bool
+	// Streaming: the workers synchronise their weights fragment by
+	// fragment (Config.Fragments, Overlap, Mix and OuterBits apply:
+	// streaming-diloco); otherwise FragmentPlan is the whole net.
+	Streaming bool
+	// Staleness: a worker runs at most Config.Staleness iterations ahead
+	// of the slowest (ssp); with a bound of 0 the center serves pulls as
+	// of the global clock (Config.ClockedReads).
+	Staleness bool
+	// AveragesGrads: with an averaging period of 1 the workers can
+	// average their gradients instead of their weights
+	// (Config.AverageGrads: local-sgd).
+	AveragesGrads bool
 	// check rejects settings the scheme cannot run with (nil: none).
 	check func(Config) error
 	// newRanks builds the n = Config.Ranks() ranks, rank r at index r.
@@ -156,10 +168,14 @@ func Names() []string {
 
 // PlainSGDNames lists the schemes whose paper's update rule is plain SGD
 // (Info.PlainSGD), in catalogue order.
-func PlainSGDNames() []string {
+func PlainSGDNames() []string { return namesWhere(func(in Info) bool { return in.PlainSGD }) }
+
+// namesWhere lists the schemes for which has reports true, in catalogue
+// order.
+func namesWhere(has func(Info) bool) []string {
 	var out []string
 	for _, in := range catalogue {
-		if in.PlainSGD {
+		if has(in) {
 			out = append(out, in.Name)
 		}
 	}

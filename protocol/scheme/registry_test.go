@@ -65,3 +65,25 @@ func TestSharedSteps(t *testing.T) {
 		t.Errorf("shared-steps schemes %v, want async ssp hogwild", got)
 	}
 }
+
+// TestOneSchemeFlags: the settings that only one scheme has name the
+// scheme the code used to compare names with.
+func TestOneSchemeFlags(t *testing.T) {
+	for flag, want := range map[string]string{
+		"streaming":      "streaming-diloco",
+		"staleness":      "ssp",
+		"averages-grads": "local-sgd",
+		"accumulator":    "overlap",
+		"shared-weights": "hogwild",
+	} {
+		got := strings.Join(namesWhere(func(in Info) bool {
+			return map[string]bool{
+				"streaming": in.Streaming, "staleness": in.Staleness, "averages-grads": in.AveragesGrads,
+				"accumulator": in.Accumulator, "shared-weights": in.SharedWeights,
+			}[flag]
+		}), " ")
+		if got != want {
+			t.Errorf("%s: %q, want %q", flag, got, want)
+		}
+	}
+}

@@ -42,19 +42,23 @@ type Fragment struct {
 // weight outside every block (none, in the nets dsgd builds) still
 // synchronises. For diloco it is one fragment, the whole net, at offset
 // 0.
-func (c Config) FragmentPlan() []Fragment {
+func (c Config) FragmentPlan() []Fragment { return c.fragmentPlan(c.info().Streaming) }
+
+// fragmentPlan is FragmentPlan for a scheme that streams its fragments
+// or (streaming false) synchronises the whole net at once.
+func (c Config) fragmentPlan(streaming bool) []Fragment {
 	var blocks []int // indices of the non-empty blocks
 	for i, b := range c.Layout.Blocks {
 		if b.Hi > b.Lo {
 			blocks = append(blocks, i)
 		}
 	}
-	p := max(c.Fragments, 1)
-	if c.Name != "streaming-diloco" {
+	p, bits := max(c.Fragments, 1), c.bits(streaming)
+	if !streaming {
 		p = 1
 	}
 	if len(blocks) == 0 {
-		return []Fragment{{Lo: 0, Hi: c.Layout.N, First: 0, Last: -1, Bytes: c.syncBytes(0, c.Layout.N)}}
+		return []Fragment{{Lo: 0, Hi: c.Layout.N, First: 0, Last: -1, Bytes: ringBytes(c.Workers, c.Layout.N, bits)}}
 	}
 	p = min(p, len(blocks))
 	prefix := make([]int, len(blocks)+1) // sizes of blocks[:j]
@@ -74,7 +78,7 @@ func (c Config) FragmentPlan() []Fragment {
 		if k == p-1 {
 			f.Hi = c.Layout.N
 		}
-		f.Bytes = c.syncBytes(f.Lo, f.Hi)
+		f.Bytes = ringBytes(c.Workers, f.Hi-f.Lo, bits)
 		out[k] = f
 	}
 	return out
@@ -122,24 +126,23 @@ func balancedCuts(prefix []int, p int) []int {
 	return cuts
 }
 
-// outerBits is OuterBits, 32 when unset.
-func (c Config) outerBits() int {
-	if c.OuterBits == 0 || c.Name != "streaming-diloco" {
+// bits is OuterBits for a scheme that streams its fragments, 32 when
+// unset or (streaming false) for any other.
+func (c Config) bits(streaming bool) int {
+	if c.OuterBits == 0 || !streaming {
 		return 32
 	}
 	return c.OuterBits
 }
 
-// syncBytes is what one worker sends (the most over the workers) to
-// average weights [lo, hi): a ring allreduce of float32 (2(n−1)/n of the
-// values, as collective's ring), or the quantised ring's messages.
-func (c Config) syncBytes(lo, hi int) int64 {
-	n := c.Workers
+// ringBytes is what one of n workers sends (the most over the workers)
+// to average l weights at bits per weight: a ring allreduce of float32
+// (2(n−1)/n of the values, as collective's ring), or the quantised
+// ring's messages.
+func ringBytes(n, l, bits int) int64 {
 	if n < 2 {
 		return 0
 	}
-	l := hi - lo
-	bits := c.outerBits()
 	if bits == 32 {
 		return int64(2*(n-1)) * int64(l) * 4 / int64(n)
 	}
@@ -172,8 +175,8 @@ func (c Config) PeakSyncBytes() int64 {
 // for streaming-diloco its fragments, offsets, overlap, precision and
 // peak bytes per step; for diloco its peak bytes per step.
 func (c Config) StreamingSummary() string {
-	full := Config{Name: "diloco", Workers: c.Workers, Layout: c.Layout}.PeakSyncBytes()
-	if c.Name != "streaming-diloco" {
+	full := ringBytes(c.Workers, c.Layout.N, 32)
+	if !c.info().Streaming {
 		return fmt.Sprintf("every weight in one outer step every H=%d iterations, peak %d bytes per step per worker (diloco: %d)", max(c.Interval, 1), c.PeakSyncBytes(), full)
 	}
 	plan := c.FragmentPlan()
@@ -191,7 +194,7 @@ func (c Config) StreamingSummary() string {
 		noun = "fragment"
 	}
 	return fmt.Sprintf("%d %s (weights %s), offsets %s mod H=%d, overlap %d (%s), %d-bit pseudo-gradients, peak %d bytes per step per worker (diloco: %d)",
-		len(plan), noun, strings.Join(frags, "+"), strings.Join(offs, ","), max(c.Interval, 1), c.Overlap, mix, c.outerBits(),
+		len(plan), noun, strings.Join(frags, "+"), strings.Join(offs, ","), max(c.Interval, 1), c.Overlap, mix, c.bits(true),
 		c.PeakSyncBytes(), full)
 }
 
@@ -226,8 +229,8 @@ func checkStreaming(c Config) error {
 	case c.Mix < 0 || c.Mix > 1:
 		return fmt.Errorf("scheme: --mix %g must be in [0, 1]", c.Mix)
 	}
-	if bits := c.outerBits(); bits < 32 && c.Workers > 1 {
-		for _, f := range c.FragmentPlan() {
+	if bits := c.bits(true); bits < 32 && c.Workers > 1 {
+		for _, f := range c.fragmentPlan(true) {
 			words := 0
 			for k := range c.Workers {
 				words += QuantWords(chunkLen(f.Hi-f.Lo, c.Workers, k), bits)
@@ -263,8 +266,6 @@ type streaming struct {
 	cfg       Config
 	rank      int
 	frags     []Fragment
-	iter      int
-	started   bool
 	inflight  int  // the fragment whose exchange runs (−1: none)
 	applyAt   int  // the iteration after which it lands
 	xbusy     bool // the exchange program has work left
@@ -272,21 +273,25 @@ type streaming struct {
 }
 
 func newStreaming(c Config, rank int) Rank {
-	w := &streaming{cfg: c, rank: rank, iter: c.StartIter, inflight: -1, frags: c.FragmentPlan()}
+	w := &streaming{cfg: c, rank: rank, inflight: -1, frags: c.fragmentPlan(true)}
 	w.dirty = make([]bool, len(w.frags))
 	w.xch.nextID = xchBase
+	w.main.iter = c.StartIter
+	w.main.first = func() {
+		// θ is the weights every worker starts from.
+		n := c.Layout.N
+		w.main.local(Action{Op: Copy, R: Range{Aux, 0, n}, Src: Range{Params, 0, n}})
+		w.main.loop(c.MaxIter, w.iteration, w.end)
+	}
 	return w
 }
 
 func (w *streaming) Step(ev Event) []Action {
 	w.out = w.out[:0]
-	if ev.Kind == Start {
-		w.main.then(w.iteration)
-	}
 	if ev.Kind == Done && ev.ID > xchBase {
 		w.out = append(w.out, w.xch.step(ev)...)
 	} else {
-		w.out = append(w.out, w.main.step(ev)...)
+		w.out = append(w.out, w.main.Step(ev)...)
 	}
 	// Each program may release the other (an exchange started, one
 	// ended): run both until neither moves.
@@ -315,26 +320,10 @@ func (w *streaming) due(it int) int {
 	return -1
 }
 
-func (w *streaming) iteration() {
+// iteration appends inner step it, and the landing and sending of
+// fragments it is due for.
+func (w *streaming) iteration(it int) {
 	m := &w.main
-	if !w.started {
-		w.started = true
-		m.local(Action{Op: Copy, R: Range{Aux, 0, w.cfg.Layout.N}, Src: Range{Params, 0, w.cfg.Layout.N}})
-	}
-	if w.iter >= w.cfg.MaxIter {
-		if w.inflight >= 0 {
-			w.land(w.cfg.Overlap == 0)
-		}
-		for p := range w.frags {
-			if w.dirty[p] {
-				w.send(p)
-				w.land(true)
-			}
-		}
-		m.then(func() { m.emit(Action{Op: Finish}) })
-		return
-	}
-	it := w.iter
 	m.do(Action{Op: Compute}, true)
 	m.local(Action{Op: Update, Iter: it})
 	for p := range w.dirty {
@@ -350,11 +339,20 @@ func (w *streaming) iteration() {
 			w.land(true)
 		}
 	}
-	m.then(func() {
-		m.emit(Action{Op: IterDone, Iter: it, Loss: m.loss})
-		w.iter++
-		w.iteration()
-	})
+}
+
+// end lands the exchange in flight and synchronises every fragment that
+// moved since, so the replicas end equal.
+func (w *streaming) end(int) {
+	if w.inflight >= 0 {
+		w.land(w.cfg.Overlap == 0)
+	}
+	for p := range w.frags {
+		if w.dirty[p] {
+			w.send(p)
+			w.land(true)
+		}
+	}
 }
 
 // send appends fragment p's pseudo-gradient (taken now, between two
@@ -395,7 +393,7 @@ func (w *streaming) exchange(p int) {
 	n := w.cfg.Workers
 	d := w.rng(Delta, p)
 	if n > 1 {
-		if w.cfg.outerBits() == 32 {
+		if w.cfg.bits(true) == 32 {
 			// As diloco's: the fragment's blocks in backward order, or
 			// packed, the fragment as one message.
 			msgs := []Range{d}
@@ -438,7 +436,7 @@ func (w *streaming) exchange(p int) {
 // wait for its receiver.
 func (w *streaming) ring(p int) {
 	x := &w.xch
-	n, r, bits := w.cfg.Workers, w.rank, w.cfg.outerBits()
+	n, r, bits := w.cfg.Workers, w.rank, w.cfg.bits(true)
 	f := w.frags[p]
 	l := f.Hi - f.Lo
 	chunk := func(k int) Range { return Range{Delta, f.Lo + k*l/n, f.Lo + (k+1)*l/n} }

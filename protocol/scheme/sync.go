@@ -1,276 +1,7 @@
 package scheme
 
-import (
-	"fmt"
-	"strings"
-)
-
-// Config selects and parameterises a scheme.
-type Config struct {
-	// Name is the scheme: seq, sync-ps, sync-tree, sync-ring, overlap.
-	Name string
-	// Workers is the number of worker ranks (1 for seq).
-	Workers int
-	// StartIter and MaxIter bound the iterations: a run does
-	// StartIter..MaxIter-1 (StartIter is non-zero after a resume).
-	StartIter, MaxIter int
-	// Pack sends all layers as one contiguous message (SC17 5.2); without
-	// it every parameter block travels as its own message.
-	Pack bool
-	// Layout is the model's parameter layout.
-	Layout Layout
-	// Bucket is, for overlap, the number of gradient values gathered from
-	// consecutive layers before one allreduce (or accumulate) starts, as
-	// PyTorch DDP's buckets; 0 sends every parameter block as soon as it
-	// is final.
-	Bucket int
-	// Accumulate makes overlap TRL/Caffe's (Alg. 5–7): each worker adds
-	// its layer gradients into one shared accumulator as backward
-	// finishes them and copies the sum back, instead of allreducing. The
-	// ranks must share memory (one process); without it overlap
-	// allreduces each bucket among the workers.
-	Accumulate bool
-	// GradWidth is how many values the Grads buffer holds per parameter:
-	// 0 or 1 for float32 gradients; more (tensor/exact.Limbs) when the
-	// synchronous schemes carry exact sums as digits (issue 27), which
-	// every reduction only adds: Grads ranges scale by it, and no Scale is
-	// emitted, the driver's Update decoding and averaging the sum.
-	GradWidth int
-	// AverageGrads makes local-sgd with an averaging period of 1 average
-	// the gradients before the update instead of the weights after it:
-	// for a solver whose step is linear in the gradient (SGD, Nesterov,
-	// without clip_gradients) the mean of the workers' weights is the
-	// same either way (each worker's momentum differs, their mean follows
-	// seq's), and the gradients' mean can be an exact sum (GradWidth), so
-	// local-sgd with H = 1 gives seq's bits like the other synchronous
-	// schemes. The driver sets it only when that holds.
-	AverageGrads bool
-
-	// Interval is how many iterations a worker of an asynchronous scheme
-	// runs between exchanges with the center: SpeeDO's S, ShmCaffe's
-	// update_interval, EASGD's tau (0 counts as 1), and local-sgd's
-	// averaging period H.
-	Interval int
-	// Staleness is ssp's bound s: a worker more than s iterations ahead of
-	// the slowest waits.
-	Staleness int
-	// Alpha is the elastic moving rate of the EASGD family (SC17's η·ρ,
-	// ShmCaffe's moving_rate).
-	Alpha float32
-	// OuterMomentum is the Nesterov momentum of an Outer scheme's outer
-	// optimizer (diloco's; the paper's is DiLoCoOuterMomentum), in [0, 1).
-	OuterMomentum float32
-	// Fragments is streaming-diloco's P: the parameter blocks split into
-	// P contiguous groups of about equal size, synchronised at staggered
-	// steps (0 counts as 1).
-	Fragments int
-	// Overlap is streaming-diloco's τ: a fragment's averaged outer step
-	// lands τ inner steps after its pseudo-gradient is sent (0: at once).
-	Overlap int
-	// Mix is streaming-diloco's mixing factor: with Overlap > 0 a
-	// fragment's weights become Mix·local + (1 − Mix)·global when its
-	// outer step lands (with Overlap 0 the global copy replaces them).
-	// 0 is a valid factor (the global copy); the command's default is
-	// StreamingMix.
-	Mix float32
-	// OuterBits is the precision streaming-diloco's pseudo-gradients
-	// travel in: 32, 16, 8 or 4 (0 counts as 32; see PackQuantized).
-	OuterBits int
-	// Variant is sync-easgd's implementation (SC17 6.1): 1 keeps the
-	// center on a separate master rank, 2 on worker 0, 3 as 2 with the
-	// exchange overlapped with the next forward and backward.
-	Variant int
-	// Groups is hybrid's number of synchronous groups (Workers must be a
-	// multiple); their roots are the center's workers.
-	Groups int
-	// Aligned makes the workers of an asynchronous scheme run until the
-	// center's finish rule stops them (ShmCaffe III.E), instead of each
-	// stopping after MaxIter.
-	Aligned bool
-	// Broadcast starts every rank of a scheme whose ranks talk to each
-	// other with rank 0's weights (TRL Alg. 5 line 2), for ranks that
-	// built their models apart. The center schemes' workers start from
-	// the center instead.
-	Broadcast bool
-}
-
-// Ranks is the number of ranks a scheme with this config runs on: the
-// workers, plus the parameter server for sync-ps and the master of
-// sync-easgd's variant 1.
-func (c Config) Ranks() int {
-	if in := c.info(); in.Servers != nil {
-		return c.Workers + in.Servers(c)
-	}
-	return c.Workers
-}
-
-// UsesCenter reports whether the scheme's workers talk to a center
-// (package center), and how many of them do: every worker, or for hybrid
-// each group's root.
-func (c Config) UsesCenter() (bool, int) {
-	switch c.info().Center {
-	case EveryWorker:
-		return true, c.Workers
-	case GroupRoots:
-		return true, c.Groups
-	}
-	return false, 0
-}
-
-// CenterOnly reports whether the scheme's workers talk only to a center,
-// never to each other (every center scheme but hybrid, whose groups
-// also reduce among themselves).
-func (c Config) CenterOnly() bool { return c.info().Center == EveryWorker }
-
-// CenterID is rank r's worker id at the center: its rank, or for a
-// scheme whose group roots talk to the center (hybrid) its group.
-func (c Config) CenterID(r int) int {
-	if c.info().Center == GroupRoots && c.Groups > 0 {
-		return r / (c.Workers / c.Groups)
-	}
-	return r
-}
-
-// ClockedReads reports whether the scheme's center must serve pulls as of
-// the global clock (center.Config.ClockedReads): ssp with staleness 0,
-// which is BSP whatever the timing.
-func (c Config) ClockedReads() bool { return c.Name == "ssp" && c.Staleness == 0 }
-
-// Elastic reports whether the scheme uses the elastic moving rate Alpha.
-func (c Config) Elastic() bool { return c.info().Elastic }
-
-// Validate checks the config.
-func (c Config) Validate() error {
-	in, err := Lookup(c.Name)
-	if err != nil {
-		return err
-	}
-	switch {
-	case c.Workers < 1:
-		return fmt.Errorf("scheme: %s needs at least 1 worker, got %d", c.Name, c.Workers)
-	case c.MaxIter < c.StartIter || c.StartIter < 0:
-		return fmt.Errorf("scheme: iterations %d..%d are empty or negative", c.StartIter, c.MaxIter)
-	case c.Layout.N <= 0:
-		return fmt.Errorf("scheme: the model has no parameters")
-	case c.Interval < 0:
-		return fmt.Errorf("scheme: interval %d is negative", c.Interval)
-	case in.Outer && (c.OuterMomentum < 0 || c.OuterMomentum >= 1):
-		return fmt.Errorf("scheme: %s needs an outer momentum in [0,1), got %g", c.Name, c.OuterMomentum)
-	case in.Outer && (c.Alpha < 0 || c.Alpha > 2):
-		return fmt.Errorf("scheme: %s needs an outer learning rate alpha in (0,2] (0 for the default %g), got %g", c.Name, DiLoCoOuterLR, c.Alpha)
-	case in.Elastic && (c.Alpha < 0 || c.Alpha >= 1):
-		return fmt.Errorf("scheme: %s needs a moving rate alpha in [0,1), got %g", c.Name, c.Alpha)
-	case c.AverageGrads && (c.Name != "local-sgd" || c.Interval > 1):
-		return fmt.Errorf("scheme: averaging the gradients is local-sgd's with an averaging period of 1, not %s with interval %d", c.Name, c.Interval)
-	case c.width() > 1 && !in.Exact && !c.AverageGrads:
-		return fmt.Errorf("scheme: %s does not reduce gradients by sums alone, so it cannot carry exact sums (only %s do)", c.Name, strings.Join(exactNames(), ", "))
-	case c.Accumulate && c.Name != "overlap":
-		return fmt.Errorf("scheme: only overlap accumulates into a shared accumulator, not %s", c.Name)
-	case c.Aligned && !in.Aligned:
-		return fmt.Errorf("scheme: %s does not support aligned termination (--finish): only schemes whose every worker clocks at a center do (%s); the synchronous schemes and weedout's rounds end their workers together by construction", c.Name, strings.Join(alignedNames(), ", "))
-	}
-	if in.check != nil {
-		return in.check(c)
-	}
-	return nil
-}
-
-// exactNames lists the schemes that can carry exact sums.
-func exactNames() []string {
-	var out []string
-	for _, in := range catalogue {
-		if in.Exact {
-			out = append(out, in.Name)
-		}
-	}
-	return out
-}
-
-// alignedNames lists the schemes that support aligned termination.
-func alignedNames() []string {
-	var out []string
-	for _, in := range catalogue {
-		if in.Aligned {
-			out = append(out, in.Name)
-		}
-	}
-	return out
-}
-
-// New returns one Rank per rank (Config.Ranks of them), rank r at index r.
-func New(c Config) ([]Rank, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	ranks := c.info().newRanks(c, c.Ranks())
-	if c.Broadcast && !c.CenterOnly() && c.Name != "hogwild" && len(ranks) > 1 {
-		for r := range ranks {
-			ranks[r] = &initialBroadcast{inner: ranks[r], n: c.Layout.N}
-		}
-	}
-	return ranks, nil
-}
-
-// messages returns the ranges one gradient or weight transfer is split
-// into: the whole buffer when packed, else one per block, in backward
-// order (the order backward finishes them).
-func (c Config) messages(buf Buffer) []Range {
-	w := 1
-	if buf == Grads {
-		w = c.width()
-	}
-	if c.Pack || len(c.Layout.Blocks) == 0 {
-		return []Range{{buf, 0, w * c.Layout.N}}
-	}
-	out := make([]Range, 0, len(c.Layout.Blocks))
-	for i := len(c.Layout.Blocks) - 1; i >= 0; i-- {
-		b := c.Layout.Blocks[i]
-		if b.Hi > b.Lo {
-			out = append(out, Range{buf, w * b.Lo, w * b.Hi})
-		}
-	}
-	return out
-}
-
-// width is GradWidth, at least 1.
-func (c Config) width() int { return max(c.GradWidth, 1) }
-
-// issuer collects the actions of one Step and counts the communication
-// actions in flight; every scheme embeds one.
-type issuer struct {
-	out     []Action
-	nextID  int
-	pending int
-}
-
-func (s *issuer) emit(a Action) { s.out = append(s.out, a) }
-
-// comm emits a communication action with a fresh ID.
-func (s *issuer) comm(a Action) {
-	s.nextID++
-	s.pending++
-	a.ID = s.nextID
-	s.out = append(s.out, a)
-}
-
-// computeOrFinish starts iteration iter, or finishes the run at maxIter.
-func (s *issuer) computeOrFinish(iter, maxIter int, watch bool) {
-	if iter >= maxIter {
-		s.emit(Action{Op: Finish})
-		return
-	}
-	s.emit(Action{Op: Compute, WatchGrads: watch})
-}
-
-// averageAndUpdate emits the mean of the summed gradients (Scale by
-// 1/workers) and the solver update of iteration iter. Exact sums
-// (GradWidth > 1) are not scaled: the update decodes them into their mean.
-func (s *issuer) averageAndUpdate(c Config, iter int) {
-	if n := c.Workers; n > 1 && c.width() == 1 {
-		s.emit(Action{Op: Scale, R: Range{Grads, 0, c.Layout.N}, Factor: 1 / float32(n)})
-	}
-	s.emit(Action{Op: Update, Iter: iter})
-}
+// The synchronous schemes' programs: every worker applies the same
+// update to the same weights each iteration (family_sync.go lists them).
 
 // allreduceWorker runs seq, sync-tree, sync-ring and overlap: compute,
 // sum the gradients over all workers (after backward, or layer by layer
@@ -278,44 +9,40 @@ func (s *issuer) averageAndUpdate(c Config, iter int) {
 // applies the same update to the same weights, so no weights travel
 // (TRL/Caffe Alg. 5).
 type allreduceWorker struct {
-	issuer
+	program
 	cfg     Config
 	algo    Algo
 	overlap bool
-	iter    int
-	loss    float64
-	done    bool  // compute of this iteration finished
 	bucket  Range // overlap: final gradients not yet sent
 }
 
-func (w *allreduceWorker) Step(ev Event) []Action {
-	w.out = w.out[:0]
-	switch ev.Kind {
-	case Start:
-		w.begin()
-	case GradsReady:
-		if w.overlap && w.cfg.Workers > 1 {
-			w.gather(ev.Lo, ev.Hi)
+func newAllreduce(c Config, algo Algo, overlap bool) *allreduceWorker {
+	w := &allreduceWorker{cfg: c, algo: algo, overlap: overlap}
+	w.iter = c.StartIter
+	w.first = func() { w.loop(c.MaxIter, w.iteration, nil) }
+	if overlap && c.Workers > 1 {
+		w.heard = func(ev Event) {
+			if ev.Kind == GradsReady {
+				w.gather(ev.Lo, ev.Hi)
+			}
 		}
-	case ComputeDone:
-		w.loss, w.done = ev.Loss, true
+	}
+	return w
+}
+
+func (w *allreduceWorker) iteration(it int) {
+	w.do(Action{Op: Compute, WatchGrads: w.heard != nil}, true)
+	w.then(func() {
+		// Started at once, beside the steps (as overlap's buckets).
 		w.flush()
 		if !w.overlap && w.cfg.Workers > 1 {
 			for _, r := range w.cfg.messages(Grads) {
 				w.allreduce(r)
 			}
 		}
-		w.maybeFinish()
-	case Done:
-		w.pending--
-		w.maybeFinish()
-	}
-	return w.out
-}
-
-func (w *allreduceWorker) begin() {
-	w.done = false
-	w.computeOrFinish(w.iter, w.cfg.MaxIter, w.overlap && w.cfg.Workers > 1)
+	})
+	w.barrier()
+	w.averageAndUpdate(w.cfg, it)
 }
 
 // gather adds a range whose gradients are final to the open bucket,
@@ -347,6 +74,8 @@ func (w *allreduceWorker) flush() {
 	}
 }
 
+// allreduce starts the sum of r at once, beside the program's steps
+// (from a GradsReady event, or the step after compute).
 func (w *allreduceWorker) allreduce(r Range) {
 	if w.overlap && w.cfg.Accumulate {
 		// TRL Alg. 6: accumulate (in issue order) and wait for the sum
@@ -356,16 +85,6 @@ func (w *allreduceWorker) allreduce(r Range) {
 		return
 	}
 	w.comm(Action{Op: Allreduce, R: r, Algo: w.algo})
-}
-
-func (w *allreduceWorker) maybeFinish() {
-	if !w.done || w.pending > 0 {
-		return
-	}
-	w.averageAndUpdate(w.cfg, w.iter)
-	w.emit(Action{Op: IterDone, Iter: w.iter, Loss: w.loss})
-	w.iter++
-	w.begin()
 }
 
 // Tags of the parameter-server protocol; unpacked transfers add the
@@ -378,37 +97,28 @@ const (
 // psWorker is a sync-ps worker (SpeeDO 3.1, FireCaffe 6.1): compute, push
 // the gradients to the server, pull the updated weights.
 type psWorker struct {
-	issuer
+	program
 	cfg    Config
 	server int
-	iter   int
-	loss   float64
 }
 
-func (w *psWorker) Step(ev Event) []Action {
-	w.out = w.out[:0]
-	switch ev.Kind {
-	case Start:
-		w.begin()
-	case ComputeDone:
-		w.loss = ev.Loss
-		for i, r := range w.cfg.messages(Grads) {
-			w.comm(Action{Op: Send, R: r, Peer: w.server, Tag: tagGrads + uint32(i)})
-		}
-		for i, r := range w.cfg.messages(Params) {
-			w.comm(Action{Op: Recv, R: r, Peer: w.server, Tag: tagParams + uint32(i)})
-		}
-	case Done:
-		if w.pending--; w.pending == 0 {
-			w.emit(Action{Op: IterDone, Iter: w.iter, Loss: w.loss})
-			w.iter++
-			w.begin()
-		}
+func newPSWorker(c Config) *psWorker {
+	w := &psWorker{cfg: c, server: c.Workers}
+	w.iter = c.StartIter
+	w.first = func() { w.loop(c.MaxIter, w.iteration, nil) }
+	return w
+}
+
+func (w *psWorker) iteration(int) {
+	w.do(Action{Op: Compute}, true)
+	for i, r := range w.cfg.messages(Grads) {
+		w.do(Action{Op: Send, R: r, Peer: w.server, Tag: tagGrads + uint32(i)}, false)
 	}
-	return w.out
+	for i, r := range w.cfg.messages(Params) {
+		w.do(Action{Op: Recv, R: r, Peer: w.server, Tag: tagParams + uint32(i)}, false)
+	}
+	w.barrier()
 }
-
-func (w *psWorker) begin() { w.computeOrFinish(w.iter, w.cfg.MaxIter, false) }
 
 // psServer is the sync-ps parameter server: receive every worker's
 // gradients into Grads (worker 0's overwrite, the rest add, in rank
@@ -416,47 +126,29 @@ func (w *psWorker) begin() { w.computeOrFinish(w.iter, w.cfg.MaxIter, false) }
 // weights back to every worker. Its NIC serialises the p transfers each
 // way: the cost FireCaffe's Eq. 3 calls linear in p.
 type psServer struct {
-	issuer
-	cfg   Config
-	iter  int
-	phase int // 0: receiving gradients, 1: sending weights
+	program
+	cfg Config
 }
 
-func (s *psServer) Step(ev Event) []Action {
-	s.out = s.out[:0]
-	switch ev.Kind {
-	case Start:
-		s.receive()
-	case Done:
-		if s.pending--; s.pending > 0 {
-			break
-		}
-		if s.phase == 0 {
-			s.averageAndUpdate(s.cfg, s.iter)
-			s.phase = 1
-			for wk := 0; wk < s.cfg.Workers; wk++ {
-				for i, r := range s.cfg.messages(Params) {
-					s.comm(Action{Op: Send, R: r, Peer: wk, Tag: tagParams + uint32(i)})
-				}
-			}
-			break
-		}
-		s.emit(Action{Op: IterDone, Iter: s.iter})
-		s.iter++
-		s.receive()
-	}
-	return s.out
+func newPSServer(c Config) *psServer {
+	s := &psServer{cfg: c}
+	s.iter = c.StartIter
+	s.first = func() { s.loop(c.MaxIter, s.iteration, nil) }
+	return s
 }
 
-func (s *psServer) receive() {
-	if s.iter >= s.cfg.MaxIter {
-		s.emit(Action{Op: Finish})
-		return
-	}
-	s.phase = 0
+func (s *psServer) iteration(it int) {
 	for wk := 0; wk < s.cfg.Workers; wk++ {
 		for i, r := range s.cfg.messages(Grads) {
-			s.comm(Action{Op: Recv, R: r, Peer: wk, Add: wk > 0, Tag: tagGrads + uint32(i)})
+			s.do(Action{Op: Recv, R: r, Peer: wk, Add: wk > 0, Tag: tagGrads + uint32(i)}, false)
 		}
 	}
+	s.barrier()
+	s.averageAndUpdate(s.cfg, it)
+	for wk := 0; wk < s.cfg.Workers; wk++ {
+		for i, r := range s.cfg.messages(Params) {
+			s.do(Action{Op: Send, R: r, Peer: wk, Tag: tagParams + uint32(i)}, false)
+		}
+	}
+	s.barrier()
 }
