@@ -138,7 +138,7 @@ func compareOne(ctx context.Context, name, logName string, workers int, base []s
 	for _, a := range base {
 		// streaming-diloco's flags are its own; the other schemes
 		// refuse them.
-		if name != "streaming-diloco" && streamingFlag(a) {
+		if in, _ := scheme.Lookup(name); !in.Streaming && streamingFlag(a) {
 			continue
 		}
 		sargs = append(sargs, a)

@@ -162,7 +162,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	for _, name := range names {
 		for _, p := range ps {
 			stand := scheme.Layout{N: 1, Blocks: []scheme.Range{{Lo: 0, Hi: 1}}}
-			if name == "streaming-diloco" {
+			if in, _ := scheme.Lookup(name); in.Streaming {
 				// As many blocks as fragments: whether the model has
 				// them is checked on its own layout.
 				stand = scheme.Layout{}
@@ -296,7 +296,7 @@ func (f *simFlags) simOptions(maxWorkers int) (simOptions, error) {
 	case *f.roundDeadline < 0:
 		return o, fmt.Errorf("--round-deadline must not be negative, got %v", *f.roundDeadline)
 	}
-	if err := f.streaming.apply(f.fs, slices.Contains(strings.Split(*f.schemes, ","), "streaming-diloco"), &o.fragments, &o.overlap, &o.mix, &o.outerBits); err != nil {
+	if err := f.streaming.apply(f.fs, slices.ContainsFunc(strings.Split(*f.schemes, ","), func(n string) bool { in, _ := scheme.Lookup(n); return in.Streaming }), &o.fragments, &o.overlap, &o.mix, &o.outerBits); err != nil {
 		return o, err
 	}
 	o.bucket = 1024 << 10 / 4 // across processes: DDP's buckets, as dsgd train
@@ -320,7 +320,7 @@ func (f *simFlags) simOptions(maxWorkers int) (simOptions, error) {
 func (o simOptions) schemeConfig(name string, workers int, layout scheme.Layout, iters int) scheme.Config {
 	c := scheme.Config{Name: name, Workers: workers, MaxIter: iters, Pack: o.pack, Layout: layout, Bucket: o.bucket,
 		Interval: o.interval, Staleness: o.staleness, Variant: o.variant, Groups: o.grps}
-	if (name == "diloco" || name == "streaming-diloco") && !o.intervalGiven {
+	if c.Info().Outer && !o.intervalGiven {
 		c.Interval = diLoCoDefaultH // as dsgd train
 	}
 	if o.oneProcess && workers > 1 {
@@ -344,7 +344,7 @@ func (o simOptions) schemeConfig(name string, workers int, layout scheme.Layout,
 	}
 	c.Alpha = float32(a)
 	c.OuterMomentum = float32(o.outerMomentum)
-	if name == "streaming-diloco" {
+	if c.Info().Streaming {
 		c.Fragments, c.Overlap, c.Mix, c.OuterBits = o.fragments, o.overlap, o.mix, o.outerBits
 	}
 	c.Aligned = o.finish != center.FinishOwn

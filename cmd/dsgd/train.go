@@ -163,7 +163,8 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	if *f.interval < 1 {
 		return fmt.Errorf("--interval must be at least 1, got %d", *f.interval)
 	}
-	if (cfg.Scheme == "diloco" || cfg.Scheme == "streaming-diloco") && !flagGiven(f.fs, "interval", "update-interval") {
+	in, _ := scheme.Lookup(cfg.Scheme)
+	if in.Outer && !flagGiven(f.fs, "interval", "update-interval") {
 		// One inner step per outer step puts the outer Nesterov momentum
 		// on top of the solver's: LeNet diverged within 40 iterations.
 		// DiLoCo's paper takes H = 500 for its language models; 100 keeps
@@ -200,10 +201,10 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	}
 	cfg.Alpha = float32(alpha)
 	cfg.OuterMomentum = float32(*f.outerMomentum)
-	if err := f.streaming.apply(f.fs, cfg.Scheme == "streaming-diloco", &cfg.Fragments, &cfg.Overlap, &cfg.Mix, &cfg.OuterBits); err != nil {
+	if err := f.streaming.apply(f.fs, in.Streaming, &cfg.Fragments, &cfg.Overlap, &cfg.Mix, &cfg.OuterBits); err != nil {
 		return err
 	}
-	if cfg.OuterBits < 32 && cfg.Scheme == "streaming-diloco" && *f.compress != "none" {
+	if cfg.OuterBits < 32 && in.Streaming && *f.compress != "none" {
 		// The codes are packed into float32 words; a wire encoding of
 		// floats would change their bits.
 		return fmt.Errorf("--outer-bits %d with --compress %s: the quantised pseudo-gradients travel as packed codes, which a float encoding on the wire would corrupt; give one of them", cfg.OuterBits, *f.compress)

@@ -439,7 +439,7 @@ func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr 
 			prom.registerEndpoint(deps.Endpoint)
 		}
 	}
-	if sc := tr.SchemeConfig(); sc.Name == "streaming-diloco" {
+	if sc := tr.SchemeConfig(); sc.Info().Streaming {
 		// Its fragments need the net's blocks: refuse them before
 		// the header and the first test.
 		if err := sc.Validate(); err != nil {

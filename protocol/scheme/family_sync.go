@@ -19,8 +19,9 @@ var syncFamily = []Info{
 	},
 	{
 		Name: "sync-ps", Paper: "SpeeDO 3.1, FireCaffe 6.1", Summary: "workers push gradients to a parameter server, which updates and sends the weights back",
-		Exact:   true,
-		Servers: func(Config) int { return 1 }, ServerUpdates: true,
+		Resizable: true,
+		Exact:     true,
+		Servers:   func(Config) int { return 1 }, ServerUpdates: true,
 		newRanks: func(c Config, n int) []Rank {
 			ranks := workers(c, n, func(c Config, _ int) Rank { return newPSWorker(c) })
 			ranks[c.Workers] = newPSServer(c)
@@ -29,22 +30,26 @@ var syncFamily = []Info{
 	},
 	{
 		Name: "sync-tree", Paper: "FireCaffe 6.2 (reduction trees)", Summary: "allreduce of the gradients by binomial trees",
-		Exact:    true,
-		newRanks: allreduceRanks(AlgoTree, false),
+		Resizable: true,
+		Exact:     true,
+		newRanks:  allreduceRanks(AlgoTree, false),
 	},
 	{
 		Name: "sync-ring", Paper: "ring allreduce (reduce-scatter + allgather)", Summary: "allreduce of the gradients around a ring",
-		Exact:    true,
-		newRanks: allreduceRanks(AlgoRing, false),
+		Resizable: true,
+		Exact:     true,
+		newRanks:  allreduceRanks(AlgoRing, false),
 	},
 	{
 		Name: "overlap", Paper: "TRL/Caffe Alg. 5–7", Summary: "gradients accumulated layer by layer while backward runs",
+		Resizable:   true,
 		Exact:       true,
 		Accumulator: true,
 		newRanks:    allreduceRanks(AlgoTree, true),
 	},
 	{
 		Name: "local-sgd", Paper: "Stich 2019; PyTorch's PeriodicModelAverager", Summary: "local steps, weights averaged every H = --interval iterations",
+		Resizable: true, Periodic: true,
 		AveragesGrads: true,
 		newRanks: func(c Config, n int) []Rank {
 			if c.AverageGrads {
@@ -57,12 +62,14 @@ var syncFamily = []Info{
 	},
 	{
 		Name: "diloco", Paper: "Douillard et al. 2023 (DiLoCo, Alg. 1)", Summary: "H = --interval local steps, then the workers' mean pseudo-gradient applied by an outer Nesterov SGD (lr --alpha, default 0.7; momentum 0.9)",
+		Resizable: true, Periodic: true,
 		Outer:    true,
 		newRanks: func(c Config, n int) []Rank { return workers(c, n, func(c Config, _ int) Rank { return newDiLoCo(c) }) },
 	},
 	{
 		Name: "streaming-diloco", Paper: "Douillard et al. 2025 (Streaming DiLoCo)", Summary: "diloco synchronised fragment by fragment (--fragments P, staggered by H/P), the outer step landing --overlap steps later mixed by --mix, pseudo-gradients in --outer-bits",
-		Outer: true, Streaming: true,
+		Periodic: true,
+		Outer:    true, Streaming: true,
 		check:    checkStreaming,
 		newRanks: func(c Config, n int) []Rank { return workers(c, n, newStreaming) },
 	},

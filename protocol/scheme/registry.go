@@ -86,6 +86,14 @@ type Info struct {
 	// average their gradients instead of their weights
 	// (Config.AverageGrads: local-sgd).
 	AveragesGrads bool
+	// Resizable: a group of the scheme may change members between two
+	// exchanges (dsgd train --elastic): its members are in lockstep, so
+	// the state of the one that completed the most iterations (the
+	// server's, with ServerUpdates) is the group's.
+	Resizable bool
+	// Periodic: the workers exchange every Config.Interval iterations,
+	// not every one (the iterations between are local steps).
+	Periodic bool
 	// check rejects settings the scheme cannot run with (nil: none).
 	check func(Config) error
 	// newRanks builds the n = Config.Ranks() ranks, rank r at index r.
@@ -165,6 +173,10 @@ func Names() []string {
 	}
 	return out
 }
+
+// ResizableNames lists the schemes whose groups may change members
+// (Info.Resizable), in catalogue order.
+func ResizableNames() []string { return namesWhere(func(in Info) bool { return in.Resizable }) }
 
 // PlainSGDNames lists the schemes whose paper's update rule is plain SGD
 // (Info.PlainSGD), in catalogue order.

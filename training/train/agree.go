@@ -7,6 +7,7 @@ import (
 	"dsgd/comm/transport"
 	"dsgd/internal/runcfg"
 	"dsgd/protocol/center"
+	"dsgd/protocol/scheme"
 )
 
 // tagAgree is the tag of the run-configuration exchange; the collectives
@@ -52,7 +53,7 @@ func (t *Trainer) runFields() runcfg.Fields {
 		f("--groups", c.Groups),
 		f("--finish", c.Finish),
 	}
-	if c.Scheme == "streaming-diloco" {
+	if in, _ := scheme.Lookup(c.Scheme); in.Streaming {
 		// Only for it, so that the other schemes' fields (and older
 		// snapshots' and servers' comparisons) stay as they were.
 		fields = append(fields, f("--fragments", c.Fragments), f("--overlap", c.Overlap), f("--mix", c.Mix), f("--outer-bits", c.OuterBits))

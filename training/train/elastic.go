@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -49,10 +48,9 @@ type Membership interface {
 	Check(ctx context.Context, iter int) (bool, error)
 }
 
-// ElasticSchemes are the schemes Config.Elastic runs: the synchronous ones,
-// whose members are in lockstep, so the state of the member that
-// completed the most iterations (sync-ps: the server's) is the group's.
-var ElasticSchemes = []string{"sync-ps", "sync-ring", "sync-tree", "overlap", "local-sgd", "diloco"}
+// ElasticSchemes are the schemes Config.Elastic runs: the catalogue's
+// resizable ones (scheme.Info.Resizable).
+var ElasticSchemes = scheme.ResizableNames()
 
 // errReform ends a generation at an iteration boundary the coordinator
 // chose (a worker waits to join, or a member is gone).
@@ -72,7 +70,10 @@ func reformable(ctx context.Context, err error) bool {
 }
 
 // ElasticScheme reports whether Config.Elastic runs scheme name.
-func ElasticScheme(name string) bool { return slices.Contains(ElasticSchemes, name) }
+func ElasticScheme(name string) bool {
+	in, err := scheme.Lookup(name)
+	return err == nil && in.Resizable
+}
 
 // ElasticRefusal is why cfg cannot run elastic, naming the Config
 // fields that clash, or nil.
@@ -249,7 +250,7 @@ func (t *Trainer) elasticServers() int {
 func (t *Trainer) checkHook(ctx context.Context, sc scheme.Config) func(int, float64) error {
 	m := t.deps.Elastic.Membership
 	every := 1
-	if sc.Name == "local-sgd" || sc.Name == "diloco" {
+	if sc.Info().Periodic {
 		every = max(sc.Interval, 1)
 	}
 	return func(iter int, _ float64) error {

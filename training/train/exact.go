@@ -220,7 +220,8 @@ func ExactCapable(cfg Config) bool {
 // solver linear in the gradient.
 func localSGDAveragesGrads(cfg Config) bool {
 	linear := cfg.Solver.Type == "" || cfg.Solver.Type == "SGD" || cfg.Solver.Type == "Nesterov"
-	return cfg.Scheme == "local-sgd" && cfg.Interval <= 1 && linear && cfg.Solver.ClipGradients <= 0
+	in, _ := scheme.Lookup(cfg.Scheme)
+	return in.AveragesGrads && cfg.Interval <= 1 && linear && cfg.Solver.ClipGradients <= 0
 }
 
 // exactDirect reports whether a Config.Exact run's sums never leave their
