@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"dsgd/caffe/zoo"
+	"dsgd/engine/cuda"
 	"dsgd/engine/model"
 	"dsgd/engine/solver"
 	"dsgd/training/job"
@@ -33,7 +34,8 @@ type modelFlags struct {
 	// reshuffled too.
 	shuffleSet bool
 	batch      int
-	// gpu is Caffe's -gpu IDS: dsgd has no GPU engine yet, so it is noted
+	// gpu is Caffe's -gpu IDS: checked against the GPUs (checkGPU); dsgd's
+	// GPU engine computes no layer yet, so it is noted
 	// and the run is on the CPU.
 	gpu string
 }
@@ -56,7 +58,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	})
 	fs.IntVar(&m.batch, "batch", 0, "override the TRAIN Data layers' batch_size (and the first axis of Input layers in dsgd time)")
 	registerKernels(fs)
-	fs.StringVar(&m.gpu, "gpu", "", "Caffe's -gpu `IDS` (0, 0,1 or all): dsgd has no GPU engine yet, so the run is on the CPU, with a note")
+	fs.StringVar(&m.gpu, "gpu", "", "Caffe's -gpu `IDS` (0, 0,1 or all): the GPUs are checked and named, but dsgd's GPU engine computes no layer yet, so the run is on the CPU, with a note; refused where there is no GPU")
 	fs.StringVar(&m.stages, "stage", "", "`STAGES` (comma-separated) of the net's state, selecting layers by include/exclude { stage }, as caffe's --stage")
 	fs.Func("level", "the net state's `LEVEL`, selecting layers by min_level/max_level, as caffe's --level", func(v string) error {
 		n, err := strconv.Atoi(v)
@@ -105,10 +107,27 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// noteGPU says on stderr that Caffe's -gpu was read and the run is on the
-// CPU.
-func (m *modelFlags) noteGPU(cmd string, stderr io.Writer) {
-	if m.gpu != "" {
-		fmt.Fprintf(stderr, "dsgd %s: note: --gpu %s: dsgd has no GPU engine yet; running on the CPU\n", cmd, m.gpu)
+// checkGPU reads Caffe's -gpu IDS. Where there is no GPU (no driver, no
+// device, an index past the last, a purego build) the command is refused
+// with what is missing and how to go on, as Caffe built without CUDA
+// refuses -gpu; where there is one, the GPUs are named, and a note says
+// that the run is on the CPU: dsgd's GPU engine computes no layer yet
+// (engine/cuda holds its first part).
+func (m *modelFlags) checkGPU(cmd string, stderr io.Writer) error {
+	if m.gpu == "" {
+		return nil
 	}
+	in, err := cuda.Probe()
+	if err != nil {
+		return fmt.Errorf("--gpu %s: %w", m.gpu, err)
+	}
+	ids, err := cuda.ParseIDs(m.gpu, len(in.Devices))
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		fmt.Fprintf(stderr, "dsgd %s: %s; driver CUDA %s, cuBLAS %s, cuDNN %s\n", cmd, in.Devices[id], in.DriverVersion(), in.CUBLAS, in.CUDNN)
+	}
+	fmt.Fprintf(stderr, "dsgd %s: note: --gpu %s: dsgd's GPU engine computes no layer yet; every layer runs on the CPU\n", cmd, m.gpu)
+	return nil
 }

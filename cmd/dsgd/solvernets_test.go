@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"dsgd/engine/cuda"
 	"dsgd/training/job"
 	"dsgd/training/train"
 )
@@ -153,19 +154,38 @@ func TestTestIterOverridesEveryTestNet(t *testing.T) {
 }
 
 // TestCaffeTimeCommandLine: caffe time's own command line runs as it is:
-// -model FILE, -iterations N, and -gpu (noted; the run is on the CPU).
+// -model FILE and -iterations N; -gpu 0 is refused where there is no GPU
+// (checkGPUFlag).
 func TestCaffeTimeCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "net.prototxt", trainOnly)
-	code, out, errs := runCmd(t, dir, "time", "-model", "net.prototxt", "-iterations", "3", "-gpu", "0")
+	code, out, errs := runCmd(t, dir, "time", "-model", "net.prototxt", "-iterations", "3")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 	if !strings.Contains(out, "average over 3 iterations") {
 		t.Errorf("-iterations 3 did not time 3 iterations:\n%s", out)
 	}
-	if !strings.Contains(errs, "--gpu 0: dsgd has no GPU engine yet; running on the CPU") {
-		t.Errorf("-gpu 0 not noted on stderr: %q", errs)
+	code, out, errs = runCmd(t, dir, "time", "-model", "net.prototxt", "-iterations", "3", "-gpu", "0")
+	checkGPUFlag(t, "time -gpu 0", code, out, errs)
+	if code, _, errs := runCmd(t, dir, "time", "-model", "net.prototxt", "-gpu", "7,x"); code == 0 || !strings.Contains(errs, "--gpu") {
+		t.Errorf("-gpu 7,x: exit %d, %q; want a refusal naming --gpu", code, errs)
+	}
+}
+
+// checkGPUFlag checks a command run with -gpu 0: on a machine without a
+// GPU (CI) it fails, saying what is missing and how to go on; on one with
+// a GPU it names it and notes that the run is on the CPU.
+func checkGPUFlag(t *testing.T, what string, code int, out, errs string) {
+	t.Helper()
+	if _, err := cuda.Probe(); err != nil {
+		if code == 0 || !strings.Contains(errs, "--gpu 0") || !strings.Contains(errs, "without --gpu") {
+			t.Errorf("%s without a GPU: exit %d, stderr %q; want a refusal saying what is missing and how to go on", what, code, errs)
+		}
+		return
+	}
+	if code != 0 || !strings.Contains(errs, "GPU 0: ") || !strings.Contains(errs, "every layer runs on the CPU") {
+		t.Errorf("%s with a GPU: exit %d\n%s\n%s", what, code, out, errs)
 	}
 }
 

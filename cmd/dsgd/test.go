@@ -42,7 +42,9 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		fmt.Fprintf(stderr, "dsgd test: --test-iter must not be negative, got %d\n", *iters)
 		return errUsage
 	}
-	m.noteGPU("test", stderr)
+	if err := m.checkGPU("test", stderr); err != nil {
+		return err
+	}
 	j, err := m.load()
 	if err != nil {
 		return err

@@ -30,7 +30,9 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "dsgd time: --iters must be positive")
 		return errUsage
 	}
-	m.noteGPU("time", stderr)
+	if err := m.checkGPU("time", stderr); err != nil {
+		return err
+	}
 	j, net, err := job.TrainNet(ctx, m.options(), m.threads)
 	if err != nil {
 		return err

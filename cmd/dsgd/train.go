@@ -258,8 +258,7 @@ func (f *trainFlags) caffeSpellings(stderr io.Writer) error {
 		*f.resume = s
 		fmt.Fprintf(stderr, "dsgd train: note: --snapshot %s is Caffe's spelling of --resume %s\n", s, s)
 	}
-	f.m.noteGPU("train", stderr)
-	return nil
+	return f.m.checkGPU("train", stderr)
 }
 
 // schemeName is the scheme the flags ask for, with the default applied.
