@@ -7,8 +7,9 @@ import "fmt"
 var syncFamily = []Info{
 	{
 		Name: "seq", Paper: "Caffe's Solver::Solve", Summary: "one worker, no communication",
-		Exact:      true,
-		MinWorkers: 1, MaxWorkers: 1,
+		GradAllreduce: true,
+		Exact:         true,
+		MinWorkers:    1, MaxWorkers: 1,
 		check: func(c Config) error {
 			if c.Workers != 1 {
 				return fmt.Errorf("scheme: seq runs 1 worker, got %d (use sync-tree, sync-ring, sync-ps or overlap for more)", c.Workers)
@@ -30,22 +31,25 @@ var syncFamily = []Info{
 	},
 	{
 		Name: "sync-tree", Paper: "FireCaffe 6.2 (reduction trees)", Summary: "allreduce of the gradients by binomial trees",
-		Resizable: true,
-		Exact:     true,
-		newRanks:  allreduceRanks(AlgoTree, false),
+		GradAllreduce: true,
+		Resizable:     true,
+		Exact:         true,
+		newRanks:      allreduceRanks(AlgoTree, false),
 	},
 	{
 		Name: "sync-ring", Paper: "ring allreduce (reduce-scatter + allgather)", Summary: "allreduce of the gradients around a ring",
-		Resizable: true,
-		Exact:     true,
-		newRanks:  allreduceRanks(AlgoRing, false),
+		GradAllreduce: true,
+		Resizable:     true,
+		Exact:         true,
+		newRanks:      allreduceRanks(AlgoRing, false),
 	},
 	{
 		Name: "overlap", Paper: "TRL/Caffe Alg. 5–7", Summary: "gradients accumulated layer by layer while backward runs",
-		Resizable:   true,
-		Exact:       true,
-		Accumulator: true,
-		newRanks:    allreduceRanks(AlgoTree, true),
+		GradAllreduce: true,
+		Resizable:     true,
+		Exact:         true,
+		Accumulator:   true,
+		newRanks:      allreduceRanks(AlgoTree, true),
 	},
 	{
 		Name: "local-sgd", Paper: "Stich 2019; PyTorch's PeriodicModelAverager", Summary: "local steps, weights averaged every H = --interval iterations",

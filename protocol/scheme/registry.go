@@ -94,6 +94,9 @@ type Info struct {
 	// Periodic: the workers exchange every Config.Interval iterations,
 	// not every one (the iterations between are local steps).
 	Periodic bool
+	// GradAllreduce: the workers sum their gradients by an allreduce
+	// every iteration, where a gradient compressor can sit.
+	GradAllreduce bool
 	// check rejects settings the scheme cannot run with (nil: none).
 	check func(Config) error
 	// newRanks builds the n = Config.Ranks() ranks, rank r at index r.

@@ -57,9 +57,9 @@ func (c *Compression) check(cfg Config, sc scheme.Config) error {
 			return fmt.Errorf("sim: layer %s: its blobs hold %d values, its params %d", l.Name, n, l.Params)
 		}
 	}
-	switch sc.Name {
-	case "sync-ring", "sync-tree", "overlap":
-	case "local-sgd":
+	switch in := sc.Info(); {
+	case in.GradAllreduce && sc.Workers > 1:
+	case in.AveragesGrads:
 		if sc.Interval > 1 {
 			return fmt.Errorf("sim: a compressor acts on gradients; local-sgd with interval %d averages weights", sc.Interval)
 		}

@@ -5,6 +5,7 @@ import (
 
 	"dsgd/comm/compress"
 	"dsgd/engine/model"
+	"dsgd/protocol/scheme"
 )
 
 // CompressRefusal says why a gradient compressor (Config.Compress)
@@ -27,13 +28,14 @@ func CompressRefusal(cfg Config) error {
 	case cfg.CompressWarmup < 0:
 		return fmt.Errorf("Config.CompressWarmup %d is negative", cfg.CompressWarmup)
 	}
-	switch name {
-	case "sync-ring", "sync-tree", "overlap", "seq":
+	in, _ := scheme.Lookup(name)
+	switch {
+	case in.GradAllreduce:
 		if max(cfg.Workers, 1) == 1 {
 			return fmt.Errorf("Config.Compress %s with Config.Workers 1 (Config.Scheme %s): one worker exchanges nothing to compress", c, name)
 		}
 		return nil
-	case "local-sgd":
+	case in.AveragesGrads:
 		if localSGDAveragesGrads(cfg) {
 			return nil
 		}
@@ -41,7 +43,7 @@ func CompressRefusal(cfg Config) error {
 			return fmt.Errorf("Config.Compress %s with Config.Scheme local-sgd Config.Interval %d: local-sgd then averages weights, not gradients; compression is for the gradient exchange (Config.Interval 1, or sync-ring, sync-tree, overlap)", c, cfg.Interval)
 		}
 		return fmt.Errorf("Config.Compress %s with Config.Scheme local-sgd: with a %s solver (or clip_gradients) local-sgd averages weights, not gradients; use sync-ring, sync-tree or overlap", c, cfg.Solver.Type)
-	case "sync-ps":
+	case in.ServerUpdates:
 		if c.Pushable() {
 			return nil
 		}
