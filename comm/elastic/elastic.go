@@ -84,7 +84,6 @@ type member struct {
 	key   any // its *rpc.Conn (a name in the scripts)
 	seq   int // arrival order
 	addr  string
-	why   string
 	gen   int // the generation it is in; 0: none
 	rank  int
 	done  int
@@ -281,13 +280,17 @@ func (c *Coordinator) next(m *member, gen, done, prefer int, server bool, addr, 
 		}
 		m.server = true
 	}
-	m.addr, m.why, m.done, m.prefer = addr, why, done, prefer
+	m.addr, m.done, m.prefer = addr, done, prefer
 	if m.gen != c.gen || gen != c.gen || c.gen == 0 {
 		m.gen = 0 // a joiner (or a member dropped from its generation)
 	}
 	ch := make(chan result, 1)
 	m.wait = ch
 	if m.gen == c.gen && c.gen > 0 && !c.forming {
+		// The first to report says why the generation ends.
+		if why != "" {
+			c.logf("elastic: generation %d re-forms: rank %d reports: %s", c.gen, m.rank, why)
+		}
 		c.reform()
 	}
 	c.tryForm()

@@ -107,7 +107,7 @@ func (t *Trainer) runElastic(ctx context.Context) (*Result, error) {
 		}
 	}()
 	out, clog := t.out, t.clog
-	for gen := 0; ; gen++ {
+	for {
 		g, err := el.Membership.Next(ctx, done, why)
 		if prev != nil {
 			prev.Close()
