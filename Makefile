@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make train` and `make test`.
 GO ?= go
 
-.PHONY: train test build bench-engine setup torch-layers caffe-nets proto caffe-crosscheck faults
+.PHONY: train test build bench-engine setup ptx gpu-check torch-layers caffe-nets proto caffe-crosscheck faults
 
 setup:
 	@./scripts/setup.sh
@@ -90,3 +90,16 @@ caffe-crosscheck: setup
 window-crosscheck:
 	/usr/bin/python3 scripts/window_fixture.py data/testdata/window
 	$(GO) test ./data -run 'Window' -v
+
+# The GPU engine's kernels (engine/cuda/kernels/kernels.cu) as PTX, which
+# the package embeds and the driver compiles for the GPU it finds: clang
+# (Debian's clang-14) with no CUDA toolkit. Rerun after editing the .cu;
+# the PTX is committed so that no build needs a CUDA compiler.
+ptx:
+	clang-14 -x cuda --cuda-device-only -nocudainc -nocudalib --cuda-gpu-arch=sm_70 -O3 -S \
+		-o engine/cuda/kernels/kernels.ptx engine/cuda/kernels/kernels.cu
+
+# The GPU checks (issue 21): build here, then run scripts/gpu-check.sh run
+# on a machine with an NVIDIA GPU (see the script).
+gpu-check:
+	./scripts/gpu-check.sh build

@@ -1,35 +1,108 @@
 #!/bin/bash
 # The GPU checks of issue 21, in one run on a machine with an NVIDIA GPU
-# and no Go toolchain (the device machine): build here with
-# `scripts/gpu-check.sh build` (test binaries into .gpu/, which
-# .git/info/exclude should ignore; carry it), then run there with
-# `scripts/gpu-check.sh run` (results in $OUT/gpu-check.md, or
-# ./gpu-check.md without OUT). Today it checks what the GPU engine has:
-# the driver, the libraries and cuBLAS SGEMM against a float64 reference,
-# and the fp32 SGEMM ceiling the benchmarks will report against.
+# and no Go toolchain (the device machine).
+#
+#   scripts/gpu-check.sh build   here: dsgd and the GPU test binaries, the
+#                                shared libraries they need that such a
+#                                machine may lack (not glibc's, not the C++
+#                                runtime's: cuDNN needs the machine's own),
+#                                the PyTorch peer and Fashion-MNIST, packed
+#                                into .gpu/ (which .gitignore ignores: carry it)
+#   scripts/gpu-check.sh run     there: the GPU tests (every GPU layer against
+#                                the CPU engine on the published nets, the
+#                                finite-difference check, dropout, SGEMM), then
+#                                the benchmarks against PyTorch on the same GPU;
+#                                a table in $OUT/gpu-check.md (./gpu-check.md
+#                                without OUT), logs beside it
+#
+# GPU_CHECK_PARTS (run) picks parts: tests, bench, train (default: all).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 case "${1:-run}" in
 build)
-	mkdir -p .gpu
-	go test -c -o .gpu/cuda.test ./engine/cuda
-	echo "built .gpu/cuda.test; on the GPU machine: scripts/gpu-check.sh run (carry .gpu)"
+	rm -rf .gpu/stage && mkdir -p .gpu/stage/lib .gpu/stage/peer .gpu/stage/bench
+	go build -ldflags='-s -w' -o .gpu/stage/dsgd ./cmd/dsgd || exit 1
+	go test -c -ldflags='-s -w' -o .gpu/stage/cuda.test ./engine/cuda || exit 1
+	go test -c -ldflags='-s -w' -o .gpu/stage/gpunet.test ./engine/gpunet || exit 1
+	for b in .gpu/stage/dsgd .gpu/stage/*.test; do ldd "$b"; done | awk '$3 ~ /^\// {print $3}' | sort -u |
+		grep -Ev '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*|libstdc\+\+|libgcc_s)\.so' |
+		xargs -r cp -L -t .gpu/stage/lib
+	cp /work/shared/peer/torch_nets.py .gpu/stage/peer/ 2>/dev/null || cp ../shared/peer/torch_nets.py .gpu/stage/peer/
+	cp bench/resnet18.prototxt .gpu/stage/bench/
+	tar -C .gpu/stage -cJf .gpu/bundle.tar.xz . || exit 1
+	rm -rf .gpu/stage
+	if [ ! -d .gpu/data ]; then
+		mkdir -p .gpu/data && cp /usr/share/datasets/fashion-mnist/*.gz .gpu/data/
+	fi
+	du -sh .gpu/bundle.tar.xz .gpu/data
+	echo "on the GPU machine: scripts/gpu-check.sh run (carry .gpu)"
 	;;
 run)
-	out=${OUT:-.}/gpu-check.md
+	out=${OUT:-.}
+	parts=${GPU_CHECK_PARTS:-tests bench train}
+	g=/tmp/dsgd-gpu
+	rm -rf $g && mkdir -p $g && tar -C $g -xJf .gpu/bundle.tar.xz || exit 1
+	export LD_LIBRARY_PATH=$g/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	# The NVIDIA wheels' libraries, where PyTorch's python3 has them.
+	libs=$(python3 -c 'import glob, os, nvidia; print(":".join(sorted(glob.glob(os.path.join(list(nvidia.__path__)[0], "*", "lib")))))' 2>/dev/null)
+	export DSGD_CUDA_LIBS=$libs DSGD_REQUIRE_GPU=1
+	report=$out/gpu-check.md
 	{
 		echo "# GPU check, $(date -u +'%Y-%m-%d %H:%M UTC')"
 		echo
 		echo '```'
-		nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || echo "nvidia-smi: not found"
+		nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 || echo "nvidia-smi: not found"
+		python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1
+		lscpu | grep -E '^Model name|^CPU\(s\)'
 		echo '```'
-		echo
-		echo '```'
-		DSGD_REQUIRE_GPU=1 timeout 300 .gpu/cuda.test -test.v -test.run 'Probe|Sgemm' 2>&1
-		echo "exit $?"
-		echo '```'
-	} >"$out" 2>&1
-	cat "$out"
+	} >"$report"
+	if [[ $parts == *tests* ]]; then
+		$g/dsgd help >/dev/null 2>&1
+		echo "dsgd runs here: exit $?" >>"$report"
+		(cd engine/cuda && timeout 60 $g/cuda.test -test.v 2>&1) >"$out/cuda-test.log"
+		echo "cuda.test exit $?" >>"$report"
+		(cd engine/gpunet && timeout 240 $g/gpunet.test -test.v 2>&1) >"$out/gpunet-test.log"
+		echo "gpunet.test exit $?" >>"$report"
+		{
+			echo '```'
+			grep -E '^(=== RUN|--- |    |ok|FAIL|PASS)' "$out/cuda-test.log" "$out/gpunet-test.log" | grep -v '=== RUN' | cut -c1-400 | head -150
+			echo '```'
+		} >>"$report"
+	fi
+	if [[ $parts == *train* ]]; then
+		# LeNet on Fashion-MNIST with its solver (10,000 iterations), on the
+		# GPU; the CPU's accuracy from the same seed is in docs/benchmarks.md
+		# (make train). Then two workers sharing the GPU under overlap.
+		mkdir -p /tmp/fm && cp .gpu/data/*.gz /tmp/fm/
+		(cd /tmp && timeout 300 $g/dsgd train --gpu 0 --data /tmp/fm --snapshot-prefix none 2>&1) >"$out/train-lenet.log"
+		echo "train lenet --gpu 0: exit $?" >>"$report"
+		(cd /tmp && timeout 200 $g/dsgd train --gpu 0 --data /tmp/fm --snapshot-prefix none --workers 2 --scheme overlap --iters 2000 2>&1) >"$out/train-overlap.log"
+		echo "train lenet --gpu 0 --workers 2 --scheme overlap: exit $?" >>"$report"
+		{
+			echo '```'
+			grep -E 'GPU|on the CPU|accuracy|images/s|Optimization|elapsed|error|panic' "$out/train-lenet.log" | tail -12
+			grep -E 'GPU|accuracy|images/s|comm|exposed|error|panic' "$out/train-overlap.log" | tail -8
+			echo '```'
+		} >>"$report"
+	fi
+	if [[ $parts == *bench* ]]; then
+		timeout 420 $g/dsgd bench --gpu 0 --reps 1 --peer-nets $g/peer/torch_nets.py --python python3 \
+			--nets lenet,cifar10_quick,caffenet,googlenet,resnet18 >"$out/bench.log" 2>&1
+		echo "bench --gpu 0: exit $?" >>"$report"
+		timeout 150 $g/dsgd bench --gpu 0 --tf32 --reps 1 --peer-nets $g/peer/torch_nets.py --python python3 \
+			--nets caffenet,resnet18 >"$out/bench-tf32.log" 2>&1
+		echo "bench --gpu 0 --tf32: exit $?" >>"$report"
+		{
+			grep -E '^bench:|^\|' "$out/bench.log"
+			echo
+			grep -E '^bench:|^\|' "$out/bench-tf32.log"
+			echo '```'
+			grep -E 'gpu: on the CPU|error|panic' "$out/bench.log" | head -8
+			echo '```'
+		} >>"$report"
+	fi
+	cat "$report"
 	;;
 *)
 	echo "usage: scripts/gpu-check.sh build|run" >&2

@@ -81,6 +81,11 @@ type benchConfig struct {
 	isas []cpuinfo.ISA
 	// rowsTo is where a child writes its rows as JSON for its parent.
 	rowsTo string
+	// gpu, when set, times the nets on that GPU (runBenchGPU); tf32
+	// allows TF32 tensor cores there, on both sides.
+	gpu      string
+	tf32     bool
+	peerGPUs string // LeNet's GPU peer
 }
 
 func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
@@ -97,6 +102,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&c.data, "data", "", "LeNet's data set (default: its zoo source, fashion-mnist); the other nets get synthetic data of their shape")
 	fs.Int64Var(&c.seed, "seed", -1, "random seed for weights and data order (default: each solver's)")
 	fs.DurationVar(&c.peakTime, "peak-time", 200*time.Millisecond, "length of each FMA peak run (best of 5)")
+	fs.StringVar(&c.gpu, "gpu", "", "time forward+backward on this GPU `ID` instead, against the peers with --device cuda, at the GPU batches (LeNet 64, cifar10_quick 100, CaffeNet 256, GoogLeNet 128, ResNet-18 64)")
+	fs.BoolVar(&c.tf32, "tf32", false, "with --gpu, allow TF32 tensor cores for float32 products, on both sides")
+	fs.StringVar(&c.peerGPUs, "peer-lenet-gpu", "bench/torch_lenet_gpu.py", "with --gpu, LeNet's PyTorch peer")
 	isaList := fs.String("isa", "", "comma-separated ISA caps (oneDNN's names: "+strings.Join(cpuinfo.ISANames(), ", ")+
 		"): one run of everything per cap, dsgd and its peers under ONEDNN_MAX_CPU_ISA and the matching OPENBLAS_CORETYPE, in one table (default: no cap, in this process)")
 	fs.StringVar(&c.rowsTo, "rows-to", "", "internal, for --isa: write the table's rows as JSON to this file")
@@ -232,6 +240,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if len(c.isas) > 0 {
 		return runBenchISAs(ctx, c, args, stdout, stderr)
+	}
+	if c.gpu != "" {
+		return runBenchGPU(ctx, c, stdout)
 	}
 	needLeNet, needNets := false, false
 	for _, n := range c.nets {

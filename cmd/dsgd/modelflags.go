@@ -34,10 +34,11 @@ type modelFlags struct {
 	// reshuffled too.
 	shuffleSet bool
 	batch      int
-	// gpu is Caffe's -gpu IDS: checked against the GPUs (checkGPU); dsgd's
-	// GPU engine computes no layer yet, so it is noted
-	// and the run is on the CPU.
-	gpu string
+	// gpu is Caffe's -gpu IDS, checked against the GPUs into gpuIDs
+	// (checkGPU); tf32 allows TF32 tensor cores there.
+	gpu    string
+	gpuIDs []int
+	tf32   bool
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -58,7 +59,8 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	})
 	fs.IntVar(&m.batch, "batch", 0, "override the TRAIN Data layers' batch_size (and the first axis of Input layers in dsgd time)")
 	registerKernels(fs)
-	fs.StringVar(&m.gpu, "gpu", "", "Caffe's -gpu `IDS` (0, 0,1 or all): the GPUs are checked and named, but dsgd's GPU engine computes no layer yet, so the run is on the CPU, with a note; refused where there is no GPU")
+	fs.StringVar(&m.gpu, "gpu", "", "Caffe's -gpu `IDS` (0, 0,1 or all): run the nets on these GPUs (worker i on the i-th, round robin; several workers may share one); refused where there is no GPU")
+	fs.BoolVar(&m.tf32, "tf32", false, "with --gpu, let cuBLAS and cuDNN use TF32 tensor cores for float32 products (default: fp32 throughout)")
 	fs.StringVar(&m.stages, "stage", "", "`STAGES` (comma-separated) of the net's state, selecting layers by include/exclude { stage }, as caffe's --stage")
 	fs.Func("level", "the net state's `LEVEL`, selecting layers by min_level/max_level, as caffe's --level", func(v string) error {
 		n, err := strconv.Atoi(v)
@@ -107,14 +109,16 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// checkGPU reads Caffe's -gpu IDS. Where there is no GPU (no driver, no
-// device, an index past the last, a purego build) the command is refused
-// with what is missing and how to go on, as Caffe built without CUDA
-// refuses -gpu; where there is one, the GPUs are named, and a note says
-// that the run is on the CPU: dsgd's GPU engine computes no layer yet
-// (engine/cuda holds its first part).
+// checkGPU reads Caffe's -gpu IDS into gpuIDs. Where there is no GPU
+// (no driver, no device, an index past the last, a purego build) the
+// command is refused with what is missing and how to go on, as Caffe
+// built without CUDA refuses -gpu; where there is one, the GPUs are
+// named with the driver's and the libraries' versions.
 func (m *modelFlags) checkGPU(cmd string, stderr io.Writer) error {
 	if m.gpu == "" {
+		if m.tf32 {
+			return errors.New("--tf32 without --gpu: it sets the GPU's math")
+		}
 		return nil
 	}
 	in, err := cuda.Probe()
@@ -128,6 +132,6 @@ func (m *modelFlags) checkGPU(cmd string, stderr io.Writer) error {
 	for _, id := range ids {
 		fmt.Fprintf(stderr, "dsgd %s: %s; driver CUDA %s, cuBLAS %s, cuDNN %s\n", cmd, in.Devices[id], in.DriverVersion(), in.CUBLAS, in.CUDNN)
 	}
-	fmt.Fprintf(stderr, "dsgd %s: note: --gpu %s: dsgd's GPU engine computes no layer yet; every layer runs on the CPU\n", cmd, m.gpu)
+	m.gpuIDs = ids
 	return nil
 }

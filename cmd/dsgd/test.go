@@ -73,6 +73,7 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		TrainShapes: j.TrainShapes, TrainFeeds: j.TrainFeeds,
 		TestShapes: j.TestShapes, TestFeeds: j.TestFeeds,
 		MaxIter: 1, TestIter: n, Seed: j.Seed, Threads: m.threads, Out: io.Discard,
+		GPUs: m.gpuIDs, TF32: m.tf32,
 	}
 	if caffemodel.IsModel(*weights) {
 		cfg.Weights = []string{*weights}

@@ -40,6 +40,9 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer j.Close()
 	printNotes(stderr, j)
 	printHeader(stdout, stderr, j, net, m.threads, *iters, j.Solver.Solver)
+	if len(m.gpuIDs) > 0 {
+		return timeOnGPU(&m, net, max(*warmup, 0), *iters, stdout)
+	}
 	probe := newReorderProbe(net, max(*warmup, 0))
 	tm, err := calib.Time(ctx, net, max(*warmup, 0), *iters)
 	if err != nil {

@@ -120,6 +120,7 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 	cfg = j.Config()
 	cfg.Resume, cfg.Weights = *f.resume, weightsFrom(*f.weights, sd.Weights)
 	cfg.Threads, cfg.Out, cfg.TTY = m.threads, stdout, ownTerminal(stdout, os.Getenv)
+	cfg.GPUs, cfg.TF32 = m.gpuIDs, m.tf32
 	if *f.iters > 0 {
 		cfg.MaxIter = *f.iters
 	}

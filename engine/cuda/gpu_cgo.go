@@ -3,119 +3,108 @@
 package cuda
 
 /*
-#include <dlfcn.h>
-#include <stddef.h>
-
-typedef unsigned long long devptr;
-
-// Each call makes the GPU's context current on the calling thread first
-// (a goroutine may move between threads between two calls), then calls
-// the entry point looked up by name. CUDA and cuBLAS return 0 on success.
-typedef int (*ctx_retain_fn)(void **, int);
-typedef int (*ctx_release_fn)(int);
-typedef int (*ctx_set_fn)(void *);
-typedef int (*void_fn)(void);
-typedef int (*alloc_fn)(devptr *, size_t);
-typedef int (*free_fn)(devptr);
-typedef int (*htod_fn)(devptr, const void *, size_t);
-typedef int (*dtoh_fn)(void *, devptr, size_t);
-typedef int (*blas_create_fn)(void **);
-typedef int (*blas_destroy_fn)(void *);
-typedef int (*blas_mode_fn)(void *, int);
-typedef int (*sgemm_fn)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int, const float *, float *, int);
-
-static void *f(void *h, const char *name) { return dlsym(h, name); }
-
-static int dsgd_gpu_open(void *cu, int dev, void **ctx) {
-	int r = ((ctx_retain_fn)f(cu, "cuDevicePrimaryCtxRetain"))(ctx, dev);
-	if (r) return r;
-	return ((ctx_set_fn)f(cu, "cuCtxSetCurrent"))(*ctx);
-}
-static int dsgd_gpu_release(void *cu, int dev) { return ((ctx_release_fn)f(cu, "cuDevicePrimaryCtxRelease"))(dev); }
-static int cur(void *cu, void *ctx) { return ((ctx_set_fn)f(cu, "cuCtxSetCurrent"))(ctx); }
-
-static int dsgd_gpu_alloc(void *cu, void *ctx, devptr *p, size_t n) {
-	int r = cur(cu, ctx);
-	return r ? r : ((alloc_fn)f(cu, "cuMemAlloc_v2"))(p, n);
-}
-static int dsgd_gpu_free(void *cu, void *ctx, devptr p) {
-	int r = cur(cu, ctx);
-	return r ? r : ((free_fn)f(cu, "cuMemFree_v2"))(p);
-}
-static int dsgd_gpu_upload(void *cu, void *ctx, devptr dst, const void *src, size_t n) {
-	int r = cur(cu, ctx);
-	return r ? r : ((htod_fn)f(cu, "cuMemcpyHtoD_v2"))(dst, src, n);
-}
-static int dsgd_gpu_download(void *cu, void *ctx, void *dst, devptr src, size_t n) {
-	int r = cur(cu, ctx);
-	return r ? r : ((dtoh_fn)f(cu, "cuMemcpyDtoH_v2"))(dst, src, n);
-}
-static int dsgd_gpu_sync(void *cu, void *ctx) {
-	int r = cur(cu, ctx);
-	return r ? r : ((void_fn)f(cu, "cuCtxSynchronize"))();
-}
-
-// dsgd_blas_create makes a cuBLAS handle in fp32 math (CUBLAS_DEFAULT_MATH
-// is 0; TF32 tensor cores are mode 3, only when asked).
-static int dsgd_blas_create(void *cu, void *ctx, void *blas, void **h, int tf32) {
-	int r = cur(cu, ctx);
-	if (r) return r;
-	if ((r = ((blas_create_fn)f(blas, "cublasCreate_v2"))(h))) return 1000 + r;
-	if ((r = ((blas_mode_fn)f(blas, "cublasSetMathMode"))(*h, tf32 ? 3 : 0))) return 1000 + r;
-	return 0;
-}
-static int dsgd_blas_destroy(void *cu, void *ctx, void *blas, void *h) {
-	int r = cur(cu, ctx);
-	return r ? r : ((blas_destroy_fn)f(blas, "cublasDestroy_v2"))(h);
-}
-
-// dsgd_sgemm computes row-major C (m×n) = alpha·A (m×k)·B (k×n) + beta·C as
-// the column-major Cᵀ = Bᵀ·Aᵀ cuBLAS computes (CUBLAS_OP_N is 0).
-static int dsgd_sgemm(void *cu, void *ctx, void *blas, void *h, int m, int n, int k, float alpha, devptr a, devptr b, float beta, devptr c) {
-	int r = cur(cu, ctx);
-	if (r) return r;
-	r = ((sgemm_fn)f(blas, "cublasSgemm_v2"))(h, 0, 0, n, m, k, &alpha, (const float *)b, n, (const float *)a, k, &beta, (float *)c, n);
-	return r ? 1000 + r : 0;
-}
+#cgo LDFLAGS: -ldl
+#include <stdlib.h>
+#include "gpu.h"
 */
 import "C"
 
 import (
+	_ "embed"
 	"errors"
 	"fmt"
+	"math"
+	"runtime"
+	"sync"
 	"unsafe"
 )
 
-// GPU is one device opened for computing: its primary context and a
-// cuBLAS handle in fp32 math. Its methods may be called from any
-// goroutine, one at a time.
+//go:embed kernels/kernels.ptx
+var kernelsPTX string
+
+// The kernels of kernels/kernels.cu, in the order the C side indexes
+// them (DSGD_NKERNELS).
+const (
+	kFill = iota
+	kAddScalar
+	kReLUFwd
+	kReLUBwd
+	kMaxPoolFwd
+	kMaxPoolBwd
+	kAvePoolFwd
+	kAvePoolBwd
+	kDropoutFwd
+	kDropoutBwd
+	kBNStats
+	kBNGlobal
+	kBNStd
+	kBNUpdate
+	kBNFwd
+	kChanSums
+	kBNBwd
+	kScaleFwd
+	kCopyRows
+	nKernels
+)
+
+var kernelNames = [nKernels]string{"dsgd_fill", "dsgd_add_scalar", "dsgd_relu_fwd", "dsgd_relu_bwd",
+	"dsgd_maxpool_fwd", "dsgd_maxpool_bwd", "dsgd_avepool_fwd", "dsgd_avepool_bwd", "dsgd_dropout_fwd",
+	"dsgd_dropout_bwd", "dsgd_bn_stats", "dsgd_bn_global", "dsgd_bn_std", "dsgd_bn_update", "dsgd_bn_fwd",
+	"dsgd_chan_sums", "dsgd_bn_bwd", "dsgd_scale_fwd", "dsgd_copy_rows"}
+
+// GPU is one device opened for computing: its primary context, a cuBLAS
+// and a cuDNN handle in fp32 math (TF32 only when asked), the kernels
+// loaded, and a workspace for cuDNN. Its methods may be called from any
+// goroutine, one at a time; they queue work in order on the GPU's
+// default stream and return (Sync waits for it).
 type GPU struct {
 	Device
-	ctx  unsafe.Pointer
-	blas unsafe.Pointer
+	// TF32 says whether cuBLAS and cuDNN may use TF32 tensor cores for
+	// float32 products.
+	TF32 bool
+	g    *C.dsgd_gpu
+	mu   sync.Mutex
 }
 
 // Buffer is float32 memory on a GPU.
 type Buffer struct {
-	g   *GPU
-	ptr C.devptr
+	g *GPU
+	// Ptr is its device address.
+	Ptr Ptr
 	n   int
 }
 
-// cudaError turns a CUDA (or, from 1000, cuBLAS) status into an error
-// naming the call.
-func cudaError(what string, r C.int) error {
+// gpuError turns a status of the C side (gpu.h) into an error naming the
+// call and what the status means.
+func (g *GPU) err(what string, r C.int) error {
 	if r == 0 {
 		return nil
 	}
-	if r >= 1000 {
-		return fmt.Errorf("cuda: %s: cuBLAS status %d", what, int(r)-1000)
+	code := int(r)
+	name := ""
+	if g != nil && g.g != nil {
+		name = C.GoString(C.dsgd_gpu_errname(g.g, r))
 	}
-	return fmt.Errorf("cuda: %s: CUDA error %d", what, int(r))
+	if name != "" {
+		name = " (" + name + ")"
+	}
+	switch {
+	case code >= 3000:
+		return fmt.Errorf("cuda: %s: an entry point the GPU engine needs is missing (%d): the CUDA driver, cuBLAS or cuDNN is too old", what, code)
+	case code >= 2000:
+		return fmt.Errorf("cuda: %s: cuDNN status %d%s", what, code-2000, name)
+	case code >= 1000:
+		return fmt.Errorf("cuda: %s: cuBLAS status %d", what, code-1000)
+	case code == 2:
+		return fmt.Errorf("cuda: %s: out of GPU memory (CUDA error 2)", what)
+	}
+	return fmt.Errorf("cuda: %s: CUDA error %d%s", what, code, name)
 }
 
-// Open opens GPU index for computing; tf32 lets cuBLAS use TF32 tensor
-// cores for float32 products (off: fp32 throughout).
+// Open opens GPU index for computing; tf32 lets cuBLAS and cuDNN use TF32
+// tensor cores for float32 products (off: fp32 throughout). cuDNN is
+// optional here (a GPU without it runs GEMMs and kernels); Conv and LRN
+// say when it is missing.
 func Open(index int, tf32 bool) (*GPU, error) {
 	in, err := Probe()
 	if err != nil {
@@ -127,13 +116,21 @@ func Open(index int, tf32 bool) (*GPU, error) {
 	if libcublas == nil {
 		return nil, fmt.Errorf("cuda: cuBLAS %s", in.CUBLAS)
 	}
-	g := &GPU{Device: in.Devices[index]}
-	if r := C.dsgd_gpu_open(libcuda, C.int(index), &g.ctx); r != 0 {
-		return nil, cudaError(fmt.Sprintf("GPU %d's context", index), r)
+	g := &GPU{Device: in.Devices[index], TF32: tf32, g: (*C.dsgd_gpu)(C.calloc(1, C.sizeof_dsgd_gpu))}
+	ptx := C.CString(kernelsPTX)
+	defer C.free(unsafe.Pointer(ptx))
+	names := make([]*C.char, nKernels)
+	for i, n := range kernelNames {
+		names[i] = C.CString(n)
+		defer C.free(unsafe.Pointer(names[i]))
 	}
-	if r := C.dsgd_blas_create(libcuda, g.ctx, libcublas, &g.blas, C.int(b2i(tf32))); r != 0 {
-		C.dsgd_gpu_release(libcuda, C.int(index))
-		return nil, cudaError("cublasCreate", r)
+	cnames := (**C.char)(C.malloc(C.size_t(nKernels) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+	defer C.free(unsafe.Pointer(cnames))
+	copy(unsafe.Slice(cnames, nKernels), names)
+	if r := C.dsgd_gpu_init(g.g, libcuda, libcublas, libcudnn, C.int(index), C.int(b2i(tf32)), ptx, cnames); r != 0 {
+		err := g.err(fmt.Sprintf("opening GPU %d", index), r)
+		C.free(unsafe.Pointer(g.g))
+		return nil, err
 	}
 	return g, nil
 }
@@ -145,63 +142,145 @@ func b2i(b bool) int {
 	return 0
 }
 
-// Close releases the cuBLAS handle and the context.
+// HasDNN reports whether cuDNN was loaded (convolutions and LRN need it).
+func (g *GPU) HasDNN() bool { return g.g.dnn != nil }
+
+// Close waits for the GPU's work and releases what Open made.
 func (g *GPU) Close() error {
-	err := cudaError("cublasDestroy", C.dsgd_blas_destroy(libcuda, g.ctx, libcublas, g.blas))
-	return errors.Join(err, cudaError("releasing the context", C.dsgd_gpu_release(libcuda, C.int(g.Index))))
+	if g.g == nil {
+		return nil
+	}
+	err := g.err("closing the GPU", C.dsgd_gpu_close(g.g))
+	C.free(unsafe.Pointer(g.g))
+	g.g = nil
+	return err
 }
 
-// Alloc allocates n float32s on the GPU.
-func (g *GPU) Alloc(n int) (*Buffer, error) {
+// MemInfo returns the device memory free and in all, in bytes.
+func (g *GPU) MemInfo() (free, total int64, err error) {
+	var f, t C.size_t
+	if r := C.dsgd_meminfo(g.g, &f, &t); r != 0 {
+		return 0, 0, g.err("cuMemGetInfo", r)
+	}
+	return int64(f), int64(t), nil
+}
+
+// Malloc allocates n float32s on the GPU and returns their address.
+func (g *GPU) Malloc(n int) (Ptr, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("cuda: allocating %d floats", n)
+		return 0, fmt.Errorf("cuda: allocating %d floats", n)
 	}
-	b := &Buffer{g: g, n: n}
-	if r := C.dsgd_gpu_alloc(libcuda, g.ctx, &b.ptr, C.size_t(4*n)); r != 0 {
-		return nil, fmt.Errorf("%w (%d MiB asked of %s)", cudaError("cuMemAlloc", r), 4*n>>20, g.Name)
+	var p C.devptr
+	if r := C.dsgd_alloc(g.g, &p, C.size_t(4*n)); r != 0 {
+		return 0, fmt.Errorf("%w: %d MiB asked of %s", g.err("cuMemAlloc", r), (4*int64(n)+(1<<20)-1)>>20, g.Name)
 	}
-	return b, nil
+	return Ptr(p), nil
 }
 
-// Len is the buffer's length in float32s.
-func (b *Buffer) Len() int { return b.n }
+// MFree frees memory Malloc returned.
+func (g *GPU) MFree(p Ptr) error { return g.err("cuMemFree", C.dsgd_free(g.g, C.devptr(p))) }
 
-// Free frees the buffer.
-func (b *Buffer) Free() error {
-	return cudaError("cuMemFree", C.dsgd_gpu_free(libcuda, b.g.ctx, b.ptr))
-}
-
-// Upload copies src (at most Len floats) to the buffer's start.
-func (b *Buffer) Upload(src []float32) error {
-	if len(src) > b.n {
-		return fmt.Errorf("cuda: uploading %d floats into %d", len(src), b.n)
-	}
+// ToDevice copies src to dst, waiting until src may be reused.
+func (g *GPU) ToDevice(dst Ptr, src []float32) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return cudaError("cuMemcpyHtoD", C.dsgd_gpu_upload(libcuda, b.g.ctx, b.ptr, unsafe.Pointer(&src[0]), C.size_t(4*len(src))))
+	r := C.dsgd_htod(g.g, C.devptr(dst), unsafe.Pointer(&src[0]), C.size_t(4*len(src)))
+	runtime.KeepAlive(src)
+	return g.err("cuMemcpyHtoD", r)
 }
 
-// Download copies the buffer's first len(dst) floats into dst.
-func (b *Buffer) Download(dst []float32) error {
-	if len(dst) > b.n {
-		return fmt.Errorf("cuda: downloading %d floats from %d", len(dst), b.n)
-	}
+// ToHost copies len(dst) floats from src into dst once the work queued
+// before has finished.
+func (g *GPU) ToHost(dst []float32, src Ptr) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	return cudaError("cuMemcpyDtoH", C.dsgd_gpu_download(libcuda, b.g.ctx, unsafe.Pointer(&dst[0]), b.ptr, C.size_t(4*len(dst))))
+	r := C.dsgd_dtoh(g.g, unsafe.Pointer(&dst[0]), C.devptr(src), C.size_t(4*len(dst)))
+	runtime.KeepAlive(dst)
+	return g.err("cuMemcpyDtoH", r)
 }
 
-// Sgemm computes row-major C (m×n) = alpha·A (m×k)·B (k×n) + beta·C on the
-// GPU, as tensor's GEMM does on the CPU; it returns once it is queued
-// (Sync waits).
-func (g *GPU) Sgemm(m, n, k int, alpha float32, a, b *Buffer, beta float32, c *Buffer) error {
-	if m <= 0 || n <= 0 || k <= 0 || a.n < m*k || b.n < k*n || c.n < m*n {
-		return fmt.Errorf("cuda: Sgemm %d×%d×%d with buffers of %d, %d and %d floats", m, n, k, a.n, b.n, c.n)
+// Copy copies n floats from src to dst on the GPU.
+func (g *GPU) Copy(dst, src Ptr, n int) error {
+	if n == 0 || dst == src {
+		return nil
 	}
-	return cudaError("cublasSgemm", C.dsgd_sgemm(libcuda, g.ctx, libcublas, g.blas, C.int(m), C.int(n), C.int(k), C.float(alpha), a.ptr, b.ptr, C.float(beta), c.ptr))
+	return g.err("cuMemcpyDtoD", C.dsgd_dtod(g.g, C.devptr(dst), C.devptr(src), C.size_t(4*n)))
+}
+
+// Fill sets n floats at dst to v.
+func (g *GPU) Fill(dst Ptr, n int, v float32) error {
+	if n == 0 {
+		return nil
+	}
+	return g.err("cuMemsetD32", C.dsgd_memset32(g.g, C.devptr(dst), C.uint(math.Float32bits(v)), C.size_t(n)))
 }
 
 // Sync waits for the work queued on the GPU.
-func (g *GPU) Sync() error { return cudaError("cuCtxSynchronize", C.dsgd_gpu_sync(libcuda, g.ctx)) }
+func (g *GPU) Sync() error { return g.err("cuCtxSynchronize", C.dsgd_sync(g.g)) }
+
+// Gemm computes row-major C (m×n) = alpha·op(A)·op(B) + beta·C, op(X)
+// being Xᵀ when its flag is set; lda, ldb and ldc are the matrices' row
+// strides as stored.
+func (g *GPU) Gemm(ta, tb bool, m, n, k int, alpha float32, a Ptr, lda int, b Ptr, ldb int, beta float32, c Ptr, ldc int) error {
+	return g.err("cublasSgemm", C.dsgd_gemm(g.g, C.int(b2i(ta)), C.int(b2i(tb)), C.int(m), C.int(n), C.int(k), C.float(alpha),
+		C.devptr(a), C.int(lda), C.devptr(b), C.int(ldb), C.float(beta), C.devptr(c), C.int(ldc)))
+}
+
+// Gemv computes y = alpha·op(A)·x + beta·y for the row-major m×n A.
+func (g *GPU) Gemv(ta bool, m, n int, alpha float32, a, x Ptr, beta float32, y Ptr) error {
+	return g.err("cublasSgemv", C.dsgd_gemv(g.g, C.int(b2i(ta)), C.int(m), C.int(n), C.float(alpha), C.devptr(a), C.devptr(x), C.float(beta), C.devptr(y)))
+}
+
+// Axpy computes y += alpha·x over n floats.
+func (g *GPU) Axpy(n int, alpha float32, x, y Ptr) error {
+	return g.err("cublasSaxpy", C.dsgd_axpy(g.g, C.int(n), C.float(alpha), C.devptr(x), C.devptr(y)))
+}
+
+// Scal computes x *= alpha over n floats.
+func (g *GPU) Scal(n int, alpha float32, x Ptr) error {
+	return g.err("cublasSscal", C.dsgd_scal(g.g, C.int(n), C.float(alpha), C.devptr(x)))
+}
+
+// Ones returns a device vector of at least n ones (bias products).
+func (g *GPU) Ones(n int) (Ptr, error) {
+	if r := C.dsgd_ensure_ones(g.g, C.size_t(n)); r != 0 {
+		return 0, g.err("a vector of ones", r)
+	}
+	return Ptr(g.g.ones), nil
+}
+
+// launch runs kernel k over n elements (or one block per channel when
+// channels > 0) with the given arguments, each an int, uint32, float32 or
+// Ptr.
+func (g *GPU) launch(k int, n, channels int, args ...any) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	// The argument values live in C memory for the call: cgo forbids Go
+	// pointers to Go pointers.
+	vals := (*[32]uint64)(C.calloc(32, 8))
+	ptrs := (*[32]unsafe.Pointer)(C.calloc(32, C.size_t(unsafe.Sizeof(uintptr(0)))))
+	defer C.free(unsafe.Pointer(vals))
+	defer C.free(unsafe.Pointer(ptrs))
+	for i, a := range args {
+		p := unsafe.Pointer(&vals[i])
+		switch v := a.(type) {
+		case int:
+			*(*int32)(p) = int32(v)
+		case uint32:
+			*(*uint32)(p) = v
+		case float32:
+			*(*float32)(p) = v
+		case Ptr:
+			*(*uint64)(p) = uint64(v)
+		default:
+			return fmt.Errorf("cuda: kernel %s: argument %d of type %T", kernelNames[k], i, a)
+		}
+		ptrs[i] = p
+	}
+	return g.err(kernelNames[k], C.dsgd_launch(g.g, C.int(k), C.int(n), C.int(channels), &ptrs[0]))
+}
+
+// errNoDNN is what cuDNN's users return without it.
+var errNoDNN = errors.New("cuda: cuDNN was not found (libcudnn.so.9 or .8 in DSGD_CUDA_LIBS, the NVIDIA wheels' nvidia/cudnn/lib, or the CUDA toolkit)")

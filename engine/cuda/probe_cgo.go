@@ -86,9 +86,9 @@ var (
 	probeOnce sync.Once
 	probed    *Info
 	probeErr  error
-	// libcuda and libcublas are the libraries Probe opened (nil: not
-	// found), for the GPU's calls (gpu_cgo.go).
-	libcuda, libcublas unsafe.Pointer
+	// libcuda, libcublas and libcudnn are the libraries Probe opened
+	// (nil: not found), for the GPU's calls (gpu_cgo.go).
+	libcuda, libcublas, libcudnn unsafe.Pointer
 )
 
 // Probe finds the GPUs and the CUDA libraries, once; later calls return
@@ -141,7 +141,7 @@ func probe(getenv func(string) string) (*Info, error) {
 			}
 			return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2])
 		})
-	in.CUDNN, _ = loadLib(in, dirs, "libcudnn.so.*", []string{"libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"},
+	in.CUDNN, libcudnn = loadLib(in, dirs, "libcudnn.so.*", []string{"libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"},
 		func(h unsafe.Pointer) string { return C.GoString(C.dsgd_cudnn_bind(h)) },
 		func(h unsafe.Pointer) string {
 			v := int(C.dsgd_cudnn_version(h)) // 9.1.0 is 90100 (8.x: 8600)

@@ -128,6 +128,10 @@ type Net struct {
 	// bytes estimates the net's memory: its blobs (data and diff), and
 	// its parameters with their gradients and a solver's history.
 	bytes float64
+	// exec, when set, runs Forward and Backward (SetExecutor); execErr is
+	// the first error it returned.
+	exec    Executor
+	execErr error
 }
 
 // Build builds a net for spec with the given input shapes (one per
@@ -812,6 +816,9 @@ func (n *Net) ResetTimes() {
 
 // Forward runs every layer and returns the total weighted loss.
 func (n *Net) Forward() float64 {
+	if n.exec != nil {
+		return n.execForward()
+	}
 	var loss float64
 	for i, nd := range n.nodes {
 		t0 := time.Now()
@@ -868,6 +875,10 @@ func (n *Net) reshapeAfter(i int) {
 // Grads (which it zeroes first), calling Options.OnGradReady as each
 // layer's parameter gradients become final.
 func (n *Net) Backward() {
+	if n.exec != nil {
+		n.execBackward()
+		return
+	}
 	clear(n.grads)
 	for _, b := range n.dangling {
 		clear(b.Diff)

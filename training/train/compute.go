@@ -290,6 +290,9 @@ func fill(ctx context.Context, net *model.Net, f Feed) error {
 // lossDiverged is the error for a non-finite loss of net's forward, naming
 // the first non-finite value; nil for a finite loss.
 func lossDiverged(net *model.Net, loss float64) error {
+	if err := net.Err(); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
 	if !math.IsNaN(loss) && !math.IsInf(loss, 0) {
 		return nil
 	}

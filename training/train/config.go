@@ -107,6 +107,12 @@ type Config struct {
 	Seed uint64
 	// Threads is how many goroutines the layers use.
 	Threads int
+	// GPUs, when set, runs the nets on these GPUs (engine/gpunet): this
+	// process's local rank i on GPUs[i mod len(GPUs)], its TEST nets on
+	// GPUs[0]; the solver and the schemes work on the host's copies.
+	// TF32 lets cuBLAS and cuDNN use TF32 tensor cores (off: fp32).
+	GPUs []int
+	TF32 bool
 	// Out receives progress and reports; TTY redraws the progress bar in
 	// place.
 	Out io.Writer

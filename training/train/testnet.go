@@ -39,6 +39,9 @@ func (t *Trainer) Test(ctx context.Context, iter int) (TestResult, error) {
 				}
 			}
 			net.Forward()
+			if err := net.Err(); err != nil {
+				return tr, fmt.Errorf("train: test at iteration %d: %w", iter, err)
+			}
 			for j, o := range outs {
 				if o.Count() == 1 {
 					sums[j] += float64(o.Data[0])

@@ -37,7 +37,10 @@ type Trainer struct {
 	out       io.Writer
 	// ranks holds every rank's model and solver (rank 0 first; a
 	// parameter server last).
-	ranks   []*rankState
+	ranks []*rankState
+	// gpu holds the GPUs the nets run on (Config.GPUs) and their nets'
+	// executors.
+	gpu     gpuState
 	updater int // the rank whose solver state a snapshot records
 	// sink writes Config.Metrics (nil without it); clog writes
 	// Config.CaffeLog on rank 0 (nil without it, or on another rank).
@@ -247,6 +250,10 @@ func (t *Trainer) Net() *model.Net { return t.net }
 // so the same initial weights everywhere.
 func (t *Trainer) buildRanks() error {
 	cfg := t.cfg
+	if err := t.gpuRefusal(); err != nil {
+		return err
+	}
+	t.gpu.closeNets()
 	if cfg.Scheme == "" {
 		t.cfg.Scheme = "seq"
 		cfg.Scheme = "seq"
@@ -370,9 +377,14 @@ func (t *Trainer) buildRanks() error {
 				}
 			}
 		}
+		if rs.comp != nil {
+			if err := t.onGPU(net, i, r); err != nil {
+				return err
+			}
+		}
 		t.ranks = append(t.ranks, rs)
 	}
-	return nil
+	return t.testsOnGPU()
 }
 
 // rank returns the local state of rank r, or nil if another process runs it.
@@ -393,6 +405,7 @@ func (t *Trainer) rank(r int) *rankState {
 // generations as its group takes. A Trainer runs once.
 func (t *Trainer) Run(ctx context.Context, d Deps) (*Result, error) {
 	t.deps = d
+	defer t.gpu.release()
 	if t.cfg.Elastic {
 		if d.Elastic == nil {
 			return &Result{Start: t.start, Scheme: t.cfg.Scheme}, errors.New("train: Config.Elastic needs Deps.Elastic: the group's membership and the feeds of each generation")

@@ -1,0 +1,290 @@
+// The device kernels of dsgd's GPU engine: what cuDNN and cuBLAS do not
+// do with Caffe's exact semantics. Compiled to PTX by `make ptx` (clang,
+// with no CUDA headers or libdevice: the few built-ins it needs are
+// spelled out below) into kernels.ptx, which the package embeds and the
+// driver compiles for the GPU it finds (cuModuleLoadData): no CUDA
+// compiler is needed where dsgd runs. PTX 6.0 for sm_70 loads on every
+// driver since CUDA 9 and every GPU since Volta.
+//
+// Every kernel is a grid-stride loop over its outputs, so any grid size
+// covers any count; layouts are NCHW as on the CPU.
+
+#define __global__ __attribute__((global))
+#define __shared__ __attribute__((shared))
+#define TID ((int)__nvvm_read_ptx_sreg_tid_x())
+#define BID ((int)__nvvm_read_ptx_sreg_ctaid_x())
+#define BDIM ((int)__nvvm_read_ptx_sreg_ntid_x())
+#define GDIM ((int)__nvvm_read_ptx_sreg_nctaid_x())
+#define LOOP(i, n) for (int i = BID * BDIM + TID; i < (n); i += BDIM * GDIM)
+
+static __attribute__((device)) int imin(int a, int b) { return a < b ? a : b; }
+static __attribute__((device)) int imax(int a, int b) { return a > b ? a : b; }
+
+// fill: y[i] = v.
+extern "C" __global__ void dsgd_fill(int n, float *y, float v) {
+	LOOP(i, n) y[i] = v;
+}
+
+// add_scalar: y[i] += v (a loss weight added back to a gradient).
+extern "C" __global__ void dsgd_add_scalar(int n, float *y, float v) {
+	LOOP(i, n) y[i] += v;
+}
+
+// relu_fwd: y = x > 0 ? x : slope·x (Caffe's ReLU, leaky when slope != 0;
+// x and y may be the same buffer).
+extern "C" __global__ void dsgd_relu_fwd(int n, const float *x, float *y, float slope) {
+	LOOP(i, n) {
+		float v = x[i];
+		y[i] = v > 0 ? v : v * slope;
+	}
+}
+
+// relu_bwd: dx = dy · (x > 0 ? 1 : slope), x being the bottom (or, in
+// place, the top, which is positive exactly where the bottom was).
+extern "C" __global__ void dsgd_relu_bwd(int n, const float *x, const float *dy, float *dx, float slope) {
+	LOOP(i, n) {
+		float g = dy[i];
+		dx[i] = x[i] > 0 ? g : g * slope;
+	}
+}
+
+// maxpool_fwd: Caffe's MAX pooling over an [outer, h, w] stack of planes
+// into [outer, ph, pw], the first maximum of each window winning, its
+// index within the plane kept in mask for the backward pass (a NaN
+// loses to any number, as on the CPU). Caffe's pooled sizes leave no
+// window wholly in the padding.
+extern "C" __global__ void dsgd_maxpool_fwd(int n, const float *x, int h, int w, int ph, int pw,
+	int kh, int kw, int sh, int sw, int padh, int padw, float *y, int *mask) {
+	LOOP(i, n) {
+		int px = i % pw, py = (i / pw) % ph, p = i / pw / ph;
+		int hs = py * sh - padh, ws = px * sw - padw;
+		int he = imin(hs + kh, h), we = imin(ws + kw, w);
+		hs = imax(hs, 0);
+		ws = imax(ws, 0);
+		const float *s = x + (long)p * h * w;
+		int at = hs * w + ws;
+		float m = s[at];
+		for (int yy = hs; yy < he; yy++)
+			for (int xx = ws; xx < we; xx++) {
+				float v = s[yy * w + xx];
+				if (v > m || (m != m && v == v)) {
+					m = v;
+					at = yy * w + xx;
+				}
+			}
+		y[i] = m;
+		mask[i] = at;
+	}
+}
+
+// maxpool_bwd: each bottom element sums the gradients of the windows
+// whose maximum it was (no atomics: it visits the windows covering it).
+extern "C" __global__ void dsgd_maxpool_bwd(int n, const float *dy, const int *mask, int h, int w, int ph, int pw,
+	int kh, int kw, int sh, int sw, int padh, int padw, float *dx) {
+	LOOP(i, n) {
+		int xx = i % w, yy = (i / w) % h, p = i / w / h;
+		int py0 = (yy + padh < kh) ? 0 : (yy + padh - kh) / sh + 1;
+		int py1 = imin((yy + padh) / sh + 1, ph);
+		int px0 = (xx + padw < kw) ? 0 : (xx + padw - kw) / sw + 1;
+		int px1 = imin((xx + padw) / sw + 1, pw);
+		const float *g = dy + (long)p * ph * pw;
+		const int *m = mask + (long)p * ph * pw;
+		int me = yy * w + xx;
+		float s = 0;
+		for (int py = py0; py < py1; py++)
+			for (int px = px0; px < px1; px++)
+				if (m[py * pw + px] == me) s += g[py * pw + px];
+		dx[i] = s;
+	}
+}
+
+// avepool_fwd: Caffe's AVE pooling: the sum over the window's part inside
+// the input, divided by the window's size clipped to the padded input.
+extern "C" __global__ void dsgd_avepool_fwd(int n, const float *x, int h, int w, int ph, int pw,
+	int kh, int kw, int sh, int sw, int padh, int padw, float *y) {
+	LOOP(i, n) {
+		int px = i % pw, py = (i / pw) % ph, p = i / pw / ph;
+		int hs = py * sh - padh, ws = px * sw - padw;
+		int he = imin(hs + kh, h + padh), we = imin(ws + kw, w + padw);
+		int size = (he - hs) * (we - ws);
+		hs = imax(hs, 0);
+		ws = imax(ws, 0);
+		he = imin(he, h);
+		we = imin(we, w);
+		const float *s = x + (long)p * h * w;
+		float sum = 0;
+		for (int yy = hs; yy < he; yy++)
+			for (int xx = ws; xx < we; xx++) sum += s[yy * w + xx];
+		y[i] = sum / size;
+	}
+}
+
+// avepool_bwd: each bottom element sums dy/size over the windows covering it.
+extern "C" __global__ void dsgd_avepool_bwd(int n, const float *dy, int h, int w, int ph, int pw,
+	int kh, int kw, int sh, int sw, int padh, int padw, float *dx) {
+	LOOP(i, n) {
+		int xx = i % w + padw, yy = (i / w) % h + padh, p = i / w / h;
+		int py0 = (yy < kh) ? 0 : (yy - kh) / sh + 1;
+		int py1 = imin(yy / sh + 1, ph);
+		int px0 = (xx < kw) ? 0 : (xx - kw) / sw + 1;
+		int px1 = imin(xx / sw + 1, pw);
+		const float *g = dy + (long)p * ph * pw;
+		float s = 0;
+		for (int py = py0; py < py1; py++)
+			for (int px = px0; px < px1; px++) {
+				int hs = py * sh - padh, ws = px * sw - padw;
+				int he = imin(hs + kh, h + padh), we = imin(ws + kw, w + padw);
+				s += g[py * pw + px] / ((he - hs) * (we - ws));
+			}
+		dx[i] = s;
+	}
+}
+
+// mix is a 32-bit finaliser (murmur3's) for the counter-based dropout mask.
+static __attribute__((device)) unsigned mix(unsigned h) {
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+// dropout_fwd: keeps x[i]·scale where the hash of (seed, i) is at or
+// above threshold (ratio·2³²), zero elsewhere; mask records which.
+extern "C" __global__ void dsgd_dropout_fwd(int n, const float *x, float *y, unsigned *mask,
+	unsigned threshold, float scale, unsigned seed0, unsigned seed1) {
+	LOOP(i, n) {
+		unsigned r = mix(mix((unsigned)i ^ seed0) + seed1);
+		unsigned keep = r >= threshold;
+		mask[i] = keep;
+		y[i] = keep ? x[i] * scale : 0;
+	}
+}
+
+// dropout_bwd: dx = dy·scale where kept, zero elsewhere.
+extern "C" __global__ void dsgd_dropout_bwd(int n, const float *dy, const unsigned *mask, float *dx, float scale) {
+	LOOP(i, n) dx[i] = mask[i] ? dy[i] * scale : 0;
+}
+
+// block_sum reduces v over the block (256 threads) into thread 0's result.
+static __attribute__((device)) float block_sum(float v, float *sh) {
+	int t = TID;
+	sh[t] = v;
+	__syncthreads();
+	for (int s = BDIM / 2; s > 0; s >>= 1) {
+		if (t < s) sh[t] += sh[t + s];
+		__syncthreads();
+	}
+	float r = sh[0];
+	__syncthreads();
+	return r;
+}
+
+// bn_stats: one block per channel of x [num, c, spatial]: the batch mean
+// and the mean squared deviation from it (two passes, as on the CPU).
+extern "C" __global__ void dsgd_bn_stats(const float *x, int num, int c, int spatial, float *mean, float *var) {
+	__shared__ float sh[256];
+	int ch = BID, m = num * spatial;
+	float s = 0;
+	for (int j = TID; j < m; j += BDIM) s += x[((long)(j / spatial) * c + ch) * spatial + j % spatial];
+	float mu = block_sum(s, sh) / (m > 0 ? m : 1);
+	float q = 0;
+	for (int j = TID; j < m; j += BDIM) {
+		float d = x[((long)(j / spatial) * c + ch) * spatial + j % spatial] - mu;
+		q += d * d;
+	}
+	q = block_sum(q, sh) / (m > 0 ? m : 1);
+	if (TID == 0) {
+		mean[ch] = mu;
+		var[ch] = q;
+	}
+}
+
+// bn_global: the stored statistics (sums weighted by the moving-average
+// factor) as a mean and variance: stat·(1/factor), 0 when factor is 0.
+extern "C" __global__ void dsgd_bn_global(int c, const float *smean, const float *svar, const float *factor, float *mean, float *var) {
+	float f = factor[0], s = f != 0 ? 1 / f : 0;
+	LOOP(i, c) {
+		mean[i] = s * smean[i];
+		var[i] = s * svar[i];
+	}
+}
+
+// bn_std: std = sqrt(var + eps) (IEEE-rounded).
+extern "C" __global__ void dsgd_bn_std(int c, const float *var, float eps, float *std) {
+	LOOP(i, c) std[i] = __nvvm_sqrt_rn_f(var[i] + eps);
+}
+
+// bn_update: Caffe's moving statistics: factor = factor·maf + 1,
+// mean = batch mean + maf·mean, var = correction·batch var + maf·var.
+extern "C" __global__ void dsgd_bn_update(int c, const float *mean, const float *var, float maf, float correction,
+	float *smean, float *svar, float *factor) {
+	LOOP(i, c) {
+		smean[i] = mean[i] + maf * smean[i];
+		svar[i] = correction * var[i] + maf * svar[i];
+	}
+	if (BID == 0 && TID == 0) factor[0] = factor[0] * maf + 1;
+}
+
+// bn_fwd: y = (x − mean)·(1/std), and xn = y when xn is not null.
+extern "C" __global__ void dsgd_bn_fwd(int n, const float *x, int c, int spatial, const float *mean, const float *std,
+	float *y, float *xn) {
+	LOOP(i, n) {
+		int ch = (i / spatial) % c;
+		float v = (x[i] - mean[ch]) * (1 / std[ch]);
+		y[i] = v;
+		if (xn) xn[i] = v;
+	}
+}
+
+// chan_sums: one block per channel: a[c] = Σ dy, b[c] = Σ dy·x over the
+// channel's values (x null: only a), scaled by k and, with acc, added to
+// what a and b hold.
+extern "C" __global__ void dsgd_chan_sums(const float *dy, const float *x, int num, int c, int spatial,
+	float k, int acc, float *a, float *b) {
+	__shared__ float sh[256];
+	int ch = BID, m = num * spatial;
+	float s = 0, p = 0;
+	for (int j = TID; j < m; j += BDIM) {
+		long at = ((long)(j / spatial) * c + ch) * spatial + j % spatial;
+		float g = dy[at];
+		s += g;
+		if (x) p += g * x[at];
+	}
+	s = block_sum(s, sh) * k;
+	if (x) p = block_sum(p, sh) * k;
+	if (TID == 0) {
+		if (a) a[ch] = acc ? a[ch] + s : s;
+		if (x && b) b[ch] = acc ? b[ch] + p : p;
+	}
+}
+
+// bn_bwd: dx = (dy − a − b·xn)·(1/std) with batch statistics (a, b the
+// channel means of dy and dy·xn), dy·(1/std) with global ones (a null).
+extern "C" __global__ void dsgd_bn_bwd(int n, const float *dy, const float *xn, int c, int spatial,
+	const float *a, const float *b, const float *std, float *dx) {
+	LOOP(i, n) {
+		int ch = (i / spatial) % c;
+		float inv = 1 / std[ch];
+		dx[i] = a ? (dy[i] - a[ch] - b[ch] * xn[i]) * inv : dy[i] * inv;
+	}
+}
+
+// scale_fwd: y = x·s[c] + (bias ? bias[c] : 0) over [outer, c, inner].
+extern "C" __global__ void dsgd_scale_fwd(int n, const float *x, const float *s, const float *bias, int c, int inner, float *y) {
+	LOOP(i, n) {
+		int ch = (i / inner) % c;
+		float v = x[i] * s[ch];
+		y[i] = bias ? v + bias[ch] : v;
+	}
+}
+
+// copy_rows: n = rows·len floats, each row of len from src (row stride
+// sstride) to dst (row stride dstride): Concat along an axis and back.
+extern "C" __global__ void dsgd_copy_rows(int n, const float *src, int sstride, float *dst, int dstride, int len) {
+	LOOP(i, n) {
+		int r = i / len, j = i % len;
+		dst[(long)r * dstride + j] = src[(long)r * sstride + j];
+	}
+}

@@ -1,0 +1,371 @@
+package gpunet_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"dsgd/caffe/caffedef"
+	"dsgd/caffe/zoo"
+	"dsgd/engine/cuda"
+	"dsgd/engine/gpunet"
+	"dsgd/engine/layers"
+	"dsgd/engine/model"
+	"dsgd/engine/tensor"
+)
+
+// openGPU opens GPU 0, or skips the test with the reason there is none
+// (DSGD_REQUIRE_GPU=1 makes that a failure: the device machine's run).
+func openGPU(t testing.TB) *cuda.GPU {
+	t.Helper()
+	if _, err := cuda.Probe(); err != nil {
+		if os.Getenv("DSGD_REQUIRE_GPU") != "" {
+			t.Fatalf("DSGD_REQUIRE_GPU is set but: %v", err)
+		}
+		t.Skipf("no GPU: %v", err)
+	}
+	g, err := cuda.Open(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := g.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return g
+}
+
+// testNet is a prototxt's TRAIN (or TEST) net at a small batch, its data
+// layers' tops as inputs.
+type testNet struct {
+	name, src string
+	chw       [3]int
+	batch     int
+	classes   int
+}
+
+func zooNet(t testing.TB, name string, chw [3]int, batch, classes int) testNet {
+	src, _, err := zoo.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testNet{name, string(src), chw, batch, classes}
+}
+
+func resnet18(t testing.TB, batch int) testNet {
+	src, err := os.ReadFile("../../bench/resnet18.prototxt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testNet{"resnet18", string(src), [3]int{3, 224, 224}, batch, 1000}
+}
+
+// build builds tn for phase with seed, its inputs filled from r (the
+// same values for the same r state).
+func (tn testNet) build(t testing.TB, phase layers.Phase, seed uint64, r *rand.Rand) *model.Net {
+	t.Helper()
+	def, err := caffedef.ParseNet(tn.name+".prototxt", []byte(tn.src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn, err := def.Phase(phase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := map[string]tensor.Shape{}
+	for _, dl := range pn.Data {
+		c, h, w := tn.chw[0], tn.chw[1], tn.chw[2]
+		if cs := dl.Transform.CropSize; cs > 0 {
+			h, w = cs, cs
+		}
+		inputs[dl.Tops[0]] = tensor.Shape{tn.batch, c, h, w}
+		if len(dl.Tops) > 1 {
+			inputs[dl.Tops[1]] = tensor.Shape{tn.batch}
+		}
+	}
+	net, err := model.Build(pn.Spec, inputs, model.Options{Phase: phase, Threads: 2, Seed: seed, Unfused: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dl := range pn.Data {
+		d := net.Input(dl.Tops[0]).Data
+		for i := range d {
+			d[i] = float32(r.NormFloat64())
+		}
+		if len(dl.Tops) > 1 {
+			l := net.Input(dl.Tops[1]).Data
+			for i := range l {
+				l[i] = float32(r.IntN(tn.classes))
+			}
+		}
+	}
+	return net
+}
+
+// relErr is ‖a − b‖ / ‖b‖ (‖a − b‖ when b is 0), in float64.
+func relErr(a, b []float32) float64 {
+	var d, n float64
+	for i := range a {
+		x := float64(a[i]) - float64(b[i])
+		d += x * x
+		n += float64(b[i]) * float64(b[i])
+	}
+	if n == 0 {
+		return math.Sqrt(d)
+	}
+	return math.Sqrt(d / n)
+}
+
+// spread is the worst relative difference, ‖a − b‖/‖b‖ over the
+// gradient blocks, between two CPU engines on tn (oneDNN's kernels and
+// dsgd's own im2col+GEMM): what summing float32 in different orders does
+// to this net's gradients. On the published nets at random weights it is
+// 1e-4 (LeNet) to about 7e-3 (ResNet-18): a deep backward pass amplifies
+// rounding where the terms of a gradient nearly cancel.
+func spread(t *testing.T, tn testNet) float64 {
+	t.Helper()
+	a := tn.build(t, layers.Train, 7, rand.New(rand.NewPCG(1, 2)))
+	if err := layers.SetKernels("own"); err != nil {
+		t.Fatal(err)
+	}
+	b := tn.build(t, layers.Train, 7, rand.New(rand.NewPCG(1, 2)))
+	if err := layers.SetKernels("auto"); err != nil {
+		t.Fatal(err)
+	}
+	a.Forward()
+	a.Backward()
+	b.Forward()
+	b.Backward()
+	worst := 0.0
+	for _, bl := range a.Blocks() {
+		if bl.LRMult != 0 {
+			worst = max(worst, relErr(b.Grads()[bl.Off:bl.Off+bl.Len()], a.Grads()[bl.Off:bl.Off+bl.Len()]))
+		}
+	}
+	return worst
+}
+
+// TestNetsAgree runs the published nets on the GPU and on the CPU from the
+// same weights and inputs, two iterations apart by a weight change, and
+// compares the loss, the outputs, every gradient block and BatchNorm's
+// stored statistics. The bound is 1e-3 relative, or four times the
+// spread between the two CPU engines on that net where that is larger
+// (spread): a wrong index or a missed term moves a block by 1e-1 or
+// more. Dropout runs on the CPU on both sides here, so the masks are the
+// same (TestDropout checks the GPU's).
+func TestNetsAgree(t *testing.T) {
+	g := openGPU(t)
+	nets := []testNet{
+		zooNet(t, "lenet", [3]int{1, 28, 28}, 16, 10),
+		zooNet(t, "cifar10_quick", [3]int{3, 32, 32}, 16, 10),
+		zooNet(t, "caffenet", [3]int{3, 227, 227}, 4, 1000),
+		zooNet(t, "googlenet", [3]int{3, 224, 224}, 2, 1000),
+		resnet18(t, 4),
+	}
+	for _, tn := range nets {
+		sp := spread(t, tn)
+		tol := max(1e-3, 4*sp)
+		t.Logf("%s: the CPU engines differ by %.3g; bound %.3g", tn.name, sp, tol)
+		for _, phase := range []layers.Phase{layers.Train, layers.Test} {
+			if tn.name == "resnet18" && phase == layers.Test {
+				continue // its prototxt has no TEST data layer
+			}
+			t.Run(tn.name+"/"+phase.String(), func(t *testing.T) {
+				cpu := tn.build(t, phase, 7, rand.New(rand.NewPCG(1, 2)))
+				gnet := tn.build(t, phase, 7, rand.New(rand.NewPCG(1, 2)))
+				ex, err := gpunet.New(g, gnet, gpunet.Options{CPU: []string{"Dropout"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ex.Close()
+				t.Logf("on the CPU: %v", ex.Fallback)
+				for _, f := range ex.Fallback {
+					if !strings.Contains(f, "Loss") && !strings.Contains(f, "Accuracy") && !strings.Contains(f, "Dropout") && !strings.Contains(f, "Softmax") {
+						t.Errorf("%s runs on the CPU", f)
+					}
+				}
+				r := rand.New(rand.NewPCG(3, 4))
+				for it := range 2 {
+					if it == 1 {
+						// A solver's step: the weights change on the host.
+						p, q := cpu.Params(), gnet.Params()
+						for i := range p {
+							p[i] += 0.01 * float32(r.NormFloat64()) * p[i]
+							q[i] = p[i]
+						}
+					}
+					lc, lg := cpu.Forward(), gnet.Forward()
+					if err := gnet.Err(); err != nil {
+						t.Fatal(err)
+					}
+					if e := math.Abs(lc-lg) / max(math.Abs(lc), 1e-6); e > 1e-4 || math.IsNaN(lg) {
+						t.Errorf("iteration %d: loss %v on the GPU, %v on the CPU", it, lg, lc)
+					}
+					for i, o := range cpu.Outputs() {
+						if e := relErr(gnet.Outputs()[i].Data, o.Data); e > 1e-4 {
+							t.Errorf("iteration %d: output %s off by %.3g", it, o.Name, e)
+						}
+					}
+					if phase == layers.Test {
+						continue
+					}
+					cpu.Backward()
+					gnet.Backward()
+					if err := gnet.Err(); err != nil {
+						t.Fatal(err)
+					}
+					worst, at := 0.0, ""
+					for _, b := range cpu.Blocks() {
+						lo, hi := b.Off, b.Off+b.Len()
+						if b.LRMult == 0 {
+							// BatchNorm's statistics: compare the values.
+							if e := relErr(gnet.Params()[lo:hi], cpu.Params()[lo:hi]); e > tol {
+								t.Errorf("iteration %d: %s (stored statistics) off by %.3g", it, b.Name, e)
+							}
+							continue
+						}
+						e := relErr(gnet.Grads()[lo:hi], cpu.Grads()[lo:hi])
+						if e > worst {
+							worst, at = e, b.Name
+						}
+						if e > tol {
+							t.Errorf("iteration %d: gradient of %s off by %.3g", it, b.Name, e)
+						}
+					}
+					t.Logf("iteration %d: loss %.6g (GPU) %.6g (CPU); worst gradient block %s at %.3g", it, lg, lc, at, worst)
+				}
+			})
+		}
+	}
+}
+
+// TestDropout: the GPU's mask keeps about 1−ratio of the values, each
+// scaled by 1/(1−ratio), changes between passes, and the backward pass
+// routes the gradient through the same mask.
+func TestDropout(t *testing.T) {
+	g := openGPU(t)
+	spec := model.Spec{Name: "drop", Inputs: []string{"data"}, Layers: []model.LayerSpec{
+		{Name: "drop", Bottom: []string{"data"}, Top: []string{"out"}, Config: &layers.DropoutConfig{Ratio: 0.3}},
+		{Name: "loss", Bottom: []string{"out", "data"}, Top: []string{"loss"}, Config: &layers.EuclideanLossConfig{}, LossWeight: []float32{1}},
+	}}
+	net, err := model.Build(spec, map[string]tensor.Shape{"data": {64, 1000}}, model.Options{Phase: layers.Train, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := net.Input("data").Data
+	for i := range x {
+		x[i] = 1 + float32(i%7)
+	}
+	ex, err := gpunet.New(g, net, gpunet.Options{Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	var first []float32
+	for pass := range 2 {
+		net.Forward()
+		net.Backward()
+		if err := net.Err(); err != nil {
+			t.Fatal(err)
+		}
+		out := net.Blob("out").Data
+		kept := 0
+		for i, v := range out {
+			switch {
+			case v == 0:
+			case math.Abs(float64(v-x[i]/0.7)) < 1e-5*float64(x[i]):
+				kept++
+			default:
+				t.Fatalf("pass %d: out[%d] = %v from %v: neither dropped nor scaled", pass, i, v, x[i])
+			}
+		}
+		if f := float64(kept) / float64(len(out)); math.Abs(f-0.7) > 0.01 {
+			t.Errorf("pass %d: kept %.4f of the values, want 0.7", pass, f)
+		}
+		if pass == 0 {
+			first = append([]float32(nil), out...)
+		} else if relErr(out, first) == 0 {
+			t.Error("the second pass drew the same mask")
+		}
+	}
+}
+
+// TestGradientsFiniteDifference checks the GPU's gradients of a net made
+// of every GPU layer (convolution with groups and bias, BatchNorm and
+// Scale in place, leaky ReLU, LRN, MAX and AVE pooling, Concat, Eltwise
+// SUM with coefficients, Flatten, InnerProduct) against central
+// differences of its loss, Caffe's step and threshold, kinks (where
+// halving the step moves the estimate) skipped.
+func TestGradientsFiniteDifference(t *testing.T) {
+	g := openGPU(t)
+	const src = `name: "grad"
+layer { name: "data" type: "Data" top: "data" top: "label" data_param { source: "x" batch_size: 3 } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+  convolution_param { num_output: 4 kernel_size: 3 pad: 1 group: 2 weight_filler { type: "gaussian" std: 0.3 } bias_filler { type: "gaussian" std: 0.1 } } }
+layer { name: "bn" type: "BatchNorm" bottom: "conv1" top: "conv1" }
+layer { name: "sc" type: "Scale" bottom: "conv1" top: "conv1" scale_param { bias_term: true filler { type: "gaussian" mean: 1 std: 0.2 } bias_filler { type: "gaussian" std: 0.1 } } }
+layer { name: "relu" type: "ReLU" bottom: "conv1" top: "conv1" relu_param { negative_slope: 0.2 } }
+layer { name: "norm" type: "LRN" bottom: "conv1" top: "norm" lrn_param { local_size: 3 alpha: 0.5 beta: 0.75 } }
+layer { name: "pmax" type: "Pooling" bottom: "norm" top: "pmax" pooling_param { pool: MAX kernel_size: 3 stride: 2 pad: 1 } }
+layer { name: "pave" type: "Pooling" bottom: "norm" top: "pave" pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 } }
+layer { name: "cat" type: "Concat" bottom: "pmax" bottom: "pave" top: "cat" }
+layer { name: "conv2" type: "Convolution" bottom: "cat" top: "conv2"
+  convolution_param { num_output: 8 kernel_size: 1 weight_filler { type: "gaussian" std: 0.3 } } }
+layer { name: "sum" type: "Eltwise" bottom: "cat" bottom: "conv2" top: "sum" eltwise_param { operation: SUM coeff: 0.5 coeff: -1.5 } }
+layer { name: "flat" type: "Flatten" bottom: "sum" top: "flat" }
+layer { name: "ip" type: "InnerProduct" bottom: "flat" top: "ip" inner_product_param { num_output: 5 weight_filler { type: "gaussian" std: 0.2 } bias_filler { type: "gaussian" std: 0.1 } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`
+	tn := testNet{"grad", src, [3]int{2, 7, 7}, 3, 5}
+	net := tn.build(t, layers.Train, 3, rand.New(rand.NewPCG(5, 6)))
+	ex, err := gpunet.New(g, net, gpunet.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	if len(ex.Fallback) != 1 {
+		t.Errorf("on the CPU: %v, want only the loss", ex.Fallback)
+	}
+	net.Forward()
+	net.Backward()
+	if err := net.Err(); err != nil {
+		t.Fatal(err)
+	}
+	an := append([]float32(nil), net.Grads()...)
+	params := net.Params()
+	loss := func(i int, h float32) float64 {
+		v := params[i]
+		params[i] = v + h
+		l := net.Forward()
+		params[i] = v
+		return l
+	}
+	fd := func(i int, h float32) float64 { return (loss(i, h) - loss(i, -h)) / (2 * float64(h)) }
+	r := rand.New(rand.NewPCG(7, 8))
+	checked, kinks := 0, 0
+	for _, b := range net.Blocks() {
+		if b.LRMult == 0 {
+			continue
+		}
+		for range 6 {
+			i := b.Off + r.IntN(b.Len())
+			d1, d2 := fd(i, 1e-2), fd(i, 5e-3)
+			if math.Abs(d1-d2) > 2e-2*max(math.Abs(d1), 1e-2) {
+				kinks++
+				continue
+			}
+			checked++
+			a := float64(an[i])
+			if math.Abs(a-d1) > 1e-2*max(math.Abs(a), math.Abs(d1), 1e-2) {
+				t.Errorf("%s[%d]: gradient %.6g, finite difference %.6g", b.Name, i-b.Off, a, d1)
+			}
+		}
+	}
+	if checked < 3*(checked+kinks)/4 {
+		t.Errorf("only %d of %d samples checked (%d kinks)", checked, checked+kinks, kinks)
+	}
+	t.Logf("%d samples checked, %d kinks skipped", checked, kinks)
+}
