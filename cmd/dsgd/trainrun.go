@@ -48,6 +48,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	if g != nil && g.serve {
+		return f.serve(ctx, j, cfg, g, rank, stdout, stderr)
+	}
 	tr, err := train.New(cfg)
 	if err != nil {
 		return err
@@ -66,9 +69,6 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	if g != nil && g.serve {
-		return serveCenter(ctx, f, tr, g.listen, g.token, stdout, prom.registry())
-	}
 	d := &runDeps{}
 	defer d.close()
 	if err := f.connect(ctx, d, g, tr, cfg, member, j, prom); err != nil {
@@ -85,6 +85,25 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return err
 	}
 	return f.report(ctx, out, stderr, res, tr, cfg, g, rank, member, d)
+}
+
+// serve runs the parameter server of a center scheme (dsgd ps) for
+// cfg: its center is built from the run's train.Start, the weights a
+// Trainer would start from, with no Trainer.
+func (f *trainFlags) serve(ctx context.Context, j *job.Job, cfg train.Config, g *groupFlags, rank int, stdout, stderr io.Writer) error {
+	st, err := train.NewStart(cfg)
+	if err != nil {
+		return err
+	}
+	if err := j.CheckLabels(st.Net(), j.Train.Spec, j.Test.Spec); err != nil {
+		return err
+	}
+	prom, stopProm, err := f.serveProm(ctx, g, rank, stderr)
+	defer stopProm()
+	if err != nil {
+		return err
+	}
+	return serveCenter(ctx, f, st, g.listen, g.token, stdout, prom.registry())
 }
 
 // rankOf is g's rank: 0 for a run whose ranks are all in this process
