@@ -174,7 +174,7 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "dsgd train: --allreduce: %v\n", err)
 		return cfg, "", errUsage
 	}
-	cfg.Scheme, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = f.schemeName(), *f.workers, *f.pack, algo, *f.commTimeout
+	cfg.Name, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = f.schemeName(), *f.workers, *f.pack, algo, *f.commTimeout
 	// A rank of a multi-process run records how its ranks met: the
 	// launcher strips --transport from their command lines, and a resumed
 	// run must start its ranks the same way (--transport tcp).
@@ -182,7 +182,7 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 	if g != nil && g.mpi == nil {
 		transport = "tcp"
 	}
-	cfg.Run = f.record(cfg.Scheme, cfg.Workers, autoBatch, transport)
+	cfg.Run = f.record(cfg.Name, cfg.Workers, autoBatch, transport)
 	switch {
 	case *f.bucketKiB < -1:
 		fmt.Fprintf(stderr, "dsgd train: --bucket must not be negative, got %d\n", *f.bucketKiB)
@@ -328,7 +328,7 @@ func (f *trainFlags) member(g *groupFlags, cfg *train.Config, stderr io.Writer) 
 	if g == nil || !f.elastic.on() {
 		return nil, nil
 	}
-	in, _ := scheme.Lookup(cfg.Scheme)
+	in := cfg.Info()
 	member := &elastic.Member{Prefer: g.rank, Server: in.ServerUpdates && g.rank == g.world-1}
 	var err error
 	if member.TCP, err = g.tcpConfig(*f.compress, *f.shm); err != nil {
@@ -420,7 +420,7 @@ func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr 
 		}
 		d.closers = append(d.closers, closer)
 		deps.Center = c
-	case g != nil && (scheme.Config{Name: cfg.Scheme}).Info().Center == scheme.GroupRoots:
+	case g != nil && cfg.Info().Center == scheme.GroupRoots:
 		// The group's roots talk to the center; every rank to its group.
 		c, closer, err := dialCenter(ctx, f, tr, g.token, tr.CenterWorkers(), *f.commTimeout)
 		if err != nil {
@@ -485,7 +485,7 @@ func (f *trainFlags) printRunHeader(out, stderr io.Writer, j *job.Job, tr *train
 			}
 		}
 	}
-	fmt.Fprintf(out, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Scheme, cfg.Workers, where, threads, cfg.Pack)
+	fmt.Fprintf(out, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Name, cfg.Workers, where, threads, cfg.Pack)
 	fmt.Fprint(out, autoNote)
 	fmt.Fprint(out, f.note)
 	if sc := tr.SchemeConfig(); sc.Info().Outer {

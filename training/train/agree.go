@@ -7,7 +7,6 @@ import (
 	"dsgd/comm/transport"
 	"dsgd/internal/runcfg"
 	"dsgd/protocol/center"
-	"dsgd/protocol/scheme"
 )
 
 // tagAgree is the tag of the run-configuration exchange; the collectives
@@ -31,7 +30,7 @@ func (o *origin) runFields() runcfg.Fields {
 	f := func(name string, v any) [2]string { return [2]string{name, fmt.Sprint(v)} }
 	fields := runcfg.Fields{
 		f("--seed", c.Seed),
-		f("--scheme", c.Scheme),
+		f("--scheme", c.Name),
 		f("--workers", max(c.Workers, 1)),
 		f("batch size", o.batch),
 		f("--reduce", map[bool]string{true: "exact", false: "fast"}[c.Exact]),
@@ -53,7 +52,7 @@ func (o *origin) runFields() runcfg.Fields {
 		f("--groups", c.Groups),
 		f("--finish", c.Finish),
 	}
-	if in, _ := scheme.Lookup(c.Scheme); in.Streaming {
+	if c.Info().Streaming {
 		// Only for it, so that the other schemes' fields (and older
 		// snapshots' and servers' comparisons) stay as they were.
 		fields = append(fields, f("--fragments", c.Fragments), f("--overlap", c.Overlap), f("--mix", c.Mix), f("--outer-bits", c.OuterBits))

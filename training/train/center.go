@@ -14,15 +14,15 @@ import (
 // schemeConfig is the scheme's configuration for a run from start.
 func (o *origin) schemeConfig(start int) scheme.Config {
 	cfg := o.cfg
-	sc := scheme.Config{Name: cfg.Scheme, Workers: max(cfg.Workers, 1), StartIter: start, MaxIter: cfg.MaxIter,
-		Pack: cfg.Pack, Bucket: cfg.Bucket, Interval: cfg.Interval, Staleness: cfg.Staleness, Alpha: cfg.Alpha,
-		OuterMomentum: cfg.OuterMomentum,
-		Fragments:     cfg.Fragments, Overlap: cfg.Overlap, Mix: cfg.Mix, OuterBits: cfg.OuterBits,
-		Variant: cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn,
-		// Ranks in other processes built their models apart.
-		Broadcast: cfg.Group != nil,
-		// TRL's accumulator is shared memory: in one process only.
-		Accumulate: cfg.Group == nil && max(cfg.Workers, 1) > 1}
+	// The settings are the Config's; the rest the run decides here.
+	sc := cfg.Config
+	sc.Workers, sc.StartIter = max(cfg.Workers, 1), start
+	sc.Layout, sc.GradWidth, sc.AverageGrads = scheme.Layout{}, 0, false
+	sc.Aligned = cfg.Finish != center.FinishOwn
+	// Ranks in other processes built their models apart.
+	sc.Broadcast = cfg.Group != nil
+	// TRL's accumulator is shared memory: in one process only.
+	sc.Accumulate = cfg.Group == nil && sc.Workers > 1
 	if sc.Name == "" {
 		sc.Name = "seq"
 	}

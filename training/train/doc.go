@@ -11,7 +11,7 @@
 //
 // The canonical use:
 //
-//	tr, err := train.New(train.Config{Train: spec, TrainShapes: shapes, TrainFeeds: feeds, Solver: sc, MaxIter: 10000, ...})
+//	tr, err := train.New(train.Config{Train: spec, TrainShapes: shapes, TrainFeeds: feeds, Solver: sv, Config: scheme.Config{MaxIter: 10000}, ...})
 //	res, err := tr.Run(ctx, train.Deps{})
 //	res.Final().Get("accuracy")
 //

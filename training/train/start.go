@@ -34,8 +34,8 @@ func newOrigin(cfg Config) (origin, error) {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
-	if cfg.Scheme == "" {
-		cfg.Scheme = "seq"
+	if cfg.Name == "" {
+		cfg.Name = "seq"
 	}
 	o := origin{cfg: cfg, out: cfg.Out}
 	if cfg.MaxIter <= 0 {

@@ -227,7 +227,7 @@ func (t *Trainer) buildRanks() error {
 	threads := max(1, cfg.Threads/workers)
 	if g := cfg.Group; g != nil {
 		if g.Size != nranks {
-			return fmt.Errorf("train: scheme %s with %d workers runs on %d ranks, but the group has %d", cfg.Scheme, workers, nranks, g.Size)
+			return fmt.Errorf("train: scheme %s with %d workers runs on %d ranks, but the group has %d", cfg.Name, workers, nranks, g.Size)
 		}
 		if g.Rank < 0 || g.Rank >= g.Size {
 			return fmt.Errorf("train: rank %d out of range [0,%d)", g.Rank, g.Size)
@@ -361,7 +361,7 @@ func (t *Trainer) Run(ctx context.Context, d Deps) (*Result, error) {
 	t.deps = d
 	if t.cfg.Elastic {
 		if d.Elastic == nil {
-			return &Result{Start: t.start, Scheme: t.cfg.Scheme}, errors.New("train: Config.Elastic needs Deps.Elastic: the group's membership and the feeds of each generation")
+			return &Result{Start: t.start, Scheme: t.cfg.Name}, errors.New("train: Config.Elastic needs Deps.Elastic: the group's membership and the feeds of each generation")
 		}
 		return t.runElastic(ctx)
 	}
