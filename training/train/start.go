@@ -26,8 +26,8 @@ type origin struct {
 	out    io.Writer
 }
 
-// newOrigin checks cfg's iterations and builds the TRAIN net (its
-// fillers seeded by Config.Seed), its solver, the layout hash and the
+// newOrigin checks cfg's iterations and builds rank 0's TRAIN net (its
+// fillers seeded by Config.Seed, rankThreads threads), its solver, the layout hash and the
 // batch. The initial weights are the fillers' until initWeights sets
 // them.
 func newOrigin(cfg Config) (origin, error) {
@@ -42,7 +42,7 @@ func newOrigin(cfg Config) (origin, error) {
 		return o, fmt.Errorf("train: max_iter must be positive, got %d", cfg.MaxIter)
 	}
 	var err error
-	o.net, err = model.Build(cfg.Train, cfg.TrainShapes, model.Options{Phase: layers.Train, Threads: cfg.Threads, Seed: cfg.Seed})
+	o.net, err = model.Build(cfg.Train, cfg.TrainShapes, model.Options{Phase: layers.Train, Threads: rankThreads(cfg), Seed: cfg.Seed})
 	if err != nil {
 		return o, fmt.Errorf("train: TRAIN net: %w", err)
 	}
@@ -93,6 +93,16 @@ func (o *origin) initWeights(ranks []*rankState) error {
 		}
 	}
 	return nil
+}
+
+// rankThreads is how many threads each rank's layers use: all of
+// Config.Threads for this process's one rank of a group (at least 1),
+// else an even share of them per in-process worker (at least 1).
+func rankThreads(cfg Config) int {
+	if cfg.Group != nil {
+		return max(cfg.Threads, 1)
+	}
+	return max(1, cfg.Threads/max(cfg.Workers, 1))
 }
 
 // Start is a run's starting point built from its Config alone, without

@@ -224,7 +224,7 @@ func (t *Trainer) buildRanks() error {
 	for r := range local {
 		local[r] = r
 	}
-	threads := max(1, cfg.Threads/workers)
+	threads := rankThreads(cfg)
 	if g := cfg.Group; g != nil {
 		if g.Size != nranks {
 			return fmt.Errorf("train: scheme %s with %d workers runs on %d ranks, but the group has %d", cfg.Name, workers, nranks, g.Size)
@@ -232,7 +232,7 @@ func (t *Trainer) buildRanks() error {
 		if g.Rank < 0 || g.Rank >= g.Size {
 			return fmt.Errorf("train: rank %d out of range [0,%d)", g.Rank, g.Size)
 		}
-		local, threads = []int{g.Rank}, max(cfg.Threads, 1)
+		local = []int{g.Rank}
 	} else if workers > 1 && len(cfg.WorkerFeeds) != workers-1 {
 		return fmt.Errorf("train: %d workers need %d worker feeds, got %d", workers, workers-1, len(cfg.WorkerFeeds))
 	}
@@ -259,11 +259,13 @@ func (t *Trainer) buildRanks() error {
 		}
 	}
 	for i, r := range local {
+		// The first local rank's is the net the origin built, with its
+		// threads (rankThreads).
 		net, sv := t.net, t.solver
-		if i > 0 || threads != cfg.Threads {
+		if i > 0 {
 			var err error
 			opt := model.Options{Phase: layers.Train, Threads: threads, Seed: cfg.Seed}
-			if hogwild && i > 0 {
+			if hogwild {
 				// Hogwild: every worker updates rank 0's weights, with
 				// no lock, from gradients of its own.
 				opt.ShareWith, opt.OwnGrads = t.ranks[0].net, true
@@ -272,26 +274,8 @@ func (t *Trainer) buildRanks() error {
 			if err != nil {
 				return fmt.Errorf("train: TRAIN net of rank %d: %w", r, err)
 			}
-		}
-		if i > 0 {
-			var err error
 			if sv, err = solver.New(cfg.Solver, len(net.Params()), Segments(net.Blocks())); err != nil {
 				return fmt.Errorf("train: %w", err)
-			}
-		}
-		if i == 0 && net != t.net {
-			// The first local rank replaces the net New built before the
-			// worker count was known; the TEST net follows it.
-			t.net = net
-			if t.test != nil {
-				var err error
-				t.test, err = model.Build(cfg.Test, cfg.TestShapes, model.Options{Phase: layers.Test, Threads: cfg.Threads, Seed: cfg.Seed, ShareWith: net})
-				if err != nil {
-					return fmt.Errorf("train: TEST net: %w", err)
-				}
-				if err := t.buildExtraTests(net); err != nil {
-					return err
-				}
 			}
 		}
 		if sv == t.solver && net.Pool().Threads() == sv.Threads() {
