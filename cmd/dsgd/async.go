@@ -123,10 +123,10 @@ func dialCenterOnce(ctx context.Context, f *trainFlags, tr *train.Trainer, token
 }
 
 // serveCenter runs the parameter server of an asynchronous scheme: the
-// center made from the model's initial weights, served until every worker
-// has finished or ctx ends.
-func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, token string, stdout io.Writer, reg *prometheus.Registry) error {
-	lo, hi := 0, len(tr.Net().Params())
+// center made from the run's start (its initial weights), served until
+// every worker has finished or ctx ends.
+func serveCenter(ctx context.Context, f *trainFlags, start *train.Start, listen, token string, stdout io.Writer, reg *prometheus.Registry) error {
+	lo, hi := 0, len(start.Net().Params())
 	if *f.center.shard != "" {
 		var i, k int
 		if _, err := fmt.Sscanf(*f.center.shard, "%d/%d", &i, &k); err != nil || k < 1 || i < 0 || i >= k || k > hi {
@@ -135,7 +135,7 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 		b := ps.EvenBounds(hi, k)
 		lo, hi = b[i], b[i+1]
 	}
-	local, err := tr.NewCenterRange(lo, hi)
+	local, err := start.NewCenterRange(lo, hi)
 	if err != nil {
 		return err
 	}
@@ -172,10 +172,10 @@ func serveCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, listen, 
 		if *f.center.shard != "" {
 			suffix += ":" + strings.ReplaceAll(*f.center.shard, "/", "of")
 		}
-		if err := servePSStore(ctx, listen, token, local, tr.CenterWorkers(), tr.JoinFields(), *f.commTimeout, st, suffix, stdout, reg); err != nil {
+		if err := servePSStore(ctx, listen, token, local, start.CenterWorkers(), start.JoinFields(), *f.commTimeout, st, suffix, stdout, reg); err != nil {
 			return err
 		}
-	} else if err := servePS(ctx, listen, token, local, tr.CenterWorkers(), tr.JoinFields(), *f.commTimeout, 0, stdout, reg); err != nil {
+	} else if err := servePS(ctx, listen, token, local, start.CenterWorkers(), start.JoinFields(), *f.commTimeout, 0, stdout, reg); err != nil {
 		return err
 	}
 	st := local.Stats()

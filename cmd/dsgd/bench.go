@@ -20,6 +20,7 @@ import (
 	"dsgd/engine/cpuinfo"
 	"dsgd/engine/layers"
 	"dsgd/engine/tensor"
+	"dsgd/protocol/scheme"
 	"dsgd/simulator/calib"
 	"dsgd/training/job"
 	"dsgd/training/train"
@@ -468,7 +469,7 @@ func benchTrain(ctx context.Context, m *modelFlags, iters, warmup int) (stats, f
 		Train: j.Train.Spec, Test: j.Test.Spec,
 		TrainShapes: j.TrainShapes, TestShapes: j.TestShapes,
 		TrainFeeds: j.TrainFeeds, TestFeeds: j.TestFeeds,
-		Solver: j.Solver.Solver, MaxIter: iters, TestIter: 1,
+		Solver: j.Solver.Solver, Config: scheme.Config{MaxIter: iters}, TestIter: 1,
 		Seed: j.Seed, Threads: m.threads,
 	}
 	onIter := func(iter int, _ float64, d time.Duration) {

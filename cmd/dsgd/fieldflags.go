@@ -22,7 +22,7 @@ var fieldFlags = []string{
 	"Sums.Reduce", "--reduce",
 	"Sums.Atom", "--atom",
 	"Config.Workers", "--workers",
-	"Config.Scheme", "--scheme",
+	"Config.Name", "--scheme",
 	"Config.Interval", "--interval",
 	"Config.Elastic", "--elastic",
 	"Config.SnapshotPrefix (or none)", "--snapshot-prefix (or \"none\")",

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"dsgd/caffe/caffemodel"
+	"dsgd/protocol/scheme"
 	"dsgd/training/train"
 )
 
@@ -72,7 +73,7 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		Train: j.Train.Spec, Test: j.Test.Spec, Solver: sd.Solver,
 		TrainShapes: j.TrainShapes, TrainFeeds: j.TrainFeeds,
 		TestShapes: j.TestShapes, TestFeeds: j.TestFeeds,
-		MaxIter: 1, TestIter: n, Seed: j.Seed, Threads: m.threads, Out: io.Discard,
+		Config: scheme.Config{MaxIter: 1}, TestIter: n, Seed: j.Seed, Threads: m.threads, Out: io.Discard,
 		GPUs: m.gpuIDs, TF32: m.tf32,
 	}
 	if caffemodel.IsModel(*weights) {

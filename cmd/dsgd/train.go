@@ -163,7 +163,7 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	if *f.interval < 1 {
 		return fmt.Errorf("--interval must be at least 1, got %d", *f.interval)
 	}
-	in, _ := scheme.Lookup(cfg.Scheme)
+	in := cfg.Info()
 	if in.Outer && !flagGiven(f.fs, "interval", "update-interval") {
 		// One inner step per outer step puts the outer Nesterov momentum
 		// on top of the solver's: LeNet diverged within 40 iterations.
@@ -190,7 +190,7 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	case *f.rho > 0:
 		alpha = cfg.Solver.BaseLR * *f.rho
 	case alpha == 0:
-		in, _ := scheme.Lookup(cfg.Scheme)
+		in := cfg.Info()
 		alpha = in.DefaultAlpha(cfg.Workers, cfg.Groups)
 		if f.elastic.on() && !in.Outer {
 			// No elastic scheme but diloco reads it, and a default by
@@ -209,19 +209,19 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 		// floats would change their bits.
 		return fmt.Errorf("--outer-bits %d with --compress %s: the quantised pseudo-gradients travel as packed codes, which a float encoding on the wire would corrupt; give one of them", cfg.OuterBits, *f.compress)
 	}
-	if in, _ := scheme.Lookup(cfg.Scheme); in.Outer {
-		f.note += fmt.Sprintf("dsgd: %s: every %d iterations (--interval) the workers' mean pseudo-gradient takes an outer Nesterov SGD step, lr %g (--alpha), momentum %g (--outer-momentum); the solver is the inner optimizer\n", cfg.Scheme, max(cfg.Interval, 1), alpha, *f.outerMomentum)
+	if cfg.Info().Outer {
+		f.note += fmt.Sprintf("dsgd: %s: every %d iterations (--interval) the workers' mean pseudo-gradient takes an outer Nesterov SGD step, lr %g (--alpha), momentum %g (--outer-momentum); the solver is the inner optimizer\n", cfg.Name, max(cfg.Interval, 1), alpha, *f.outerMomentum)
 	}
 	switch {
 	case *f.momentum >= 0:
 		cfg.Solver.Momentum = *f.momentum
-	case scheme.Config{Name: cfg.Scheme}.Info().PlainSGD:
+	case cfg.Info().PlainSGD:
 		// SC17 Eq. 1 is plain SGD, for Sync EASGD (Alg. 2–3) as for the
 		// others; measgd is the one with momentum (Eq. 5–6). Momentum mu multiplies SGD's
 		// steady-state step by 1/(1-mu); keep the solver's step size.
 		if mu := cfg.Solver.Momentum; mu > 0 && mu < 1 {
 			cfg.Solver.BaseLR /= 1 - mu
-			f.note = fmt.Sprintf("dsgd: %s is plain SGD (SC17 Eq. 1): momentum 0 and base_lr %g / (1 - %g) = %.4g, the solver's step size (--momentum to choose)\n", cfg.Scheme, cfg.Solver.BaseLR*(1-mu), mu, cfg.Solver.BaseLR)
+			f.note = fmt.Sprintf("dsgd: %s is plain SGD (SC17 Eq. 1): momentum 0 and base_lr %g / (1 - %g) = %.4g, the solver's step size (--momentum to choose)\n", cfg.Name, cfg.Solver.BaseLR*(1-mu), mu, cfg.Solver.BaseLR)
 		}
 		cfg.Solver.Momentum = 0
 	}

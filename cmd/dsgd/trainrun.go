@@ -48,6 +48,9 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	if g != nil && g.serve {
+		return f.serve(ctx, j, cfg, g, rank, stdout, stderr)
+	}
 	tr, err := train.New(cfg)
 	if err != nil {
 		return err
@@ -66,9 +69,6 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	if g != nil && g.serve {
-		return serveCenter(ctx, f, tr, g.listen, g.token, stdout, prom.registry())
-	}
 	d := &runDeps{}
 	defer d.close()
 	if err := f.connect(ctx, d, g, tr, cfg, member, j, prom); err != nil {
@@ -85,6 +85,25 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return err
 	}
 	return f.report(ctx, out, stderr, res, tr, cfg, g, rank, member, d)
+}
+
+// serve runs the parameter server of a center scheme (dsgd ps) for
+// cfg: its center is built from the run's train.Start, the weights a
+// Trainer would start from, with no Trainer.
+func (f *trainFlags) serve(ctx context.Context, j *job.Job, cfg train.Config, g *groupFlags, rank int, stdout, stderr io.Writer) error {
+	st, err := train.NewStart(cfg)
+	if err != nil {
+		return err
+	}
+	if err := j.CheckLabels(st.Net(), j.Train.Spec, j.Test.Spec); err != nil {
+		return err
+	}
+	prom, stopProm, err := f.serveProm(ctx, g, rank, stderr)
+	defer stopProm()
+	if err != nil {
+		return err
+	}
+	return serveCenter(ctx, f, st, g.listen, g.token, stdout, prom.registry())
 }
 
 // rankOf is g's rank: 0 for a run whose ranks are all in this process
@@ -156,7 +175,7 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "dsgd train: --allreduce: %v\n", err)
 		return cfg, "", errUsage
 	}
-	cfg.Scheme, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = f.schemeName(), *f.workers, *f.pack, algo, *f.commTimeout
+	cfg.Name, cfg.Workers, cfg.Pack, cfg.Algo, cfg.CommTimeout = f.schemeName(), *f.workers, *f.pack, algo, *f.commTimeout
 	// A rank of a multi-process run records how its ranks met: the
 	// launcher strips --transport from their command lines, and a resumed
 	// run must start its ranks the same way (--transport tcp).
@@ -164,7 +183,7 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 	if g != nil && g.mpi == nil {
 		transport = "tcp"
 	}
-	cfg.Run = f.record(cfg.Scheme, cfg.Workers, autoBatch, transport)
+	cfg.Run = f.record(cfg.Name, cfg.Workers, autoBatch, transport)
 	switch {
 	case *f.bucketKiB < -1:
 		fmt.Fprintf(stderr, "dsgd train: --bucket must not be negative, got %d\n", *f.bucketKiB)
@@ -310,7 +329,7 @@ func (f *trainFlags) member(g *groupFlags, cfg *train.Config, stderr io.Writer) 
 	if g == nil || !f.elastic.on() {
 		return nil, nil
 	}
-	in, _ := scheme.Lookup(cfg.Scheme)
+	in := cfg.Info()
 	member := &elastic.Member{Prefer: g.rank, Server: in.ServerUpdates && g.rank == g.world-1}
 	var err error
 	if member.TCP, err = g.tcpConfig(*f.compress, *f.shm); err != nil {
@@ -402,7 +421,7 @@ func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr 
 		}
 		d.closers = append(d.closers, closer)
 		deps.Center = c
-	case g != nil && (scheme.Config{Name: cfg.Scheme}).Info().Center == scheme.GroupRoots:
+	case g != nil && cfg.Info().Center == scheme.GroupRoots:
 		// The group's roots talk to the center; every rank to its group.
 		c, closer, err := dialCenter(ctx, f, tr, g.token, tr.CenterWorkers(), *f.commTimeout)
 		if err != nil {
@@ -467,7 +486,7 @@ func (f *trainFlags) printRunHeader(out, stderr io.Writer, j *job.Job, tr *train
 			}
 		}
 	}
-	fmt.Fprintf(out, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Scheme, cfg.Workers, where, threads, cfg.Pack)
+	fmt.Fprintf(out, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Name, cfg.Workers, where, threads, cfg.Pack)
 	fmt.Fprint(out, autoNote)
 	fmt.Fprint(out, f.note)
 	if sc := tr.SchemeConfig(); sc.Info().Outer {

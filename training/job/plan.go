@@ -55,7 +55,7 @@ type Sums struct {
 // iter_size). note is the header's line on it, naming Config fields
 // (and Sums.Atom) as the errors do.
 func (j *Job) PlanSums(cfg *train.Config, s Sums) (note string, err error) {
-	if _, err := scheme.Lookup(cfg.Scheme); err != nil {
+	if _, err := scheme.Lookup(cfg.Name); err != nil {
 		return "", err
 	}
 	capable := train.ExactCapable(*cfg)
@@ -73,7 +73,7 @@ func (j *Job) PlanSums(cfg *train.Config, s Sums) (note string, err error) {
 		}
 	case "exact":
 		if !capable {
-			return "", fmt.Errorf("Config.Exact: %s does not promise seq's numbers (exact sums are for seq, sync-ps, sync-tree, sync-ring, overlap, and local-sgd with Config.Interval 1 and an SGD or Nesterov solver without clip_gradients)", cfg.Scheme)
+			return "", fmt.Errorf("Config.Exact: %s does not promise seq's numbers (exact sums are for seq, sync-ps, sync-tree, sync-ring, overlap, and local-sgd with Config.Interval 1 and an SGD or Nesterov solver without clip_gradients)", cfg.Name)
 		}
 	default:
 		return "", fmt.Errorf("Sums.Reduce %q: choose exact, fast or auto", s.Reduce)
@@ -131,7 +131,7 @@ func (j *Job) PlanSums(cfg *train.Config, s Sums) (note string, err error) {
 	default:
 		note = fmt.Sprintf("dsgd: exact gradient sums (Config.Exact): %d atoms of %d images per iteration, the same bits with any worker count that divides %d (Config.Exact false: float32 sums, faster)\n", global/atom*iterSize, atom, global/atom)
 	}
-	if cfg.Scheme == "local-sgd" {
+	if cfg.Name == "local-sgd" {
 		note += "dsgd: local-sgd averaging every iteration with a solver linear in the gradient averages the gradients before the update: the same mean weights as averaging them after, and seq's bits (Config.Interval 2 or more averages the weights)\n"
 	}
 	return note, nil

@@ -38,7 +38,7 @@ func TestPlanSums(t *testing.T) {
 		{"sync-ring", Sums{Reduce: "other", Compress: "none"}, false, 1, `Sums.Reduce "other"`, true},
 	} {
 		cfg := j.Config()
-		cfg.Scheme, cfg.Workers = tc.scheme, 2
+		cfg.Name, cfg.Workers = tc.scheme, 2
 		note, err := j.PlanSums(&cfg, tc.sums)
 		got := note
 		if err != nil {

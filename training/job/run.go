@@ -20,7 +20,7 @@ func (j *Job) Config() train.Config {
 		Train:              j.Train.Spec,
 		Test:               j.Test.Spec,
 		Solver:             sd.Solver,
-		MaxIter:            sd.MaxIter,
+		Config:             scheme.Config{MaxIter: sd.MaxIter},
 		TestInterval:       sd.TestInterval,
 		TestIter:           sd.TestIter,
 		TestInitialization: sd.TestInitialization,
@@ -54,7 +54,7 @@ func Place(cfg *train.Config, rank, world int, elastic bool) {
 	}
 	prefix := cfg.SnapshotPrefix
 	cfg.Out, cfg.Test.Layers, cfg.SnapshotPrefix = io.Discard, nil, ""
-	if in, _ := scheme.Lookup(cfg.Scheme); in.ServerUpdates && rank == world-1 {
+	if cfg.Info().ServerUpdates && rank == world-1 {
 		cfg.SnapshotPrefix = prefix
 	}
 }

@@ -52,7 +52,7 @@ func TestPlace(t *testing.T) {
 		{"sync-ps", 2, 3, false, false, "snap"},
 	} {
 		cfg := j.Config()
-		cfg.Scheme, cfg.Out, cfg.SnapshotPrefix = tc.scheme, os.Stdout, "snap"
+		cfg.Name, cfg.Out, cfg.SnapshotPrefix = tc.scheme, os.Stdout, "snap"
 		Place(&cfg, tc.rank, tc.world, tc.elastic)
 		reports := cfg.Out != io.Discard && len(cfg.Test.Layers) > 0
 		if cfg.Group == nil || cfg.Group.Rank != tc.rank || cfg.Group.Size != tc.world || reports != tc.reports || cfg.SnapshotPrefix != tc.prefix {

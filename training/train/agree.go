@@ -7,7 +7,6 @@ import (
 	"dsgd/comm/transport"
 	"dsgd/internal/runcfg"
 	"dsgd/protocol/center"
-	"dsgd/protocol/scheme"
 )
 
 // tagAgree is the tag of the run-configuration exchange; the collectives
@@ -25,19 +24,19 @@ const (
 // as name=value pairs named as the command's flags: the random seed
 // (initial weights, random layers, data order), the solver, the scheme
 // and its settings, the batch and the iterations.
-func (t *Trainer) runFields() runcfg.Fields {
-	c := t.cfg
+func (o *origin) runFields() runcfg.Fields {
+	c := o.cfg
 	s := c.Solver
 	f := func(name string, v any) [2]string { return [2]string{name, fmt.Sprint(v)} }
 	fields := runcfg.Fields{
 		f("--seed", c.Seed),
-		f("--scheme", c.Scheme),
+		f("--scheme", c.Name),
 		f("--workers", max(c.Workers, 1)),
-		f("batch size", t.batch),
+		f("batch size", o.batch),
 		f("--reduce", map[bool]string{true: "exact", false: "fast"}[c.Exact]),
 		f("passes per iteration (iter_size x atoms)", max(c.IterSize, 1)),
 		f(itersField, c.MaxIter),
-		f(startField, t.start),
+		f(startField, o.start),
 		f("solver type", s.Type),
 		f("base_lr", s.BaseLR),
 		f("momentum", s.Momentum),
@@ -53,7 +52,7 @@ func (t *Trainer) runFields() runcfg.Fields {
 		f("--groups", c.Groups),
 		f("--finish", c.Finish),
 	}
-	if in, _ := scheme.Lookup(c.Scheme); in.Streaming {
+	if c.Info().Streaming {
 		// Only for it, so that the other schemes' fields (and older
 		// snapshots' and servers' comparisons) stay as they were.
 		fields = append(fields, f("--fragments", c.Fragments), f("--overlap", c.Overlap), f("--mix", c.Mix), f("--outer-bits", c.OuterBits))
@@ -67,17 +66,17 @@ func (t *Trainer) runFields() runcfg.Fields {
 // iteration (a restarted worker rejoins from its own snapshot) and, when
 // every worker runs its own count (--finish own), the iterations; and the
 // net's parameter layout.
-func (t *Trainer) JoinFields() string {
+func (o *origin) JoinFields() string {
 	var out runcfg.Fields
-	for _, kv := range t.runFields() {
+	for _, kv := range o.runFields() {
 		// A worker may run iterations of its own (--iters) unless a
 		// finish rule counts them against the center's.
-		if kv[0] == startField || (kv[0] == itersField && t.cfg.Finish == center.FinishOwn) {
+		if kv[0] == startField || (kv[0] == itersField && o.cfg.Finish == center.FinishOwn) {
 			continue
 		}
 		out = append(out, kv)
 	}
-	out = append(out, [2]string{"net (its parameter layout)", fmt.Sprintf("%016x", t.LayoutHash())})
+	out = append(out, [2]string{"net (its parameter layout)", fmt.Sprintf("%016x", o.LayoutHash())})
 	return out.String()
 }
 

@@ -27,11 +27,11 @@ func asyncConfig(name string, workers, iters int) Config {
 	}
 	cfg := Config{
 		Train: mlp(false), TrainShapes: map[string]tensor.Shape{"data": {b, 1, 8, 8}, "label": {b}}, TrainFeeds: feeds(0),
-		Solver:  solver.Config{Type: "SGD", BaseLR: 0.1, Momentum: 0.9, WeightDecay: 1e-3, LRPolicy: "inv", Gamma: 1e-2, Power: 0.75},
-		MaxIter: iters, Seed: 11, Threads: workers,
-		Scheme: name, Workers: workers, Pack: true,
-		Interval: 1, Staleness: 2, Variant: 3, Groups: 2,
-		Alpha: 0.9 / float32(workers),
+		Solver: solver.Config{Type: "SGD", BaseLR: 0.1, Momentum: 0.9, WeightDecay: 1e-3, LRPolicy: "inv", Gamma: 1e-2, Power: 0.75},
+		Seed:   11, Threads: workers,
+		Config: scheme.Config{MaxIter: iters, Name: name, Workers: workers, Pack: true,
+			Interval: 1, Staleness: 2, Variant: 3, Groups: 2,
+			Alpha: 0.9 / float32(workers)},
 	}
 	for r := 1; r < workers; r++ {
 		cfg.WorkerFeeds = append(cfg.WorkerFeeds, feeds(r))
@@ -65,7 +65,7 @@ func runAsyncWith(t *testing.T, cfg Config, d Deps) (*Result, []float64) {
 	defer cancel()
 	res, err := tr.Run(ctx, d)
 	if err != nil {
-		t.Fatalf("%s with %d workers: %v", cfg.Scheme, cfg.Workers, err)
+		t.Fatalf("%s with %d workers: %v", cfg.Name, cfg.Workers, err)
 	}
 	return res, losses
 }

@@ -25,17 +25,17 @@ const (
 	FormatHDF5 = "hdf5"
 )
 
-// loadWeights copies each .caffemodel into every local rank's parameters
-// in turn, by layer name, as `caffe train --weights a,b` does, and says
-// what it copied.
-func (t *Trainer) loadWeights(files []string) error {
-	for _, r := range t.ranks {
+// loadWeights copies each .caffemodel into the parameters of ranks in
+// turn (rank 0's first), by layer name, as `caffe train --weights a,b`
+// does, and says what it copied.
+func (o *origin) loadWeights(ranks []*rankState, files []string) error {
+	for _, r := range ranks {
 		for _, f := range files {
 			n, err := caffemodel.ReadModel(f)
 			if err != nil {
 				return fmt.Errorf("train: Config.Weights: %w", err)
 			}
-			layers, err := t.caffeLayers(r)
+			layers, err := o.caffeLayers(r)
 			if err != nil {
 				return fmt.Errorf("train: Config.Weights %s: %w", f, err)
 			}
@@ -43,15 +43,15 @@ func (t *Trainer) loadWeights(files []string) error {
 			if err != nil {
 				return fmt.Errorf("train: Config.Weights: %w", err)
 			}
-			if r == t.ranks[0] {
-				fmt.Fprintf(t.out, "weights %s: copied %s", f, strings.Join(rep.Copied, ", "))
+			if r == ranks[0] {
+				fmt.Fprintf(o.out, "weights %s: copied %s", f, strings.Join(rep.Copied, ", "))
 				if len(rep.Ignored) > 0 {
-					fmt.Fprintf(t.out, "; ignored %s (not in this net)", strings.Join(rep.Ignored, ", "))
+					fmt.Fprintf(o.out, "; ignored %s (not in this net)", strings.Join(rep.Ignored, ", "))
 				}
 				if len(rep.Kept) > 0 {
-					fmt.Fprintf(t.out, "; %s keep their fillers (not in the file)", strings.Join(rep.Kept, ", "))
+					fmt.Fprintf(o.out, "; %s keep their fillers (not in the file)", strings.Join(rep.Kept, ", "))
 				}
-				fmt.Fprintln(t.out)
+				fmt.Fprintln(o.out)
 			}
 		}
 	}
@@ -60,8 +60,8 @@ func (t *Trainer) loadWeights(files []string) error {
 
 // caffeLayers is rank r's TRAIN net as Caffe's Net holds it: every
 // layer with its param blobs, shared ones included.
-func (t *Trainer) caffeLayers(r *rankState) ([]caffemodel.NetLayer, error) {
-	return caffemodel.Resolve(caffemodel.SpecLayers(t.cfg.Train), r.net.Blocks())
+func (o *origin) caffeLayers(r *rankState) ([]caffemodel.NetLayer, error) {
+	return caffemodel.Resolve(caffemodel.SpecLayers(o.cfg.Train), r.net.Blocks())
 }
 
 // CaffeSnapshotPaths are the files of a Caffe-format snapshot; with hdf5,
@@ -124,7 +124,7 @@ func (t *Trainer) currentStep(iter int) int {
 // and the model it names (as written, else beside the state file), as
 // `caffe train --snapshot` does. Every param blob of the net must be in
 // the model.
-func (t *Trainer) resumeCaffe(path string) error {
+func (o *origin) resumeCaffe(ranks []*rankState, path string) error {
 	st, err := caffemodel.ReadAnyState(path)
 	if err != nil {
 		return fmt.Errorf("train: Config.Resume: %w", err)
@@ -137,8 +137,8 @@ func (t *Trainer) resumeCaffe(path string) error {
 	if err != nil {
 		return fmt.Errorf("train: Config.Resume %s: learned_net: %w", path, err)
 	}
-	for _, r := range t.ranks {
-		layers, err := t.caffeLayers(r)
+	for _, r := range ranks {
+		layers, err := o.caffeLayers(r)
 		if err != nil {
 			return fmt.Errorf("train: Config.Resume %s: %w", path, err)
 		}
@@ -153,6 +153,6 @@ func (t *Trainer) resumeCaffe(path string) error {
 			return fmt.Errorf("train: Config.Resume: %w", err)
 		}
 	}
-	t.start = st.Iter
+	o.start = st.Iter
 	return nil
 }

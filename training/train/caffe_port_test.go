@@ -11,6 +11,7 @@ import (
 	"dsgd/engine/model"
 	"dsgd/engine/solver"
 	"dsgd/engine/tensor"
+	"dsgd/protocol/scheme"
 )
 
 // The iter_size tests of Caffe's test_gradient_based_solver.cpp
@@ -75,7 +76,7 @@ func runLsq(t *testing.T, cfg solver.Config, share bool, iters, iterSize int) []
 	tr, err := New(Config{
 		Train: lsqSpecTrain(share), TrainShapes: map[string]tensor.Shape{"data": {b, 3, 10, 10}, "targets": {b, 1}},
 		TrainFeeds: []Feed{{Tops: []string{"data", "targets"}, Source: &lsqSource{data: data, targets: targets, batch: b}}},
-		Solver:     cfg, IterSize: iterSize, MaxIter: iters, Seed: 1701, Out: io.Discard,
+		Solver:     cfg, IterSize: iterSize, Config: scheme.Config{MaxIter: iters}, Seed: 1701, Out: io.Discard,
 	})
 	if err != nil {
 		t.Fatal(err)

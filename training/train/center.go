@@ -2,7 +2,6 @@ package train
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"dsgd/engine/solver"
@@ -13,25 +12,25 @@ import (
 )
 
 // schemeConfig is the scheme's configuration for a run from start.
-func (t *Trainer) schemeConfig(start int) scheme.Config {
-	cfg := t.cfg
-	sc := scheme.Config{Name: cfg.Scheme, Workers: max(cfg.Workers, 1), StartIter: start, MaxIter: cfg.MaxIter,
-		Pack: cfg.Pack, Bucket: cfg.Bucket, Interval: cfg.Interval, Staleness: cfg.Staleness, Alpha: cfg.Alpha,
-		OuterMomentum: cfg.OuterMomentum,
-		Fragments:     cfg.Fragments, Overlap: cfg.Overlap, Mix: cfg.Mix, OuterBits: cfg.OuterBits,
-		Variant: cfg.Variant, Groups: cfg.Groups, Aligned: cfg.Finish != center.FinishOwn,
-		// Ranks in other processes built their models apart.
-		Broadcast: cfg.Group != nil,
-		// TRL's accumulator is shared memory: in one process only.
-		Accumulate: cfg.Group == nil && max(cfg.Workers, 1) > 1}
+func (o *origin) schemeConfig(start int) scheme.Config {
+	cfg := o.cfg
+	// The settings are the Config's; the rest the run decides here.
+	sc := cfg.Config
+	sc.Workers, sc.StartIter = max(cfg.Workers, 1), start
+	sc.Layout, sc.GradWidth, sc.AverageGrads = scheme.Layout{}, 0, false
+	sc.Aligned = cfg.Finish != center.FinishOwn
+	// Ranks in other processes built their models apart.
+	sc.Broadcast = cfg.Group != nil
+	// TRL's accumulator is shared memory: in one process only.
+	sc.Accumulate = cfg.Group == nil && sc.Workers > 1
 	if sc.Name == "" {
 		sc.Name = "seq"
 	}
 	// A gradient compressor sits on the allreduce: overlap then
 	// allreduces its buckets instead of accumulating them in memory.
 	sc.Accumulate = sc.Accumulate && sc.Info().Accumulator && !cfg.Compress.Gradient()
-	if t.net != nil {
-		sc.Layout = schemeLayout(t.net)
+	if o.net != nil {
+		sc.Layout = schemeLayout(o.net)
 	}
 	if cfg.Exact {
 		sc.GradWidth = exact.Limbs
@@ -51,8 +50,8 @@ func (t *Trainer) SchemeConfig() scheme.Config { return t.schemeConfig(t.start) 
 
 // CenterWorkers is the number of workers the configured scheme's center
 // serves: every worker, or hybrid's groups (0 without a center).
-func (t *Trainer) CenterWorkers() int {
-	_, n := t.schemeConfig(t.start).UsesCenter()
+func (o *origin) CenterWorkers() int {
+	_, n := o.schemeConfig(o.start).UsesCenter()
 	return n
 }
 
@@ -74,31 +73,6 @@ func (t *Trainer) Finish() center.Finish { return t.cfg.Finish }
 
 // MaxIter is the iteration the run stops at.
 func (t *Trainer) MaxIter() int { return t.cfg.MaxIter }
-
-// NewCenter makes the in-process center of the configured scheme, for a
-// parameter server process to serve; nil if the scheme has none.
-func (t *Trainer) NewCenter() (*center.Local, error) {
-	return t.NewCenterRange(0, len(t.net.Params()))
-}
-
-// NewCenterRange makes the center of parameters [lo,hi) only: one shard
-// of a parameter server split over several processes (ps.Sharded). Weed-
-// out's solver step needs every parameter, so it cannot be sharded.
-func (t *Trainer) NewCenterRange(lo, hi int) (*center.Local, error) {
-	sc := t.schemeConfig(t.start)
-	uses, n := sc.UsesCenter()
-	if !uses {
-		return nil, nil
-	}
-	cc := t.CenterConfig(sc, n)
-	if lo != 0 || hi != len(cc.Weights) {
-		if sc.Info().CenterSolver {
-			return nil, errors.New("train: weedout's center applies a solver step to all parameters; it cannot be sharded")
-		}
-		cc.Weights = cc.Weights[lo:hi]
-	}
-	return center.NewLocal(cc)
-}
 
 // centerID is rank r's worker id at the center: its rank, or for hybrid
 // its group.
@@ -127,10 +101,10 @@ func (t *Trainer) makeCenter(sc scheme.Config) (center.Center, *center.Local, er
 // CenterConfig is the configuration of the center for scheme sc with n
 // workers, starting from rank 0's weights; a parameter server process
 // builds its center from it.
-func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
-	cc := center.Config{Workers: n, Weights: t.net.Params(), Finish: t.cfg.Finish, MaxIter: t.cfg.MaxIter,
-		StartIter: sc.StartIter, Deadline: t.cfg.RoundDeadline, MaxUpdateNorm: t.cfg.MaxUpdateNorm}
-	if out := t.cfg.Out; out != nil {
+func (o *origin) CenterConfig(sc scheme.Config, n int) center.Config {
+	cc := center.Config{Workers: n, Weights: o.net.Params(), Finish: o.cfg.Finish, MaxIter: o.cfg.MaxIter,
+		StartIter: sc.StartIter, Deadline: o.cfg.RoundDeadline, MaxUpdateNorm: o.cfg.MaxUpdateNorm}
+	if out := o.cfg.Out; out != nil {
 		// A refused update names its worker in the center's log: the
 		// run's output here, the server's in a parameter server process.
 		cc.Log = func(err error) { fmt.Fprintf(out, "%v\n", err) }
@@ -143,9 +117,9 @@ func (t *Trainer) CenterConfig(sc scheme.Config, n int) center.Config {
 	if sc.Info().CenterSolver {
 		// The center applies each round's mean gradient with a solver of
 		// its own, as a synchronous parameter server does.
-		sv, err := solver.New(t.cfg.Solver, len(t.net.Params()), Segments(t.net.Blocks()))
+		sv, err := solver.New(o.cfg.Solver, len(o.net.Params()), Segments(o.net.Blocks()))
 		if err == nil {
-			sv.SetThreads(t.cfg.Threads)
+			sv.SetThreads(o.cfg.Threads)
 			cc.Update = func(w, g []float32, iter int) { sv.Step(iter, w, g) }
 		}
 	}

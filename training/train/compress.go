@@ -18,7 +18,7 @@ func CompressRefusal(cfg Config) error {
 	if !c.Gradient() {
 		return nil
 	}
-	name := cfg.Scheme
+	name := cfg.Name
 	if name == "" {
 		name = "seq"
 	}
@@ -32,7 +32,7 @@ func CompressRefusal(cfg Config) error {
 	switch {
 	case in.GradAllreduce:
 		if max(cfg.Workers, 1) == 1 {
-			return fmt.Errorf("Config.Compress %s with Config.Workers 1 (Config.Scheme %s): one worker exchanges nothing to compress", c, name)
+			return fmt.Errorf("Config.Compress %s with Config.Workers 1 (Config.Name %s): one worker exchanges nothing to compress", c, name)
 		}
 		return nil
 	case in.AveragesGrads:
@@ -40,16 +40,16 @@ func CompressRefusal(cfg Config) error {
 			return nil
 		}
 		if cfg.Interval > 1 {
-			return fmt.Errorf("Config.Compress %s with Config.Scheme local-sgd Config.Interval %d: local-sgd then averages weights, not gradients; compression is for the gradient exchange (Config.Interval 1, or sync-ring, sync-tree, overlap)", c, cfg.Interval)
+			return fmt.Errorf("Config.Compress %s with Config.Name local-sgd Config.Interval %d: local-sgd then averages weights, not gradients; compression is for the gradient exchange (Config.Interval 1, or sync-ring, sync-tree, overlap)", c, cfg.Interval)
 		}
-		return fmt.Errorf("Config.Compress %s with Config.Scheme local-sgd: with a %s solver (or clip_gradients) local-sgd averages weights, not gradients; use sync-ring, sync-tree or overlap", c, cfg.Solver.Type)
+		return fmt.Errorf("Config.Compress %s with Config.Name local-sgd: with a %s solver (or clip_gradients) local-sgd averages weights, not gradients; use sync-ring, sync-tree or overlap", c, cfg.Solver.Type)
 	case in.ServerUpdates:
 		if c.Pushable() {
 			return nil
 		}
-		return fmt.Errorf("Config.Compress %s with Config.Scheme sync-ps: PowerSGD needs two rounds of sums among the workers, and a worker's push to the parameter server is one message (bf16, topk:F and sign compress it); use sync-ring, sync-tree or overlap", c)
+		return fmt.Errorf("Config.Compress %s with Config.Name sync-ps: PowerSGD needs two rounds of sums among the workers, and a worker's push to the parameter server is one message (bf16, topk:F and sign compress it); use sync-ring, sync-tree or overlap", c)
 	}
-	return fmt.Errorf("Config.Compress %s with Config.Scheme %s: %s exchanges weights or talks to a center, not a gradient allreduce; compression is for sync-ring, sync-tree, overlap and local-sgd Config.Interval 1", c, name, name)
+	return fmt.Errorf("Config.Compress %s with Config.Name %s: %s exchanges weights or talks to a center, not a gradient allreduce; compression is for sync-ring, sync-tree, overlap and local-sgd Config.Interval 1", c, name, name)
 }
 
 // compressBlocks is the net's parameter blocks as the compressor sees

@@ -15,6 +15,7 @@ import (
 	"dsgd/engine/solver"
 	"dsgd/engine/tensor"
 	"dsgd/protocol/center"
+	"dsgd/protocol/scheme"
 	"dsgd/training/metrics"
 	"dsgd/training/timeline"
 )
@@ -68,8 +69,6 @@ type Config struct {
 	// caller makes each feed's batch one atom, and IterSize the atoms per
 	// worker, so that IterSize×Workers atoms make the global batch.
 	Exact bool
-	// MaxIter is the iteration to stop at.
-	MaxIter int
 	// TestInterval runs the test net every TestInterval iterations (0:
 	// only at the end), over TestIter batches.
 	TestInterval, TestIter int
@@ -118,16 +117,19 @@ type Config struct {
 	Out io.Writer
 	TTY bool
 
-	// Scheme names the parallel scheme (scheme.Names); "" means seq.
-	Scheme string
-	// Workers is the number of workers (1 when zero). Worker r > 0 reads
-	// WorkerFeeds[r-1]; worker 0 reads TrainFeeds.
-	Workers     int
+	// Config is the parallel scheme and its settings: Name (one of
+	// scheme.Names; "" means seq), Workers (1 when zero), MaxIter (the
+	// iteration to stop at), Pack (all layers as one message; the
+	// command's default), overlap's Bucket, and the asynchronous, elastic
+	// and outer schemes' Interval, Staleness, Alpha, OuterMomentum,
+	// Variant, Groups, and streaming-diloco's Fragments, Overlap, Mix and
+	// OuterBits. What the run decides itself (StartIter, Layout,
+	// GradWidth, AverageGrads, Accumulate, Aligned, Broadcast) is set by
+	// the Trainer; values given there are not used.
+	scheme.Config
+	// WorkerFeeds are the TRAIN feeds of workers 1 and up: worker r > 0
+	// reads WorkerFeeds[r-1]; worker 0 reads TrainFeeds.
 	WorkerFeeds [][]Feed
-	// Pack sends all layers as one message (default in the command).
-	Pack bool
-	// Bucket is overlap's allreduce bucket, in values (scheme.Config).
-	Bucket int
 	// Algo overrides the allreduce algorithm for every allreduce
 	// (collective.Auto: the scheme's choice).
 	Algo collective.Algorithm
@@ -176,20 +178,6 @@ type Config struct {
 	// updates and waits. The caller closes it after Run.
 	Timeline *timeline.Writer
 
-	// The asynchronous and elastic schemes' settings (scheme.Config):
-	// exchange interval, ssp's staleness, the elastic moving rate,
-	// sync-easgd's variant and hybrid's groups.
-	Interval, Staleness, Variant, Groups int
-	Alpha                                float32
-	// OuterMomentum is diloco's outer Nesterov momentum
-	// (scheme.Config.OuterMomentum).
-	OuterMomentum float32
-	// Fragments, Overlap, Mix and OuterBits are streaming-diloco's P,
-	// τ, mixing factor and pseudo-gradient precision
-	// (scheme.Config's fields of the same names).
-	Fragments, Overlap int
-	Mix                float32
-	OuterBits          int
 	// Finish is the asynchronous schemes' aligned-termination rule.
 	Finish center.Finish
 	// RoundDeadline is how long a weed-out round waits after its first

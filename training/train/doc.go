@@ -11,13 +11,18 @@
 //
 // The canonical use:
 //
-//	tr, err := train.New(train.Config{Train: spec, TrainShapes: shapes, TrainFeeds: feeds, Solver: sc, MaxIter: 10000, ...})
+//	tr, err := train.New(train.Config{Train: spec, TrainShapes: shapes, TrainFeeds: feeds, Solver: sv, Config: scheme.Config{MaxIter: 10000}, ...})
 //	res, err := tr.Run(ctx, train.Deps{})
 //	res.Final().Get("accuracy")
 //
 // What exists only once the trainer is built goes to Run in Deps: the
 // group's endpoint (connected with tr.LayoutHash()), a parameter
 // server's center (joined with tr.JoinFields()) and the hooks.
+//
+// A parameter server process needs only what a run starts from:
+// NewStart builds the TRAIN net with its initial weights and the solver
+// as New builds rank 0's, and its NewCenterRange makes the center to
+// serve, with no Trainer.
 //
 // Data reaches the net through the Source interface, one per Data layer;
 // the data package's loaders implement it through Loader (see source.go).

@@ -81,9 +81,9 @@ func ElasticRefusal(cfg Config) error {
 	if !cfg.Elastic {
 		return nil
 	}
-	switch name := cmp.Or(cfg.Scheme, "seq"); {
+	switch name := cmp.Or(cfg.Name, "seq"); {
 	case !ElasticScheme(name):
-		return fmt.Errorf("Config.Elastic with Config.Scheme %s: elastic membership is for the synchronous schemes (%s); a center's schemes already let workers come and go", name, strings.Join(ElasticSchemes, ", "))
+		return fmt.Errorf("Config.Elastic with Config.Name %s: elastic membership is for the synchronous schemes (%s); a center's schemes already let workers come and go", name, strings.Join(ElasticSchemes, ", "))
 	case cfg.Group == nil:
 		return errors.New("Config.Elastic needs workers in processes of their own (Config.Group): in one process they live and die together")
 	case cfg.Compress.Gradient():
@@ -96,7 +96,7 @@ func ElasticRefusal(cfg Config) error {
 // the run or the group can no longer go on.
 func (t *Trainer) runElastic(ctx context.Context) (*Result, error) {
 	el := t.deps.Elastic
-	total := &Result{Start: t.start, Scheme: t.cfg.Scheme}
+	total := &Result{Start: t.start, Scheme: t.cfg.Name}
 	done := t.start
 	var pos int64 = -1 // the data position; unknown until a generation starts
 	var why error
@@ -238,7 +238,7 @@ func (t *Trainer) adopt(ctx context.Context, g elastic.Generation, done int, pos
 // elasticServers is the number of server ranks in every generation of
 // the scheme: 1 for sync-ps's parameter server, else 0.
 func (t *Trainer) elasticServers() int {
-	if in, _ := scheme.Lookup(t.cfg.Scheme); in.ServerUpdates {
+	if t.cfg.Info().ServerUpdates {
 		return 1
 	}
 	return 0

@@ -17,6 +17,7 @@ import (
 	"dsgd/data"
 	"dsgd/engine/solver"
 	"dsgd/engine/tensor"
+	"dsgd/protocol/scheme"
 )
 
 // feedCall is one call of an elastic worker's Feeds.
@@ -103,8 +104,8 @@ func TestElasticGroupGrowsAndShrinks(t *testing.T) {
 		m := &elastic.Member{Client: cl, Prefer: w, TCP: tcp.Config{Token: "t", Timeout: 10 * time.Second, Shm: tcp.ShmOff}}
 		cfg := Config{
 			Train: mlp(false), TrainShapes: map[string]tensor.Shape{"data": {b, 1, 8, 8}, "label": {b}},
-			Solver:  solver.Config{Type: "SGD", BaseLR: 0.05, Momentum: 0.9, WeightDecay: 5e-4, LRPolicy: "inv", Gamma: 1e-4, Power: 0.75},
-			MaxIter: iters, Seed: 1, Threads: 1, Scheme: "sync-ring", Workers: 2, Pack: true,
+			Solver: solver.Config{Type: "SGD", BaseLR: 0.05, Momentum: 0.9, WeightDecay: 5e-4, LRPolicy: "inv", Gamma: 1e-4, Power: 0.75},
+			Config: scheme.Config{MaxIter: iters, Name: "sync-ring", Workers: 2, Pack: true}, Seed: 1, Threads: 1,
 			Group:   &Group{Rank: min(w, 1), Size: 2},
 			Elastic: true,
 		}

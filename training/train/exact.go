@@ -205,7 +205,7 @@ func BatchCoupled(spec model.Spec) []string {
 // without clip_gradients), which then averages the gradients
 // (scheme.Config.AverageGrads).
 func ExactCapable(cfg Config) bool {
-	name := cfg.Scheme
+	name := cfg.Name
 	if name == "" {
 		name = "seq"
 	}
@@ -220,7 +220,7 @@ func ExactCapable(cfg Config) bool {
 // solver linear in the gradient.
 func localSGDAveragesGrads(cfg Config) bool {
 	linear := cfg.Solver.Type == "" || cfg.Solver.Type == "SGD" || cfg.Solver.Type == "Nesterov"
-	in, _ := scheme.Lookup(cfg.Scheme)
+	in := cfg.Info()
 	return in.AveragesGrads && cfg.Interval <= 1 && linear && cfg.Solver.ClipGradients <= 0
 }
 

@@ -90,7 +90,7 @@ func (t *Trainer) runGeneration(ctx context.Context, ep transport.Endpoint) (*Re
 func (t *Trainer) newGeneration(ep transport.Endpoint) *generation {
 	cfg := t.cfg
 	g := &generation{t: t, cfg: cfg, workers: max(cfg.Workers, 1), ep: ep}
-	g.res = &Result{Start: t.start, Phases: metrics.NewPhases(append(PhaseNames, "comm (exposed)", "wait")...), Params: t.net.Params(), Workers: g.workers, Scheme: cfg.Scheme}
+	g.res = &Result{Start: t.start, Phases: metrics.NewPhases(append(PhaseNames, "comm (exposed)", "wait")...), Params: t.net.Params(), Workers: g.workers, Scheme: cfg.Name}
 	g.prog = metrics.NewProgress(t.out, cfg.MaxIter, cfg.TTY)
 	g.prog.From(t.start)
 	return g

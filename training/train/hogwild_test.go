@@ -110,7 +110,7 @@ func TestSchemesConvergeOnFashionMNIST(t *testing.T) {
 			cfg.TestIter, cfg.TestInterval = testIters, 0
 			mom := cfg.Solver.Momentum
 			cfg.Solver = solver.Config{Type: "SGD", BaseLR: 0.05, Momentum: mom, WeightDecay: 5e-4, LRPolicy: "fixed"}
-			switch cfg.Scheme {
+			switch cfg.Name {
 			case "async", "ssp", "hogwild":
 				// Every worker's steps land in the same weights (the
 				// center, or hogwild's shared ones): 4 workers step 4

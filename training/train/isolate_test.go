@@ -9,6 +9,7 @@ import (
 
 	"dsgd/engine/solver"
 	"dsgd/engine/tensor"
+	"dsgd/protocol/scheme"
 )
 
 // TestAsyncWorkerFailureIsolated: under ssp in one process, worker 2's
@@ -30,8 +31,8 @@ func TestAsyncWorkerFailureIsolated(t *testing.T) {
 	var last int
 	cfg := Config{
 		Train: mlp(false), TrainShapes: map[string]tensor.Shape{"data": {b, 1, 8, 8}, "label": {b}}, TrainFeeds: feeds(0),
-		Solver:  solver.Config{Type: "SGD", BaseLR: 0.05, LRPolicy: "fixed"},
-		MaxIter: iters, Seed: 11, Threads: workers, Scheme: "ssp", Staleness: 1, Workers: workers, Pack: true,
+		Solver: solver.Config{Type: "SGD", BaseLR: 0.05, LRPolicy: "fixed"},
+		Config: scheme.Config{MaxIter: iters, Name: "ssp", Staleness: 1, Workers: workers, Pack: true}, Seed: 11, Threads: workers,
 		Out: &out,
 	}
 	onIter := func(iter int, _ float64, _ time.Duration) { last = iter }

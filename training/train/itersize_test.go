@@ -8,6 +8,7 @@ import (
 
 	"dsgd/engine/solver"
 	"dsgd/engine/tensor"
+	"dsgd/protocol/scheme"
 )
 
 // runIterSize trains like runScheme with Caffe's iter_size k: each worker
@@ -34,9 +35,9 @@ func runIterSizeFills(t *testing.T, name string, workers, b, k, iters int) ([]fl
 	cfg := Config{
 		Train: mlp(false), TrainShapes: shapes, TrainFeeds: feeds(0),
 		Solver:   solver.Config{Type: "SGD", BaseLR: 0.1, Momentum: 0.9, WeightDecay: 1e-3, LRPolicy: "inv", Gamma: 1e-2, Power: 0.75},
-		IterSize: k, MaxIter: iters, Seed: 11, Threads: workers,
-		Scheme: name, Workers: workers, Pack: true,
-		Interval: 1, Alpha: 0.5, Variant: 2, Groups: 1, // for the elastic schemes; the others ignore them
+		IterSize: k, Seed: 11, Threads: workers,
+		Config: scheme.Config{MaxIter: iters, Name: name, Workers: workers, Pack: true,
+			Interval: 1, Alpha: 0.5, Variant: 2, Groups: 1}, // for the elastic schemes; the others ignore them
 	}
 	for r := 1; r < workers; r++ {
 		cfg.WorkerFeeds = append(cfg.WorkerFeeds, feeds(r))
@@ -101,7 +102,7 @@ func TestIterSizeEveryScheme(t *testing.T) {
 	first, err := New(Config{
 		Train: mlp(false), TrainShapes: map[string]tensor.Shape{"data": {4, 1, 8, 8}, "label": {4}},
 		TrainFeeds: []Feed{{Tops: []string{"data", "label"}, Source: &sliceSource{images: images, labels: labels, per: 64, batch: 4, workers: 1}}},
-		Solver:     solver.Config{Type: "SGD", BaseLR: 0.1, LRPolicy: "fixed"}, MaxIter: 1, Seed: 11,
+		Solver:     solver.Config{Type: "SGD", BaseLR: 0.1, LRPolicy: "fixed"}, Config: scheme.Config{MaxIter: 1}, Seed: 11,
 	})
 	if err != nil {
 		t.Fatal(err)

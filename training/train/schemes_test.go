@@ -78,9 +78,9 @@ func runSchemeWith(t *testing.T, name string, workers, b, iters int, pack bool, 
 	}
 	cfg := Config{
 		Train: spec, TrainShapes: shapes, TrainFeeds: feeds(0),
-		Solver:  solver.Config{Type: "SGD", BaseLR: 0.1, Momentum: 0.9, WeightDecay: 1e-3, LRPolicy: "inv", Gamma: 1e-2, Power: 0.75},
-		MaxIter: iters, Seed: 11, Threads: workers,
-		Scheme: name, Workers: workers, Pack: pack, Algo: alg,
+		Solver: solver.Config{Type: "SGD", BaseLR: 0.1, Momentum: 0.9, WeightDecay: 1e-3, LRPolicy: "inv", Gamma: 1e-2, Power: 0.75},
+		Seed:   11, Threads: workers,
+		Config: scheme.Config{MaxIter: iters, Name: name, Workers: workers, Pack: pack}, Algo: alg,
 	}
 	for r := 1; r < workers; r++ {
 		cfg.WorkerFeeds = append(cfg.WorkerFeeds, feeds(r))
@@ -164,7 +164,7 @@ func TestSeqDiffersFromWrongBatch(t *testing.T) {
 
 func TestWorkerFeedCountChecked(t *testing.T) {
 	cfg := testConfig(t, 5)
-	cfg.Scheme, cfg.Workers = "sync-tree", 3
+	cfg.Name, cfg.Workers = "sync-tree", 3
 	if _, err := New(cfg); err == nil {
 		t.Fatal("3 workers with no worker feeds accepted")
 	}
@@ -216,8 +216,8 @@ func tcpGroupWith(t *testing.T, name string, workers, b, iters, failRank int, mo
 			rank := min(r, workers-1)
 			cfg := Config{
 				Train: mlp(false), TrainShapes: map[string]tensor.Shape{"data": {b, 1, 8, 8}, "label": {b}},
-				Solver:  solver.Config{Type: "SGD", BaseLR: 0.1, Momentum: 0.9, WeightDecay: 1e-3, LRPolicy: "inv", Gamma: 1e-2, Power: 0.75},
-				MaxIter: iters, Seed: 11, Threads: 1, Scheme: name, Workers: workers, Pack: true,
+				Solver: solver.Config{Type: "SGD", BaseLR: 0.1, Momentum: 0.9, WeightDecay: 1e-3, LRPolicy: "inv", Gamma: 1e-2, Power: 0.75},
+				Config: scheme.Config{MaxIter: iters, Name: name, Workers: workers, Pack: true}, Seed: 11, Threads: 1,
 				Group: &Group{Rank: r, Size: size},
 			}
 			if r < workers {

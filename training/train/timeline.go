@@ -27,7 +27,7 @@ func (t *Trainer) traceRank(rs *rankState, n *node.Rank) {
 	tl := t.cfg.Timeline
 	r := rs.rank
 	if rs == t.ranks[0] {
-		tl.Process(0, fmt.Sprintf("dsgd train %s, %d worker(s)", t.cfg.Scheme, max(t.cfg.Workers, 1)))
+		tl.Process(0, fmt.Sprintf("dsgd train %s, %d worker(s)", t.cfg.Name, max(t.cfg.Workers, 1)))
 	}
 	name := fmt.Sprintf("worker %d", r)
 	if r >= max(t.cfg.Workers, 1) {

@@ -13,6 +13,7 @@ import (
 	"dsgd/engine/layers"
 	"dsgd/engine/solver"
 	"dsgd/engine/tensor"
+	"dsgd/protocol/scheme"
 	"dsgd/training/node"
 	"dsgd/training/timeline"
 )
@@ -40,9 +41,8 @@ func timelineConfig(name string, workers, iters int) Config {
 	}
 	cfg := Config{
 		Train: mlp(false), TrainShapes: shapes, TrainFeeds: feeds(0),
-		Solver:  solver.Config{Type: "SGD", BaseLR: 0.1, Momentum: 0.9, LRPolicy: "fixed"},
-		MaxIter: iters, Seed: 11, Threads: workers,
-		Scheme: name, Workers: workers, Pack: true,
+		Solver: solver.Config{Type: "SGD", BaseLR: 0.1, Momentum: 0.9, LRPolicy: "fixed"},
+		Config: scheme.Config{MaxIter: iters, Name: name, Workers: workers, Pack: true}, Seed: 11, Threads: workers,
 	}
 	for r := 1; r < workers; r++ {
 		cfg.WorkerFeeds = append(cfg.WorkerFeeds, feeds(r))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -27,14 +26,11 @@ import (
 
 // Trainer runs a Config. Build it with New, run it with Run.
 type Trainer struct {
-	cfg       Config
-	net, test *model.Net   // rank 0's
-	extra     []*model.Net // rank 0's further test nets (Config.ExtraTests)
-	solver    *solver.Solver
-	layout    uint64
-	batch     int
-	start     int
-	out       io.Writer
+	// origin is rank 0's TRAIN net, solver and initial weights, what a
+	// Start holds alone.
+	origin
+	test  *model.Net   // rank 0's
+	extra []*model.Net // rank 0's further test nets (Config.ExtraTests)
 	// ranks holds every rank's model and solver (rank 0 first; a
 	// parameter server last).
 	ranks []*rankState
@@ -71,21 +67,12 @@ type rankState struct {
 // and checks that snapshots can be written, so that a bad path fails now
 // and not after hours of training.
 func New(cfg Config) (*Trainer, error) {
-	if cfg.Out == nil {
-		cfg.Out = io.Discard
-	}
-	if cfg.MaxIter <= 0 {
-		return nil, fmt.Errorf("train: max_iter must be positive, got %d", cfg.MaxIter)
-	}
-	t := &Trainer{cfg: cfg, out: cfg.Out}
-	var err error
-	t.net, err = model.Build(cfg.Train, cfg.TrainShapes, model.Options{Phase: layers.Train, Threads: cfg.Threads, Seed: cfg.Seed})
+	o, err := newOrigin(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("train: TRAIN net: %w", err)
+		return nil, err
 	}
-	if !t.net.HasLoss() {
-		return nil, fmt.Errorf("train: the TRAIN net %q has no loss: no loss layer (SoftmaxWithLoss, EuclideanLoss, ...) and no loss_weight, so there is nothing to minimise", cfg.Train.Name)
-	}
+	t := &Trainer{origin: o}
+	cfg = t.cfg
 	if len(cfg.Test.Layers) > 0 {
 		t.test, err = model.Build(cfg.Test, cfg.TestShapes, model.Options{Phase: layers.Test, Threads: cfg.Threads, Seed: cfg.Seed, ShareWith: t.net})
 		if err != nil {
@@ -113,14 +100,8 @@ func New(cfg Config) (*Trainer, error) {
 		t.cfg.TestFeeds = checkLabels(t.test, cfg.TestFeeds)
 	}
 	cfg = t.cfg
-	t.solver, err = solver.New(cfg.Solver, len(t.net.Params()), Segments(t.net.Blocks()))
-	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
-	t.solver.SetThreads(cfg.Threads)
-	t.layout = Layout(t.net.Blocks())
-	for _, name := range cfg.Train.Inputs {
-		t.batch = max(t.batch, cfg.TrainShapes[name].Count()/max(1, cfg.TrainShapes[name].CountFrom(1))*max(cfg.IterSize, 1))
+	if err := t.newSolver(); err != nil {
+		return nil, err
 	}
 	// Any worker of an elastic group may become rank 0, which tests.
 	t.elasticTest, t.elasticExtra = t.test, t.extra
@@ -139,22 +120,9 @@ func New(cfg Config) (*Trainer, error) {
 		return nil, fmt.Errorf("train: snapshot format %q: want %s, %s or %s", f, FormatDsgd, FormatCaffe, FormatHDF5)
 	case f == FormatHDF5 && cfg.SnapshotPrefix != "" && caffemodel.HDF5Error() != nil:
 		return nil, fmt.Errorf("train: snapshot_format HDF5: %w", caffemodel.HDF5Error())
-	case len(cfg.Weights) > 0 && cfg.Resume != "":
-		return nil, errors.New("train: give Config.Weights or Config.Resume, not both (a snapshot already holds its weights)")
 	}
-	if len(cfg.Weights) > 0 {
-		if err := t.loadWeights(cfg.Weights); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Resume != "" {
-		resume := t.resume
-		if caffemodel.IsState(cfg.Resume) {
-			resume = t.resumeCaffe
-		}
-		if err := resume(cfg.Resume); err != nil {
-			return nil, err
-		}
+	if err := t.initWeights(t.ranks); err != nil {
+		return nil, err
 	}
 	if cfg.SnapshotPrefix != "" {
 		if err := checkWritable(cfg.SnapshotPrefix); err != nil {
@@ -209,24 +177,26 @@ func checkWritable(prefix string) error {
 	return nil
 }
 
-func (t *Trainer) resume(path string) error {
+// resume copies the dsgd snapshot at path into the weights and solver
+// states of ranks and starts from its iteration.
+func (o *origin) resume(ranks []*rankState, path string) error {
 	st, err := checkpoint.Read(path)
 	if err != nil {
 		return fmt.Errorf("train: Config.Resume: %w", err)
 	}
-	if st.Layout != t.layout || len(st.Params) != len(t.net.Params()) {
-		return fmt.Errorf("train: Config.Resume %s: the snapshot was taken from a different net (%d parameters, layout %016x; this net has %d, layout %016x)", path, len(st.Params), st.Layout, len(t.net.Params()), t.layout)
+	if st.Layout != o.layout || len(st.Params) != len(o.net.Params()) {
+		return fmt.Errorf("train: Config.Resume %s: the snapshot was taken from a different net (%d parameters, layout %016x; this net has %d, layout %016x)", path, len(st.Params), st.Layout, len(o.net.Params()), o.layout)
 	}
-	for _, r := range t.ranks {
+	for _, r := range ranks {
 		if err := r.solver.ReadState(bytes.NewReader(st.Solver)); err != nil {
 			return fmt.Errorf("train: Config.Resume %s: solver state: %w", path, err)
 		}
 		copy(r.net.Params(), st.Params)
 	}
-	if msg := insane(t.net); msg != "" {
+	if msg := insane(o.net); msg != "" {
 		return fmt.Errorf("train: Config.Resume %s: %w: %s; not weights to continue or test from", path, ErrDiverged, msg)
 	}
-	t.start = st.Iter
+	o.start = st.Iter
 	return nil
 }
 
@@ -236,14 +206,14 @@ func (t *Trainer) GlobalBatch() int { return t.batch * max(t.cfg.Workers, 1) }
 
 // StartIter is the iteration the trainer starts from: that of the
 // snapshot it resumed, else 0.
-func (t *Trainer) StartIter() int { return t.start }
+func (o *origin) StartIter() int { return o.start }
 
 // LayoutHash identifies the model's parameter layout; ranks of a group
 // must agree on it.
-func (t *Trainer) LayoutHash() uint64 { return t.layout }
+func (o *origin) LayoutHash() uint64 { return o.layout }
 
 // Net is the TRAIN net.
-func (t *Trainer) Net() *model.Net { return t.net }
+func (o *origin) Net() *model.Net { return o.net }
 
 // buildRanks builds the nets and solvers of the ranks this process runs
 // (all of them in-process; one with an Endpoint): the same spec and seed,
@@ -254,10 +224,6 @@ func (t *Trainer) buildRanks() error {
 		return err
 	}
 	t.gpu.closeNets()
-	if cfg.Scheme == "" {
-		t.cfg.Scheme = "seq"
-		cfg.Scheme = "seq"
-	}
 	workers := max(cfg.Workers, 1)
 	sc := t.schemeConfig(0)
 	nranks := sc.Ranks()
@@ -265,15 +231,15 @@ func (t *Trainer) buildRanks() error {
 	for r := range local {
 		local[r] = r
 	}
-	threads := max(1, cfg.Threads/workers)
+	threads := rankThreads(cfg)
 	if g := cfg.Group; g != nil {
 		if g.Size != nranks {
-			return fmt.Errorf("train: scheme %s with %d workers runs on %d ranks, but the group has %d", cfg.Scheme, workers, nranks, g.Size)
+			return fmt.Errorf("train: scheme %s with %d workers runs on %d ranks, but the group has %d", cfg.Name, workers, nranks, g.Size)
 		}
 		if g.Rank < 0 || g.Rank >= g.Size {
 			return fmt.Errorf("train: rank %d out of range [0,%d)", g.Rank, g.Size)
 		}
-		local, threads = []int{g.Rank}, max(cfg.Threads, 1)
+		local = []int{g.Rank}
 	} else if workers > 1 && len(cfg.WorkerFeeds) != workers-1 {
 		return fmt.Errorf("train: %d workers need %d worker feeds, got %d", workers, workers-1, len(cfg.WorkerFeeds))
 	}
@@ -300,11 +266,13 @@ func (t *Trainer) buildRanks() error {
 		}
 	}
 	for i, r := range local {
+		// The first local rank's is the net the origin built, with its
+		// threads (rankThreads).
 		net, sv := t.net, t.solver
-		if i > 0 || threads != cfg.Threads {
+		if i > 0 {
 			var err error
 			opt := model.Options{Phase: layers.Train, Threads: threads, Seed: cfg.Seed}
-			if hogwild && i > 0 {
+			if hogwild {
 				// Hogwild: every worker updates rank 0's weights, with
 				// no lock, from gradients of its own.
 				opt.ShareWith, opt.OwnGrads = t.ranks[0].net, true
@@ -313,26 +281,8 @@ func (t *Trainer) buildRanks() error {
 			if err != nil {
 				return fmt.Errorf("train: TRAIN net of rank %d: %w", r, err)
 			}
-		}
-		if i > 0 {
-			var err error
 			if sv, err = solver.New(cfg.Solver, len(net.Params()), Segments(net.Blocks())); err != nil {
 				return fmt.Errorf("train: %w", err)
-			}
-		}
-		if i == 0 && net != t.net {
-			// The first local rank replaces the net New built before the
-			// worker count was known; the TEST net follows it.
-			t.net = net
-			if t.test != nil {
-				var err error
-				t.test, err = model.Build(cfg.Test, cfg.TestShapes, model.Options{Phase: layers.Test, Threads: cfg.Threads, Seed: cfg.Seed, ShareWith: net})
-				if err != nil {
-					return fmt.Errorf("train: TEST net: %w", err)
-				}
-				if err := t.buildExtraTests(net); err != nil {
-					return err
-				}
 			}
 		}
 		if sv == t.solver && net.Pool().Threads() == sv.Threads() {
@@ -408,7 +358,7 @@ func (t *Trainer) Run(ctx context.Context, d Deps) (*Result, error) {
 	defer t.gpu.release()
 	if t.cfg.Elastic {
 		if d.Elastic == nil {
-			return &Result{Start: t.start, Scheme: t.cfg.Scheme}, errors.New("train: Config.Elastic needs Deps.Elastic: the group's membership and the feeds of each generation")
+			return &Result{Start: t.start, Scheme: t.cfg.Name}, errors.New("train: Config.Elastic needs Deps.Elastic: the group's membership and the feeds of each generation")
 		}
 		return t.runElastic(ctx)
 	}

@@ -18,6 +18,7 @@ import (
 	"dsgd/engine/model"
 	"dsgd/engine/solver"
 	"dsgd/engine/tensor"
+	"dsgd/protocol/scheme"
 )
 
 // mlp is a small net for the synthetic 1x8x8 data: ip 32 -> relu -> ip 4.
@@ -65,7 +66,7 @@ func testConfig(t *testing.T, iters int) Config {
 		TrainFeeds:   []Feed{{Tops: []string{"data", "label"}, Source: Loader{L: open(data.Train, true), Name: "train"}}},
 		TestFeeds:    []Feed{{Tops: []string{"data", "label"}, Source: Loader{L: open(data.Test, false), Name: "test"}}},
 		Solver:       solver.Config{Type: "SGD", BaseLR: 0.05, Momentum: 0.9, WeightDecay: 5e-4, LRPolicy: "inv", Gamma: 1e-4, Power: 0.75},
-		MaxIter:      iters,
+		Config:       scheme.Config{MaxIter: iters},
 		TestInterval: 100,
 		TestIter:     8,
 		Seed:         1,
