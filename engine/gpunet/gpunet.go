@@ -50,7 +50,7 @@ type Net struct {
 	sent           []bool // blocks whose gradients went up this Backward
 	rng            *rand.Rand
 	resident       bool
-	paramsUp       bool // the params went up once (resident)
+	paramsUp       bool // the params and inputs went up once (resident)
 }
 
 type lossTop struct {
@@ -72,11 +72,12 @@ type Options struct {
 	// CPU lists layer types to run on the CPU even where there is a GPU
 	// pass (tests compare the two).
 	CPU []string
-	// Resident keeps the params and the gradients on the GPU: the params
-	// go up at the first Forward only and the gradients stay there
-	// (Backward waits for the GPU instead). For timing the passes alone,
-	// as a framework's own loop keeps them on the device; a run whose
-	// solver updates the host's params must not set it.
+	// Resident keeps the params, the inputs and the gradients on the
+	// GPU: the params and inputs go up at the first Forward only and the
+	// gradients stay there (Backward waits for the GPU instead). For
+	// timing the passes alone on one batch, as a framework's own loop
+	// keeps them on the device; a run whose solver updates the host's
+	// params, or whose data changes, must not set it.
 	Resident bool
 }
 
@@ -257,16 +258,18 @@ func (e *Net) param(p layers.Param) (data, grad cuda.Ptr) {
 func (e *Net) Forward() (float64, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.nparams > 0 && !(e.resident && e.paramsUp) {
-		if err := e.g.ToDevice(e.params, e.net.Params()); err != nil {
-			return 0, err
+	if !e.resident || !e.paramsUp {
+		if e.nparams > 0 {
+			if err := e.g.ToDevice(e.params, e.net.Params()); err != nil {
+				return 0, err
+			}
+		}
+		for _, b := range e.plan.Inputs {
+			if err := e.g.ToDevice(e.dev(b.Data), b.Data); err != nil {
+				return 0, err
+			}
 		}
 		e.paramsUp = true
-	}
-	for _, b := range e.plan.Inputs {
-		if err := e.g.ToDevice(e.dev(b.Data), b.Data); err != nil {
-			return 0, err
-		}
 	}
 	for i, o := range e.ops {
 		if err := o.forward(); err != nil {
