@@ -86,6 +86,7 @@ type benchConfig struct {
 	// allows TF32 tensor cores there, on both sides.
 	gpu      string
 	tf32     bool
+	fastest  bool
 	peerGPUs string // LeNet's GPU peer
 }
 
@@ -104,6 +105,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.Int64Var(&c.seed, "seed", -1, "random seed for weights and data order (default: each solver's)")
 	fs.DurationVar(&c.peakTime, "peak-time", 200*time.Millisecond, "length of each FMA peak run (best of 5)")
 	fs.StringVar(&c.gpu, "gpu", "", "time forward+backward on this GPU `ID` instead, against the peers with --device cuda, at the GPU batches (LeNet 64, cifar10_quick 100, CaffeNet 256, GoogLeNet 128, ResNet-18 64)")
+	fs.BoolVar(&c.fastest, "gpu-fastest", false, "with --gpu, take cuDNN's fastest convolution algorithms even where they are not deterministic (as the peer's cudnn.benchmark does)")
 	fs.BoolVar(&c.tf32, "tf32", false, "with --gpu, allow TF32 tensor cores for float32 products, on both sides")
 	fs.StringVar(&c.peerGPUs, "peer-lenet-gpu", "bench/torch_lenet_gpu.py", "with --gpu, LeNet's PyTorch peer")
 	isaList := fs.String("isa", "", "comma-separated ISA caps (oneDNN's names: "+strings.Join(cpuinfo.ISANames(), ", ")+

@@ -23,7 +23,7 @@ var gpuInput = map[string]string{"lenet": "C=1,H=28,W=28,classes=10", "cifar10_q
 // invocation; the FLOP rate against the GPU's fp32 ceiling, a large
 // cuBLAS SGEMM measured here.
 func runBenchGPU(ctx context.Context, c benchConfig, w io.Writer) error {
-	m := modelFlags{gpu: c.gpu, tf32: c.tf32}
+	m := modelFlags{gpu: c.gpu, tf32: c.tf32, fastest: c.fastest}
 	if err := m.checkGPU("bench", w); err != nil {
 		return err
 	}
@@ -43,6 +43,11 @@ func runBenchGPU(ctx context.Context, c benchConfig, w io.Writer) error {
 	if c.tf32 {
 		math = "TF32 allowed on both sides"
 	}
+	if c.fastest {
+		math += "; dsgd's convolutions: cuDNN's fastest algorithms"
+	} else {
+		math += "; dsgd's convolutions: cuDNN's fastest deterministic algorithms"
+	}
 	fmt.Fprintf(w, "bench: %s, %s; cuBLAS SGEMM 8192³ ceiling %.1f TFLOP/s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), math, ceiling/1e12)
 	type row struct {
 		name         string
@@ -60,7 +65,7 @@ func runBenchGPU(ctx context.Context, c benchConfig, w io.Writer) error {
 		rows = append(rows, r)
 		for rep := 1; rep <= c.reps; rep++ {
 			mm := modelFlags{model: n.name, net: n.net, netOnly: n.net != "", threads: 4, seed: c.seed, batch: b,
-				data: fmt.Sprintf("synthetic:N=%d,%s", b, gpuInput[n.name]), gpu: c.gpu, gpuIDs: m.gpuIDs, tf32: c.tf32}
+				data: fmt.Sprintf("synthetic:N=%d,%s", b, gpuInput[n.name]), gpu: c.gpu, gpuIDs: m.gpuIDs, tf32: c.tf32, fastest: c.fastest}
 			j, net, err := job.TrainNet(ctx, mm.options(), mm.threads)
 			if err != nil {
 				return fmt.Errorf("%s: %w", n.name, err)

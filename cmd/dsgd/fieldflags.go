@@ -25,6 +25,7 @@ var fieldFlags = []string{
 	"Config.Name", "--scheme",
 	"Config.Interval", "--interval",
 	"Config.Elastic", "--elastic",
+	"Config.GPUs", "--gpu",
 	"Config.SnapshotPrefix (or none)", "--snapshot-prefix (or \"none\")",
 	"Config.SnapshotPrefix", "--snapshot-prefix",
 	"runs in one process only (no Config.Group)", "runs with --transport inproc only",

@@ -18,6 +18,7 @@ func onGPU(m *modelFlags, net *model.Net, resident bool) (*gpunet.Net, func(), e
 	if err != nil {
 		return nil, nil, fmt.Errorf("--gpu %s: %w", m.gpu, err)
 	}
+	g.SetFastest(m.fastest)
 	ex, err := gpunet.New(g, net, gpunet.Options{Seed: uint64(max(m.seed, 1)), Resident: resident})
 	if err != nil {
 		g.Close()

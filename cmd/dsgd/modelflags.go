@@ -36,9 +36,10 @@ type modelFlags struct {
 	batch      int
 	// gpu is Caffe's -gpu IDS, checked against the GPUs into gpuIDs
 	// (checkGPU); tf32 allows TF32 tensor cores there.
-	gpu    string
-	gpuIDs []int
-	tf32   bool
+	gpu     string
+	gpuIDs  []int
+	tf32    bool
+	fastest bool
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -60,6 +61,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&m.batch, "batch", 0, "override the TRAIN Data layers' batch_size (and the first axis of Input layers in dsgd time)")
 	registerKernels(fs)
 	fs.StringVar(&m.gpu, "gpu", "", "Caffe's -gpu `IDS` (0, 0,1 or all): run the nets on these GPUs (worker i on the i-th, round robin; several workers may share one); refused where there is no GPU")
+	fs.BoolVar(&m.fastest, "gpu-fastest", false, "with --gpu, take cuDNN's fastest convolution algorithms even where they are not deterministic (default: the fastest deterministic ones, so that a run repeats its bits)")
 	fs.BoolVar(&m.tf32, "tf32", false, "with --gpu, let cuBLAS and cuDNN use TF32 tensor cores for float32 products (default: fp32 throughout)")
 	fs.StringVar(&m.stages, "stage", "", "`STAGES` (comma-separated) of the net's state, selecting layers by include/exclude { stage }, as caffe's --stage")
 	fs.Func("level", "the net state's `LEVEL`, selecting layers by min_level/max_level, as caffe's --level", func(v string) error {
@@ -116,8 +118,8 @@ func orDefault(s, d string) string {
 // named with the driver's and the libraries' versions.
 func (m *modelFlags) checkGPU(cmd string, stderr io.Writer) error {
 	if m.gpu == "" {
-		if m.tf32 {
-			return errors.New("--tf32 without --gpu: it sets the GPU's math")
+		if m.tf32 || m.fastest {
+			return errors.New("--tf32 and --gpu-fastest without --gpu: they set the GPU's math")
 		}
 		return nil
 	}

@@ -139,7 +139,7 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 	cfg = j.Config()
 	cfg.Resume, cfg.Weights = *f.resume, weightsFrom(*f.weights, sd.Weights)
 	cfg.Threads, cfg.Out, cfg.TTY = m.threads, stdout, ownTerminal(stdout, os.Getenv)
-	cfg.GPUs, cfg.TF32 = m.gpuIDs, m.tf32
+	cfg.GPUs, cfg.TF32, cfg.GPUFastest = m.gpuIDs, m.tf32, m.fastest
 	if *f.iters > 0 {
 		cfg.MaxIter = *f.iters
 	}

@@ -183,9 +183,10 @@ typedef struct {
 enum { NCHW = 0, FLOAT = 0, CROSS_CORRELATION = 1, FMA_MATH = 3, DEFAULT_MATH = 0, DETERMINISTIC = 1, NPERF = 16 };
 
 // pick returns the fastest deterministic algorithm that needs at most
-// limit bytes of workspace, else the fastest that fits, else -1.
-static int pick(perf_t *p, int n, size_t limit, size_t *mem, float *ms) {
-	for (int pass = 0; pass < 2; pass++)
+// limit bytes of workspace, else the fastest that fits (with fastest,
+// the fastest that fits), else -1.
+static int pick(perf_t *p, int n, size_t limit, size_t *mem, float *ms, int fastest) {
+	for (int pass = fastest; pass < 2; pass++)
 		for (int i = 0; i < n; i++)
 			if (p[i].status == 0 && p[i].memory <= limit && (pass || p[i].determinism == DETERMINISTIC)) {
 				*mem = p[i].memory, *ms = p[i].time;
@@ -216,11 +217,11 @@ int dsgd_conv_setup(dsgd_gpu *g, dsgd_conv *c, const int *q, size_t limit) {
 	perf_t p[NPERF];
 	int n = 0;
 	DNN(g->findFwd(g->dnn_h, c->x, c->w, c->conv, c->y, NPERF, &n, p));
-	if ((c->fwd = pick(p, n, limit, &c->ws_fwd, &c->ms_fwd)) < 0) return 2000 + 9; // CUDNN_STATUS_NOT_SUPPORTED
+	if ((c->fwd = pick(p, n, limit, &c->ws_fwd, &c->ms_fwd, g->fastest)) < 0) return 2000 + 9; // CUDNN_STATUS_NOT_SUPPORTED
 	DNN(g->findBwdData(g->dnn_h, c->w, c->y, c->conv, c->x, NPERF, &n, p));
-	if ((c->bwd_data = pick(p, n, limit, &c->ws_bwd_data, &c->ms_bwd_data)) < 0) return 2000 + 9;
+	if ((c->bwd_data = pick(p, n, limit, &c->ws_bwd_data, &c->ms_bwd_data, g->fastest)) < 0) return 2000 + 9;
 	DNN(g->findBwdFilter(g->dnn_h, c->x, c->y, c->conv, c->w, NPERF, &n, p));
-	if ((c->bwd_filter = pick(p, n, limit, &c->ws_bwd_filter, &c->ms_bwd_filter)) < 0) return 2000 + 9;
+	if ((c->bwd_filter = pick(p, n, limit, &c->ws_bwd_filter, &c->ms_bwd_filter, g->fastest)) < 0) return 2000 + 9;
 	size_t need = c->ws_fwd;
 	if (c->ws_bwd_data > need) need = c->ws_bwd_data;
 	if (c->ws_bwd_filter > need) need = c->ws_bwd_filter;

@@ -15,6 +15,7 @@ typedef struct dsgd_gpu {
 	void *cu, *blas, *dnn; // the libraries
 	void *ctx;
 	int dev, tf32;
+	int fastest; // cuDNN's fastest algorithm even where it is not deterministic
 	void *blas_h, *dnn_h;
 	void *module;
 	void *kern[DSGD_NKERNELS];

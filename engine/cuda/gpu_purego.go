@@ -133,7 +133,9 @@ func (g *GPU) Dropout(n int, x, y, mask Ptr, ratio float32, seed uint64) error {
 func (g *GPU) DropoutBackward(n int, dy, mask, dx Ptr, ratio float32) error { return errPurego }
 
 // BNStats fails.
-func (g *GPU) BNStats(x Ptr, num, c, spatial int, mean, variance Ptr) error { return errPurego }
+func (g *GPU) BNStats(x Ptr, num, c, spatial int, mean, variance, scratch Ptr) error {
+	return errPurego
+}
 
 // BNGlobal fails.
 func (g *GPU) BNGlobal(c int, smean, svar, factor, mean, variance Ptr) error { return errPurego }
@@ -150,7 +152,7 @@ func (g *GPU) BNUpdate(c int, mean, variance Ptr, maf, correction float32, smean
 func (g *GPU) BNForward(n int, x Ptr, c, spatial int, mean, std, y, xn Ptr) error { return errPurego }
 
 // ChanSums fails.
-func (g *GPU) ChanSums(dy, x Ptr, num, c, spatial int, k float32, acc bool, a, b Ptr) error {
+func (g *GPU) ChanSums(dy, x Ptr, num, c, spatial int, k float32, acc bool, a, b, scratch Ptr) error {
 	return errPurego
 }
 
@@ -166,6 +168,9 @@ func (g *GPU) Scale(n int, x, s, bias Ptr, c, inner int, y Ptr) error { return e
 func (g *GPU) CopyRows(rows, length int, src Ptr, sstride int, dst Ptr, dstride int) error {
 	return errPurego
 }
+
+// SetFastest does nothing.
+func (g *GPU) SetFastest(on bool) {}
 
 // NewConv fails.
 func (g *GPU) NewConv(q ConvGeom, wsLimit int64) (*Conv, error) { return nil, errPurego }

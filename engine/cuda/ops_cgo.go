@@ -113,9 +113,21 @@ func (g *GPU) DropoutBackward(n int, dy, mask, dx Ptr, ratio float32) error {
 }
 
 // BNStats writes the per-channel mean and mean squared deviation of x
-// [num, c, spatial].
-func (g *GPU) BNStats(x Ptr, num, c, spatial int, mean, variance Ptr) error {
-	return g.launch(kBNStats, 0, c, x, num, c, spatial, mean, variance)
+// [num, c, spatial], in two passes as on the CPU; scratch holds
+// 2·c·ChanParts floats.
+func (g *GPU) BNStats(x Ptr, num, c, spatial int, mean, variance, scratch Ptr) error {
+	parts := ChanParts(c, num*spatial)
+	m := float32(max(num*spatial, 1))
+	if err := g.launch(kChanPart, 0, c*parts, x, Ptr(0), Ptr(0), num, c, spatial, parts, scratch, Ptr(0)); err != nil {
+		return err
+	}
+	if err := g.launch(kChanFinal, c, 0, c, parts, scratch, Ptr(0), 1/m, 0, mean, Ptr(0)); err != nil {
+		return err
+	}
+	if err := g.launch(kChanPart, 0, c*parts, x, Ptr(0), mean, num, c, spatial, parts, scratch, Ptr(0)); err != nil {
+		return err
+	}
+	return g.launch(kChanFinal, c, 0, c, parts, scratch, Ptr(0), 1/m, 0, variance, Ptr(0))
 }
 
 // BNGlobal turns Caffe's stored statistics into a mean and variance.
@@ -141,8 +153,17 @@ func (g *GPU) BNForward(n int, x Ptr, c, spatial int, mean, std, y, xn Ptr) erro
 
 // ChanSums writes (acc: adds) a[c] = k·Σdy and, when x is not 0,
 // b[c] = k·Σdy·x over each channel of [num, c, spatial]; a or b may be 0.
-func (g *GPU) ChanSums(dy, x Ptr, num, c, spatial int, k float32, acc bool, a, b Ptr) error {
-	return g.launch(kChanSums, 0, c, dy, x, num, c, spatial, k, b2i(acc), a, b)
+// scratch holds 2·c·ChanParts floats.
+func (g *GPU) ChanSums(dy, x Ptr, num, c, spatial int, k float32, acc bool, a, b, scratch Ptr) error {
+	parts := ChanParts(c, num*spatial)
+	pb := Ptr(0)
+	if x != 0 {
+		pb = scratch.Add(c * parts)
+	}
+	if err := g.launch(kChanPart, 0, c*parts, dy, x, Ptr(0), num, c, spatial, parts, scratch, pb); err != nil {
+		return err
+	}
+	return g.launch(kChanFinal, c, 0, c, parts, scratch, pb, k, b2i(acc), a, b)
 }
 
 // BNBackward writes dx = (dy − a − b·xn)/std, or dy/std when a is 0.
@@ -174,6 +195,12 @@ type Conv struct {
 	// Workspace is the most workspace, in bytes, the algorithms need.
 	Workspace int64
 }
+
+// SetFastest makes the convolutions set up after it take cuDNN's fastest
+// algorithms even where they are not deterministic (a backward-filter
+// algorithm that adds with atomics gives other last bits each run); the
+// default takes the fastest deterministic one, so that a run repeats.
+func (g *GPU) SetFastest(on bool) { g.g.fastest = C.int(b2i(on)) }
 
 // NewConv sets up a convolution; wsLimit bounds the workspace an
 // algorithm may ask for.

@@ -18,3 +18,11 @@ type ConvGeom struct {
 	N, C, H, W, K, KH, KW, OH, OW, PadH, PadW, StrideH, StrideW, DilationH, DilationW, Groups int
 	Bias                                                                                      bool
 }
+
+// ChanParts is how many blocks share each of c channels of m values in
+// the per-channel sums (BatchNorm's statistics, Scale's gradients):
+// enough for about a thousand blocks in all, each with at least a
+// thousand values.
+func ChanParts(c, m int) int {
+	return max(1, min((1024+c-1)/max(c, 1), m/1024))
+}

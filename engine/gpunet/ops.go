@@ -372,7 +372,7 @@ type bnOp struct {
 	maf, eps              float32
 	num, c, spatial       int
 	mean, vari, std, a, b cuda.Ptr
-	xnorm                 cuda.Ptr
+	xnorm, scratch        cuda.Ptr
 }
 
 func (e *Net) newBatchNorm(st *model.Step, c *layers.BatchNormConfig) (op, error) {
@@ -388,6 +388,9 @@ func (e *Net) newBatchNorm(st *model.Step, c *layers.BatchNormConfig) (op, error
 		return nil, err
 	}
 	o.mean, o.vari, o.std, o.a, o.b = buf, buf.Add(o.c), buf.Add(2*o.c), buf.Add(3*o.c), buf.Add(4*o.c)
+	if o.scratch, err = e.alloc(2 * o.c * cuda.ChanParts(o.c, o.num*o.spatial)); err != nil {
+		return nil, err
+	}
 	if !o.global {
 		if o.xnorm, err = e.alloc(prod(s)); err != nil {
 			return nil, err
@@ -417,7 +420,7 @@ func (o *bnOp) forward() error {
 		if err := g.BNGlobal(o.c, sm, sv, sf, o.mean, o.vari); err != nil {
 			return err
 		}
-	} else if err := g.BNStats(x, o.num, o.c, o.spatial, o.mean, o.vari); err != nil {
+	} else if err := g.BNStats(x, o.num, o.c, o.spatial, o.mean, o.vari, o.scratch); err != nil {
 		return err
 	}
 	if err := g.BNStd(o.c, o.vari, o.eps, o.std); err != nil {
@@ -448,7 +451,7 @@ func (o *bnOp) backward() error {
 		return g.BNBackward(n, dy, 0, o.c, o.spatial, 0, 0, o.std, dx)
 	}
 	m := float32(o.num * o.spatial)
-	if err := g.ChanSums(dy, o.xnorm, o.num, o.c, o.spatial, 1/max(m, 1), false, o.a, o.b); err != nil {
+	if err := g.ChanSums(dy, o.xnorm, o.num, o.c, o.spatial, 1/max(m, 1), false, o.a, o.b, o.scratch); err != nil {
 		return err
 	}
 	return g.BNBackward(n, dy, o.xnorm, o.c, o.spatial, o.a, o.b, o.std, dx)
@@ -461,18 +464,21 @@ type scaleOp struct {
 	st              *model.Step
 	outer, c, inner int
 	bias            bool
-	saved           cuda.Ptr
+	saved, scratch  cuda.Ptr
 }
 
 func (e *Net) newScale(st *model.Step, c *layers.ScaleConfig, inPlace bool) (op, error) {
 	s := st.Bottom[0].Shape
 	o := &scaleOp{e: e, st: st, outer: s[0], c: s[1], bias: c.BiasTerm}
 	o.inner = prod(s) / max(o.outer*o.c, 1)
+	var err error
 	if inPlace && st.Backward {
-		var err error
 		if o.saved, err = e.alloc(prod(s)); err != nil {
 			return nil, err
 		}
+	}
+	if o.scratch, err = e.alloc(2 * o.c * cuda.ChanParts(o.c, o.outer*o.inner)); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -511,7 +517,7 @@ func (o *scaleOp) backward() error {
 		ds, x = 0, 0
 	}
 	if ds != 0 || db != 0 {
-		if err := o.e.g.ChanSums(dy, x, o.outer, o.c, o.inner, 1, true, db, ds); err != nil {
+		if err := o.e.g.ChanSums(dy, x, o.outer, o.c, o.inner, 1, true, db, ds, o.scratch); err != nil {
 			return err
 		}
 	}

@@ -78,6 +78,12 @@ func (j *Job) PlanSums(cfg *train.Config, s Sums) (note string, err error) {
 	default:
 		return "", fmt.Errorf("Sums.Reduce %q: choose exact, fast or auto", s.Reduce)
 	}
+	if len(cfg.GPUs) > 0 {
+		if s.Reduce == "exact" {
+			return "", fmt.Errorf("Config.Exact with Config.GPUs: the exact sums' replicas run on the CPU only; use Config.Exact false")
+		}
+		return "dsgd: Config.GPUs: float32 gradient sums (Config.Exact false), whose last bits depend on the worker count\n", nil
+	}
 	if s.Elastic != "" {
 		// An elastic group's global batch changes with its size, so no
 		// run at another size has its bits to keep; and the atoms'

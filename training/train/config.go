@@ -112,6 +112,10 @@ type Config struct {
 	// TF32 lets cuBLAS and cuDNN use TF32 tensor cores (off: fp32).
 	GPUs []int
 	TF32 bool
+	// GPUFastest takes cuDNN's fastest convolution algorithms even where
+	// they are not deterministic (default: the fastest deterministic ones,
+	// so that a run repeats its bits).
+	GPUFastest bool
 	// Out receives progress and reports; TTY redraws the progress bar in
 	// place.
 	Out io.Writer

@@ -43,6 +43,7 @@ func (t *Trainer) openGPU(id int) (*cuda.GPU, error) {
 	if t.gpu.open == nil {
 		t.gpu.open = map[int]*cuda.GPU{}
 	}
+	g.SetFastest(t.cfg.GPUFastest)
 	t.gpu.open[id] = g
 	return g, nil
 }

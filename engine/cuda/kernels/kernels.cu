@@ -167,7 +167,8 @@ extern "C" __global__ void dsgd_dropout_bwd(int n, const float *dy, const unsign
 	LOOP(i, n) dx[i] = mask[i] ? dy[i] * scale : 0;
 }
 
-// block_sum reduces v over the block (256 threads) into thread 0's result.
+// block_sum reduces v over the block (256 threads): every thread gets
+// the sum, added in a fixed order (so a run repeats its bits).
 static __attribute__((device)) float block_sum(float v, float *sh) {
 	int t = TID;
 	sh[t] = v;
@@ -181,23 +182,48 @@ static __attribute__((device)) float block_sum(float v, float *sh) {
 	return r;
 }
 
-// bn_stats: one block per channel of x [num, c, spatial]: the batch mean
-// and the mean squared deviation from it (two passes, as on the CPU).
-extern "C" __global__ void dsgd_bn_stats(const float *x, int num, int c, int spatial, float *mean, float *var) {
+// chan_part: per-channel partial sums of [num, c, spatial] blobs, block
+// ch·parts + p taking part p of channel ch's num·spatial values: with
+// mean, pa = Σ (v − mean[ch])² over v of dy; else pa = Σ dy and, with x,
+// pb = Σ dy·x. chan_final adds the parts up.
+extern "C" __global__ void dsgd_chan_part(const float *dy, const float *x, const float *mean, int num, int c, int spatial,
+	int parts, float *pa, float *pb) {
 	__shared__ float sh[256];
-	int ch = BID, m = num * spatial;
-	float s = 0;
-	for (int j = TID; j < m; j += BDIM) s += x[((long)(j / spatial) * c + ch) * spatial + j % spatial];
-	float mu = block_sum(s, sh) / (m > 0 ? m : 1);
-	float q = 0;
-	for (int j = TID; j < m; j += BDIM) {
-		float d = x[((long)(j / spatial) * c + ch) * spatial + j % spatial] - mu;
-		q += d * d;
+	int ch = BID / parts, p = BID % parts;
+	long m = (long)num * spatial;
+	long lo = m * p / parts, hi = m * (p + 1) / parts;
+	float mu = mean ? mean[ch] : 0;
+	float s = 0, q = 0;
+	for (long j = lo + TID; j < hi; j += BDIM) {
+		long at = ((j / spatial) * c + ch) * spatial + j % spatial;
+		float g = dy[at];
+		if (mean) {
+			g -= mu;
+			s += g * g;
+		} else {
+			s += g;
+			if (x) q += g * x[at];
+		}
 	}
-	q = block_sum(q, sh) / (m > 0 ? m : 1);
+	s = block_sum(s, sh);
+	if (x && !mean) q = block_sum(q, sh);
 	if (TID == 0) {
-		mean[ch] = mu;
-		var[ch] = q;
+		pa[BID] = s;
+		if (x && !mean) pb[BID] = q;
+	}
+}
+
+// chan_final: a[ch] = k·Σ_p pa[ch·parts + p] (added to a[ch] with acc),
+// and b from pb the same way when both are set.
+extern "C" __global__ void dsgd_chan_final(int c, int parts, const float *pa, const float *pb, float k, int acc, float *a, float *b) {
+	LOOP(ch, c) {
+		float s = 0, q = 0;
+		for (int p = 0; p < parts; p++) {
+			s += pa[ch * parts + p];
+			if (pb) q += pb[ch * parts + p];
+		}
+		if (a) a[ch] = acc ? a[ch] + s * k : s * k;
+		if (pb && b) b[ch] = acc ? b[ch] + q * k : q * k;
 	}
 }
 
@@ -235,28 +261,6 @@ extern "C" __global__ void dsgd_bn_fwd(int n, const float *x, int c, int spatial
 		float v = (x[i] - mean[ch]) * (1 / std[ch]);
 		y[i] = v;
 		if (xn) xn[i] = v;
-	}
-}
-
-// chan_sums: one block per channel: a[c] = Σ dy, b[c] = Σ dy·x over the
-// channel's values (x null: only a), scaled by k and, with acc, added to
-// what a and b hold.
-extern "C" __global__ void dsgd_chan_sums(const float *dy, const float *x, int num, int c, int spatial,
-	float k, int acc, float *a, float *b) {
-	__shared__ float sh[256];
-	int ch = BID, m = num * spatial;
-	float s = 0, p = 0;
-	for (int j = TID; j < m; j += BDIM) {
-		long at = ((long)(j / spatial) * c + ch) * spatial + j % spatial;
-		float g = dy[at];
-		s += g;
-		if (x) p += g * x[at];
-	}
-	s = block_sum(s, sh) * k;
-	if (x) p = block_sum(p, sh) * k;
-	if (TID == 0) {
-		if (a) a[ch] = acc ? a[ch] + s : s;
-		if (x && b) b[ch] = acc ? b[ch] + p : p;
 	}
 }
 
