@@ -15,7 +15,7 @@
 #                                a table in $OUT/gpu-check.md (./gpu-check.md
 #                                without OUT), logs beside it
 #
-# GPU_CHECK_PARTS (run) picks parts: tests, bench, train (default: all).
+# GPU_CHECK_PARTS (run) picks parts: tests, train, time, bench (default: all).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -40,7 +40,7 @@ build)
 	;;
 run)
 	out=${OUT:-.}
-	parts=${GPU_CHECK_PARTS:-tests bench train}
+	parts=${GPU_CHECK_PARTS:-tests train time bench}
 	g=/tmp/dsgd-gpu
 	rm -rf $g && mkdir -p $g && tar -C $g -xJf .gpu/bundle.tar.xz || exit 1
 	export LD_LIBRARY_PATH=$g/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -70,6 +70,26 @@ run)
 			echo '```'
 		} >>"$report"
 	fi
+	if [[ $parts == *bench* ]]; then
+		peer="--peer-nets $g/peer/torch_nets.py --python python3"
+		timeout 300 $g/dsgd bench --gpu 0 --reps 1 $peer \
+			--nets lenet,cifar10_quick,caffenet,googlenet,resnet18 >"$out/bench.log" 2>&1
+		echo "bench --gpu 0: exit $?" >>"$report"
+		timeout 150 $g/dsgd bench --gpu 0 --gpu-fastest --reps 1 $peer --nets caffenet,googlenet,resnet18 >"$out/bench-fastest.log" 2>&1
+		echo "bench --gpu 0 --gpu-fastest: exit $?" >>"$report"
+		timeout 120 $g/dsgd bench --gpu 0 --tf32 --gpu-fastest --reps 1 $peer --nets caffenet,resnet18 >"$out/bench-tf32.log" 2>&1
+		echo "bench --gpu 0 --tf32 --gpu-fastest: exit $?" >>"$report"
+		{
+			grep -E '^bench:|^\|' "$out/bench.log"
+			echo
+			grep -E '^bench:|^\|' "$out/bench-fastest.log"
+			echo
+			grep -E '^bench:|^\|' "$out/bench-tf32.log"
+			echo '```'
+			grep -E 'gpu: on the CPU|error|panic' "$out/bench.log" | head -8
+			echo '```'
+		} >>"$report"
+	fi
 	if [[ $parts == *train* ]]; then
 		# LeNet on Fashion-MNIST with its solver (10,000 iterations), on the
 		# GPU; the CPU's accuracy from the same seed is in docs/benchmarks.md
@@ -86,21 +106,14 @@ run)
 			echo '```'
 		} >>"$report"
 	fi
-	if [[ $parts == *bench* ]]; then
-		timeout 420 $g/dsgd bench --gpu 0 --reps 1 --peer-nets $g/peer/torch_nets.py --python python3 \
-			--nets lenet,cifar10_quick,caffenet,googlenet,resnet18 >"$out/bench.log" 2>&1
-		echo "bench --gpu 0: exit $?" >>"$report"
-		timeout 150 $g/dsgd bench --gpu 0 --tf32 --reps 1 --peer-nets $g/peer/torch_nets.py --python python3 \
-			--nets caffenet,resnet18 >"$out/bench-tf32.log" 2>&1
-		echo "bench --gpu 0 --tf32: exit $?" >>"$report"
-		{
-			grep -E '^bench:|^\|' "$out/bench.log"
-			echo
-			grep -E '^bench:|^\|' "$out/bench-tf32.log"
-			echo '```'
-			grep -E 'gpu: on the CPU|error|panic' "$out/bench.log" | head -8
-			echo '```'
-		} >>"$report"
+	if [[ $parts == *time* ]]; then
+		# Where a step's time goes, layer by layer (dsgd time --gpu).
+		timeout 90 $g/dsgd time --gpu 0 --model googlenet --batch 128 --iters 10 --warmup 3 \
+			--data synthetic:N=128,C=3,H=256,W=256,classes=1000 >"$out/time-googlenet.log" 2>&1
+		echo "time googlenet --gpu 0: exit $?" >>"$report"
+		timeout 90 $g/dsgd time --gpu 0 --net bench/resnet18.prototxt --batch 64 --iters 10 --warmup 3 \
+			--data synthetic:N=64,C=3,H=256,W=256,classes=1000 >"$out/time-resnet18.log" 2>&1
+		echo "time resnet18 --gpu 0: exit $?" >>"$report"
 	fi
 	cat "$report"
 	;;

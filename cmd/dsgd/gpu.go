@@ -80,6 +80,21 @@ func timeOnGPU(m *modelFlags, net *model.Net, warmup, iters int, w io.Writer) er
 		return err
 	}
 	f, b, all := summarize(t.fwd), summarize(t.bwd), summarize(t.wall)
+	// Then each layer: the same iterations again, waiting for the GPU
+	// after every layer.
+	ex.SetTiming(true)
+	if _, err := timeGPU(net, 0, iters); err != nil {
+		return err
+	}
+	names, lf, lb := ex.LayerTimes()
+	perIter := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(iters) }
+	fmt.Fprintf(w, "\nper layer, the GPU waited for after each (ms per iteration):\n  %-28s %9s %9s\n", "layer", "forward", "backward")
+	var sf, sb time.Duration
+	for i, n := range names {
+		fmt.Fprintf(w, "  %-28s %9.3f %9.3f\n", n, perIter(lf[i]), perIter(lb[i]))
+		sf, sb = sf+lf[i], sb+lb[i]
+	}
+	fmt.Fprintf(w, "  %-28s %9.3f %9.3f\n", "total", perIter(sf), perIter(sb))
 	fmt.Fprintf(w, "\naverage over %d iterations (after %d warm-up) on the GPU, ms (median, mean, p95):\n", iters, warmup)
 	fmt.Fprintf(w, "  forward           %9.3f %9.3f %9.3f\n", f.median, f.mean, f.p95)
 	fmt.Fprintf(w, "  backward          %9.3f %9.3f %9.3f\n", b.median, b.mean, b.p95)

@@ -42,12 +42,12 @@ int dsgd_gpu_init(dsgd_gpu *g, void *cu, void *blas, void *dnn, int dev, int tf3
 			"cudnnFindConvolutionBackwardFilterAlgorithm", "cudnnConvolutionForward", "cudnnConvolutionBackwardData",
 			"cudnnConvolutionBackwardFilter", "cudnnConvolutionBackwardBias", "cudnnAddTensor",
 			"cudnnCreateLRNDescriptor", "cudnnSetLRNDescriptor", "cudnnDestroyLRNDescriptor",
-			"cudnnLRNCrossChannelForward", "cudnnLRNCrossChannelBackward"};
+			"cudnnLRNCrossChannelForward", "cudnnLRNCrossChannelBackward", "cudnnSoftmaxForward"};
 		void **dns[] = {S(dnnErr), S(createTensor), S(setTensor4d), S(destroyTensor), S(createFilter), S(setFilter4d),
 			S(destroyFilter), S(createConv), S(setConv2d), S(setConvGroups), S(setConvMath), S(destroyConv),
 			S(findFwd), S(findBwdData), S(findBwdFilter), S(convFwd), S(convBwdData), S(convBwdFilter),
-			S(convBwdBias), S(addTensor), S(createLRN), S(setLRN), S(destroyLRN), S(lrnFwd), S(lrnBwd)};
-		if ((r = bind(dnn, dn, dns, 25, 3200))) return r;
+			S(convBwdBias), S(addTensor), S(createLRN), S(setLRN), S(destroyLRN), S(lrnFwd), S(lrnBwd), S(softmaxFwd)};
+		if ((r = bind(dnn, dn, dns, 26, 3200))) return r;
 	}
 	int (*retain)(void **, int) = (int (*)(void **, int))dlsym(cu, "cuDevicePrimaryCtxRetain");
 	if (!retain) return 3300;
@@ -185,11 +185,11 @@ enum { NCHW = 0, FLOAT = 0, CROSS_CORRELATION = 1, FMA_MATH = 3, DEFAULT_MATH = 
 // pick returns the fastest deterministic algorithm that needs at most
 // limit bytes of workspace, else the fastest that fits (with fastest,
 // the fastest that fits), else -1.
-static int pick(perf_t *p, int n, size_t limit, size_t *mem, float *ms, int fastest) {
+static int pick(perf_t *p, int n, size_t limit, size_t *mem, float *ms, int *math, int fastest) {
 	for (int pass = fastest; pass < 2; pass++)
 		for (int i = 0; i < n; i++)
 			if (p[i].status == 0 && p[i].memory <= limit && (pass || p[i].determinism == DETERMINISTIC)) {
-				*mem = p[i].memory, *ms = p[i].time;
+				*mem = p[i].memory, *ms = p[i].time, *math = p[i].mathType;
 				return p[i].algo;
 			}
 	return -1;
@@ -217,11 +217,11 @@ int dsgd_conv_setup(dsgd_gpu *g, dsgd_conv *c, const int *q, size_t limit) {
 	perf_t p[NPERF];
 	int n = 0;
 	DNN(g->findFwd(g->dnn_h, c->x, c->w, c->conv, c->y, NPERF, &n, p));
-	if ((c->fwd = pick(p, n, limit, &c->ws_fwd, &c->ms_fwd, g->fastest)) < 0) return 2000 + 9; // CUDNN_STATUS_NOT_SUPPORTED
+	if ((c->fwd = pick(p, n, limit, &c->ws_fwd, &c->ms_fwd, &c->math_fwd, g->fastest)) < 0) return 2000 + 9; // CUDNN_STATUS_NOT_SUPPORTED
 	DNN(g->findBwdData(g->dnn_h, c->w, c->y, c->conv, c->x, NPERF, &n, p));
-	if ((c->bwd_data = pick(p, n, limit, &c->ws_bwd_data, &c->ms_bwd_data, g->fastest)) < 0) return 2000 + 9;
+	if ((c->bwd_data = pick(p, n, limit, &c->ws_bwd_data, &c->ms_bwd_data, &c->math_bwd_data, g->fastest)) < 0) return 2000 + 9;
 	DNN(g->findBwdFilter(g->dnn_h, c->x, c->y, c->conv, c->w, NPERF, &n, p));
-	if ((c->bwd_filter = pick(p, n, limit, &c->ws_bwd_filter, &c->ms_bwd_filter, g->fastest)) < 0) return 2000 + 9;
+	if ((c->bwd_filter = pick(p, n, limit, &c->ws_bwd_filter, &c->ms_bwd_filter, &c->math_bwd_filter, g->fastest)) < 0) return 2000 + 9;
 	size_t need = c->ws_fwd;
 	if (c->ws_bwd_data > need) need = c->ws_bwd_data;
 	if (c->ws_bwd_filter > need) need = c->ws_bwd_filter;
@@ -242,6 +242,9 @@ int dsgd_conv_destroy(dsgd_gpu *g, dsgd_conv *c) {
 int dsgd_conv_fwd(dsgd_gpu *g, dsgd_conv *c, devptr x, devptr w, devptr b, devptr y) {
 	CUR(g);
 	float one = 1, zero = 0;
+	// With TF32 each algorithm runs in the math type cuDNN measured it
+	// in (as PyTorch sets it); in fp32 the descriptor stays FMA-only.
+	if (g->tf32) DNN(g->setConvMath(c->conv, c->math_fwd));
 	DNN(g->convFwd(g->dnn_h, &one, c->x, x, c->w, w, c->conv, c->fwd, g->ws, g->ws_size, &zero, c->y, y));
 	if (b) DNN(g->addTensor(g->dnn_h, &one, c->b, b, &one, c->y, y));
 	return 0;
@@ -253,7 +256,9 @@ int dsgd_conv_bwd(dsgd_gpu *g, dsgd_conv *c, devptr x, devptr w, devptr dy, devp
 	CUR(g);
 	float one = 1, zero = 0;
 	if (db) DNN(g->convBwdBias(g->dnn_h, &one, c->y, dy, &one, c->b, db));
+	if (dw && g->tf32) DNN(g->setConvMath(c->conv, c->math_bwd_filter));
 	if (dw) DNN(g->convBwdFilter(g->dnn_h, &one, c->x, x, c->y, dy, c->conv, c->bwd_filter, g->ws, g->ws_size, &one, c->w, dw));
+	if (dx && g->tf32) DNN(g->setConvMath(c->conv, c->math_bwd_data));
 	if (dx) DNN(g->convBwdData(g->dnn_h, &one, c->w, w, c->y, dy, c->conv, c->bwd_data, g->ws, g->ws_size, &zero, c->x, dx));
 	return 0;
 }
@@ -288,5 +293,28 @@ int dsgd_lrn_bwd(dsgd_gpu *g, dsgd_lrn *l, devptr x, devptr y, devptr dy, devptr
 	CUR(g);
 	float one = 1, zero = 0;
 	DNN(g->lrnBwd(g->dnn_h, l->lrn, 0, &one, l->x, y, l->x, dy, l->x, x, &zero, l->x, dx));
+	return 0;
+}
+
+int dsgd_softmax_setup(dsgd_gpu *g, void **desc, int outer, int channels, int inner) {
+	CUR(g);
+	*desc = 0;
+	DNN(g->createTensor(desc));
+	DNN(g->setTensor4d(*desc, NCHW, FLOAT, outer, channels, inner, 1));
+	return 0;
+}
+
+int dsgd_softmax_destroy(dsgd_gpu *g, void *desc) {
+	CUR(g);
+	if (desc) DNN(g->destroyTensor(desc));
+	return 0;
+}
+
+// CUDNN_SOFTMAX_ACCURATE is 1 (the maximum subtracted first),
+// CUDNN_SOFTMAX_MODE_CHANNEL 1 (over C for each n, h, w).
+int dsgd_softmax_fwd(dsgd_gpu *g, void *desc, devptr x, devptr y) {
+	CUR(g);
+	float one = 1, zero = 0;
+	DNN(g->softmaxFwd(g->dnn_h, 1, 1, &one, desc, x, &zero, desc, y));
 	return 0;
 }

@@ -9,7 +9,7 @@
 
 typedef unsigned long long devptr;
 
-enum { DSGD_NKERNELS = 19 };
+enum { DSGD_NKERNELS = 22 };
 
 typedef struct dsgd_gpu {
 	void *cu, *blas, *dnn; // the libraries
@@ -68,6 +68,7 @@ typedef struct dsgd_gpu {
 	int (*destroyLRN)(void *);
 	int (*lrnFwd)(void *, void *, int, const void *, void *, devptr, const void *, void *, devptr);
 	int (*lrnBwd)(void *, void *, int, const void *, void *, devptr, void *, devptr, void *, devptr, const void *, void *, devptr);
+	int (*softmaxFwd)(void *, int, int, const void *, void *, devptr, const void *, void *, devptr);
 } dsgd_gpu;
 
 int dsgd_gpu_init(dsgd_gpu *g, void *cu, void *blas, void *dnn, int dev, int tf32, const char *ptx, const char **kernels);
@@ -103,6 +104,8 @@ typedef struct dsgd_conv {
 	int fwd, bwd_data, bwd_filter;
 	size_t ws_fwd, ws_bwd_data, ws_bwd_filter;
 	float ms_fwd, ms_bwd_data, ms_bwd_filter;
+	// with tf32, the math type each chosen algorithm was measured in
+	int math_fwd, math_bwd_data, math_bwd_filter;
 } dsgd_conv;
 
 int dsgd_conv_setup(dsgd_gpu *g, dsgd_conv *c, const int *geom, size_t ws_limit);
@@ -119,3 +122,9 @@ int dsgd_lrn_setup(dsgd_gpu *g, dsgd_lrn *l, int n, int c, int h, int w, int siz
 int dsgd_lrn_destroy(dsgd_gpu *g, dsgd_lrn *l);
 int dsgd_lrn_fwd(dsgd_gpu *g, dsgd_lrn *l, devptr x, devptr y);
 int dsgd_lrn_bwd(dsgd_gpu *g, dsgd_lrn *l, devptr x, devptr y, devptr dy, devptr dx);
+
+// A softmax over the channels of an outer×channels×inner blob (cuDNN's
+// accurate one); desc is its tensor descriptor.
+int dsgd_softmax_setup(dsgd_gpu *g, void **desc, int outer, int channels, int inner);
+int dsgd_softmax_destroy(dsgd_gpu *g, void *desc);
+int dsgd_softmax_fwd(dsgd_gpu *g, void *desc, devptr x, devptr y);

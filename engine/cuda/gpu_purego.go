@@ -197,3 +197,20 @@ func (l *LRN) Forward(x, y Ptr) error { return errPurego }
 
 // Backward fails.
 func (l *LRN) Backward(x, y, dy, dx Ptr) error { return errPurego }
+
+// SoftmaxLoss is a softmax loss on cuDNN; a purego build has none.
+type SoftmaxLoss struct{}
+
+// NewSoftmaxLoss fails.
+func (g *GPU) NewSoftmaxLoss(outer, channels, inner int, hasIgnore bool, ignore int, mode int) (*SoftmaxLoss, error) {
+	return nil, errPurego
+}
+
+// Close does nothing.
+func (s *SoftmaxLoss) Close() error { return nil }
+
+// Forward fails.
+func (s *SoftmaxLoss) Forward(x, label, prob, scratch, out Ptr) error { return errPurego }
+
+// Backward fails.
+func (s *SoftmaxLoss) Backward(prob, label, topDiff, out, dx Ptr) error { return errPurego }

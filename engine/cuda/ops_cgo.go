@@ -10,6 +10,7 @@ import "C"
 import (
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // Buffer-based calls, for the package's tests and simple users.
@@ -269,4 +270,55 @@ func (l *LRN) Forward(x, y Ptr) error {
 // Backward writes dx from x, y and dy.
 func (l *LRN) Backward(x, y, dy, dx Ptr) error {
 	return l.g.err("cudnnLRNCrossChannelBackward", C.dsgd_lrn_bwd(l.g.g, &l.l, C.devptr(x), C.devptr(y), C.devptr(dy), C.devptr(dx)))
+}
+
+// SoftmaxLoss is Caffe's SoftmaxWithLoss over an outer×channels×inner
+// blob: cuDNN's accurate softmax, then the loss per position and its
+// normalised sum on the GPU.
+type SoftmaxLoss struct {
+	g                      *GPU
+	desc                   unsafe.Pointer
+	outer, channels, inner int
+	hasIgnore              bool
+	ignore                 float32
+	mode                   int
+}
+
+// NewSoftmaxLoss sets one up; mode is Caffe's normalisation (0 VALID, 1
+// BATCH_SIZE, 2 FULL, 3 NONE).
+func (g *GPU) NewSoftmaxLoss(outer, channels, inner int, hasIgnore bool, ignore int, mode int) (*SoftmaxLoss, error) {
+	if !g.HasDNN() {
+		return nil, errNoDNN
+	}
+	s := &SoftmaxLoss{g: g, outer: outer, channels: channels, inner: inner, hasIgnore: hasIgnore, ignore: float32(ignore), mode: mode}
+	if r := C.dsgd_softmax_setup(g.g, &s.desc, C.int(outer), C.int(channels), C.int(inner)); r != 0 {
+		C.dsgd_softmax_destroy(g.g, s.desc)
+		return nil, g.err("a softmax's descriptor", r)
+	}
+	return s, nil
+}
+
+// Close frees the descriptor.
+func (s *SoftmaxLoss) Close() error {
+	return s.g.err("destroying a softmax", C.dsgd_softmax_destroy(s.g.g, s.desc))
+}
+
+// Forward writes the probabilities of x into prob, each position's loss
+// and validity into scratch (2·outer·inner floats), and the normalised
+// loss and the normaliser into out[0] and out[1].
+func (s *SoftmaxLoss) Forward(x, label, prob, scratch, out Ptr) error {
+	if err := s.g.err("cudnnSoftmaxForward", C.dsgd_softmax_fwd(s.g.g, s.desc, C.devptr(x), C.devptr(prob))); err != nil {
+		return err
+	}
+	n := s.outer * s.inner
+	if err := s.g.launch(kSMLoss, n, 0, n, s.channels, s.inner, prob, label, b2i(s.hasIgnore), s.ignore, scratch, scratch.Add(n)); err != nil {
+		return err
+	}
+	return s.g.launch(kSMTotal, 0, 1, n, scratch, scratch.Add(n), s.mode, s.outer, out)
+}
+
+// Backward writes dx = (prob − onehot)·topDiff[0]/out[1].
+func (s *SoftmaxLoss) Backward(prob, label, topDiff, out, dx Ptr) error {
+	n := s.outer * s.channels * s.inner
+	return s.g.launch(kSMBwd, n, 0, n, s.channels, s.inner, prob, label, b2i(s.hasIgnore), s.ignore, topDiff, out.Add(1), dx)
 }

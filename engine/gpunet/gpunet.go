@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 	"unsafe"
 
 	"dsgd/engine/cuda"
@@ -51,6 +52,44 @@ type Net struct {
 	rng            *rand.Rand
 	resident       bool
 	paramsUp       bool // the params and inputs went up once (resident)
+	// timing waits for the GPU after each layer and adds its passes'
+	// times to fwdT and bwdT (SetTiming).
+	timing     bool
+	fwdT, bwdT []time.Duration
+}
+
+// SetTiming turns per-layer timing on or off: with it, each layer's pass
+// is followed by a wait for the GPU, so that LayerTimes can say what each
+// layer took (the waits cost some of the overlap between layers, so the
+// whole pass runs a little slower). Turning it on zeroes the times.
+func (e *Net) SetTiming(on bool) {
+	e.timing = on
+	e.fwdT = make([]time.Duration, len(e.ops))
+	e.bwdT = make([]time.Duration, len(e.ops))
+}
+
+// LayerTimes returns each layer's name and the forward and backward time
+// added up since SetTiming(true).
+func (e *Net) LayerTimes() (names []string, fwd, bwd []time.Duration) {
+	for _, st := range e.plan.Steps {
+		names = append(names, st.Name)
+	}
+	return names, e.fwdT, e.bwdT
+}
+
+// timed runs pass and, when timing, adds its time (up to the GPU's
+// finishing it) to *d.
+func (e *Net) timed(d *time.Duration, pass func() error) error {
+	if !e.timing {
+		return pass()
+	}
+	t0 := time.Now()
+	if err := pass(); err != nil {
+		return err
+	}
+	err := e.g.Sync()
+	*d += time.Since(t0)
+	return err
 }
 
 type lossTop struct {
@@ -122,6 +161,7 @@ func New(g *cuda.GPU, net *model.Net, opt Options) (_ *Net, err error) {
 		}
 	}
 	e.sent = make([]bool, len(net.Blocks()))
+	e.SetTiming(false)
 	net.SetExecutor(e)
 	return e, nil
 }
@@ -272,7 +312,7 @@ func (e *Net) Forward() (float64, error) {
 		e.paramsUp = true
 	}
 	for i, o := range e.ops {
-		if err := o.forward(); err != nil {
+		if err := e.timed(&e.fwdT[min(i, len(e.fwdT)-1)], o.forward); err != nil {
 			return 0, fmt.Errorf("gpunet: layer %q forward: %w", e.plan.Steps[i].Name, err)
 		}
 	}
@@ -334,7 +374,7 @@ func (e *Net) Backward() error {
 			}
 		}
 		if st.Backward {
-			if err := e.ops[i].backward(); err != nil {
+			if err := e.timed(&e.bwdT[min(i, len(e.bwdT)-1)], e.ops[i].backward); err != nil {
 				return fmt.Errorf("gpunet: layer %q backward: %w", st.Name, err)
 			}
 		}

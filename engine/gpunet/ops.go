@@ -76,6 +76,11 @@ func (e *Net) build(st *model.Step, opt Options) (op, error) {
 			return nil, nil
 		}
 		return e.newConcat(st, c)
+	case *layers.SoftmaxWithLossConfig:
+		if len(st.Bottom) != 2 || len(st.Top) != 1 {
+			return nil, nil
+		}
+		return e.newSoftmaxLoss(st, c)
 	case *layers.FlattenConfig, *layers.ReshapeConfig:
 		if !one {
 			return nil, nil
@@ -465,6 +470,9 @@ type scaleOp struct {
 	outer, c, inner int
 	bias            bool
 	saved, scratch  cuda.Ptr
+	// fromBN: saved is the BatchNorm's normalised output, the very
+	// values this in-place Scale reads (ResNet's pairs): no copy.
+	fromBN bool
 }
 
 func (e *Net) newScale(st *model.Step, c *layers.ScaleConfig, inPlace bool) (op, error) {
@@ -473,8 +481,15 @@ func (e *Net) newScale(st *model.Step, c *layers.ScaleConfig, inPlace bool) (op,
 	o.inner = prod(s) / max(o.outer*o.c, 1)
 	var err error
 	if inPlace && st.Backward {
-		if o.saved, err = e.alloc(prod(s)); err != nil {
-			return nil, err
+		if n := len(e.ops); n > 0 {
+			if bn, ok := e.ops[n-1].(*bnOp); ok && bn.xnorm != 0 && e.dev(bn.st.Top[0].Data) == e.dev(st.Bottom[0].Data) {
+				o.saved, o.fromBN = bn.xnorm, true
+			}
+		}
+		if !o.fromBN {
+			if o.saved, err = e.alloc(prod(s)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if o.scratch, err = e.alloc(2 * o.c * cuda.ChanParts(o.c, o.outer*o.inner)); err != nil {
@@ -492,7 +507,7 @@ func (o *scaleOp) forward() error {
 	}
 	x, y := o.e.dev(o.st.Bottom[0].Data), o.e.dev(o.st.Top[0].Data)
 	n := len(o.st.Bottom[0].Data)
-	if o.saved != 0 {
+	if o.saved != 0 && !o.fromBN {
 		if err := o.e.g.Copy(o.saved, x, n); err != nil {
 			return err
 		}
@@ -641,4 +656,59 @@ func (o *copyOp) backward() error {
 	}
 	b := o.st.Bottom[0]
 	return o.e.g.Copy(o.e.dev(b.Diff), o.e.dev(o.st.Top[0].Diff), len(b.Diff))
+}
+
+// smLossOp is Caffe's SoftmaxWithLoss: cuDNN's softmax, the loss and its
+// gradient in dsgd's kernels.
+type smLossOp struct {
+	e                  *Net
+	st                 *model.Step
+	s                  *cuda.SoftmaxLoss
+	prob, scratch, res cuda.Ptr
+}
+
+func (e *Net) newSoftmaxLoss(st *model.Step, c *layers.SoftmaxWithLossConfig) (op, error) {
+	sh := st.Bottom[0].Shape
+	a := axis(c.Axis, sh)
+	if a < 0 || a >= len(sh) {
+		return nil, nil
+	}
+	outer, ch, inner := prod(sh[:a]), sh[a], prod(sh[a+1:])
+	ignore := 0
+	if c.IgnoreLabel != nil {
+		ignore = *c.IgnoreLabel
+	}
+	s, err := e.g.NewSoftmaxLoss(outer, ch, inner, c.IgnoreLabel != nil, ignore, int(c.Normalization))
+	if err != nil {
+		return nil, err
+	}
+	o := &smLossOp{e: e, st: st, s: s}
+	if o.prob, err = e.alloc(outer * ch * inner); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if o.scratch, err = e.alloc(2*outer*inner + 2); err != nil {
+		s.Close()
+		return nil, err
+	}
+	o.res = o.scratch.Add(2 * outer * inner)
+	return o, nil
+}
+
+func (o *smLossOp) close() error { return o.s.Close() }
+
+func (o *smLossOp) forward() error {
+	b := o.st.Bottom
+	if err := o.s.Forward(o.e.dev(b[0].Data), o.e.dev(b[1].Data), o.prob, o.scratch, o.res); err != nil {
+		return err
+	}
+	return o.e.g.Copy(o.e.dev(o.st.Top[0].Data), o.res, 1)
+}
+
+func (o *smLossOp) backward() error {
+	if !o.st.PropagateDown[0] {
+		return nil
+	}
+	b := o.st.Bottom
+	return o.s.Backward(o.prob, o.e.dev(b[1].Data), o.e.dev(o.st.Top[0].Diff), o.res, o.e.dev(b[0].Diff))
 }

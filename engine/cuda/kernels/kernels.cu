@@ -292,3 +292,62 @@ extern "C" __global__ void dsgd_copy_rows(int n, const float *src, int sstride, 
 		dst[(long)r * dstride + j] = src[(long)r * sstride + j];
 	}
 }
+
+// sm_loss: per position pos of an outer×c×inner softmax (prob): the loss
+// −ln max(p[label], FLT_MIN) in loss[pos] and 1 in valid[pos], or 0 and 0
+// where the label is the ignore label (has_ignore). Labels were checked
+// on the host; an index outside [0, c) is clamped, not read past.
+extern "C" __global__ void dsgd_sm_loss(int n, int c, int inner, const float *prob, const float *label,
+	int has_ignore, float ignore, float *loss, float *valid) {
+	LOOP(pos, n) {
+		float v = label[pos];
+		if (has_ignore && v == ignore) {
+			loss[pos] = 0;
+			valid[pos] = 0;
+			continue;
+		}
+		int k = (int)v;
+		k = k < 0 ? 0 : (k >= c ? c - 1 : k);
+		int o = pos / inner, i = pos % inner;
+		float p = prob[((long)o * c + k) * inner + i];
+		p = p > 1.17549435e-38f ? p : 1.17549435e-38f;
+		loss[pos] = -__nvvm_lg2_approx_f(p) * 0.693147180559945309f;
+		valid[pos] = 1;
+	}
+}
+
+// sm_total: one block: out[0] = Σ loss / norm and out[1] = norm, norm being
+// Caffe's normaliser at least 1: mode 0 the valid count, 1 the batch
+// (outer), 2 every position (n), 3 one.
+extern "C" __global__ void dsgd_sm_total(int n, const float *loss, const float *valid, int mode, int outer, float *out) {
+	__shared__ float sh[256];
+	float s = 0, q = 0;
+	for (int j = TID; j < n; j += BDIM) {
+		s += loss[j];
+		q += valid[j];
+	}
+	s = block_sum(s, sh);
+	q = block_sum(q, sh);
+	if (TID == 0) {
+		float norm = mode == 0 ? q : mode == 1 ? (float)outer : mode == 2 ? (float)n : 1;
+		norm = norm > 1 ? norm : 1;
+		out[0] = s / norm;
+		out[1] = norm;
+	}
+}
+
+// sm_bwd: dx = (p − [j = label])·(top_diff[0]/norm[0]) over an
+// outer×c×inner blob, 0 at ignored positions.
+extern "C" __global__ void dsgd_sm_bwd(int n, int c, int inner, const float *prob, const float *label,
+	int has_ignore, float ignore, const float *top_diff, const float *norm, float *dx) {
+	float k = top_diff[0] / norm[0];
+	LOOP(idx, n) {
+		int i = idx % inner, j = (idx / inner) % c, o = idx / inner / c;
+		float v = label[o * inner + i];
+		if (has_ignore && v == ignore) {
+			dx[idx] = 0;
+			continue;
+		}
+		dx[idx] = (prob[idx] - (j == (int)v ? 1.0f : 0.0f)) * k;
+	}
+}
