@@ -59,6 +59,9 @@ func printGPUNet(w io.Writer, ex *gpunet.Net) {
 	} else {
 		fmt.Fprintln(w, "gpu: every layer on the GPU")
 	}
+	if len(ex.Fused) > 0 {
+		fmt.Fprintf(w, "gpu: %d layers joined to the BatchNorm before them (one pass each way for BatchNorm+Scale+ReLU)\n", len(ex.Fused))
+	}
 	for _, a := range ex.Algos {
 		fmt.Fprintf(w, "gpu: %s\n", a)
 	}

@@ -9,7 +9,7 @@
 
 typedef unsigned long long devptr;
 
-enum { DSGD_NKERNELS = 22 };
+enum { DSGD_NKERNELS = 24 };
 
 typedef struct dsgd_gpu {
 	void *cu, *blas, *dnn; // the libraries

@@ -47,6 +47,8 @@ const (
 	kSMLoss
 	kSMTotal
 	kSMBwd
+	kBNFusedFwd
+	kBNFusedBwd
 	nKernels
 )
 
@@ -54,7 +56,7 @@ var kernelNames = [nKernels]string{"dsgd_fill", "dsgd_add_scalar", "dsgd_relu_fw
 	"dsgd_maxpool_fwd", "dsgd_maxpool_bwd", "dsgd_avepool_fwd", "dsgd_avepool_bwd", "dsgd_dropout_fwd",
 	"dsgd_dropout_bwd", "dsgd_chan_part", "dsgd_bn_global", "dsgd_bn_std", "dsgd_bn_update", "dsgd_bn_fwd",
 	"dsgd_chan_final", "dsgd_bn_bwd", "dsgd_scale_fwd", "dsgd_copy_rows",
-	"dsgd_sm_loss", "dsgd_sm_total", "dsgd_sm_bwd"}
+	"dsgd_sm_loss", "dsgd_sm_total", "dsgd_sm_bwd", "dsgd_bn_fused_fwd", "dsgd_bn_fused_bwd"}
 
 // GPU is one device opened for computing: its primary context, a cuBLAS
 // and a cuDNN handle in fp32 math (TF32 only when asked), the kernels

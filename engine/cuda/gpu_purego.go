@@ -214,3 +214,13 @@ func (s *SoftmaxLoss) Forward(x, label, prob, scratch, out Ptr) error { return e
 
 // Backward fails.
 func (s *SoftmaxLoss) Backward(prob, label, topDiff, out, dx Ptr) error { return errPurego }
+
+// BNFusedForward fails.
+func (g *GPU) BNFusedForward(n int, x Ptr, c, spatial int, mean, std, s, bias Ptr, relu bool, slope float32, y, xn Ptr) error {
+	return errPurego
+}
+
+// BNFusedBackward fails.
+func (g *GPU) BNFusedBackward(dy, y Ptr, slope float32, xn Ptr, num, c, spatial int, s, std, ds, db, dx, sums, scratch Ptr) error {
+	return errPurego
+}

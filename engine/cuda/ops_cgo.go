@@ -119,13 +119,13 @@ func (g *GPU) DropoutBackward(n int, dy, mask, dx Ptr, ratio float32) error {
 func (g *GPU) BNStats(x Ptr, num, c, spatial int, mean, variance, scratch Ptr) error {
 	parts := ChanParts(c, num*spatial)
 	m := float32(max(num*spatial, 1))
-	if err := g.launch(kChanPart, 0, c*parts, x, Ptr(0), Ptr(0), num, c, spatial, parts, scratch, Ptr(0)); err != nil {
+	if err := g.launch(kChanPart, 0, c*parts, x, Ptr(0), Ptr(0), num, c, spatial, parts, scratch, Ptr(0), Ptr(0), float32(0)); err != nil {
 		return err
 	}
 	if err := g.launch(kChanFinal, c, 0, c, parts, scratch, Ptr(0), 1/m, 0, mean, Ptr(0)); err != nil {
 		return err
 	}
-	if err := g.launch(kChanPart, 0, c*parts, x, Ptr(0), mean, num, c, spatial, parts, scratch, Ptr(0)); err != nil {
+	if err := g.launch(kChanPart, 0, c*parts, x, Ptr(0), mean, num, c, spatial, parts, scratch, Ptr(0), Ptr(0), float32(0)); err != nil {
 		return err
 	}
 	return g.launch(kChanFinal, c, 0, c, parts, scratch, Ptr(0), 1/m, 0, variance, Ptr(0))
@@ -161,10 +161,43 @@ func (g *GPU) ChanSums(dy, x Ptr, num, c, spatial int, k float32, acc bool, a, b
 	if x != 0 {
 		pb = scratch.Add(c * parts)
 	}
-	if err := g.launch(kChanPart, 0, c*parts, dy, x, Ptr(0), num, c, spatial, parts, scratch, pb); err != nil {
+	if err := g.launch(kChanPart, 0, c*parts, dy, x, Ptr(0), num, c, spatial, parts, scratch, pb, Ptr(0), float32(0)); err != nil {
 		return err
 	}
 	return g.launch(kChanFinal, c, 0, c, parts, scratch, pb, k, b2i(acc), a, b)
+}
+
+// BNFusedForward is a BatchNorm with the in-place Scale (s, bias) and
+// optionally ReLU (slope) after it, in one pass: xn the normalised
+// values, y the Scale's (and ReLU's) output.
+func (g *GPU) BNFusedForward(n int, x Ptr, c, spatial int, mean, std, s, bias Ptr, relu bool, slope float32, y, xn Ptr) error {
+	return g.launch(kBNFusedFwd, n, 0, n, x, c, spatial, mean, std, s, bias, b2i(relu), slope, y, xn)
+}
+
+// BNFusedBackward is their backward pass: the channel sums of the
+// ReLU-gated gradient g (y is the ReLU's output, 0 without one) and of
+// g·xn added to the Scale's gradients ds and db (each 0 to skip), then
+// the input gradient into dx. sums holds 2·c floats, scratch
+// 2·c·ChanParts.
+func (g *GPU) BNFusedBackward(dy, y Ptr, slope float32, xn Ptr, num, c, spatial int, s, std, ds, db, dx, sums, scratch Ptr) error {
+	parts := ChanParts(c, num*spatial)
+	pb := scratch.Add(c * parts)
+	if err := g.launch(kChanPart, 0, c*parts, dy, xn, Ptr(0), num, c, spatial, parts, scratch, pb, y, slope); err != nil {
+		return err
+	}
+	if ds != 0 || db != 0 {
+		if err := g.launch(kChanFinal, c, 0, c, parts, scratch, pb, float32(1), 1, db, ds); err != nil {
+			return err
+		}
+	}
+	if err := g.launch(kChanFinal, c, 0, c, parts, scratch, pb, float32(1), 0, sums, sums.Add(c)); err != nil {
+		return err
+	}
+	if dx == 0 {
+		return nil
+	}
+	n := num * c * spatial
+	return g.launch(kBNFusedBwd, n, 0, n, dy, y, slope, xn, c, spatial, s, sums, sums.Add(c), 1/float32(max(num*spatial, 1)), std, dx)
 }
 
 // BNBackward writes dx = (dy − a − b·xn)/std, or dy/std when a is 0.

@@ -40,6 +40,9 @@ type Net struct {
 	Fallback []string
 	// Algos names each convolution's cuDNN algorithms.
 	Algos []string
+	// Fused names the layers that run joined to the BatchNorm before
+	// them (bnOp).
+	Fused []string
 
 	regions        []region
 	params, grads  cuda.Ptr

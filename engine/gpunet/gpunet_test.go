@@ -304,6 +304,11 @@ func TestDropout(t *testing.T) {
 // and once without it.
 func TestGradientsFiniteDifference(t *testing.T) {
 	g := openGPU(t)
+	// Without its ReLU, the BatchNorm joins only the Scale.
+	t.Run("norelu", func(t *testing.T) {
+		checkFD(t, g, strings.Replace(gradNet, `layer { name: "relu" type: "ReLU" bottom: "conv1" top: "conv1" relu_param { negative_slope: 0.2 } }
+`, "", 1))
+	})
 	for _, lrn := range []bool{true, false} {
 		src := gradNet
 		if !lrn {

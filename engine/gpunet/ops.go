@@ -29,6 +29,11 @@ func (e *Net) build(st *model.Step, opt Options) (op, error) {
 		if !one {
 			return nil, nil
 		}
+		if bn := e.fusable(st, inPlace); bn != nil && bn.scale != nil && !bn.relu && e.lastWriter(st) {
+			bn.relu, bn.slope = true, c.NegativeSlope
+			e.Fused = append(e.Fused, st.Name+" into "+bn.st.Name)
+			return fusedOp{}, nil
+		}
 		return &reluOp{e: e, st: st, slope: c.NegativeSlope}, nil
 	case *layers.PoolingConfig:
 		if !one || c.Method == layers.PoolStochastic || len(st.Bottom[0].Shape) != 4 {
@@ -59,6 +64,11 @@ func (e *Net) build(st *model.Step, opt Options) (op, error) {
 		s := st.Bottom[0].Shape
 		if !one || len(s) < 2 || c.NumAxes != 1 || (c.Axis != 1 && c.Axis != 1-len(s)) {
 			return nil, nil
+		}
+		if bn := e.fusable(st, inPlace); bn != nil && bn.scale == nil && len(st.Layer.Params()) == 1+b2i(c.BiasTerm) {
+			bn.scale, bn.scaleBias = st, c.BiasTerm
+			e.Fused = append(e.Fused, st.Name+" into "+bn.st.Name)
+			return fusedOp{}, nil
 		}
 		return e.newScale(st, c, inPlace)
 	case *layers.EltwiseConfig:
@@ -369,8 +379,18 @@ func (o *dropoutOp) backward() error {
 	return o.e.g.DropoutBackward(len(b.Diff), o.e.dev(t.Diff), o.mask, o.e.dev(b.Diff), o.ratio)
 }
 
-// bnOp is Caffe's BatchNorm (no affine part: a Scale follows it).
+// bnOp is Caffe's BatchNorm (no affine part: a Scale follows it). With
+// batch statistics, the Scale that follows in place and the ReLU after
+// that join it (scale, relu): one pass forward (xn and the ReLU's output)
+// and two backward (the channel sums of the gated gradient, which are
+// also the Scale's gradients, then the input gradient), where the three
+// layers took seven; the layers joined run fusedOp.
 type bnOp struct {
+	scale                 *model.Step // the Scale joined, or nil
+	scaleBias             bool
+	relu                  bool // the ReLU after the Scale joined
+	slope                 float32
+	sums                  cuda.Ptr
 	e                     *Net
 	st                    *model.Step
 	global                bool
@@ -388,11 +408,12 @@ func (e *Net) newBatchNorm(st *model.Step, c *layers.BatchNormConfig) (op, error
 	if c.UseGlobalStats != nil {
 		o.global = *c.UseGlobalStats
 	}
-	buf, err := e.alloc(5 * o.c)
+	buf, err := e.alloc(7 * o.c)
 	if err != nil {
 		return nil, err
 	}
 	o.mean, o.vari, o.std, o.a, o.b = buf, buf.Add(o.c), buf.Add(2*o.c), buf.Add(3*o.c), buf.Add(4*o.c)
+	o.sums = buf.Add(5 * o.c)
 	if o.scratch, err = e.alloc(2 * o.c * cuda.ChanParts(o.c, o.num*o.spatial)); err != nil {
 		return nil, err
 	}
@@ -431,7 +452,17 @@ func (o *bnOp) forward() error {
 	if err := g.BNStd(o.c, o.vari, o.eps, o.std); err != nil {
 		return err
 	}
-	if err := g.BNForward(n, x, o.c, o.spatial, o.mean, o.std, y, o.xnorm); err != nil {
+	if o.scale != nil {
+		ps := o.scale.Layer.Params()
+		sc, _ := o.e.param(ps[0])
+		var bias cuda.Ptr
+		if o.scaleBias {
+			bias, _ = o.e.param(ps[1])
+		}
+		if err := g.BNFusedForward(n, x, o.c, o.spatial, o.mean, o.std, sc, bias, o.relu, o.slope, y, o.xnorm); err != nil {
+			return err
+		}
+	} else if err := g.BNForward(n, x, o.c, o.spatial, o.mean, o.std, y, o.xnorm); err != nil {
 		return err
 	}
 	if o.global {
@@ -446,12 +477,31 @@ func (o *bnOp) forward() error {
 }
 
 func (o *bnOp) backward() error {
-	if !o.st.PropagateDown[0] {
-		return nil
-	}
 	g := o.e.g
 	dy, dx := o.e.dev(o.st.Top[0].Diff), o.e.dev(o.st.Bottom[0].Diff)
 	n := len(o.st.Top[0].Diff)
+	if o.scale != nil {
+		ps := o.scale.Layer.Params()
+		sc, ds := o.e.param(ps[0])
+		if !o.scale.Learn[0] {
+			ds = 0
+		}
+		var db cuda.Ptr
+		if o.scaleBias && o.scale.Learn[1] {
+			_, db = o.e.param(ps[1])
+		}
+		var gate cuda.Ptr
+		if o.relu {
+			gate = o.e.dev(o.st.Top[0].Data)
+		}
+		if !o.st.PropagateDown[0] {
+			dx = 0
+		}
+		return g.BNFusedBackward(dy, gate, o.slope, o.xnorm, o.num, o.c, o.spatial, sc, o.std, ds, db, dx, o.sums, o.scratch)
+	}
+	if !o.st.PropagateDown[0] {
+		return nil
+	}
 	if o.global {
 		return g.BNBackward(n, dy, 0, o.c, o.spatial, 0, 0, o.std, dx)
 	}
@@ -711,4 +761,62 @@ func (o *smLossOp) backward() error {
 	}
 	b := o.st.Bottom
 	return o.s.Backward(o.prob, o.e.dev(b[1].Data), o.e.dev(o.st.Top[0].Diff), o.res, o.e.dev(b[0].Diff))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// fusedOp is a layer whose passes a BatchNorm before it runs (bnOp).
+type fusedOp struct{}
+
+func (fusedOp) forward() error  { return nil }
+func (fusedOp) backward() error { return nil }
+
+// fusable returns the BatchNorm (with batch statistics) whose output st,
+// running in place on it, may join: the op just before st is that
+// BatchNorm or a layer already joined to it, writing the blob st reads.
+func (e *Net) fusable(st *model.Step, inPlace bool) *bnOp {
+	if !inPlace || len(st.Splits) > 0 || len(st.LossAdds) > 0 || len(e.ops) == 0 {
+		return nil
+	}
+	var bn *bnOp
+	for i := len(e.ops) - 1; i >= 0; i-- {
+		if b, ok := e.ops[i].(*bnOp); ok {
+			bn = b
+			break
+		}
+		if _, ok := e.ops[i].(fusedOp); !ok {
+			return nil
+		}
+	}
+	if bn == nil || bn.xnorm == 0 || !bn.st.Backward || e.dev(bn.st.Top[0].Data) != e.dev(st.Bottom[0].Data) || len(bn.st.Top[0].Data) != len(st.Bottom[0].Data) {
+		return nil
+	}
+	return bn
+}
+
+// lastWriter reports whether no layer after st writes its top: the
+// values st leaves are the ones its backward pass sees.
+func (e *Net) lastWriter(st *model.Step) bool {
+	after := false
+	for i := range e.plan.Steps {
+		s := &e.plan.Steps[i]
+		if s == st {
+			after = true
+			continue
+		}
+		if !after {
+			continue
+		}
+		for _, t := range s.Top {
+			if e.dev(t.Data) == e.dev(st.Top[0].Data) {
+				return false
+			}
+		}
+	}
+	return true
 }

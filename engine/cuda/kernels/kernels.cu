@@ -185,9 +185,10 @@ static __attribute__((device)) float block_sum(float v, float *sh) {
 // chan_part: per-channel partial sums of [num, c, spatial] blobs, block
 // ch·parts + p taking part p of channel ch's num·spatial values: with
 // mean, pa = Σ (v − mean[ch])² over v of dy; else pa = Σ dy and, with x,
-// pb = Σ dy·x. chan_final adds the parts up.
+// pb = Σ dy·x. With gate (a ReLU's output), dy counts where the gate is
+// positive and slope·dy elsewhere. chan_final adds the parts up.
 extern "C" __global__ void dsgd_chan_part(const float *dy, const float *x, const float *mean, int num, int c, int spatial,
-	int parts, float *pa, float *pb) {
+	int parts, float *pa, float *pb, const float *gate, float slope) {
 	__shared__ float sh[256];
 	int ch = BID / parts, p = BID % parts;
 	long m = (long)num * spatial;
@@ -197,6 +198,7 @@ extern "C" __global__ void dsgd_chan_part(const float *dy, const float *x, const
 	for (long j = lo + TID; j < hi; j += BDIM) {
 		long at = ((j / spatial) * c + ch) * spatial + j % spatial;
 		float g = dy[at];
+		if (gate) g = gate[at] > 0 ? g : g * slope;
 		if (mean) {
 			g -= mu;
 			s += g * g;
@@ -349,5 +351,34 @@ extern "C" __global__ void dsgd_sm_bwd(int n, int c, int inner, const float *pro
 			continue;
 		}
 		dx[idx] = (prob[idx] - (j == (int)v ? 1.0f : 0.0f)) * k;
+	}
+}
+
+// bn_fused_fwd: a BatchNorm, the Scale after it and optionally the ReLU
+// after that, all in place on one blob, in one pass: xn = (x − mean)·(1/std),
+// y = xn·s[c] + bias[c], then y = y > 0 ? y : slope·y when relu.
+extern "C" __global__ void dsgd_bn_fused_fwd(int n, const float *x, int c, int spatial, const float *mean, const float *std,
+	const float *s, const float *bias, int relu, float slope, float *y, float *xn) {
+	LOOP(i, n) {
+		int ch = (i / spatial) % c;
+		float v = (x[i] - mean[ch]) * (1 / std[ch]);
+		xn[i] = v;
+		v = v * s[ch];
+		if (bias) v += bias[ch];
+		if (relu) v = v > 0 ? v : v * slope;
+		y[i] = v;
+	}
+}
+
+// bn_fused_bwd: their input gradient: with g = dy gated by the ReLU's
+// output (y, null without a ReLU), dx = s[c]·(g − sg[c]/m − xn·sgx[c]/m)·(1/std),
+// sg and sgx being the channel sums of g and g·xn.
+extern "C" __global__ void dsgd_bn_fused_bwd(int n, const float *dy, const float *y, float slope, const float *xn, int c, int spatial,
+	const float *s, const float *sg, const float *sgx, float inv_m, const float *std, float *dx) {
+	LOOP(i, n) {
+		int ch = (i / spatial) % c;
+		float g = dy[i];
+		if (y) g = y[i] > 0 ? g : g * slope;
+		dx[i] = s[ch] * (g - sg[ch] * inv_m - xn[i] * (sgx[ch] * inv_m)) * (1 / std[ch]);
 	}
 }
