@@ -369,11 +369,12 @@ func checkFD(t *testing.T, g *cuda.GPU, src string) {
 		}
 		lo, hi := b.Off, b.Off+b.Len()
 		// A block whose gradient is zero in exact arithmetic (conv1's
-		// bias, which the BatchNorm after it cancels) holds rounding:
-		// measure it against 1e-3 of the weights' scale.
+		// bias, which the BatchNorm after it cancels) holds rounding
+		// (3e-7 to 6e-7 on an H100): measure it against 1e-2, a
+		// hundredth of the other blocks' gradients.
 		e := relErr(an[lo:hi], cpu.Grads()[lo:hi])
-		if n := norm(cpu.Grads()[lo:hi]); n < 1e-3 {
-			e = norm(diff(an[lo:hi], cpu.Grads()[lo:hi])) / 1e-3
+		if n := norm(cpu.Grads()[lo:hi]); n < 1e-2 {
+			e = norm(diff(an[lo:hi], cpu.Grads()[lo:hi])) / 1e-2
 		}
 		t.Logf("%s: GPU against CPU %.3g", b.Name, e)
 		if e > 1e-4 {
