@@ -9,6 +9,13 @@
 // GPU, what is missing and how to get it. ParseIDs reads Caffe's -gpu
 // list against the GPUs found.
 //
-// This is the first part of the GPU engine: nothing here computes yet.
-// Under the purego tag nothing is opened and Probe says so.
+// Open opens a GPU for computing: its primary context, cuBLAS and cuDNN
+// handles (fp32 unless TF32 is asked for) and dsgd's kernels. The kernels
+// are kernels/kernels.cu compiled to PTX 6.0 for sm_70 by clang (make
+// ptx) and embedded; the driver compiles them for the GPU it finds, so
+// neither building nor running dsgd needs a CUDA compiler. The C side
+// (gpu.c) looks every entry point up by name once and does each
+// operation in one cgo call. engine/gpunet runs nets with it.
+//
+// Under the purego tag nothing is opened: Probe and Open say so.
 package cuda
