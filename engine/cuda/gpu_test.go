@@ -1,40 +1,21 @@
-package cuda
+package cuda_test
 
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"time"
-)
 
-// openGPU opens GPU 0, or skips the test with the reason there is none.
-func openGPU(t *testing.T) *GPU {
-	t.Helper()
-	if _, err := Probe(); err != nil {
-		if os.Getenv("DSGD_REQUIRE_GPU") != "" {
-			t.Fatalf("DSGD_REQUIRE_GPU is set but: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
-	g, err := Open(0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := g.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return g
-}
+	"dsgd/engine/cuda"
+	"dsgd/engine/cuda/cudatest"
+)
 
 // TestSgemm: cuBLAS's product in fp32 against a float64 reference, for
 // shapes that are not multiples of any tile, with alpha and beta; and a
 // buffer's round trip.
 func TestSgemm(t *testing.T) {
-	g := openGPU(t)
+	g := cudatest.Open(t)
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, sh := range [][3]int{{1, 1, 1}, {67, 45, 123}, {128, 256, 64}, {3, 500, 800}} {
 		m, n, k := sh[0], sh[1], sh[2]
@@ -64,7 +45,7 @@ func TestSgemm(t *testing.T) {
 				t.Fatalf("%dx%dx%d: C[%d] = %v, want %v (TF32 would be off by about 1e-3)", m, n, k, i, got[i], want[i])
 			}
 		}
-		for _, x := range []*Buffer{da, db, dc} {
+		for _, x := range []*cuda.Buffer{da, db, dc} {
 			if err := x.Free(); err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +62,7 @@ func TestSgemm(t *testing.T) {
 		t.Error("an Sgemm past its buffers was accepted")
 	}
 	x.Free()
-	if _, err := Open(len(mustProbe(t).Devices), false); err == nil || !strings.Contains(err.Error(), "out of range") {
+	if _, err := cuda.Open(len(mustProbe(t).Devices), false); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Errorf("a GPU index past the last: %v", err)
 	}
 }
@@ -89,9 +70,9 @@ func TestSgemm(t *testing.T) {
 // TestSgemmPeak logs the fp32 ceiling the benchmarks report FLOP/s
 // against: a large cuBLAS SGEMM.
 func TestSgemmPeak(t *testing.T) {
-	g := openGPU(t)
+	g := cudatest.Open(t)
 	const n = 8192
-	bufs := make([]*Buffer, 3)
+	bufs := make([]*cuda.Buffer, 3)
 	for i := range bufs {
 		b, err := g.Alloc(n * n)
 		if err != nil {
@@ -126,7 +107,7 @@ func randVec(r *rand.Rand, n int) []float32 {
 	return v
 }
 
-func upload(t *testing.T, g *GPU, v []float32) *Buffer {
+func upload(t *testing.T, g *cuda.GPU, v []float32) *cuda.Buffer {
 	t.Helper()
 	b, err := g.Alloc(len(v))
 	if err != nil {
@@ -138,8 +119,8 @@ func upload(t *testing.T, g *GPU, v []float32) *Buffer {
 	return b
 }
 
-func mustProbe(t *testing.T) *Info {
-	in, err := Probe()
+func mustProbe(t *testing.T) *cuda.Info {
+	in, err := cuda.Probe()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,33 +10,13 @@ import (
 	"dsgd/caffe/caffedef"
 	"dsgd/caffe/zoo"
 	"dsgd/engine/cuda"
+	"dsgd/engine/cuda/cudatest"
 	"dsgd/engine/gpunet"
 	"dsgd/engine/layers"
 	"dsgd/engine/model"
 	"dsgd/engine/tensor"
 )
 
-// openGPU opens GPU 0, or skips the test with the reason there is none
-// (DSGD_REQUIRE_GPU=1 makes that a failure: the device machine's run).
-func openGPU(t testing.TB) *cuda.GPU {
-	t.Helper()
-	if _, err := cuda.Probe(); err != nil {
-		if os.Getenv("DSGD_REQUIRE_GPU") != "" {
-			t.Fatalf("DSGD_REQUIRE_GPU is set but: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
-	g, err := cuda.Open(0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := g.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return g
-}
 
 // testNet is a prototxt's TRAIN (or TEST) net at a small batch, its data
 // layers' tops as inputs.
@@ -158,7 +138,7 @@ const deepTol = 5e-2
 // within deepTol. Dropout runs on the CPU on both sides here, so the masks are the
 // same (TestDropout checks the GPU's).
 func TestNetsAgree(t *testing.T) {
-	g := openGPU(t)
+	g := cudatest.Open(t)
 	nets := []testNet{
 		zooNet(t, "lenet", [3]int{1, 28, 28}, 16, 10),
 		zooNet(t, "cifar10_quick", [3]int{3, 32, 32}, 16, 10),
@@ -245,7 +225,7 @@ func TestNetsAgree(t *testing.T) {
 // scaled by 1/(1−ratio), changes between passes, and the backward pass
 // routes the gradient through the same mask.
 func TestDropout(t *testing.T) {
-	g := openGPU(t)
+	g := cudatest.Open(t)
 	spec := model.Spec{Name: "drop", Inputs: []string{"data"}, Layers: []model.LayerSpec{
 		{Name: "drop", Bottom: []string{"data"}, Top: []string{"out"}, Config: &layers.DropoutConfig{Ratio: 0.3}},
 		{Name: "loss", Bottom: []string{"out", "data"}, Top: []string{"loss"}, Config: &layers.EuclideanLossConfig{}, LossWeight: []float32{1}},
@@ -303,7 +283,7 @@ func TestDropout(t *testing.T) {
 // weight of conv1 move every value of its channel). Once with the LRN
 // and once without it.
 func TestGradientsFiniteDifference(t *testing.T) {
-	g := openGPU(t)
+	g := cudatest.Open(t)
 	// Without its ReLU, the BatchNorm joins only the Scale.
 	t.Run("norelu", func(t *testing.T) {
 		checkFD(t, g, strings.Replace(gradNet, `layer { name: "relu" type: "ReLU" bottom: "conv1" top: "conv1" relu_param { negative_slope: 0.2 } }
@@ -422,7 +402,7 @@ func checkFD(t *testing.T, g *cuda.GPU, src string) {
 // spatial positions (a class axis with positions after it), with an
 // ignore label and each normalisation.
 func TestSoftmaxLoss(t *testing.T) {
-	g := openGPU(t)
+	g := cudatest.Open(t)
 	ignore := 2
 	for _, norm := range []layers.LossNormalization{layers.NormValid, layers.NormBatchSize, layers.NormFull, layers.NormNone} {
 		for _, ign := range []*int{nil, &ignore} {
