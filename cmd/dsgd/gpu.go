@@ -77,6 +77,15 @@ func timeOnGPU(m *modelFlags, net *model.Net, warmup, iters int, w io.Writer) er
 		return err
 	}
 	defer done()
+	math := "fp32"
+	if m.tf32 {
+		math = "TF32 tensor cores allowed for float32 products"
+	}
+	algos := "cuDNN's fastest deterministic convolution algorithms"
+	if m.fastest {
+		algos = "cuDNN's fastest convolution algorithms"
+	}
+	fmt.Fprintf(w, "gpu: %s; %s; %s\n", ex.Device(), math, algos)
 	printGPUNet(w, ex)
 	t, err := timeGPU(net, warmup, iters)
 	if err != nil {

@@ -184,7 +184,7 @@ func checkGPUFlag(t *testing.T, what string, code int, out, errs string) {
 		}
 		return
 	}
-	if code != 0 || !strings.Contains(errs, "GPU 0: ") || !strings.Contains(errs, "every layer runs on the CPU") {
+	if code != 0 || !strings.Contains(errs, "GPU 0: ") || !strings.Contains(out+errs, "on the GPU") && !strings.Contains(out, "rank 0 on GPU 0") {
 		t.Errorf("%s with a GPU: exit %d\n%s\n%s", what, code, out, errs)
 	}
 }

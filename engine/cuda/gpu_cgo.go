@@ -178,7 +178,12 @@ func (g *GPU) Malloc(n int) (Ptr, error) {
 	}
 	var p C.devptr
 	if r := C.dsgd_alloc(g.g, &p, C.size_t(4*n)); r != 0 {
-		return 0, fmt.Errorf("%w: %d MiB asked of %s", g.err("cuMemAlloc", r), (4*int64(n)+(1<<20)-1)>>20, g.Name)
+		err := fmt.Errorf("%w: %d MiB asked of %s", g.err("cuMemAlloc", r), (4*int64(n)+(1<<20)-1)>>20, g.Name)
+		if r == 2 { // CUDA_ERROR_OUT_OF_MEMORY
+			free, total, _ := g.MemInfo()
+			err = fmt.Errorf("%w, which has %d MiB free of %d: use a smaller batch, fewer workers on this GPU, or more GPUs (--gpu 0,1)", err, free>>20, total>>20)
+		}
+		return 0, err
 	}
 	return Ptr(p), nil
 }

@@ -169,6 +169,9 @@ func New(g *cuda.GPU, net *model.Net, opt Options) (_ *Net, err error) {
 	return e, nil
 }
 
+// Device is the GPU the net runs on.
+func (e *Net) Device() cuda.Device { return e.g.Device }
+
 // Close frees the device memory and gives the net back to the CPU.
 func (e *Net) Close() error {
 	e.mu.Lock()
