@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"dsgd/engine/tensor"
+	"dsgd/engine/tensor/simd"
 )
 
 // Type returns "Pooling".
@@ -111,6 +112,11 @@ type poolLayer struct {
 	ys, ye, yn []int32
 	xs, xe, xn []int32
 	mask       []int32 // MAX, STOCHASTIC in Train: for each top element, its argmax (sample) within the plane
+	// rows: MAX and AVE forward run a row of outputs at a time on the
+	// simd kernels (poolRows); the outputs [oxLo, oxHi) have windows
+	// wholly inside the plane's columns, the others take the loops.
+	rows       bool
+	oxLo, oxHi int
 	// maskTop: MAX with a second top, which receives the mask as floats
 	// (Caffe's top mask); the pooling then runs on the Go loops.
 	maskTop bool
@@ -177,6 +183,8 @@ func (l *poolLayer) Reshape(bottom, top []*tensor.Blob) error {
 	l.num = b.Shape[0]
 	l.ys, l.ye, l.yn = poolWindows(l.ys, l.ye, l.yn, g.oh, g.h, g.kh, g.sh, g.ph)
 	l.xs, l.xe, l.xn = poolWindows(l.xs, l.xe, l.xn, g.ow, g.w, g.kw, g.sw, g.pw)
+	l.oxLo, l.oxHi = innerWindows(l.xs, l.xe, g.kw)
+	l.rows = l.useRows()
 	top[0].Reshape(l.num, g.c, g.oh, g.ow)
 	if l.maskTop {
 		top[1].ReshapeLike(top[0])
@@ -209,6 +217,36 @@ func poolWindows(s, e, n []int32, out, size, kernel, stride, pad int) ([]int32, 
 		e[o] = int32(min(end, size))
 	}
 	return s, e, n
+}
+
+// innerWindows is the range [lo, hi) of windows that lie wholly inside
+// the axis (not clipped by padding or by the ceil rule's last window);
+// windows advance by the stride, so they are contiguous.
+func innerWindows(s, e []int32, kernel int) (lo, hi int) {
+	for lo < len(s) && int(e[lo]-s[lo]) != kernel {
+		lo++
+	}
+	hi = lo
+	for hi < len(s) && int(e[hi]-s[hi]) == kernel {
+		hi++
+	}
+	return lo, hi
+}
+
+// poolRowsOff turns the simd row kernels off (tests compare against the
+// loops).
+var poolRowsOff = false
+
+// useRows says MAX and AVE forward take the simd row kernels: strides 1
+// and 2 along W (the kernels' loads), and a row of at least four inner
+// windows (fewer run on scalar code anyway). MAX on 2x2 tiles keeps
+// maxForward2x2, whose test of a NaN differs from the scan's (a NaN first
+// in a row stays).
+func (l *poolLayer) useRows() bool {
+	g := &l.geom
+	m := l.cfg.Method
+	return !poolRowsOff && (m == PoolMax || m == PoolAve) && (g.sw == 1 || g.sw == 2) && l.oxHi-l.oxLo >= 4 &&
+		!(m == PoolMax && l.tiled2x2())
 }
 
 // poolWorkPerThread is the work (window elements visited, about a
@@ -274,6 +312,43 @@ func (l *poolLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 // maxForward max-pools planes [lo, hi), recording each argmax in the mask.
 // Ties keep the first maximum in row-major order, as Caffe does.
 func (l *poolLayer) maxForward(lo, hi, _ int) {
+	if l.rows {
+		l.maxForwardRows(lo, hi)
+		return
+	}
+	l.maxForwardLoops(lo, hi)
+}
+
+// maxForwardRows is maxForward on simd.MaxPoolRow: each output row's inner
+// windows in one call (Caffe's scan, lane by lane, so bitwise the loops'
+// result), the clipped ones at either end on scanMax.
+func (l *poolLayer) maxForwardRows(lo, hi int) {
+	g := &l.geom
+	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
+	ys, ye, xs, xe := l.ys, l.ye, l.xs, l.xe
+	a, b := l.oxLo, l.oxHi
+	x0 := int(xs[a])
+	for p := lo; p < hi; p++ {
+		src := l.in.Data[p*hw : (p+1)*hw]
+		dst := l.out.Data[p*ohw : (p+1)*ohw]
+		mask := l.mask[p*ohw : (p+1)*ohw]
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			drow, mrow := dst[oy*ow:(oy+1)*ow], mask[oy*ow:(oy+1)*ow]
+			for ox := range a {
+				drow[ox], mrow[ox] = scanMax(src, w, y0, y1, int(xs[ox]), int(xe[ox]))
+			}
+			i := y0*w + x0
+			simd.MaxPoolRow(drow[a:b], mrow[a:b], src[i:], w, y1-y0, g.kw, g.sw, int32(i))
+			for ox := b; ox < ow; ox++ {
+				drow[ox], mrow[ox] = scanMax(src, w, y0, y1, int(xs[ox]), int(xe[ox]))
+			}
+		}
+	}
+}
+
+// maxForwardLoops is maxForward on Go loops.
+func (l *poolLayer) maxForwardLoops(lo, hi int) {
 	g := &l.geom
 	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
 	ys, ye, xs, xe := l.ys, l.ye, l.xs, l.xe
@@ -572,6 +647,42 @@ func (l *poolLayer) maxBackward(lo, hi, _ int) {
 // aveForward average-pools planes [lo, hi). The divisor is the window's
 // extent within the padded image, as in Caffe, so padding counts as zeros.
 func (l *poolLayer) aveForward(lo, hi, _ int) {
+	if l.rows {
+		l.aveForwardRows(lo, hi)
+		return
+	}
+	l.aveForwardLoops(lo, hi)
+}
+
+// aveForwardRows is aveForward on simd.AvePoolRow for each output row's
+// inner windows (the same sums in the same order, so bitwise the loops'),
+// the clipped ones at either end on windowSum.
+func (l *poolLayer) aveForwardRows(lo, hi int) {
+	g := &l.geom
+	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
+	ys, ye, yn, xs, xe, xn := l.ys, l.ye, l.yn, l.xs, l.xe, l.xn
+	a, b := l.oxLo, l.oxHi
+	x0 := int(xs[a])
+	for p := lo; p < hi; p++ {
+		src := l.in.Data[p*hw : (p+1)*hw]
+		dst := l.out.Data[p*ohw : (p+1)*ohw]
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			drow := dst[oy*ow : (oy+1)*ow]
+			for ox := range a {
+				drow[ox] = windowSum(src, w, y0, y1, int(xs[ox]), int(xe[ox])) / float32(yn[oy]*xn[ox])
+			}
+			// An inner window's extent in the padded plane is the kernel.
+			simd.AvePoolRow(drow[a:b], src[y0*w+x0:], w, y1-y0, g.kw, g.sw, float32(int(yn[oy])*g.kw))
+			for ox := b; ox < ow; ox++ {
+				drow[ox] = windowSum(src, w, y0, y1, int(xs[ox]), int(xe[ox])) / float32(yn[oy]*xn[ox])
+			}
+		}
+	}
+}
+
+// aveForwardLoops is aveForward on Go loops.
+func (l *poolLayer) aveForwardLoops(lo, hi int) {
 	g := &l.geom
 	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
 	ys, ye, yn, xs, xe, xn := l.ys, l.ye, l.yn, l.xs, l.xe, l.xn
