@@ -65,3 +65,12 @@ func setPoolAVX2(on bool) bool {
 	poolAVX2 = on && cpu.X86.HasAVX2
 	return old
 }
+
+// PoolImpl names the implementation of MaxPoolRow and AvePoolRow on this
+// CPU in this build.
+func PoolImpl() string {
+	if poolAVX2 {
+		return "AVX2 assembly"
+	}
+	return "SSE2 assembly"
+}

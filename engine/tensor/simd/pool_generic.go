@@ -11,3 +11,7 @@ func avePoolRow(dst []float32, src []float32, w, rows, kw, stride int, div float
 }
 
 func setPoolAVX2(bool) bool { return false }
+
+// PoolImpl names the implementation of MaxPoolRow and AvePoolRow on this
+// CPU in this build.
+func PoolImpl() string { return "Go" }
