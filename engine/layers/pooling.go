@@ -117,6 +117,7 @@ type poolLayer struct {
 	// wholly inside the plane's columns, the others take the loops.
 	rows       bool
 	oxLo, oxHi int
+	aveBuf     [][]float32 // AVE backward on rows: per worker, a row's top diffs over their divisors
 	// maskTop: MAX with a second top, which receives the mask as floats
 	// (Caffe's top mask); the pooling then runs on the Go loops.
 	maskTop bool
@@ -185,6 +186,14 @@ func (l *poolLayer) Reshape(bottom, top []*tensor.Blob) error {
 	l.xs, l.xe, l.xn = poolWindows(l.xs, l.xe, l.xn, g.ow, g.w, g.kw, g.sw, g.pw)
 	l.oxLo, l.oxHi = innerWindows(l.xs, l.xe, g.kw)
 	l.rows = l.useRows()
+	if l.rows && c.Method == PoolAve {
+		if len(l.aveBuf) < l.threads {
+			l.aveBuf = make([][]float32, l.threads)
+		}
+		for i := range l.aveBuf {
+			l.aveBuf[i] = fitBuf(l.aveBuf[i], g.ow)
+		}
+	}
 	top[0].Reshape(l.num, g.c, g.oh, g.ow)
 	if l.maskTop {
 		top[1].ReshapeLike(top[0])
@@ -708,7 +717,70 @@ func (l *poolLayer) aveForwardLoops(lo, hi int) {
 
 // aveBackward spreads each top diff of planes [lo, hi) evenly over its
 // window.
-func (l *poolLayer) aveBackward(lo, hi, _ int) {
+func (l *poolLayer) aveBackward(lo, hi, worker int) {
+	if l.rows {
+		l.aveBackwardRows(lo, hi, worker)
+		return
+	}
+	l.aveBackwardLoops(lo, hi)
+}
+
+// aveBackwardRows is aveBackward with each output row's inner windows
+// added a window column k at a time, k from the last to the first, with
+// simd.AddTo (stride 1) or AddStrided2 (stride 2). An element of the
+// bottom diff gets its windows' shares in the order of their outputs, as
+// in the loops (a later output reaches it through an earlier column), so
+// the sums are bitwise the loops'.
+func (l *poolLayer) aveBackwardRows(lo, hi, worker int) {
+	g := &l.geom
+	hw, ohw, w, ow, kw := g.h*g.w, g.oh*g.ow, g.w, g.ow, g.kw
+	ys, ye, yn, xs, xe, xn := l.ys, l.ye, l.yn, l.xs, l.xe, l.xn
+	a, b := l.oxLo, l.oxHi
+	x0 := int(xs[a])
+	v := l.aveBuf[worker][:b-a]
+	for p := lo; p < hi; p++ {
+		bd := l.in.Diff[p*hw : (p+1)*hw]
+		td := l.out.Diff[p*ohw : (p+1)*ohw]
+		clear(bd)
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			trow := td[oy*ow : (oy+1)*ow]
+			for ox := range a {
+				aveSpread(bd, w, y0, y1, int(xs[ox]), int(xe[ox]), trow[ox]/float32(yn[oy]*xn[ox]))
+			}
+			div := float32(int(yn[oy]) * kw)
+			for i, t := range trow[a:b] {
+				v[i] = t / div
+			}
+			for y := y0; y < y1; y++ {
+				row := bd[y*w+x0:]
+				for k := kw - 1; k >= 0; k-- {
+					if g.sw == 1 {
+						simd.AddTo(row[k:k+len(v)], v)
+					} else {
+						simd.AddStrided2(row[k:], v)
+					}
+				}
+			}
+			for ox := b; ox < ow; ox++ {
+				aveSpread(bd, w, y0, y1, int(xs[ox]), int(xe[ox]), trow[ox]/float32(yn[oy]*xn[ox]))
+			}
+		}
+	}
+}
+
+// aveSpread adds v to the window [y0, y1)×[x0, x1) of a plane of width w.
+func aveSpread(bd []float32, w, y0, y1, x0, x1 int, v float32) {
+	for y := y0; y < y1; y++ {
+		row := bd[y*w+x0 : y*w+x1]
+		for i := range row {
+			row[i] += v
+		}
+	}
+}
+
+// aveBackwardLoops is aveBackward on Go loops.
+func (l *poolLayer) aveBackwardLoops(lo, hi int) {
 	g := &l.geom
 	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
 	ys, ye, yn, xs, xe, xn := l.ys, l.ye, l.yn, l.xs, l.xe, l.xn

@@ -75,3 +75,23 @@ func avePoolRowGo(dst []float32, src []float32, w, rows, kw, stride int, div flo
 		dst[o] = s / div
 	}
 }
+
+// AddStrided2 adds v into every other element of dst: dst[2·o] += v[o]
+// for o < len(v), bitwise the scalar loop's sums. The elements between
+// are read and written back unchanged (+0 is added to them, which keeps
+// every value's bits but -0's; dst must hold no -0, which sums that start
+// from +0, as pooling's backward, never make), so no other goroutine may
+// write dst meanwhile. It panics if dst is shorter than 2·len(v) − 1.
+func AddStrided2(dst, v []float32) {
+	if len(v) > 0 && len(dst) < 2*len(v)-1 {
+		panic("simd: AddStrided2: dst too short")
+	}
+	addStrided2(dst, v)
+}
+
+// addStrided2Go is the portable AddStrided2.
+func addStrided2Go(dst, v []float32) {
+	for o, x := range v {
+		dst[2*o] += x
+	}
+}

@@ -74,3 +74,15 @@ func PoolImpl() string {
 	}
 	return "SSE2 assembly"
 }
+
+//go:noescape
+func addStrided2SSE(dst, v *float32, groups int)
+
+func addStrided2(dst, v []float32) {
+	// Four of v per group, eight of dst: the groups whose eight fit.
+	g := min(len(v), len(dst)/2) / 4
+	if g > 0 {
+		addStrided2SSE(&dst[0], &v[0], g)
+	}
+	addStrided2Go(dst[8*g:], v[4*g:])
+}

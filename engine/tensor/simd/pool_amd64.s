@@ -150,3 +150,30 @@ acol:
 	CMPQ   BX, n+16(FP)
 	JLT    agroup
 	RET
+
+// func addStrided2SSE(dst, v *float32, groups int)
+//
+// dst[2o] += v[o] for o < 4·groups: v's four floats interleaved with
+// zeros (UNPCKLPS, UNPCKHPS) and added to eight of dst.
+TEXT ·addStrided2SSE(SB), NOSPLIT, $0-24
+	MOVQ  dst+0(FP), DI
+	MOVQ  v+8(FP), SI
+	MOVQ  groups+16(FP), CX
+	XORPS X7, X7
+
+sloop:
+	MOVUPS   (SI), X0
+	MOVAPS   X0, X1
+	UNPCKLPS X7, X0         // v0 0 v1 0
+	UNPCKHPS X7, X1         // v2 0 v3 0
+	MOVUPS   (DI), X2
+	MOVUPS   16(DI), X3
+	ADDPS    X0, X2
+	ADDPS    X1, X3
+	MOVUPS   X2, (DI)
+	MOVUPS   X3, 16(DI)
+	ADDQ     $16, SI
+	ADDQ     $32, DI
+	DECQ     CX
+	JNZ      sloop
+	RET

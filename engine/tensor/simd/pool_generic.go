@@ -15,3 +15,5 @@ func setPoolAVX2(bool) bool { return false }
 // PoolImpl names the implementation of MaxPoolRow and AvePoolRow on this
 // CPU in this build.
 func PoolImpl() string { return "Go" }
+
+func addStrided2(dst, v []float32) { addStrided2Go(dst, v) }

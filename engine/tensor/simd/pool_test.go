@@ -92,3 +92,35 @@ func TestPoolRowPanics(t *testing.T) {
 		}()
 	}
 }
+
+func TestAddStrided2MatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 2))
+	special := []float32{0, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-40, -1e-40}
+	for range 300 {
+		n := r.IntN(30)
+		dst := make([]float32, max(0, 2*n-1)+r.IntN(3))
+		v := make([]float32, n)
+		for i := range dst {
+			if r.IntN(6) == 0 {
+				dst[i] = special[r.IntN(len(special))]
+			} else {
+				dst[i] = float32(r.NormFloat64())
+			}
+		}
+		for i := range v {
+			if r.IntN(6) == 0 {
+				v[i] = special[r.IntN(len(special))]
+			} else {
+				v[i] = float32(r.NormFloat64())
+			}
+		}
+		got, want := append([]float32(nil), dst...), append([]float32(nil), dst...)
+		AddStrided2(got, v)
+		addStrided2Go(want, v)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n %d len(dst) %d: dst[%d] = %v, want %v", n, len(dst), i, got[i], want[i])
+			}
+		}
+	}
+}
