@@ -20,8 +20,9 @@
 //
 // Four outputs per group: X0 holds their maxima, X1 their argmaxes. Each
 // window element v in row-major order replaces the maximum where
-// best < v, or where best is NaN (CMPPS UNORD) and v is not (ORD): the
-// scalar scan's test, lane by lane, so the results are bitwise its. The
+// best < v, or where best is NaN and v is not: !(v <= best) (CMPPS
+// NLE_US) and v not NaN (ORD), the scalar scan's test, lane by lane, so
+// the results are bitwise its. The
 // last group starts at n-4 and overlaps the one before it (n ≥ 4).
 TEXT ·maxPoolRowSSE(SB), NOSPLIT, $0-80
 	MOVQ    dst+0(FP), DI
@@ -63,14 +64,11 @@ mrow:
 
 mcol:
 	LOADW(R14, X2, X3)
-	MOVAPS X0, X4
-	CMPPS  X2, X4, 1          // best < v
-	MOVAPS X0, X5
-	CMPPS  X0, X5, 3          // best is NaN
 	MOVAPS X2, X6
 	CMPPS  X2, X6, 7          // v is not NaN
-	ANDPS  X6, X5
-	ORPS   X5, X4             // m: v wins
+	MOVAPS X2, X4
+	CMPPS  X0, X4, 6          // !(v <= best): v > best, or either is NaN
+	ANDPS  X6, X4             // m: v wins
 	ANDPS  X4, X2             // v & m
 	MOVAPS X4, X5
 	ANDNPS X0, X5             // best &^ m

@@ -44,14 +44,14 @@
 	LEAQ    (CX*4), R15
 
 // COMBINE takes v (V) into the maxima M and argmaxes I of a group where
-// M < v, or where M is NaN and v is not: Caffe's scan, lane by lane. IX is
-// v's index; T1-T3 are scratch.
-#define COMBINE(V, IX, M, I, T1, T2, T3) \
-	VCMPPS    $1, V, M, T1  \
-	VCMPPS    $3, M, M, T2  \
+// M < v, or where M is NaN and v is not: Caffe's scan, lane by lane. That
+// is !(v <= M) (NLE_US, true when either is NaN) and v not NaN (ORD),
+// whose compare is off the chain through M. IX is v's index; T1, T3 are
+// scratch.
+#define COMBINE(V, IX, M, I, T1, T3) \
 	VCMPPS    $7, V, V, T3  \
-	VANDPS    T3, T2, T2    \
-	VORPS     T2, T1, T1    \
+	VCMPPS    $6, M, V, T1  \
+	VANDPS    T3, T1, T1    \
 	VBLENDVPS T1, V, M, M   \
 	VBLENDVPS T1, IX, I, I
 
@@ -98,9 +98,9 @@ mrow:
 mcol:
 	LOAD8((R14), 28(R14), Y2, Y3)
 	LOAD8((R14)(R15*1), 28(R14)(R15*1), Y10, Y3)
-	COMBINE(Y2, Y7, Y0, Y1, Y4, Y5, Y6)
+	COMBINE(Y2, Y7, Y0, Y1, Y4, Y6)
 	VPADDD Y13, Y7, Y11
-	COMBINE(Y10, Y11, Y8, Y9, Y12, Y5, Y6)
+	COMBINE(Y10, Y11, Y8, Y9, Y12, Y5)
 	VPADDD Y15, Y7, Y7
 	ADDQ   $4, R14
 	DECQ   CX
