@@ -180,10 +180,20 @@ func (l *poolLayer) Reshape(bottom, top []*tensor.Blob) error {
 		return fmt.Errorf("layers: Pooling: kernel %dx%d with pad %dx%d does not fit bottom %q of %dx%d",
 			g.kh, g.kw, g.ph, g.pw, b.Name, g.h, g.w)
 	}
+	ys, ye, yn := poolWindows(l.ys, l.ye, l.yn, g.oh, g.h, g.kh, g.sh, g.ph)
+	xs, xe, xn := poolWindows(l.xs, l.xe, l.xn, g.ow, g.w, g.kw, g.sw, g.pw)
+	l.ys, l.ye, l.yn, l.xs, l.xe, l.xn = ys, ye, yn, xs, xe, xn
+	// A stride longer than the kernel can put the ceil rule's last window
+	// wholly past an unpadded input (Caffe trims it only with padding).
+	// AVE gives such a window Caffe's 0 over a negative extent (-0); MAX
+	// and STOCHASTIC have no element to name, where Caffe writes -FLT_MAX
+	// with the argmax -1 that its backward then writes through.
+	if c.Method != PoolAve && (ys[g.oh-1] >= ye[g.oh-1] || xs[g.ow-1] >= xe[g.ow-1]) {
+		return fmt.Errorf("layers: Pooling: kernel %dx%d with stride %dx%d and pad %dx%d leaves the last window of bottom %q (%dx%d) past its edge, with no element for MAX to take (round_mode FLOOR, or a kernel at least the stride, avoids it)",
+			g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, b.Name, g.h, g.w)
+	}
 	l.geom = g
 	l.num = b.Shape[0]
-	l.ys, l.ye, l.yn = poolWindows(l.ys, l.ye, l.yn, g.oh, g.h, g.kh, g.sh, g.ph)
-	l.xs, l.xe, l.xn = poolWindows(l.xs, l.xe, l.xn, g.ow, g.w, g.kw, g.sw, g.pw)
 	l.oxLo, l.oxHi = innerWindows(l.xs, l.xe, g.kw)
 	l.rows = l.useRows()
 	if l.rows && c.Method == PoolAve {
@@ -681,8 +691,17 @@ func (l *poolLayer) aveForwardRows(lo, hi int) {
 			for ox := range a {
 				drow[ox] = windowSum(src, w, y0, y1, int(xs[ox]), int(xe[ox])) / float32(yn[oy]*xn[ox])
 			}
-			// An inner window's extent in the padded plane is the kernel.
-			simd.AvePoolRow(drow[a:b], src[y0*w+x0:], w, y1-y0, g.kw, g.sw, float32(int(yn[oy])*g.kw))
+			if y1 > y0 {
+				// An inner window's extent in the padded plane is the kernel.
+				simd.AvePoolRow(drow[a:b], src[y0*w+x0:], w, y1-y0, g.kw, g.sw, float32(int(yn[oy])*g.kw))
+			} else {
+				// A row of windows past an unpadded input (the ceil rule
+				// with a stride longer than the kernel): Caffe's 0 over
+				// their extents.
+				for ox := a; ox < b; ox++ {
+					drow[ox] = 0 / float32(yn[oy]*xn[ox])
+				}
+			}
 			for ox := b; ox < ow; ox++ {
 				drow[ox] = windowSum(src, w, y0, y1, int(xs[ox]), int(xe[ox])) / float32(yn[oy]*xn[ox])
 			}
