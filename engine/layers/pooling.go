@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"dsgd/engine/tensor"
+	"dsgd/engine/tensor/simd"
 )
 
 // Type returns "Pooling".
@@ -111,6 +112,12 @@ type poolLayer struct {
 	ys, ye, yn []int32
 	xs, xe, xn []int32
 	mask       []int32 // MAX, STOCHASTIC in Train: for each top element, its argmax (sample) within the plane
+	// rows: MAX and AVE forward run a row of outputs at a time on the
+	// simd kernels (poolRows); the outputs [oxLo, oxHi) have windows
+	// wholly inside the plane's columns, the others take the loops.
+	rows       bool
+	oxLo, oxHi int
+	aveBuf     [][]float32 // AVE backward on rows: per worker, a row's top diffs over their divisors
 	// maskTop: MAX with a second top, which receives the mask as floats
 	// (Caffe's top mask); the pooling then runs on the Go loops.
 	maskTop bool
@@ -173,10 +180,30 @@ func (l *poolLayer) Reshape(bottom, top []*tensor.Blob) error {
 		return fmt.Errorf("layers: Pooling: kernel %dx%d with pad %dx%d does not fit bottom %q of %dx%d",
 			g.kh, g.kw, g.ph, g.pw, b.Name, g.h, g.w)
 	}
+	ys, ye, yn := poolWindows(l.ys, l.ye, l.yn, g.oh, g.h, g.kh, g.sh, g.ph)
+	xs, xe, xn := poolWindows(l.xs, l.xe, l.xn, g.ow, g.w, g.kw, g.sw, g.pw)
+	l.ys, l.ye, l.yn, l.xs, l.xe, l.xn = ys, ye, yn, xs, xe, xn
+	// A stride longer than the kernel can put the ceil rule's last window
+	// wholly past an unpadded input (Caffe trims it only with padding).
+	// AVE gives such a window Caffe's 0 over a negative extent (-0); MAX
+	// and STOCHASTIC have no element to name, where Caffe writes -FLT_MAX
+	// with the argmax -1 that its backward then writes through.
+	if c.Method != PoolAve && (ys[g.oh-1] >= ye[g.oh-1] || xs[g.ow-1] >= xe[g.ow-1]) {
+		return fmt.Errorf("layers: Pooling: kernel %dx%d with stride %dx%d and pad %dx%d leaves the last window of bottom %q (%dx%d) past its edge, with no element for MAX to take (round_mode FLOOR, or a kernel at least the stride, avoids it)",
+			g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, b.Name, g.h, g.w)
+	}
 	l.geom = g
 	l.num = b.Shape[0]
-	l.ys, l.ye, l.yn = poolWindows(l.ys, l.ye, l.yn, g.oh, g.h, g.kh, g.sh, g.ph)
-	l.xs, l.xe, l.xn = poolWindows(l.xs, l.xe, l.xn, g.ow, g.w, g.kw, g.sw, g.pw)
+	l.oxLo, l.oxHi = innerWindows(l.xs, l.xe, g.kw)
+	l.rows = l.useRows()
+	if l.rows && c.Method == PoolAve {
+		if len(l.aveBuf) < l.threads {
+			l.aveBuf = make([][]float32, l.threads)
+		}
+		for i := range l.aveBuf {
+			l.aveBuf[i] = fitBuf(l.aveBuf[i], g.ow)
+		}
+	}
 	top[0].Reshape(l.num, g.c, g.oh, g.ow)
 	if l.maskTop {
 		top[1].ReshapeLike(top[0])
@@ -209,6 +236,36 @@ func poolWindows(s, e, n []int32, out, size, kernel, stride, pad int) ([]int32, 
 		e[o] = int32(min(end, size))
 	}
 	return s, e, n
+}
+
+// innerWindows is the range [lo, hi) of windows that lie wholly inside
+// the axis (not clipped by padding or by the ceil rule's last window);
+// windows advance by the stride, so they are contiguous.
+func innerWindows(s, e []int32, kernel int) (lo, hi int) {
+	for lo < len(s) && int(e[lo]-s[lo]) != kernel {
+		lo++
+	}
+	hi = lo
+	for hi < len(s) && int(e[hi]-s[hi]) == kernel {
+		hi++
+	}
+	return lo, hi
+}
+
+// poolRowsOff turns the simd row kernels off (tests compare against the
+// loops).
+var poolRowsOff = false
+
+// useRows says MAX and AVE forward take the simd row kernels: strides 1
+// and 2 along W (the kernels' loads), and a row of at least four inner
+// windows (fewer run on scalar code anyway). MAX on 2x2 tiles keeps
+// maxForward2x2, whose test of a NaN differs from the scan's (a NaN first
+// in a row stays).
+func (l *poolLayer) useRows() bool {
+	g := &l.geom
+	m := l.cfg.Method
+	return !poolRowsOff && (m == PoolMax || m == PoolAve) && (g.sw == 1 || g.sw == 2) && l.oxHi-l.oxLo >= 4 &&
+		!(m == PoolMax && l.tiled2x2())
 }
 
 // poolWorkPerThread is the work (window elements visited, about a
@@ -274,6 +331,43 @@ func (l *poolLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 // maxForward max-pools planes [lo, hi), recording each argmax in the mask.
 // Ties keep the first maximum in row-major order, as Caffe does.
 func (l *poolLayer) maxForward(lo, hi, _ int) {
+	if l.rows {
+		l.maxForwardRows(lo, hi)
+		return
+	}
+	l.maxForwardLoops(lo, hi)
+}
+
+// maxForwardRows is maxForward on simd.MaxPoolRow: each output row's inner
+// windows in one call (Caffe's scan, lane by lane, so bitwise the loops'
+// result), the clipped ones at either end on scanMax.
+func (l *poolLayer) maxForwardRows(lo, hi int) {
+	g := &l.geom
+	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
+	ys, ye, xs, xe := l.ys, l.ye, l.xs, l.xe
+	a, b := l.oxLo, l.oxHi
+	x0 := int(xs[a])
+	for p := lo; p < hi; p++ {
+		src := l.in.Data[p*hw : (p+1)*hw]
+		dst := l.out.Data[p*ohw : (p+1)*ohw]
+		mask := l.mask[p*ohw : (p+1)*ohw]
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			drow, mrow := dst[oy*ow:(oy+1)*ow], mask[oy*ow:(oy+1)*ow]
+			for ox := range a {
+				drow[ox], mrow[ox] = scanMax(src, w, y0, y1, int(xs[ox]), int(xe[ox]))
+			}
+			i := y0*w + x0
+			simd.MaxPoolRow(drow[a:b], mrow[a:b], src[i:], w, y1-y0, g.kw, g.sw, int32(i))
+			for ox := b; ox < ow; ox++ {
+				drow[ox], mrow[ox] = scanMax(src, w, y0, y1, int(xs[ox]), int(xe[ox]))
+			}
+		}
+	}
+}
+
+// maxForwardLoops is maxForward on Go loops.
+func (l *poolLayer) maxForwardLoops(lo, hi int) {
 	g := &l.geom
 	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
 	ys, ye, xs, xe := l.ys, l.ye, l.xs, l.xe
@@ -572,6 +666,51 @@ func (l *poolLayer) maxBackward(lo, hi, _ int) {
 // aveForward average-pools planes [lo, hi). The divisor is the window's
 // extent within the padded image, as in Caffe, so padding counts as zeros.
 func (l *poolLayer) aveForward(lo, hi, _ int) {
+	if l.rows {
+		l.aveForwardRows(lo, hi)
+		return
+	}
+	l.aveForwardLoops(lo, hi)
+}
+
+// aveForwardRows is aveForward on simd.AvePoolRow for each output row's
+// inner windows (the same sums in the same order, so bitwise the loops'),
+// the clipped ones at either end on windowSum.
+func (l *poolLayer) aveForwardRows(lo, hi int) {
+	g := &l.geom
+	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
+	ys, ye, yn, xs, xe, xn := l.ys, l.ye, l.yn, l.xs, l.xe, l.xn
+	a, b := l.oxLo, l.oxHi
+	x0 := int(xs[a])
+	for p := lo; p < hi; p++ {
+		src := l.in.Data[p*hw : (p+1)*hw]
+		dst := l.out.Data[p*ohw : (p+1)*ohw]
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			drow := dst[oy*ow : (oy+1)*ow]
+			for ox := range a {
+				drow[ox] = windowSum(src, w, y0, y1, int(xs[ox]), int(xe[ox])) / float32(yn[oy]*xn[ox])
+			}
+			if y1 > y0 {
+				// An inner window's extent in the padded plane is the kernel.
+				simd.AvePoolRow(drow[a:b], src[y0*w+x0:], w, y1-y0, g.kw, g.sw, float32(int(yn[oy])*g.kw))
+			} else {
+				// A row of windows past an unpadded input (the ceil rule
+				// with a stride longer than the kernel): Caffe's 0 over
+				// their extents.
+				for ox := a; ox < b; ox++ {
+					drow[ox] = 0 / float32(yn[oy]*xn[ox])
+				}
+			}
+			for ox := b; ox < ow; ox++ {
+				drow[ox] = windowSum(src, w, y0, y1, int(xs[ox]), int(xe[ox])) / float32(yn[oy]*xn[ox])
+			}
+		}
+	}
+}
+
+// aveForwardLoops is aveForward on Go loops.
+func (l *poolLayer) aveForwardLoops(lo, hi int) {
 	g := &l.geom
 	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
 	ys, ye, yn, xs, xe, xn := l.ys, l.ye, l.yn, l.xs, l.xe, l.xn
@@ -597,7 +736,70 @@ func (l *poolLayer) aveForward(lo, hi, _ int) {
 
 // aveBackward spreads each top diff of planes [lo, hi) evenly over its
 // window.
-func (l *poolLayer) aveBackward(lo, hi, _ int) {
+func (l *poolLayer) aveBackward(lo, hi, worker int) {
+	if l.rows {
+		l.aveBackwardRows(lo, hi, worker)
+		return
+	}
+	l.aveBackwardLoops(lo, hi)
+}
+
+// aveBackwardRows is aveBackward with each output row's inner windows
+// added a window column k at a time, k from the last to the first, with
+// simd.AddTo (stride 1) or AddStrided2 (stride 2). An element of the
+// bottom diff gets its windows' shares in the order of their outputs, as
+// in the loops (a later output reaches it through an earlier column), so
+// the sums are bitwise the loops'.
+func (l *poolLayer) aveBackwardRows(lo, hi, worker int) {
+	g := &l.geom
+	hw, ohw, w, ow, kw := g.h*g.w, g.oh*g.ow, g.w, g.ow, g.kw
+	ys, ye, yn, xs, xe, xn := l.ys, l.ye, l.yn, l.xs, l.xe, l.xn
+	a, b := l.oxLo, l.oxHi
+	x0 := int(xs[a])
+	v := l.aveBuf[worker][:b-a]
+	for p := lo; p < hi; p++ {
+		bd := l.in.Diff[p*hw : (p+1)*hw]
+		td := l.out.Diff[p*ohw : (p+1)*ohw]
+		clear(bd)
+		for oy := range ys {
+			y0, y1 := int(ys[oy]), int(ye[oy])
+			trow := td[oy*ow : (oy+1)*ow]
+			for ox := range a {
+				aveSpread(bd, w, y0, y1, int(xs[ox]), int(xe[ox]), trow[ox]/float32(yn[oy]*xn[ox]))
+			}
+			div := float32(int(yn[oy]) * kw)
+			for i, t := range trow[a:b] {
+				v[i] = t / div
+			}
+			for y := y0; y < y1; y++ {
+				row := bd[y*w+x0:]
+				for k := kw - 1; k >= 0; k-- {
+					if g.sw == 1 {
+						simd.AddTo(row[k:k+len(v)], v)
+					} else {
+						simd.AddStrided2(row[k:], v)
+					}
+				}
+			}
+			for ox := b; ox < ow; ox++ {
+				aveSpread(bd, w, y0, y1, int(xs[ox]), int(xe[ox]), trow[ox]/float32(yn[oy]*xn[ox]))
+			}
+		}
+	}
+}
+
+// aveSpread adds v to the window [y0, y1)×[x0, x1) of a plane of width w.
+func aveSpread(bd []float32, w, y0, y1, x0, x1 int, v float32) {
+	for y := y0; y < y1; y++ {
+		row := bd[y*w+x0 : y*w+x1]
+		for i := range row {
+			row[i] += v
+		}
+	}
+}
+
+// aveBackwardLoops is aveBackward on Go loops.
+func (l *poolLayer) aveBackwardLoops(lo, hi int) {
 	g := &l.geom
 	hw, ohw, w, ow := g.h*g.w, g.oh*g.ow, g.w, g.ow
 	ys, ye, yn, xs, xe, xn := l.ys, l.ye, l.yn, l.xs, l.xe, l.xn

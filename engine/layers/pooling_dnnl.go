@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"dsgd/engine/tensor/dnnl"
+	"dsgd/engine/tensor/simd"
 )
 
 // Pooling runs on oneDNN for MAX (but the 2x2 tiles of maxForward2x2),
@@ -71,9 +72,14 @@ func (l *poolLayer) dnnlSetup() {
 }
 
 // Kernel says which kernels the pooling runs on: oneDNN's (naming its
-// implementation and layout) or dsgd's Go loops, and why.
+// implementation and layout) or dsgd's Go loops, with the forward pass's
+// simd row kernels where they run, and why.
 func (l *poolLayer) Kernel() string {
-	return kernelName(l.dn.on, l.dn.impl, "Go loops", l.dn.why)
+	own := "Go loops"
+	if l.rows {
+		own = "Go loops, forward rows on " + simd.PoolImpl()
+	}
+	return kernelName(l.dn.on, l.dn.impl, own, l.dn.why)
 }
 
 func (l *poolLayer) newDnnlPool(n int) (*dnnl.Pool, error) {

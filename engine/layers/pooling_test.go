@@ -319,6 +319,24 @@ func TestPoolSetupErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	hlErrContains(t, l.Reshape(b, top), "does not fit")
+	// Kernel 1, stride 3 over 12 rows: ceil(11/3)+1 = 5 windows, the last
+	// starting at row 12, past the input.
+	// MAX has no element to take there (AVE keeps Caffe's -0).
+	cfg = &PoolingConfig{Method: PoolMax, KernelH: 1, KernelW: 2, StrideH: 3, StrideW: 1}
+	l = build()
+	b = []*tensor.Blob{tensor.NewBlob("x", 1, 1, 12, 5)}
+	if err := l.Setup(b, top); err != nil {
+		t.Fatal(err)
+	}
+	hlErrContains(t, l.Reshape(b, top), "past its edge")
+	cfg.Method = PoolAve
+	l = build()
+	if err := l.Setup(b, top); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reshape(b, top); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestPoolNoAllocs(t *testing.T) {
@@ -418,8 +436,17 @@ func BenchmarkPool(b *testing.B) {
 		{"googlenet_pool1_max3s2", PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}, []int{8, 64, 112, 112}},
 		{"googlenet_3a_max3s1p1", PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}, []int{8, 192, 28, 28}},
 	}
+	defer func(off, rowsOff bool) { dnnlOff, poolRowsOff = off, rowsOff }(dnnlOff, poolRowsOff)
 	for _, tc := range cases {
-		benchLayer(b, tc.name, &tc.cfg, Context{Threads: 1}, tc.shape, 0, false)
+		// auto: what a run picks; rows: the Go side on the simd row
+		// kernels; loops: the Go loops alone.
+		for _, v := range []struct {
+			name           string
+			dnOff, rowsOff bool
+		}{{"auto", false, false}, {"rows", true, false}, {"loops", true, true}} {
+			dnnlOff, poolRowsOff = v.dnOff, v.rowsOff
+			benchLayer(b, tc.name+"/"+v.name, &tc.cfg, Context{Threads: 1}, tc.shape, 0, false)
+		}
 	}
 }
 
@@ -499,4 +526,125 @@ func refScanMax(x []float32, w, y0, y1, x0, x1 int) (float32, int32) {
 		}
 	}
 	return x[arg], int32(arg)
+}
+
+// TestPoolRowsMatchLoops holds the simd row kernels (maxForwardRows,
+// aveForwardRows) to the Go loops bit for bit, forward (value and argmax)
+// and backward, on random geometries: odd sizes, padding, Caffe's ceil
+// rule and round_mode FLOOR, strides 1 and 2 along W (and 3, which stays
+// on the loops), with ties, ±0, ±Inf and NaN planted. oneDNN is off.
+func TestPoolRowsMatchLoops(t *testing.T) {
+	defer func(off, rowsOff bool) { dnnlOff, poolRowsOff = off, rowsOff }(dnnlOff, poolRowsOff)
+	dnnlOff = true
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	levels := []float32{-1, 0, float32(math.Copysign(0, -1)), 1, 2, nan, inf, -inf}
+	r := rand.New(rand.NewPCG(20, 20))
+	type tcase struct {
+		cfg        PoolingConfig
+		n, c, h, w int
+	}
+	cases := []tcase{
+		{PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}, 2, 3, 32, 32},
+		{PoolingConfig{Method: PoolAve, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}, 2, 3, 16, 16},
+		{PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}, 1, 4, 28, 28},
+		{PoolingConfig{Method: PoolAve, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1}, 1, 4, 14, 14},
+		{PoolingConfig{Method: PoolMax, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2}, 1, 2, 55, 55},
+	}
+	for range 80 {
+		kh, kw := 1+r.IntN(5), 1+r.IntN(5)
+		m := PoolMax
+		if r.IntN(2) == 1 {
+			m = PoolAve
+		}
+		cases = append(cases, tcase{
+			cfg: PoolingConfig{Method: m, KernelH: kh, KernelW: kw, StrideH: 1 + r.IntN(3), StrideW: 1 + r.IntN(3),
+				PadH: r.IntN(kh), PadW: r.IntN(kw), RoundFloor: r.IntN(4) == 0},
+			n: 1 + r.IntN(2), c: 1 + r.IntN(3), h: kh + r.IntN(12), w: kw + r.IntN(20),
+		})
+	}
+	rowsSeen, skipped := 0, 0
+	for _, tc := range cases {
+		// A stride larger than the kernel can leave the ceil rule's last
+		// window wholly past the plane without padding: Reshape refuses
+		// it for MAX (TestPoolSetupErrors); AVE keeps Caffe's -0 there.
+		if g := tc.cfg; g.Method == PoolMax && pooledWindowsEmpty(tc.h, g.KernelH, g.StrideH, g.PadH, g.RoundFloor) ||
+			pooledWindowsEmpty(tc.w, g.KernelW, g.StrideW, g.PadW, g.RoundFloor) {
+			skipped++
+			continue
+		}
+		bottom := tensor.NewBlob("x", tc.n, tc.c, tc.h, tc.w)
+		for i := range bottom.Data {
+			switch r.IntN(4) {
+			case 0:
+				bottom.Data[i] = levels[r.IntN(len(levels))]
+			case 1:
+				bottom.Data[i] = float32(r.IntN(3)) // ties
+			default:
+				bottom.Data[i] = float32(r.NormFloat64())
+			}
+		}
+		var outs, masks, diffs [2][]float32
+		var rows [2]bool
+		var topDiff []float32
+		for k, off := range []bool{true, false} {
+			poolRowsOff = off
+			top := tensor.NewBlob("y")
+			l := newTestLayer(t, &tc.cfg, Context{Threads: 1 + k}, []*tensor.Blob{bottom}, []*tensor.Blob{top})
+			pl := l.(*poolLayer)
+			pl.workPerThread = 1
+			rows[k] = pl.rows
+			l.Forward([]*tensor.Blob{bottom}, []*tensor.Blob{top})
+			if topDiff == nil {
+				topDiff = make([]float32, len(top.Diff))
+				for i := range topDiff {
+					topDiff[i] = float32(r.NormFloat64())
+				}
+			}
+			copy(top.Diff, topDiff)
+			l.Backward([]*tensor.Blob{top}, []bool{true}, []*tensor.Blob{bottom})
+			outs[k] = append([]float32(nil), top.Data...)
+			for _, m := range pl.mask {
+				masks[k] = append(masks[k], float32(m))
+			}
+			diffs[k] = append([]float32(nil), bottom.Diff...)
+		}
+		if rows[0] {
+			t.Fatal("poolRowsOff did not turn the row kernels off")
+		}
+		if rows[1] {
+			rowsSeen++
+		}
+		name := fmt.Sprintf("%+v on %dx%dx%dx%d (rows %v)", tc.cfg, tc.n, tc.c, tc.h, tc.w, rows[1])
+		for i := range outs[0] {
+			if math.Float32bits(outs[0][i]) != math.Float32bits(outs[1][i]) {
+				t.Fatalf("%s: top %d = %v, the loops %v", name, i, outs[1][i], outs[0][i])
+			}
+		}
+		for i := range masks[0] {
+			if masks[0][i] != masks[1][i] {
+				t.Fatalf("%s: argmax %d = %v, the loops %v", name, i, masks[1][i], masks[0][i])
+			}
+		}
+		for i := range diffs[0] {
+			if math.Float32bits(diffs[0][i]) != math.Float32bits(diffs[1][i]) {
+				t.Fatalf("%s: bottom diff %d = %v, the loops %v", name, i, diffs[0][i], diffs[1][i])
+			}
+		}
+	}
+	t.Logf("%d of %d geometries ran the row kernels (%d skipped)", rowsSeen, len(cases)-skipped, skipped)
+	if rowsSeen < (len(cases)-skipped)/3 {
+		t.Fatalf("only %d of %d cases ran the row kernels", rowsSeen, len(cases)-skipped)
+	}
+}
+
+// pooledWindowsEmpty says some window along an axis holds no element.
+func pooledWindowsEmpty(size, kernel, stride, pad int, floor bool) bool {
+	out := pooledSizeRound(size, kernel, stride, pad, floor)
+	s, e, _ := poolWindows(nil, nil, nil, out, size, kernel, stride, pad)
+	for i := range s {
+		if s[i] >= e[i] {
+			return true
+		}
+	}
+	return false
 }

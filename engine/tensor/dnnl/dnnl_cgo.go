@@ -492,7 +492,8 @@ func firstJIT[T any](what string, layouts []Layout, build func(Layout) (T, Impl,
 // forward+backward: cifar10_quick's pool1 13.7 against 36.1 ms, CaffeNet's
 // pool1 at 8 images 12.3 against 21.6, GoogLeNet's pool1 26.7 against
 // 48.7), mostly because their backward pass is a scatter that oneDNN's
-// takes 5-10x longer over.
+// takes 5-10x longer over. With the forward rows on dsgd's simd kernels
+// the blocked kernel is 3.7-5.2x slower (2026-11-27, docs/benchmarks.md).
 func poolLayouts(max bool) []Layout {
 	if b := Block(); b > 0 && !max {
 		return []Layout{Plain, Layout(b)}
