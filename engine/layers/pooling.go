@@ -189,7 +189,7 @@ func (l *poolLayer) Reshape(bottom, top []*tensor.Blob) error {
 	// and STOCHASTIC have no element to name, where Caffe writes -FLT_MAX
 	// with the argmax -1 that its backward then writes through.
 	if c.Method != PoolAve && (ys[g.oh-1] >= ye[g.oh-1] || xs[g.ow-1] >= xe[g.ow-1]) {
-		return fmt.Errorf("layers: Pooling: kernel %dx%d with stride %dx%d and pad %dx%d leaves the last window of bottom %q (%dx%d) past its edge, with no element for MAX to take (round_mode FLOOR, or a kernel at least the stride, avoids it)",
+		return fmt.Errorf("layers: Pooling: kernel %dx%d with stride %dx%d and pad %dx%d leaves the last window of bottom %q (%dx%d) past its edge, outside the input, with no element for MAX to take (round_mode FLOOR, or a kernel at least the stride, avoids it)",
 			g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, b.Name, g.h, g.w)
 	}
 	l.geom = g
