@@ -30,10 +30,11 @@ import (
 // only once every other worker waits for it in the center (in Pull for
 // easgd-rr's turn, in Clock for ssp). No wait is on the wall clock:
 // weedout's rounds close at their deadline=MS as soon as the fast
-// workers are in (deadlines), and easgd-rr's computes each wait for the
-// others to compute too or wait their turn, so that two computes meet
-// whenever the center lets them. Every worker's k-th compute uses
-// grad(r, k) and the update is plain SGD with rate lr.
+// workers are in and the straggler computes for the round (deadlines),
+// and easgd-rr's computes each wait for the others to compute too or
+// wait their turn, so that two computes meet whenever the center lets
+// them. Every worker's k-th compute uses grad(r, k) and the update is
+// plain SGD with rate lr.
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
@@ -65,7 +66,7 @@ type scenarioComputer struct {
 	park   []scheme.Op // the center calls in which a worker waits for the others
 	meet   bool        // every compute waits for the others to compute too or park
 	slow   bool        // the first compute waits for the others to park
-	stuck  bool        // every compute runs until aborted (weedout's straggler)
+	stuck  *deadlines  // non-nil: every compute runs until aborted (weedout's straggler)
 }
 
 type scenarioLog struct {
@@ -101,7 +102,8 @@ func (c *scenarioComputer) Compute(ctx context.Context, ready func(lo, hi int)) 
 	}
 	var err error
 	switch {
-	case c.stuck:
+	case c.stuck != nil:
+		c.stuck.straggling()
 		<-ctx.Done()
 		l.mu.Lock()
 		l.aborted++
@@ -140,6 +142,7 @@ func runScenario(t *testing.T, d *datadriven.TestData) string {
 	}
 	var cen *center.Local
 	var wc *watch
+	var dl *deadlines
 	if uses, n := sc.UsesCenter(); uses {
 		cc := center.Config{Workers: n, Weights: w0, Interval: interval, ClockedReads: name == "ssp" && staleness == 0,
 			Deadline: time.Duration(deadline) * time.Millisecond,
@@ -149,7 +152,8 @@ func runScenario(t *testing.T, d *datadriven.TestData) string {
 				}
 			}}
 		if name == "weedout" {
-			newDeadlines(workers - 1).hooks(&cc)
+			dl = newDeadlines(workers - 1)
+			dl.hooks(&cc)
 		}
 		switch sc.Info().Policy {
 		case scheme.RoundRobin:
@@ -187,7 +191,7 @@ func runScenario(t *testing.T, d *datadriven.TestData) string {
 		c := &scenarioComputer{fixedComputer: fixedComputer{grads: grads, rank: r}, params: params, log: log,
 			watch: wc, park: park, meet: name == "easgd-rr"}
 		if r == slow {
-			c.stuck, c.slow = name == "weedout", name != "weedout"
+			c.stuck, c.slow = dl, dl == nil
 		}
 		var cc center.Center
 		if cen != nil {

@@ -125,15 +125,19 @@ func (c *watch) Leave(ctx context.Context, w int, cause error) error {
 }
 
 // deadlines closes every weed-out round of a center.Local as soon as
-// the workers expected in it (all but the straggler) are in, instead of
-// when its wall-clock deadline passes: install its hooks in the
-// center's Config (AfterFunc, OnStep).
+// the workers expected in it (all but the straggler) are in and the
+// straggler computes for it (it told straggling), instead of when its
+// wall-clock deadline passes: install its hooks in the center's Config
+// (AfterFunc, OnStep). Round k waits for the straggler's k-th compute,
+// so that each round aborts one, as a deadline far shorter than the
+// straggler's compute and far longer than the others' would.
 type deadlines struct {
 	mu      sync.Mutex
 	expect  int            // gradients a round closes with
 	in      map[int]int    // round → gradients in
 	expire  map[int]func() // round → its deadline's f, once armed
 	pending func()         // armed by the step OnStep is told of next
+	started int            // computes the straggler began
 }
 
 func newDeadlines(expect int) *deadlines {
@@ -161,9 +165,19 @@ func (d *deadlines) hooks(cfg *center.Config) {
 	}
 }
 
-// fire closes round k once armed and full; d.mu is held.
+// straggling tells d that the straggler began a compute.
+func (d *deadlines) straggling() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.started++
+	for k := range d.expire {
+		d.fire(k)
+	}
+}
+
+// fire closes round k once armed, full and straggled in; d.mu is held.
 func (d *deadlines) fire(k int) {
-	if f := d.expire[k]; f != nil && d.in[k] >= d.expect {
+	if f := d.expire[k]; f != nil && d.in[k] >= d.expect && d.started > k {
 		delete(d.expire, k)
 		go f() // the center's lock is held here; f takes it
 	}

@@ -11,13 +11,16 @@ import (
 )
 
 // stuckComputer is a straggler slower than any round: its compute never
-// ends before its context does. It counts the computes cut short.
+// ends before its context does. It tells the rounds' deadlines when it
+// starts one, and counts the computes cut short.
 type stuckComputer struct {
 	fixedComputer
-	aborted atomic.Int32
+	deadlines *deadlines
+	aborted   atomic.Int32
 }
 
 func (c *stuckComputer) Compute(ctx context.Context, _ func(lo, hi int)) (float64, error) {
+	c.deadlines.straggling()
 	<-ctx.Done()
 	c.aborted.Add(1)
 	return 0, ctx.Err()
@@ -38,12 +41,13 @@ func TestWeedoutRestartsStraggler(t *testing.T) {
 		}
 	}
 	cfg := center.Config{Workers: workers, Weights: w0, Update: update, Deadline: 50 * time.Millisecond}
-	newDeadlines(workers - 1).hooks(&cfg)
+	dl := newDeadlines(workers - 1)
+	dl.hooks(&cfg)
 	cen, err := center.NewLocal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow := &stuckComputer{}
+	slow := &stuckComputer{deadlines: dl}
 	start := time.Now()
 	ranks := runRanksWith(t, scheme.Config{Name: "weedout", Workers: workers, MaxIter: iters}, cen, 0, func(r int, grads []float32) Computer {
 		if r == 2 {
