@@ -4,19 +4,24 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"dsgd/protocol/center"
 	"dsgd/protocol/scheme"
 )
 
-// overlapComputer counts the computes running at once across workers.
+// overlapComputer counts the computes running at once across workers. A
+// compute ends only once every other worker computes too, waits in Pull
+// for its turn, or has left (the watch): if a second compute can run
+// meanwhile, it does, where a sleep would only give it a chance to.
 type overlapComputer struct {
 	fixedComputer
 	running, most *atomic.Int32
+	watch         *watch
 }
 
 func (c *overlapComputer) Compute(ctx context.Context, ready func(lo, hi int)) (float64, error) {
+	c.watch.computing(c.rank, true)
+	defer c.watch.computing(c.rank, false)
 	n := c.running.Add(1)
 	defer c.running.Add(-1)
 	for {
@@ -25,7 +30,9 @@ func (c *overlapComputer) Compute(ctx context.Context, ready func(lo, hi int)) (
 			break
 		}
 	}
-	time.Sleep(5 * time.Millisecond)
+	if err := c.watch.waitOthers(ctx, c.rank, true, scheme.Pull); err != nil {
+		return 0, err
+	}
 	return c.fixedComputer.Compute(ctx, ready)
 }
 
@@ -40,9 +47,10 @@ func TestEASGDRoundRobinOneAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	var running, most atomic.Int32
+	wc := newWatch(cen, workers)
 	sc := scheme.Config{Name: "easgd-rr", Workers: workers, MaxIter: iters, Alpha: alpha, Interval: tau}
-	ranks := runRanksWith(t, sc, cen, 0, func(r int, grads []float32) Computer {
-		return &overlapComputer{fixedComputer: fixedComputer{grads: grads, rank: r}, running: &running, most: &most}
+	ranks := runRanksWith(t, sc, wc, 0, func(r int, grads []float32) Computer {
+		return &overlapComputer{fixedComputer: fixedComputer{grads: grads, rank: r}, running: &running, most: &most, watch: wc}
 	})
 	if m := most.Load(); m != 1 {
 		t.Fatalf("%d workers computed at once under round-robin, want 1", m)

@@ -19,7 +19,6 @@ type fakeComputer struct {
 	value  float32
 	fail   int // fail on this call (1-based); 0: never
 	calls  int
-	delay  time.Duration
 }
 
 func (c *fakeComputer) Compute(ctx context.Context, ready func(lo, hi int)) (float64, error) {
@@ -27,7 +26,6 @@ func (c *fakeComputer) Compute(ctx context.Context, ready func(lo, hi int)) (flo
 	if c.calls == c.fail {
 		return 0, errors.New("injected failure")
 	}
-	time.Sleep(c.delay)
 	for i := len(c.blocks) - 1; i >= 0; i-- {
 		b := c.blocks[i]
 		for j := b[0]; j < b[1]; j++ {

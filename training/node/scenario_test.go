@@ -25,9 +25,16 @@ import (
 //	run scheme=NAME workers=W iters=N [staleness=S] [interval=H] [alpha=A]
 //	    [slow=R] [deadline=MS]
 //
-// slow=R makes worker R's computes take 2 s unless aborted (weedout) or
-// 80 ms for its first one (the others). Every worker's k-th compute uses
-// grad(r, k) and the update is plain SGD with rate lr.
+// slow=R makes worker R a straggler: under weedout its computes never
+// end before they are aborted; under the others its first compute ends
+// only once every other worker waits for it in the center (in Pull for
+// easgd-rr's turn, in Clock for ssp). No wait is on the wall clock:
+// weedout's rounds close at their deadline=MS as soon as the fast
+// workers are in and the straggler computes for the round (deadlines),
+// and easgd-rr's computes each wait for the others to compute too or
+// wait their turn, so that two computes meet whenever the center lets
+// them. Every worker's k-th compute uses grad(r, k) and the update is
+// plain SGD with rate lr.
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
@@ -47,14 +54,19 @@ type seen struct {
 }
 
 // scenarioComputer records every compute and can be slow, or wait for a
-// token (hogwild's scenario runs the workers one at a time).
+// token (hogwild's scenario runs the workers one at a time). Slowness is
+// an event, not a time: a compute waits until the other workers have
+// gone as far as they can without it (the watch).
 type scenarioComputer struct {
 	fixedComputer
 	params []float32
-	slow   time.Duration
-	first  bool // slow only in the first compute
 	log    *scenarioLog
 	token  chan struct{} // nil: no turn-taking
+	watch  *watch
+	park   []scheme.Op // the center calls in which a worker waits for the others
+	meet   bool        // every compute waits for the others to compute too or park
+	slow   bool        // the first compute waits for the others to park
+	stuck  *deadlines  // non-nil: every compute runs until aborted (weedout's straggler)
 }
 
 type scenarioLog struct {
@@ -84,18 +96,28 @@ func (c *scenarioComputer) Compute(ctx context.Context, ready func(lo, hi int)) 
 		l.running--
 		l.mu.Unlock()
 	}()
-	if d := c.slow; d > 0 && (!c.first || c.calls == 0) {
-		select {
-		case <-time.After(d):
-		case <-ctx.Done():
-			l.mu.Lock()
-			l.aborted++
-			l.mu.Unlock()
-			c.calls++
-			return 0, ctx.Err()
-		}
-	} else {
-		time.Sleep(2 * time.Millisecond) // long enough for two computes to meet
+	if c.watch != nil {
+		c.watch.computing(c.rank, true)
+		defer c.watch.computing(c.rank, false)
+	}
+	var err error
+	switch {
+	case c.stuck != nil:
+		c.stuck.straggling()
+		<-ctx.Done()
+		l.mu.Lock()
+		l.aborted++
+		l.mu.Unlock()
+		c.calls++
+		return 0, ctx.Err()
+	case c.slow && c.calls == 0:
+		err = c.watch.waitOthers(ctx, c.rank, false, c.park...)
+	case c.meet:
+		// Long enough for two computes to meet, if they can.
+		err = c.watch.waitOthers(ctx, c.rank, true, c.park...)
+	}
+	if err != nil {
+		return 0, err
 	}
 	return c.fixedComputer.Compute(ctx, ready)
 }
@@ -119,6 +141,8 @@ func runScenario(t *testing.T, d *datadriven.TestData) string {
 		d.Fatalf(t, "%v", err)
 	}
 	var cen *center.Local
+	var wc *watch
+	var dl *deadlines
 	if uses, n := sc.UsesCenter(); uses {
 		cc := center.Config{Workers: n, Weights: w0, Interval: interval, ClockedReads: name == "ssp" && staleness == 0,
 			Deadline: time.Duration(deadline) * time.Millisecond,
@@ -127,6 +151,10 @@ func runScenario(t *testing.T, d *datadriven.TestData) string {
 					w[i] -= lr * g[i]
 				}
 			}}
+		if name == "weedout" {
+			dl = newDeadlines(workers - 1)
+			dl.hooks(&cc)
+		}
 		switch sc.Info().Policy {
 		case scheme.RoundRobin:
 			cc.Policy = center.RoundRobin
@@ -136,7 +164,9 @@ func runScenario(t *testing.T, d *datadriven.TestData) string {
 		if cen, err = center.NewLocal(cc); err != nil {
 			d.Fatalf(t, "%v", err)
 		}
+		wc = newWatch(cen, n)
 	}
+	park := map[string][]scheme.Op{"easgd-rr": {scheme.Pull}, "ssp": {scheme.Clock}}[name]
 	log := &scenarioLog{}
 	eps := transport.NewInproc(len(schemes))
 	defer func() {
@@ -158,14 +188,16 @@ func runScenario(t *testing.T, d *datadriven.TestData) string {
 		if name == "hogwild" {
 			params = shared
 		}
-		c := &scenarioComputer{fixedComputer: fixedComputer{grads: grads, rank: r}, params: params, log: log}
+		c := &scenarioComputer{fixedComputer: fixedComputer{grads: grads, rank: r}, params: params, log: log,
+			watch: wc, park: park, meet: name == "easgd-rr"}
 		if r == slow {
-			c.slow, c.first = 80*time.Millisecond, true
-			if name == "weedout" {
-				c.slow, c.first = 2*time.Second, false
-			}
+			c.stuck, c.slow = dl, dl == nil
 		}
-		rk := &Rank{Scheme: schemes[r], Ep: eps[r], Params: params, Grads: grads, Center: cen, CenterID: r, Computer: c, Timeout: 10 * time.Second,
+		var cc center.Center
+		if cen != nil {
+			cc = wc
+		}
+		rk := &Rank{Scheme: schemes[r], Ep: eps[r], Params: params, Grads: grads, Center: cc, CenterID: r, Computer: c, Timeout: 10 * time.Second,
 			Update: func(int) {
 				for i := range params {
 					params[i] -= lr * grads[i]

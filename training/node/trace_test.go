@@ -43,7 +43,7 @@ func TestTraceSpans(t *testing.T) {
 			for r := range ranks {
 				params, grads := make([]float32, n), make([]float32, n)
 				ranks[r] = &Rank{Scheme: schemes[r], Ep: eps[r], Params: params, Grads: grads, Timeout: 5 * time.Second,
-					Computer: &fakeComputer{grads: grads, blocks: blocks, value: float32(r + 1), delay: time.Millisecond},
+					Computer: &fakeComputer{grads: grads, blocks: blocks, value: float32(r + 1)},
 					Update: func(int) {
 						for i := range params {
 							params[i] -= grads[i]

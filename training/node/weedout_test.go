@@ -10,30 +10,29 @@ import (
 	"dsgd/protocol/scheme"
 )
 
-// sleepyComputer takes d per compute unless its context ends first, and
-// counts the computes cut short.
-type sleepyComputer struct {
+// stuckComputer is a straggler slower than any round: its compute never
+// ends before its context does. It tells the rounds' deadlines when it
+// starts one, and counts the computes cut short.
+type stuckComputer struct {
 	fixedComputer
-	d       time.Duration
-	aborted atomic.Int32
+	deadlines *deadlines
+	aborted   atomic.Int32
 }
 
-func (c *sleepyComputer) Compute(ctx context.Context, ready func(lo, hi int)) (float64, error) {
-	select {
-	case <-time.After(c.d):
-	case <-ctx.Done():
-		c.aborted.Add(1)
-		return 0, ctx.Err()
-	}
-	return c.fixedComputer.Compute(ctx, ready)
+func (c *stuckComputer) Compute(ctx context.Context, _ func(lo, hi int)) (float64, error) {
+	c.deadlines.straggling()
+	<-ctx.Done()
+	c.aborted.Add(1)
+	return 0, ctx.Err()
 }
 
 // TestWeedoutRestartsStraggler: SpeeDO 3.4 drops a straggler's stale
 // update and restarts it from fresh weights, aborting its compute. A
-// worker whose compute takes 2 s, against rounds that close 50 ms after
-// the fast workers hand in, is restarted every round: the run takes a few
-// rounds' time, not the straggler's, no fast worker's gradient is
-// dropped, and every worker ends on the center's weights.
+// worker whose compute never ends on its own, against rounds that close
+// at their deadline once the fast workers have handed in (the test
+// closes them on that event, not on the wall clock: deadlines), is
+// restarted every round: the run ends in a few rounds, no fast worker's
+// gradient is dropped, and every worker ends on the center's weights.
 func TestWeedoutRestartsStraggler(t *testing.T) {
 	const workers, iters = 3, 5
 	update := func(w, g []float32, _ int) {
@@ -41,11 +40,14 @@ func TestWeedoutRestartsStraggler(t *testing.T) {
 			w[i] -= lr * g[i]
 		}
 	}
-	cen, err := center.NewLocal(center.Config{Workers: workers, Weights: w0, Update: update, Deadline: 50 * time.Millisecond})
+	cfg := center.Config{Workers: workers, Weights: w0, Update: update, Deadline: 50 * time.Millisecond}
+	dl := newDeadlines(workers - 1)
+	dl.hooks(&cfg)
+	cen, err := center.NewLocal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slow := &sleepyComputer{d: 2 * time.Second}
+	slow := &stuckComputer{deadlines: dl}
 	start := time.Now()
 	ranks := runRanksWith(t, scheme.Config{Name: "weedout", Workers: workers, MaxIter: iters}, cen, 0, func(r int, grads []float32) Computer {
 		if r == 2 {
