@@ -9,11 +9,15 @@
 #define DNN(r) do { int _r = (r); if (_r) return 2000 + _r; } while (0)
 #define CUR(g) DRV((g)->ctxSetCurrent((g)->ctx))
 
-// bind looks up each named entry point into the slot after it.
-static int bind(void *h, const char *const *names, void **slots[], int n, int base) {
+// bind looks up each named entry point into its slot, recording the
+// first it does not find in g->missing.
+static int bind(dsgd_gpu *g, void *h, const char *const *names, void **slots[], int n, int base) {
 	for (int i = 0; i < n; i++) {
 		*slots[i] = dlsym(h, names[i]);
-		if (!*slots[i]) return base + i;
+		if (!*slots[i]) {
+			g->missing = names[i];
+			return base + i;
+		}
 	}
 	return 0;
 }
@@ -28,11 +32,11 @@ int dsgd_gpu_init(dsgd_gpu *g, void *cu, void *blas, void *dnn, int dev, int tf3
 		"cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel", "cuGetErrorName"};
 	void **drvs[] = {S(ctxSetCurrent), S(ctxSynchronize), S(memAlloc), S(memFree), S(htod), S(dtoh), S(dtod),
 		S(memsetD32), S(memGetInfo), S(moduleLoadData), S(moduleGetFunction), S(launch), S(getErrorName)};
-	int r = bind(cu, drv, drvs, 13, 3000);
+	int r = bind(g, cu, drv, drvs, 13, 3000);
 	if (r) return r;
 	static const char *const bl[] = {"cublasSgemm_v2", "cublasSgemv_v2", "cublasSaxpy_v2", "cublasSscal_v2"};
 	void **bls[] = {S(sgemm), S(sgemv), S(saxpy), S(sscal)};
-	if ((r = bind(blas, bl, bls, 4, 3100))) return r;
+	if ((r = bind(g, blas, bl, bls, 4, 3100))) return r;
 	if (dnn) {
 		static const char *const dn[] = {"cudnnGetErrorString", "cudnnCreateTensorDescriptor", "cudnnSetTensor4dDescriptor",
 			"cudnnDestroyTensorDescriptor", "cudnnCreateFilterDescriptor", "cudnnSetFilter4dDescriptor",
@@ -47,21 +51,21 @@ int dsgd_gpu_init(dsgd_gpu *g, void *cu, void *blas, void *dnn, int dev, int tf3
 			S(destroyFilter), S(createConv), S(setConv2d), S(setConvGroups), S(setConvMath), S(destroyConv),
 			S(findFwd), S(findBwdData), S(findBwdFilter), S(convFwd), S(convBwdData), S(convBwdFilter),
 			S(convBwdBias), S(addTensor), S(createLRN), S(setLRN), S(destroyLRN), S(lrnFwd), S(lrnBwd), S(softmaxFwd)};
-		if ((r = bind(dnn, dn, dns, 26, 3200))) return r;
+		if ((r = bind(g, dnn, dn, dns, 26, 3200))) return r;
 	}
 	int (*retain)(void **, int) = (int (*)(void **, int))dlsym(cu, "cuDevicePrimaryCtxRetain");
-	if (!retain) return 3300;
+	if (!retain) return g->missing = "cuDevicePrimaryCtxRetain", 3300;
 	DRV(retain(&g->ctx, dev));
 	CUR(g);
 	int (*bcreate)(void **) = (int (*)(void **))dlsym(blas, "cublasCreate_v2");
 	int (*bmode)(void *, int) = (int (*)(void *, int))dlsym(blas, "cublasSetMathMode");
-	if (!bcreate || !bmode) return 3301;
+	if (!bcreate || !bmode) return g->missing = "cublasCreate_v2 or cublasSetMathMode", 3301;
 	BLAS(bcreate(&g->blas_h));
 	// CUBLAS_DEFAULT_MATH (0) is fp32; CUBLAS_TF32_TENSOR_OP_MATH is 3.
 	BLAS(bmode(g->blas_h, tf32 ? 3 : 0));
 	if (dnn) {
 		int (*dcreate)(void **) = (int (*)(void **))dlsym(dnn, "cudnnCreate");
-		if (!dcreate) return 3302;
+		if (!dcreate) return g->missing = "cudnnCreate", 3302;
 		DNN(dcreate(&g->dnn_h));
 	}
 	DRV(g->moduleLoadData(&g->module, ptx));
@@ -90,6 +94,7 @@ int dsgd_gpu_close(dsgd_gpu *g) {
 
 const char *dsgd_gpu_errname(dsgd_gpu *g, int r) {
 	const char *s = 0;
+	if (r >= 3000 && g->missing) return g->missing;
 	if (r >= 2000 && r < 3000 && g->dnnErr) return g->dnnErr(r - 2000);
 	if (r > 0 && r < 1000 && g->getErrorName && g->getErrorName(r, &s) == 0) return s;
 	return "";

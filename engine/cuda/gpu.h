@@ -16,6 +16,7 @@ typedef struct dsgd_gpu {
 	void *ctx;
 	int dev, tf32;
 	int fastest; // cuDNN's fastest algorithm even where it is not deterministic
+	const char *missing; // the entry point a status of 3000 and up did not find
 	void *blas_h, *dnn_h;
 	void *module;
 	void *kern[DSGD_NKERNELS];

@@ -96,7 +96,7 @@ func (g *GPU) err(what string, r C.int) error {
 	}
 	switch {
 	case code >= 3000:
-		return fmt.Errorf("cuda: %s: an entry point the GPU engine needs is missing (%d): the CUDA driver, cuBLAS or cuDNN is too old", what, code)
+		return fmt.Errorf("cuda: %s: an entry point the GPU engine needs is missing%s: the CUDA driver, cuBLAS or cuDNN (dsgd needs 8 or 9) that has no such function is too old; update it, or point DSGD_CUDA_LIBS at a newer one", what, name)
 	case code >= 2000:
 		return fmt.Errorf("cuda: %s: cuDNN status %d%s", what, code-2000, name)
 	case code >= 1000:
