@@ -17,7 +17,6 @@ import (
 	"dsgd/engine/tensor"
 )
 
-
 // testNet is a prototxt's TRAIN (or TEST) net at a small batch, its data
 // layers' tops as inputs.
 type testNet struct {
