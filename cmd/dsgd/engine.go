@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"dsgd/cmd/internal/enginebench"
 	"dsgd/engine/cpuinfo"
 	"dsgd/engine/layers"
 	"dsgd/engine/model"
@@ -89,7 +90,7 @@ func printLayerKernels(w io.Writer, net *model.Net) {
 		count[c]++
 	}
 	for _, c := range order {
-		fmt.Fprintf(w, "dsgd:   %s: %s (%s)\n", c.typ, c.kernel, plural(count[c], "layer"))
+		fmt.Fprintf(w, "dsgd:   %s: %s (%s)\n", c.typ, c.kernel, enginebench.Plural(count[c], "layer"))
 	}
 }
 

@@ -5,66 +5,14 @@ import (
 	"io"
 	"time"
 
-	"dsgd/engine/cuda"
-	"dsgd/engine/gpunet"
+	"dsgd/cmd/internal/enginebench"
 	"dsgd/engine/model"
 )
 
-// onGPU opens the first of m's GPUs and runs net there (resident: its
-// params and gradients stay on the device, for timing the passes alone).
-// The returned close gives both back.
-func onGPU(m *modelFlags, net *model.Net, resident bool) (*gpunet.Net, func(), error) {
-	g, err := cuda.Open(m.gpuIDs[0], m.tf32)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--gpu %s: %w", m.gpu, err)
-	}
-	g.SetFastest(m.fastest)
-	ex, err := gpunet.New(g, net, gpunet.Options{Seed: uint64(max(m.seed, 1)), Resident: resident})
-	if err != nil {
-		g.Close()
-		return nil, nil, fmt.Errorf("--gpu %s: %w", m.gpu, err)
-	}
-	return ex, func() { ex.Close(); g.Close() }, nil
-}
-
-// gpuTimes are the GPU passes' times per iteration, in milliseconds.
-type gpuTimes struct{ fwd, bwd, wall []float64 }
-
-// timeGPU runs warmup untimed iterations of net's forward and backward
-// passes (on its executor), then iters timed ones; each pass ends with
-// the GPU idle (the outputs or the gradients back, or a wait).
-func timeGPU(net *model.Net, warmup, iters int) (gpuTimes, error) {
-	var t gpuTimes
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	for i := range warmup + iters {
-		t0 := time.Now()
-		net.Forward()
-		t1 := time.Now()
-		net.Backward()
-		t2 := time.Now()
-		if err := net.Err(); err != nil {
-			return t, err
-		}
-		if i >= warmup {
-			t.fwd, t.bwd, t.wall = append(t.fwd, ms(t1.Sub(t0))), append(t.bwd, ms(t2.Sub(t1))), append(t.wall, ms(t2.Sub(t0)))
-		}
-	}
-	return t, nil
-}
-
-// printGPUNet says where each layer runs and which algorithms cuDNN chose.
-func printGPUNet(w io.Writer, ex *gpunet.Net) {
-	if len(ex.Fallback) > 0 {
-		fmt.Fprintf(w, "gpu: on the CPU, with their blobs copied across: %v\n", ex.Fallback)
-	} else {
-		fmt.Fprintln(w, "gpu: every layer on the GPU")
-	}
-	if len(ex.Fused) > 0 {
-		fmt.Fprintf(w, "gpu: %d layers joined to the BatchNorm before them (one pass each way for BatchNorm+Scale+ReLU)\n", len(ex.Fused))
-	}
-	for _, a := range ex.Algos {
-		fmt.Fprintf(w, "gpu: %s\n", a)
-	}
+// gpuSpec is the GPU the flags choose (after checkGPU), for
+// enginebench.OnGPU.
+func (m *modelFlags) gpuSpec() enginebench.GPU {
+	return enginebench.GPU{Flag: m.gpu, ID: m.gpuIDs[0], TF32: m.tf32, Fastest: m.fastest, Seed: m.seed}
 }
 
 // timeOnGPU is dsgd time --gpu: the net's forward and backward passes on
@@ -72,7 +20,7 @@ func printGPUNet(w io.Writer, ex *gpunet.Net) {
 // them. The GPU runs a pass's layers asynchronously, so the times are the
 // passes', not each layer's.
 func timeOnGPU(m *modelFlags, net *model.Net, warmup, iters int, w io.Writer) error {
-	ex, done, err := onGPU(m, net, true)
+	ex, done, err := enginebench.OnGPU(m.gpuSpec(), net, true)
 	if err != nil {
 		return err
 	}
@@ -86,16 +34,16 @@ func timeOnGPU(m *modelFlags, net *model.Net, warmup, iters int, w io.Writer) er
 		algos = "cuDNN's fastest convolution algorithms"
 	}
 	fmt.Fprintf(w, "gpu: %s; %s; %s\n", ex.Device(), math, algos)
-	printGPUNet(w, ex)
-	t, err := timeGPU(net, warmup, iters)
+	enginebench.PrintGPUNet(w, ex)
+	t, err := enginebench.TimeGPU(net, warmup, iters)
 	if err != nil {
 		return err
 	}
-	f, b, all := summarize(t.fwd), summarize(t.bwd), summarize(t.wall)
+	f, b, all := enginebench.Summarize(t.Fwd), enginebench.Summarize(t.Bwd), enginebench.Summarize(t.Wall)
 	// Then each layer: the same iterations again, waiting for the GPU
 	// after every layer.
 	ex.SetTiming(true)
-	if _, err := timeGPU(net, 0, iters); err != nil {
+	if _, err := enginebench.TimeGPU(net, 0, iters); err != nil {
 		return err
 	}
 	names, lf, lb := ex.LayerTimes()
@@ -108,8 +56,8 @@ func timeOnGPU(m *modelFlags, net *model.Net, warmup, iters int, w io.Writer) er
 	}
 	fmt.Fprintf(w, "  %-28s %9.3f %9.3f\n", "total", perIter(sf), perIter(sb))
 	fmt.Fprintf(w, "\naverage over %d iterations (after %d warm-up) on the GPU, ms (median, mean, p95):\n", iters, warmup)
-	fmt.Fprintf(w, "  forward           %9.3f %9.3f %9.3f\n", f.median, f.mean, f.p95)
-	fmt.Fprintf(w, "  backward          %9.3f %9.3f %9.3f\n", b.median, b.mean, b.p95)
-	fmt.Fprintf(w, "forward-backward: %.3f ms per iteration (wall, median)\n", all.median)
+	fmt.Fprintf(w, "  forward           %9.3f %9.3f %9.3f\n", f.Median, f.Mean, f.P95)
+	fmt.Fprintf(w, "  backward          %9.3f %9.3f %9.3f\n", b.Median, b.Mean, b.P95)
+	fmt.Fprintf(w, "forward-backward: %.3f ms per iteration (wall, median)\n", all.Median)
 	return nil
 }

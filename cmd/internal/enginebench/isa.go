@@ -1,4 +1,4 @@
-package main
+package enginebench
 
 import (
 	"context"
@@ -14,26 +14,6 @@ import (
 
 	"dsgd/engine/cpuinfo"
 )
-
-// parseISAList parses --isa: comma-separated oneDNN ISA names, each at
-// most once; "" is no list.
-func parseISAList(s string) ([]cpuinfo.ISA, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []cpuinfo.ISA
-	for _, f := range strings.Split(s, ",") {
-		l, err := cpuinfo.ParseISA(f)
-		if err != nil {
-			return nil, err
-		}
-		if slices.Contains(out, l) {
-			return nil, fmt.Errorf("%s given twice", l)
-		}
-		out = append(out, l)
-	}
-	return out, nil
-}
 
 // isaEnvVars are the variables a child of --isa gets from its cap; the
 // parent's own values of them are dropped.
@@ -113,7 +93,7 @@ type isaRow struct {
 func tableRows(rows []*benchRow, peaks map[int]float64, isa capCheck) []isaRow {
 	var out []isaRow
 	for _, r := range rows {
-		out = append(out, isaRow{Net: r.net.name, Batch: r.net.batch, Threads: r.threads, Trains: r.net.trains(),
+		out = append(out, isaRow{Net: r.net.Name, Batch: r.net.Batch, Threads: r.threads, Trains: r.net.Trains(),
 			Dsgd: r.dsgd, Peer: r.peer, FLOPs: r.flops, Peak: peaks[r.threads], ISA: isa.cap, Runs: isa.runs})
 	}
 	return out
@@ -135,13 +115,13 @@ func writeBenchRows(path string, rows []isaRow) error {
 // a variable so that tests can stand in a smaller CPU.
 var benchUnsupported = cpuinfo.Unsupported
 
-// runBenchISAs runs `dsgd bench` with the same flags less --isa once per
-// cap, as a child of this process with the cap's environment (isaEnv),
+// RunISAs runs `dsgd bench` with the same flags (args) less --isa once
+// per cap of c.ISAs, as a child of this process with the cap's environment (isaEnv),
 // streaming its output, and prints the children's rows in one table with
 // an ISA column. A cap this CPU lacks is skipped with the reason; a child
 // that fails is reported and the rest still run (the error is returned at
 // the end).
-func runBenchISAs(ctx context.Context, c benchConfig, args []string, stdout, stderr io.Writer) error {
+func RunISAs(ctx context.Context, c Config, args []string, stdout, stderr io.Writer) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("--isa: cannot find this program to run it per cap: %w", err)
@@ -153,14 +133,14 @@ func runBenchISAs(ctx context.Context, c benchConfig, args []string, stdout, std
 	defer os.RemoveAll(dir)
 	base := withoutFlag(withoutFlag(args, "isa"), "rows-to")
 	var names []string
-	for _, l := range c.isas {
+	for _, l := range c.ISAs {
 		names = append(names, l.String())
 	}
 	fmt.Fprintf(stdout, "bench: --isa %s: one `dsgd bench` per cap, with ONEDNN_MAX_CPU_ISA=<cap> and OPENBLAS_CORETYPE=<its core> (ATEN_CPU_CAPABILITY too below AVX-512) in its environment and its peers'; this CPU's level is %s\n",
 		strings.Join(names, ","), cpuinfo.CPUISA())
 	var rows []isaRow
 	var failed []string
-	for _, l := range c.isas {
+	for _, l := range c.ISAs {
 		if why := benchUnsupported(l); why != nil {
 			fmt.Fprintf(stdout, "bench: skipping %s: %v; the other caps run\n", l, strings.TrimPrefix(why.Error(), l.String()+": "))
 			continue
@@ -231,11 +211,11 @@ func printRows(w io.Writer, rows []isaRow) {
 		if r.Runs != "" && !strings.EqualFold(r.Runs, r.ISA) {
 			isa += "->" + r.Runs
 		}
-		ours := median(r.Dsgd)
+		ours := Median(r.Dsgd)
 		peer, ratio := "-", "-"
 		if len(r.Peer) > 0 {
 			peer = msRange(r.Peer)
-			ratio = fmt.Sprintf("%.3f", ours/median(r.Peer))
+			ratio = fmt.Sprintf("%.3f", ours/Median(r.Peer))
 		}
 		rate := r.FLOPs / ours / 1e6 // FLOP per ms -> GFLOP/s
 		pct := "-"
