@@ -108,14 +108,6 @@ func axis(a int, s tensor.Shape) int {
 	return a
 }
 
-func prod(s []int) int {
-	n := 1
-	for _, d := range s {
-		n *= d
-	}
-	return n
-}
-
 // convOp is a convolution on cuDNN, one per bottom/top pair (Caffe's
 // convolution may have several, sharing its weights).
 type convOp struct {
@@ -201,7 +193,7 @@ type ipOp struct {
 func (e *Net) newInnerProduct(st *model.Step, c *layers.InnerProductConfig) (op, error) {
 	s := st.Bottom[0].Shape
 	a := axis(c.Axis, s)
-	o := &ipOp{e: e, st: st, m: prod(s[:a]), k: prod(s[a:]), n: c.NumOutput, transpose: c.Transpose, bias: c.BiasTerm}
+	o := &ipOp{e: e, st: st, m: s[:a].Count(), k: s[a:].Count(), n: c.NumOutput, transpose: c.Transpose, bias: c.BiasTerm}
 	var err error
 	o.ones, err = e.g.Ones(o.m)
 	return o, err
@@ -403,7 +395,7 @@ type bnOp struct {
 func (e *Net) newBatchNorm(st *model.Step, c *layers.BatchNormConfig) (op, error) {
 	s := st.Bottom[0].Shape
 	o := &bnOp{e: e, st: st, maf: c.MovingAverageFraction, eps: c.Eps, num: s[0], c: s[1]}
-	o.spatial = prod(s) / max(o.num*o.c, 1)
+	o.spatial = s.Count() / max(o.num*o.c, 1)
 	o.global = e.net.Phase() == layers.Test
 	if c.UseGlobalStats != nil {
 		o.global = *c.UseGlobalStats
@@ -418,7 +410,7 @@ func (e *Net) newBatchNorm(st *model.Step, c *layers.BatchNormConfig) (op, error
 		return nil, err
 	}
 	if !o.global {
-		if o.xnorm, err = e.alloc(prod(s)); err != nil {
+		if o.xnorm, err = e.alloc(s.Count()); err != nil {
 			return nil, err
 		}
 		all := e.net.Blocks()
@@ -528,7 +520,7 @@ type scaleOp struct {
 func (e *Net) newScale(st *model.Step, c *layers.ScaleConfig, inPlace bool) (op, error) {
 	s := st.Bottom[0].Shape
 	o := &scaleOp{e: e, st: st, outer: s[0], c: s[1], bias: c.BiasTerm}
-	o.inner = prod(s) / max(o.outer*o.c, 1)
+	o.inner = s.Count() / max(o.outer*o.c, 1)
 	var err error
 	if inPlace && st.Backward {
 		if n := len(e.ops); n > 0 {
@@ -537,7 +529,7 @@ func (e *Net) newScale(st *model.Step, c *layers.ScaleConfig, inPlace bool) (op,
 			}
 		}
 		if !o.fromBN {
-			if o.saved, err = e.alloc(prod(s)); err != nil {
+			if o.saved, err = e.alloc(s.Count()); err != nil {
 				return nil, err
 			}
 		}
@@ -656,9 +648,9 @@ type concatOp struct {
 func (e *Net) newConcat(st *model.Step, c *layers.ConcatConfig) (op, error) {
 	t := st.Top[0].Shape
 	a := axis(c.Axis, t)
-	o := &concatOp{e: e, st: st, outer: prod(t[:a]), row: prod(t[a:])}
+	o := &concatOp{e: e, st: st, outer: t[:a].Count(), row: t[a:].Count()}
 	for _, b := range st.Bottom {
-		o.inner = append(o.inner, prod(b.Shape[a:]))
+		o.inner = append(o.inner, b.Shape[a:].Count())
 	}
 	return o, nil
 }
@@ -723,7 +715,7 @@ func (e *Net) newSoftmaxLoss(st *model.Step, c *layers.SoftmaxWithLossConfig) (o
 	if a < 0 || a >= len(sh) {
 		return nil, nil
 	}
-	outer, ch, inner := prod(sh[:a]), sh[a], prod(sh[a+1:])
+	outer, ch, inner := sh[:a].Count(), sh[a], sh[a+1:].Count()
 	ignore := 0
 	if c.IgnoreLabel != nil {
 		ignore = *c.IgnoreLabel
