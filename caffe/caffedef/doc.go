@@ -12,17 +12,19 @@
 // naming the field and its position ("lenet.prototxt:14:5: unsupported
 // field 'dilation' in convolution_param of layer 'conv1': ..."); so is a
 // value of the wrong type, an unknown enum value, or a value out of range.
-// A short list of harmless fields (solver_mode, device_id,
-// snapshot_after_train, debug_info, data_param prefetch, the
-// engine of a layer) is accepted and ignored, each with a warning in
-// NetDef.Warnings or SolverDef.Warnings that the caller should show.
+// A short list of harmless fields (debug_info, layer_wise_reduce,
+// data_param prefetch, the engine of a layer) is accepted and ignored,
+// each with a warning in NetDef.Warnings or SolverDef.Warnings that the
+// caller should show. solver_mode and device_id are read
+// (SolverDef.GPU, DeviceID); whether a GPU is there is the caller's to
+// decide.
 //
 // The canonical use:
 //
-//	sd, err := config.LoadSolver("lenet_solver.prototxt")
+//	sd, err := caffedef.LoadSolver("lenet_solver.prototxt")
 //	if err != nil { ... }
 //	for _, w := range sd.Warnings { log.Println(w) }
-//	nd, err := config.LoadNet(sd.Net)
+//	nd, err := caffedef.LoadNet(sd.Net)
 //	if err != nil { ... }
 //	train, err := nd.Phase(layers.Train)
 //	if err != nil { ... }

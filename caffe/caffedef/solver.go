@@ -67,6 +67,14 @@ type SolverDef struct {
 	// .caffemodel and .solverstate snapshots, "HDF5" for Caffe's HDF5
 	// ones (.caffemodel.h5 and .solverstate.h5), else "" (dsgd's own).
 	SnapshotFormat string
+	// GPU is set by solver_mode: GPU, the way Caffe's tool reads it: the
+	// solver asks to train on GPU DeviceID (device_id, default 0) when the
+	// command line names no GPU. Caffe's own default mode (GPU) does not
+	// count: only a solver_mode written in the file does. GPUAt is where
+	// it was written, for the messages about it.
+	GPU      bool
+	DeviceID int
+	GPUAt    string
 	// RandomSeed is random_seed; negative (-1 when absent) means not set.
 	RandomSeed int64
 	// Weights is weights (Caffe 1.0): .caffemodel files, each possibly a
@@ -145,8 +153,10 @@ func ParseSolver(filename string, src []byte) (*SolverDef, error) {
 	c.StepValues = r.ints("stepvalue", 0, maxI32)
 	c.Type = solverType(r)
 
-	r.ignore("solver_mode", "dsgd computes on the CPU", "CPU", "GPU")
-	r.ignore("device_id", "dsgd computes on the CPU")
+	if f := r.one("solver_mode"); f != nil && r.enumValue(f, "CPU", "GPU") == 1 {
+		s.GPU, s.GPUAt = true, f.Pos.String()
+	}
+	s.DeviceID = r.int("device_id", 0, 0, maxI32)
 	if f := r.one("snapshot_format"); f != nil {
 		if i := r.enumValue(f, "HDF5", "BINARYPROTO"); i == 0 {
 			s.SnapshotFormat = "HDF5"

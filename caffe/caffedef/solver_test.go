@@ -30,7 +30,9 @@ func TestLeNetSolver(t *testing.T) {
 		IterSize: 1, SnapshotAfterTrain: true,
 		TestIter: 100, TestInterval: 500, TestInitialization: true, Display: 100, AverageLoss: 1,
 		MaxIter: 10000, Snapshot: 5000, SnapshotPrefix: "examples/mnist/lenet", RandomSeed: -1,
-		Warnings: []string{file + ":25:1: ignoring solver_mode in solver: dsgd computes on the CPU"},
+		// solver_mode: GPU is read, not warned about: the caller decides
+		// whether a GPU is there.
+		GPU: true, GPUAt: file + ":25:1",
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", s, want)
@@ -48,14 +50,11 @@ func TestCifar10QuickSolver(t *testing.T) {
 		s.MaxIter != 4000 || s.Snapshot != 4000 || s.TestIter != 100 || s.TestInterval != 500 || s.Display != 100 {
 		t.Errorf("got %+v", s)
 	}
-	want := []string{
-		file + ":26:1: ignoring solver_mode in solver: dsgd computes on the CPU",
+	if !s.GPU || s.DeviceID != 0 || s.GPUAt != file+":26:1" || len(s.Warnings) != 0 {
+		t.Errorf("GPU %v DeviceID %d GPUAt %q Warnings %q: want solver_mode: GPU read at %s:26:1, no warning", s.GPU, s.DeviceID, s.GPUAt, s.Warnings, file)
 	}
 	if s.SnapshotFormat != "HDF5" {
 		t.Errorf("SnapshotFormat = %q, want HDF5", s.SnapshotFormat)
-	}
-	if !slices.Equal(s.Warnings, want) {
-		t.Errorf("Warnings = %q\nwant %q", s.Warnings, want)
 	}
 }
 
@@ -220,12 +219,13 @@ solver_mode: CPU
 device_id: 0
 debug_info: false
 snapshot_format: HDF5
-test_compute_loss: true`
+test_compute_loss: true
+layer_wise_reduce: true`
 	s, err := ParseSolver("s.prototxt", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Warnings) != 4 {
+	if len(s.Warnings) != 3 {
 		t.Fatalf("Warnings = %q", s.Warnings)
 	}
 	for i, w := range s.Warnings {
@@ -233,8 +233,38 @@ test_compute_loss: true`
 			t.Errorf("warning %d = %q", i, w)
 		}
 	}
-	if !strings.Contains(s.Warnings[0], "solver_mode") || !strings.Contains(s.Warnings[0], "CPU") {
-		t.Errorf("solver_mode warning %q does not say dsgd computes on the CPU", s.Warnings[0])
+	if s.GPU {
+		t.Error("solver_mode: CPU read as GPU")
+	}
+}
+
+// TestSolverMode checks solver_mode and device_id as Caffe's tool reads
+// them: only a solver_mode: GPU written in the file asks for a GPU.
+func TestSolverMode(t *testing.T) {
+	const base = `base_lr: 0.1 lr_policy: "fixed"` + "\n"
+	tests := []struct {
+		src    string
+		gpu    bool
+		device int
+		at     string
+	}{
+		{"", false, 0, ""},
+		{"solver_mode: CPU", false, 0, ""},
+		{"solver_mode: GPU", true, 0, "s.prototxt:2:1"},
+		{"device_id: 3\nsolver_mode: GPU", true, 3, "s.prototxt:3:1"},
+		{"device_id: 3", false, 3, ""},
+	}
+	for _, tt := range tests {
+		s, err := ParseSolver("s.prototxt", []byte(base+tt.src))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.src, err)
+		}
+		if s.GPU != tt.gpu || s.DeviceID != tt.device || s.GPUAt != tt.at || len(s.Warnings) != 0 {
+			t.Errorf("%q: GPU %v DeviceID %d GPUAt %q Warnings %q, want %v %d %q none", tt.src, s.GPU, s.DeviceID, s.GPUAt, s.Warnings, tt.gpu, tt.device, tt.at)
+		}
+	}
+	if _, err := ParseSolver("s.prototxt", []byte(base+"device_id: -1")); err == nil || !strings.Contains(err.Error(), "s.prototxt:2:") {
+		t.Errorf("device_id -1: err = %v, want one naming s.prototxt:2", err)
 	}
 }
 

@@ -125,7 +125,7 @@ func (m *modelFlags) checkGPU(cmd string, stderr io.Writer) error {
 	}
 	in, err := cuda.Probe()
 	if err != nil {
-		return fmt.Errorf("--gpu %s: %w", m.gpu, err)
+		return fmt.Errorf("--gpu %s: %w; run without --gpu to train on the CPU", m.gpu, err)
 	}
 	ids, err := cuda.ParseIDs(m.gpu, len(in.Devices))
 	if err != nil {

@@ -140,6 +140,13 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 	cfg.Resume, cfg.Weights = *f.resume, weightsFrom(*f.weights, sd.Weights)
 	cfg.Threads, cfg.Out, cfg.TTY = m.threads, stdout, ownTerminal(stdout, os.Getenv)
 	cfg.GPUs, cfg.TF32, cfg.GPUFastest = m.gpuIDs, m.tf32, m.fastest
+	if len(cfg.GPUs) == 0 {
+		ids, note := j.SolverGPU(f.cpuOnly())
+		if note != "" {
+			fmt.Fprintf(stderr, "dsgd train: note: %s\n", note)
+		}
+		cfg.GPUs = ids
+	}
 	if *f.iters > 0 {
 		cfg.MaxIter = *f.iters
 	}
@@ -226,6 +233,18 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 		job.Place(&cfg, g.rank, g.world, f.elastic.on())
 	}
 	return cfg, autoNote, nil
+}
+
+// cpuOnly names the flag that keeps this run on the CPU (what the GPU
+// engine does not run), or "".
+func (f *trainFlags) cpuOnly() string {
+	switch {
+	case *f.reduce == "exact":
+		return "--reduce exact"
+	case f.elastic.on():
+		return "--elastic"
+	}
+	return ""
 }
 
 // runFiles are the files a run writes beside its output (--metrics,

@@ -123,9 +123,10 @@ func TestZooTrainValStyles(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "iter 3/3") || !strings.Contains(out, "accuracy") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
-	if all := out + errs; !strings.Contains(all, "upgraded from Caffe's V1 net format") || !strings.Contains(all, "ignoring solver_mode") {
-		t.Errorf("output lacks the V1 note or the solver_mode warning:\n%s\n%s", out, errs)
+	if all := out + errs; !strings.Contains(all, "upgraded from Caffe's V1 net format") {
+		t.Errorf("output lacks the V1 note:\n%s\n%s", out, errs)
 	}
+	checkSolverModeNote(t, out, errs, "solver.prototxt:13:1")
 	// poly: base_lr (1 - iter/max_iter)^power = 0.04 (2/3)^0.5 at iteration 2.
 	if !strings.Contains(out, "lr 0.03266") {
 		t.Errorf("no poly learning rate 0.03266 at iteration 2:\n%s", out)

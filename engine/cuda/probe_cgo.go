@@ -93,7 +93,8 @@ var (
 
 // Probe finds the GPUs and the CUDA libraries, once; later calls return
 // the first call's result. Its error says what is missing: the driver
-// (no libcuda.so.1), a driver that starts no device, or no GPU.
+// (no libcuda.so.1), a driver that starts no device, or no GPU; how to
+// go on (the CPU) is the caller's to say.
 func Probe() (*Info, error) {
 	probeOnce.Do(func() { probed, probeErr = probe(os.Getenv) })
 	return probed, probeErr
@@ -104,11 +105,11 @@ func probe(getenv func(string) string) (*Info, error) {
 		return C.GoString(C.dsgd_cu_bind(h))
 	})
 	if h == nil {
-		return nil, fmt.Errorf("no NVIDIA driver: libcuda.so.1 could not be loaded (%s); install the NVIDIA driver, or run without --gpu to train on the CPU", strings.Join(errs, "; "))
+		return nil, fmt.Errorf("no NVIDIA driver: libcuda.so.1 could not be loaded (%s); install the NVIDIA driver", strings.Join(errs, "; "))
 	}
 	libcuda = h
 	if r := C.dsgd_cu_init(h); r != 0 {
-		return nil, fmt.Errorf("the NVIDIA driver did not start (cuInit: CUDA error %d; 100 means no device, 999 an unknown error: see nvidia-smi); run without --gpu to train on the CPU", int(r))
+		return nil, fmt.Errorf("the NVIDIA driver did not start (cuInit: CUDA error %d; 100 means no device, 999 an unknown error: see nvidia-smi)", int(r))
 	}
 	in := &Info{}
 	var v, n C.int
@@ -120,7 +121,7 @@ func probe(getenv func(string) string) (*Info, error) {
 		return nil, fmt.Errorf("cuDeviceGetCount: CUDA error %d", int(r))
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("the NVIDIA driver (CUDA %s) sees no GPU; run without --gpu to train on the CPU", in.DriverVersion())
+		return nil, fmt.Errorf("the NVIDIA driver (CUDA %s) sees no GPU", in.DriverVersion())
 	}
 	for i := range int(n) {
 		var name [256]C.char

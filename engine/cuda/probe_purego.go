@@ -7,5 +7,5 @@ import "errors"
 // Probe says that a purego build opens no C library, the CUDA driver
 // included.
 func Probe() (*Info, error) {
-	return nil, errors.New("this dsgd was built with -tags purego, which opens no C library: no GPU; build it without the tag for --gpu")
+	return nil, errors.New("this dsgd was built with -tags purego, which opens no C library: no GPU (a build without the tag opens the CUDA driver)")
 }

@@ -10,7 +10,8 @@ var Net string
 
 // Solver is solver.prototxt: 150 iterations of SGD on "net.prototxt",
 // testing every 50, a snapshot every 20 under "out/tiny", and Caffe's
-// solver_mode: GPU (dsgd computes on the CPU and says so).
+// solver_mode: GPU (trained on GPU 0 where there is one, else on the CPU,
+// with a note saying which).
 //
 //go:embed solver.prototxt
 var Solver string
