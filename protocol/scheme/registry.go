@@ -133,6 +133,18 @@ const (
 // catalogue is every scheme, in the order help texts show them.
 var catalogue = slices.Concat(syncFamily, speedoFamily, easgdFamily, shmcaffeFamily)
 
+// Default is the scheme of a Config that names none: one worker, Caffe's
+// own loop.
+const Default = "seq"
+
+// Named is c.Name, or Default when it is empty.
+func (c Config) Named() string {
+	if c.Name == "" {
+		return Default
+	}
+	return c.Name
+}
+
 // Schemes returns the catalogue, in help-text order. The slice is a copy.
 func Schemes() []Info { return slices.Clone(catalogue) }
 

@@ -87,3 +87,16 @@ func TestOneSchemeFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestNamed: a Config that names no scheme is Default's, which the
+// catalogue knows.
+func TestNamed(t *testing.T) {
+	for _, tt := range []struct{ name, want string }{{"", Default}, {"sync-ring", "sync-ring"}} {
+		if got := (Config{Name: tt.name}).Named(); got != tt.want {
+			t.Errorf("Config{Name: %q}.Named() = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if _, err := Lookup(Default); err != nil {
+		t.Errorf("Default %q is not in the catalogue: %v", Default, err)
+	}
+}

@@ -73,7 +73,15 @@ func (j *Job) PlanSums(cfg *train.Config, s Sums) (note string, err error) {
 		}
 	case "exact":
 		if !capable {
-			return "", fmt.Errorf("Config.Exact: %s does not promise seq's numbers (exact sums are for seq, sync-ps, sync-tree, sync-ring, overlap, and local-sgd with Config.Interval 1 and an SGD or Nesterov solver without clip_gradients)", cfg.Name)
+			var exact, avg []string
+			for _, in := range scheme.Schemes() {
+				if in.Exact {
+					exact = append(exact, in.Name)
+				} else if in.AveragesGrads {
+					avg = append(avg, in.Name)
+				}
+			}
+			return "", fmt.Errorf("Config.Exact: %s does not promise seq's numbers (exact sums are for %s, and %s with Config.Interval 1 and an SGD or Nesterov solver without clip_gradients)", cfg.Name, strings.Join(exact, ", "), strings.Join(avg, ", "))
 		}
 	default:
 		return "", fmt.Errorf("Sums.Reduce %q: choose exact, fast or auto", s.Reduce)
@@ -137,8 +145,8 @@ func (j *Job) PlanSums(cfg *train.Config, s Sums) (note string, err error) {
 	default:
 		note = fmt.Sprintf("dsgd: exact gradient sums (Config.Exact): %d atoms of %d images per iteration, the same bits with any worker count that divides %d (Config.Exact false: float32 sums, faster)\n", global/atom*iterSize, atom, global/atom)
 	}
-	if cfg.Name == "local-sgd" {
-		note += "dsgd: local-sgd averaging every iteration with a solver linear in the gradient averages the gradients before the update: the same mean weights as averaging them after, and seq's bits (Config.Interval 2 or more averages the weights)\n"
+	if cfg.Info().AveragesGrads {
+		note += fmt.Sprintf("dsgd: %s averaging every iteration with a solver linear in the gradient averages the gradients before the update: the same mean weights as averaging them after, and seq's bits (Config.Interval 2 or more averages the weights)\n", cfg.Name)
 	}
 	return note, nil
 }

@@ -23,9 +23,7 @@ func (o *origin) schemeConfig(start int) scheme.Config {
 	sc.Broadcast = cfg.Group != nil
 	// TRL's accumulator is shared memory: in one process only.
 	sc.Accumulate = cfg.Group == nil && sc.Workers > 1
-	if sc.Name == "" {
-		sc.Name = "seq"
-	}
+	sc.Name = sc.Named()
 	// A gradient compressor sits on the allreduce: overlap then
 	// allreduces its buckets instead of accumulating them in memory.
 	sc.Accumulate = sc.Accumulate && sc.Info().Accumulator && !cfg.Compress.Gradient()

@@ -18,10 +18,7 @@ func CompressRefusal(cfg Config) error {
 	if !c.Gradient() {
 		return nil
 	}
-	name := cfg.Name
-	if name == "" {
-		name = "seq"
-	}
+	name := cfg.Named()
 	switch {
 	case cfg.Exact:
 		return fmt.Errorf("Config.Compress %s with Config.Exact: exact sums cannot be compressed; use float sums (Config.Exact false)", c)
@@ -40,14 +37,14 @@ func CompressRefusal(cfg Config) error {
 			return nil
 		}
 		if cfg.Interval > 1 {
-			return fmt.Errorf("Config.Compress %s with Config.Name local-sgd Config.Interval %d: local-sgd then averages weights, not gradients; compression is for the gradient exchange (Config.Interval 1, or sync-ring, sync-tree, overlap)", c, cfg.Interval)
+			return fmt.Errorf("Config.Compress %s with Config.Name %s Config.Interval %d: %s then averages weights, not gradients; compression is for the gradient exchange (Config.Interval 1, or sync-ring, sync-tree, overlap)", c, name, cfg.Interval, name)
 		}
-		return fmt.Errorf("Config.Compress %s with Config.Name local-sgd: with a %s solver (or clip_gradients) local-sgd averages weights, not gradients; use sync-ring, sync-tree or overlap", c, cfg.Solver.Type)
+		return fmt.Errorf("Config.Compress %s with Config.Name %s: with a %s solver (or clip_gradients) %s averages weights, not gradients; use sync-ring, sync-tree or overlap", c, name, cfg.Solver.Type, name)
 	case in.ServerUpdates:
 		if c.Pushable() {
 			return nil
 		}
-		return fmt.Errorf("Config.Compress %s with Config.Name sync-ps: PowerSGD needs two rounds of sums among the workers, and a worker's push to the parameter server is one message (bf16, topk:F and sign compress it); use sync-ring, sync-tree or overlap", c)
+		return fmt.Errorf("Config.Compress %s with Config.Name %s: PowerSGD needs two rounds of sums among the workers, and a worker's push to the parameter server is one message (bf16, topk:F and sign compress it); use sync-ring, sync-tree or overlap", c, name)
 	}
 	return fmt.Errorf("Config.Compress %s with Config.Name %s: %s exchanges weights or talks to a center, not a gradient allreduce; compression is for sync-ring, sync-tree, overlap and local-sgd Config.Interval 1", c, name, name)
 }

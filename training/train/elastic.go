@@ -2,7 +2,6 @@ package train
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -81,7 +80,7 @@ func ElasticRefusal(cfg Config) error {
 	if !cfg.Elastic {
 		return nil
 	}
-	switch name := cmp.Or(cfg.Name, "seq"); {
+	switch name := cfg.Named(); {
 	case !ElasticScheme(name):
 		return fmt.Errorf("Config.Elastic with Config.Name %s: elastic membership is for the synchronous schemes (%s); a center's schemes already let workers come and go", name, strings.Join(ElasticSchemes, ", "))
 	case cfg.Group == nil:

@@ -205,11 +205,7 @@ func BatchCoupled(spec model.Spec) []string {
 // without clip_gradients), which then averages the gradients
 // (scheme.Config.AverageGrads).
 func ExactCapable(cfg Config) bool {
-	name := cfg.Name
-	if name == "" {
-		name = "seq"
-	}
-	in, err := scheme.Lookup(name)
+	in, err := scheme.Lookup(cfg.Named())
 	if err != nil {
 		return false
 	}

@@ -34,9 +34,7 @@ func newOrigin(cfg Config) (origin, error) {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
-	if cfg.Name == "" {
-		cfg.Name = "seq"
-	}
+	cfg.Name = cfg.Named()
 	o := origin{cfg: cfg, out: cfg.Out}
 	if cfg.MaxIter <= 0 {
 		return o, fmt.Errorf("train: max_iter must be positive, got %d", cfg.MaxIter)
