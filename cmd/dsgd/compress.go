@@ -21,7 +21,7 @@ func printCompressHeader(w io.Writer, tr *train.Trainer, cfg train.Config) {
 	if c > 0 {
 		ratio = float64(p) / float64(c)
 	}
-	if cfg.Name == "sync-ps" {
+	if cfg.Info().ServerUpdates {
 		fmt.Fprintf(w, "dsgd: --compress %s with error feedback after %d plain iterations (--compress-warmup): each worker pushes %d values per iteration to the server instead of %d float32 gradients (%.1fx fewer)\n", cfg.Compress, cfg.CompressWarmup, c, p, ratio)
 		return
 	}

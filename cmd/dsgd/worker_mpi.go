@@ -9,6 +9,7 @@ import (
 
 	"dsgd/comm/transport"
 	"dsgd/comm/transport/mpi"
+	"dsgd/protocol/scheme"
 )
 
 // allreduceMPI is --allreduce's value that hands the collectives to MPI.
@@ -26,7 +27,7 @@ func checkMPIFlags(f *trainFlags) error {
 		return nil
 	}
 	name := f.schemeName()
-	if name == "hybrid" || centerScheme(name, max(*f.workers, 2)) {
+	if in, _ := scheme.Lookup(name); in.Center != scheme.NoCenter {
 		return fmt.Errorf("--scheme %s keeps its center (parameter server or shared buffer server) on TCP: MPI ends the whole job when one process dies, and %s must survive that; use --transport tcp (dsgd train --transport tcp, or dsgd worker --center HOST:PORT beside dsgd ps/smb). --transport mpi is for the synchronous schemes (sync-tree, sync-ring, overlap, sync-ps, sync-easgd)", name, name)
 	}
 	if *f.compress == "fp16" {
