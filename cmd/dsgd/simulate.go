@@ -173,7 +173,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 			sc := opts.schemeConfig(name, p, stand, *f.warmup+*f.iters)
 			if err := sc.Validate(); err != nil {
-				return bad("--scheme %s with --workers %d: %v", name, p, err)
+				return bad("--scheme %s with --workers %d: %v", name, p, asFlags(err, trainFlagNames))
 			}
 		}
 	}

@@ -167,7 +167,7 @@ func (c Config) Validate() error {
 	case c.Accumulate && !in.Accumulator:
 		return fmt.Errorf("scheme: only %s accumulates into a shared accumulator, not %s", strings.Join(namesWhere(func(in Info) bool { return in.Accumulator }), ", "), c.Name)
 	case c.Aligned && !in.Aligned:
-		return fmt.Errorf("scheme: %s does not support aligned termination (--finish): only schemes whose every worker clocks at a center do (%s); the synchronous schemes and weedout's rounds end their workers together by construction", c.Name, strings.Join(namesWhere(func(in Info) bool { return in.Aligned }), ", "))
+		return fmt.Errorf("scheme: %s does not support aligned termination (Config.Aligned): only schemes whose every worker clocks at a center do (%s); the synchronous schemes and weedout's rounds end their workers together by construction", c.Name, strings.Join(namesWhere(func(in Info) bool { return in.Aligned }), ", "))
 	}
 	if in.check != nil {
 		return in.check(c)

@@ -217,17 +217,17 @@ func checkStreaming(c Config) error {
 	nb = max(nb, 1)
 	switch {
 	case c.Fragments < 0:
-		return fmt.Errorf("scheme: --fragments must be at least 1, got %d", c.Fragments)
+		return fmt.Errorf("scheme: Config.Fragments must be at least 1, got %d", c.Fragments)
 	case p > nb:
-		return fmt.Errorf("scheme: --fragments %d is more than the net's %d parameter blocks", p, nb)
+		return fmt.Errorf("scheme: Config.Fragments %d is more than the net's %d parameter blocks", p, nb)
 	case h%p != 0:
-		return fmt.Errorf("scheme: --interval %d is not a multiple of --fragments %d: the fragments synchronise every H/P steps", h, p)
+		return fmt.Errorf("scheme: Config.Interval %d is not a multiple of Config.Fragments %d: the fragments synchronise every H/P steps", h, p)
 	case c.Overlap < 0 || c.Overlap >= h/p:
-		return fmt.Errorf("scheme: --overlap %d must be in [0, H/P) = [0, %d) (--interval %d, --fragments %d): one fragment in flight at a time", c.Overlap, h/p, h, p)
+		return fmt.Errorf("scheme: Config.Overlap %d must be in [0, H/P) = [0, %d) (Config.Interval %d, Config.Fragments %d): one fragment in flight at a time", c.Overlap, h/p, h, p)
 	case c.OuterBits != 0 && !validBits(c.OuterBits):
-		return fmt.Errorf("scheme: --outer-bits %d is not one of %v", c.OuterBits, OuterBitsChoices)
+		return fmt.Errorf("scheme: Config.OuterBits %d is not one of %v", c.OuterBits, OuterBitsChoices)
 	case c.Mix < 0 || c.Mix > 1:
-		return fmt.Errorf("scheme: --mix %g must be in [0, 1]", c.Mix)
+		return fmt.Errorf("scheme: Config.Mix %g must be in [0, 1]", c.Mix)
 	}
 	if bits := c.bits(true); bits < 32 && c.Workers > 1 {
 		for _, f := range c.fragmentPlan(true) {
@@ -236,7 +236,7 @@ func checkStreaming(c Config) error {
 				words += QuantWords(chunkLen(f.Hi-f.Lo, c.Workers, k), bits)
 			}
 			if words > c.Layout.N {
-				return fmt.Errorf("scheme: --outer-bits %d: %d workers' packed chunks of a %d-weight fragment do not fit the %d-weight buffer", bits, c.Workers, f.Hi-f.Lo, c.Layout.N)
+				return fmt.Errorf("scheme: Config.OuterBits %d: %d workers' packed chunks of a %d-weight fragment do not fit the %d-weight buffer", bits, c.Workers, f.Hi-f.Lo, c.Layout.N)
 			}
 		}
 	}

@@ -173,13 +173,13 @@ func TestStreamingRefused(t *testing.T) {
 		mod  func(*Config)
 		want string
 	}{
-		{"negative fragments", func(c *Config) { c.Fragments = -1 }, "--fragments"},
-		{"more fragments than blocks", func(c *Config) { c.Fragments = 4; c.Interval = 8 }, "--fragments 4 is more than the net's 3 parameter blocks"},
-		{"H not a multiple of P", func(c *Config) { c.Interval = 4 }, "--interval 4 is not a multiple of --fragments 3"},
-		{"overlap H/P", func(c *Config) { c.Overlap = 2 }, "--overlap 2"},
-		{"negative overlap", func(c *Config) { c.Overlap = -1 }, "--overlap"},
-		{"bits", func(c *Config) { c.OuterBits = 12 }, "--outer-bits 12"},
-		{"mix", func(c *Config) { c.Mix = 1.5 }, "--mix"},
+		{"negative fragments", func(c *Config) { c.Fragments = -1 }, "Config.Fragments"},
+		{"more fragments than blocks", func(c *Config) { c.Fragments = 4; c.Interval = 8 }, "Config.Fragments 4 is more than the net's 3 parameter blocks"},
+		{"H not a multiple of P", func(c *Config) { c.Interval = 4 }, "Config.Interval 4 is not a multiple of Config.Fragments 3"},
+		{"overlap H/P", func(c *Config) { c.Overlap = 2 }, "Config.Overlap 2"},
+		{"negative overlap", func(c *Config) { c.Overlap = -1 }, "Config.Overlap"},
+		{"bits", func(c *Config) { c.OuterBits = 12 }, "Config.OuterBits 12"},
+		{"mix", func(c *Config) { c.Mix = 1.5 }, "Config.Mix"},
 	}
 	if err := base.Validate(); err != nil {
 		t.Fatalf("the base config is refused: %v", err)
