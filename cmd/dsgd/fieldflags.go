@@ -50,15 +50,37 @@ var fieldFlags = []string{
 // its --weights.
 var testFieldFlags = append([]string{"Config.Resume", "--weights"}, fieldFlags...)
 
+// simulateFieldFlags is dsgd simulate's table: simulator/study's
+// Config, then the job's options.
+var simulateFieldFlags = append([]string{
+	"Config.Schemes", "--scheme",
+	"Config.Iters", "--iters",
+	"Config.Warmup", "--warmup",
+	"Config.Repeat", "--repeat",
+	"Config.BucketKiB", "--bucket",
+	"Config.Groups", "--groups",
+	"Config.Alpha", "--alpha",
+	"Config.RoundDeadline", "--round-deadline",
+	"Config.Params", "--params",
+	"Config.ComputeMS", "--compute-ms",
+	"Config.Layers", "--layers",
+	"Config.Cores", "--cores",
+	"Config.Timeline", "--timeline",
+}, fieldFlags...)
+
 var (
-	trainFlagNames = strings.NewReplacer(fieldFlags...)
-	testFlagNames  = strings.NewReplacer(testFieldFlags...)
+	trainFlagNames    = strings.NewReplacer(fieldFlags...)
+	testFlagNames     = strings.NewReplacer(testFieldFlags...)
+	simulateFlagNames = strings.NewReplacer(simulateFieldFlags...)
 )
 
 // flagNamesFor is command name's table.
 func flagNamesFor(name string) *strings.Replacer {
-	if name == "test" {
+	switch name {
+	case "test":
 		return testFlagNames
+	case "simulate":
+		return simulateFlagNames
 	}
 	return trainFlagNames
 }

@@ -59,6 +59,15 @@ func (m Model) Params() int {
 	return n
 }
 
+// Compute is the layers' forward and backward time of one iteration.
+func (m Model) Compute() time.Duration {
+	var d time.Duration
+	for _, l := range m.Layers {
+		d += l.Forward + l.Backward
+	}
+	return d
+}
+
 // Layout is one block per layer with params, in forward order,
 // contiguous from 0.
 func (m Model) Layout() scheme.Layout {
