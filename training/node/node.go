@@ -306,6 +306,23 @@ func (r *Rank) Run(ctx context.Context) error {
 	}
 }
 
+// Algorithm is the collective algorithm that carries out a scheme's
+// allreduce choice a: override unless it is collective.Auto, else the
+// tree or ring the scheme asks for, else collective.Auto (chosen by
+// size). It is what Rank.Algo does in a run.
+func Algorithm(override collective.Algorithm, a scheme.Algo) collective.Algorithm {
+	if override != collective.Auto {
+		return override
+	}
+	switch a {
+	case scheme.AlgoTree:
+		return collective.Tree
+	case scheme.AlgoRing:
+		return collective.Ring
+	}
+	return collective.Auto
+}
+
 // local runs a local action.
 func (r *Rank) local(a scheme.Action) error {
 	if a.Arith(r.slice, vecOps) {
