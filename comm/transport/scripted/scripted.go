@@ -416,11 +416,8 @@ func (e *endpoint) Recv(ctx context.Context, from int, tag uint32, buf []float32
 	if err != nil {
 		return err
 	}
-	switch {
-	case m.IsBytes:
-		return &transport.PeerError{Rank: from, Err: fmt.Errorf("expected %d floats with tag %d, got a %d-byte message with tag %d", len(buf), tag, len(m.Bytes), m.Tag)}
-	case m.Tag != tag || len(m.Floats) != len(buf):
-		return &transport.PeerError{Rank: from, Err: fmt.Errorf("expected %d floats with tag %d, got %d floats with tag %d", len(buf), tag, len(m.Floats), m.Tag)}
+	if bad := transport.Mismatch(false, tag, len(buf), m.IsBytes, m.Tag, uint64(m.Len())); bad != nil {
+		return &transport.PeerError{Rank: from, Err: bad}
 	}
 	copy(buf, m.Floats)
 	e.stats.br.Add(wireBytes(m))
@@ -433,13 +430,8 @@ func (e *endpoint) RecvBytes(ctx context.Context, from int, tag uint32, max int)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case !m.IsBytes:
-		return nil, &transport.PeerError{Rank: from, Err: fmt.Errorf("expected a byte message with tag %d, got %d floats with tag %d", tag, len(m.Floats), m.Tag)}
-	case m.Tag != tag:
-		return nil, &transport.PeerError{Rank: from, Err: fmt.Errorf("expected a byte message with tag %d, got tag %d", tag, m.Tag)}
-	case len(m.Bytes) > max:
-		return nil, &transport.PeerError{Rank: from, Err: fmt.Errorf("byte message of %d bytes exceeds the limit of %d", len(m.Bytes), max)}
+	if bad := transport.Mismatch(true, tag, max, m.IsBytes, m.Tag, uint64(m.Len())); bad != nil {
+		return nil, &transport.PeerError{Rank: from, Err: bad}
 	}
 	e.stats.br.Add(wireBytes(m))
 	e.stats.mr.Add(1)
