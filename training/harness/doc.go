@@ -13,10 +13,17 @@
 // a time:
 //
 //	ranks n=N scheme=NAME iters=I [params=P] [layers=L] [pack=false]
-//	      [interval=H] [bucket=B]
-//	    starts N workers (plus sync-ps's server) from the same weights;
-//	    every worker's k-th compute gives fixed gradients that depend on
-//	    its rank and k, and the update is plain SGD
+//	      [interval=H] [bucket=B] [variant=V] [groups=G] [alpha=A]
+//	      [staleness=S] [straggle=R]
+//	    starts N workers (plus sync-ps's server, sync-easgd's master)
+//	    from the same weights, and a center.Local when the scheme's
+//	    workers use one (hybrid, ssp, easgd, ...): its calls wait at a
+//	    gate, and the harness lets them in one at a time once the ranks
+//	    are quiescent, the lowest rank's first; every worker's k-th compute gives fixed
+//	    integer gradients that depend on its rank and k, and every update
+//	    is plain SGD, so that the synchronous schemes' sums are exact and
+//	    their weights can equal seq's bit for bit; straggle=R makes
+//	    worker R straggle from its first compute
 //	deliver from=A to=B [n=K]   the K (1) oldest A→B messages arrive
 //	deliver-all                 every queued message of a link not held
 //	stabilize                   deliver-all until nothing more moves

@@ -18,6 +18,7 @@ import (
 	"dsgd/comm/transport"
 	"dsgd/comm/transport/scripted"
 	"dsgd/engine/tensor"
+	"dsgd/protocol/center"
 	"dsgd/protocol/scheme"
 	"dsgd/training/node"
 )
@@ -149,10 +150,13 @@ type group struct {
 	cfg    scheme.Config
 	nw     *scripted.Net
 	ranks  []*rank
-	seq    []float32 // seq's weights after the same iterations
+	seq    []float32     // seq's weights after the same iterations
+	center *center.Local // the center of a scheme whose workers use one, or nil
 	cancel context.CancelFunc
 
-	mu sync.Mutex // guards the ranks' outcome and events, and the computers' straggling
+	mu     sync.Mutex     // guards the ranks' outcome and events, the computers' straggling, and gated
+	gated  []*entry       // the center calls waiting at their gates
+	inside map[int]string // the op of each rank's call the center is serving
 }
 
 // rank is one rank of the group.
@@ -218,10 +222,8 @@ func (c *computer) Compute(ctx context.Context, ready func(lo, hi int)) (float64
 	return 1, nil
 }
 
-// sgd is every rank's update: w -= lr·g.
-func sgd(w, g []float32) func(int) {
-	return func(int) { tensor.Axpy(-lr, g, w) }
-}
+// sgd is every update, the ranks' and the center's: w -= lr·g.
+func sgd(w, g []float32) { tensor.Axpy(-lr, g, w) }
 
 // startWeights are every rank's weights before the first iteration.
 func startWeights(n int) []float32 {
@@ -245,6 +247,14 @@ func start(t *testing.T, d *datadriven.TestData) (*group, error) {
 	d.MaybeScanArgs(t, "pack", &sc.Pack)
 	d.MaybeScanArgs(t, "interval", &sc.Interval)
 	d.MaybeScanArgs(t, "bucket", &sc.Bucket)
+	d.MaybeScanArgs(t, "variant", &sc.Variant)
+	d.MaybeScanArgs(t, "groups", &sc.Groups)
+	d.MaybeScanArgs(t, "staleness", &sc.Staleness)
+	straggler := -1
+	d.MaybeScanArgs(t, "straggle", &straggler)
+	alpha := 0.5
+	d.MaybeScanArgs(t, "alpha", &alpha)
+	sc.Alpha = float32(alpha)
 	if layers < 1 || layers > params {
 		return nil, fmt.Errorf("layers=%d for %d params", layers, params)
 	}
@@ -260,7 +270,17 @@ func start(t *testing.T, d *datadriven.TestData) (*group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &group{cfg: sc, nw: scripted.New(len(progs)), seq: seq}
+	g := &group{cfg: sc, nw: scripted.New(len(progs)), seq: seq, inside: map[int]string{}}
+	if uses, n := sc.UsesCenter(); uses {
+		cc := node.CenterConfig(sc, n, startWeights(params))
+		cc.MaxIter = sc.MaxIter
+		if sc.Info().CenterSolver {
+			cc.Update = func(w, g []float32, _ int) { sgd(w, g) }
+		}
+		if g.center, err = center.NewLocal(cc); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	eps := g.nw.Endpoints()
@@ -269,10 +289,13 @@ func start(t *testing.T, d *datadriven.TestData) (*group, error) {
 		grads := make([]float32, params)
 		nr := &node.Rank{Scheme: p, Ep: eps[i], Params: startWeights(params), Grads: grads,
 			Algo: func(a scheme.Algo) collective.Algorithm { return node.Algorithm(collective.Auto, a) }, Timeout: timeout}
-		nr.Update = sgd(nr.Params, grads)
+		nr.Update = func(int) { sgd(nr.Params, grads) }
 		nr.OnIter = func(it int, _ float64) error {
 			g.note(rk, fmt.Sprintf("iter %d done", it))
 			return nil
+		}
+		if g.center != nil && i < sc.Workers {
+			nr.Center, nr.CenterID = gate{g: g, rank: i, c: g.center}, sc.CenterID(i)
 		}
 		if i < sc.Workers {
 			rk.comp = &computer{g: g, rank: i, grads: grads, blocks: sc.Layout.Blocks}
@@ -280,6 +303,12 @@ func start(t *testing.T, d *datadriven.TestData) (*group, error) {
 		}
 		rk.node = nr
 		g.ranks = append(g.ranks, rk)
+	}
+	if straggler >= 0 {
+		if straggler >= sc.Workers {
+			return nil, fmt.Errorf("straggle=%d: no such worker", straggler)
+		}
+		g.straggle(straggler, true)
 	}
 	for _, rk := range g.ranks {
 		rctx, rcancel := context.WithCancel(ctx)
@@ -331,7 +360,7 @@ func seqWeights(sc scheme.Config) ([]float32, error) {
 		tensor.Scale(1/float32(sc.Workers), grads)
 		k++
 	})
-	r := &node.Rank{Scheme: progs[0], Params: w, Grads: grads, Computer: mean, Update: sgd(w, grads)}
+	r := &node.Rank{Scheme: progs[0], Params: w, Grads: grads, Computer: mean, Update: func(int) { sgd(w, grads) }}
 	if err := r.Run(context.Background()); err != nil {
 		return nil, fmt.Errorf("seq: %w", err)
 	}
@@ -386,10 +415,17 @@ func (g *group) stop() {
 	synctest.Wait()
 }
 
-// settle waits until every rank has gone as far as it can, and returns
+// settle waits until every rank has gone as far as it can (letting the
+// center calls in by rounds, as gate says), and returns
 // the messages delivered (msgs) and what each rank did since.
 func (g *group) settle(msgs []scripted.Msg) string {
 	synctest.Wait()
+	for round := g.waiting(); len(round) > 0; round = g.waiting() {
+		for _, e := range round {
+			g.admit(e)
+			synctest.Wait()
+		}
+	}
 	var b strings.Builder
 	if len(msgs) > 0 {
 		b.WriteString("delivered " + list(msgs, msgName) + "\n")
@@ -431,6 +467,10 @@ func (g *group) status() string {
 			where = "finished"
 		case rk.comp != nil && rk.comp.stalled:
 			where = "straggling in compute"
+		case g.gatedRank(rk.id):
+			where = "waiting at the center's gate"
+		case g.inside[rk.id] != "":
+			where = "in the center's " + g.inside[rk.id]
 		case len(waits[rk.id]) > 0:
 			where = "waiting on " + strings.Join(waits[rk.id], ", ")
 		default:
@@ -457,6 +497,17 @@ func (g *group) status() string {
 	return b.String()
 }
 
+// gatedRank reports whether a center call of rank r waits at its gate.
+// The caller holds mu.
+func (g *group) gatedRank(r int) bool {
+	for _, e := range g.gated {
+		if e.rank == r {
+			return true
+		}
+	}
+	return false
+}
+
 // results reports each rank's outcome and compares the finished ranks'
 // weights with each other and with seq's.
 func (g *group) results() string {
@@ -464,6 +515,8 @@ func (g *group) results() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var finished, same []int
+	holders := map[string][]int{} // finished ranks by weights
+	var order []string
 	for _, rk := range g.ranks {
 		fmt.Fprintf(&b, "rank %d: ", rk.id)
 		switch {
@@ -479,6 +532,19 @@ func (g *group) results() string {
 			if equalBits(rk.weights, g.seq) {
 				same = append(same, rk.id)
 			}
+			h := hash(rk.weights)
+			if holders[h] == nil {
+				order = append(order, h)
+			}
+			holders[h] = append(holders[h], rk.id)
+		}
+	}
+	if g.center != nil {
+		w := make([]float32, len(g.seq))
+		if err := g.center.Pull(context.Background(), center.Observer, w); err != nil {
+			fmt.Fprintf(&b, "center: %v\n", err)
+		} else {
+			fmt.Fprintf(&b, "center: weights %s\n", g.weightsName(w))
 		}
 	}
 	fmt.Fprintf(&b, "seq: weights %s\n", hash(g.seq))
@@ -487,7 +553,13 @@ func (g *group) results() string {
 	case len(same) == len(finished):
 		fmt.Fprintf(&b, "every finished rank (%s) holds seq's weights\n", ranks(finished))
 	default:
-		fmt.Fprintf(&b, "ranks %s finished; only %s hold seq's weights\n", ranks(finished), ranks(same))
+		for _, h := range order {
+			if rs := holders[h]; len(rs) == 1 {
+				fmt.Fprintf(&b, "rank %d holds %s\n", rs[0], h)
+			} else {
+				fmt.Fprintf(&b, "ranks %s hold %s\n", ranks(rs), h)
+			}
+		}
 	}
 	return b.String()
 }
