@@ -48,8 +48,15 @@ func (h *Harness) Close() {
 }
 
 // Cmd runs one datadriven command (see the package doc) and returns its
-// output.
+// output ("ok" when it has nothing to say).
 func (h *Harness) Cmd(t *testing.T, d *datadriven.TestData) string {
+	if out := h.cmd(t, d); out != "" {
+		return out
+	}
+	return "ok\n"
+}
+
+func (h *Harness) cmd(t *testing.T, d *datadriven.TestData) string {
 	if d.Cmd == "ranks" {
 		h.Close()
 		g, err := start(t, d)
@@ -113,20 +120,24 @@ func (h *Harness) Cmd(t *testing.T, d *datadriven.TestData) string {
 		if err := g.nw.Hold(from, to, true); err != nil {
 			return "error: " + err.Error() + "\n"
 		}
-		return "ok\n"
+		return ""
 	case "release":
 		if d.HasArg("rank") {
-			g.straggle(rank(), false)
+			if err := g.straggle(rank(), false); err != nil {
+				return "error: " + err.Error() + "\n"
+			}
 			return g.settle(nil)
 		}
 		from, to := link()
 		if err := g.nw.Hold(from, to, false); err != nil {
 			return "error: " + err.Error() + "\n"
 		}
-		return "ok\n"
+		return ""
 	case "straggle":
-		g.straggle(rank(), true)
-		return "ok\n"
+		if err := g.straggle(rank(), true); err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return ""
 	case "crash":
 		g.crash(rank())
 		return g.settle(nil)
@@ -147,7 +158,6 @@ func (h *Harness) Cmd(t *testing.T, d *datadriven.TestData) string {
 
 // group is one run of a scheme's ranks.
 type group struct {
-	cfg    scheme.Config
 	nw     *scripted.Net
 	ranks  []*rank
 	seq    []float32     // seq's weights after the same iterations
@@ -270,7 +280,7 @@ func start(t *testing.T, d *datadriven.TestData) (*group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &group{cfg: sc, nw: scripted.New(len(progs)), seq: seq, inside: map[int]string{}}
+	g := &group{nw: scripted.New(len(progs)), seq: seq, inside: map[int]string{}}
 	if uses, n := sc.UsesCenter(); uses {
 		cc := node.CenterConfig(sc, n, startWeights(params))
 		cc.MaxIter = sc.MaxIter
@@ -305,10 +315,12 @@ func start(t *testing.T, d *datadriven.TestData) (*group, error) {
 		g.ranks = append(g.ranks, rk)
 	}
 	if straggler >= 0 {
-		if straggler >= sc.Workers {
-			return nil, fmt.Errorf("straggle=%d: no such worker", straggler)
+		if straggler >= len(g.ranks) {
+			return nil, fmt.Errorf("straggle=%d: no such rank", straggler)
 		}
-		g.straggle(straggler, true)
+		if err := g.straggle(straggler, true); err != nil {
+			return nil, err
+		}
 	}
 	for _, rk := range g.ranks {
 		rctx, rcancel := context.WithCancel(ctx)
@@ -383,12 +395,12 @@ func (g *group) note(rk *rank, ev string) {
 }
 
 // straggle starts or ends rank r's straggling.
-func (g *group) straggle(r int, on bool) {
+func (g *group) straggle(r int, on bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c := g.ranks[r].comp
 	if c == nil {
-		return
+		return fmt.Errorf("rank %d computes nothing", r)
 	}
 	switch {
 	case on && !c.straggle:
@@ -397,6 +409,7 @@ func (g *group) straggle(r int, on bool) {
 		c.straggle = false
 		close(c.release)
 	}
+	return nil
 }
 
 // crash kills rank r: its endpoint closes as a dead process's, and its
@@ -416,8 +429,8 @@ func (g *group) stop() {
 }
 
 // settle waits until every rank has gone as far as it can (letting the
-// center calls in by rounds, as gate says), and returns
-// the messages delivered (msgs) and what each rank did since.
+// center calls in by rounds, as gate says), and returns the messages
+// delivered (msgs) and what each rank did since.
 func (g *group) settle(msgs []scripted.Msg) string {
 	synctest.Wait()
 	for round := g.waiting(); len(round) > 0; round = g.waiting() {
@@ -437,9 +450,6 @@ func (g *group) settle(msgs []scripted.Msg) string {
 			fmt.Fprintf(&b, "rank %d: %s\n", rk.id, ev)
 		}
 		rk.events = nil
-	}
-	if b.Len() == 0 {
-		b.WriteString("ok\n")
 	}
 	return b.String()
 }

@@ -252,13 +252,6 @@ func (n *Net) close(rank int, why error) {
 	n.changed()
 }
 
-// Closed reports whether rank's endpoint has closed (or crashed).
-func (n *Net) Closed(rank int) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.gone[rank] != nil
-}
-
 // Links returns the links that hold a message or are held, by sender,
 // then receiver.
 func (n *Net) Links() []Link {
