@@ -430,7 +430,8 @@ func (g *group) stop() {
 
 // settle waits until every rank has gone as far as it can (letting the
 // center calls in by rounds, as gate says), and returns the messages
-// delivered (msgs) and what each rank did since.
+// delivered (msgs), what each rank did since, and any rank stuck where
+// neither the transport, the center nor the script holds it.
 func (g *group) settle(msgs []scripted.Msg) string {
 	synctest.Wait()
 	for round := g.waiting(); len(round) > 0; round = g.waiting() {
@@ -443,6 +444,7 @@ func (g *group) settle(msgs []scripted.Msg) string {
 	if len(msgs) > 0 {
 		b.WriteString("delivered " + list(msgs, msgName) + "\n")
 	}
+	where := g.where()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, rk := range g.ranks {
@@ -450,13 +452,21 @@ func (g *group) settle(msgs []scripted.Msg) string {
 			fmt.Fprintf(&b, "rank %d: %s\n", rk.id, ev)
 		}
 		rk.events = nil
+		if where[rk.id] == stuck {
+			fmt.Fprintf(&b, "rank %d: %s\n", rk.id, stuck)
+		}
 	}
 	return b.String()
 }
 
-// status reports where every rank is and what is in flight.
-func (g *group) status() string {
-	var b strings.Builder
+// stuck is where, in status, a rank is that is quiescent yet neither
+// done, nor waiting for a message, the center or the script: a driver bug
+// this is here to show.
+const stuck = "stuck outside the transport"
+
+// where says where each rank is: done, straggling, at or in the center,
+// or waiting for messages (and from whom), else stuck.
+func (g *group) where() []string {
 	waits := map[int][]string{}
 	for _, c := range g.nw.Blocked() {
 		what := fmt.Sprintf("%d floats", c.Len)
@@ -466,31 +476,37 @@ func (g *group) status() string {
 		waits[c.Rank] = append(waits[c.Rank], fmt.Sprintf("rank %d (tag %x, %s)", c.Peer, c.Tag, what))
 	}
 	g.mu.Lock()
-	for _, rk := range g.ranks {
-		var where string
+	defer g.mu.Unlock()
+	out := make([]string, len(g.ranks))
+	for i, rk := range g.ranks {
 		switch {
 		case rk.crashed:
-			where = "crashed"
+			out[i] = "crashed"
 		case rk.done && rk.err != nil:
-			where = "failed"
+			out[i] = "failed"
 		case rk.done:
-			where = "finished"
+			out[i] = "finished"
 		case rk.comp != nil && rk.comp.stalled:
-			where = "straggling in compute"
+			out[i] = "straggling in compute"
 		case g.gatedRank(rk.id):
-			where = "waiting at the center's gate"
+			out[i] = "waiting at the center's gate"
 		case g.inside[rk.id] != "":
-			where = "in the center's " + g.inside[rk.id]
+			out[i] = "in the center's " + g.inside[rk.id]
 		case len(waits[rk.id]) > 0:
-			where = "waiting on " + strings.Join(waits[rk.id], ", ")
+			out[i] = "waiting on " + strings.Join(waits[rk.id], ", ")
 		default:
-			// Quiescent, yet neither done nor waiting on the transport
-			// nor held by the script: a driver bug this is here to show.
-			where = "stuck outside the transport"
+			out[i] = stuck
 		}
-		fmt.Fprintf(&b, "rank %d: %s\n", rk.id, where)
 	}
-	g.mu.Unlock()
+	return out
+}
+
+// status reports where every rank is and what is in flight.
+func (g *group) status() string {
+	var b strings.Builder
+	for r, w := range g.where() {
+		fmt.Fprintf(&b, "rank %d: %s\n", r, w)
+	}
 	for _, l := range g.nw.Links() {
 		fmt.Fprintf(&b, "%d→%d:", l.From, l.To)
 		if l.Held {
