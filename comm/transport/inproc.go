@@ -25,6 +25,14 @@ type inprocMsg struct {
 	done   chan error // receiver's verdict: nil, or the mismatch it saw
 }
 
+// len is the message's length: floats, or bytes for a byte message.
+func (m *inprocMsg) len() uint64 {
+	if m.isByte {
+		return uint64(len(m.bytes))
+	}
+	return uint64(len(m.floats))
+}
+
 // inprocGroup holds the channels between every ordered pair of ranks.
 type inprocGroup struct {
 	size  int
@@ -177,13 +185,8 @@ func (e *inproc) Recv(ctx context.Context, from int, tag uint32, buf []float32) 
 	if err != nil {
 		return err
 	}
-	var bad error
-	switch {
-	case m.isByte:
-		bad = fmt.Errorf("expected %d floats with tag %d, got a %d-byte message with tag %d", len(buf), tag, len(m.bytes), m.tag)
-	case m.tag != tag || len(m.floats) != len(buf):
-		bad = fmt.Errorf("expected %d floats with tag %d, got %d floats with tag %d", len(buf), tag, len(m.floats), m.tag)
-	default:
+	bad := Mismatch(false, tag, len(buf), m.isByte, m.tag, m.len())
+	if bad == nil {
 		copy(buf, m.floats)
 	}
 	m.done <- bad
@@ -204,16 +207,9 @@ func (e *inproc) RecvBytes(ctx context.Context, from int, tag uint32, max int) (
 	if err != nil {
 		return nil, err
 	}
-	var bad error
 	var out []byte
-	switch {
-	case !m.isByte:
-		bad = fmt.Errorf("expected a byte message with tag %d, got %d floats with tag %d", tag, len(m.floats), m.tag)
-	case m.tag != tag:
-		bad = fmt.Errorf("expected a byte message with tag %d, got tag %d", tag, m.tag)
-	case len(m.bytes) > max:
-		bad = fmt.Errorf("byte message of %d bytes exceeds the limit of %d", len(m.bytes), max)
-	default:
+	bad := Mismatch(true, tag, max, m.isByte, m.tag, m.len())
+	if bad == nil {
 		out = append([]byte(nil), m.bytes...)
 	}
 	m.done <- bad

@@ -306,6 +306,37 @@ func (r *Rank) Run(ctx context.Context) error {
 	}
 }
 
+// Algorithm is the collective algorithm that carries out a scheme's
+// allreduce choice a: override unless it is collective.Auto, else the
+// tree or ring the scheme asks for, else collective.Auto (chosen by
+// size). It is what Rank.Algo does in a run.
+func Algorithm(override collective.Algorithm, a scheme.Algo) collective.Algorithm {
+	if override != collective.Auto {
+		return override
+	}
+	switch a {
+	case scheme.AlgoTree:
+		return collective.Tree
+	case scheme.AlgoRing:
+		return collective.Ring
+	}
+	return collective.Auto
+}
+
+// CenterConfig is what scheme sc fixes of the configuration of its
+// center with n workers (sc.UsesCenter) starting from weights: the
+// serialisation policy, round-robin's interval, where the iterations
+// start, and whether reads are at the global clock (ssp with s = 0 is BSP
+// whatever the timing). The run sets the rest (finish rule, limits, the
+// center's own solver).
+func CenterConfig(sc scheme.Config, n int, weights []float32) center.Config {
+	cc := center.Config{Workers: n, Weights: weights, StartIter: sc.StartIter, ClockedReads: sc.ClockedReads()}
+	if cc.Policy = center.Policy(sc.Info().Policy); cc.Policy == center.RoundRobin {
+		cc.Interval = sc.Interval
+	}
+	return cc
+}
+
 // local runs a local action.
 func (r *Rank) local(a scheme.Action) error {
 	if a.Arith(r.slice, vecOps) {

@@ -100,18 +100,13 @@ func (t *Trainer) makeCenter(sc scheme.Config) (center.Center, *center.Local, er
 // workers, starting from rank 0's weights; a parameter server process
 // builds its center from it.
 func (o *origin) CenterConfig(sc scheme.Config, n int) center.Config {
-	cc := center.Config{Workers: n, Weights: o.net.Params(), Finish: o.cfg.Finish, MaxIter: o.cfg.MaxIter,
-		StartIter: sc.StartIter, Deadline: o.cfg.RoundDeadline, MaxUpdateNorm: o.cfg.MaxUpdateNorm}
+	cc := node.CenterConfig(sc, n, o.net.Params())
+	cc.Finish, cc.MaxIter, cc.Deadline, cc.MaxUpdateNorm = o.cfg.Finish, o.cfg.MaxIter, o.cfg.RoundDeadline, o.cfg.MaxUpdateNorm
 	if out := o.cfg.Out; out != nil {
 		// A refused update names its worker in the center's log: the
 		// run's output here, the server's in a parameter server process.
 		cc.Log = func(err error) { fmt.Fprintf(out, "%v\n", err) }
 	}
-	if cc.Policy = center.Policy(sc.Info().Policy); cc.Policy == center.RoundRobin {
-		cc.Interval = sc.Interval
-	}
-	// ssp with s = 0 is BSP: reads at the global clock, whatever the timing.
-	cc.ClockedReads = sc.ClockedReads()
 	if sc.Info().CenterSolver {
 		// The center applies each round's mean gradient with a solver of
 		// its own, as a synchronous parameter server does.

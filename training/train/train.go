@@ -437,18 +437,7 @@ func firstError(ctx context.Context, errs []error) error {
 	return cancelled
 }
 
-func (t *Trainer) algo(a scheme.Algo) collective.Algorithm {
-	if t.cfg.Algo != collective.Auto {
-		return t.cfg.Algo
-	}
-	switch a {
-	case scheme.AlgoTree:
-		return collective.Tree
-	case scheme.AlgoRing:
-		return collective.Ring
-	}
-	return collective.Auto
-}
+func (t *Trainer) algo(a scheme.Algo) collective.Algorithm { return node.Algorithm(t.cfg.Algo, a) }
 
 func schemeLayout(net *model.Net) scheme.Layout {
 	l := scheme.Layout{N: len(net.Params())}

@@ -317,14 +317,7 @@ func (e *endpoint) Recv(ctx context.Context, from int, tag uint32, buf []float32
 	if err != nil {
 		return err
 	}
-	var bad error
-	switch {
-	case h.Kind == wire.KindBytes:
-		bad = fmt.Errorf("expected %d floats with tag %d, got a %d-byte message with tag %d", len(buf), tag, h.Len, h.Tag)
-	case h.Tag != tag || h.Len/uint64(h.Kind.ElemSize()) != uint64(len(buf)):
-		bad = fmt.Errorf("expected %d floats with tag %d, got %d floats with tag %d", len(buf), tag, h.Len/uint64(h.Kind.ElemSize()), h.Tag)
-	}
-	if bad != nil {
+	if bad := transport.Mismatch(false, tag, len(buf), h.Kind == wire.KindBytes, h.Tag, headerLen(h)); bad != nil {
 		return p.fail(&transport.PeerError{Rank: from, Err: bad})
 	}
 	if p.link != nil {
@@ -366,16 +359,7 @@ func (e *endpoint) RecvBytes(ctx context.Context, from int, tag uint32, max int)
 	if err != nil {
 		return nil, err
 	}
-	var bad error
-	switch {
-	case h.Kind != wire.KindBytes:
-		bad = fmt.Errorf("expected a byte message with tag %d, got %d floats with tag %d", tag, h.Len/uint64(h.Kind.ElemSize()), h.Tag)
-	case h.Tag != tag:
-		bad = fmt.Errorf("expected a byte message with tag %d, got tag %d", tag, h.Tag)
-	case max < 0 || h.Len > uint64(max):
-		bad = fmt.Errorf("byte message of %d bytes exceeds the limit of %d", h.Len, max)
-	}
-	if bad != nil {
+	if bad := transport.Mismatch(true, tag, max, h.Kind == wire.KindBytes, h.Tag, headerLen(h)); bad != nil {
 		return nil, p.fail(&transport.PeerError{Rank: from, Err: bad})
 	}
 	// h.Len is at most max and MaxFrame: this allocation is bounded by
@@ -759,3 +743,7 @@ func (c *canceller) arm(ctx context.Context, timeout time.Duration) (fromCtx boo
 	c.setDeadline(d)
 	return fromCtx, nil
 }
+
+// headerLen is a message's length as transport.Mismatch counts it: its
+// values (of whatever wire precision), or its bytes.
+func headerLen(h wire.Header) uint64 { return h.Len / uint64(h.Kind.ElemSize()) }

@@ -1,0 +1,48 @@
+// Package harness runs the ranks of a scheme deterministically, for
+// golden scripts: every rank is a real node.Rank running its real scheme
+// program (scheme.New) over fixed gradients, on its own goroutines, and
+// the ranks talk over a scripted transport (comm/transport/scripted)
+// whose messages move only when the script says so. Between commands the
+// harness waits, under testing/synctest, until every rank has gone as far
+// as it can (each is waiting for a message, straggling in a compute the
+// script holds, or done), then prints what happened; no command sleeps or
+// reads a clock, so a script's output depends only on the scheme's
+// semantics and the script.
+//
+// A Harness reads datadriven commands (Harness.Cmd), one group of ranks at
+// a time:
+//
+//	ranks n=N scheme=NAME iters=I [params=P] [layers=L] [pack=false]
+//	      [interval=H] [bucket=B] [variant=V] [groups=G] [alpha=A]
+//	      [staleness=S] [straggle=R]
+//	    starts N workers (plus sync-ps's server, sync-easgd's master)
+//	    from the same weights, and a center.Local when the scheme's
+//	    workers use one (hybrid, ssp, easgd, ...): its calls wait at a
+//	    gate, and the harness lets them in one at a time once the ranks
+//	    are quiescent, the lowest rank's first; every worker's k-th compute gives fixed
+//	    integer gradients that depend on its rank and k, and every update
+//	    is plain SGD, so that the synchronous schemes' sums are exact and
+//	    their weights can equal seq's bit for bit; straggle=R makes
+//	    worker R straggle from its first compute
+//	deliver from=A to=B [n=K]   the K (1) oldest A→B messages arrive
+//	deliver-all                 every queued message of a link not held
+//	stabilize                   deliver-all until nothing more moves
+//	drop from=A to=B            the oldest queued A→B message is lost
+//	delay from=A to=B           deliver-all and stabilize pass A→B by
+//	                            (it reorders against the other links)
+//	release from=A to=B         ends a delay
+//	straggle rank=R             R's computes do not end ...
+//	release rank=R              ... until released
+//	crash rank=R                R's endpoint closes as a dead process's
+//	timeout rank=R              R's waits for a message time out now
+//	status                      who waits on whom, what is in flight
+//	results                     each rank's outcome and weights, and
+//	                            whether they all equal seq's
+//
+// Each command's output lists the messages it moved and then, rank by
+// rank, what the ranks did as a result (iterations done, a finish with
+// the weights' hash, a failure with the rank it blames: the innermost
+// *transport.PeerError of its error). A rank that fails aborts its
+// endpoint with its error, as a run's rank does, so its peers' errors
+// carry the first cause.
+package harness

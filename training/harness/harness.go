@@ -1,0 +1,661 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"dsgd/comm/collective"
+	"dsgd/comm/transport"
+	"dsgd/comm/transport/scripted"
+	"dsgd/engine/tensor"
+	"dsgd/protocol/center"
+	"dsgd/protocol/scheme"
+	"dsgd/training/node"
+)
+
+// lr is the SGD step. With it, the starting weights (multiples of 1/4)
+// and the integer gradients, every sum a reduction forms is exact in any
+// order, so the schemes' weights can equal seq's bit for bit.
+const lr = 0.5
+
+// timeout is each rank's wait for a peer (node.Rank.Timeout). The
+// synctest bubble's clock never moves while a script runs: only the
+// script's `timeout` ends a wait, and the error reads as this deadline.
+const timeout = time.Minute
+
+// Harness runs scripts' commands against one group of ranks at a time.
+// It must be made and used inside a synctest bubble (synctest.Test).
+type Harness struct {
+	g *group
+}
+
+// Close stops the group of ranks, if any, and waits for its goroutines.
+func (h *Harness) Close() {
+	if h.g != nil {
+		h.g.stop()
+		h.g = nil
+	}
+}
+
+// Cmd runs one datadriven command (see the package doc) and returns its
+// output ("ok" when it has nothing to say).
+func (h *Harness) Cmd(t *testing.T, d *datadriven.TestData) string {
+	if out := h.cmd(t, d); out != "" {
+		return out
+	}
+	return "ok\n"
+}
+
+func (h *Harness) cmd(t *testing.T, d *datadriven.TestData) string {
+	if d.Cmd == "ranks" {
+		h.Close()
+		g, err := start(t, d)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		h.g = g
+		return g.settle(nil)
+	}
+	g := h.g
+	if g == nil {
+		d.Fatalf(t, "%s before ranks", d.Cmd)
+	}
+	link := func() (from, to int) {
+		d.ScanArgs(t, "from", &from)
+		d.ScanArgs(t, "to", &to)
+		return from, to
+	}
+	rank := func() int {
+		var r int
+		d.ScanArgs(t, "rank", &r)
+		if r < 0 || r >= len(g.ranks) {
+			d.Fatalf(t, "no rank %d", r)
+		}
+		return r
+	}
+	var b strings.Builder
+	switch d.Cmd {
+	case "deliver":
+		from, to := link()
+		n := 1
+		d.MaybeScanArgs(t, "n", &n)
+		msgs, err := g.nw.Deliver(from, to, n)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return g.settle(msgs)
+	case "deliver-all":
+		return g.settle(g.nw.DeliverAll())
+	case "stabilize":
+		for {
+			msgs := g.nw.DeliverAll()
+			if len(msgs) == 0 {
+				break
+			}
+			b.WriteString(g.settle(msgs))
+		}
+		if b.Len() == 0 {
+			return "nothing to deliver\n"
+		}
+		return b.String()
+	case "drop":
+		from, to := link()
+		m, err := g.nw.Drop(from, to)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return "dropped " + msgName(m) + "\n" + g.settle(nil)
+	case "delay":
+		from, to := link()
+		if err := g.nw.Hold(from, to, true); err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return ""
+	case "release":
+		if d.HasArg("rank") {
+			if err := g.straggle(rank(), false); err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return g.settle(nil)
+		}
+		from, to := link()
+		if err := g.nw.Hold(from, to, false); err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return ""
+	case "straggle":
+		if err := g.straggle(rank(), true); err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return ""
+	case "crash":
+		g.crash(rank())
+		return g.settle(nil)
+	case "timeout":
+		r := rank()
+		if g.nw.Expire(r) == 0 {
+			return fmt.Sprintf("rank %d waits for no message\n", r)
+		}
+		return g.settle(nil)
+	case "status":
+		return g.status()
+	case "results":
+		return g.results()
+	}
+	d.Fatalf(t, "unknown command %q", d.Cmd)
+	return ""
+}
+
+// group is one run of a scheme's ranks.
+type group struct {
+	nw     *scripted.Net
+	ranks  []*rank
+	seq    []float32     // seq's weights after the same iterations
+	center *center.Local // the center of a scheme whose workers use one, or nil
+	cancel context.CancelFunc
+
+	mu     sync.Mutex     // guards the ranks' outcome and events, the computers' straggling, and gated
+	gated  []*entry       // the center calls waiting at their gates
+	inside map[int]string // the op of each rank's call the center is serving
+}
+
+// rank is one rank of the group.
+type rank struct {
+	id     int
+	node   *node.Rank
+	comp   *computer // nil for a server
+	cancel context.CancelFunc
+	// Guarded by group.mu:
+	events  []string // what the rank did since the last output
+	done    bool
+	crashed bool
+	err     error
+	weights []float32 // at the finish
+}
+
+// computer is a worker's model: its k-th compute writes grad(rank, k).
+// A straggling computer does not return until released.
+type computer struct {
+	g      *group
+	rank   int
+	grads  []float32
+	blocks []scheme.Range
+	calls  int
+	// Guarded by group.mu:
+	straggle bool
+	release  chan struct{} // closed by release rank=R
+	stalled  bool          // in a compute held by straggle
+}
+
+// grad is worker r's k-th gradient: small integers, so every sum of them
+// is exact.
+func grad(r, k int, g []float32) {
+	for i := range g {
+		g[i] = float32(((r+1)*(i+1)+3*k)%7 - 3)
+	}
+}
+
+func (c *computer) Compute(ctx context.Context, ready func(lo, hi int)) (float64, error) {
+	c.g.mu.Lock()
+	if c.straggle {
+		c.stalled = true
+		rel := c.release
+		c.g.mu.Unlock()
+		select {
+		case <-rel:
+		case <-ctx.Done():
+		}
+		c.g.mu.Lock()
+		c.stalled = false
+	}
+	c.g.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	grad(c.rank, c.calls, c.grads)
+	c.calls++
+	if ready != nil {
+		for i := len(c.blocks) - 1; i >= 0; i-- { // backward: last layer first
+			ready(c.blocks[i].Lo, c.blocks[i].Hi)
+		}
+	}
+	return 1, nil
+}
+
+// sgd is every update, the ranks' and the center's: w -= lr·g.
+func sgd(w, g []float32) { tensor.Axpy(-lr, g, w) }
+
+// startWeights are every rank's weights before the first iteration.
+func startWeights(n int) []float32 {
+	w := make([]float32, n)
+	for i := range w {
+		w[i] = float32(i) / 4
+	}
+	return w
+}
+
+// start makes the group a ranks command asks for, starts its ranks, and
+// computes seq's weights for comparison.
+func start(t *testing.T, d *datadriven.TestData) (*group, error) {
+	sc := scheme.Config{Pack: true}
+	params, layers := 8, 1
+	d.ScanArgs(t, "n", &sc.Workers)
+	d.ScanArgs(t, "scheme", &sc.Name)
+	d.ScanArgs(t, "iters", &sc.MaxIter)
+	d.MaybeScanArgs(t, "params", &params)
+	d.MaybeScanArgs(t, "layers", &layers)
+	d.MaybeScanArgs(t, "pack", &sc.Pack)
+	d.MaybeScanArgs(t, "interval", &sc.Interval)
+	d.MaybeScanArgs(t, "bucket", &sc.Bucket)
+	d.MaybeScanArgs(t, "variant", &sc.Variant)
+	d.MaybeScanArgs(t, "groups", &sc.Groups)
+	d.MaybeScanArgs(t, "staleness", &sc.Staleness)
+	straggler := -1
+	d.MaybeScanArgs(t, "straggle", &straggler)
+	alpha := 0.5
+	d.MaybeScanArgs(t, "alpha", &alpha)
+	sc.Alpha = float32(alpha)
+	if layers < 1 || layers > params {
+		return nil, fmt.Errorf("layers=%d for %d params", layers, params)
+	}
+	sc.Layout = scheme.Layout{N: params}
+	for l := range layers {
+		sc.Layout.Blocks = append(sc.Layout.Blocks, scheme.Range{Lo: l * params / layers, Hi: (l + 1) * params / layers})
+	}
+	progs, err := scheme.New(sc)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := seqWeights(sc)
+	if err != nil {
+		return nil, err
+	}
+	g := &group{nw: scripted.New(len(progs)), seq: seq, inside: map[int]string{}}
+	if uses, n := sc.UsesCenter(); uses {
+		cc := node.CenterConfig(sc, n, startWeights(params))
+		cc.MaxIter = sc.MaxIter
+		if sc.Info().CenterSolver {
+			cc.Update = func(w, g []float32, _ int) { sgd(w, g) }
+		}
+		if g.center, err = center.NewLocal(cc); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	eps := g.nw.Endpoints()
+	for i, p := range progs {
+		rk := &rank{id: i}
+		grads := make([]float32, params)
+		nr := &node.Rank{Scheme: p, Ep: eps[i], Params: startWeights(params), Grads: grads,
+			Algo: func(a scheme.Algo) collective.Algorithm { return node.Algorithm(collective.Auto, a) }, Timeout: timeout}
+		nr.Update = func(int) { sgd(nr.Params, grads) }
+		nr.OnIter = func(it int, _ float64) error {
+			g.note(rk, fmt.Sprintf("iter %d done", it))
+			return nil
+		}
+		if g.center != nil && i < sc.Workers {
+			nr.Center, nr.CenterID = gate{g: g, rank: i, c: g.center}, sc.CenterID(i)
+		}
+		if i < sc.Workers {
+			rk.comp = &computer{g: g, rank: i, grads: grads, blocks: sc.Layout.Blocks}
+			nr.Computer = rk.comp
+		}
+		rk.node = nr
+		g.ranks = append(g.ranks, rk)
+	}
+	if straggler >= 0 {
+		if straggler >= len(g.ranks) {
+			return nil, fmt.Errorf("straggle=%d: no such rank", straggler)
+		}
+		if err := g.straggle(straggler, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, rk := range g.ranks {
+		rctx, rcancel := context.WithCancel(ctx)
+		rk.cancel = rcancel
+		go g.run(rctx, rk)
+	}
+	return g, nil
+}
+
+// run runs a rank and records how it ended. A rank that fails aborts its
+// endpoint with its error, as a run's rank does (train), so that its
+// peers learn the first cause.
+func (g *group) run(ctx context.Context, rk *rank) {
+	err := rk.node.Run(ctx)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	rk.done, rk.err = true, err
+	switch {
+	case rk.crashed:
+		rk.events = append(rk.events, "crashed")
+	case err != nil:
+		rk.events = append(rk.events, fmt.Sprintf("failed, blaming %s: %v", blame(err), err))
+		transport.Abort(g.nw.Endpoints()[rk.id], fmt.Errorf("rank %d: %w", rk.id, err))
+	default:
+		rk.weights = append([]float32(nil), rk.node.Params...)
+		rk.events = append(rk.events, "finished, weights "+g.weightsName(rk.weights))
+	}
+}
+
+// seqWeights runs seq, the one-worker scheme, for sc's iterations over
+// the mean of sc's workers' gradients, as the synchronous schemes
+// compute it: the exact sum, then scaled by 1/workers.
+func seqWeights(sc scheme.Config) ([]float32, error) {
+	c := sc
+	c.Name, c.Workers = "seq", 1
+	progs, err := scheme.New(c)
+	if err != nil {
+		return nil, err
+	}
+	w, grads := startWeights(sc.Layout.N), make([]float32, sc.Layout.N)
+	one := make([]float32, len(grads))
+	k := 0
+	mean := computeFunc(func() {
+		clear(grads)
+		for r := range sc.Workers {
+			grad(r, k, one)
+			tensor.Axpy(1, one, grads)
+		}
+		tensor.Scale(1/float32(sc.Workers), grads)
+		k++
+	})
+	r := &node.Rank{Scheme: progs[0], Params: w, Grads: grads, Computer: mean, Update: func(int) { sgd(w, grads) }}
+	if err := r.Run(context.Background()); err != nil {
+		return nil, fmt.Errorf("seq: %w", err)
+	}
+	return w, nil
+}
+
+// computeFunc is a node.Computer that runs a function.
+type computeFunc func()
+
+func (f computeFunc) Compute(context.Context, func(lo, hi int)) (float64, error) {
+	f()
+	return 1, nil
+}
+
+// note records an event of rk.
+func (g *group) note(rk *rank, ev string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	rk.events = append(rk.events, ev)
+}
+
+// straggle starts or ends rank r's straggling.
+func (g *group) straggle(r int, on bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.ranks[r].comp
+	if c == nil {
+		return fmt.Errorf("rank %d computes nothing", r)
+	}
+	switch {
+	case on && !c.straggle:
+		c.straggle, c.release = true, make(chan struct{})
+	case !on && c.straggle:
+		c.straggle = false
+		close(c.release)
+	}
+	return nil
+}
+
+// crash kills rank r: its endpoint closes as a dead process's, and its
+// goroutines stop.
+func (g *group) crash(r int) {
+	g.mu.Lock()
+	g.ranks[r].crashed = true
+	g.mu.Unlock()
+	g.nw.Crash(r)
+	g.ranks[r].cancel()
+}
+
+// stop ends every rank and waits until their goroutines are gone.
+func (g *group) stop() {
+	g.cancel()
+	synctest.Wait()
+}
+
+// settle waits until every rank has gone as far as it can (letting the
+// center calls in by rounds, as gate says), and returns the messages
+// delivered (msgs), what each rank did since, and any rank stuck where
+// neither the transport, the center nor the script holds it.
+func (g *group) settle(msgs []scripted.Msg) string {
+	synctest.Wait()
+	for round := g.waiting(); len(round) > 0; round = g.waiting() {
+		for _, e := range round {
+			g.admit(e)
+			synctest.Wait()
+		}
+	}
+	var b strings.Builder
+	if len(msgs) > 0 {
+		b.WriteString("delivered " + list(msgs, msgName) + "\n")
+	}
+	where := g.where()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, rk := range g.ranks {
+		for _, ev := range rk.events {
+			fmt.Fprintf(&b, "rank %d: %s\n", rk.id, ev)
+		}
+		rk.events = nil
+		if where[rk.id] == stuck {
+			fmt.Fprintf(&b, "rank %d: %s\n", rk.id, stuck)
+		}
+	}
+	return b.String()
+}
+
+// stuck is where, in status, a rank is that is quiescent yet neither
+// done, nor waiting for a message, the center or the script: a driver bug
+// this is here to show.
+const stuck = "stuck outside the transport"
+
+// where says where each rank is: done, straggling, at or in the center,
+// or waiting for messages (and from whom), else stuck.
+func (g *group) where() []string {
+	waits := map[int][]string{}
+	for _, c := range g.nw.Blocked() {
+		what := fmt.Sprintf("%d floats", c.Len)
+		if c.Bytes {
+			what = fmt.Sprintf("<= %d bytes", c.Len)
+		}
+		waits[c.Rank] = append(waits[c.Rank], fmt.Sprintf("rank %d (tag %x, %s)", c.Peer, c.Tag, what))
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]string, len(g.ranks))
+	for i, rk := range g.ranks {
+		switch {
+		case rk.crashed:
+			out[i] = "crashed"
+		case rk.done && rk.err != nil:
+			out[i] = "failed"
+		case rk.done:
+			out[i] = "finished"
+		case rk.comp != nil && rk.comp.stalled:
+			out[i] = "straggling in compute"
+		case g.gatedRank(rk.id):
+			out[i] = "waiting at the center's gate"
+		case g.inside[rk.id] != "":
+			out[i] = "in the center's " + g.inside[rk.id]
+		case len(waits[rk.id]) > 0:
+			out[i] = "waiting on " + strings.Join(waits[rk.id], ", ")
+		default:
+			out[i] = stuck
+		}
+	}
+	return out
+}
+
+// status reports where every rank is and what is in flight.
+func (g *group) status() string {
+	var b strings.Builder
+	for r, w := range g.where() {
+		fmt.Fprintf(&b, "rank %d: %s\n", r, w)
+	}
+	for _, l := range g.nw.Links() {
+		fmt.Fprintf(&b, "%d→%d:", l.From, l.To)
+		if l.Held {
+			b.WriteString(" delayed")
+		}
+		if len(l.Queued) > 0 {
+			b.WriteString(" queued " + list(l.Queued, payload))
+		}
+		if len(l.Delivered) > 0 {
+			b.WriteString(" delivered " + list(l.Delivered, payload))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// gatedRank reports whether a center call of rank r waits at its gate.
+// The caller holds mu.
+func (g *group) gatedRank(r int) bool {
+	for _, e := range g.gated {
+		if e.rank == r {
+			return true
+		}
+	}
+	return false
+}
+
+// results reports each rank's outcome and compares the finished ranks'
+// weights with each other and with seq's.
+func (g *group) results() string {
+	var b strings.Builder
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var finished, same []int
+	holders := map[string][]int{} // finished ranks by weights
+	var order []string
+	for _, rk := range g.ranks {
+		fmt.Fprintf(&b, "rank %d: ", rk.id)
+		switch {
+		case rk.crashed:
+			b.WriteString("crashed\n")
+		case !rk.done:
+			b.WriteString("running\n")
+		case rk.err != nil:
+			fmt.Fprintf(&b, "failed, blaming %s\n", blame(rk.err))
+		default:
+			fmt.Fprintf(&b, "finished, weights %s\n", g.weightsName(rk.weights))
+			finished = append(finished, rk.id)
+			if equalBits(rk.weights, g.seq) {
+				same = append(same, rk.id)
+			}
+			h := hash(rk.weights)
+			if holders[h] == nil {
+				order = append(order, h)
+			}
+			holders[h] = append(holders[h], rk.id)
+		}
+	}
+	if g.center != nil {
+		w := make([]float32, len(g.seq))
+		if err := g.center.Pull(context.Background(), center.Observer, w); err != nil {
+			fmt.Fprintf(&b, "center: %v\n", err)
+		} else {
+			fmt.Fprintf(&b, "center: weights %s\n", g.weightsName(w))
+		}
+	}
+	fmt.Fprintf(&b, "seq: weights %s\n", hash(g.seq))
+	switch {
+	case len(finished) == 0:
+	case len(same) == len(finished):
+		fmt.Fprintf(&b, "every finished rank (%s) holds seq's weights\n", ranks(finished))
+	default:
+		for _, h := range order {
+			if rs := holders[h]; len(rs) == 1 {
+				fmt.Fprintf(&b, "rank %d holds %s\n", rs[0], h)
+			} else {
+				fmt.Fprintf(&b, "ranks %s hold %s\n", ranks(rs), h)
+			}
+		}
+	}
+	return b.String()
+}
+
+func ranks(rs []int) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = fmt.Sprint(r)
+	}
+	return strings.Join(s, " ")
+}
+
+// weightsName is w's hash, marked when it is seq's.
+func (g *group) weightsName(w []float32) string {
+	if equalBits(w, g.seq) {
+		return hash(w) + " (= seq)"
+	}
+	return hash(w) + " (≠ seq)"
+}
+
+func equalBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// hash names weights by their bits.
+func hash(w []float32) string {
+	h := fnv.New32a()
+	for _, v := range w {
+		x := math.Float32bits(v)
+		h.Write([]byte{byte(x), byte(x >> 8), byte(x >> 16), byte(x >> 24)})
+	}
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// blame is the rank that the innermost *transport.PeerError of err
+// names: the first cause of a failure that cascaded through the group.
+func blame(err error) string {
+	var pe *transport.PeerError
+	who := "no rank"
+	for errors.As(err, &pe) {
+		who = fmt.Sprintf("rank %d", pe.Rank)
+		err = pe.Err
+	}
+	return who
+}
+
+// msgName names a message by its link, tag (hex) and length (a b
+// marks bytes).
+func msgName(m scripted.Msg) string { return fmt.Sprintf("%d→%d %s", m.From, m.To, payload(m)) }
+
+func payload(m scripted.Msg) string {
+	kind := ""
+	if m.IsBytes {
+		kind = "b"
+	}
+	return fmt.Sprintf("%x/%d%s", m.Tag, m.Len(), kind)
+}
+
+func list(ms []scripted.Msg, name func(scripted.Msg) string) string {
+	s := make([]string, len(ms))
+	for i, m := range ms {
+		s[i] = name(m)
+	}
+	return strings.Join(s, ", ")
+}
