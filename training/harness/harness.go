@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,7 +124,9 @@ func (h *Harness) cmd(t *testing.T, d *datadriven.TestData) string {
 		return ""
 	case "release":
 		if d.HasArg("rank") {
-			if err := g.straggle(rank(), false); err != nil {
+			r, n := rank(), 0
+			d.MaybeScanArgs(t, "n", &n)
+			if err := g.release(r, n); err != nil {
 				return "error: " + err.Error() + "\n"
 			}
 			return g.settle(nil)
@@ -134,12 +137,23 @@ func (h *Harness) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		return ""
 	case "straggle":
-		if err := g.straggle(rank(), true); err != nil {
+		if err := g.straggle(rank()); err != nil {
 			return "error: " + err.Error() + "\n"
 		}
 		return ""
 	case "crash":
 		g.crash(rank())
+		return g.settle(nil)
+	case "tick":
+		var dur time.Duration
+		d.ScanArgs(t, "d", &dur)
+		if dur <= 0 {
+			d.Fatalf(t, "tick d=%v: the clock only moves on", dur)
+		}
+		// Virtual: the bubble's clock jumps to each timer due meanwhile
+		// (a center's round deadline, say) once every goroutine in it
+		// is durably blocked, this one included.
+		time.Sleep(dur)
 		return g.settle(nil)
 	case "timeout":
 		r := rank()
@@ -158,15 +172,30 @@ func (h *Harness) cmd(t *testing.T, d *datadriven.TestData) string {
 
 // group is one run of a scheme's ranks.
 type group struct {
+	sc     scheme.Config
 	nw     *scripted.Net
 	ranks  []*rank
 	seq    []float32     // seq's weights after the same iterations
 	center *center.Local // the center of a scheme whose workers use one, or nil
 	cancel context.CancelFunc
+	// computes, when set, notes every compute as it runs: "order" alone,
+	// "bsp" with the weights it runs on against bsp, "shared" against
+	// applied.
+	computes string
+	// bsp[k] are the weights after k bulk-synchronous iterations that
+	// each step by every worker's gradients, summed: w0 − lr·Σ_{j<k}
+	// Σ_r grad(r, j), which a compute of iteration k under SSP with
+	// staleness 0 runs on.
+	bsp [][]float32
 
-	mu     sync.Mutex     // guards the ranks' outcome and events, the computers' straggling, and gated
+	mu     sync.Mutex     // guards the ranks' outcome and events, the computers' straggling, gated, applied and held
 	gated  []*entry       // the center calls waiting at their gates
 	inside map[int]string // the op of each rank's call the center is serving
+	// applied are the start weights stepped by every worker's update so
+	// far (each rank's Update, in the order they ran): what a compute
+	// on weights the workers share in memory (hogwild) runs on.
+	applied []float32
+	held    int // the most computes held at once when the ranks were quiescent
 }
 
 // rank is one rank of the group.
@@ -176,7 +205,11 @@ type rank struct {
 	comp   *computer // nil for a server
 	cancel context.CancelFunc
 	// Guarded by group.mu:
-	events  []string // what the rank did since the last output
+	events []string // what the rank did since the last output
+	// aborted are its computes aborted since the last output, noted
+	// apart from events: a compute ends on its own goroutine, in no
+	// fixed order with what its rank does meanwhile.
+	aborted []string
 	done    bool
 	crashed bool
 	err     error
@@ -188,13 +221,16 @@ type rank struct {
 type computer struct {
 	g      *group
 	rank   int
+	params []float32 // the rank's weights, which its computes run on
 	grads  []float32
 	blocks []scheme.Range
-	calls  int
 	// Guarded by group.mu:
-	straggle bool
-	release  chan struct{} // closed by release rank=R
-	stalled  bool          // in a compute held by straggle
+	calls     int           // computes begun (aborted ones too)
+	straggle  bool          // computes are held ...
+	pass      int           // ... but for this many (release rank=R n=K)
+	straggled bool          // straggle was ever on
+	wake      chan struct{} // closed and replaced when straggle or pass change
+	stalled   bool          // in a compute held by straggle
 }
 
 // grad is worker r's k-th gradient: small integers, so every sum of them
@@ -205,31 +241,68 @@ func grad(r, k int, g []float32) {
 	}
 }
 
+// Compute waits while the computer is held, then writes the gradient.
+// A compute whose context ends first (its rank aborts it, as weed-out
+// does a straggler's, or fails) is noted as aborted unless its rank
+// crashed.
 func (c *computer) Compute(ctx context.Context, ready func(lo, hi int)) (float64, error) {
-	c.g.mu.Lock()
-	if c.straggle {
+	g := c.g
+	g.mu.Lock()
+	k := c.calls
+	c.calls++
+	for c.straggle && c.pass == 0 && ctx.Err() == nil {
 		c.stalled = true
-		rel := c.release
-		c.g.mu.Unlock()
+		wake := c.wake
+		g.mu.Unlock()
 		select {
-		case <-rel:
+		case <-wake:
 		case <-ctx.Done():
 		}
-		c.g.mu.Lock()
-		c.stalled = false
+		g.mu.Lock()
 	}
-	c.g.mu.Unlock()
+	c.stalled = false
 	if err := ctx.Err(); err != nil {
+		if rk := g.ranks[c.rank]; !rk.crashed {
+			rk.aborted = append(rk.aborted, fmt.Sprintf("compute %d aborted", k))
+		}
+		g.mu.Unlock()
 		return 0, err
 	}
-	grad(c.rank, c.calls, c.grads)
-	c.calls++
+	if c.straggle {
+		c.pass--
+	}
+	if ev := g.computeEvent(k, c.params); ev != "" {
+		g.ranks[c.rank].events = append(g.ranks[c.rank].events, ev)
+	}
+	g.mu.Unlock()
+	grad(c.rank, k, c.grads)
 	if ready != nil {
 		for i := len(c.blocks) - 1; i >= 0; i-- { // backward: last layer first
 			ready(c.blocks[i].Lo, c.blocks[i].Hi)
 		}
 	}
 	return 1, nil
+}
+
+// computeEvent is the note of compute k, which runs on w, as
+// g.computes asks for it ("" for none); g.mu is held.
+func (g *group) computeEvent(k int, w []float32) string {
+	ev := fmt.Sprintf("compute %d", k)
+	switch g.computes {
+	case "":
+		return ""
+	case "bsp":
+		if k < len(g.bsp) && equalBits(w, g.bsp[k]) {
+			return fmt.Sprintf("%s on %s (= bsp %d)", ev, hash(w), k)
+		}
+		return fmt.Sprintf("%s on %s (≠ bsp %d)", ev, hash(w), k)
+	case "shared":
+		if equalBits(w, g.applied) {
+			return fmt.Sprintf("%s on %s (= every update so far)", ev, hash(w))
+		}
+		return fmt.Sprintf("%s on %s (≠ every update so far)", ev, hash(w))
+	}
+	return ev
 }
 
 // sgd is every update, the ranks' and the center's: w -= lr·g.
@@ -260,8 +333,15 @@ func start(t *testing.T, d *datadriven.TestData) (*group, error) {
 	d.MaybeScanArgs(t, "variant", &sc.Variant)
 	d.MaybeScanArgs(t, "groups", &sc.Groups)
 	d.MaybeScanArgs(t, "staleness", &sc.Staleness)
-	straggler := -1
-	d.MaybeScanArgs(t, "straggle", &straggler)
+	var stragglers []int
+	d.MaybeScanArgs(t, "straggle", &stragglers)
+	var deadline time.Duration
+	d.MaybeScanArgs(t, "deadline", &deadline)
+	var computes string
+	d.MaybeScanArgs(t, "computes", &computes)
+	if computes != "" && computes != "order" && computes != "bsp" && computes != "shared" {
+		return nil, fmt.Errorf("computes=%s: order, bsp or shared", computes)
+	}
 	alpha := 0.5
 	d.MaybeScanArgs(t, "alpha", &alpha)
 	sc.Alpha = float32(alpha)
@@ -280,10 +360,12 @@ func start(t *testing.T, d *datadriven.TestData) (*group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &group{nw: scripted.New(len(progs)), seq: seq, inside: map[int]string{}}
+	g := &group{sc: sc, nw: scripted.New(len(progs)), seq: seq, inside: map[int]string{},
+		computes: computes, bsp: bspWeights(sc), applied: startWeights(params)}
 	if uses, n := sc.UsesCenter(); uses {
 		cc := node.CenterConfig(sc, n, startWeights(params))
 		cc.MaxIter = sc.MaxIter
+		cc.Deadline = deadline
 		if sc.Info().CenterSolver {
 			cc.Update = func(w, g []float32, _ int) { sgd(w, g) }
 		}
@@ -294,31 +376,45 @@ func start(t *testing.T, d *datadriven.TestData) (*group, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	eps := g.nw.Endpoints()
+	var shared []float32 // the one set of weights of a scheme whose workers share it in memory (hogwild)
+	if sc.Info().SharedWeights {
+		shared = startWeights(params)
+	}
 	for i, p := range progs {
 		rk := &rank{id: i}
 		grads := make([]float32, params)
-		nr := &node.Rank{Scheme: p, Ep: eps[i], Params: startWeights(params), Grads: grads,
+		w := shared
+		if w == nil {
+			w = startWeights(params)
+		}
+		nr := &node.Rank{Scheme: p, Ep: eps[i], Params: w, Grads: grads,
 			Algo: func(a scheme.Algo) collective.Algorithm { return node.Algorithm(collective.Auto, a) }, Timeout: timeout}
-		nr.Update = func(int) { sgd(nr.Params, grads) }
+		nr.Update = func(int) {
+			sgd(nr.Params, grads)
+			g.mu.Lock()
+			sgd(g.applied, grads)
+			g.mu.Unlock()
+		}
 		nr.OnIter = func(it int, _ float64) error {
 			g.note(rk, fmt.Sprintf("iter %d done", it))
 			return nil
 		}
+		nr.OnSkip = func(it int) { g.note(rk, fmt.Sprintf("iter %d skipped", it)) }
 		if g.center != nil && i < sc.Workers {
 			nr.Center, nr.CenterID = gate{g: g, rank: i, c: g.center}, sc.CenterID(i)
 		}
 		if i < sc.Workers {
-			rk.comp = &computer{g: g, rank: i, grads: grads, blocks: sc.Layout.Blocks}
+			rk.comp = &computer{g: g, rank: i, params: w, grads: grads, blocks: sc.Layout.Blocks, wake: make(chan struct{})}
 			nr.Computer = rk.comp
 		}
 		rk.node = nr
 		g.ranks = append(g.ranks, rk)
 	}
-	if straggler >= 0 {
-		if straggler >= len(g.ranks) {
-			return nil, fmt.Errorf("straggle=%d: no such rank", straggler)
+	for _, r := range stragglers {
+		if r < 0 || r >= len(g.ranks) {
+			return nil, fmt.Errorf("straggle=%d: no such rank", r)
 		}
-		if err := g.straggle(straggler, true); err != nil {
+		if err := g.straggle(r); err != nil {
 			return nil, err
 		}
 	}
@@ -354,6 +450,16 @@ func (g *group) run(ctx context.Context, rk *rank) {
 // the mean of sc's workers' gradients, as the synchronous schemes
 // compute it: the exact sum, then scaled by 1/workers.
 func seqWeights(sc scheme.Config) ([]float32, error) {
+	all := make([]int, sc.Workers)
+	for r := range all {
+		all[r] = r
+	}
+	return seqOf(sc, all)
+}
+
+// seqOf is seqWeights over the mean of the gradients of the workers ws
+// only.
+func seqOf(sc scheme.Config, ws []int) ([]float32, error) {
 	c := sc
 	c.Name, c.Workers = "seq", 1
 	progs, err := scheme.New(c)
@@ -365,11 +471,11 @@ func seqWeights(sc scheme.Config) ([]float32, error) {
 	k := 0
 	mean := computeFunc(func() {
 		clear(grads)
-		for r := range sc.Workers {
+		for _, r := range ws {
 			grad(r, k, one)
 			tensor.Axpy(1, one, grads)
 		}
-		tensor.Scale(1/float32(sc.Workers), grads)
+		tensor.Scale(1/float32(len(ws)), grads)
 		k++
 	})
 	r := &node.Rank{Scheme: progs[0], Params: w, Grads: grads, Computer: mean, Update: func(int) { sgd(w, grads) }}
@@ -377,6 +483,21 @@ func seqWeights(sc scheme.Config) ([]float32, error) {
 		return nil, fmt.Errorf("seq: %w", err)
 	}
 	return w, nil
+}
+
+// bspWeights are the weights after 0, 1, ... sc.MaxIter bulk-synchronous
+// iterations that step by the sum of every worker's gradients (group.bsp).
+func bspWeights(sc scheme.Config) [][]float32 {
+	w, g := startWeights(sc.Layout.N), make([]float32, sc.Layout.N)
+	out := [][]float32{slices.Clone(w)}
+	for k := range sc.MaxIter {
+		for r := range sc.Workers {
+			grad(r, k, g)
+			sgd(w, g)
+		}
+		out = append(out, slices.Clone(w))
+	}
+	return out
 }
 
 // computeFunc is a node.Computer that runs a function.
@@ -394,21 +515,45 @@ func (g *group) note(rk *rank, ev string) {
 	rk.events = append(rk.events, ev)
 }
 
-// straggle starts or ends rank r's straggling.
-func (g *group) straggle(r int, on bool) error {
+// straggle makes rank r's computes wait until released.
+func (g *group) straggle(r int) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c := g.ranks[r].comp
 	if c == nil {
 		return fmt.Errorf("rank %d computes nothing", r)
 	}
-	switch {
-	case on && !c.straggle:
-		c.straggle, c.release = true, make(chan struct{})
-	case !on && c.straggle:
-		c.straggle = false
-		close(c.release)
+	if !c.straggle {
+		c.straggle, c.straggled, c.pass = true, true, 0
+		c.wake = make(chan struct{})
 	}
+	return nil
+}
+
+// release lets the compute rank r is held in and its next n−1 run, and
+// holds the later ones again; n = 0 ends its straggling. A rank not held
+// in a compute is refused n > 0, so that no compute of a script that
+// steps them runs unheld.
+func (g *group) release(r, n int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.ranks[r].comp
+	switch {
+	case c == nil:
+		return fmt.Errorf("rank %d computes nothing", r)
+	case n < 0:
+		return fmt.Errorf("release n=%d", n)
+	case n > 0 && !c.stalled:
+		return fmt.Errorf("rank %d is not held in a compute", r)
+	case !c.straggle:
+		return nil
+	case n == 0:
+		c.straggle, c.pass = false, 0
+	default:
+		c.pass += n
+	}
+	close(c.wake)
+	c.wake = make(chan struct{})
 	return nil
 }
 
@@ -447,11 +592,18 @@ func (g *group) settle(msgs []scripted.Msg) string {
 	where := g.where()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	held := 0
 	for _, rk := range g.ranks {
-		for _, ev := range rk.events {
+		if rk.comp != nil && rk.comp.stalled {
+			held++
+		}
+	}
+	g.held = max(g.held, held)
+	for _, rk := range g.ranks {
+		for _, ev := range append(rk.events, rk.aborted...) {
 			fmt.Fprintf(&b, "rank %d: %s\n", rk.id, ev)
 		}
-		rk.events = nil
+		rk.events, rk.aborted = nil, nil
 		if where[rk.id] == stuck {
 			fmt.Fprintf(&b, "rank %d: %s\n", rk.id, stuck)
 		}
@@ -487,7 +639,7 @@ func (g *group) where() []string {
 		case rk.done:
 			out[i] = "finished"
 		case rk.comp != nil && rk.comp.stalled:
-			out[i] = "straggling in compute"
+			out[i] = fmt.Sprintf("straggling in compute %d", rk.comp.calls-1)
 		case g.gatedRank(rk.id):
 			out[i] = "waiting at the center's gate"
 		case g.inside[rk.id] != "":
@@ -565,15 +717,44 @@ func (g *group) results() string {
 			holders[h] = append(holders[h], rk.id)
 		}
 	}
+	// A weed-out center that dropped gradients is compared with seq over
+	// the workers that never straggled, whose gradients made the rounds.
+	var fast []int
+	var fastSeq []float32
+	if g.center != nil && g.center.Stats().Dropped > 0 {
+		for _, rk := range g.ranks {
+			if rk.comp != nil && !rk.comp.straggled {
+				fast = append(fast, rk.id)
+			}
+		}
+		var err error
+		if fastSeq, err = seqOf(g.sc, fast); err != nil {
+			fmt.Fprintf(&b, "seq of ranks %s: %v\n", ranks(fast), err)
+		}
+	}
 	if g.center != nil {
 		w := make([]float32, len(g.seq))
 		if err := g.center.Pull(context.Background(), center.Observer, w); err != nil {
 			fmt.Fprintf(&b, "center: %v\n", err)
 		} else {
-			fmt.Fprintf(&b, "center: weights %s\n", g.weightsName(w))
+			name := g.weightsName(w)
+			if fastSeq != nil {
+				is := "≠"
+				if equalBits(w, fastSeq) {
+					is = "="
+				}
+				name = fmt.Sprintf("%s, %s seq of ranks %s)", strings.TrimSuffix(name, ")"), is, ranks(fast))
+			}
+			fmt.Fprintf(&b, "center: weights %s\n", name)
+		}
+		if st := g.center.Stats(); st.Rounds > 0 {
+			fmt.Fprintf(&b, "center: rounds %d, gradients dropped %d\n", st.Rounds, st.Dropped)
 		}
 	}
 	fmt.Fprintf(&b, "seq: weights %s\n", hash(g.seq))
+	if fastSeq != nil {
+		fmt.Fprintf(&b, "seq of ranks %s: weights %s\n", ranks(fast), hash(fastSeq))
+	}
 	switch {
 	case len(finished) == 0:
 	case len(same) == len(finished):
@@ -586,6 +767,9 @@ func (g *group) results() string {
 				fmt.Fprintf(&b, "ranks %s hold %s\n", ranks(rs), h)
 			}
 		}
+	}
+	if g.held > 0 {
+		fmt.Fprintf(&b, "held computes at once, at most: %d\n", g.held)
 	}
 	return b.String()
 }
