@@ -727,9 +727,11 @@ func (g *group) results() string {
 				fast = append(fast, rk.id)
 			}
 		}
-		var err error
-		if fastSeq, err = seqOf(g.sc, fast); err != nil {
-			fmt.Fprintf(&b, "seq of ranks %s: %v\n", ranks(fast), err)
+		if len(fast) > 0 {
+			var err error
+			if fastSeq, err = seqOf(g.sc, fast); err != nil {
+				fmt.Fprintf(&b, "seq of ranks %s: %v\n", ranks(fast), err)
+			}
 		}
 	}
 	if g.center != nil {
