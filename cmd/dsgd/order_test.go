@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"dsgd/engine/tensor"
 	"dsgd/training/checkpoint"
 )
 
@@ -73,12 +74,12 @@ func TestGlobalBatchIndependentOfWorkers(t *testing.T) {
 		{"sync-ps 2x32 over tcp", run("pstcp", "--scheme", "sync-ps", "--workers", "2", "--batch", "32", "--transport", "tcp", "--shm", "off")},
 	}
 	for _, c := range runs {
-		if !bitEqual(c.got, seq) {
+		if !tensor.SameBits(c.got, seq) {
 			t.Errorf("%s: the weights differ from seq with batch 64 (largest difference %.2g)", c.name, maxDiff(c.got, seq))
 		}
 	}
 	// The test can fail: float sums differ in their last bits.
-	if fast := run("fast", "--scheme", "sync-tree", "--workers", "4", "--batch", "16", "--reduce", "fast"); bitEqual(fast, seq) {
+	if fast := run("fast", "--scheme", "sync-tree", "--workers", "4", "--batch", "16", "--reduce", "fast"); tensor.SameBits(fast, seq) {
 		t.Error("--reduce fast with 4 workers gave seq's bits: the comparison above proves nothing")
 	}
 	// The test can fail: a different global batch gives other weights.
@@ -90,18 +91,6 @@ func TestGlobalBatchIndependentOfWorkers(t *testing.T) {
 	if far < 1e-3 {
 		t.Fatalf("batch 32 and batch 64 gave the same weights (%.2g apart)", far)
 	}
-}
-
-func bitEqual(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 func maxDiff(a, b []float32) float64 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"dsgd/engine/tensor"
 	"dsgd/training/checkpoint"
 )
 
@@ -88,7 +89,7 @@ func TestWorkerOverMPI(t *testing.T) {
 			t.Errorf("%s: the run header does not say %q:\n%s", c.name, c.banner, out)
 		}
 		// Exact sums (the default): seq's bits, whatever order MPI adds in.
-		if got := params(c.prefix); !bitEqual(got, seq) {
+		if got := params(c.prefix); !tensor.SameBits(got, seq) {
 			t.Errorf("%s: sync-tree over MPI ends away from seq with the same global batch (largest difference %.2g)", c.name, maxDiff(got, seq))
 		}
 	}

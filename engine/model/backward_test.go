@@ -85,7 +85,7 @@ func TestOnGradReady(t *testing.T) {
 				}
 				for _, r := range recs {
 					for k, bi := range r.blocks {
-						if !bitEqual(r.grads[k], blockVals(n, n.Grads(), bi)) {
+						if !tensor.SameBits(r.grads[k], blockVals(n, n.Grads(), bi)) {
 							t.Errorf("pass %d: block %s changed after its hook call", pass, n.Blocks()[bi].Name)
 						}
 					}
@@ -213,7 +213,7 @@ func TestAccuracyAndOutputs(t *testing.T) {
 			tn2 := mlpNet()
 			tn2.inputs = tn.inputs
 			m := tn2.build(t, Options{Seed: 4, Phase: phase}, 2)
-			if m.ForwardBackward() != loss || !bitEqual(m.Grads(), n.Grads()) {
+			if m.ForwardBackward() != loss || !tensor.SameBits(m.Grads(), n.Grads()) {
 				t.Errorf("adding Accuracy changed the loss or the gradients")
 			}
 		})

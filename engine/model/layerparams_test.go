@@ -39,7 +39,7 @@ func TestStochasticPoolingSeed(t *testing.T) {
 	differ := false
 	for it := range 4 {
 		la, lb, lc := a.ForwardBackward(), b.ForwardBackward(), c.ForwardBackward()
-		if la != lb || !bitEqual(a.Grads(), b.Grads()) {
+		if la != lb || !tensor.SameBits(a.Grads(), b.Grads()) {
 			t.Fatalf("iteration %d: same seed, losses %v and %v", it, la, lb)
 		}
 		differ = differ || la != lc
@@ -83,7 +83,7 @@ func TestInfogainProbTop(t *testing.T) {
 	one := mk("loss").build(t, Options{Seed: 3}, 1)
 	two := mk("loss", "prob").build(t, Options{Seed: 3}, 1)
 	l1, l2 := one.ForwardBackward(), two.ForwardBackward()
-	if l1 != l2 || !bitEqual(one.Grads(), two.Grads()) {
+	if l1 != l2 || !tensor.SameBits(one.Grads(), two.Grads()) {
 		t.Fatalf("losses %v (one top) and %v (two)", l1, l2)
 	}
 	prob := two.Blob("prob")

@@ -167,19 +167,19 @@ func TestDeterminism(t *testing.T) {
 			a := tn.build(t, Options{Seed: 42, Threads: 2}, 1)
 			b := tn.build(t, Options{Seed: 42, Threads: 2}, 1)
 			c := tn.build(t, Options{Seed: 43, Threads: 2}, 1)
-			if one := tn.build(t, Options{Seed: 42, Threads: 1}, 1); !bitEqual(a.Params(), one.Params()) {
+			if one := tn.build(t, Options{Seed: 42, Threads: 1}, 1); !tensor.SameBits(a.Params(), one.Params()) {
 				t.Fatalf("same seed, threads 1 and 2: params differ")
 			}
-			if !bitEqual(a.Params(), b.Params()) {
+			if !tensor.SameBits(a.Params(), b.Params()) {
 				t.Fatalf("same seed: params differ")
 			}
-			if bitEqual(a.Params(), c.Params()) {
+			if tensor.SameBits(a.Params(), c.Params()) {
 				t.Errorf("seeds 42 and 43 give the same params")
 			}
 			for it := range 3 {
 				la, lb := a.ForwardBackward(), b.ForwardBackward()
-				if math.Float64bits(la) != math.Float64bits(lb) || !bitEqual(a.Grads(), b.Grads()) {
-					t.Fatalf("iteration %d: same seed, losses %v and %v, grads equal %v", it, la, lb, bitEqual(a.Grads(), b.Grads()))
+				if math.Float64bits(la) != math.Float64bits(lb) || !tensor.SameBits(a.Grads(), b.Grads()) {
+					t.Fatalf("iteration %d: same seed, losses %v and %v, grads equal %v", it, la, lb, tensor.SameBits(a.Grads(), b.Grads()))
 				}
 				// A plain SGD step through the flat buffers, so later
 				// iterations run on new weights.
@@ -188,18 +188,6 @@ func TestDeterminism(t *testing.T) {
 			}
 		})
 	}
-}
-
-func bitEqual(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSharedParams checks param { name } sharing: one block, filled once,
@@ -394,7 +382,7 @@ func TestDropoutSeed(t *testing.T) {
 	differ := false
 	for it := range 4 {
 		la, lb, lc := a.ForwardBackward(), b.ForwardBackward(), c.ForwardBackward()
-		if la != lb || !bitEqual(a.Grads(), b.Grads()) {
+		if la != lb || !tensor.SameBits(a.Grads(), b.Grads()) {
 			t.Fatalf("iteration %d: same seed, losses %v and %v", it, la, lb)
 		}
 		differ = differ || la != lc
@@ -407,7 +395,7 @@ func TestDropoutSeed(t *testing.T) {
 	plain := mlpNet()
 	plain.inputs = tn.inputs
 	p := plain.build(t, Options{Seed: 10, Phase: layers.Test}, 1)
-	if lt, lp := te.ForwardBackward(), p.ForwardBackward(); lt != lp || !bitEqual(te.Grads(), p.Grads()) {
+	if lt, lp := te.ForwardBackward(), p.ForwardBackward(); lt != lp || !tensor.SameBits(te.Grads(), p.Grads()) {
 		t.Errorf("TEST phase: loss %v with Dropout, %v without", lt, lp)
 	}
 }
@@ -427,7 +415,7 @@ func TestReseed(t *testing.T) {
 	a.Reseed(7)
 	b.Reseed(7)
 	la, lb := a.ForwardBackward(), b.ForwardBackward()
-	if la != lb || !bitEqual(a.Grads(), b.Grads()) {
+	if la != lb || !tensor.SameBits(a.Grads(), b.Grads()) {
 		t.Fatalf("after Reseed(7): losses %v and %v", la, lb)
 	}
 	a.Reseed(8)

@@ -210,3 +210,28 @@ func BenchmarkGemm512(b *testing.B) {
 	}
 	b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+func TestFirstDiff(t *testing.T) {
+	nan := math.Float32frombits(0x7fc00001)
+	negZero := float32(math.Copysign(0, -1))
+	tests := []struct {
+		a, b []float32
+		want int
+	}{
+		{nil, nil, 0},
+		{[]float32{1, 2}, []float32{1, 2}, 2},
+		{[]float32{1, 2}, []float32{1, 3}, 1},
+		{[]float32{1}, []float32{1, 2}, -1},
+		{[]float32{0}, []float32{negZero}, 0},
+		{[]float32{nan}, []float32{nan}, 1},
+		{[]float32{nan}, []float32{float32(math.NaN())}, 0},
+	}
+	for _, tt := range tests {
+		if got := FirstDiff(tt.a, tt.b); got != tt.want {
+			t.Errorf("FirstDiff(%v, %v) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+		if got, want := SameBits(tt.a, tt.b), tt.want == len(tt.a); got != want {
+			t.Errorf("SameBits(%v, %v) = %v, want %v", tt.a, tt.b, got, want)
+		}
+	}
+}

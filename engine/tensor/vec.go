@@ -1,6 +1,10 @@
 package tensor
 
-import "dsgd/engine/tensor/simd"
+import (
+	"math"
+
+	"dsgd/engine/tensor/simd"
+)
 
 // Axpy computes y += alpha·x. It panics if len(y) < len(x).
 func Axpy(alpha float32, x, y []float32) {
@@ -42,3 +46,21 @@ func SumSquares(x []float32) float64 { return Dot(x, x) }
 // what the scalar loop computes, with SIMD where the platform has it; it is
 // every reduction's inner loop. It panics if src is shorter than dst.
 func AddTo(dst, src []float32) { simd.AddTo(dst, src) }
+
+// FirstDiff is the index of the first element where a and b differ in
+// their bits (the sign of zero and NaN payloads included), len(a) when
+// they hold the same bits, and -1 when their lengths differ.
+func FirstDiff(a, b []float32) int {
+	if len(a) != len(b) {
+		return -1
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return len(a)
+}
+
+// SameBits reports whether a and b hold the same values bit for bit.
+func SameBits(a, b []float32) bool { return FirstDiff(a, b) == len(a) }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"dsgd/engine/tensor"
 )
 
 // dialTest connects a client to s and closes it when the test ends.
@@ -39,15 +41,8 @@ func randomFloats(n int, seed uint64) []float32 {
 
 // sameBits reports the first index where a and b differ bit for bit.
 func sameBits(a, b []float32) (int, bool) {
-	if len(a) != len(b) {
-		return -1, false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return i, false
-		}
-	}
-	return 0, true
+	i := tensor.FirstDiff(a, b)
+	return i, i == len(a)
 }
 
 func TestStoreRoundTrip(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"dsgd/comm/collective"
 	"dsgd/comm/transport"
+	"dsgd/engine/tensor"
 	"dsgd/protocol/center"
 	"dsgd/protocol/scheme"
 	"dsgd/training/node"
@@ -185,15 +186,8 @@ func exactRun(t *testing.T, cfg Config) *Weights {
 
 // sameBits reports the first element where a and b differ in their bits.
 func sameBits(a, b []float32) (int, bool) {
-	if len(a) != len(b) {
-		return -1, false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return i, false
-		}
-	}
-	return 0, true
+	i := tensor.FirstDiff(a, b)
+	return i, i == len(a)
 }
 
 type exactCase struct {

@@ -292,12 +292,12 @@ func (g *group) computeEvent(k int, w []float32) string {
 	case "":
 		return ""
 	case "bsp":
-		if k < len(g.bsp) && equalBits(w, g.bsp[k]) {
+		if k < len(g.bsp) && tensor.SameBits(w, g.bsp[k]) {
 			return fmt.Sprintf("%s on %s (= bsp %d)", ev, hash(w), k)
 		}
 		return fmt.Sprintf("%s on %s (≠ bsp %d)", ev, hash(w), k)
 	case "shared":
-		if equalBits(w, g.applied) {
+		if tensor.SameBits(w, g.applied) {
 			return fmt.Sprintf("%s on %s (= every update so far)", ev, hash(w))
 		}
 		return fmt.Sprintf("%s on %s (≠ every update so far)", ev, hash(w))
@@ -707,7 +707,7 @@ func (g *group) results() string {
 		default:
 			fmt.Fprintf(&b, "finished, weights %s\n", g.weightsName(rk.weights))
 			finished = append(finished, rk.id)
-			if equalBits(rk.weights, g.seq) {
+			if tensor.SameBits(rk.weights, g.seq) {
 				same = append(same, rk.id)
 			}
 			h := hash(rk.weights)
@@ -742,7 +742,7 @@ func (g *group) results() string {
 			name := g.weightsName(w)
 			if fastSeq != nil {
 				is := "≠"
-				if equalBits(w, fastSeq) {
+				if tensor.SameBits(w, fastSeq) {
 					is = "="
 				}
 				name = fmt.Sprintf("%s, %s seq of ranks %s)", strings.TrimSuffix(name, ")"), is, ranks(fast))
@@ -786,23 +786,12 @@ func ranks(rs []int) string {
 
 // weightsName is w's hash, marked when it is seq's.
 func (g *group) weightsName(w []float32) string {
-	if equalBits(w, g.seq) {
+	if tensor.SameBits(w, g.seq) {
 		return hash(w) + " (= seq)"
 	}
 	return hash(w) + " (≠ seq)"
 }
 
-func equalBits(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
-}
 
 // hash names weights by their bits.
 func hash(w []float32) string {
