@@ -313,7 +313,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintln(stderr, "dsgd train: --transport tcp needs --workers N")
 			return errUsage
 		}
-		return launch(ctx, args, &f, stdout, stderr)
+		return launchRanks(ctx, args, &f, stdout, stderr)
 	}
 	if *f.transport == "mpi" {
 		fmt.Fprintln(stderr, "dsgd train: --transport mpi: MPI starts the ranks; run mpirun -np N dsgd worker --transport mpi ... (or srun)")
