@@ -10,8 +10,9 @@ import (
 
 	"dsgd/comm/collective"
 	"dsgd/comm/elastic"
+	"dsgd/comm/transport"
 	"dsgd/comm/transport/mpi"
-	"dsgd/protocol/scheme"
+	"dsgd/protocol/center"
 	"dsgd/training/job"
 	"dsgd/training/timeline"
 	"dsgd/training/train"
@@ -71,7 +72,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	}
 	d := &runDeps{}
 	defer d.close()
-	if err := f.connect(ctx, d, g, tr, cfg, member, j, prom); err != nil {
+	if err := f.connect(ctx, d, g, tr, member, j, prom); err != nil {
 		return err
 	}
 	out := cfg.Out
@@ -405,45 +406,31 @@ func (d *runDeps) close() {
 	}
 }
 
-// connect fills d for tr: an elastic group's membership and feeds, the
-// center a center scheme's workers talk to, the group's endpoint, and
-// the hooks that measure and export the run.
-func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr *train.Trainer, cfg train.Config, member *elastic.Member, j *job.Job, prom *promRun) error {
+// connect fills d for tr: on a rank of a multi-process group (g), what
+// its scheme talks to (train.Connect: an elastic group's membership and
+// feeds, the center, the group's endpoint), and the hooks that measure
+// and export the run.
+func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr *train.Trainer, member *elastic.Member, j *job.Job, prom *promRun) error {
 	deps := &d.Deps
-	if member != nil {
-		deps.Elastic = &train.Elastic{Membership: member, Feeds: j.ReopenTrain}
-	}
-	switch {
-	case g != nil && tr.CenterOnly():
-		c, closer, err := dialCenter(ctx, f, tr, g.token, cfg.Workers, *f.commTimeout)
+	if g != nil {
+		links := train.Links{
+			Center: func(ctx context.Context, workers int) (center.Center, func(), error) {
+				return dialCenter(ctx, f, tr, g.token, workers, *f.commTimeout)
+			},
+			Endpoint: func(ctx context.Context, hash uint64) (transport.Endpoint, error) {
+				return g.connect(ctx, hash, *f.commTimeout, *f.compress, *f.shm)
+			},
+		}
+		if member != nil {
+			links.Elastic = &train.Elastic{Membership: member, Feeds: j.ReopenTrain}
+		}
+		var done func()
+		var err error
+		d.Deps, done, err = train.Connect(ctx, tr, links)
+		d.closers = append(d.closers, done)
 		if err != nil {
 			return err
 		}
-		d.closers = append(d.closers, closer)
-		deps.Center = c
-	case g != nil && cfg.Info().Center == scheme.GroupRoots:
-		// The group's roots talk to the center; every rank to its group.
-		c, closer, err := dialCenter(ctx, f, tr, g.token, tr.CenterWorkers(), *f.commTimeout)
-		if err != nil {
-			return err
-		}
-		d.closers = append(d.closers, closer)
-		deps.Center = c
-		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress, *f.shm)
-		if err != nil {
-			return err
-		}
-		d.closers = append(d.closers, func() { ep.Close() })
-		deps.Endpoint = ep
-	case member != nil:
-		// Each generation connects its own endpoint (elasticMember.Next).
-	case g != nil:
-		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress, *f.shm)
-		if err != nil {
-			return err
-		}
-		d.closers = append(d.closers, func() { ep.Close() })
-		deps.Endpoint = ep
 	}
 	if g != nil && deps.Endpoint != nil && tr.SchemeConfig().Info().Outer {
 		// diloco's and streaming-diloco's point is the bytes of their
