@@ -58,3 +58,17 @@ func TestInterruptedRanks(t *testing.T) {
 		})
 	}
 }
+
+// TestProcessPath: rank 0 writes the path, rank N PATH.rankN, the center
+// PATH.center whatever its rank.
+func TestProcessPath(t *testing.T) {
+	for _, tc := range []struct {
+		rank   int
+		center bool
+		want   string
+	}{{0, false, "t.json"}, {2, false, "t.json.rank2"}, {0, true, "t.json.center"}, {3, true, "t.json.center"}} {
+		if got := ProcessPath("t.json", tc.rank, tc.center); got != tc.want {
+			t.Errorf("rank %d center %v: %q, want %q", tc.rank, tc.center, got, tc.want)
+		}
+	}
+}

@@ -12,6 +12,22 @@ import (
 	"dsgd/training/timeline"
 )
 
+// ProcessPath is where a process of a multi-process group writes a
+// per-process file that the command names once (a trace, metrics): rank
+// 0 the path itself, rank N PATH.rankN, and the center's server (a
+// parameter server of an asynchronous scheme, rank 0 of no group)
+// PATH.center, so that it never writes over rank 0's file. Run merges
+// the traces so named.
+func ProcessPath(path string, rank int, center bool) string {
+	switch {
+	case center:
+		return path + ".center"
+	case rank > 0:
+		return fmt.Sprintf("%s.rank%d", path, rank)
+	}
+	return path
+}
+
 // mergeTimelines puts the traces that a --transport tcp job's processes
 // wrote (PATH by rank 0, PATH.rankN, PATH.center) into one at PATH, each
 // process a group of tracks on one clock, and removes the per-process
@@ -24,10 +40,10 @@ func mergeTimelines(path string, world int, center bool, stderr io.Writer) {
 	}
 	files := []file{{"rank 0", path, 0}}
 	for r := 1; r < world; r++ {
-		files = append(files, file{"rank " + strconv.Itoa(r), fmt.Sprintf("%s.rank%d", path, r), r})
+		files = append(files, file{"rank " + strconv.Itoa(r), ProcessPath(path, r, false), r})
 	}
 	if center {
-		files = append(files, file{"center", path + ".center", world})
+		files = append(files, file{"center", ProcessPath(path, 0, true), world})
 	}
 	var parts []timeline.Part
 	var used []string
