@@ -65,10 +65,14 @@ type Config struct {
 // Elastic is an elastic group's membership: its bounds and how long the
 // coordinator waits for a member that says nothing.
 type Elastic struct {
+	// Min and Max are the group's bounds: fewer than Min workers end
+	// the run, and no more than Max take part.
 	Min, Max int
 	// Spec is the bounds as the user gave them (MIN:MAX), for the note
 	// on how a worker joins.
-	Spec    string
+	Spec string
+	// Timeout is how long a re-forming group waits for a member that
+	// says nothing (the workers' communication timeout).
 	Timeout time.Duration
 }
 
@@ -80,6 +84,8 @@ type StartError struct {
 	Err     error
 }
 
+// Error names what could not start: the elastic coordinator by its
+// Config field, else the processes.
 func (e *StartError) Error() string {
 	if e.Elastic {
 		return "Config.Elastic: " + e.Err.Error()
@@ -87,6 +93,7 @@ func (e *StartError) Error() string {
 	return "starting the processes: " + e.Err.Error()
 }
 
+// Unwrap returns the cause.
 func (e *StartError) Unwrap() error { return e.Err }
 
 // Run launches the job cfg describes, waits for it to end and returns
