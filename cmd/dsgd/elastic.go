@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"dsgd/comm/elastic"
@@ -64,41 +63,6 @@ func (e *elasticFlags) check(f *trainFlags) error {
 		return fmt.Errorf("--workers %d outside --elastic %d:%d", w, lo, hi)
 	}
 	return nil
-}
-
-// syncWriter serialises writes to w from several goroutines (the ranks'
-// stdout copies under an elastic launcher, where rank 0 may change).
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-// startCoordinator serves the membership of the launcher's elastic group
-// on loopback, logging its generations to stderr.
-func startCoordinator(ctx context.Context, f *trainFlags, workers int, server bool, token string, stderr io.Writer) (*elastic.Coordinator, error) {
-	lo, hi, err := f.elastic.parse()
-	if err != nil {
-		return nil, err
-	}
-	var mu sync.Mutex
-	c, err := elastic.Listen("127.0.0.1:0", elastic.Config{Min: lo, Max: hi, Want: workers, Server: server, Token: token, Timeout: *f.commTimeout,
-		Logf: func(format string, args ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			fmt.Fprintf(stderr, "dsgd: "+format+"\n", args...)
-		}})
-	if err != nil {
-		return nil, err
-	}
-	go c.Serve(context.WithoutCancel(ctx))
-	fmt.Fprintf(stderr, "dsgd: elastic coordinator on %s: a worker joins with dsgd worker --elastic %s --elastic-coordinator %s (same flags, DSGD_TOKEN as this launcher's)\n", c.Addr(), *f.elastic.bounds, c.Addr())
-	return c, nil
 }
 
 // runCoordinator serves an elastic group's coordinator for workers

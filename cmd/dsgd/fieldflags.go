@@ -4,9 +4,9 @@ import "strings"
 
 // The libraries name the run's settings by their Config fields
 // ("Config.Compress bf16 with Config.Workers 1"; train's, and the token
-// of rpc's and tcp's, the store of ps's, training/job's Options and
-// Sums); the command prints the flags
-// that set them ("--compress bf16 with --workers 1"). fieldFlags
+// of rpc's and tcp's, the store of ps's, centernet's DialConfig and
+// ServeConfig, training/job's Options and Sums); the command prints the
+// flags that set them ("--compress bf16 with --workers 1"). fieldFlags
 // maps each field (or a phrase of field and value, listed before the
 // field alone) to its flag, the phrases worded as the command said them
 // before the libraries named fields; a replacer takes the first entry
@@ -38,6 +38,10 @@ var fieldFlags = []string{
 	"Config.Group", "--transport tcp",
 	"Config.Token", "--token or DSGD_TOKEN",
 	"same store (ClientConfig.Store, ServerConfig.Store)", "same --store",
+	"DialConfig.Addr", "--center",
+	"DialConfig.Store", "--store",
+	"ServeConfig.Store", "--store",
+	"ServeConfig.Shard", "--shard",
 	"Options.Model", "--model",
 	"Options.Net", "--net",
 	"Options.Solver", "--solver",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -150,26 +149,5 @@ func TestTrainTCPUnderLauncher(t *testing.T) {
 	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--transport", "tcp", "--workers", "2", "--iters", "5", "--threads", "1", "--snapshot-prefix", "none")
 	if code != 0 || !strings.Contains(out, "2 worker(s) over tcp") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
-	}
-}
-
-// TestLiveLines: the launcher passes each rank's stderr lines on as they
-// complete, prefixed with the rank, each text once however many ranks
-// write it, and an unfinished last line at flush.
-func TestLiveLines(t *testing.T) {
-	var out strings.Builder
-	l := newLiveLines(&out)
-	r0, r1 := l.writer("rank 0"), l.writer("rank 1")
-	io.WriteString(r1, "dsgd: warning: x.prototxt:2:3: ignoring solver_mode\npart")
-	io.WriteString(r0, "dsgd: warning: x.prototxt:2:3: ignoring solver_mode\n")
-	if got, want := out.String(), "[rank 1] dsgd: warning: x.prototxt:2:3: ignoring solver_mode\n"; got != want {
-		t.Fatalf("after the first lines: %q, want %q", got, want)
-	}
-	io.WriteString(r1, "ial line\r\n\n")
-	io.WriteString(r0, "dsgd worker: rank 0's closing error, which the launcher reports\ndsgd: interrupt: stopping after a snapshot (within 20s)\nrank 0 only\nno newline")
-	l.flush()
-	want := "[rank 1] dsgd: warning: x.prototxt:2:3: ignoring solver_mode\n[rank 1] partial line\n[rank 0] rank 0 only\n[rank 0] no newline\n"
-	if out.String() != want {
-		t.Fatalf("got %q, want %q", out.String(), want)
 	}
 }

@@ -117,38 +117,6 @@ func TestOwnTerminal(t *testing.T) {
 	}
 }
 
-// TestInterruptedRanks: the ranks of a --transport tcp run stopped by a
-// signal give one line: interrupted, with the snapshot and resume hint
-// once, their other lines once each, and no "context canceled".
-func TestInterruptedRanks(t *testing.T) {
-	hint := "(snapshot of iteration 40 written to out/x_iter_40.dsgdsnap; continue with --resume out/x_iter_40.dsgdsnap)"
-	warn := "dsgd: warning: solver.prototxt:5:1: ignoring solver_mode in solver: dsgd computes on the CPU"
-	notice := "\ndsgd: interrupt: stopping after a snapshot (within 30s; signal again to exit at once)\n"
-	for _, tc := range []struct {
-		name string
-		outs []string
-		want string
-	}{
-		{"sync", []string{
-			warn + "\n" + notice + "dsgd worker: context canceled " + hint + "\n",
-			warn + "\n" + notice + "dsgd worker: context canceled\n",
-		}, "interrupted " + hint + "\nrank 0: " + warn},
-		{"children say interrupted", []string{
-			notice + "dsgd worker: interrupted " + hint + "\n",
-			notice + "dsgd worker: interrupted\n",
-			notice + "dsgd worker: interrupted\n",
-		}, "interrupted " + hint},
-		{"no snapshot", []string{notice, notice + "dsgd worker: context canceled\n"}, "interrupted"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := interruptedRanks(tc.outs).Error()
-			if got != tc.want {
-				t.Fatalf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestErrorText: a run a signal stopped reads "interrupted", not "context
 // canceled"; other errors are as they are.
 func TestErrorText(t *testing.T) {

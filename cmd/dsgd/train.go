@@ -13,6 +13,7 @@ import (
 
 	"dsgd/protocol/center"
 	"dsgd/protocol/scheme"
+	"dsgd/training/launch"
 	"dsgd/training/train"
 )
 
@@ -230,20 +231,14 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 }
 
 // rankPath is where a process of a group writes a per-process file the
-// flags name (--metrics, --timeline): rank 0 the path itself, rank N
-// PATH.rankN, and the center's server (dsgd ps serving an asynchronous
-// scheme, which is "rank 0" of no group) PATH.center, so that it never
-// writes over rank 0's file.
+// flags name (--metrics, --timeline): the path itself in a run of one
+// process, else launch.ProcessPath's (PATH.rankN for rank N > 0,
+// PATH.center for dsgd ps serving an asynchronous scheme's center).
 func rankPath(path string, g *groupFlags, rank int) string {
-	switch {
-	case g == nil:
+	if g == nil {
 		return path
-	case g.serve:
-		return path + ".center"
-	case rank > 0:
-		return fmt.Sprintf("%s.rank%d", path, rank)
 	}
-	return path
+	return launch.ProcessPath(path, rank, g.serve)
 }
 
 // caffeSpellings maps Caffe's train flags onto ours: -snapshot FILE is
@@ -313,7 +308,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintln(stderr, "dsgd train: --transport tcp needs --workers N")
 			return errUsage
 		}
-		return launch(ctx, args, &f, stdout, stderr)
+		return launchRanks(ctx, args, &f, stdout, stderr)
 	}
 	if *f.transport == "mpi" {
 		fmt.Fprintln(stderr, "dsgd train: --transport mpi: MPI starts the ranks; run mpirun -np N dsgd worker --transport mpi ... (or srun)")

@@ -10,8 +10,9 @@ import (
 
 	"dsgd/comm/collective"
 	"dsgd/comm/elastic"
+	"dsgd/comm/transport"
 	"dsgd/comm/transport/mpi"
-	"dsgd/protocol/scheme"
+	"dsgd/protocol/center"
 	"dsgd/training/job"
 	"dsgd/training/timeline"
 	"dsgd/training/train"
@@ -34,16 +35,10 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	rank := g.rankOf()
 	files := &runFiles{}
 	defer files.close()
-	if err := f.openFiles(files, &cfg, g, rank, stderr); err != nil {
-		return err
-	}
-	if err := f.plan(j, &cfg, stderr); err != nil {
-		return err
-	}
-	if err := j.Open(&cfg, *f.testIter); err != nil {
-		return err
-	}
 	defer j.Close()
+	if err := f.prepare(j, files, &cfg, g, rank, stderr); err != nil {
+		return err
+	}
 	member, err := f.member(g, &cfg, stderr)
 	if err != nil {
 		return err
@@ -51,15 +46,11 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if g != nil && g.serve {
 		return f.serve(ctx, j, cfg, g, rank, stdout, stderr)
 	}
-	tr, err := train.New(cfg)
+	d := &runDeps{}
+	defer d.close()
+	tr, err := f.build(ctx, cfg, member, g, d)
 	if err != nil {
 		return err
-	}
-	if member != nil {
-		if err := f.join(ctx, member, tr, g); err != nil {
-			return err
-		}
-		defer member.Client.Close()
 	}
 	if err := f.check(j, tr, cfg, files.metrics, g, rank, stderr); err != nil {
 		return err
@@ -69,22 +60,44 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	d := &runDeps{}
-	defer d.close()
-	if err := f.connect(ctx, d, g, tr, cfg, member, j, prom); err != nil {
+	if err := f.connect(ctx, d, g, tr, member, j, prom); err != nil {
 		return err
 	}
-	out := cfg.Out
-	if member != nil && rank != 0 {
-		out = io.Discard // the first generation's rank 0 prints the header
-	}
-	f.printRunHeader(out, stderr, j, tr, cfg, g, autoNote)
+	out := f.printRunHeader(stderr, j, tr, cfg, g, member, autoNote)
 	res, err := tr.Run(ctx, d.Deps)
 	f.result = res
 	if err != nil {
 		return err
 	}
 	return f.report(ctx, out, stderr, res, tr, cfg, g, rank, member, d)
+}
+
+// prepare opens the files the flags name for this process (openFiles),
+// plans the run's sums and compression (plan) and opens the job's data
+// for cfg.
+func (f *trainFlags) prepare(j *job.Job, files *runFiles, cfg *train.Config, g *groupFlags, rank int, stderr io.Writer) error {
+	if err := f.openFiles(files, cfg, g, rank, stderr); err != nil {
+		return err
+	}
+	if err := f.plan(j, cfg, stderr); err != nil {
+		return err
+	}
+	return j.Open(cfg, *f.testIter)
+}
+
+// build makes the run's trainer and, for an elastic member, joins the
+// group's coordinator with the trainer's layout (the connection closed
+// with d).
+func (f *trainFlags) build(ctx context.Context, cfg train.Config, member *elastic.Member, g *groupFlags, d *runDeps) (*train.Trainer, error) {
+	tr, err := train.New(cfg)
+	if err != nil || member == nil {
+		return tr, err
+	}
+	if err := f.join(ctx, member, tr, g); err != nil {
+		return nil, err
+	}
+	d.closers = append(d.closers, func() { member.Client.Close() })
+	return tr, nil
 }
 
 // serve runs the parameter server of a center scheme (dsgd ps) for
@@ -424,45 +437,31 @@ func (d *runDeps) close() {
 	}
 }
 
-// connect fills d for tr: an elastic group's membership and feeds, the
-// center a center scheme's workers talk to, the group's endpoint, and
-// the hooks that measure and export the run.
-func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr *train.Trainer, cfg train.Config, member *elastic.Member, j *job.Job, prom *promRun) error {
+// connect fills d for tr: on a rank of a multi-process group (g), what
+// its scheme talks to (train.Connect: an elastic group's membership and
+// feeds, the center, the group's endpoint), and the hooks that measure
+// and export the run.
+func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr *train.Trainer, member *elastic.Member, j *job.Job, prom *promRun) error {
 	deps := &d.Deps
-	if member != nil {
-		deps.Elastic = &train.Elastic{Membership: member, Feeds: j.ReopenTrain}
-	}
-	switch {
-	case g != nil && tr.CenterOnly():
-		c, closer, err := dialCenter(ctx, f, tr, g.token, cfg.Workers, *f.commTimeout)
+	if g != nil {
+		links := train.Links{
+			Center: func(ctx context.Context, workers int) (center.Center, func(), error) {
+				return dialCenter(ctx, f, tr, g.token, workers, *f.commTimeout)
+			},
+			Endpoint: func(ctx context.Context, hash uint64) (transport.Endpoint, error) {
+				return g.connect(ctx, hash, *f.commTimeout, *f.compress, *f.shm)
+			},
+		}
+		if member != nil {
+			links.Elastic = &train.Elastic{Membership: member, Feeds: j.ReopenTrain}
+		}
+		var done func()
+		var err error
+		d.Deps, done, err = train.Connect(ctx, tr, links)
+		d.closers = append(d.closers, done)
 		if err != nil {
 			return err
 		}
-		d.closers = append(d.closers, closer)
-		deps.Center = c
-	case g != nil && cfg.Info().Center == scheme.GroupRoots:
-		// The group's roots talk to the center; every rank to its group.
-		c, closer, err := dialCenter(ctx, f, tr, g.token, tr.CenterWorkers(), *f.commTimeout)
-		if err != nil {
-			return err
-		}
-		d.closers = append(d.closers, closer)
-		deps.Center = c
-		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress, *f.shm)
-		if err != nil {
-			return err
-		}
-		d.closers = append(d.closers, func() { ep.Close() })
-		deps.Endpoint = ep
-	case member != nil:
-		// Each generation connects its own endpoint (elasticMember.Next).
-	case g != nil:
-		ep, err := g.connect(ctx, tr.LayoutHash(), *f.commTimeout, *f.compress, *f.shm)
-		if err != nil {
-			return err
-		}
-		d.closers = append(d.closers, func() { ep.Close() })
-		deps.Endpoint = ep
 	}
 	if g != nil && deps.Endpoint != nil && tr.SchemeConfig().Info().Outer {
 		// diloco's and streaming-diloco's point is the bytes of their
@@ -490,8 +489,13 @@ func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr 
 
 // printRunHeader writes the run's header: the job's, then the scheme and
 // layout, the notes on what dsgd chose, and how gradients are summed and
-// compressed.
-func (f *trainFlags) printRunHeader(out, stderr io.Writer, j *job.Job, tr *train.Trainer, cfg train.Config, g *groupFlags, autoNote string) {
+// compressed. out is where it wrote, where the summary goes: cfg.Out,
+// but nowhere on an elastic member other than rank 0.
+func (f *trainFlags) printRunHeader(stderr io.Writer, j *job.Job, tr *train.Trainer, cfg train.Config, g *groupFlags, member *elastic.Member, autoNote string) (out io.Writer) {
+	out = cfg.Out
+	if member != nil && g.rank != 0 {
+		out = io.Discard // the first generation's rank 0 prints the header
+	}
 	m := &f.m
 	printHeader(out, stderr, j, tr.Net(), m.threads, cfg.MaxIter, cfg.Solver)
 	threads := max(1, m.threads/cfg.Workers)
@@ -516,6 +520,7 @@ func (f *trainFlags) printRunHeader(out, stderr io.Writer, j *job.Job, tr *train
 	if cfg.Resume != "" {
 		fmt.Fprintf(out, "dsgd: resuming from %s\n", cfg.Resume)
 	}
+	return out
 }
 
 // report writes the finished run's summary (an elastic group's by its

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -63,36 +62,17 @@ func (g *groupFlags) joinMPI(f *trainFlags) error {
 }
 
 // connectMPI is connect for --transport mpi: every rank checks that it
-// runs the same parameter layout as rank 0, as the TCP rendezvous does.
+// runs the same parameter layout as rank 0 (mpi.AgreeLayout).
 func (g *groupFlags) connectMPI(ctx context.Context, hash uint64, timeout time.Duration) (transport.Endpoint, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ep := g.mpi
-	const tag = 0x7fff_0001
-	if ep.Rank() == 0 {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], hash)
-		for r := 1; r < ep.Size(); r++ {
-			if err := ep.SendBytes(ctx, r, tag, b[:]); err != nil {
-				return nil, fmt.Errorf("rank 0 of %d (MPI) sending its model's layout: %w", ep.Size(), err)
-			}
-		}
-	} else {
-		b, err := ep.RecvBytes(ctx, 0, tag, 8)
-		if err != nil {
-			return nil, fmt.Errorf("rank %d of %d (MPI) waiting for rank 0's model layout: %w", ep.Rank(), ep.Size(), err)
-		}
-		if len(b) != 8 {
-			return nil, fmt.Errorf("rank %d of %d (MPI): rank 0 sent a %d-byte layout hash", ep.Rank(), ep.Size(), len(b))
-		}
-		if h0 := binary.LittleEndian.Uint64(b); h0 != hash {
-			return nil, fmt.Errorf("rank %d of %d (MPI): this rank's model (parameter layout hash %016x) differs from rank 0's (%016x); every rank must train the same net", ep.Rank(), ep.Size(), hash, h0)
-		}
+	if err := mpi.AgreeLayout(ctx, g.mpi, hash); err != nil {
+		return nil, err
 	}
 	if g.native != nil {
 		return g.native, nil
 	}
-	return ep, nil
+	return g.mpi, nil
 }
 
 // finishMPI ends MPI after a rank's run. A failed rank exits without

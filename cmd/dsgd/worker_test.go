@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dsgd/internal/spawn"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,3 +224,15 @@ func TestResumeTCPRunOverTCP(t *testing.T) {
 		t.Errorf("the resumed run is not over tcp:\n%s\n%s", out, errs)
 	}
 }
+
+func freeLoopbackAddr() (string, error) {
+	a, err := freeLoopbackAddrs(1)
+	if err != nil {
+		return "", err
+	}
+	return a[0], nil
+}
+
+// freeLoopbackAddrs returns n distinct free loopback addresses
+// (spawn.LoopbackAddrs).
+func freeLoopbackAddrs(n int) ([]string, error) { return spawn.LoopbackAddrs(n) }

@@ -50,4 +50,8 @@
 // synchronous schemes, whose group cannot go on without every rank
 // anyway; the asynchronous schemes, which must survive a worker's death,
 // keep their center on TCP (package rpc).
+//
+// The ranks of an MPI job meet without a rendezvous, which over tcp is
+// where every rank's parameter layout is compared with rank 0's;
+// AgreeLayout makes that check over the connected endpoint.
 package mpi
