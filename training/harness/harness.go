@@ -792,7 +792,6 @@ func (g *group) weightsName(w []float32) string {
 	return hash(w) + " (≠ seq)"
 }
 
-
 // hash names weights by their bits.
 func hash(w []float32) string {
 	h := fnv.New32a()
