@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -13,9 +14,20 @@ import (
 	"time"
 )
 
+// needSIGHUP skips a test that sends this process SIGHUP when it was
+// started with SIGHUP ignored (under nohup): the interrupter keeps it
+// ignored then, as TestNohupKeepsSIGHUPIgnored checks.
+func needSIGHUP(t *testing.T) {
+	t.Helper()
+	if signal.Ignored(syscall.SIGHUP) {
+		t.Skip("this test process was started with SIGHUP ignored (nohup), which the interrupter keeps ignored")
+	}
+}
+
 // TestInterrupterSecondSignal: the first signal cancels the context, the
 // second exits at once with 128+N.
 func TestInterrupterSecondSignal(t *testing.T) {
+	needSIGHUP(t)
 	var in interrupter
 	var code atomic.Int32
 	exited := make(chan struct{})
@@ -46,6 +58,7 @@ func TestInterrupterSecondSignal(t *testing.T) {
 // that exits) is one request to stop, not two: the run still snapshots.
 // Another signal after it exits at once.
 func TestInterrupterRepeatedSIGTERM(t *testing.T) {
+	needSIGHUP(t)
 	var in interrupter
 	var code atomic.Int32
 	exited := make(chan struct{})

@@ -154,9 +154,11 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 	cfg.Threads, cfg.Out, cfg.TTY = m.threads, stdout, ownTerminal(stdout, os.Getenv)
 	cfg.GPUs, cfg.TF32, cfg.GPUFastest = m.gpuIDs, m.tf32, m.fastest
 	if len(cfg.GPUs) == 0 {
+		// The GPU's own line comes with the trainer's header; a solver
+		// whose GPU is not used says why with the header's warnings.
 		ids, note := j.SolverGPU(f.cpuOnly())
-		if note != "" {
-			fmt.Fprintf(stderr, "dsgd train: note: %s\n", note)
+		if ids == nil && note != "" {
+			j.Warnings = append(j.Warnings, note)
 		}
 		cfg.GPUs = ids
 	}
