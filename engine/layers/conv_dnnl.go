@@ -170,19 +170,29 @@ func (l *convLayer) dnnlSetup() {
 //     where oneDNN has a direct kernel for it (cifar10_quick's conv1,
 //     jit:avx2) that stays;
 //   - on 8-channel blocks (AVX2 and below), the data pass of an unpadded
-//     convolution whose input channels do not fill the blocks: jit:avx2's
-//     backward-data kernel then spends its time on the partial block's
-//     edges (LeNet conv2, 20 channels in blocks of 24: 1.27x im2col's;
-//     at 24x24 level with it; padded or with whole blocks, 0.64-0.84x).
+//     convolution whose input channels do not fill the blocks, where
+//     oneDNN runs it on a direct kernel: jit:avx2's backward-data kernel
+//     then spends its time on the partial block's edges (LeNet conv2, 20
+//     channels in blocks of 24: 1.27x im2col's; at 24x24 level with it;
+//     padded or with whole blocks, 0.64-0.84x). Under SSE41 oneDNN runs
+//     that pass as x64:gemm:jit, level with im2col's, and keeps it.
+//
+// LeNet's layers, forward+backward with the split against without it
+// (TestConvSplitTimes, 40 interleaved repetitions, twice, min / median
+// ms): conv1 3.52-3.59 / 5.08-5.37 against 4.10-4.35 / 6.58-6.77 all on
+// oneDNN; conv2 12.7-12.9 / 13.9-14.1 against 14.9-15.0 / 16.1-16.2 all
+// on im2col (where dnnlMinChannelUse8 did not send it before) and
+// 15.3-15.4 / 16.0-16.4 all on oneDNN.
 func dnnlPassRules(s dnnl.ConvSpec, impl dnnl.Impl, block int) (ownData, ownWeights bool, why string) {
-	_, wimpl, _ := strings.Cut(impl.Backward, " / ")
+	dimpl, wimpl, _ := strings.Cut(impl.Backward, " / ")
 	var whys []string
 	if s.C <= 4 && strings.Contains(wimpl, "gemm") {
 		ownWeights = true
 		whys = append(whys, "weights pass: oneDNN's is "+wimpl+", OpenBLAS's GEMM is faster")
 	}
 	unpadded := s.PT == 0 && s.PL == 0 && s.PB == 0 && s.PR == 0
-	if in := s.C / s.Groups; block == 8 && unpadded && in > 4 && in%block != 0 {
+	direct := strings.HasPrefix(dimpl, "jit:") // a direct kernel, not oneDNN's GEMM convolution
+	if in := s.C / s.Groups; block == 8 && direct && unpadded && in > 4 && in%block != 0 {
 		ownData = true
 		whys = append(whys, fmt.Sprintf("data pass: unpadded, %d input channels in %d-channel blocks", in, block))
 	}

@@ -35,6 +35,7 @@ func TestDnnlPassRules(t *testing.T) {
 		{"padded, partial block", spec(20, 50, 5, 2), direct, 8, false, false},
 		{"unpadded, whole blocks", spec(24, 56, 5, 0), direct, 8, false, false},
 		{"many channels, gemm weights pass", spec(32, 64, 3, 1), gemmW, 8, false, false},
+		{"LeNet conv2 under SSE41 (gemm data pass)", spec(20, 50, 5, 0), dnnl.Impl{Forward: "x64:gemm:jit", Backward: "x64:gemm:jit / x64:gemm:jit"}, 8, false, false},
 	} {
 		d, w, why := dnnlPassRules(tc.s, tc.impl, tc.block)
 		if d != tc.data || w != tc.weights {
