@@ -151,7 +151,11 @@ func TestConvSplitTimes(t *testing.T) {
 	}{
 		{"lenet conv1", conv(20, 5, 0), []int{64, 1, 28, 28}, false},
 		{"lenet conv2", conv(50, 5, 0), []int{64, 20, 12, 12}, true},
+		{"caffenet conv1", &ConvolutionConfig{NumOutput: 96, KernelH: 11, KernelW: 11, StrideH: 4, StrideW: 4, Group: 1, BiasTerm: true}, []int{4, 3, 227, 227}, false},
 	} {
+		if f := os.Getenv("DSGD_CONV_ONLY"); f != "" && !strings.Contains(tc.name, f) {
+			continue
+		}
 		type variant struct {
 			name                 string
 			own, ownData, ownWei bool

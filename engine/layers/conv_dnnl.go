@@ -164,11 +164,14 @@ func (l *convLayer) dnnlSetup() {
 // oneDNN's forward wins everywhere; its passes lose in two places, which
 // the rules name:
 //
-//   - the weights pass of a first layer (up to 4 input channels) where
-//     oneDNN runs it as its own im2col + GEMM (x64:gemm:jit): the same
-//     algorithm on OpenBLAS's SGEMM took 0.57x the time (LeNet conv1);
-//     where oneDNN has a direct kernel for it (cifar10_quick's conv1,
-//     jit:avx2) that stays;
+//   - the weights pass of a stride-1 first layer (up to 4 input
+//     channels) where oneDNN runs it as its own im2col + GEMM
+//     (x64:gemm:jit): the same algorithm on OpenBLAS's SGEMM took 0.57x
+//     the time (LeNet conv1; under SSE41 0.89x, forward+backward 5.71
+//     against 6.40 ms); where oneDNN has a direct kernel for it
+//     (cifar10_quick's conv1 under AVX2, jit:avx2) that stays. Not for a
+//     strided one: CaffeNet's conv1 (11x11 stride 4, batch 4) took 1.08x
+//     (SSE41) and 1.26x (AVX2) oneDNN's forward+backward with it;
 //   - on 8-channel blocks (AVX2 and below), the data pass of an unpadded
 //     convolution whose input channels do not fill the blocks, where
 //     oneDNN runs it on a direct kernel: jit:avx2's backward-data kernel
@@ -186,7 +189,7 @@ func (l *convLayer) dnnlSetup() {
 func dnnlPassRules(s dnnl.ConvSpec, impl dnnl.Impl, block int) (ownData, ownWeights bool, why string) {
 	dimpl, wimpl, _ := strings.Cut(impl.Backward, " / ")
 	var whys []string
-	if s.C <= 4 && strings.Contains(wimpl, "gemm") {
+	if s.C <= 4 && s.SH == 1 && s.SW == 1 && strings.Contains(wimpl, "gemm") {
 		ownWeights = true
 		whys = append(whys, "weights pass: oneDNN's is "+wimpl+", OpenBLAS's GEMM is faster")
 	}

@@ -16,8 +16,10 @@ import (
 // (not this machine's).
 func TestDnnlPassRules(t *testing.T) {
 	spec := func(c, oc, k, pad int) dnnl.ConvSpec {
-		return dnnl.ConvSpec{C: c, OC: oc, KH: k, KW: k, PT: pad, PL: pad, PB: pad, PR: pad, Groups: 1}
+		return dnnl.ConvSpec{C: c, OC: oc, KH: k, KW: k, SH: 1, SW: 1, PT: pad, PL: pad, PB: pad, PR: pad, Groups: 1}
 	}
+	strided := spec(3, 96, 11, 0)
+	strided.SH, strided.SW = 4, 4
 	direct := dnnl.Impl{Forward: "jit:avx2", Backward: "jit:avx2 / jit:avx2"}
 	gemmW := dnnl.Impl{Forward: "jit:avx2", Backward: "jit:avx2 / x64:gemm:jit"}
 	for _, tc := range []struct {
@@ -30,6 +32,7 @@ func TestDnnlPassRules(t *testing.T) {
 		{"LeNet conv1, gemm weights pass", spec(1, 20, 5, 0), gemmW, 8, false, true},
 		{"LeNet conv1 on AVX-512", spec(1, 20, 5, 0), gemmW, 16, false, true},
 		{"cifar10_quick conv1, direct weights pass", spec(3, 32, 5, 2), direct, 8, false, false},
+		{"CaffeNet conv1 under SSE41: strided", strided, gemmW, 8, false, false},
 		{"LeNet conv2 on 8-channel blocks", spec(20, 50, 5, 0), direct, 8, true, false},
 		{"LeNet conv2 on 16-channel blocks", spec(20, 50, 5, 0), direct, 16, false, false},
 		{"padded, partial block", spec(20, 50, 5, 2), direct, 8, false, false},
