@@ -54,7 +54,8 @@ func TestDnnlPassRules(t *testing.T) {
 // and each backward pass forced onto im2col + GEMM (as dnnlPassRules may
 // choose), for every combination of bottom diff and param gradients
 // wanted, and requires the results of the all-im2col layer within float32
-// tolerance, with no gradient left out or counted twice.
+// tolerance, with no gradient left out or counted twice, and the same bits
+// from a second run.
 func TestConvPassSplitAgrees(t *testing.T) {
 	if !dnnlReady() {
 		t.Skip("oneDNN not available: only dsgd's own kernels run here")
@@ -115,6 +116,11 @@ func TestConvPassSplitAgrees(t *testing.T) {
 						cases[tc].name, threads, split[0], split[1], wants[0], wants[1])
 					want := run(tc, true, threads, false, false, wants[0], wants[1])
 					got := run(tc, false, threads, split[0], split[1], wants[0], wants[1])
+					// A fixed configuration repeats its bits.
+					again := run(tc, false, threads, split[0], split[1], wants[0], wants[1])
+					if !slices.Equal(again.top, got.top) || !slices.Equal(again.bdiff, got.bdiff) || !slices.Equal(again.pdiff, got.pdiff) {
+						t.Errorf("%s: a second run gave other bits", name)
+					}
 					hlClose(t, name+": top", got.top, want.top, 1e-4)
 					hlClose(t, name+": bottom diff", got.bdiff, want.bdiff, 1e-4)
 					hlClose(t, name+": param diffs", got.pdiff, want.pdiff, 5e-4)
