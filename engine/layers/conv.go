@@ -89,8 +89,11 @@ type convLayer struct {
 
 	// Arguments of the current Forward/Backward, read by the workers. The
 	// worker funcs are bound once in Build so passing them allocates nothing.
-	in, out      *tensor.Blob
-	propDown     bool
+	in, out  *tensor.Blob
+	propDown bool
+	// noParams leaves the param gradients to the other engine: the pass
+	// now running computes the bottom diff only.
+	noParams     bool
 	fwdFn, bwdFn func(lo, hi, worker int)
 
 	// dn is the oneDNN side (conv_dnnl.go), used when dn.on.
@@ -204,9 +207,22 @@ func (l *convLayer) Reshape(bottom, top []*tensor.Blob) error {
 	}
 	if l.dnnlSetup(); l.dn.on {
 		l.cache, l.cached = nil, false
+		if !l.dn.ownData && !l.dn.ownWeights {
+			return nil
+		}
+		// A backward pass on im2col + GEMM beside oneDNN's forward: its
+		// buffers, but no column cache (the forward builds no columns).
+		l.ownSetup(false)
 		return nil
 	}
+	l.ownSetup(true)
+	return nil
+}
 
+// ownSetup sizes the im2col + GEMM path's buffers for the geometry Reshape
+// computed; cache allows the batch-wide column cache.
+func (l *convLayer) ownSetup(cache bool) {
+	g, c := &l.geom, &l.cfg
 	ohw, k := g.colCols(), g.colRows()
 	l.blk = 1
 	if !l.oneByOne {
@@ -220,7 +236,7 @@ func (l *convLayer) Reshape(bottom, top []*tensor.Blob) error {
 		}
 	}
 	l.cached = false
-	if n := l.num * k * ohw; !l.oneByOne && n <= cacheFloats {
+	if n := l.num * k * ohw; cache && !l.oneByOne && n <= cacheFloats {
 		l.cache = fitBuf(l.cache, n)
 	} else {
 		l.cache = nil
@@ -233,7 +249,6 @@ func (l *convLayer) Reshape(bottom, top []*tensor.Blob) error {
 			l.outs[w] = fitBuf(l.outs[w], c.NumOutput*cols)
 		}
 	}
-	return nil
 }
 
 // blocks is the number of image blocks in the batch.
@@ -345,16 +360,33 @@ func (l *convLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 
 func (l *convLayer) backward(top *tensor.Blob, propagateDown bool, bottom *tensor.Blob) {
 	l.in, l.out = bottom, top
-	l.propDown = propagateDown
-	if l.dn.on {
-		l.dnnlBackwardAll()
+	l.propDown, l.noParams = propagateDown, false
+	if !l.dn.on {
+		l.ownBackward()
 		l.in, l.out = nil, nil
 		return
 	}
+	// On oneDNN, but a pass may run on im2col + GEMM (dnnlSetup's rules):
+	// oneDNN does its passes first, then the own kernels theirs.
+	l.propDown, l.noParams = propagateDown && !l.dn.ownData, l.dn.ownWeights
+	if l.propDown || !l.noParams {
+		l.dnnlBackwardAll()
+	}
+	if propagateDown && l.dn.ownData || l.dn.ownWeights {
+		l.propDown, l.noParams = propagateDown && l.dn.ownData, !l.dn.ownWeights
+		l.ownBackward()
+	}
+	l.propDown, l.noParams = propagateDown, false
+	l.in, l.out = nil, nil
+}
+
+// ownBackward is the backward pass on im2col + GEMM.
+func (l *convLayer) ownBackward() {
 	clear(l.used)
 	l.pool.For(l.blocks(), l.threads, l.bwdFn)
-	l.addWorkerGrads(l.weight, l.bias, l.wdiff, l.bdiff, l.used, 1)
-	l.in, l.out = nil, nil
+	if !l.noParams {
+		l.addWorkerGrads(l.weight, l.bias, l.wdiff, l.bdiff, l.used, 1)
+	}
 }
 
 // backwardImages accumulates the param gradients of image blocks [lo, hi)
@@ -389,7 +421,7 @@ func (l *convLayer) backwardImages(lo, hi, w int) {
 				}
 			}
 		}
-		if l.want(0) {
+		if l.want(0) && !l.noParams {
 			// Caffe's param_propagate_down: no weight gradient for
 			// lr_mult 0, and no columns to make for it.
 			col := l.columns(n0, b, w, true)
@@ -399,7 +431,7 @@ func (l *convLayer) backwardImages(lo, hi, w int) {
 					beta, wd[gi*mg*kg:], kg)
 			}
 		}
-		if bd != nil && l.want(1) {
+		if bd != nil && l.want(1) && !l.noParams {
 			// bias diff += top diff·1, a GEMV.
 			tensor.Gemm(false, false, m, 1, ld, 1, td, ld, l.ones, 1, beta, bd, 1)
 		}

@@ -3,6 +3,7 @@ package layers
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"dsgd/engine/tensor/dnnl"
@@ -87,12 +88,16 @@ func SetWinograd(on bool) { dnnlWinograd = on }
 
 // dnnlState is a convolution layer's oneDNN side.
 type dnnlState struct {
-	on    bool
-	why   string        // when not on: why (for Kernel)
-	impl  dnnl.Impl     // when on: what oneDNN runs
-	spec  dnnl.ConvSpec // whole batch; each worker's Conv has its chunk's N
-	convs perWorker[*dnnl.Conv]
-	fresh []bool // per worker: its Conv's last Forward read the current bottom
+	on  bool
+	why string // when not on: why (for Kernel)
+	// ownData and ownWeights, when on, run that backward pass on im2col
+	// + GEMM instead (dnnlPassRules), for the reason in ownWhy.
+	ownData, ownWeights bool
+	ownWhy              string
+	impl                dnnl.Impl     // when on: what oneDNN runs
+	spec                dnnl.ConvSpec // whole batch; each worker's Conv has its chunk's N
+	convs               perWorker[*dnnl.Conv]
+	fresh               []bool // per worker: its Conv's last Forward read the current bottom
 }
 
 // dnnlSetup decides, for the geometry Reshape just computed, whether
@@ -116,8 +121,8 @@ func (l *convLayer) dnnlSetup() {
 		d.why = "geometry oneDNN does not take"
 		return
 	}
-	if in, out := g.c/l.cfg.Group, l.cfg.NumOutput/l.cfg.Group; !dnnlChannelsFit(in, out) {
-		d.why = fmt.Sprintf("%d->%d channels fill under %.0f%% of oneDNN's %d-channel blocks", in, out, 100*dnnlMinChannelUse, dnnl.Block())
+	if in, out := g.c/l.cfg.Group, l.cfg.NumOutput/l.cfg.Group; !dnnlChannelsFit(in, out) && !dnnlIgnoreFit {
+		d.why = fmt.Sprintf("%d->%d channels fill under %.0f%% of oneDNN's %d-channel blocks", in, out, 100*dnnlMinUse(dnnl.Block()), dnnl.Block())
 		return
 	}
 	d.spec = s
@@ -127,6 +132,74 @@ func (l *convLayer) dnnlSetup() {
 	}
 	d.on, d.why = true, ""
 	d.impl = d.convs.items[0].Impl()
+	d.ownData, d.ownWeights, d.ownWhy = dnnlPassRules(s, d.impl, dnnl.Block())
+}
+
+// dnnlPassRules says which backward passes of a convolution that runs
+// forward on oneDNN (spec s, implementations impl, channel block block)
+// go to im2col + GEMM instead, and why. Fixed rules from measurements, not
+// a timing at start-up, so that a run's numbers do not depend on the
+// machine's load (the engines round differently: TestEnginesAgree).
+//
+// The measurements: TestConvEngineTimes (DSGD_CONV_TIMES=8, one thread,
+// ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell, Emerald Rapids,
+// 2026-11-27, load average 5-7 from other work, so the min of 8 interleaved
+// repetitions), ms per pass, oneDNN against im2col + GEMM:
+//
+//	layer (batch)                 forward       weights pass       data pass
+//	LeNet conv1 1->20 (64)        2.04 / 2.37   4.37 / 2.51 (gemm)  -
+//	LeNet conv2 20->50 12x12 (64) 5.53 / 9.88   6.12 / 5.45         8.56 / 6.74
+//	20->50 5x5 24x24 (32)         16.2 / 21.8   19.1 / 19.1         21.7 / 21.8
+//	20->50 5x5 pad 2 12x12 (64)   11.1 / 23.9   12.2 / 13.6         10.2 / 15.9
+//	24->56 5x5 12x12 (64)         4.62 / 11.2   4.24 / 6.73         7.46 / 8.88
+//	32->64 5x5 12x12 (64)         8.29 / 16.6   9.72 / 10.5         10.2 / 13.6
+//	20->50 3x3 pad 1 14x14 (32)   3.17 / 5.80   3.22 / 3.36         2.92 / 3.84
+//	12->20 5x5 pad 2 14x14 (32)   1.78 / 4.26   1.58 / 2.33         1.58 / 2.92
+//	cifar10_quick conv1 3->32     10.5 / 22.8   17.1 / 21.4         -
+//	cifar10_quick conv2 32->32    21.3 / 69.6   24.0 / 67.0         21.6 / 53.4
+//	cifar10_quick conv3 32->64    9.90 / 38.1   12.2 / 17.3         10.0 / 24.4
+//	ResNet 64->64 3x3 56x56 (8)   31.0 / 45.6   36.3 / 47.7         32.0 / 47.5
+//
+// (cifar10_quick at batch 100; the weights pass with the bias gradient.)
+// oneDNN's forward wins everywhere; its passes lose in two places, which
+// the rules name:
+//
+//   - the weights pass of a stride-1 first layer (up to 4 input
+//     channels) where oneDNN runs it as its own im2col + GEMM
+//     (x64:gemm:jit): the same algorithm on OpenBLAS's SGEMM took 0.57x
+//     the time (LeNet conv1; under SSE41 0.89x, forward+backward 5.71
+//     against 6.40 ms); where oneDNN has a direct kernel for it
+//     (cifar10_quick's conv1 under AVX2, jit:avx2) that stays. Not for a
+//     strided one: CaffeNet's conv1 (11x11 stride 4, batch 4) took 1.08x
+//     (SSE41) and 1.26x (AVX2) oneDNN's forward+backward with it;
+//   - on 8-channel blocks (AVX2 and below), the data pass of an unpadded
+//     convolution whose input channels do not fill the blocks, where
+//     oneDNN runs it on a direct kernel: jit:avx2's backward-data kernel
+//     then spends its time on the partial block's edges (LeNet conv2, 20
+//     channels in blocks of 24: 1.27x im2col's; at 24x24 level with it;
+//     padded or with whole blocks, 0.64-0.84x). Under SSE41 oneDNN runs
+//     that pass as x64:gemm:jit, level with im2col's, and keeps it.
+//
+// LeNet's layers, forward+backward with the split against without it
+// (TestConvSplitTimes, 40 interleaved repetitions, twice, min / median
+// ms): conv1 3.52-3.59 / 5.08-5.37 against 4.10-4.35 / 6.58-6.77 all on
+// oneDNN; conv2 12.7-12.9 / 13.9-14.1 against 14.9-15.0 / 16.1-16.2 all
+// on im2col (where dnnlMinChannelUse8 did not send it before) and
+// 15.3-15.4 / 16.0-16.4 all on oneDNN.
+func dnnlPassRules(s dnnl.ConvSpec, impl dnnl.Impl, block int) (ownData, ownWeights bool, why string) {
+	dimpl, wimpl, _ := strings.Cut(impl.Backward, " / ")
+	var whys []string
+	if s.C <= 4 && s.SH == 1 && s.SW == 1 && strings.Contains(wimpl, "gemm") {
+		ownWeights = true
+		whys = append(whys, "weights pass: oneDNN's is "+wimpl+", OpenBLAS's GEMM is faster")
+	}
+	unpadded := s.PT == 0 && s.PL == 0 && s.PB == 0 && s.PR == 0
+	direct := strings.HasPrefix(dimpl, "jit:") // a direct kernel, not oneDNN's GEMM convolution
+	if in := s.C / s.Groups; block == 8 && direct && unpadded && in > 4 && in%block != 0 {
+		ownData = true
+		whys = append(whys, fmt.Sprintf("data pass: unpadded, %d input channels in %d-channel blocks", in, block))
+	}
+	return ownData, ownWeights, strings.Join(whys, "; ")
 }
 
 // Kernel says which kernels the convolution runs on: oneDNN's (naming its
@@ -135,7 +208,11 @@ func (l *convLayer) Kernel() string {
 	if l.nd != nil {
 		return "im2col_nd + GEMM"
 	}
-	return kernelName(l.dn.on, l.dn.impl, "im2col + GEMM", l.dn.why)
+	k := kernelName(l.dn.on, l.dn.impl, "im2col + GEMM", l.dn.why)
+	if l.dn.on && l.dn.ownWhy != "" {
+		k += "; im2col + GEMM for the " + l.dn.ownWhy
+	}
+	return k
 }
 
 // newDnnlConv builds a worker's Conv for n images. oneDNN's reference
@@ -162,7 +239,19 @@ func (l *convLayer) newDnnlConv(n int) (*dnnl.Conv, error) {
 // there than on im2col+GEMM; cifar10_quick's and CaffeNet's (all multiples
 // of 16) run 2-5x faster. A fixed rule rather than timing both at start-up,
 // so that a run's numbers do not depend on a measurement.
-const dnnlMinChannelUse = 0.75
+//
+// On 8-channel blocks (AVX2 and below) the share is dnnlMinChannelUse8:
+// there LeNet's conv2 fills 74 % (20/24 x 50/56) and its forward takes
+// 0.56x im2col's time, a 12 -> 20 convolution (62.5 %) 0.42-0.68x in every
+// pass (dnnlPassRules' table, under ONEDNN_MAX_CPU_ISA=AVX2).
+const (
+	dnnlMinChannelUse  = 0.75
+	dnnlMinChannelUse8 = 0.6
+)
+
+// dnnlIgnoreFit, set by the measurement tests, sends a convolution to
+// oneDNN whatever dnnlChannelsFit says.
+var dnnlIgnoreFit bool
 
 // dnnlChannelsFit applies dnnlMinChannelUse to a group's input and output
 // channels. A first layer (up to 4 input channels) reads its input
@@ -177,7 +266,15 @@ func dnnlChannelsFit(in, out int) bool {
 	if in > 4 {
 		u *= use(in)
 	}
-	return u >= dnnlMinChannelUse
+	return u >= dnnlMinUse(b)
+}
+
+// dnnlMinUse is the channel share dnnlChannelsFit asks for on blocks of b.
+func dnnlMinUse(b int) float64 {
+	if b == 8 {
+		return dnnlMinChannelUse8
+	}
+	return dnnlMinChannelUse
 }
 
 // chunkOf is chunk w of n items over threads workers, as tensor.Pool.For
@@ -227,7 +324,7 @@ func (l *convLayer) dnnlBackward(lo, hi, w int) {
 		dsrc = l.in.Diff[lo*inSize : hi*inSize]
 	}
 	dw, db := l.wdiff[w], l.bdiff[w]
-	if !l.want(0) && (l.bias == nil || !l.want(1)) {
+	if l.noParams || !l.want(0) && (l.bias == nil || !l.want(1)) {
 		dw, db = nil, nil // no param gradient wanted: data backward only
 	}
 	c.Backward(l.in.Data[lo*inSize:hi*inSize], l.out.Diff[lo*outSize:hi*outSize], l.weight.Data,
@@ -243,7 +340,9 @@ func (l *convLayer) dnnlForwardAll() {
 func (l *convLayer) dnnlBackwardAll() {
 	clear(l.used)
 	l.pool.For(l.num, l.threads, l.dnBwdFn)
-	l.addWorkerGrads(l.weight, l.bias, l.wdiff, l.bdiff, l.used, 0)
+	if !l.noParams {
+		l.addWorkerGrads(l.weight, l.bias, l.wdiff, l.bdiff, l.used, 0)
+	}
 	for w := range l.dn.fresh {
 		l.dn.fresh[w] = false
 	}

@@ -57,7 +57,7 @@ func TestEveryISA(t *testing.T) {
 				t.Skipf("this CPU has no %s", lv.cap)
 			}
 			ran++
-			cmd := exec.Command(exe, "-test.run", "^(TestEnginesAgree|TestISAChildEngine|Test.*Gradients|Test.*MatchesReference|TestLayersWithPoolBitIdentical|TestConvThreadsAgree|TestPoolThreadsAgree|TestLRNThreadsAndContract)$", "-test.count=1")
+			cmd := exec.Command(exe, "-test.run", "^(TestEnginesAgree|TestISAChildEngine|Test.*Gradients|Test.*MatchesReference|TestLayersWithPoolBitIdentical|TestConvThreadsAgree|TestPoolThreadsAgree|TestLRNThreadsAndContract|TestConvPassSplitAgrees)$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "ONEDNN_MAX_CPU_ISA="+lv.cap, "OPENBLAS_CORETYPE="+lv.openblas, isaChildEnv+"="+lv.effective)
 			out, err := cmd.CombinedOutput()
 			if err != nil {

@@ -22,6 +22,12 @@ type ConvSpec struct {
 	// all three passes, and takes the direct ones where oneDNN has no
 	// Winograd kernel for any of them. Impl names what was built.
 	Winograd bool
+	// Plain runs the primitives on the caller's NCHW activations (src,
+	// dst and their gradients), with no reorder to a blocked layout:
+	// oneDNN then picks its kernel for plain layouts (a JIT-GEMM one,
+	// x64:gemm:jit, where it has no direct kernel for them). The weights
+	// keep the layout oneDNN picks.
+	Plain bool
 }
 
 // Valid reports whether the spec is one a Conv can be made for.

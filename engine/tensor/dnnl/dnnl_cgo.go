@@ -111,6 +111,9 @@ func NewConv(s ConvSpec) (*Conv, error) {
 	if s.Winograd {
 		wino = 1
 	}
+	if s.Plain {
+		wino |= 2
+	}
 	if s.Groups > 1 {
 		g = s.Groups
 	}
@@ -124,15 +127,20 @@ func NewConv(s ConvSpec) (*Conv, error) {
 		C.dsgd_conv_free(c)
 		return nil, fmt.Errorf("dnnl: no convolution for %+v: %s failed", s, msg)
 	}
+	layout := Blocked
+	if s.Plain {
+		layout = Plain
+	}
 	conv := &Conv{spec: s, c: c, impl: Impl{Forward: C.GoString(&c.impl_f[0]),
-		Backward: C.GoString(&c.impl_d[0]) + " / " + C.GoString(&c.impl_w[0]), Layout: Blocked}}
+		Backward: C.GoString(&c.impl_d[0]) + " / " + C.GoString(&c.impl_w[0]), Layout: layout}}
 	runtime.SetFinalizer(conv, (*Conv).Close)
 	return conv, nil
 }
 
 // Impl says which oneDNN implementations the Conv runs: forward, and
-// backward as "data / weights". Its Layout is Blocked: oneDNN picks the
-// activations' layout for the kernel (nChw16c on AVX-512, nChw8c below).
+// backward as "data / weights". Its Layout is Blocked, where oneDNN picks
+// the activations' layout for the kernel (nChw16c on AVX-512, nChw8c
+// below), or Plain for a ConvSpec with Plain.
 func (c *Conv) Impl() Impl { return c.impl }
 
 // Spec is the geometry the Conv was built for.

@@ -246,7 +246,7 @@ static const dnnl_memory_desc_t *qmd(dnnl_primitive_desc_t pd, dnnl_query_t q) {
 // conv_create builds the three primitives of one convolution on algorithm
 // alg. g is 0 for an ungrouped convolution. On failure it sets *why and
 // returns what it built, for dsgd_conv_free.
-static conv_t *conv_create(const int64_t *v, int g, int bias, dnnl_alg_kind_t alg, const char **why) {
+static conv_t *conv_create(const int64_t *v, int g, int bias, dnnl_alg_kind_t alg, int plain, const char **why) {
 	// v: N C H W OC OH OW KH KW SH SW PT PL PB PR DH DW
 	int64_t N = v[0], C = v[1], H = v[2], W = v[3], OC = v[4], OH = v[5], OW = v[6];
 	dnnl_dims_t src_d = {N, C, H, W}, dst_d = {N, OC, OH, OW}, bia_d = {OC};
@@ -262,9 +262,9 @@ static conv_t *conv_create(const int64_t *v, int g, int bias, dnnl_alg_kind_t al
 		p_dnnl_memory_desc_init_by_tag(&a_wei, 4, wd, dnnl_f32, dnnl_format_tag_any);
 	}
 	p_dnnl_memory_desc_init_by_tag(&u_src, 4, src_d, dnnl_f32, dnnl_nchw);
-	p_dnnl_memory_desc_init_by_tag(&a_src, 4, src_d, dnnl_f32, dnnl_format_tag_any);
+	p_dnnl_memory_desc_init_by_tag(&a_src, 4, src_d, dnnl_f32, plain ? dnnl_nchw : dnnl_format_tag_any);
 	p_dnnl_memory_desc_init_by_tag(&u_dst, 4, dst_d, dnnl_f32, dnnl_nchw);
-	p_dnnl_memory_desc_init_by_tag(&a_dst, 4, dst_d, dnnl_f32, dnnl_format_tag_any);
+	p_dnnl_memory_desc_init_by_tag(&a_dst, 4, dst_d, dnnl_f32, plain ? dnnl_nchw : dnnl_format_tag_any);
 	p_dnnl_memory_desc_init_by_tag(&u_bia, 1, bia_d, dnnl_f32, dnnl_x);
 
 	one_thread();
@@ -363,16 +363,19 @@ fail:
 	return c; // caller frees with dsgd_conv_free
 }
 
-// dsgd_conv_create: with wino set, oneDNN's Winograd kernels first (it
-// has them for 3x3 stride-1 convolutions from AVX-512 up, for all three
-// passes), the direct ones where any of the three is missing.
-conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, int wino, const char **why) {
-	if (wino) {
-		conv_t *c = conv_create(v, g, bias, dnnl_convolution_winograd, why);
+// dsgd_conv_create: with bit 0 of flags set, oneDNN's Winograd kernels
+// first (it has them for 3x3 stride-1 convolutions from AVX-512 up, for
+// all three passes), the direct ones where any of the three is missing.
+// Bit 1 keeps the activations in plain NCHW (no reorders; oneDNN picks its
+// kernels for that layout).
+conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, int flags, const char **why) {
+	int plain = (flags & 2) != 0;
+	if (flags & 1) {
+		conv_t *c = conv_create(v, g, bias, dnnl_convolution_winograd, plain, why);
 		if (!*why) return c;
 		dsgd_conv_free(c);
 	}
-	return conv_create(v, g, bias, dnnl_convolution_direct, why);
+	return conv_create(v, g, bias, dnnl_convolution_direct, plain, why);
 }
 
 void dsgd_conv_free(conv_t *c) {

@@ -45,7 +45,7 @@ const char *dsgd_dnnl_bind(void *h);
 int dsgd_dnnl_isa(void);
 void dsgd_dnnl_version(int *v);
 int64_t dsgd_reorder_ns(int wei);
-conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, int wino, const char **why);
+conv_t *dsgd_conv_create(const int64_t *v, int g, int bias, int flags, const char **why);
 void dsgd_conv_free(conv_t *c);
 void dsgd_conv_forward(conv_t *c, float *src, float *wei, float *bia, float *dst);
 void dsgd_conv_backward(conv_t *c, float *src, float *ddst, float *wei, float *dsrc, float *dwei, float *dbia, int fresh);
