@@ -14,6 +14,7 @@ import (
 	"dsgd/comm/transport/mpi"
 	"dsgd/protocol/center"
 	"dsgd/training/job"
+	"dsgd/training/metrics"
 	"dsgd/training/timeline"
 	"dsgd/training/train"
 )
@@ -263,7 +264,7 @@ func (f *trainFlags) cpuOnly() string {
 // runFiles are the files a run writes beside its output (--metrics,
 // --log, --timeline); close closes them, the last opened first.
 type runFiles struct {
-	metrics *recordFile
+	metrics *metrics.RecordFile
 	closers []func()
 }
 
@@ -278,7 +279,7 @@ func (r *runFiles) close() {
 func (f *trainFlags) openFiles(files *runFiles, cfg *train.Config, g *groupFlags, rank int, stderr io.Writer) error {
 	if *f.metrics != "" {
 		path := rankPath(*f.metrics, g, rank)
-		metricsFile, err := openRecordFile("--metrics", path, cfg.Resume != "")
+		metricsFile, err := metrics.OpenRecordFile("--metrics", path, cfg.Resume != "")
 		if err != nil {
 			return err
 		}
@@ -289,13 +290,13 @@ func (f *trainFlags) openFiles(files *runFiles, cfg *train.Config, g *groupFlags
 			}
 		})
 		cfg.Metrics = metricsFile
-		if isCSV(*f.metrics) {
+		if metrics.IsCSV(*f.metrics) {
 			cfg.MetricsFormat = train.MetricsCSV
-			cfg.MetricsNoHeader = metricsFile.first != ""
+			cfg.MetricsNoHeader = metricsFile.First() != ""
 		}
 	}
 	if *f.log != "" && rank == 0 && (g == nil || !g.serve) {
-		lf, err := openRecordFile("--log", *f.log, cfg.Resume != "")
+		lf, err := metrics.OpenRecordFile("--log", *f.log, cfg.Resume != "")
 		if err != nil {
 			return err
 		}
@@ -390,7 +391,7 @@ func (f *trainFlags) join(ctx context.Context, member *elastic.Member, tr *train
 // check refuses, before the run, labels past the classes of the layers
 // they feed, a compressor that would compress nothing, and a --metrics
 // CSV file whose header is another run's columns.
-func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, metricsFile *recordFile, g *groupFlags, rank int, stderr io.Writer) error {
+func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, metricsFile *metrics.RecordFile, g *groupFlags, rank int, stderr io.Writer) error {
 	if err := j.CheckLabels(tr.Net(), j.Train.Spec, j.Test.Spec); err != nil {
 		return err
 	}
@@ -398,8 +399,8 @@ func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, metr
 		return refuse(stderr, err)
 	}
 	if cfg.MetricsNoHeader {
-		if want := strings.Join(tr.MetricsColumns(), ","); metricsFile.first != want {
-			return fmt.Errorf("--metrics %s: the file's CSV header is not this run's columns, so rows cannot be appended to it:\n  file: %s\n  run:  %s\nwrite the metrics to a new file", rankPath(*f.metrics, g, rank), metricsFile.first, want)
+		if want := strings.Join(tr.MetricsColumns(), ","); metricsFile.First() != want {
+			return fmt.Errorf("--metrics %s: the file's CSV header is not this run's columns, so rows cannot be appended to it:\n  file: %s\n  run:  %s\nwrite the metrics to a new file", rankPath(*f.metrics, g, rank), metricsFile.First(), want)
 		}
 	}
 	return nil
