@@ -15,6 +15,7 @@ import (
 	"dsgd/protocol/center"
 	"dsgd/training/job"
 	"dsgd/training/metrics"
+	"dsgd/training/prom"
 	"dsgd/training/timeline"
 	"dsgd/training/train"
 )
@@ -56,12 +57,12 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err := f.check(j, tr, cfg, files.metrics, g, rank, stderr); err != nil {
 		return err
 	}
-	prom, stopProm, err := f.serveProm(ctx, g, rank, stderr)
+	pr, stopProm, err := f.serveProm(ctx, g, rank, stderr)
 	defer stopProm()
 	if err != nil {
 		return err
 	}
-	if err := f.connect(ctx, d, g, tr, member, j, prom); err != nil {
+	if err := f.connect(ctx, d, g, tr, member, j, pr); err != nil {
 		return err
 	}
 	out := f.printRunHeader(stderr, j, tr, cfg, g, member, autoNote)
@@ -112,12 +113,12 @@ func (f *trainFlags) serve(ctx context.Context, j *job.Job, cfg train.Config, g 
 	if err := j.CheckLabels(st.Net(), j.Train.Spec, j.Test.Spec); err != nil {
 		return err
 	}
-	prom, stopProm, err := f.serveProm(ctx, g, rank, stderr)
+	pr, stopProm, err := f.serveProm(ctx, g, rank, stderr)
 	defer stopProm()
 	if err != nil {
 		return err
 	}
-	return serveCenter(ctx, f, st, g.listen, g.token, stdout, prom.registry())
+	return serveCenter(ctx, f, st, g.listen, g.token, stdout, pr.Registry())
 }
 
 // rankOf is g's rank: 0 for a run whose ranks are all in this process
@@ -408,18 +409,18 @@ func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, metr
 
 // serveProm serves --metrics-listen where this process reports (one
 // process, rank 0, or dsgd ps); nil otherwise. stop ends it.
-func (f *trainFlags) serveProm(ctx context.Context, g *groupFlags, rank int, stderr io.Writer) (prom *promRun, stop func(), err error) {
+func (f *trainFlags) serveProm(ctx context.Context, g *groupFlags, rank int, stderr io.Writer) (pr *prom.Run, stop func(), err error) {
 	if *f.metricsListen == "" || !(g == nil || g.serve || rank == 0) {
 		return nil, func() {}, nil
 	}
-	prom = newPromRun()
+	pr = prom.New()
 	mctx, stop := context.WithCancel(ctx)
-	addr, err := serveMetrics(mctx, *f.metricsListen, prom.reg, stderr)
+	addr, err := serveMetrics(mctx, *f.metricsListen, pr.Registry(), stderr)
 	if err != nil {
 		return nil, stop, err
 	}
 	fmt.Fprintf(stderr, "dsgd: metrics on http://%s/metrics\n", addr)
-	return prom, stop, nil
+	return pr, stop, nil
 }
 
 // runDeps are a run's dependencies, the connections the built trainer
@@ -442,7 +443,7 @@ func (d *runDeps) close() {
 // its scheme talks to (train.Connect: an elastic group's membership and
 // feeds, the center, the group's endpoint), and the hooks that measure
 // and export the run.
-func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr *train.Trainer, member *elastic.Member, j *job.Job, prom *promRun) error {
+func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr *train.Trainer, member *elastic.Member, j *job.Job, pr *prom.Run) error {
 	deps := &d.Deps
 	if g != nil {
 		links := train.Links{
@@ -470,12 +471,12 @@ func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr 
 		d.peak = &stepBytes{ep: deps.Endpoint}
 		deps.OnIter = d.peak.wrap(deps.OnIter)
 	}
-	if prom != nil {
-		deps.OnIter = prom.onIter(tr.GlobalBatch(), deps.OnIter)
-		deps.OnIterMetrics = prom.onIterMetrics
-		deps.OnTest = prom.onTest
+	if pr != nil {
+		deps.OnIter = pr.OnIter(tr.GlobalBatch(), deps.OnIter)
+		deps.OnIterMetrics = pr.OnIterMetrics
+		deps.OnTest = pr.OnTest
 		if deps.Endpoint != nil {
-			prom.registerEndpoint(deps.Endpoint)
+			pr.RegisterEndpoint(deps.Endpoint)
 		}
 	}
 	if sc := tr.SchemeConfig(); sc.Info().Streaming {
