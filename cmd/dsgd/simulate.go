@@ -171,7 +171,7 @@ func (f *simFlags) config(ps []int) (study.Config, error) {
 		Staleness: *f.staleness, Variant: *f.variant, Groups: *f.groups, Alpha: *f.alpha, OuterMomentum: *f.outerMomentum,
 		RoundDeadline: *f.roundDeadline, Compress: *f.compress, CompressWarmup: *f.compressWarmup, Cores: *f.cores, Repeat: *f.repeat}
 	if !flagGiven(f.fs, "interval") {
-		c.OuterInterval = diLoCoDefaultH // as dsgd train
+		c.OuterInterval = scheme.DefaultOuterInterval // as dsgd train
 	}
 	if f.m.seed >= 0 {
 		c.Seed = uint64(f.m.seed)

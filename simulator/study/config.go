@@ -208,10 +208,7 @@ func (c Config) schemeConfig(name string, workers int, layout scheme.Layout, ite
 		}
 	}
 	if sc.Groups == 0 {
-		sc.Groups = 1
-		if workers%2 == 0 {
-			sc.Groups = 2
-		}
+		sc.Groups = scheme.DefaultGroups(workers, false)
 	}
 	a := c.Alpha
 	if a == 0 {
