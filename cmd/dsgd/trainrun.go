@@ -429,7 +429,7 @@ func (f *trainFlags) serveProm(ctx context.Context, g *groupFlags, rank int, std
 type runDeps struct {
 	train.Deps
 	// peak measures diloco's busiest step over a group's endpoint.
-	peak    *stepBytes
+	peak    *metrics.PeakStep
 	closers []func()
 }
 
@@ -468,8 +468,9 @@ func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr 
 	if g != nil && deps.Endpoint != nil && tr.SchemeConfig().Info().Outer {
 		// diloco's and streaming-diloco's point is the bytes of their
 		// busiest step: measure it.
-		d.peak = &stepBytes{ep: deps.Endpoint}
-		deps.OnIter = d.peak.wrap(deps.OnIter)
+		ep := deps.Endpoint
+		d.peak = metrics.NewPeakStep(func() int64 { return ep.Stats().BytesSent })
+		deps.OnIter = d.peak.Wrap(deps.OnIter)
 	}
 	if pr != nil {
 		deps.OnIter = pr.OnIter(tr.GlobalBatch(), deps.OnIter)
@@ -547,7 +548,8 @@ func (f *trainFlags) report(ctx context.Context, out, stderr io.Writer, res *tra
 		}
 		printTraffic(w, rank, g.world, d.Endpoint.Stats(), res)
 		if d.peak != nil {
-			d.peak.print(w, rank)
+			most, at := d.peak.Peak()
+			fmt.Fprintf(w, "peak step (rank %d, measured): sent %d bytes in iteration %d, the most of any iteration after the first (the initial broadcast and the end-of-run synchronisations excluded)\n", rank, most, at)
 		}
 		printLinks(w, d.Endpoint, res.Iters)
 	} else if cfg.Group != nil {
