@@ -13,6 +13,7 @@ import (
 	"dsgd/comm/transport"
 	"dsgd/comm/transport/mpi"
 	"dsgd/protocol/center"
+	"dsgd/protocol/scheme"
 	"dsgd/training/job"
 	"dsgd/training/metrics"
 	"dsgd/training/prom"
@@ -143,7 +144,6 @@ func refuse(stderr io.Writer, err error) error {
 func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer) (cfg train.Config, autoNote string, err error) {
 	m := &f.m
 	sd := j.Solver
-	lrFactor := float64(max(*f.workers, 1))
 	autoBatch := 0
 	if *f.workers == 0 {
 		*f.workers = 1
@@ -212,25 +212,16 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 		return cfg, "", errUsage
 	case *f.bucketKiB >= 0:
 		cfg.Bucket = *f.bucketKiB << 10 / 4
-	case g != nil:
-		cfg.Bucket = 1024 << 10 / 4 // across processes: DDP's 1 MiB buckets
 	default:
-		cfg.Bucket = 0 // in one process: TRL's per-layer hand-off
+		cfg.Bucket = scheme.DefaultBucket(g != nil)
 	}
 	cfg.TimeBudget = *f.timeBudget
 	if err := f.asyncConfig(&cfg); err != nil {
 		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
 		return cfg, "", errUsage
 	}
-	switch *f.lrScale {
-	case "none":
-	case "linear":
-		cfg.Solver.BaseLR *= lrFactor
-	case "inverse":
-		cfg.Solver.BaseLR /= float64(cfg.Workers)
-	default:
-		fmt.Fprintf(stderr, "dsgd train: --lr-scale %q: choose none, linear or inverse\n", *f.lrScale)
-		return cfg, "", errUsage
+	if err := cfg.ScaleLR(*f.lrScale); err != nil {
+		return cfg, "", refuse(stderr, asFlags(err, trainFlagNames))
 	}
 	if *f.warmup < 0 {
 		fmt.Fprintf(stderr, "dsgd train: --warmup must not be negative, got %d\n", *f.warmup)
@@ -239,10 +230,8 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 	if *f.warmup > 0 {
 		cfg.Solver.WarmupIters = *f.warmup
 	}
-	if cfg.TestIter == 0 {
-		cfg.Test.Layers = nil // Caffe: no test_iter, no testing
-	} else if j.TestErr != nil {
-		return cfg, "", fmt.Errorf("--test-iter %d: %w", cfg.TestIter, j.TestErr)
+	if err := j.PlanTests(&cfg); err != nil {
+		return cfg, "", err
 	}
 	if g != nil {
 		job.Place(&cfg, g.rank, g.world, f.elastic.on())

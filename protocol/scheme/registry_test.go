@@ -101,7 +101,8 @@ func TestNamed(t *testing.T) {
 	}
 }
 
-// TestDefaults: hybrid's groups default to 2 for an even worker count,
+// TestDefaults: the bucket is DDP's 1 MiB across processes, none in
+// one; hybrid's groups default to 2 for an even worker count,
 // 1 otherwise and in a resizable job; the moving rate of a resizable job
 // defaults to 0 but for an Outer scheme, whose outer lr stays.
 func TestDefaults(t *testing.T) {
@@ -113,6 +114,9 @@ func TestDefaults(t *testing.T) {
 		if got := DefaultGroups(tc.workers, tc.resizable); got != tc.want {
 			t.Errorf("DefaultGroups(%d, %v) = %d, want %d", tc.workers, tc.resizable, got, tc.want)
 		}
+	}
+	if DefaultBucket(true) != 1<<18 || DefaultBucket(false) != 0 {
+		t.Errorf("DefaultBucket: %d across processes, %d in one; want 1 MiB of float32 (%d), 0", DefaultBucket(true), DefaultBucket(false), 1<<18)
 	}
 	easgd, _ := Lookup("easgd")
 	diloco, _ := Lookup("diloco")

@@ -1,5 +1,7 @@
 package train
 
+import "fmt"
+
 // PlainSGD applies the update rule of a scheme whose paper's is plain
 // SGD (scheme.Info.PlainSGD), for a run that chose no momentum: SC17
 // Eq. 1 is plain SGD, for Sync EASGD (Alg. 2–3) as for the others
@@ -15,4 +17,23 @@ func (c *Config) PlainSGD() (mu float64) {
 	}
 	c.Solver.Momentum = 0
 	return mu
+}
+
+// ScaleLR scales the solver's base_lr by the worker count
+// (Config.Workers) by rule: "none" leaves it; "linear" multiplies it by
+// the workers (Goyal et al.'s rule, for a global batch the workers'
+// sum); "inverse" divides it by them (one worker's step size overall,
+// for schemes whose workers' steps land in the same weights). It refuses
+// another rule.
+func (c *Config) ScaleLR(rule string) error {
+	switch rule {
+	case "none":
+	case "linear":
+		c.Solver.BaseLR *= float64(max(c.Workers, 1))
+	case "inverse":
+		c.Solver.BaseLR /= float64(c.Workers)
+	default:
+		return fmt.Errorf("Config.ScaleLR rule %q: choose none, linear or inverse", rule)
+	}
+	return nil
 }
