@@ -67,7 +67,7 @@ func serveCenter(ctx context.Context, f *trainFlags, start *train.Start, listen,
 		Store: f.center.storeURL(), Job: cmp.Or(*f.center.job, os.Getenv("DSGD_JOB")), Shard: *f.center.shard, Out: stdout}
 	if reg != nil {
 		prom.RegisterCenter(reg, local.Stats)
-		cfg.OnServer = func(srv *ps.Server) { registerServer(reg, srv) }
+		cfg.OnServer = func(srv *ps.Server) { reg.MustRegister(srv.Collectors()...) }
 	}
 	if err := centernet.Serve(ctx, cfg); err != nil {
 		return err
