@@ -385,8 +385,8 @@ func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, metr
 	if err := j.CheckLabels(tr.Net(), j.Train.Spec, j.Test.Spec); err != nil {
 		return err
 	}
-	if err := compressNothing(tr, cfg, f.m.netFlag()); err != nil {
-		return refuse(stderr, err)
+	if err := train.CompressNothing(tr, cfg, f.m.netFlag()); err != nil {
+		return refuse(stderr, asFlags(err, trainFlagNames))
 	}
 	if cfg.MetricsNoHeader {
 		if want := strings.Join(tr.MetricsColumns(), ","); metricsFile.First() != want {
