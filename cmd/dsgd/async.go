@@ -14,6 +14,7 @@ import (
 	"dsgd/protocol/center"
 	"dsgd/servers/centernet"
 	"dsgd/servers/ps"
+	"dsgd/training/prom"
 	"dsgd/training/train"
 )
 
@@ -65,8 +66,8 @@ func serveCenter(ctx context.Context, f *trainFlags, start *train.Start, listen,
 	cfg := centernet.ServeConfig{Listen: listen, Token: token, Timeout: *f.commTimeout, Center: local, Workers: start.CenterWorkers(), Run: start.JoinFields(),
 		Store: f.center.storeURL(), Job: cmp.Or(*f.center.job, os.Getenv("DSGD_JOB")), Shard: *f.center.shard, Out: stdout}
 	if reg != nil {
-		registerCenter(reg, local.Stats)
-		cfg.OnServer = func(srv *ps.Server) { registerServer(reg, srv) }
+		prom.RegisterCenter(reg, local.Stats)
+		cfg.OnServer = func(srv *ps.Server) { reg.MustRegister(srv.Collectors()...) }
 	}
 	if err := centernet.Serve(ctx, cfg); err != nil {
 		return err

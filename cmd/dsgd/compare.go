@@ -14,7 +14,6 @@ import (
 
 	"dsgd/cmd/internal/report"
 	"dsgd/protocol/scheme"
-	"dsgd/training/train"
 )
 
 // defaultCompare is every scheme, seq first as the baseline.
@@ -160,12 +159,12 @@ func compareOne(ctx context.Context, name, logName string, workers int, base []s
 		return report.Run{}, ctx.Err()
 	}
 	if res := tf.result; res != nil {
-		fillRun(&run, res)
+		run.Fill(res)
 	}
 	if run.Err != nil {
 		fmt.Fprintf(stdout, "failed after %v: %v\n", time.Since(t0).Round(time.Second), run.Err)
 	} else {
-		fmt.Fprintf(stdout, "%d iterations, final accuracy %.4f\n", run.Iters, finalAccuracy(run.Points))
+		fmt.Fprintf(stdout, "%d iterations, final accuracy %.4f\n", run.Iters, run.FinalAccuracy())
 	}
 	return run, nil
 }
@@ -189,39 +188,6 @@ func compareLog(dir, name string) (io.Writer, func(), error) {
 	return f, func() { f.Close() }, nil
 }
 
-// fillRun copies a training result into a report row.
-func fillRun(run *report.Run, res *train.Result) {
-	run.Wall, run.Iters = res.Wall, res.Iters
-	for _, t := range res.Tests {
-		if a, ok := t.Get("accuracy"); ok {
-			run.Points = append(run.Points, report.Point{Seconds: t.Elapsed.Seconds(), Iter: t.Iter, Accuracy: a})
-		}
-	}
-	run.CommRatio = -1
-	if total := res.Phases.Sum(); total > 0 && res.Workers > 1 {
-		// Exposed communication and waiting for other workers (SSP's
-		// clock, weed-out's round), as the papers' ratios count them.
-		wait := res.Phases.Total(len(train.PhaseNames) + 1)
-		run.CommRatio = float64(res.CommExposed+wait) / float64(total)
-	}
-	run.Dropped, run.Waits = res.Center.Dropped, res.Center.Waits
-	// Bytes a worker moved per iteration, both ways: rank 0's endpoint
-	// (the collectives, compressed or not), or for a center's schemes in
-	// process their share of the center's traffic.
-	if it := float64(res.Iters); it > 0 {
-		switch {
-		case res.Traffic.BytesSent+res.Traffic.BytesRecv > 0:
-			run.BytesPerIter = float64(res.Traffic.BytesSent+res.Traffic.BytesRecv) / it
-		case res.Center.Values > 0:
-			run.BytesPerIter = 4 * float64(res.Center.Values) / float64(max(res.Workers, 1)) / it
-		}
-	}
-	if res.Center.StaleN > 0 {
-		run.Staleness, run.MaxStale, run.StaleKnown = res.Center.MeanStale(), res.Center.MaxStale, true
-	}
-	run.Images, run.Epochs, run.ImagesPerSec = res.Images, res.Epochs, res.ImagesPerSec
-}
-
 // loadAverage is the machine's one-minute load average, as /proc/loadavg
 // says, or "unknown".
 func loadAverage() string {
@@ -230,11 +196,4 @@ func loadAverage() string {
 		return f[0]
 	}
 	return "unknown"
-}
-
-func finalAccuracy(ps []report.Point) float64 {
-	if len(ps) == 0 {
-		return 0
-	}
-	return ps[len(ps)-1].Accuracy
 }

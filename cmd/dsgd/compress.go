@@ -66,28 +66,6 @@ func perIter(total int64, iters int) int64 {
 	return total / int64(iters)
 }
 
-// compressNothing refuses a compressor that would leave every block of
-// the net as it is (a PowerSGD rank too large for every weight matrix, a
-// top-k fraction whose pairs outweigh every block): the run would be
-// plain float32 under another name.
-func compressNothing(tr *train.Trainer, cfg train.Config, net string) error {
-	if !cfg.Compress.Gradient() || cfg.Compress.Kind == compress.BF16 {
-		return nil
-	}
-	c, p := tr.CompressFloats()
-	if c < p {
-		return nil
-	}
-	why := "no block has more values than its pairs would take (2·⌈F·n⌉ < n)"
-	switch cfg.Compress.Kind {
-	case compress.PowerSGD:
-		why = fmt.Sprintf("the rank is too large for every weight matrix (R·(rows+cols) must be below rows·cols); lower R below %d", cfg.Compress.Rank)
-	case compress.Sign:
-		why = "every block is too small"
-	}
-	return fmt.Errorf("--compress %s with %s: nothing to compress: %s", cfg.Compress, net, why)
-}
-
 // netFlag names the flag that chose the TRAIN net, for errors.
 func (m *modelFlags) netFlag() string {
 	switch {

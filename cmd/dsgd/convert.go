@@ -5,10 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	"dsgd/data"
 	"dsgd/data/db"
@@ -142,11 +139,7 @@ func runComputeImageMean(_ context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	raw, err := proto.Marshal(bp)
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(*out, raw); err != nil {
+	if err := data.WriteMean(*out, bp); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "compute-image-mean: mean of %d images of %dx%dx%d written to %s\n", n, bp.GetChannels(), bp.GetHeight(), bp.GetWidth(), *out)
@@ -154,42 +147,4 @@ func runComputeImageMean(_ context.Context, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stdout, "  mean_value channel [%d]: %.4f\n", c, m)
 	}
 	return nil
-}
-
-// writeFileAtomic writes b to path through a temporary file in the same
-// directory, so a failure leaves no half-written file.
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(dirOf(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-func dirOf(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if path[i] == '/' {
-			return path[:i+1]
-		}
-	}
-	return "."
 }

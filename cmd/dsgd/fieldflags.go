@@ -22,6 +22,8 @@ var fieldFlags = []string{
 	"Sums.Reduce", "--reduce",
 	"Sums.Atom", "--atom",
 	"Config.Workers", "--workers",
+	"Config.ScaleLR rule", "--lr-scale",
+	"Config.TestIter", "--test-iter",
 	"Config.Name", "--scheme",
 	"Config.Interval", "--interval",
 	"Config.Fragments", "--fragments",

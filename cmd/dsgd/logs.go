@@ -1,80 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"strconv"
-	"sync"
-	"time"
 
 	"dsgd/internal/launcher"
+	"dsgd/training/metrics"
 )
 
-// logTimeLayout is the timestamp at the start of every line dsgd writes to
-// its standard error, its log of warnings, notes and errors: local time
-// to the millisecond, year first, so that lines of several ranks or runs
-// sort and compare as text, and so that it cannot be taken for the glog
-// lines of the --log file (Caffe's parse_log.py reads those, not these).
-const logTimeLayout = "2006-01-02 15:04:05.000"
-
-// stampWriter prefixes each whole line written through it with the time
-// it was completed and a fixed prefix (a rank's "[rank 1] "), and writes
-// it to w in one Write. A partial line waits for its newline; Flush writes
-// it. It is safe for concurrent use.
-type stampWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	prefix string
-	now    func() time.Time
-	buf    []byte
-}
-
-func newStampWriter(w io.Writer, prefix string) *stampWriter {
-	return &stampWriter{w: w, prefix: prefix, now: time.Now}
-}
-
-func (s *stampWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.buf = append(s.buf, p...)
-	for {
-		i := bytes.IndexByte(s.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		if err := s.emit(s.buf[:i+1]); err != nil {
-			s.buf = s.buf[i+1:]
-			return len(p), err
-		}
-		s.buf = s.buf[i+1:]
-	}
-}
-
-// emit writes one line with its stamp; the caller holds mu.
-func (s *stampWriter) emit(line []byte) error {
-	out := make([]byte, 0, len(logTimeLayout)+1+len(s.prefix)+len(line))
-	out = s.now().AppendFormat(out, logTimeLayout)
-	out = append(out, ' ')
-	out = append(out, s.prefix...)
-	out = append(out, line...)
-	_, err := s.w.Write(out)
-	return err
-}
-
-// Flush writes a last unfinished line, with a newline.
-func (s *stampWriter) Flush() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.buf) == 0 {
-		return nil
-	}
-	line := append(s.buf, '\n')
-	s.buf = nil
-	return s.emit(line)
-}
-
 // logStreams is what this process writes to: stderr, its log of
-// warnings, notes and errors, with each line stamped (logTimeLayout) and,
+// warnings, notes and errors, with each line stamped (metrics.LogTimeLayout) and,
 // for a rank other than 0 of a job a launcher started, prefixed with
 // "[rank N] "; stdout, the progress and results, as it is (programs and
 // scripts parse its lines, which carry their iteration numbers), and
@@ -92,7 +27,7 @@ func logStreams(stdout, stderr io.Writer, getenv func(string) string) (out, errw
 		prefix = "[rank " + strconv.Itoa(info.Rank) + "] "
 		stdout = io.Discard
 	}
-	ew := newStampWriter(stderr, prefix)
+	ew := metrics.NewStampWriter(stderr, prefix)
 	return stdout, ew, func() { ew.Flush() }
 }
 

@@ -171,7 +171,7 @@ func (f *simFlags) config(ps []int) (study.Config, error) {
 		Staleness: *f.staleness, Variant: *f.variant, Groups: *f.groups, Alpha: *f.alpha, OuterMomentum: *f.outerMomentum,
 		RoundDeadline: *f.roundDeadline, Compress: *f.compress, CompressWarmup: *f.compressWarmup, Cores: *f.cores, Repeat: *f.repeat}
 	if !flagGiven(f.fs, "interval") {
-		c.OuterInterval = diLoCoDefaultH // as dsgd train
+		c.OuterInterval = scheme.DefaultOuterInterval // as dsgd train
 	}
 	if f.m.seed >= 0 {
 		c.Seed = uint64(f.m.seed)
@@ -302,9 +302,7 @@ func runValidate(ctx context.Context, f *simFlags, c study.Config, given map[str
 	if set("scheme") {
 		c.Schemes = strings.Split(*f.schemes, ",")
 	}
-	if !set("iters") {
-		c.Iters = 150
-	}
+	c.ForValidate(f.m.threads, set("iters"), set("cores"))
 	// The real run: every flag given that train knows, plus the scheme,
 	// the workers and no tests or snapshots.
 	var base []string
@@ -326,16 +324,6 @@ func runValidate(ctx context.Context, f *simFlags, c study.Config, given map[str
 		// The simulator models float32 reductions; exact sums' atoms and
 		// digits are a cost of their own (docs/benchmarks.md).
 		base = append(base, "--reduce=fast")
-	}
-	c.Threads = max(1, f.m.threads/workers)
-	// By default when the workers oversubscribe this machine (--cores 0
-	// turns it off), the simulation shares this machine's cores over the
-	// threads per worker: on 2 cores, 4 LeNet workers came out within
-	// 25 % with it (overlap 5 % off, the synchronous schemes 17-25 %
-	// under: their real workers wait on each other more than a fair share
-	// predicts) and 33 % off without it (overlap; docs/benchmarks.md).
-	if !set("cores") {
-		c.Cores = float64(runtime.NumCPU()) / float64(c.Threads)
 	}
 	if err := c.Check(); err != nil {
 		return simRefused(err, stderr)

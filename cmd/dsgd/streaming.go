@@ -3,12 +3,9 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"time"
 
-	"dsgd/comm/transport"
 	"dsgd/protocol/scheme"
 )
 
@@ -63,35 +60,4 @@ func streamingFlag(arg string) bool {
 		}
 	}
 	return false
-}
-
-// stepBytes measures the most bytes this rank's transport sent between
-// the ends of two consecutive iterations: the peak bytes per step of an
-// outer scheme, measured. It starts at the end of the first iteration,
-// so the initial weight broadcast is not counted, and the
-// synchronisations a run takes after its last iteration are not either.
-type stepBytes struct {
-	ep         transport.Endpoint
-	last, most int64
-	at         int
-	seen       bool
-}
-
-// wrap returns an OnIter hook that measures, then calls next (if any).
-func (s *stepBytes) wrap(next func(int, float64, time.Duration)) func(int, float64, time.Duration) {
-	return func(iter int, loss float64, d time.Duration) {
-		b := s.ep.Stats().BytesSent
-		if s.seen && b-s.last > s.most {
-			s.most, s.at = b-s.last, iter
-		}
-		s.last, s.seen = b, true
-		if next != nil {
-			next(iter, loss, d)
-		}
-	}
-}
-
-// print writes the measured peak.
-func (s *stepBytes) print(w io.Writer, rank int) {
-	fmt.Fprintf(w, "peak step (rank %d, measured): sent %d bytes in iteration %d, the most of any iteration after the first (the initial broadcast and the end-of-run synchronisations excluded)\n", rank, s.most, s.at)
 }

@@ -10,6 +10,7 @@ import (
 
 	"dsgd/caffe/caffemodel"
 	"dsgd/protocol/scheme"
+	"dsgd/training/job"
 	"dsgd/training/train"
 )
 
@@ -26,7 +27,7 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	m.register(fs)
 	m.netOnly = true
 	weights := fs.String("weights", "", "`FILE` whose weights to test: a .caffemodel, or a dsgd snapshot (.dsgdsnap) (required)")
-	iters := fs.Int("test-iter", 0, fmt.Sprintf("test batches (default: the solver's test_iter, else 100; without a solver %d, as caffe test)", caffeTestIterations))
+	iters := fs.Int("test-iter", 0, fmt.Sprintf("test batches (default: the solver's test_iter, else 100; without a solver %d, as caffe test)", job.CaffeTestIterations))
 	fs.IntVar(iters, "iterations", 0, "the same as --test-iter, by caffe test's name for it")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"dsgd/engine/model"
 	"dsgd/simulator/calib"
 	"dsgd/training/job"
 )
@@ -43,7 +44,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(m.gpuIDs) > 0 {
 		return timeOnGPU(&m, net, max(*warmup, 0), *iters, stdout)
 	}
-	probe := newReorderProbe(net, max(*warmup, 0))
+	probe := model.NewReorderProbe(net, max(*warmup, 0))
 	tm, err := calib.Time(ctx, net, max(*warmup, 0), *iters)
 	if err != nil {
 		return err
@@ -68,6 +69,6 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "  %-54s %9.3f %9.3f\n", "total", perIter(fwd), perIter(bwd))
 	fmt.Fprintf(stdout, "forward-backward: %.3f ms per iteration (wall)\n", perIter(tm.Wall))
-	probe.print(stdout, *iters, m.threads, perIter(tm.Wall))
+	printReorders(stdout, probe, *iters, m.threads, perIter(tm.Wall))
 	return nil
 }

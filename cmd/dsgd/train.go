@@ -166,23 +166,14 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	}
 	in := cfg.Info()
 	if in.Outer && !flagGiven(f.fs, "interval", "update-interval") {
-		// One inner step per outer step puts the outer Nesterov momentum
-		// on top of the solver's: LeNet diverged within 40 iterations.
-		// DiLoCo's paper takes H = 500 for its language models; 100 keeps
-		// a short run's outer steps frequent (scripts/bench-diloco.sh).
-		cfg.Interval = diLoCoDefaultH
+		cfg.Interval = scheme.DefaultOuterInterval
 	}
 	if cfg.Finish, err = center.ParseFinish(*f.finish); err != nil {
 		return fmt.Errorf("--finish: %w", err)
 	}
 	cfg.Groups = *f.groups
 	if cfg.Groups == 0 {
-		cfg.Groups = 1
-		// hybrid's default; no elastic scheme has groups, and one by the
-		// worker count would differ between a joiner and its group.
-		if cfg.Workers%2 == 0 && !f.elastic.on() {
-			cfg.Groups = 2
-		}
+		cfg.Groups = scheme.DefaultGroups(cfg.Workers, f.elastic.on())
 	}
 	alpha := *f.alpha
 	switch {
@@ -191,14 +182,7 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	case *f.rho > 0:
 		alpha = cfg.Solver.BaseLR * *f.rho
 	case alpha == 0:
-		in := cfg.Info()
-		alpha = in.DefaultAlpha(cfg.Workers, cfg.Groups)
-		if f.elastic.on() && !in.Outer {
-			// No elastic scheme but diloco reads it, and a default by
-			// the worker count would differ between a joiner and the
-			// group it joins.
-			alpha = 0
-		}
+		alpha = cfg.Info().DefaultAlphaFor(cfg.Workers, cfg.Groups, f.elastic.on())
 	}
 	cfg.Alpha = float32(alpha)
 	cfg.OuterMomentum = float32(*f.outerMomentum)
@@ -217,14 +201,9 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	case *f.momentum >= 0:
 		cfg.Solver.Momentum = *f.momentum
 	case cfg.Info().PlainSGD:
-		// SC17 Eq. 1 is plain SGD, for Sync EASGD (Alg. 2–3) as for the
-		// others; measgd is the one with momentum (Eq. 5–6). Momentum mu multiplies SGD's
-		// steady-state step by 1/(1-mu); keep the solver's step size.
-		if mu := cfg.Solver.Momentum; mu > 0 && mu < 1 {
-			cfg.Solver.BaseLR /= 1 - mu
+		if mu := cfg.PlainSGD(); mu > 0 {
 			f.note = fmt.Sprintf("dsgd: %s is plain SGD (SC17 Eq. 1): momentum 0 and base_lr %g / (1 - %g) = %.4g, the solver's step size (--momentum to choose)\n", cfg.Name, cfg.Solver.BaseLR*(1-mu), mu, cfg.Solver.BaseLR)
 		}
-		cfg.Solver.Momentum = 0
 	}
 	cfg.Straggle, err = parseStraggle(*f.straggle, cfg.Workers)
 	return err
@@ -380,10 +359,6 @@ func splitList(s string) []string {
 	}
 	return out
 }
-
-// diLoCoDefaultH is diloco's and streaming-diloco's inner steps per outer
-// step when --interval is not given.
-const diLoCoDefaultH = 100
 
 // flagGiven reports whether any of names was set on fs's command line.
 func flagGiven(fs *flag.FlagSet, names ...string) bool {

@@ -13,7 +13,10 @@ import (
 	"dsgd/comm/transport"
 	"dsgd/comm/transport/mpi"
 	"dsgd/protocol/center"
+	"dsgd/protocol/scheme"
 	"dsgd/training/job"
+	"dsgd/training/metrics"
+	"dsgd/training/prom"
 	"dsgd/training/timeline"
 	"dsgd/training/train"
 )
@@ -55,12 +58,12 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err := f.check(j, tr, cfg, files.metrics, g, rank, stderr); err != nil {
 		return err
 	}
-	prom, stopProm, err := f.serveProm(ctx, g, rank, stderr)
+	pr, stopProm, err := f.serveProm(ctx, g, rank, stderr)
 	defer stopProm()
 	if err != nil {
 		return err
 	}
-	if err := f.connect(ctx, d, g, tr, member, j, prom); err != nil {
+	if err := f.connect(ctx, d, g, tr, member, j, pr); err != nil {
 		return err
 	}
 	out := f.printRunHeader(stderr, j, tr, cfg, g, member, autoNote)
@@ -111,12 +114,12 @@ func (f *trainFlags) serve(ctx context.Context, j *job.Job, cfg train.Config, g 
 	if err := j.CheckLabels(st.Net(), j.Train.Spec, j.Test.Spec); err != nil {
 		return err
 	}
-	prom, stopProm, err := f.serveProm(ctx, g, rank, stderr)
+	pr, stopProm, err := f.serveProm(ctx, g, rank, stderr)
 	defer stopProm()
 	if err != nil {
 		return err
 	}
-	return serveCenter(ctx, f, st, g.listen, g.token, stdout, prom.registry())
+	return serveCenter(ctx, f, st, g.listen, g.token, stdout, pr.Registry())
 }
 
 // rankOf is g's rank: 0 for a run whose ranks are all in this process
@@ -141,7 +144,6 @@ func refuse(stderr io.Writer, err error) error {
 func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer) (cfg train.Config, autoNote string, err error) {
 	m := &f.m
 	sd := j.Solver
-	lrFactor := float64(max(*f.workers, 1))
 	autoBatch := 0
 	if *f.workers == 0 {
 		*f.workers = 1
@@ -212,25 +214,16 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 		return cfg, "", errUsage
 	case *f.bucketKiB >= 0:
 		cfg.Bucket = *f.bucketKiB << 10 / 4
-	case g != nil:
-		cfg.Bucket = 1024 << 10 / 4 // across processes: DDP's 1 MiB buckets
 	default:
-		cfg.Bucket = 0 // in one process: TRL's per-layer hand-off
+		cfg.Bucket = scheme.DefaultBucket(g != nil)
 	}
 	cfg.TimeBudget = *f.timeBudget
 	if err := f.asyncConfig(&cfg); err != nil {
 		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
 		return cfg, "", errUsage
 	}
-	switch *f.lrScale {
-	case "none":
-	case "linear":
-		cfg.Solver.BaseLR *= lrFactor
-	case "inverse":
-		cfg.Solver.BaseLR /= float64(cfg.Workers)
-	default:
-		fmt.Fprintf(stderr, "dsgd train: --lr-scale %q: choose none, linear or inverse\n", *f.lrScale)
-		return cfg, "", errUsage
+	if err := cfg.ScaleLR(*f.lrScale); err != nil {
+		return cfg, "", refuse(stderr, asFlags(err, trainFlagNames))
 	}
 	if *f.warmup < 0 {
 		fmt.Fprintf(stderr, "dsgd train: --warmup must not be negative, got %d\n", *f.warmup)
@@ -239,10 +232,8 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 	if *f.warmup > 0 {
 		cfg.Solver.WarmupIters = *f.warmup
 	}
-	if cfg.TestIter == 0 {
-		cfg.Test.Layers = nil // Caffe: no test_iter, no testing
-	} else if j.TestErr != nil {
-		return cfg, "", fmt.Errorf("--test-iter %d: %w", cfg.TestIter, j.TestErr)
+	if err := j.PlanTests(&cfg); err != nil {
+		return cfg, "", err
 	}
 	if g != nil {
 		job.Place(&cfg, g.rank, g.world, f.elastic.on())
@@ -265,7 +256,7 @@ func (f *trainFlags) cpuOnly() string {
 // runFiles are the files a run writes beside its output (--metrics,
 // --log, --timeline); close closes them, the last opened first.
 type runFiles struct {
-	metrics *recordFile
+	metrics *metrics.RecordFile
 	closers []func()
 }
 
@@ -280,7 +271,7 @@ func (r *runFiles) close() {
 func (f *trainFlags) openFiles(files *runFiles, cfg *train.Config, g *groupFlags, rank int, stderr io.Writer) error {
 	if *f.metrics != "" {
 		path := rankPath(*f.metrics, g, rank)
-		metricsFile, err := openRecordFile("--metrics", path, cfg.Resume != "")
+		metricsFile, err := metrics.OpenRecordFile("--metrics", path, cfg.Resume != "")
 		if err != nil {
 			return err
 		}
@@ -291,13 +282,13 @@ func (f *trainFlags) openFiles(files *runFiles, cfg *train.Config, g *groupFlags
 			}
 		})
 		cfg.Metrics = metricsFile
-		if isCSV(*f.metrics) {
+		if metrics.IsCSV(*f.metrics) {
 			cfg.MetricsFormat = train.MetricsCSV
-			cfg.MetricsNoHeader = metricsFile.first != ""
+			cfg.MetricsNoHeader = metricsFile.First() != ""
 		}
 	}
 	if *f.log != "" && rank == 0 && (g == nil || !g.serve) {
-		lf, err := openRecordFile("--log", *f.log, cfg.Resume != "")
+		lf, err := metrics.OpenRecordFile("--log", *f.log, cfg.Resume != "")
 		if err != nil {
 			return err
 		}
@@ -392,16 +383,16 @@ func (f *trainFlags) join(ctx context.Context, member *elastic.Member, tr *train
 // check refuses, before the run, labels past the classes of the layers
 // they feed, a compressor that would compress nothing, and a --metrics
 // CSV file whose header is another run's columns.
-func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, metricsFile *recordFile, g *groupFlags, rank int, stderr io.Writer) error {
+func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, metricsFile *metrics.RecordFile, g *groupFlags, rank int, stderr io.Writer) error {
 	if err := j.CheckLabels(tr.Net(), j.Train.Spec, j.Test.Spec); err != nil {
 		return err
 	}
-	if err := compressNothing(tr, cfg, f.m.netFlag()); err != nil {
-		return refuse(stderr, err)
+	if err := train.CompressNothing(tr, cfg, f.m.netFlag()); err != nil {
+		return refuse(stderr, asFlags(err, trainFlagNames))
 	}
 	if cfg.MetricsNoHeader {
-		if want := strings.Join(tr.MetricsColumns(), ","); metricsFile.first != want {
-			return fmt.Errorf("--metrics %s: the file's CSV header is not this run's columns, so rows cannot be appended to it:\n  file: %s\n  run:  %s\nwrite the metrics to a new file", rankPath(*f.metrics, g, rank), metricsFile.first, want)
+		if want := strings.Join(tr.MetricsColumns(), ","); metricsFile.First() != want {
+			return fmt.Errorf("--metrics %s: the file's CSV header is not this run's columns, so rows cannot be appended to it:\n  file: %s\n  run:  %s\nwrite the metrics to a new file", rankPath(*f.metrics, g, rank), metricsFile.First(), want)
 		}
 	}
 	return nil
@@ -409,18 +400,18 @@ func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, metr
 
 // serveProm serves --metrics-listen where this process reports (one
 // process, rank 0, or dsgd ps); nil otherwise. stop ends it.
-func (f *trainFlags) serveProm(ctx context.Context, g *groupFlags, rank int, stderr io.Writer) (prom *promRun, stop func(), err error) {
+func (f *trainFlags) serveProm(ctx context.Context, g *groupFlags, rank int, stderr io.Writer) (pr *prom.Run, stop func(), err error) {
 	if *f.metricsListen == "" || !(g == nil || g.serve || rank == 0) {
 		return nil, func() {}, nil
 	}
-	prom = newPromRun()
+	pr = prom.New()
 	mctx, stop := context.WithCancel(ctx)
-	addr, err := serveMetrics(mctx, *f.metricsListen, prom.reg, stderr)
+	addr, err := serveMetrics(mctx, *f.metricsListen, pr.Registry(), stderr)
 	if err != nil {
 		return nil, stop, err
 	}
 	fmt.Fprintf(stderr, "dsgd: metrics on http://%s/metrics\n", addr)
-	return prom, stop, nil
+	return pr, stop, nil
 }
 
 // runDeps are a run's dependencies, the connections the built trainer
@@ -429,7 +420,7 @@ func (f *trainFlags) serveProm(ctx context.Context, g *groupFlags, rank int, std
 type runDeps struct {
 	train.Deps
 	// peak measures diloco's busiest step over a group's endpoint.
-	peak    *stepBytes
+	peak    *metrics.PeakStep
 	closers []func()
 }
 
@@ -443,7 +434,7 @@ func (d *runDeps) close() {
 // its scheme talks to (train.Connect: an elastic group's membership and
 // feeds, the center, the group's endpoint), and the hooks that measure
 // and export the run.
-func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr *train.Trainer, member *elastic.Member, j *job.Job, prom *promRun) error {
+func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr *train.Trainer, member *elastic.Member, j *job.Job, pr *prom.Run) error {
 	deps := &d.Deps
 	if g != nil {
 		links := train.Links{
@@ -468,15 +459,16 @@ func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr 
 	if g != nil && deps.Endpoint != nil && tr.SchemeConfig().Info().Outer {
 		// diloco's and streaming-diloco's point is the bytes of their
 		// busiest step: measure it.
-		d.peak = &stepBytes{ep: deps.Endpoint}
-		deps.OnIter = d.peak.wrap(deps.OnIter)
+		ep := deps.Endpoint
+		d.peak = metrics.NewPeakStep(func() int64 { return ep.Stats().BytesSent })
+		deps.OnIter = d.peak.Wrap(deps.OnIter)
 	}
-	if prom != nil {
-		deps.OnIter = prom.onIter(tr.GlobalBatch(), deps.OnIter)
-		deps.OnIterMetrics = prom.onIterMetrics
-		deps.OnTest = prom.onTest
+	if pr != nil {
+		deps.OnIter = pr.OnIter(tr.GlobalBatch(), deps.OnIter)
+		deps.OnIterMetrics = pr.OnIterMetrics
+		deps.OnTest = pr.OnTest
 		if deps.Endpoint != nil {
-			prom.registerEndpoint(deps.Endpoint)
+			pr.RegisterEndpoint(deps.Endpoint)
 		}
 	}
 	if sc := tr.SchemeConfig(); sc.Info().Streaming {
@@ -547,7 +539,8 @@ func (f *trainFlags) report(ctx context.Context, out, stderr io.Writer, res *tra
 		}
 		printTraffic(w, rank, g.world, d.Endpoint.Stats(), res)
 		if d.peak != nil {
-			d.peak.print(w, rank)
+			most, at := d.peak.Peak()
+			fmt.Fprintf(w, "peak step (rank %d, measured): sent %d bytes in iteration %d, the most of any iteration after the first (the initial broadcast and the end-of-run synchronisations excluded)\n", rank, most, at)
 		}
 		printLinks(w, d.Endpoint, res.Iters)
 	} else if cfg.Group != nil {

@@ -94,6 +94,17 @@ type Config struct {
 	Broadcast bool
 }
 
+// DefaultBucket is Config.Bucket when none is given, in float32
+// values: across processes (multiProcess) PyTorch DDP's 1 MiB buckets;
+// in one process 0, every parameter block handed off as soon as it is
+// final (TRL's per-layer hand-off).
+func DefaultBucket(multiProcess bool) int {
+	if multiProcess {
+		return 1024 << 10 / 4
+	}
+	return 0
+}
+
 // Ranks is the number of ranks a scheme with this config runs on: the
 // workers, plus the parameter server for sync-ps and the master of
 // sync-easgd's variant 1.

@@ -9,6 +9,13 @@ const (
 	// DiLoCoOuterMomentum is the paper's Nesterov momentum of the outer
 	// optimizer (Config.OuterMomentum; the command's default).
 	DiLoCoOuterMomentum = 0.9
+	// DefaultOuterInterval is an Outer scheme's inner steps per outer
+	// step (Config.Interval) when none is given. One inner step per
+	// outer step puts the outer Nesterov momentum on top of the solver's:
+	// LeNet diverged within 40 iterations. DiLoCo's paper takes H = 500
+	// for its language models; 100 keeps a short run's outer steps
+	// frequent (scripts/bench-diloco.sh).
+	DefaultOuterInterval = 100
 )
 
 // newDiLoCo is DiLoCo (Douillard et al. 2023, Alg. 1): every worker takes H =

@@ -172,6 +172,29 @@ func (in Info) DefaultAlpha(workers, groups int) float64 {
 	return 0.9 / float64(max(workers, 1))
 }
 
+// DefaultAlphaFor is DefaultAlpha for a job whose membership may change
+// (resizable: dsgd's --elastic): there, every scheme but an Outer one
+// takes 0, since no elastic scheme but diloco reads it and a default by
+// the worker count would differ between a joiner and the group it joins.
+func (in Info) DefaultAlphaFor(workers, groups int, resizable bool) float64 {
+	if resizable && !in.Outer {
+		return 0
+	}
+	return in.DefaultAlpha(workers, groups)
+}
+
+// DefaultGroups is hybrid's number of synchronous groups (Config.Groups)
+// when none is given: 2 for an even worker count, else 1. A job whose
+// membership may change (resizable) takes 1: no elastic scheme has
+// groups, and a count by the workers would differ between a joiner and
+// its group.
+func DefaultGroups(workers int, resizable bool) int {
+	if workers%2 == 0 && !resizable {
+		return 2
+	}
+	return 1
+}
+
 // RoleName is Role, or "server".
 func (in Info) RoleName() string {
 	if in.Role == "" {

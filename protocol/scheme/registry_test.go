@@ -100,3 +100,33 @@ func TestNamed(t *testing.T) {
 		t.Errorf("Default %q is not in the catalogue: %v", Default, err)
 	}
 }
+
+// TestDefaults: the bucket is DDP's 1 MiB across processes, none in
+// one; hybrid's groups default to 2 for an even worker count,
+// 1 otherwise and in a resizable job; the moving rate of a resizable job
+// defaults to 0 but for an Outer scheme, whose outer lr stays.
+func TestDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		workers   int
+		resizable bool
+		want      int
+	}{{4, false, 2}, {3, false, 1}, {4, true, 1}, {1, false, 1}} {
+		if got := DefaultGroups(tc.workers, tc.resizable); got != tc.want {
+			t.Errorf("DefaultGroups(%d, %v) = %d, want %d", tc.workers, tc.resizable, got, tc.want)
+		}
+	}
+	if DefaultBucket(true) != 1<<18 || DefaultBucket(false) != 0 {
+		t.Errorf("DefaultBucket: %d across processes, %d in one; want 1 MiB of float32 (%d), 0", DefaultBucket(true), DefaultBucket(false), 1<<18)
+	}
+	easgd, _ := Lookup("easgd")
+	diloco, _ := Lookup("diloco")
+	if got := easgd.DefaultAlphaFor(4, 1, false); got != 0.9/4 {
+		t.Errorf("easgd's alpha for 4 workers: %v, want 0.9/4", got)
+	}
+	if got := easgd.DefaultAlphaFor(4, 1, true); got != 0 {
+		t.Errorf("easgd's alpha in a resizable job: %v, want 0", got)
+	}
+	if got := diloco.DefaultAlphaFor(4, 1, true); got != DiLoCoOuterLR {
+		t.Errorf("diloco's outer lr in a resizable job: %v, want %v", got, DiLoCoOuterLR)
+	}
+}

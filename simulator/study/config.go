@@ -189,7 +189,7 @@ func (c Config) compression() (*sim.Compression, error) {
 // schemeConfig is the scheme config of one run, with train's defaults
 // for the moving rate and hybrid's groups.
 func (c Config) schemeConfig(name string, workers int, layout scheme.Layout, iters int) scheme.Config {
-	bucket, bucketSet := 1024<<10/4, false // across processes: DDP's buckets, as dsgd train
+	bucket, bucketSet := scheme.DefaultBucket(true), false // across processes, as dsgd train
 	if c.BucketKiB >= 0 {
 		bucket, bucketSet = c.BucketKiB<<10/4, true
 	}
@@ -208,10 +208,7 @@ func (c Config) schemeConfig(name string, workers int, layout scheme.Layout, ite
 		}
 	}
 	if sc.Groups == 0 {
-		sc.Groups = 1
-		if workers%2 == 0 {
-			sc.Groups = 2
-		}
+		sc.Groups = scheme.DefaultGroups(workers, false)
 	}
 	a := c.Alpha
 	if a == 0 {

@@ -1,6 +1,7 @@
 package study
 
 import (
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -84,5 +85,21 @@ func TestSimulateMedianRun(t *testing.T) {
 		if got := medianRun(tc.runs, key); got.name != tc.want {
 			t.Errorf("medianRun(%v) = %v, want %s", tc.runs, got, tc.want)
 		}
+	}
+}
+
+// TestForValidate: the iterations default unless given; each worker gets
+// its share of the threads, at least one; the cores default to this
+// machine's CPUs over that share unless given.
+func TestForValidate(t *testing.T) {
+	c := Config{Workers: []int{4}, Iters: 7, Cores: 3}
+	c.ForValidate(2, false, true)
+	if c.Iters != ValidateIters || c.Threads != 1 || c.Cores != 3 {
+		t.Errorf("iters %d, threads %d, cores %v; want %d, 1, 3 (given)", c.Iters, c.Threads, c.Cores, ValidateIters)
+	}
+	c = Config{Workers: []int{2}, Iters: 7}
+	c.ForValidate(8, true, false)
+	if c.Iters != 7 || c.Threads != 4 || c.Cores != float64(runtime.NumCPU())/4 {
+		t.Errorf("iters %d, threads %d, cores %v; want 7 (given), 4, NumCPU/4", c.Iters, c.Threads, c.Cores)
 	}
 }

@@ -42,6 +42,20 @@ func (j *Job) Config() train.Config {
 	return cfg
 }
 
+// PlanTests applies Caffe's rule on testing to cfg: a run without
+// test_iter (Config.TestIter 0) does not test; one that tests needs the
+// job's TEST net, and is refused with why that net could not be built.
+func (j *Job) PlanTests(cfg *train.Config) error {
+	if cfg.TestIter == 0 {
+		cfg.Test.Layers = nil
+		return nil
+	}
+	if j.TestErr != nil {
+		return fmt.Errorf("Config.TestIter %d: %w", cfg.TestIter, j.TestErr)
+	}
+	return nil
+}
+
 // Place makes cfg rank of a multi-process group of world ranks. Outside
 // an elastic group (where any worker may become rank 0, which tests,
 // prints and snapshots) only rank 0 tests and prints, and only rank 0

@@ -1,10 +1,12 @@
 package job
 
 import (
+	"errors"
 	"io"
 	"os"
 	"testing"
 
+	"dsgd/engine/model"
 	"dsgd/training/train"
 )
 
@@ -59,5 +61,21 @@ func TestPlace(t *testing.T) {
 			t.Errorf("%s rank %d of %d (elastic %v): group %+v, prints and tests %v, snapshot prefix %q; want prints and tests %v, prefix %q",
 				tc.scheme, tc.rank, tc.world, tc.elastic, cfg.Group, reports, cfg.SnapshotPrefix, tc.reports, tc.prefix)
 		}
+	}
+}
+
+// TestPlanTests: no test_iter, no testing; a run that tests a job whose
+// TEST net failed is refused with why.
+func TestPlanTests(t *testing.T) {
+	j := &Job{}
+	cfg := train.Config{TestIter: 0}
+	cfg.Test.Layers = make([]model.LayerSpec, 1)
+	if err := j.PlanTests(&cfg); err != nil || cfg.Test.Layers != nil {
+		t.Errorf("test_iter 0: %v, %d test layers; want no error, none", err, len(cfg.Test.Layers))
+	}
+	j.TestErr = errors.New("no TEST phase")
+	cfg.TestIter = 5
+	if err := j.PlanTests(&cfg); err == nil || err.Error() != "Config.TestIter 5: no TEST phase" {
+		t.Errorf("a failed TEST net: %v", err)
 	}
 }

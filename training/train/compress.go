@@ -76,3 +76,26 @@ func (t *Trainer) CompressFloats() (compressed, plain int) {
 	}
 	return t.cfg.Compress.Floats(compressBlocks(t.net.Blocks()))
 }
+
+// CompressNothing refuses a compressor (Config.Compress) that would
+// leave every block of tr's net as it is (a PowerSGD rank too large for
+// every weight matrix, a top-k fraction whose pairs outweigh every
+// block): the run would be plain float32 under another name. net names
+// the net in the refusal.
+func CompressNothing(tr *Trainer, cfg Config, net string) error {
+	if !cfg.Compress.Gradient() || cfg.Compress.Kind == compress.BF16 {
+		return nil
+	}
+	c, p := tr.CompressFloats()
+	if c < p {
+		return nil
+	}
+	why := "no block has more values than its pairs would take (2·⌈F·n⌉ < n)"
+	switch cfg.Compress.Kind {
+	case compress.PowerSGD:
+		why = fmt.Sprintf("the rank is too large for every weight matrix (R·(rows+cols) must be below rows·cols); lower R below %d", cfg.Compress.Rank)
+	case compress.Sign:
+		why = "every block is too small"
+	}
+	return fmt.Errorf("Config.Compress %s with %s: nothing to compress: %s", cfg.Compress, net, why)
+}

@@ -1,7 +1,6 @@
 package train
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -86,13 +85,4 @@ func (t *Trainer) buildExtraTests(net *model.Net) error {
 		t.extra = append(t.extra, tn)
 	}
 	return nil
-}
-
-func (r TestResult) String() string {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "iter %d test:", r.Iter)
-	for _, o := range r.Outputs {
-		fmt.Fprintf(&b, "  %s %.4f", o.Name, o.Value)
-	}
-	return b.String()
 }

@@ -4,7 +4,8 @@
 //
 // It does not train anything or measure anything. The caller runs each
 // scheme, records one [Point] per test pass plus the run's totals in a
-// [Run], and then hands the runs over:
+// [Run] ([Run.Fill] copies them from a train.Result), and then hands the
+// runs over:
 //
 //	runs := []report.Run{seqRun, syncEASGDRun, easgdRRRun}
 //	if err := report.Table(os.Stdout, runs, "seq", 0.85); err != nil {
