@@ -67,6 +67,13 @@
 //	                            computes held at once at a quiescent
 //	                            point (every compute held, the most
 //	                            that could run at once)
+//	compare ref=NAME            each worker's weights and the center's,
+//	                            and whether they equal, bit for bit,
+//	                            those the Reference NAME of
+//	                            Harness.References computes by hand
+//	                            (a paper's algorithm written out in a
+//	                            test: the harness's tests give alg1,
+//	                            Original EASGD's Algorithm 1)
 //
 // Each command's output lists the messages it moved and then, rank by
 // rank, what the ranks did as a result (center calls let in, computes

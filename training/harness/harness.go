@@ -37,6 +37,10 @@ const timeout = time.Minute
 // Harness runs scripts' commands against one group of ranks at a time.
 // It must be made and used inside a synctest bubble (synctest.Test).
 type Harness struct {
+	// References are the references the compare command checks a group
+	// against, by name: weights a test computes by hand.
+	References map[string]Reference
+
 	g *group
 }
 
@@ -165,6 +169,14 @@ func (h *Harness) cmd(t *testing.T, d *datadriven.TestData) string {
 		return g.status()
 	case "results":
 		return g.results()
+	case "compare":
+		var name string
+		d.ScanArgs(t, "ref", &name)
+		ref := h.References[name]
+		if ref == nil {
+			d.Fatalf(t, "compare ref=%s: no such reference", name)
+		}
+		return g.compare(name, ref)
 	}
 	d.Fatalf(t, "unknown command %q", d.Cmd)
 	return ""
@@ -735,17 +747,12 @@ func (g *group) results() string {
 		}
 	}
 	if g.center != nil {
-		w := make([]float32, len(g.seq))
-		if err := g.center.Pull(context.Background(), center.Observer, w); err != nil {
+		if w, err := g.centerWeights(); err != nil {
 			fmt.Fprintf(&b, "center: %v\n", err)
 		} else {
 			name := g.weightsName(w)
 			if fastSeq != nil {
-				is := "≠"
-				if tensor.SameBits(w, fastSeq) {
-					is = "="
-				}
-				name = fmt.Sprintf("%s, %s seq of ranks %s)", strings.TrimSuffix(name, ")"), is, ranks(fast))
+				name = fmt.Sprintf("%s, %s seq of ranks %s)", strings.TrimSuffix(name, ")"), is(w, fastSeq), ranks(fast))
 			}
 			fmt.Fprintf(&b, "center: weights %s\n", name)
 		}
@@ -774,6 +781,21 @@ func (g *group) results() string {
 		fmt.Fprintf(&b, "held computes at once, at most: %d\n", g.held)
 	}
 	return b.String()
+}
+
+// centerWeights reads the group's center's weights as an observer.
+func (g *group) centerWeights() ([]float32, error) {
+	w := make([]float32, len(g.seq))
+	err := g.center.Pull(context.Background(), center.Observer, w)
+	return w, err
+}
+
+// is is "=" when a and b hold the same bits, else "≠".
+func is(a, b []float32) string {
+	if tensor.SameBits(a, b) {
+		return "="
+	}
+	return "≠"
 }
 
 func ranks(rs []int) string {
