@@ -63,7 +63,10 @@
 //	                            center's weights, its rounds and the
 //	                            gradients it dropped (weed-out), and
 //	                            when it dropped some, seq over the
-//	                            workers that never straggled; the most
+//	                            workers that never straggled; with
+//	                            computes=bsp, whether the center ends on
+//	                            bsp I (SSP with staleness 0 ends where
+//	                            BSP does); the most
 //	                            computes held at once at a quiescent
 //	                            point (every compute held, the most
 //	                            that could run at once)

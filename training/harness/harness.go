@@ -754,6 +754,10 @@ func (g *group) results() string {
 			if fastSeq != nil {
 				name = fmt.Sprintf("%s, %s seq of ranks %s)", strings.TrimSuffix(name, ")"), is(w, fastSeq), ranks(fast))
 			}
+			if g.computes == "bsp" {
+				// SSP with staleness 0 ends where BSP does.
+				name = fmt.Sprintf("%s, %s bsp %d)", strings.TrimSuffix(name, ")"), is(w, g.bsp[len(g.bsp)-1]), len(g.bsp)-1)
+			}
 			fmt.Fprintf(&b, "center: weights %s\n", name)
 		}
 		if st := g.center.Stats(); st.Rounds > 0 {
