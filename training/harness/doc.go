@@ -56,7 +56,8 @@
 //	tick d=D                    the bubble's clock moves on by D: the
 //	                            timers due meanwhile fire (a weed-out
 //	                            round's deadline), no wall-clock time
-//	                            passes
+//	                            passes; it prints the clock since the
+//	                            ranks started (clock +250ms)
 //	status                      who waits on whom, what is in flight
 //	results                     each rank's outcome and weights, and
 //	                            whether they all equal seq's; the

@@ -158,7 +158,7 @@ func (h *Harness) cmd(t *testing.T, d *datadriven.TestData) string {
 		// (a center's round deadline, say) once every goroutine in it
 		// is durably blocked, this one included.
 		time.Sleep(dur)
-		return g.settle(nil)
+		return fmt.Sprintf("clock +%v\n", time.Since(g.start)) + g.settle(nil)
 	case "timeout":
 		r := rank()
 		if g.nw.Expire(r) == 0 {
@@ -189,6 +189,7 @@ type group struct {
 	ranks  []*rank
 	seq    []float32     // seq's weights after the same iterations
 	center *center.Local // the center of a scheme whose workers use one, or nil
+	start  time.Time     // when the ranks started, on the bubble's clock
 	cancel context.CancelFunc
 	// computes, when set, notes every compute as it runs: "order" alone,
 	// "bsp" with the weights it runs on against bsp, "shared" against
@@ -430,6 +431,7 @@ func start(t *testing.T, d *datadriven.TestData) (*group, error) {
 			return nil, err
 		}
 	}
+	g.start = time.Now()
 	for _, rk := range g.ranks {
 		rctx, rcancel := context.WithCancel(ctx)
 		rk.cancel = rcancel
