@@ -48,20 +48,6 @@ type Config struct {
 	// Log, when set, receives every refused update's error (it names the
 	// worker).
 	Log func(error)
-
-	// AfterFunc and OnStep are hooks for a test that orders events
-	// itself instead of waiting on the wall clock; a run leaves them nil.
-	//
-	// AfterFunc, when set, arms a weed-out round's deadline in place of
-	// time.AfterFunc: calling f (once, from any goroutine) closes the
-	// round as its deadline passing would. It is called with the
-	// center's lock held, so it must not call f itself.
-	AfterFunc func(d time.Duration, f func())
-	// OnStep, when set, is told of every request once the center has
-	// taken it (and answered it, or queued it to wait), with the
-	// center's lock held: a test learns that a worker's gradients are in
-	// a round before it closes the round with AfterFunc's f.
-	OnStep func(r Request)
 }
 
 // Stats counts what a center has done.
@@ -203,9 +189,6 @@ func (l *Local) do(ctx context.Context, r Request, c call) (Output, error) {
 	*cp = c
 	l.waiting[r.Tag] = cp
 	l.run(l.core.Step(l.now(), r))
-	if l.cfg.OnStep != nil {
-		l.cfg.OnStep(r)
-	}
 	l.mu.Unlock()
 	var o Output
 	select {
@@ -264,11 +247,7 @@ func (l *Local) run(outs []Output) {
 				defer l.mu.Unlock()
 				l.run(l.core.Tick(max(l.now(), o.At)))
 			}
-			if l.cfg.AfterFunc != nil {
-				l.cfg.AfterFunc(max(d, 0), tick)
-			} else {
-				time.AfterFunc(max(d, 0), tick)
-			}
+			time.AfterFunc(max(d, 0), tick)
 		}
 	}
 	l.data.Settle(l.core)

@@ -56,17 +56,28 @@
 //	tick d=D                    the bubble's clock moves on by D: the
 //	                            timers due meanwhile fire (a weed-out
 //	                            round's deadline), no wall-clock time
-//	                            passes
+//	                            passes; it prints the clock since the
+//	                            ranks started (clock +250ms)
 //	status                      who waits on whom, what is in flight
 //	results                     each rank's outcome and weights, and
 //	                            whether they all equal seq's; the
 //	                            center's weights, its rounds and the
 //	                            gradients it dropped (weed-out), and
 //	                            when it dropped some, seq over the
-//	                            workers that never straggled; the most
+//	                            workers that never straggled; with
+//	                            computes=bsp, whether the center ends on
+//	                            bsp I (SSP with staleness 0 ends where
+//	                            BSP does); the most
 //	                            computes held at once at a quiescent
 //	                            point (every compute held, the most
 //	                            that could run at once)
+//	compare ref=NAME            each worker's weights and the center's,
+//	                            and whether they equal, bit for bit,
+//	                            those the Reference NAME of
+//	                            Harness.References computes by hand
+//	                            (a paper's algorithm written out in a
+//	                            test: the harness's tests give alg1,
+//	                            Original EASGD's Algorithm 1)
 //
 // Each command's output lists the messages it moved and then, rank by
 // rank, what the ranks did as a result (center calls let in, computes

@@ -37,6 +37,10 @@ const timeout = time.Minute
 // Harness runs scripts' commands against one group of ranks at a time.
 // It must be made and used inside a synctest bubble (synctest.Test).
 type Harness struct {
+	// References are the references the compare command checks a group
+	// against, by name: weights a test computes by hand.
+	References map[string]Reference
+
 	g *group
 }
 
@@ -154,7 +158,7 @@ func (h *Harness) cmd(t *testing.T, d *datadriven.TestData) string {
 		// (a center's round deadline, say) once every goroutine in it
 		// is durably blocked, this one included.
 		time.Sleep(dur)
-		return g.settle(nil)
+		return fmt.Sprintf("clock +%v\n", time.Since(g.start)) + g.settle(nil)
 	case "timeout":
 		r := rank()
 		if g.nw.Expire(r) == 0 {
@@ -165,6 +169,14 @@ func (h *Harness) cmd(t *testing.T, d *datadriven.TestData) string {
 		return g.status()
 	case "results":
 		return g.results()
+	case "compare":
+		var name string
+		d.ScanArgs(t, "ref", &name)
+		ref := h.References[name]
+		if ref == nil {
+			d.Fatalf(t, "compare ref=%s: no such reference", name)
+		}
+		return g.compare(name, ref)
 	}
 	d.Fatalf(t, "unknown command %q", d.Cmd)
 	return ""
@@ -177,6 +189,7 @@ type group struct {
 	ranks  []*rank
 	seq    []float32     // seq's weights after the same iterations
 	center *center.Local // the center of a scheme whose workers use one, or nil
+	start  time.Time     // when the ranks started, on the bubble's clock
 	cancel context.CancelFunc
 	// computes, when set, notes every compute as it runs: "order" alone,
 	// "bsp" with the weights it runs on against bsp, "shared" against
@@ -418,6 +431,7 @@ func start(t *testing.T, d *datadriven.TestData) (*group, error) {
 			return nil, err
 		}
 	}
+	g.start = time.Now()
 	for _, rk := range g.ranks {
 		rctx, rcancel := context.WithCancel(ctx)
 		rk.cancel = rcancel
@@ -735,17 +749,16 @@ func (g *group) results() string {
 		}
 	}
 	if g.center != nil {
-		w := make([]float32, len(g.seq))
-		if err := g.center.Pull(context.Background(), center.Observer, w); err != nil {
+		if w, err := g.centerWeights(); err != nil {
 			fmt.Fprintf(&b, "center: %v\n", err)
 		} else {
 			name := g.weightsName(w)
 			if fastSeq != nil {
-				is := "≠"
-				if tensor.SameBits(w, fastSeq) {
-					is = "="
-				}
-				name = fmt.Sprintf("%s, %s seq of ranks %s)", strings.TrimSuffix(name, ")"), is, ranks(fast))
+				name = fmt.Sprintf("%s, %s seq of ranks %s)", strings.TrimSuffix(name, ")"), is(w, fastSeq), ranks(fast))
+			}
+			if g.computes == "bsp" {
+				// SSP with staleness 0 ends where BSP does.
+				name = fmt.Sprintf("%s, %s bsp %d)", strings.TrimSuffix(name, ")"), is(w, g.bsp[len(g.bsp)-1]), len(g.bsp)-1)
 			}
 			fmt.Fprintf(&b, "center: weights %s\n", name)
 		}
@@ -774,6 +787,21 @@ func (g *group) results() string {
 		fmt.Fprintf(&b, "held computes at once, at most: %d\n", g.held)
 	}
 	return b.String()
+}
+
+// centerWeights reads the group's center's weights as an observer.
+func (g *group) centerWeights() ([]float32, error) {
+	w := make([]float32, len(g.seq))
+	err := g.center.Pull(context.Background(), center.Observer, w)
+	return w, err
+}
+
+// is is "=" when a and b hold the same bits, else "≠".
+func is(a, b []float32) string {
+	if tensor.SameBits(a, b) {
+		return "="
+	}
+	return "≠"
 }
 
 func ranks(rs []int) string {
