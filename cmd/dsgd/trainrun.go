@@ -144,7 +144,6 @@ func refuse(stderr io.Writer, err error) error {
 func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer) (cfg train.Config, autoNote string, err error) {
 	m := &f.m
 	sd := j.Solver
-	autoBatch := 0
 	if *f.workers == 0 {
 		*f.workers = 1
 		if *f.scheme == "" {
@@ -207,7 +206,7 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 	if g != nil && g.mpi == nil {
 		transport = "tcp"
 	}
-	cfg.Run = f.record(cfg.Name, cfg.Workers, autoBatch, transport)
+	cfg.Run = f.record(cfg.Name, cfg.Workers, transport)
 	switch {
 	case *f.bucketKiB < -1:
 		fmt.Fprintf(stderr, "dsgd train: --bucket must not be negative, got %d\n", *f.bucketKiB)
