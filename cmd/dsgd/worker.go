@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -28,11 +27,11 @@ type groupFlags struct {
 	token       string
 	tokenFile   string
 	listen      string
-	env         string // where rank and world came from, for messages
-	// launcher is what the launcher said (nil without one); auto is the
-	// note on a rendezvous derived from it (empty when given).
-	launcher *launcher.Info
-	auto     string
+	// placed is where launcher.Resolve placed the process; auto is its
+	// note on a rendezvous derived from the launcher's job id, in flags
+	// (empty when given).
+	placed launcher.Placement
+	auto   string
 	// serve makes the process the parameter server of an asynchronous
 	// scheme, listening on listen.
 	serve bool
@@ -51,37 +50,22 @@ func (g *groupFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.listen, "listen", "127.0.0.1:0", "`HOST:PORT` for this rank's data connections (loopback unless told otherwise; 0.0.0.0:0 for multi-host)")
 }
 
-// resolve fills what the flags left unset from the environment: a
-// launcher's (see fromLauncher), then MASTER_ADDR/MASTER_PORT,
-// DSGD_RENDEZVOUS and DSGD_TOKEN.
+// resolve fills what the flags left unset from the environment
+// (launcher.Resolve: a launcher's rank and world, MASTER_ADDR/MASTER_PORT,
+// DSGD_RENDEZVOUS, a loopback rendezvous derived from the job id) and the
+// token from DSGD_TOKEN or --token-file (the job's identity on a derived
+// rendezvous when there is none).
 func (g *groupFlags) resolve(getenv func(string) string) error {
-	if err := g.fromLauncher(getenv); err != nil {
-		return err
+	p, err := launcher.Resolve(launcher.Placement{Rank: g.rank, World: g.world, Rendezvous: g.rendezvous}, getenv)
+	if err != nil {
+		return asFlags(err, trainFlagNames)
 	}
-	if g.rank < 0 || g.world <= 0 {
-		return errors.New("no rank and world size: pass --rank and --world, or run under mpirun, srun, or with RANK and WORLD_SIZE set")
-	}
-	if g.rank >= g.world {
-		return fmt.Errorf("rank %d out of range for a world of %d", g.rank, g.world)
-	}
-	if g.rendezvous == "" {
-		if a, p := getenv("MASTER_ADDR"), getenv("MASTER_PORT"); a != "" && p != "" {
-			g.rendezvous = net.JoinHostPort(a, p)
-		} else {
-			g.rendezvous = getenv("DSGD_RENDEZVOUS")
-		}
-	}
-	if g.rendezvous == "" && g.world > 1 && g.launcher != nil {
-		if err := g.loopbackRendezvous(); err != nil {
-			return err
-		}
-	}
-	if g.rendezvous == "" && g.world > 1 {
-		return errors.New("no rendezvous address: pass --rendezvous HOST:PORT, or set MASTER_ADDR and MASTER_PORT (or DSGD_RENDEZVOUS)")
-	}
-	var err error
+	g.rank, g.world, g.rendezvous, g.placed = p.Rank, p.World, p.Rendezvous, p
+	g.auto = trainFlagNames.Replace(p.Derived)
 	g.token, err = resolveToken(g.token, g.tokenFile, getenv)
-	g.jobToken()
+	if g.token == "" {
+		g.token = p.JobToken()
+	}
 	return err
 }
 
@@ -96,7 +80,7 @@ func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Dura
 	cfg.Rank, cfg.Size, cfg.Rendezvous, cfg.ModelHash, cfg.Timeout = g.rank, g.world, g.rendezvous, hash, timeout
 	ep, err := tcp.Connect(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("rank %d of %d joining %s: %w%s", g.rank, g.world, g.rendezvous, err, g.autoHint())
+		return nil, fmt.Errorf("rank %d of %d joining %s: %w%s", g.rank, g.world, g.rendezvous, err, trainFlagNames.Replace(g.placed.Hint()))
 	}
 	return ep, nil
 }
