@@ -240,10 +240,7 @@ func (f *trainFlags) schemeName() string {
 	if *f.scheme != "" {
 		return *f.scheme
 	}
-	if *f.workers > 1 {
-		return "sync-tree"
-	}
-	return "seq"
+	return scheme.DefaultName(*f.workers)
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {

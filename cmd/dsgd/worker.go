@@ -16,6 +16,7 @@ import (
 	"dsgd/comm/transport/tcp"
 	"dsgd/internal/launcher"
 	"dsgd/protocol/scheme"
+	"dsgd/training/job"
 	"dsgd/training/launch"
 )
 
@@ -132,7 +133,7 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
 		return errUsage
 	}
-	if name == "ps" && centerScheme(*f.scheme, *f.workers) {
+	if name == "ps" && job.CenterOnly(*f.scheme, *f.workers) {
 		if *f.workers < 1 {
 			fmt.Fprintf(stderr, "dsgd ps: --scheme %s needs --workers N\n", *f.scheme)
 			return errUsage
@@ -153,38 +154,16 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
 		return errUsage
 	}
-	if f.elastic.on() {
-		if *f.elastic.coordinator == "" {
-			fmt.Fprintf(stderr, "dsgd %s: --elastic needs --elastic-coordinator HOST:PORT, the group's coordinator (dsgd train --transport tcp --elastic prints it)\n", name)
-			return errUsage
-		}
-		// The coordinator places the worker; a joiner starts as one of one.
-		if g.rank < 0 || g.world <= 0 {
-			// sync-ps's server rank comes on top of the workers.
-			g.rank, g.world = 0, max(*f.workers, 1)+scheme.Config{Name: f.schemeName(), Variant: *f.variant}.Ranks()
-		}
-		if g.rendezvous == "" {
-			g.rendezvous = "-" // each generation's comes from the coordinator
-		}
+	if f.elastic.on() && *f.elastic.coordinator == "" {
+		fmt.Fprintf(stderr, "dsgd %s: --elastic needs --elastic-coordinator HOST:PORT, the group's coordinator (dsgd train --transport tcp --elastic prints it)\n", name)
+		return errUsage
 	}
-	if centerScheme(*f.scheme, *f.workers) && g.rendezvous == "" {
-		g.rendezvous = "-" // the workers meet at the center, not at a rendezvous
+	sc, p, err := job.RankDefaults(f.schemeGiven(), launcher.Placement{Rank: g.rank, World: g.world, Rendezvous: g.rendezvous}, f.elastic.on(), name == "ps")
+	if err != nil {
+		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, asFlags(err, trainFlagNames))
+		return errUsage
 	}
-	if name == "ps" {
-		if *f.scheme == "" {
-			*f.scheme = "sync-ps"
-		}
-		if in, _ := scheme.Lookup(*f.scheme); !in.ServerUpdates {
-			fmt.Fprintf(stderr, "dsgd ps: --scheme %s has no parameter server rank to run (sync-ps has one; the asynchronous schemes serve a center)\n", *f.scheme)
-			return errUsage
-		}
-		if g.world == 0 && *f.workers > 1 {
-			g.world = *f.workers + 1
-		}
-		if g.rank < 0 && g.world > 0 {
-			g.rank = g.world - 1
-		}
-	}
+	*f.scheme, g.rank, g.world, g.rendezvous = sc.Name, p.Rank, p.World, p.Rendezvous
 	if *f.transport == "mpi" || *f.algo == allreduceMPI {
 		if err := g.joinMPI(&f); err != nil {
 			fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
@@ -197,26 +176,19 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	if g.auto != "" && g.rank == 0 {
 		fmt.Fprint(stdout, g.auto)
 	}
-	// The world size fixes the worker count: every rank, or all but the
-	// server under sync-ps.
-	ws := g.world
-	// The server, or sync-easgd's separate master, is the last rank: the
-	// ranks of a scheme of no workers are its servers.
-	ws -= scheme.Config{Name: f.schemeName(), Variant: *f.variant}.Ranks()
-	if *f.workers > 1 && *f.workers != ws {
-		fmt.Fprintf(stderr, "dsgd %s: --workers %d disagrees with a world of %d ranks under %s\n", name, *f.workers, g.world, f.schemeName())
+	// The world size fixes the worker count.
+	if sc, err = job.RankWorkers(f.schemeGiven(), g.world); err != nil {
+		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, asFlags(err, trainFlagNames))
 		return errUsage
 	}
-	*f.workers = max(ws, 1)
-	if *f.scheme == "" && ws > 1 {
-		*f.scheme = "sync-tree"
-	}
+	*f.scheme, *f.workers = sc.Name, sc.Workers
 	return g.finishMPI(execute(ctx, &f, &g, stdout, stderr))
 }
 
-// centerScheme reports whether scheme's workers talk only to a center.
-func centerScheme(name string, workers int) bool {
-	return scheme.Config{Name: name, Workers: max(workers, 1)}.CenterOnly()
+// schemeGiven is the scheme as the flags give it: Name "" and Workers 0
+// when they say none.
+func (f *trainFlags) schemeGiven() scheme.Config {
+	return scheme.Config{Name: *f.scheme, Variant: *f.variant, Workers: *f.workers}
 }
 
 // stripFlag removes -name/--name and its value from args.
