@@ -432,9 +432,8 @@ func (d *runDeps) close() {
 // connect fills d for tr: on a rank of a multi-process group (g), what
 // its scheme talks to (train.Connect: an elastic group's membership and
 // feeds, the center, the group's endpoint), and the hooks that measure
-// and export the run.
+// and export the run (job.Observe).
 func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr *train.Trainer, member *elastic.Member, j *job.Job, pr *prom.Run) error {
-	deps := &d.Deps
 	if g != nil {
 		links := train.Links{
 			Center: func(ctx context.Context, workers int) (center.Center, func(), error) {
@@ -455,21 +454,7 @@ func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr 
 			return err
 		}
 	}
-	if g != nil && deps.Endpoint != nil && tr.SchemeConfig().Info().Outer {
-		// diloco's and streaming-diloco's point is the bytes of their
-		// busiest step: measure it.
-		ep := deps.Endpoint
-		d.peak = metrics.NewPeakStep(func() int64 { return ep.Stats().BytesSent })
-		deps.OnIter = d.peak.Wrap(deps.OnIter)
-	}
-	if pr != nil {
-		deps.OnIter = pr.OnIter(tr.GlobalBatch(), deps.OnIter)
-		deps.OnIterMetrics = pr.OnIterMetrics
-		deps.OnTest = pr.OnTest
-		if deps.Endpoint != nil {
-			pr.RegisterEndpoint(deps.Endpoint)
-		}
-	}
+	d.peak = job.Observe(tr, &d.Deps, pr)
 	if sc := tr.SchemeConfig(); sc.Info().Streaming {
 		// Its fragments need the net's blocks: refuse them before
 		// the header and the first test.
