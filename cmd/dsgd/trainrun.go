@@ -348,20 +348,18 @@ func (f *trainFlags) plan(j *job.Job, cfg *train.Config, stderr io.Writer) error
 }
 
 // member is this rank's membership of an elastic group (nil without
-// --elastic), which marks cfg elastic once the group's refusals pass.
+// --elastic; train.NewMember), which marks cfg elastic.
 func (f *trainFlags) member(g *groupFlags, cfg *train.Config, stderr io.Writer) (*elastic.Member, error) {
 	if g == nil || !f.elastic.on() {
 		return nil, nil
 	}
-	in := cfg.Info()
-	member := &elastic.Member{Prefer: g.rank, Server: in.ServerUpdates && g.rank == g.world-1}
-	var err error
-	if member.TCP, err = g.tcpConfig(*f.compress, *f.shm); err != nil {
+	link, err := g.tcpConfig(*f.compress, *f.shm)
+	if err != nil {
 		return nil, err
 	}
-	member.TCP.Timeout = *f.commTimeout
-	cfg.Elastic = true
-	if err := train.ElasticRefusal(*cfg); err != nil {
+	link.Timeout = *f.commTimeout
+	member, err := train.NewMember(cfg, g.rank, g.world, link)
+	if err != nil {
 		return nil, refuse(stderr, asFlags(err, trainFlagNames))
 	}
 	return member, nil
