@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -319,31 +320,22 @@ func (f *trainFlags) openFiles(files *runFiles, cfg *train.Config, g *groupFlags
 	return nil
 }
 
-// plan sets where a resumed run's data continue, and applies --compress
-// and --reduce to cfg and j (job.PlanCompress, Job.PlanSums), refusing a
-// compressor the run cannot take.
+// plan applies --compress and --reduce to cfg and j (Job.Plan, which
+// also makes a resumed run's data continue where its snapshot stopped),
+// refusing what the run cannot take.
 func (f *trainFlags) plan(j *job.Job, cfg *train.Config, stderr io.Writer) error {
-	if cfg.Resume != "" {
-		// The data continue where the snapshot's run stopped.
-		if err := j.ResumeAt(cfg.Resume); err != nil {
-			return err
-		}
-	}
-	if err := job.PlanCompress(cfg, *f.compress, *f.compressWarmup); err != nil {
-		return refuse(stderr, asFlags(err, trainFlagNames))
-	}
 	bounds := ""
 	if f.elastic.on() {
 		bounds = *f.elastic.bounds
 	}
-	note, err := j.PlanSums(cfg, job.Sums{Reduce: *f.reduce, Atom: *f.atom, Elastic: bounds, Compress: *f.compress})
+	note, err := j.Plan(cfg, job.Sums{Reduce: *f.reduce, Atom: *f.atom, Elastic: bounds, Compress: *f.compress}, *f.compressWarmup)
+	if refused, ok := errors.AsType[*job.RefusedError](err); ok {
+		return refuse(stderr, asFlags(refused.Err, trainFlagNames))
+	}
 	if err != nil {
-		return refuse(stderr, asFlags(err, trainFlagNames))
+		return err
 	}
 	f.reduceNote = trainFlagNames.Replace(note)
-	if err := train.CompressRefusal(*cfg); err != nil {
-		return refuse(stderr, asFlags(err, trainFlagNames))
-	}
 	return nil
 }
 
