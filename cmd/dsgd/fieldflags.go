@@ -5,7 +5,7 @@ import "strings"
 // The libraries name the run's settings by their Config fields
 // ("Config.Compress bf16 with Config.Workers 1"; train's, and the token
 // of rpc's and tcp's, the store of ps's, centernet's DialConfig and
-// ServeConfig, training/job's Options and Sums, internal/launcher's
+// ServeConfig, training/job's Options, Sums and Files, internal/launcher's
 // Placement); the command prints the flags that set them ("--compress
 // bf16 with --workers 1"). fieldFlags maps each field (or a phrase of field and value, listed before the
 // field alone) to its flag, the phrases worded as the command said them
@@ -51,6 +51,9 @@ var fieldFlags = []string{
 	"Placement.Rendezvous", "--rendezvous",
 	"Placement.Rank", "--rank",
 	"Placement.World", "--world",
+	"Files.Metrics", "--metrics",
+	"Files.Log", "--log",
+	"Files.Timeline", "--timeline",
 	"Options.Model", "--model",
 	"Options.Net", "--net",
 	"Options.Solver", "--solver",

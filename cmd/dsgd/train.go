@@ -13,7 +13,6 @@ import (
 
 	"dsgd/protocol/center"
 	"dsgd/protocol/scheme"
-	"dsgd/training/launch"
 	"dsgd/training/train"
 )
 
@@ -207,17 +206,6 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	}
 	cfg.Straggle, err = parseStraggle(*f.straggle, cfg.Workers)
 	return err
-}
-
-// rankPath is where a process of a group writes a per-process file the
-// flags name (--metrics, --timeline): the path itself in a run of one
-// process, else launch.ProcessPath's (PATH.rankN for rank N > 0,
-// PATH.center for dsgd ps serving an asynchronous scheme's center).
-func rankPath(path string, g *groupFlags, rank int) string {
-	if g == nil {
-		return path
-	}
-	return launch.ProcessPath(path, rank, g.serve)
 }
 
 // caffeSpellings maps Caffe's train flags onto ours: -snapshot FILE is

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"time"
 
 	"dsgd/comm/collective"
 	"dsgd/comm/elastic"
@@ -18,7 +16,6 @@ import (
 	"dsgd/training/job"
 	"dsgd/training/metrics"
 	"dsgd/training/prom"
-	"dsgd/training/timeline"
 	"dsgd/training/train"
 )
 
@@ -37,10 +34,10 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return err
 	}
 	rank := g.rankOf()
-	files := &runFiles{}
-	defer files.close()
+	files := &job.RunFiles{}
+	defer files.Close(func(err error) { fmt.Fprintf(stderr, "dsgd: %v\n", asFlags(err, trainFlagNames)) })
 	defer j.Close()
-	if err := f.prepare(j, files, &cfg, g, rank, stderr); err != nil {
+	if err := f.prepare(j, files, &cfg, g, stderr); err != nil {
 		return err
 	}
 	member, err := f.member(g, &cfg, stderr)
@@ -56,7 +53,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	if err := f.check(j, tr, cfg, files.metrics, g, rank, stderr); err != nil {
+	if err := f.check(j, tr, cfg, files, stderr); err != nil {
 		return err
 	}
 	pr, stopProm, err := f.serveProm(ctx, g, rank, stderr)
@@ -76,11 +73,11 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	return f.report(ctx, out, stderr, res, tr, cfg, g, rank, member, d)
 }
 
-// prepare opens the files the flags name for this process (openFiles),
-// plans the run's sums and compression (plan) and opens the job's data
-// for cfg.
-func (f *trainFlags) prepare(j *job.Job, files *runFiles, cfg *train.Config, g *groupFlags, rank int, stderr io.Writer) error {
-	if err := f.openFiles(files, cfg, g, rank, stderr); err != nil {
+// prepare opens the files the flags name for this process
+// (RunFiles.Open), plans the run's sums and compression (plan) and opens
+// the job's data for cfg.
+func (f *trainFlags) prepare(j *job.Job, files *job.RunFiles, cfg *train.Config, g *groupFlags, stderr io.Writer) error {
+	if err := files.Open(cfg, job.Files{Metrics: *f.metrics, Log: *f.log, Timeline: *f.timeline, Center: g != nil && g.serve}); err != nil {
 		return err
 	}
 	if err := f.plan(j, cfg, stderr); err != nil {
@@ -253,73 +250,6 @@ func (f *trainFlags) cpuOnly() string {
 	return ""
 }
 
-// runFiles are the files a run writes beside its output (--metrics,
-// --log, --timeline); close closes them, the last opened first.
-type runFiles struct {
-	metrics *metrics.RecordFile
-	closers []func()
-}
-
-func (r *runFiles) close() {
-	for i := len(r.closers) - 1; i >= 0; i-- {
-		r.closers[i]()
-	}
-}
-
-// openFiles opens the files the flags name for this process (rank of g)
-// and gives them to cfg.
-func (f *trainFlags) openFiles(files *runFiles, cfg *train.Config, g *groupFlags, rank int, stderr io.Writer) error {
-	if *f.metrics != "" {
-		path := rankPath(*f.metrics, g, rank)
-		metricsFile, err := metrics.OpenRecordFile("--metrics", path, cfg.Resume != "")
-		if err != nil {
-			return err
-		}
-		files.metrics = metricsFile
-		files.closers = append(files.closers, func() {
-			if err := metricsFile.Close(); err != nil {
-				fmt.Fprintf(stderr, "dsgd: --metrics %s: %v\n", path, err)
-			}
-		})
-		cfg.Metrics = metricsFile
-		if metrics.IsCSV(*f.metrics) {
-			cfg.MetricsFormat = train.MetricsCSV
-			cfg.MetricsNoHeader = metricsFile.First() != ""
-		}
-	}
-	if *f.log != "" && rank == 0 && (g == nil || !g.serve) {
-		lf, err := metrics.OpenRecordFile("--log", *f.log, cfg.Resume != "")
-		if err != nil {
-			return err
-		}
-		files.closers = append(files.closers, func() {
-			if err := lf.Close(); err != nil {
-				fmt.Fprintf(stderr, "dsgd: --log %s: %v\n", *f.log, err)
-			}
-		})
-		cfg.CaffeLog = lf
-	}
-	if *f.timeline != "" {
-		path := rankPath(*f.timeline, g, rank)
-		tf, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("--timeline: cannot create the trace file: %w", err)
-		}
-		tl := timeline.New(tf, time.Time{})
-		cfg.Timeline = tl
-		files.closers = append(files.closers, func() {
-			err := tl.Close()
-			if cerr := tf.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "dsgd: --timeline %s: the trace is incomplete: %v\n", path, err)
-			}
-		})
-	}
-	return nil
-}
-
 // plan applies --compress and --reduce to cfg and j (Job.Plan, which
 // also makes a resumed run's data continue where its snapshot stopped),
 // refusing what the run cannot take.
@@ -372,19 +302,14 @@ func (f *trainFlags) join(ctx context.Context, member *elastic.Member, tr *train
 // check refuses, before the run, labels past the classes of the layers
 // they feed, a compressor that would compress nothing, and a --metrics
 // CSV file whose header is another run's columns.
-func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, metricsFile *metrics.RecordFile, g *groupFlags, rank int, stderr io.Writer) error {
+func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, files *job.RunFiles, stderr io.Writer) error {
 	if err := j.CheckLabels(tr.Net(), j.Train.Spec, j.Test.Spec); err != nil {
 		return err
 	}
 	if err := train.CompressNothing(tr, cfg, f.m.netFlag()); err != nil {
 		return refuse(stderr, asFlags(err, trainFlagNames))
 	}
-	if cfg.MetricsNoHeader {
-		if want := strings.Join(tr.MetricsColumns(), ","); metricsFile.First() != want {
-			return fmt.Errorf("--metrics %s: the file's CSV header is not this run's columns, so rows cannot be appended to it:\n  file: %s\n  run:  %s\nwrite the metrics to a new file", rankPath(*f.metrics, g, rank), metricsFile.First(), want)
-		}
-	}
-	return nil
+	return files.CheckHeader(cfg, tr.MetricsColumns())
 }
 
 // serveProm serves --metrics-listen where this process reports (one
