@@ -28,10 +28,9 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"unsafe"
 
+	"dsgd/internal/atomicfile"
 	"dsgd/internal/hdf5lock"
 )
 
@@ -56,24 +55,9 @@ func WriteHDF5(path string, names []string, shapes [][]int, vals [][]float32) (e
 			return fmt.Errorf("data: WriteHDF5 %s: dataset %q of shape %v needs %d values, got %d", path, names[i], s, n, len(vals[i]))
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("data: cannot write HDF5 file %s: %w", path, err)
-	}
-	name := tmp.Name()
-	tmp.Close()
-	defer func() {
-		if err != nil {
-			os.Remove(name)
-		}
-	}()
-	if err := writeH5(name, names, shapes, vals); err != nil {
-		return fmt.Errorf("data: writing HDF5 file %s: %w", path, err)
-	}
-	if err := os.Chmod(name, 0o644); err != nil {
-		return fmt.Errorf("data: writing HDF5 file %s: %w", path, err)
-	}
-	if err := os.Rename(name, path); err != nil {
+	if err := atomicfile.WriteByName(path, 0o644, func(tmp string) error {
+		return writeH5(tmp, names, shapes, vals)
+	}); err != nil {
 		return fmt.Errorf("data: writing HDF5 file %s: %w", path, err)
 	}
 	return nil

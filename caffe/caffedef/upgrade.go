@@ -3,11 +3,11 @@ package caffedef
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 
 	"dsgd/caffe/prototxt"
+	"dsgd/internal/atomicfile"
 )
 
 // This file upgrades old Caffe net files in their parsed tree, before the
@@ -362,25 +362,11 @@ func isSolver(m *prototxt.Message) bool {
 	return false
 }
 
-// writeAtomic writes data to path through a temporary file in the same
-// folder, so a failed write never leaves a half-written file.
+// writeAtomic writes data to path whole or not at all. The file is
+// private to its owner (0600), as dsgd upgrade has always written it.
 func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".upgrade-*")
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	name := tmp.Name()
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(name, path)
-	}
-	if werr != nil {
-		os.Remove(name)
-		return fmt.Errorf("config: writing %s: %w", strconv.Quote(path), werr)
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("config: writing %s: %w", strconv.Quote(path), err)
 	}
 	return nil
 }

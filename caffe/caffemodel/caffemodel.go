@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"dsgd/caffe/caffepb"
 	"dsgd/engine/model"
+	"dsgd/internal/atomicfile"
 )
 
 // Blob is one weight blob of a layer.
@@ -207,30 +207,9 @@ func Write(path string, n *Net) error {
 	return writeAtomic(path, b)
 }
 
-func writeAtomic(path string, b []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("caffemodel: cannot write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("caffemodel: writing %s: %w", path, err)
-	}
-	if _, err = f.Write(b); err != nil {
-		return fmt.Errorf("caffemodel: writing %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("caffemodel: writing %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("caffemodel: writing %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
+// writeAtomic writes b to path whole or not at all, readable by all.
+func writeAtomic(path string, b []byte) error {
+	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("caffemodel: writing %s: %w", path, err)
 	}
 	return nil

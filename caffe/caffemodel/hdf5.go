@@ -126,6 +126,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"dsgd/internal/atomicfile"
 	"dsgd/internal/hdf5lock"
 )
 
@@ -145,50 +146,37 @@ func h5Name(name string) error {
 // writeH5 creates path through a temporary file beside it, calls fill
 // with the open file and renames the result into place: a failure leaves
 // no partial file.
-func writeH5(path string, fill func(f C.hid_t) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("caffemodel: cannot write %s: %w", path, err)
-	}
-	name := tmp.Name()
-	tmp.Close()
-	defer func() {
-		if err != nil {
-			os.Remove(name)
+func writeH5(path string, fill func(f C.hid_t) error) error {
+	err := atomicfile.WriteByName(path, 0o644, func(name string) error {
+		hdf5lock.Lock()
+		defer hdf5lock.Unlock()
+		C.cm_quiet()
+		cname := cstr(name)
+		f := C.cm_create(cname)
+		free(cname)
+		if f < 0 {
+			return errCreate
 		}
-	}()
-	hdf5lock.Lock()
-	C.cm_quiet()
-	cname := cstr(name)
-	f := C.cm_create(cname)
-	free(cname)
-	if f < 0 {
-		hdf5lock.Unlock()
+		err := fill(f)
+		if C.H5Fclose(f) < 0 && err == nil {
+			err = errors.New("closing the file failed")
+		}
+		if err != nil {
+			return fmt.Errorf("%w%s", err, diskFull(filepath.Dir(path)))
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errCreate):
 		return fmt.Errorf("caffemodel: cannot create HDF5 file %s", path)
-	}
-	err = fill(f)
-	if C.H5Fclose(f) < 0 && err == nil {
-		err = errors.New("closing the file failed")
-	}
-	hdf5lock.Unlock()
-	if err != nil {
-		return fmt.Errorf("caffemodel: writing %s: %w%s", path, err, diskFull(filepath.Dir(path)))
-	}
-	if err = os.Chmod(name, 0o644); err != nil {
-		return fmt.Errorf("caffemodel: writing %s: %w", path, err)
-	}
-	if fh, err2 := os.Open(name); err2 == nil {
-		err = fh.Sync()
-		fh.Close()
-		if err != nil {
-			return fmt.Errorf("caffemodel: writing %s: %w", path, err)
-		}
-	}
-	if err = os.Rename(name, path); err != nil {
+	case err != nil:
 		return fmt.Errorf("caffemodel: writing %s: %w", path, err)
 	}
 	return nil
 }
+
+// errCreate is writeH5's "libhdf5 could not create the file".
+var errCreate = errors.New("cannot create")
 
 // diskFull says why an HDF5 write most likely failed when the file system
 // of dir is (nearly) full: libhdf5's errors carry no errno, so "cannot

@@ -5,9 +5,9 @@ import "strings"
 // The libraries name the run's settings by their Config fields
 // ("Config.Compress bf16 with Config.Workers 1"; train's, and the token
 // of rpc's and tcp's, the store of ps's, centernet's DialConfig and
-// ServeConfig, training/job's Options and Sums); the command prints the
-// flags that set them ("--compress bf16 with --workers 1"). fieldFlags
-// maps each field (or a phrase of field and value, listed before the
+// ServeConfig, training/job's Options, Sums and Files, internal/launcher's
+// Placement); the command prints the flags that set them ("--compress
+// bf16 with --workers 1"). fieldFlags maps each field (or a phrase of field and value, listed before the
 // field alone) to its flag, the phrases worded as the command said them
 // before the libraries named fields; a replacer takes the first entry
 // that matches at each point of the message.
@@ -44,6 +44,16 @@ var fieldFlags = []string{
 	"DialConfig.Store", "--store",
 	"ServeConfig.Store", "--store",
 	"ServeConfig.Shard", "--shard",
+	"set Placement.Rank and Placement.World", "pass --rank and --world",
+	"set Placement.Rendezvous to HOST:PORT (an address of rank 0's host that every rank reaches) with a listen address every rank reaches and a shared token",
+	"pass --rendezvous HOST:PORT (an address of rank 0's host that every rank reaches), --listen 0.0.0.0:0 and a shared secret in DSGD_TOKEN (mpirun -x DSGD_TOKEN; srun passes the environment)",
+	"set Placement.Rendezvous to", "pass --rendezvous",
+	"Placement.Rendezvous", "--rendezvous",
+	"Placement.Rank", "--rank",
+	"Placement.World", "--world",
+	"Files.Metrics", "--metrics",
+	"Files.Log", "--log",
+	"Files.Timeline", "--timeline",
 	"Options.Model", "--model",
 	"Options.Net", "--net",
 	"Options.Solver", "--solver",

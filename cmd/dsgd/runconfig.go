@@ -30,10 +30,10 @@ type runRecord struct {
 
 // record returns the run configuration of f's run to store in its
 // snapshots: every flag given on the command line but those of
-// notRecorded, and the scheme and worker count (and batch, when dsgd chose
-// them itself) as the run used them, and transport when it is not "" (a
-// rank of a multi-process run, whose --transport the launcher stripped).
-func (f *trainFlags) record(scheme string, workers, autoBatch int, transport string) []byte {
+// notRecorded, and the scheme and worker count as the run used them, and
+// transport when it is not "" (a rank of a multi-process run, whose
+// --transport the launcher stripped).
+func (f *trainFlags) record(scheme string, workers int, transport string) []byte {
 	r := runRecord{Version: 1, Flags: map[string]string{}}
 	if f.fs != nil {
 		f.fs.Visit(func(fl *flag.Flag) {
@@ -45,9 +45,6 @@ func (f *trainFlags) record(scheme string, workers, autoBatch int, transport str
 	r.Flags["scheme"], r.Flags["workers"] = scheme, strconv.Itoa(workers)
 	if transport != "" {
 		r.Flags["transport"] = transport
-	}
-	if autoBatch > 0 {
-		r.Flags["batch"] = strconv.Itoa(autoBatch)
 	}
 	b, _ := json.Marshal(r) // strings only: cannot fail
 	return b

@@ -13,7 +13,6 @@ import (
 
 	"dsgd/protocol/center"
 	"dsgd/protocol/scheme"
-	"dsgd/training/launch"
 	"dsgd/training/train"
 )
 
@@ -209,17 +208,6 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	return err
 }
 
-// rankPath is where a process of a group writes a per-process file the
-// flags name (--metrics, --timeline): the path itself in a run of one
-// process, else launch.ProcessPath's (PATH.rankN for rank N > 0,
-// PATH.center for dsgd ps serving an asynchronous scheme's center).
-func rankPath(path string, g *groupFlags, rank int) string {
-	if g == nil {
-		return path
-	}
-	return launch.ProcessPath(path, rank, g.serve)
-}
-
 // caffeSpellings maps Caffe's train flags onto ours: -snapshot FILE is
 // --resume FILE (both given is an error), and -gpu is noted on stderr,
 // since the run trains on the CPU.
@@ -240,10 +228,7 @@ func (f *trainFlags) schemeName() string {
 	if *f.scheme != "" {
 		return *f.scheme
 	}
-	if *f.workers > 1 {
-		return "sync-tree"
-	}
-	return "seq"
+	return scheme.DefaultName(*f.workers)
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {

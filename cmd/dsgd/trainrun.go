@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"time"
 
 	"dsgd/comm/collective"
 	"dsgd/comm/elastic"
@@ -17,7 +16,6 @@ import (
 	"dsgd/training/job"
 	"dsgd/training/metrics"
 	"dsgd/training/prom"
-	"dsgd/training/timeline"
 	"dsgd/training/train"
 )
 
@@ -36,10 +34,10 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 		return err
 	}
 	rank := g.rankOf()
-	files := &runFiles{}
-	defer files.close()
+	files := &job.RunFiles{}
+	defer files.Close(func(err error) { fmt.Fprintf(stderr, "dsgd: %v\n", asFlags(err, trainFlagNames)) })
 	defer j.Close()
-	if err := f.prepare(j, files, &cfg, g, rank, stderr); err != nil {
+	if err := f.prepare(j, files, &cfg, g, stderr); err != nil {
 		return err
 	}
 	member, err := f.member(g, &cfg, stderr)
@@ -55,7 +53,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	if err := f.check(j, tr, cfg, files.metrics, g, rank, stderr); err != nil {
+	if err := f.check(j, tr, cfg, files, stderr); err != nil {
 		return err
 	}
 	pr, stopProm, err := f.serveProm(ctx, g, rank, stderr)
@@ -75,11 +73,11 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	return f.report(ctx, out, stderr, res, tr, cfg, g, rank, member, d)
 }
 
-// prepare opens the files the flags name for this process (openFiles),
-// plans the run's sums and compression (plan) and opens the job's data
-// for cfg.
-func (f *trainFlags) prepare(j *job.Job, files *runFiles, cfg *train.Config, g *groupFlags, rank int, stderr io.Writer) error {
-	if err := f.openFiles(files, cfg, g, rank, stderr); err != nil {
+// prepare opens the files the flags name for this process
+// (RunFiles.Open), plans the run's sums and compression (plan) and opens
+// the job's data for cfg.
+func (f *trainFlags) prepare(j *job.Job, files *job.RunFiles, cfg *train.Config, g *groupFlags, stderr io.Writer) error {
+	if err := files.Open(cfg, job.Files{Metrics: *f.metrics, Log: *f.log, Timeline: *f.timeline, Center: g != nil && g.serve}); err != nil {
 		return err
 	}
 	if err := f.plan(j, cfg, stderr); err != nil {
@@ -144,7 +142,6 @@ func refuse(stderr io.Writer, err error) error {
 func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer) (cfg train.Config, autoNote string, err error) {
 	m := &f.m
 	sd := j.Solver
-	autoBatch := 0
 	if *f.workers == 0 {
 		*f.workers = 1
 		if *f.scheme == "" {
@@ -207,7 +204,7 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 	if g != nil && g.mpi == nil {
 		transport = "tcp"
 	}
-	cfg.Run = f.record(cfg.Name, cfg.Workers, autoBatch, transport)
+	cfg.Run = f.record(cfg.Name, cfg.Workers, transport)
 	switch {
 	case *f.bucketKiB < -1:
 		fmt.Fprintf(stderr, "dsgd train: --bucket must not be negative, got %d\n", *f.bucketKiB)
@@ -253,116 +250,38 @@ func (f *trainFlags) cpuOnly() string {
 	return ""
 }
 
-// runFiles are the files a run writes beside its output (--metrics,
-// --log, --timeline); close closes them, the last opened first.
-type runFiles struct {
-	metrics *metrics.RecordFile
-	closers []func()
-}
-
-func (r *runFiles) close() {
-	for i := len(r.closers) - 1; i >= 0; i-- {
-		r.closers[i]()
-	}
-}
-
-// openFiles opens the files the flags name for this process (rank of g)
-// and gives them to cfg.
-func (f *trainFlags) openFiles(files *runFiles, cfg *train.Config, g *groupFlags, rank int, stderr io.Writer) error {
-	if *f.metrics != "" {
-		path := rankPath(*f.metrics, g, rank)
-		metricsFile, err := metrics.OpenRecordFile("--metrics", path, cfg.Resume != "")
-		if err != nil {
-			return err
-		}
-		files.metrics = metricsFile
-		files.closers = append(files.closers, func() {
-			if err := metricsFile.Close(); err != nil {
-				fmt.Fprintf(stderr, "dsgd: --metrics %s: %v\n", path, err)
-			}
-		})
-		cfg.Metrics = metricsFile
-		if metrics.IsCSV(*f.metrics) {
-			cfg.MetricsFormat = train.MetricsCSV
-			cfg.MetricsNoHeader = metricsFile.First() != ""
-		}
-	}
-	if *f.log != "" && rank == 0 && (g == nil || !g.serve) {
-		lf, err := metrics.OpenRecordFile("--log", *f.log, cfg.Resume != "")
-		if err != nil {
-			return err
-		}
-		files.closers = append(files.closers, func() {
-			if err := lf.Close(); err != nil {
-				fmt.Fprintf(stderr, "dsgd: --log %s: %v\n", *f.log, err)
-			}
-		})
-		cfg.CaffeLog = lf
-	}
-	if *f.timeline != "" {
-		path := rankPath(*f.timeline, g, rank)
-		tf, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("--timeline: cannot create the trace file: %w", err)
-		}
-		tl := timeline.New(tf, time.Time{})
-		cfg.Timeline = tl
-		files.closers = append(files.closers, func() {
-			err := tl.Close()
-			if cerr := tf.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "dsgd: --timeline %s: the trace is incomplete: %v\n", path, err)
-			}
-		})
-	}
-	return nil
-}
-
-// plan sets where a resumed run's data continue, and applies --compress
-// and --reduce to cfg and j (job.PlanCompress, Job.PlanSums), refusing a
-// compressor the run cannot take.
+// plan applies --compress and --reduce to cfg and j (Job.Plan, which
+// also makes a resumed run's data continue where its snapshot stopped),
+// refusing what the run cannot take.
 func (f *trainFlags) plan(j *job.Job, cfg *train.Config, stderr io.Writer) error {
-	if cfg.Resume != "" {
-		// The data continue where the snapshot's run stopped.
-		if err := j.ResumeAt(cfg.Resume); err != nil {
-			return err
-		}
-	}
-	if err := job.PlanCompress(cfg, *f.compress, *f.compressWarmup); err != nil {
-		return refuse(stderr, asFlags(err, trainFlagNames))
-	}
 	bounds := ""
 	if f.elastic.on() {
 		bounds = *f.elastic.bounds
 	}
-	note, err := j.PlanSums(cfg, job.Sums{Reduce: *f.reduce, Atom: *f.atom, Elastic: bounds, Compress: *f.compress})
+	note, err := j.Plan(cfg, job.Sums{Reduce: *f.reduce, Atom: *f.atom, Elastic: bounds, Compress: *f.compress}, *f.compressWarmup)
+	if refused, ok := errors.AsType[*job.RefusedError](err); ok {
+		return refuse(stderr, asFlags(refused.Err, trainFlagNames))
+	}
 	if err != nil {
-		return refuse(stderr, asFlags(err, trainFlagNames))
+		return err
 	}
 	f.reduceNote = trainFlagNames.Replace(note)
-	if err := train.CompressRefusal(*cfg); err != nil {
-		return refuse(stderr, asFlags(err, trainFlagNames))
-	}
 	return nil
 }
 
 // member is this rank's membership of an elastic group (nil without
-// --elastic), which marks cfg elastic once the group's refusals pass.
+// --elastic; train.NewMember), which marks cfg elastic.
 func (f *trainFlags) member(g *groupFlags, cfg *train.Config, stderr io.Writer) (*elastic.Member, error) {
 	if g == nil || !f.elastic.on() {
 		return nil, nil
 	}
-	in := cfg.Info()
-	member := &elastic.Member{Prefer: g.rank, Server: in.ServerUpdates && g.rank == g.world-1}
-	var err error
-	if member.TCP, err = g.tcpConfig(*f.compress, *f.shm); err != nil {
+	link, err := g.tcpConfig(*f.compress, *f.shm)
+	if err != nil {
 		return nil, err
 	}
-	member.TCP.Timeout = *f.commTimeout
-	cfg.Elastic = true
-	if err := train.ElasticRefusal(*cfg); err != nil {
+	link.Timeout = *f.commTimeout
+	member, err := train.NewMember(cfg, g.rank, g.world, link)
+	if err != nil {
 		return nil, refuse(stderr, asFlags(err, trainFlagNames))
 	}
 	return member, nil
@@ -383,19 +302,14 @@ func (f *trainFlags) join(ctx context.Context, member *elastic.Member, tr *train
 // check refuses, before the run, labels past the classes of the layers
 // they feed, a compressor that would compress nothing, and a --metrics
 // CSV file whose header is another run's columns.
-func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, metricsFile *metrics.RecordFile, g *groupFlags, rank int, stderr io.Writer) error {
+func (f *trainFlags) check(j *job.Job, tr *train.Trainer, cfg train.Config, files *job.RunFiles, stderr io.Writer) error {
 	if err := j.CheckLabels(tr.Net(), j.Train.Spec, j.Test.Spec); err != nil {
 		return err
 	}
 	if err := train.CompressNothing(tr, cfg, f.m.netFlag()); err != nil {
 		return refuse(stderr, asFlags(err, trainFlagNames))
 	}
-	if cfg.MetricsNoHeader {
-		if want := strings.Join(tr.MetricsColumns(), ","); metricsFile.First() != want {
-			return fmt.Errorf("--metrics %s: the file's CSV header is not this run's columns, so rows cannot be appended to it:\n  file: %s\n  run:  %s\nwrite the metrics to a new file", rankPath(*f.metrics, g, rank), metricsFile.First(), want)
-		}
-	}
-	return nil
+	return files.CheckHeader(cfg, tr.MetricsColumns())
 }
 
 // serveProm serves --metrics-listen where this process reports (one
@@ -433,9 +347,8 @@ func (d *runDeps) close() {
 // connect fills d for tr: on a rank of a multi-process group (g), what
 // its scheme talks to (train.Connect: an elastic group's membership and
 // feeds, the center, the group's endpoint), and the hooks that measure
-// and export the run.
+// and export the run (job.Observe).
 func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr *train.Trainer, member *elastic.Member, j *job.Job, pr *prom.Run) error {
-	deps := &d.Deps
 	if g != nil {
 		links := train.Links{
 			Center: func(ctx context.Context, workers int) (center.Center, func(), error) {
@@ -456,21 +369,7 @@ func (f *trainFlags) connect(ctx context.Context, d *runDeps, g *groupFlags, tr 
 			return err
 		}
 	}
-	if g != nil && deps.Endpoint != nil && tr.SchemeConfig().Info().Outer {
-		// diloco's and streaming-diloco's point is the bytes of their
-		// busiest step: measure it.
-		ep := deps.Endpoint
-		d.peak = metrics.NewPeakStep(func() int64 { return ep.Stats().BytesSent })
-		deps.OnIter = d.peak.Wrap(deps.OnIter)
-	}
-	if pr != nil {
-		deps.OnIter = pr.OnIter(tr.GlobalBatch(), deps.OnIter)
-		deps.OnIterMetrics = pr.OnIterMetrics
-		deps.OnTest = pr.OnTest
-		if deps.Endpoint != nil {
-			pr.RegisterEndpoint(deps.Endpoint)
-		}
-	}
+	d.peak = job.Observe(tr, &d.Deps, pr)
 	if sc := tr.SchemeConfig(); sc.Info().Streaming {
 		// Its fragments need the net's blocks: refuse them before
 		// the header and the first test.

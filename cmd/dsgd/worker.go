@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"dsgd/comm/transport/tcp"
 	"dsgd/internal/launcher"
 	"dsgd/protocol/scheme"
+	"dsgd/training/job"
 	"dsgd/training/launch"
 )
 
@@ -28,11 +28,11 @@ type groupFlags struct {
 	token       string
 	tokenFile   string
 	listen      string
-	env         string // where rank and world came from, for messages
-	// launcher is what the launcher said (nil without one); auto is the
-	// note on a rendezvous derived from it (empty when given).
-	launcher *launcher.Info
-	auto     string
+	// placed is where launcher.Resolve placed the process; auto is its
+	// note on a rendezvous derived from the launcher's job id, in flags
+	// (empty when given).
+	placed launcher.Placement
+	auto   string
 	// serve makes the process the parameter server of an asynchronous
 	// scheme, listening on listen.
 	serve bool
@@ -51,37 +51,22 @@ func (g *groupFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.listen, "listen", "127.0.0.1:0", "`HOST:PORT` for this rank's data connections (loopback unless told otherwise; 0.0.0.0:0 for multi-host)")
 }
 
-// resolve fills what the flags left unset from the environment: a
-// launcher's (see fromLauncher), then MASTER_ADDR/MASTER_PORT,
-// DSGD_RENDEZVOUS and DSGD_TOKEN.
+// resolve fills what the flags left unset from the environment
+// (launcher.Resolve: a launcher's rank and world, MASTER_ADDR/MASTER_PORT,
+// DSGD_RENDEZVOUS, a loopback rendezvous derived from the job id) and the
+// token from DSGD_TOKEN or --token-file (the job's identity on a derived
+// rendezvous when there is none).
 func (g *groupFlags) resolve(getenv func(string) string) error {
-	if err := g.fromLauncher(getenv); err != nil {
-		return err
+	p, err := launcher.Resolve(launcher.Placement{Rank: g.rank, World: g.world, Rendezvous: g.rendezvous}, getenv)
+	if err != nil {
+		return asFlags(err, trainFlagNames)
 	}
-	if g.rank < 0 || g.world <= 0 {
-		return errors.New("no rank and world size: pass --rank and --world, or run under mpirun, srun, or with RANK and WORLD_SIZE set")
-	}
-	if g.rank >= g.world {
-		return fmt.Errorf("rank %d out of range for a world of %d", g.rank, g.world)
-	}
-	if g.rendezvous == "" {
-		if a, p := getenv("MASTER_ADDR"), getenv("MASTER_PORT"); a != "" && p != "" {
-			g.rendezvous = net.JoinHostPort(a, p)
-		} else {
-			g.rendezvous = getenv("DSGD_RENDEZVOUS")
-		}
-	}
-	if g.rendezvous == "" && g.world > 1 && g.launcher != nil {
-		if err := g.loopbackRendezvous(); err != nil {
-			return err
-		}
-	}
-	if g.rendezvous == "" && g.world > 1 {
-		return errors.New("no rendezvous address: pass --rendezvous HOST:PORT, or set MASTER_ADDR and MASTER_PORT (or DSGD_RENDEZVOUS)")
-	}
-	var err error
+	g.rank, g.world, g.rendezvous, g.placed = p.Rank, p.World, p.Rendezvous, p
+	g.auto = trainFlagNames.Replace(p.Derived)
 	g.token, err = resolveToken(g.token, g.tokenFile, getenv)
-	g.jobToken()
+	if g.token == "" {
+		g.token = p.JobToken()
+	}
 	return err
 }
 
@@ -96,7 +81,7 @@ func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Dura
 	cfg.Rank, cfg.Size, cfg.Rendezvous, cfg.ModelHash, cfg.Timeout = g.rank, g.world, g.rendezvous, hash, timeout
 	ep, err := tcp.Connect(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("rank %d of %d joining %s: %w%s", g.rank, g.world, g.rendezvous, err, g.autoHint())
+		return nil, fmt.Errorf("rank %d of %d joining %s: %w%s", g.rank, g.world, g.rendezvous, err, trainFlagNames.Replace(g.placed.Hint()))
 	}
 	return ep, nil
 }
@@ -148,7 +133,7 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
 		return errUsage
 	}
-	if name == "ps" && centerScheme(*f.scheme, *f.workers) {
+	if name == "ps" && job.CenterOnly(*f.scheme, *f.workers) {
 		if *f.workers < 1 {
 			fmt.Fprintf(stderr, "dsgd ps: --scheme %s needs --workers N\n", *f.scheme)
 			return errUsage
@@ -169,38 +154,16 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
 		return errUsage
 	}
-	if f.elastic.on() {
-		if *f.elastic.coordinator == "" {
-			fmt.Fprintf(stderr, "dsgd %s: --elastic needs --elastic-coordinator HOST:PORT, the group's coordinator (dsgd train --transport tcp --elastic prints it)\n", name)
-			return errUsage
-		}
-		// The coordinator places the worker; a joiner starts as one of one.
-		if g.rank < 0 || g.world <= 0 {
-			// sync-ps's server rank comes on top of the workers.
-			g.rank, g.world = 0, max(*f.workers, 1)+scheme.Config{Name: f.schemeName(), Variant: *f.variant}.Ranks()
-		}
-		if g.rendezvous == "" {
-			g.rendezvous = "-" // each generation's comes from the coordinator
-		}
+	if f.elastic.on() && *f.elastic.coordinator == "" {
+		fmt.Fprintf(stderr, "dsgd %s: --elastic needs --elastic-coordinator HOST:PORT, the group's coordinator (dsgd train --transport tcp --elastic prints it)\n", name)
+		return errUsage
 	}
-	if centerScheme(*f.scheme, *f.workers) && g.rendezvous == "" {
-		g.rendezvous = "-" // the workers meet at the center, not at a rendezvous
+	sc, p, err := job.RankDefaults(f.schemeGiven(), launcher.Placement{Rank: g.rank, World: g.world, Rendezvous: g.rendezvous}, f.elastic.on(), name == "ps")
+	if err != nil {
+		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, asFlags(err, trainFlagNames))
+		return errUsage
 	}
-	if name == "ps" {
-		if *f.scheme == "" {
-			*f.scheme = "sync-ps"
-		}
-		if in, _ := scheme.Lookup(*f.scheme); !in.ServerUpdates {
-			fmt.Fprintf(stderr, "dsgd ps: --scheme %s has no parameter server rank to run (sync-ps has one; the asynchronous schemes serve a center)\n", *f.scheme)
-			return errUsage
-		}
-		if g.world == 0 && *f.workers > 1 {
-			g.world = *f.workers + 1
-		}
-		if g.rank < 0 && g.world > 0 {
-			g.rank = g.world - 1
-		}
-	}
+	*f.scheme, g.rank, g.world, g.rendezvous = sc.Name, p.Rank, p.World, p.Rendezvous
 	if *f.transport == "mpi" || *f.algo == allreduceMPI {
 		if err := g.joinMPI(&f); err != nil {
 			fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
@@ -213,26 +176,19 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	if g.auto != "" && g.rank == 0 {
 		fmt.Fprint(stdout, g.auto)
 	}
-	// The world size fixes the worker count: every rank, or all but the
-	// server under sync-ps.
-	ws := g.world
-	// The server, or sync-easgd's separate master, is the last rank: the
-	// ranks of a scheme of no workers are its servers.
-	ws -= scheme.Config{Name: f.schemeName(), Variant: *f.variant}.Ranks()
-	if *f.workers > 1 && *f.workers != ws {
-		fmt.Fprintf(stderr, "dsgd %s: --workers %d disagrees with a world of %d ranks under %s\n", name, *f.workers, g.world, f.schemeName())
+	// The world size fixes the worker count.
+	if sc, err = job.RankWorkers(f.schemeGiven(), g.world); err != nil {
+		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, asFlags(err, trainFlagNames))
 		return errUsage
 	}
-	*f.workers = max(ws, 1)
-	if *f.scheme == "" && ws > 1 {
-		*f.scheme = "sync-tree"
-	}
+	*f.scheme, *f.workers = sc.Name, sc.Workers
 	return g.finishMPI(execute(ctx, &f, &g, stdout, stderr))
 }
 
-// centerScheme reports whether scheme's workers talk only to a center.
-func centerScheme(name string, workers int) bool {
-	return scheme.Config{Name: name, Workers: max(workers, 1)}.CenterOnly()
+// schemeGiven is the scheme as the flags give it: Name "" and Workers 0
+// when they say none.
+func (f *trainFlags) schemeGiven() scheme.Config {
+	return scheme.Config{Name: *f.scheme, Variant: *f.variant, Workers: *f.workers}
 }
 
 // stripFlag removes -name/--name and its value from args.

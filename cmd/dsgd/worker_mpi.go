@@ -49,7 +49,7 @@ func (g *groupFlags) joinMPI(f *trainFlags) error {
 		ep.Close()
 		return fmt.Errorf("--rank %d --world %d disagree with MPI, which made this rank %d of %d; leave them out under mpirun or srun", g.rank, g.world, ep.Rank(), ep.Size())
 	}
-	g.rank, g.world, g.rendezvous, g.env = ep.Rank(), ep.Size(), "mpi", "MPI"
+	g.rank, g.world, g.rendezvous = ep.Rank(), ep.Size(), "mpi"
 	g.mpi = ep
 	if *f.algo == allreduceMPI {
 		*f.algo = "auto" // what the schedules would have used; MPI picks its own

@@ -12,6 +12,14 @@
 //		addr := fmt.Sprintf("127.0.0.1:%d", info.Port())
 //	}
 //
+// Resolve places a process in its group from what the command said and
+// the environment: the launcher's rank and world size, a rendezvous from
+// MASTER_ADDR/MASTER_PORT or DSGD_RENDEZVOUS, or loopback on the job's
+// port when every rank is on this host; its errors name Placement's
+// fields, which a command maps to its flags.
+//
+//	p, err := launcher.Resolve(launcher.Placement{Rank: -1}, os.Getenv)
+//
 // It is a leaf: it imports no other dsgd package, opens no socket and
 // reads nothing but the environment it is given.
 package launcher

@@ -94,6 +94,15 @@ type Config struct {
 	Broadcast bool
 }
 
+// DefaultName is Config.Name when none is given: sync-tree for several
+// workers, seq for one.
+func DefaultName(workers int) string {
+	if workers > 1 {
+		return "sync-tree"
+	}
+	return "seq"
+}
+
 // DefaultBucket is Config.Bucket when none is given, in float32
 // values: across processes (multiProcess) PyTorch DDP's 1 MiB buckets;
 // in one process 0, every parameter block handed off as soon as it is

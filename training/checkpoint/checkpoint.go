@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 
 	"dsgd/engine/tensor"
+	"dsgd/internal/atomicfile"
 )
 
 const (
@@ -64,15 +65,12 @@ type State struct {
 	Run []byte
 }
 
-// tempPattern is the pattern of Write's temporary files for path.
-func tempPattern(path string) string { return "." + filepath.Base(path) + ".tmp*" }
-
 // CleanTemps removes the temporary files that writes of snapshots
 // matching the glob pattern (a path such as "out/lenet_iter_*.dsgdsnap")
 // left behind when killed mid-write, and returns their names. A run
 // calls it before it starts writing its own.
 func CleanTemps(pattern string) ([]string, error) {
-	stale, err := filepath.Glob(filepath.Join(filepath.Dir(pattern), tempPattern(pattern)))
+	stale, err := filepath.Glob(filepath.Join(filepath.Dir(pattern), atomicfile.TempPattern(pattern)))
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -86,35 +84,15 @@ func CleanTemps(pattern string) ([]string, error) {
 	return removed, nil
 }
 
-// Write atomically writes st to path (see the package comment).
-func Write(path string, st State) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, tempPattern(path))
-	if err != nil {
-		return fmt.Errorf("checkpoint: cannot write snapshot %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
+// Write atomically writes st to path (see the package comment). The file
+// is private to its owner (0600).
+func Write(path string, st State) error {
 	b, err := encodeChecked(st)
 	if err != nil {
 		return err
 	}
-	if _, err = f.Write(b); err != nil {
-		return fmt.Errorf("checkpoint: writing %s: %w", tmp, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("checkpoint: syncing %s: %w", tmp, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("checkpoint: closing %s: %w", tmp, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("checkpoint: renaming %s to %s: %w", tmp, path, err)
+	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("checkpoint: writing snapshot %s: %w", path, err)
 	}
 	return nil
 }

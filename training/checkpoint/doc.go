@@ -25,6 +25,7 @@
 // solver state. Both are read; version 2 is written.
 //
 // Write writes to a temporary file in the destination's directory, syncs
-// it and renames it over the destination, so a crash or a full disk leaves
-// either the old snapshot or the new one, never half of one.
+// it and renames it over the destination (internal/atomicfile), so a crash
+// or a full disk leaves either the old snapshot or the new one, never half
+// of one.
 package checkpoint

@@ -9,6 +9,40 @@ import (
 	"dsgd/training/train"
 )
 
+// RefusedError is a refusal of the settings a run was given (a
+// compressor or sums it cannot take), as opposed to a failure: the
+// command's usage.
+type RefusedError struct{ Err error }
+
+// Error is the refusal's.
+func (e *RefusedError) Error() string { return e.Err.Error() }
+
+// Unwrap is the refusal.
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Plan makes a resumed run's data continue where its snapshot stopped
+// (ResumeAt), then sets cfg's compressor (PlanCompress, with warmup) and
+// sums (PlanSums), refusing a compressor the run cannot take
+// (train.CompressRefusal) before any data is opened. A refusal is a
+// *RefusedError; note is PlanSums'.
+func (j *Job) Plan(cfg *train.Config, s Sums, warmup int) (note string, err error) {
+	if cfg.Resume != "" {
+		if err := j.ResumeAt(cfg.Resume); err != nil {
+			return "", err
+		}
+	}
+	if err := PlanCompress(cfg, s.Compress, warmup); err != nil {
+		return "", &RefusedError{err}
+	}
+	if note, err = j.PlanSums(cfg, s); err != nil {
+		return "", &RefusedError{err}
+	}
+	if err := train.CompressRefusal(*cfg); err != nil {
+		return "", &RefusedError{err}
+	}
+	return note, nil
+}
+
 // PlanCompress sets cfg's gradient compressor from spec (bf16,
 // powersgd:R, topk:F, sign; none and fp16, the tcp wire's encoding, set
 // none) and its warm-up of plain iterations: warmup, or with -1 10% of

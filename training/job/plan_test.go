@@ -1,6 +1,8 @@
 package job
 
 import (
+	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -78,5 +80,45 @@ func TestPlanCompress(t *testing.T) {
 		if err := PlanCompress(&cfg, s, w); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", spec, err, want)
 		}
+	}
+}
+
+// TestPlan: the compressor and the sums are planned in turn, their
+// refusals (and the compressor's clash with the scheme) are
+// *RefusedError, and a snapshot that cannot be read is a plain error.
+func TestPlan(t *testing.T) {
+	j, err := Load(Options{Model: "lenet", Seed: -1, Shuffle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := j.Config()
+	cfg.Name, cfg.Workers = "sync-ring", 2
+	note, err := j.Plan(&cfg, Sums{Reduce: "auto", Compress: "none"}, -1)
+	if err != nil || !strings.Contains(note, "8 atoms of 16 images") || !cfg.Exact {
+		t.Fatalf("sync-ring on 2: note %q, error %v, Exact %v", note, err, cfg.Exact)
+	}
+	for _, tc := range []struct {
+		scheme, compress, reduce string
+		want                     string
+	}{
+		{"sync-ring", "nonsense", "auto", "Config.Compress"},
+		{"sync-ring", "none", "other", `Sums.Reduce "other"`},
+		{"sync-ring", "bf16", "exact", "Config.Exact with Config.Compress bf16"},
+		{"async", "powersgd:2", "fast", "Config.Compress"},
+	} {
+		cfg := j.Config()
+		cfg.Name, cfg.Workers = tc.scheme, 2
+		_, err := j.Plan(&cfg, Sums{Reduce: tc.reduce, Compress: tc.compress}, -1)
+		var refused *RefusedError
+		if !errors.As(err, &refused) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s --compress %s --reduce %s: got %v (%T), want a refusal naming %q", tc.scheme, tc.compress, tc.reduce, err, err, tc.want)
+		}
+	}
+	cfg = j.Config()
+	cfg.Resume = filepath.Join(t.TempDir(), "missing.dsgdsnap")
+	_, err = j.Plan(&cfg, Sums{Reduce: "auto", Compress: "none"}, -1)
+	var refused *RefusedError
+	if err == nil || errors.As(err, &refused) || !strings.Contains(err.Error(), "Config.Resume") {
+		t.Errorf("a missing snapshot: got %v (%T), want a plain error naming Config.Resume", err, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"dsgd/internal/atomicfile"
 	"dsgd/training/timeline"
 )
 
@@ -62,22 +63,14 @@ func mergeTimelines(path string, world int, center bool, stderr io.Writer) {
 	if len(parts) < 2 {
 		return
 	}
-	tmp := path + ".merging"
-	out, err := os.Create(tmp)
+	// A rank that died (an elastic group goes on without it) left its
+	// trace cut short: its events up to then are merged.
 	var notes []string
-	if err == nil {
-		// A rank that died (an elastic group goes on without it) left
-		// its trace cut short: its events up to then are merged.
-		notes, err = timeline.MergeNotes(out, parts)
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) (err error) {
+		notes, err = timeline.MergeNotes(w, parts)
+		return err
+	})
 	if err != nil {
-		os.Remove(tmp)
 		fmt.Fprintf(stderr, "dsgd: warning: --timeline: %v; the per-process traces (%s) are left unmerged\n", err, strings.Join(used, ", "))
 		return
 	}

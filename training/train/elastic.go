@@ -12,6 +12,7 @@ import (
 
 	"dsgd/comm/elastic"
 	"dsgd/comm/transport"
+	"dsgd/comm/transport/tcp"
 	"dsgd/protocol/scheme"
 )
 
@@ -72,6 +73,22 @@ func reformable(ctx context.Context, err error) bool {
 func ElasticScheme(name string) bool {
 	in, err := scheme.Lookup(name)
 	return err == nil && in.Resizable
+}
+
+// NewMember makes rank of a group of world ranks a member of an elastic
+// group for cfg, which it marks elastic, refusing what cannot run
+// elastic (ElasticRefusal); link is what every generation's connection
+// shares. The member asks for its rank in the first generation, and the
+// last rank of a scheme whose server updates is the group's server. The
+// caller sets link's ModelHash (Trainer.LayoutHash) and Client once the
+// trainer is built.
+func NewMember(cfg *Config, rank, world int, link tcp.Config) (*elastic.Member, error) {
+	cfg.Elastic = true
+	if err := ElasticRefusal(*cfg); err != nil {
+		return nil, err
+	}
+	server := cfg.Info().ServerUpdates && rank == world-1
+	return &elastic.Member{Prefer: rank, Server: server, TCP: link}, nil
 }
 
 // ElasticRefusal is why cfg cannot run elastic, naming the Config

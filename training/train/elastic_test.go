@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -228,4 +229,41 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not met within 30s")
+}
+
+// TestNewMember: a member marks its Config elastic, asks for its rank,
+// is the group's server as the last rank of a scheme whose server
+// updates, and is refused where ElasticRefusal refuses.
+func TestNewMember(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		rank, world int
+		group       bool
+		server      bool
+		want        string
+	}{
+		{"sync-ring", 1, 3, true, false, ""},
+		{"sync-ps", 2, 3, true, true, ""},
+		{"sync-ps", 1, 3, true, false, ""},
+		{"sync-ring", 0, 2, false, false, "Config.Elastic needs workers in processes of their own"},
+		{"easgd-rr", 0, 2, true, false, "elastic membership is for the synchronous schemes"},
+	} {
+		cfg := Config{Config: scheme.Config{Name: c.name, Workers: c.world}}
+		if c.group {
+			cfg.Group = &Group{Rank: c.rank, Size: c.world}
+		}
+		m, err := NewMember(&cfg, c.rank, c.world, tcp.Config{Listen: "127.0.0.1:0"})
+		if !cfg.Elastic {
+			t.Errorf("%s: the Config is not marked elastic", c.name)
+		}
+		if c.want != "" {
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s rank %d of %d: got %v, want %q", c.name, c.rank, c.world, err, c.want)
+			}
+			continue
+		}
+		if err != nil || m.Prefer != c.rank || m.Server != c.server || m.TCP.Listen != "127.0.0.1:0" {
+			t.Errorf("%s rank %d of %d: got %+v, %v", c.name, c.rank, c.world, m, err)
+		}
+	}
 }

@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"dsgd/internal/atomicfile"
 )
 
 // ErrorFloor is the smallest test error Plot draws: an error of 0 (100%
@@ -184,36 +184,17 @@ func tickLabel(v float64) string {
 	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
-// writeAtomic writes wt to a temporary file beside path and renames it over
-// path. On error the temporary file is removed.
-func writeAtomic(path string, wt io.WriterTo) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+// writeAtomic writes wt to path whole or not at all; a plot is for
+// everyone to read.
+func writeAtomic(path string, wt io.WriterTo) error {
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := wt.WriteTo(w)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("report: write %s: %w", path, err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-			err = fmt.Errorf("report: write %s: %w", path, err)
-		}
-	}()
-	if _, err = wt.WriteTo(f); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	// CreateTemp makes the file 0600; a plot is for everyone to read.
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
