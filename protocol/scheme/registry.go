@@ -133,14 +133,10 @@ const (
 // catalogue is every scheme, in the order help texts show them.
 var catalogue = slices.Concat(syncFamily, speedoFamily, easgdFamily, shmcaffeFamily)
 
-// Default is the scheme of a Config that names none: one worker, Caffe's
-// own loop.
-const Default = "seq"
-
-// Named is c.Name, or Default when it is empty.
+// Named is c.Name, or DefaultName(c.Workers) when it is empty.
 func (c Config) Named() string {
 	if c.Name == "" {
-		return Default
+		return DefaultName(c.Workers)
 	}
 	return c.Name
 }

@@ -88,16 +88,22 @@ func TestOneSchemeFlags(t *testing.T) {
 	}
 }
 
-// TestNamed: a Config that names no scheme is Default's, which the
-// catalogue knows.
+// TestNamed: a Config that names no scheme is DefaultName's for its
+// workers, which the catalogue knows and which runs that many workers.
 func TestNamed(t *testing.T) {
-	for _, tt := range []struct{ name, want string }{{"", Default}, {"sync-ring", "sync-ring"}} {
-		if got := (Config{Name: tt.name}).Named(); got != tt.want {
-			t.Errorf("Config{Name: %q}.Named() = %q, want %q", tt.name, got, tt.want)
+	for _, tt := range []struct {
+		name    string
+		workers int
+		want    string
+	}{{"", 0, "seq"}, {"", 1, "seq"}, {"", 4, "sync-tree"}, {"sync-ring", 4, "sync-ring"}} {
+		c := Config{Name: tt.name, Workers: tt.workers}
+		if got := c.Named(); got != tt.want {
+			t.Errorf("Config{Name: %q, Workers: %d}.Named() = %q, want %q", tt.name, tt.workers, got, tt.want)
 		}
-	}
-	if _, err := Lookup(Default); err != nil {
-		t.Errorf("Default %q is not in the catalogue: %v", Default, err)
+		in, err := Lookup(c.Named())
+		if err != nil || in.MaxWorkers > 0 && max(tt.workers, 1) > in.MaxWorkers {
+			t.Errorf("the default for %d workers, %s, cannot run them (%v, MaxWorkers %d)", tt.workers, c.Named(), err, in.MaxWorkers)
+		}
 	}
 }
 
