@@ -344,8 +344,10 @@ func UpgradeFile(in, out string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(out, res); err != nil {
-		return nil, err
+	// Whole or not at all, private to its owner (0600), as dsgd upgrade
+	// has always written it.
+	if err := atomicfile.WriteFile(out, res, 0o600); err != nil {
+		return nil, fmt.Errorf("config: writing %s: %w", strconv.Quote(out), err)
 	}
 	return notes, nil
 }
@@ -360,13 +362,4 @@ func isSolver(m *prototxt.Message) bool {
 		}
 	}
 	return false
-}
-
-// writeAtomic writes data to path whole or not at all. The file is
-// private to its owner (0600), as dsgd upgrade has always written it.
-func writeAtomic(path string, data []byte) error {
-	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
-		return fmt.Errorf("config: writing %s: %w", strconv.Quote(path), err)
-	}
-	return nil
 }

@@ -56,8 +56,13 @@ func save(p *plot.Plot, pngPath, svgPath string) error {
 		if err != nil {
 			return fmt.Errorf("report: render %s: %w", f.path, err)
 		}
-		if err := writeAtomic(f.path, wt); err != nil {
+		// Whole or not at all; a plot is for everyone to read.
+		err = atomicfile.Write(f.path, 0o644, func(w io.Writer) error {
+			_, err := wt.WriteTo(w)
 			return err
+		})
+		if err != nil {
+			return fmt.Errorf("report: write %s: %w", f.path, err)
 		}
 	}
 	return nil
@@ -182,19 +187,6 @@ func tickLabel(v float64) string {
 		return ""
 	}
 	return strconv.FormatFloat(r, 'f', -1, 64)
-}
-
-// writeAtomic writes wt to path whole or not at all; a plot is for
-// everyone to read.
-func writeAtomic(path string, wt io.WriterTo) error {
-	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
-		_, err := wt.WriteTo(w)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("report: write %s: %w", path, err)
-	}
-	return nil
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
