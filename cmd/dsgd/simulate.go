@@ -167,11 +167,11 @@ func (f *simFlags) config(ps []int) (study.Config, error) {
 		Uniform: flagGiven(f.fs, "params", "compute-ms"), Params: *f.params, Layers: *f.layers, ComputeMS: *f.computeMS,
 		Job: f.m.options(), Threads: f.m.threads, Calibrate: *f.calibrate,
 		Iters: *f.iters, Warmup: *f.warmup, Seed: 1, Timeline: *f.timeline,
-		Pack: *f.pack, BucketKiB: *f.bucketKiB, Interval: *f.interval, OuterInterval: *f.interval,
+		Pack: *f.pack, BucketKiB: *f.bucketKiB, Interval: *f.interval,
 		Staleness: *f.staleness, Variant: *f.variant, Groups: *f.groups, Alpha: *f.alpha, OuterMomentum: *f.outerMomentum,
 		RoundDeadline: *f.roundDeadline, Compress: *f.compress, CompressWarmup: *f.compressWarmup, Cores: *f.cores, Repeat: *f.repeat}
-	if !flagGiven(f.fs, "interval") {
-		c.OuterInterval = scheme.DefaultOuterInterval // as dsgd train
+	if flagGiven(f.fs, "interval") {
+		c.OuterInterval = *f.interval // else study's default, as dsgd train's
 	}
 	if f.m.seed >= 0 {
 		c.Seed = uint64(f.m.seed)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -158,33 +157,21 @@ func parseStraggle(s string, workers int) (*train.Straggler, error) {
 // asyncConfig applies the asynchronous schemes' flags to cfg.
 func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	var err error
-	cfg.Interval, cfg.Staleness, cfg.Variant, cfg.RoundDeadline = *f.interval, *f.staleness, *f.variant, *f.roundDeadline
+	cfg.Staleness, cfg.Variant, cfg.RoundDeadline = *f.staleness, *f.variant, *f.roundDeadline
 	cfg.MaxUpdateNorm = *f.maxUpdateNorm
-	if *f.interval < 1 {
-		return fmt.Errorf("--interval must be at least 1, got %d", *f.interval)
-	}
-	in := cfg.Info()
-	if in.Outer && !flagGiven(f.fs, "interval", "update-interval") {
-		cfg.Interval = scheme.DefaultOuterInterval
-	}
 	if cfg.Finish, err = center.ParseFinish(*f.finish); err != nil {
 		return fmt.Errorf("--finish: %w", err)
 	}
-	cfg.Groups = *f.groups
-	if cfg.Groups == 0 {
-		cfg.Groups = scheme.DefaultGroups(cfg.Workers, f.elastic.on())
+	opts := scheme.Options{Alpha: *f.alpha, Rho: *f.rho, LR: cfg.Solver.BaseLR, Groups: *f.groups,
+		OuterMomentum: *f.outerMomentum, Resizable: f.elastic.on()}
+	if flagGiven(f.fs, "interval", "update-interval") {
+		opts.Interval = *f.interval // validate refused one below 1
 	}
-	alpha := *f.alpha
-	switch {
-	case *f.rho > 0 && alpha > 0:
-		return errors.New("--alpha and --rho both set; give one (alpha = base_lr * rho)")
-	case *f.rho > 0:
-		alpha = cfg.Solver.BaseLR * *f.rho
-	case alpha == 0:
-		alpha = cfg.Info().DefaultAlphaFor(cfg.Workers, cfg.Groups, f.elastic.on())
+	note, err := opts.Resolve(&cfg.Config)
+	if err != nil {
+		return asFlags(err, trainFlagNames)
 	}
-	cfg.Alpha = float32(alpha)
-	cfg.OuterMomentum = float32(*f.outerMomentum)
+	in := cfg.Info()
 	if err := f.streaming.apply(f.fs, in.Streaming, &cfg.Fragments, &cfg.Overlap, &cfg.Mix, &cfg.OuterBits); err != nil {
 		return err
 	}
@@ -193,8 +180,8 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 		// floats would change their bits.
 		return fmt.Errorf("--outer-bits %d with --compress %s: the quantised pseudo-gradients travel as packed codes, which a float encoding on the wire would corrupt; give one of them", cfg.OuterBits, *f.compress)
 	}
-	if cfg.Info().Outer {
-		f.note += fmt.Sprintf("dsgd: %s: every %d iterations (--interval) the workers' mean pseudo-gradient takes an outer Nesterov SGD step, lr %g (--alpha), momentum %g (--outer-momentum); the solver is the inner optimizer\n", cfg.Name, max(cfg.Interval, 1), alpha, *f.outerMomentum)
+	if note != "" {
+		f.note += "dsgd: " + trainFlagNames.Replace(note) + "\n"
 	}
 	switch {
 	case *f.momentum >= 0:

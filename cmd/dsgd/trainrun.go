@@ -205,15 +205,7 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 		transport = "tcp"
 	}
 	cfg.Run = f.record(cfg.Name, cfg.Workers, transport)
-	switch {
-	case *f.bucketKiB < -1:
-		fmt.Fprintf(stderr, "dsgd train: --bucket must not be negative, got %d\n", *f.bucketKiB)
-		return cfg, "", errUsage
-	case *f.bucketKiB >= 0:
-		cfg.Bucket = *f.bucketKiB << 10 / 4
-	default:
-		cfg.Bucket = scheme.DefaultBucket(g != nil)
-	}
+	cfg.Bucket = scheme.BucketOf(*f.bucketKiB, g != nil) // validate refused one below -1
 	cfg.TimeBudget = *f.timeBudget
 	if err := f.asyncConfig(&cfg); err != nil {
 		fmt.Fprintf(stderr, "dsgd train: %v\n", err)

@@ -61,7 +61,8 @@ type Config struct {
 	BucketKiB int
 	// Interval is the asynchronous schemes' iterations between exchanges
 	// with the center, and local-sgd's inner steps; OuterInterval is
-	// diloco's and streaming-diloco's inner steps between averages.
+	// diloco's and streaming-diloco's inner steps between averages (0:
+	// scheme.DefaultOuterInterval, as dsgd train's).
 	Interval, OuterInterval int
 	// Staleness is ssp's bound; Variant sync-easgd's (1, 2 or 3);
 	// Groups hybrid's synchronous groups (0: 2, or 1 for an odd count).
@@ -189,15 +190,16 @@ func (c Config) compression() (*sim.Compression, error) {
 // schemeConfig is the scheme config of one run, with train's defaults
 // for the moving rate and hybrid's groups.
 func (c Config) schemeConfig(name string, workers int, layout scheme.Layout, iters int) scheme.Config {
-	bucket, bucketSet := scheme.DefaultBucket(true), false // across processes, as dsgd train
-	if c.BucketKiB >= 0 {
-		bucket, bucketSet = c.BucketKiB<<10/4, true
-	}
-	sc := scheme.Config{Name: name, Workers: workers, MaxIter: iters, Pack: c.Pack, Layout: layout, Bucket: bucket,
-		Interval: c.Interval, Staleness: c.Staleness, Variant: c.Variant, Groups: c.Groups}
+	bucketSet := c.BucketKiB >= 0
+	sc := scheme.Config{Name: name, Workers: workers, MaxIter: iters, Pack: c.Pack, Layout: layout,
+		Bucket:    scheme.BucketOf(c.BucketKiB, true), // across processes, as dsgd train
+		Staleness: c.Staleness, Variant: c.Variant}
+	opts := scheme.Options{Alpha: c.Alpha, Groups: c.Groups, Interval: c.Interval, OuterMomentum: c.OuterMomentum}
 	if sc.Info().Outer {
-		sc.Interval = c.OuterInterval
+		opts.Interval = c.OuterInterval
 	}
+	// Options' only refusal is Alpha with Rho, which a study has not.
+	_, _ = opts.Resolve(&sc)
 	if c.oneProcess && workers > 1 {
 		// Every rank in one process, as dsgd train's default: overlap
 		// reduces through TRL's shared accumulator, layer by layer
@@ -207,15 +209,6 @@ func (c Config) schemeConfig(name string, workers int, layout scheme.Layout, ite
 			sc.Bucket = 0
 		}
 	}
-	if sc.Groups == 0 {
-		sc.Groups = scheme.DefaultGroups(workers, false)
-	}
-	a := c.Alpha
-	if a == 0 {
-		a = sc.Info().DefaultAlpha(workers, sc.Groups)
-	}
-	sc.Alpha = float32(a)
-	sc.OuterMomentum = float32(c.OuterMomentum)
 	if sc.Info().Streaming {
 		sc.Fragments, sc.Overlap, sc.Mix, sc.OuterBits = c.Fragments, c.Overlap, c.Mix, c.OuterBits
 	}
