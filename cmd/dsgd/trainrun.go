@@ -102,14 +102,10 @@ func (f *trainFlags) build(ctx context.Context, cfg train.Config, member *elasti
 }
 
 // serve runs the parameter server of a center scheme (dsgd ps) for
-// cfg: its center is built from the run's train.Start, the weights a
-// Trainer would start from, with no Trainer.
+// cfg: its center is built from the run's start (Job.NewStart).
 func (f *trainFlags) serve(ctx context.Context, j *job.Job, cfg train.Config, g *groupFlags, rank int, stdout, stderr io.Writer) error {
-	st, err := train.NewStart(cfg)
+	st, err := j.NewStart(cfg)
 	if err != nil {
-		return err
-	}
-	if err := j.CheckLabels(st.Net(), j.Train.Spec, j.Test.Spec); err != nil {
 		return err
 	}
 	pr, stopProm, err := f.serveProm(ctx, g, rank, stderr)

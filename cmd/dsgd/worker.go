@@ -48,7 +48,7 @@ func (g *groupFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.rendezvous, "rendezvous", "", "`HOST:PORT` where rank 0 gathers the group (default: MASTER_ADDR:MASTER_PORT, or DSGD_RENDEZVOUS)")
 	fs.StringVar(&g.token, "token", "", tokenUsage)
 	fs.StringVar(&g.tokenFile, "token-file", "", tokenFileUsage)
-	fs.StringVar(&g.listen, "listen", "127.0.0.1:0", "`HOST:PORT` for this rank's data connections (loopback unless told otherwise; 0.0.0.0:0 for multi-host)")
+	fs.StringVar(&g.listen, "listen", tcp.DefaultListen, "`HOST:PORT` for this rank's data connections (loopback unless told otherwise; 0.0.0.0:0 for multi-host)")
 }
 
 // resolve fills what the flags left unset from the environment
@@ -134,14 +134,12 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		return errUsage
 	}
 	if name == "ps" && job.CenterOnly(*f.scheme, *f.workers) {
-		if *f.workers < 1 {
-			fmt.Fprintf(stderr, "dsgd ps: --scheme %s needs --workers N\n", *f.scheme)
+		p, listen, err := job.CenterPlacement(f.schemeGiven(), g.listen)
+		if err != nil {
+			fmt.Fprintf(stderr, "dsgd ps: %v\n", asFlags(err, trainFlagNames))
 			return errUsage
 		}
-		g.rank, g.world, g.serve = 0, *f.workers, true
-		if g.listen == "127.0.0.1:0" {
-			g.listen = "127.0.0.1:7077"
-		}
+		g.rank, g.world, g.listen, g.serve = p.Rank, p.World, listen, true
 		tok, err := resolveToken(g.token, g.tokenFile, os.Getenv)
 		if err != nil {
 			fmt.Fprintf(stderr, "dsgd ps: %v\n", err)

@@ -560,6 +560,21 @@ func dummyFillers(fs []caffedef.Filler) []data.DummyFiller {
 	return out
 }
 
+// NewStart is the run's train.Start for cfg (train.NewStart), the
+// weights a Trainer would start from, with its net's labels checked
+// against the job's data (CheckLabels): what the server of a center
+// scheme (dsgd ps) builds its center from, with no Trainer.
+func (j *Job) NewStart(cfg train.Config) (*train.Start, error) {
+	st, err := train.NewStart(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := j.CheckLabels(st.Net(), j.Train.Spec, j.Test.Spec); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
 // CheckLabels refuses, before training, a data set whose labels reach
 // past the classes of a loss or accuracy layer they feed (which would
 // stop the run mid-way), naming the data layer, its source and the layer.

@@ -3,6 +3,7 @@ package job
 import (
 	"fmt"
 
+	"dsgd/comm/transport/tcp"
 	"dsgd/internal/launcher"
 	"dsgd/protocol/scheme"
 )
@@ -85,4 +86,23 @@ func named(sc scheme.Config) string {
 		return sc.Name
 	}
 	return scheme.DefaultName(sc.Workers)
+}
+
+// DefaultCenterListen is where the server of a center-only scheme (dsgd
+// ps) serves when its rank was left on tcp.DefaultListen (any loopback
+// port): a fixed port, which its workers can be told.
+const DefaultCenterListen = "127.0.0.1:7077"
+
+// CenterPlacement places the server of center-only scheme sc (dsgd ps,
+// CenterOnly): rank 0 of a world of sc.Workers ranks, serving on listen,
+// DefaultCenterListen for tcp.DefaultListen. It refuses sc with no
+// Workers (its center waits for every worker), naming Config's fields.
+func CenterPlacement(sc scheme.Config, listen string) (launcher.Placement, string, error) {
+	if sc.Workers < 1 {
+		return launcher.Placement{}, "", fmt.Errorf("Config.Name %s needs Config.Workers N", sc.Name)
+	}
+	if listen == tcp.DefaultListen {
+		listen = DefaultCenterListen
+	}
+	return launcher.Placement{Rank: 0, World: sc.Workers}, listen, nil
 }

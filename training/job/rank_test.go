@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"dsgd/comm/transport/tcp"
 	"dsgd/internal/launcher"
 	"dsgd/protocol/scheme"
 )
@@ -74,5 +75,18 @@ func TestRankWorkers(t *testing.T) {
 		if err != nil || sc.Name != c.scheme || sc.Workers != c.workers {
 			t.Errorf("%+v in %d: got %q %d, %v; want %q %d", c.sc, c.world, sc.Name, sc.Workers, err, c.scheme, c.workers)
 		}
+	}
+}
+
+func TestCenterPlacement(t *testing.T) {
+	p, listen, err := CenterPlacement(scheme.Config{Name: "easgd", Workers: 4}, tcp.DefaultListen)
+	if err != nil || p.Rank != 0 || p.World != 4 || listen != DefaultCenterListen {
+		t.Errorf("default: %+v %q %v; want rank 0 of 4 on %s", p, listen, err, DefaultCenterListen)
+	}
+	if _, listen, _ := CenterPlacement(scheme.Config{Name: "easgd", Workers: 2}, "0.0.0.0:9000"); listen != "0.0.0.0:9000" {
+		t.Errorf("given address: serving on %q, want 0.0.0.0:9000", listen)
+	}
+	if _, _, err := CenterPlacement(scheme.Config{Name: "easgd"}, tcp.DefaultListen); err == nil || err.Error() != "Config.Name easgd needs Config.Workers N" {
+		t.Errorf("no workers: %v, want a refusal naming Config.Workers", err)
 	}
 }
