@@ -159,13 +159,16 @@ func (f *trainFlags) asyncConfig(cfg *train.Config) error {
 	var err error
 	cfg.Staleness, cfg.Variant, cfg.RoundDeadline = *f.staleness, *f.variant, *f.roundDeadline
 	cfg.MaxUpdateNorm = *f.maxUpdateNorm
+	if *f.interval < 1 { // dsgd compare's runs reach here without validate
+		return fmt.Errorf("--interval must be at least 1, got %d", *f.interval)
+	}
 	if cfg.Finish, err = center.ParseFinish(*f.finish); err != nil {
 		return fmt.Errorf("--finish: %w", err)
 	}
 	opts := scheme.Options{Alpha: *f.alpha, Rho: *f.rho, LR: cfg.Solver.BaseLR, Groups: *f.groups,
 		OuterMomentum: *f.outerMomentum, Resizable: f.elastic.on()}
 	if flagGiven(f.fs, "interval", "update-interval") {
-		opts.Interval = *f.interval // validate refused one below 1
+		opts.Interval = *f.interval
 	}
 	note, err := opts.Resolve(&cfg.Config)
 	if err != nil {

@@ -201,7 +201,11 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 		transport = "tcp"
 	}
 	cfg.Run = f.record(cfg.Name, cfg.Workers, transport)
-	cfg.Bucket = scheme.BucketOf(*f.bucketKiB, g != nil) // validate refused one below -1
+	if *f.bucketKiB < -1 { // dsgd compare's runs reach here without validate
+		fmt.Fprintf(stderr, "dsgd train: --bucket must not be negative, got %d\n", *f.bucketKiB)
+		return cfg, "", errUsage
+	}
+	cfg.Bucket = scheme.BucketOf(*f.bucketKiB, g != nil)
 	cfg.TimeBudget = *f.timeBudget
 	if err := f.asyncConfig(&cfg); err != nil {
 		fmt.Fprintf(stderr, "dsgd train: %v\n", err)
