@@ -93,16 +93,3 @@ func printLayerKernels(w io.Writer, net *model.Net) {
 		fmt.Fprintf(w, "dsgd:   %s: %s (%s)\n", c.typ, c.kernel, enginebench.Plural(count[c], "layer"))
 	}
 }
-
-// defaultLayoutNote says why a plain dsgd train runs one worker (scheme
-// seq) on every core. Every heavy layer splits its batch across the
-// worker's threads (convolution, pooling and LRN by images, inner product
-// by GEMM blocks, ReLU by elements), so one worker does the arithmetic of
-// N workers with no gradient exchange, no per-worker copy of the model and
-// the kernels' best batch size; the synchronous schemes give the same
-// numbers (tested) and exist to go past one machine. Measured on the
-// machine of docs/benchmarks.md's "default layout" table.
-func defaultLayoutNote(threads int) string {
-	return fmt.Sprintf("dsgd: default layout: one worker (seq) on %d threads: each layer splits its batch across the threads, "+
-		"which on one machine beats %d workers that must also exchange gradients (docs/benchmarks.md); --scheme and --workers choose another\n", threads, threads)
-}

@@ -139,9 +139,10 @@ func (f *trainFlags) config(j *job.Job, g *groupFlags, stdout, stderr io.Writer)
 	m := &f.m
 	sd := j.Solver
 	if *f.workers == 0 {
-		*f.workers = 1
-		if *f.scheme == "" {
-			autoNote = defaultLayoutNote(m.threads)
+		var note string
+		*f.workers, note = job.DefaultWorkers(*f.scheme, m.threads)
+		if note != "" {
+			autoNote = "dsgd: " + trainFlagNames.Replace(note) + "\n"
 		}
 	}
 	cfg = j.Config()

@@ -106,3 +106,22 @@ func CenterPlacement(sc scheme.Config, listen string) (launcher.Placement, strin
 	}
 	return launcher.Placement{Rank: 0, World: sc.Workers}, listen, nil
 }
+
+// DefaultWorkers is the worker count of a run told none: one worker. For
+// a run told no scheme either (name "") note says why that worker (seq)
+// computes on every one of the threads, naming the Config fields that
+// choose another layout. Every heavy layer splits its batch across the
+// worker's threads (convolution, pooling and LRN by images, inner
+// product by GEMM blocks, ReLU by elements), so one worker does the
+// arithmetic of N workers with no gradient exchange, no per-worker copy
+// of the model and the kernels' best batch size; the synchronous schemes
+// give the same numbers (tested) and exist to go past one machine.
+// Measured on the machine of docs/benchmarks.md's "default layout"
+// table.
+func DefaultWorkers(name string, threads int) (workers int, note string) {
+	if name == "" {
+		note = fmt.Sprintf("default layout: one worker (seq) on %d threads: each layer splits its batch across the threads, "+
+			"which on one machine beats %d workers that must also exchange gradients (docs/benchmarks.md); Config.Name and Config.Workers choose another", threads, threads)
+	}
+	return 1, note
+}

@@ -90,3 +90,12 @@ func TestCenterPlacement(t *testing.T) {
 		t.Errorf("no workers: %v, want a refusal naming Config.Workers", err)
 	}
 }
+
+func TestDefaultWorkers(t *testing.T) {
+	if w, note := DefaultWorkers("", 8); w != 1 || !strings.Contains(note, "one worker (seq) on 8 threads") || !strings.Contains(note, "Config.Name and Config.Workers") {
+		t.Errorf("no scheme: %d workers, note %q; want 1 and the default layout's note", w, note)
+	}
+	if w, note := DefaultWorkers("easgd", 8); w != 1 || note != "" {
+		t.Errorf("easgd: %d workers, note %q; want 1 and none", w, note)
+	}
+}
