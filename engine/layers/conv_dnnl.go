@@ -208,6 +208,9 @@ func (l *convLayer) Kernel() string {
 	if l.nd != nil {
 		return "im2col_nd + GEMM"
 	}
+	if l.wg.on {
+		return l.winoKernelName()
+	}
 	k := kernelName(l.dn.on, l.dn.impl, "im2col + GEMM", l.dn.why)
 	if l.dn.on && l.dn.ownWhy != "" {
 		k += "; im2col + GEMM for the " + l.dn.ownWhy
