@@ -14,13 +14,15 @@ type winoState struct {
 	why  string    // when on: why this layer runs it (for Kernel)
 	fwd  winoShape // forward: C -> K on h×w, pad p
 	back winoShape // data pass: K -> C on oh×ow, pad 2-p
-	u    []float32 // the forward's transformed kernel, α²×K×C
-	ub   []float32 // the data pass's, α²×C×K
+	// u is the current pass's transformed kernel: α²×K×C forward, α²×C×K
+	// (rotated) in the data pass; each pass makes its own.
+	u    []float32
 	bufs []winoBuf // per worker
+	pad  []float32 // the current pass's input, padded (winoPad)
 	// kernel function bound once, so passing it allocates nothing; the
 	// current pass's arguments.
-	kernFn, runFn func(lo, hi, w int)
-	passBack      bool
+	kernFn, runFn, padFn func(lo, hi, w int)
+	passBack             bool
 }
 
 // winoMode overrides the rule in winoRule for tests: 0 follows it, 1
@@ -63,47 +65,56 @@ func (l *convLayer) winoSetup() {
 	}
 	g := &l.geom
 	k := l.cfg.NumOutput
-	ws.fwd = newWinoShape(winoTile, g.c, g.h, g.w, k, g.ph)
-	ws.back = newWinoShape(winoTile, k, g.oh, g.ow, g.c, 2-g.ph)
+	ws.fwd = newWinoShape(winoTile, l.num, g.c, g.h, g.w, k, g.ph)
+	ws.back = newWinoShape(winoTile, l.num, k, g.oh, g.ow, g.c, 2-g.ph)
 	a2 := ws.fwd.alpha() * ws.fwd.alpha()
 	ws.u = fitBuf(ws.u, a2*k*g.c)
-	ws.ub = fitBuf(ws.ub, a2*k*g.c)
 	if len(ws.bufs) != l.threads {
 		ws.bufs = make([]winoBuf, l.threads)
 	}
 	if ws.kernFn == nil {
 		ws.kernFn = l.winoKernelPart
 		ws.runFn = l.winoRunPart
+		ws.padFn = l.winoPadPart
 	}
+	hp, wp := ws.fwd.padded()
+	hb, wb := ws.back.padded()
+	ws.pad = fitBuf(ws.pad, l.num*max(g.c*hp*wp, k*hb*wb))
 }
 
 // winoKernelPart transforms rows [lo, hi) of the current pass's kernel.
 func (l *convLayer) winoKernelPart(lo, hi, w int) {
 	ws := &l.wg
-	u := ws.u
-	if ws.passBack {
-		u = ws.ub
-	}
-	winoKernel(ws.fwd.m, l.weight.Data, l.cfg.NumOutput, l.geom.c, ws.passBack, u, lo, hi, &ws.bufs[w].ker)
+	winoKernel(ws.fwd.m, l.weight.Data, l.cfg.NumOutput, l.geom.c, ws.passBack, ws.u, lo, hi, &ws.bufs[w].ker)
 }
 
 // winoRunPart runs chunks [lo, hi) of the current pass on worker w.
 func (l *convLayer) winoRunPart(lo, hi, w int) {
 	ws := &l.wg
 	if ws.passBack {
-		winoRun(&ws.back, l.num, l.out.Diff, ws.ub, nil, l.in.Diff, &ws.bufs[w], lo, hi)
+		winoRun(&ws.back, l.num, ws.pad, ws.u, nil, l.in.Diff, &ws.bufs[w], lo, hi)
 		return
 	}
 	var bias []float32
 	if l.bias != nil {
 		bias = l.bias.Data
 	}
-	winoRun(&ws.fwd, l.num, l.in.Data, ws.u, bias, l.out.Data, &ws.bufs[w], lo, hi)
+	winoRun(&ws.fwd, l.num, ws.pad, ws.u, bias, l.out.Data, &ws.bufs[w], lo, hi)
+}
+
+// winoPadPart pads planes [lo, hi) of the current pass's input.
+func (l *convLayer) winoPadPart(lo, hi, _ int) {
+	ws := &l.wg
+	if ws.passBack {
+		winoPad(&ws.back, l.out.Diff, ws.pad, lo, hi)
+		return
+	}
+	winoPad(&ws.fwd, l.in.Data, ws.pad, lo, hi)
 }
 
 // winoPass runs the forward (back false) or the backward data pass on
-// dsgd's Winograd: the kernel transform, then the tile chunks, each split
-// across the threads.
+// dsgd's Winograd: the kernel transform, the padded input, then the tile
+// chunks, each split across the threads.
 func (l *convLayer) winoPass(back bool) {
 	ws := &l.wg
 	ws.passBack = back
@@ -113,6 +124,7 @@ func (l *convLayer) winoPass(back bool) {
 		rows, s = l.geom.c, &ws.back
 	}
 	l.pool.For(rows, l.threads, ws.kernFn)
+	l.pool.For(l.num*s.c, l.threads, ws.padFn)
 	l.pool.For(s.chunks(l.num), l.threads, ws.runFn)
 }
 

@@ -37,22 +37,31 @@ type winoShape struct {
 // alpha is the side of a transformed tile, m+2.
 func (s *winoShape) alpha() int { return s.m + 2 }
 
-// winoChunkFloats bounds a chunk's transformed input and output (α²·(C+K)
-// floats per tile), so that they stay in the core's cache between the
-// transforms and the GEMMs; winoMinChunk keeps the GEMMs wide enough.
-var winoChunkFloats = 1 << 18
+// winoChunkFloats bounds a chunk's transformed input and products
+// (α²·(C+K) floats per tile); winoMinChunk and winoMaxChunk bound its
+// tiles. Measured on ResNet-18's 3×3 layers at batch 16, one thread, under
+// the AVX2 cap (TestWinogradTimes, ms of the 36 GEMMs for budgets of
+// 256 Ki / 1 Mi / 4 Mi floats): 64 channels 56×56 20.7 / 19.2 / 14.7,
+// 128 at 28×28 17.7 / 14.9 / 13.9, 256 at 14×14 32.8 / 21.9 / 19.3, 512
+// at 7×7 38.7 / 32.7 / 21.6: wide GEMMs matter more than the cache.
+var winoChunkFloats = 1 << 21
 
 const (
 	winoMinChunk = 16
 	winoMaxChunk = 256
 )
 
-func newWinoShape(m, c, h, w, k, pad int) winoShape {
+// newWinoShape is the Winograd F(m×m, 3×3) convolution of n images of c
+// channels h×w, padded by pad, to k channels. Its chunk of tiles, a
+// multiple of 8 (the AVX2 transforms' lanes), depends on the geometry and
+// n only, never on the thread count; it is at most half the batch's tiles
+// (rounded up), so that two threads share the work.
+func newWinoShape(m, n, c, h, w, k, pad int) winoShape {
 	s := winoShape{m: m, c: c, h: h, w: w, k: k, pad: pad, oh: h + 2*pad - 2, ow: w + 2*pad - 2}
 	s.th, s.tw = (s.oh+m-1)/m, (s.ow+m-1)/m
 	a := s.alpha()
-	// A multiple of 8, the AVX2 transforms' lanes.
-	s.chunk = max(winoMinChunk, min(winoMaxChunk, winoChunkFloats/(a*a*(c+k)))) &^ 7
+	half := (n*s.th*s.tw + 1) / 2
+	s.chunk = max(winoMinChunk, min(winoMaxChunk, winoChunkFloats/(a*a*(c+k)), (half+7)&^7)) &^ 7
 	return s
 }
 
@@ -63,45 +72,46 @@ func (s *winoShape) chunks(n int) int {
 }
 
 // winoBuf is a worker's scratch: a chunk's transformed input and products,
-// one channel's gathered patches (or one output channel's tiles), and the
-// chunk's tile origins.
+// one output channel's inverse-transformed tiles, and the chunk's tile
+// origins.
 type winoBuf struct {
 	v, p, d []float32
 	ker     []float32 // winoKernel's scratch
-	line    []float32 // winoInput's zero-padded input row
 	img, y0 []int32   // per tile of the chunk: image, top row
 	x0      []int32   // left column
+	off     []int32   // the tile's patch in the padded input (channel 0)
 }
 
 func (b *winoBuf) fit(s *winoShape) {
 	a2 := s.alpha() * s.alpha()
 	b.v = fitBuf(b.v, a2*s.c*s.chunk)
 	b.p = fitBuf(b.p, a2*s.k*s.chunk)
-	b.d = fitBuf(b.d, a2*s.chunk)
-	b.line = fitBuf(b.line, s.m*s.chunk+2)
+	b.d = fitBuf(b.d, s.m*s.m*s.chunk)
 	if len(b.img) < s.chunk {
-		b.img, b.y0, b.x0 = make([]int32, s.chunk), make([]int32, s.chunk), make([]int32, s.chunk)
+		b.img, b.y0, b.x0, b.off = make([]int32, s.chunk), make([]int32, s.chunk), make([]int32, s.chunk), make([]int32, s.chunk)
 	}
 }
 
-// winoRun computes chunks [lo, hi) of the convolution of in (n images of
-// s.c×s.h×s.w) with transformed kernel u (α²×K×C) plus bias (nil: none)
+// winoRun computes chunks [lo, hi) of the convolution of the n images of
+// s.c×s.h×s.w in padded (winoPad) with transformed kernel u (α²×K×C) plus bias (nil: none)
 // into out (n images of s.k×s.oh×s.ow), with scratch buf.
-func winoRun(s *winoShape, n int, in, u, bias, out []float32, buf *winoBuf, lo, hi int) {
+func winoRun(s *winoShape, n int, padded, u, bias, out []float32, buf *winoBuf, lo, hi int) {
 	buf.fit(s)
 	total := n * s.th * s.tw
 	a := s.alpha()
 	a2 := a * a
 	tpi := s.th * s.tw
+	hp, wp := s.padded()
 	for ch := lo; ch < hi; ch++ {
 		t0 := ch * s.chunk
 		nt := min(s.chunk, total-t0)
 		for j := 0; j < nt; j++ {
 			img, r := (t0+j)/tpi, (t0+j)%tpi
 			buf.img[j], buf.y0[j], buf.x0[j] = int32(img), int32(r/s.tw*s.m), int32(r%s.tw*s.m)
+			buf.off[j] = int32(img*s.c*hp*wp) + buf.y0[j]*int32(wp) + buf.x0[j]
 		}
 		v, p := buf.v[:a2*s.c*nt], buf.p[:a2*s.k*nt]
-		winoInput(s, in, buf, nt, v)
+		winoInput(s, padded, buf, nt, v)
 		for x := 0; x < a2; x++ {
 			tensor.Gemm(false, false, s.k, nt, s.c, 1, u[x*s.k*s.c:], s.c, v[x*s.c*nt:], nt, 0, p[x*s.k*nt:], nt)
 		}
@@ -109,49 +119,40 @@ func winoRun(s *winoShape, n int, in, u, bias, out []float32, buf *winoBuf, lo, 
 	}
 }
 
-// winoInput gathers, channel by channel, the input patches of the chunk's
-// nt tiles (buf's origins) and transforms them into v (α²×C×nt). Tiles
-// come in runs along a tile row: each of a run's α input rows is copied,
-// zero-padded, into a line, from which element (i, q) of every tile of the
-// run is a stride-m read.
-func winoInput(s *winoShape, in []float32, buf *winoBuf, nt int, v []float32) {
-	a, m := s.alpha(), s.m
-	plane := s.h * s.w
-	d := buf.d[:a*a*nt]
+// winoInput transforms, channel by channel, the input patches of the
+// chunk's nt tiles into v (α²×C×nt), reading them in place from the padded
+// input (winoPad) at buf.off.
+func winoInput(s *winoShape, padded []float32, buf *winoBuf, nt int, v []float32) {
 	kind := simd.WinoIn4
-	if m == 2 {
+	if s.m == 2 {
 		kind = simd.WinoIn2
 	}
+	hp, wp := s.padded()
 	for c := 0; c < s.c; c++ {
-		for j := 0; j < nt; {
-			img, y0, x0 := int(buf.img[j]), int(buf.y0[j])-s.pad, int(buf.x0[j])
-			n := min(nt-j, s.tw-x0/m) // tiles in this run
-			x0 -= s.pad
-			width := m*(n-1) + a
-			src := in[(img*s.c+c)*plane : (img*s.c+c+1)*plane]
-			for i := 0; i < a; i++ {
-				line := buf.line[:width]
-				y := y0 + i
-				if y < 0 || y >= s.h {
-					clear(line)
-				} else {
-					row := src[y*s.w : (y+1)*s.w]
-					lo, hi := max(0, x0), min(s.w, x0+width)
-					clear(line[:lo-x0])
-					copy(line[lo-x0:], row[lo:hi])
-					clear(line[hi-x0:])
-				}
-				for q := 0; q < a; q++ {
-					dst := d[(i*a+q)*nt+j : (i*a+q)*nt+j+n]
-					ln := line[q : q+m*(n-1)+1]
-					for jj := range dst {
-						dst[jj] = ln[m*jj]
-					}
-				}
-			}
-			j += n
+		simd.WinoGather(kind, padded[c*hp*wp:], buf.off[:nt], wp, v[c*nt:], s.c*nt)
+	}
+}
+
+// padded is the size of an input plane padded for the tiles: pad rows
+// and columns before, enough zeros after for the last tiles' patches.
+func (s *winoShape) padded() (hp, wp int) { return s.th*s.m + 2, s.tw*s.m + 2 }
+
+// winoPad copies planes [lo, hi) of in (n·C planes of h×w) into padded
+// (planes of s.padded()), the image at (pad, pad) and zeros around it,
+// writing every element of those planes.
+func winoPad(s *winoShape, in, padded []float32, lo, hi int) {
+	hp, wp := s.padded()
+	for pl := lo; pl < hi; pl++ {
+		src := in[pl*s.h*s.w : (pl+1)*s.h*s.w]
+		dst := padded[pl*hp*wp : (pl+1)*hp*wp]
+		clear(dst[:s.pad*wp])
+		for y := 0; y < s.h; y++ {
+			row := dst[(y+s.pad)*wp : (y+s.pad+1)*wp]
+			clear(row[:s.pad])
+			copy(row[s.pad:], src[y*s.w:(y+1)*s.w])
+			clear(row[s.pad+s.w:])
 		}
-		simd.WinoTransform(kind, d, nt, v[c*nt:], s.c*nt, nt)
+		clear(dst[(s.h+s.pad)*wp:])
 	}
 }
 

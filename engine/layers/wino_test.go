@@ -74,7 +74,7 @@ func relErr(got []float32, want []float64) float64 {
 // winoConv runs the forward (and data pass) of one case on dsgd's
 // Winograd F(m,3) directly, over threads workers.
 func winoConv(m, threads, n, c, h, w, k, pad int, in, wt, bias, dout []float32) (out, din []float32) {
-	f, b := newWinoShape(m, c, h, w, k, pad), newWinoShape(m, k, h+2*pad-2, w+2*pad-2, c, 2-pad)
+	f, b := newWinoShape(m, n, c, h, w, k, pad), newWinoShape(m, n, k, h+2*pad-2, w+2*pad-2, c, 2-pad)
 	a2 := (m + 2) * (m + 2)
 	u, ub := make([]float32, a2*k*c), make([]float32, a2*k*c)
 	var scratch []float32
@@ -83,8 +83,14 @@ func winoConv(m, threads, n, c, h, w, k, pad int, in, wt, bias, dout []float32) 
 	out = make([]float32, n*k*f.oh*f.ow)
 	din = make([]float32, n*c*h*w)
 	bufs := make([]winoBuf, threads)
-	tensor.ParallelFor(f.chunks(n), threads, func(lo, hi, wk int) { winoRun(&f, n, in, u, bias, out, &bufs[wk], lo, hi) })
-	tensor.ParallelFor(b.chunks(n), threads, func(lo, hi, wk int) { winoRun(&b, n, dout, ub, nil, din, &bufs[wk], lo, hi) })
+	hp, wp := f.padded()
+	pf := make([]float32, n*c*hp*wp)
+	winoPad(&f, in, pf, 0, n*c)
+	hp, wp = b.padded()
+	pb := make([]float32, n*k*hp*wp)
+	winoPad(&b, dout, pb, 0, n*k)
+	tensor.ParallelFor(f.chunks(n), threads, func(lo, hi, wk int) { winoRun(&f, n, pf, u, bias, out, &bufs[wk], lo, hi) })
+	tensor.ParallelFor(b.chunks(n), threads, func(lo, hi, wk int) { winoRun(&b, n, pb, ub, nil, din, &bufs[wk], lo, hi) })
 	return out, din
 }
 

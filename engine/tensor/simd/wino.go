@@ -135,3 +135,54 @@ func winoDot(m, x []float32) float32 {
 	}
 	return acc
 }
+
+// WinoGather is WinoTransform of an input kind (WinoIn4, WinoIn2) with
+// each lane's tile read in place: lane l's X[r][c] is src[off[l] +
+// r·rowStride + c], for the len(off) lanes, so a tile can be read straight
+// from a (padded) image. The same bits as gathering the tiles and calling
+// WinoTransform. It panics on another kind or if an offset reads outside
+// src.
+func WinoGather(k WinoKind, src []float32, off []int32, rowStride int, dst []float32, dstride int) {
+	n := len(off)
+	if n == 0 {
+		return
+	}
+	if k != WinoIn4 && k != WinoIn2 {
+		panic("simd: WinoGather: not an input transform")
+	}
+	rows, a := WinoSize(k)
+	span := (a-1)*rowStride + a
+	for _, o := range off {
+		if o < 0 || int(o)+span > len(src) {
+			panic("simd: WinoGather: an offset reads outside src")
+		}
+	}
+	if len(dst) < (rows*rows-1)*dstride+n || dstride < n {
+		panic("simd: WinoGather: dst too short for its stride")
+	}
+	winoGather(k, src, off, rowStride, dst, dstride)
+}
+
+// winoGatherGo is WinoGather on lanes [lo, hi), in Go.
+func winoGatherGo(k WinoKind, src []float32, off []int32, rowStride int, dst []float32, dstride int, lo, hi int) {
+	w := &winoMats[k]
+	rows, a := w.rows, w.a
+	var t [36]float32
+	var x [6]float32
+	for l := lo; l < hi; l++ {
+		o := int(off[l])
+		for c := 0; c < a; c++ {
+			for r := 0; r < a; r++ {
+				x[r] = src[o+r*rowStride+c]
+			}
+			for i := 0; i < rows; i++ {
+				t[i*a+c] = winoDot(w.m[i*a:i*a+a], x[:a])
+			}
+		}
+		for i := 0; i < rows; i++ {
+			for xi := 0; xi < rows; xi++ {
+				dst[(i*rows+xi)*dstride+l] = winoDot(w.m[xi*a:xi*a+a], t[i*a:i*a+a])
+			}
+		}
+	}
+}

@@ -25,6 +25,12 @@ func winoKer4AVX2(mat *float32, src *float32, sstride int, dst *float32, dstride
 //go:noescape
 func winoKer2AVX2(mat *float32, src *float32, sstride int, dst *float32, dstride int, blocks int)
 
+//go:noescape
+func winoIn4GatherAVX2(mat *float32, src *float32, off *int32, rowstride int, dst *float32, dstride int, blocks int)
+
+//go:noescape
+func winoIn2GatherAVX2(mat *float32, src *float32, off *int32, rowstride int, dst *float32, dstride int, blocks int)
+
 // winoAVX2 says the AVX2 kernels run (the CPU has AVX2); tests turn it off
 // to check them against the Go loops.
 var winoAVX2 = cpu.X86.HasAVX2
@@ -59,4 +65,20 @@ func setWinoAVX2(on bool) bool {
 	old := winoAVX2
 	winoAVX2 = on && cpu.X86.HasAVX2
 	return old
+}
+
+func winoGather(k WinoKind, src []float32, off []int32, rowStride int, dst []float32, dstride int) {
+	n := len(off)
+	blocks := 0
+	if winoAVX2 {
+		blocks = n / 8
+	}
+	if blocks > 0 {
+		f := winoIn4GatherAVX2
+		if k == WinoIn2 {
+			f = winoIn2GatherAVX2
+		}
+		f(&winoMats[k].m[0], &src[0], &off[0], rowStride, &dst[0], dstride, blocks)
+	}
+	winoGatherGo(k, src, off, rowStride, dst, dstride, blocks*8, n)
 }

@@ -40,41 +40,65 @@ def combo(m, row, a, ins, acc):
             w(f'\tVBROADCASTSS {off}(R8), Y14')
             w(f'\tVMULPS {ins[r]}, Y14, Y14')
             w(f'\tVADDPS Y14, {acc}, {acc}')
-for name, m in mats.items():
+def gen(name, m, gather):
     rows, a = len(m), len(m[0])
     tmpsz = rows*a*32
-    w(f'// func wino{name}AVX2(mat *float32, src *float32, sstride int, dst *float32, dstride int, blocks int)')
-    w(f'//')
-    w(f'// {rows}×{a} matrix M (mat, the values the generator assumed) applied as')
-    w(f'// M X Mᵀ to blocks×8 lanes: X[r][c] at src[(r*{a}+c)*sstride], the')
-    w(f'// result [i][x] to dst[(i*{rows}+x)*dstride]; {tmpsz} bytes of frame hold M X.')
-    w(f'TEXT ·wino{name}AVX2(SB), 0, ${tmpsz}-48')
-    w('\tMOVQ mat+0(FP), R8')
-    w('\tMOVQ src+8(FP), SI')
-    w('\tMOVQ sstride+16(FP), R11')
-    w('\tSHLQ $2, R11')
-    w('\tMOVQ dst+24(FP), DI')
-    w('\tMOVQ dstride+32(FP), R12')
-    w('\tSHLQ $2, R12')
-    w('\tMOVQ blocks+40(FP), CX')
-    w(f'\tMOVQ R11, R13')
-    w(f'\tIMULQ ${a}, R13')
+    if not gather:
+        w(f'// func wino{name}AVX2(mat *float32, src *float32, sstride int, dst *float32, dstride int, blocks int)')
+        w(f'//')
+        w(f'// {rows}×{a} matrix M (mat, the values the generator assumed) applied as')
+        w(f'// M X Mᵀ to blocks×8 lanes: X[r][c] at src[(r*{a}+c)*sstride], the')
+        w(f'// result [i][x] to dst[(i*{rows}+x)*dstride]; {tmpsz} bytes of frame hold M X.')
+    if gather:
+        w(f'TEXT ·wino{name}GatherAVX2(SB), 0, ${tmpsz}-56')
+        w('\tMOVQ mat+0(FP), R8')
+        w('\tMOVQ src+8(FP), SI')
+        w('\tMOVQ off+16(FP), BX')
+        w('\tMOVQ rowstride+24(FP), R13')
+        w('\tSHLQ $2, R13')
+        w('\tMOVQ dst+32(FP), DI')
+        w('\tMOVQ dstride+40(FP), R12')
+        w('\tSHLQ $2, R12')
+        w('\tMOVQ blocks+48(FP), CX')
+    else:
+        w(f'TEXT ·wino{name}AVX2(SB), 0, ${tmpsz}-48')
+        w('\tMOVQ mat+0(FP), R8')
+        w('\tMOVQ src+8(FP), SI')
+        w('\tMOVQ sstride+16(FP), R11')
+        w('\tSHLQ $2, R11')
+        w('\tMOVQ dst+24(FP), DI')
+        w('\tMOVQ dstride+32(FP), R12')
+        w('\tSHLQ $2, R12')
+        w('\tMOVQ blocks+40(FP), CX')
+        w(f'\tMOVQ R11, R13')
+        w(f'\tIMULQ ${a}, R13')
     w('block:')
     # pass 1: for each column c, inputs rows r -> tmp[(i*a+c)]
-    w('\tMOVQ SI, DX')
+    if gather:
+        w('\tVMOVDQU (BX), Y15')
+    else:
+        w('\tMOVQ SI, DX')
     for c in range(a):
-        # load the a inputs X[r][c], r = 0..a-1, at DX + r*R13
-        w('\tMOVQ DX, R10')
+        # load the a inputs X[r][c], r = 0..a-1, at DX + r*R13 (gathered:
+        # at SI + r*R13 + c*4 + 4*off[lane])
+        if gather:
+            w('\tMOVQ SI, R10')
+        else:
+            w('\tMOVQ DX, R10')
         ins = []
         for r in range(a):
-            w(f'\tVMOVUPS (R10), Y{r}')
+            if gather:
+                w('\tVPCMPEQD Y12, Y12, Y12')
+                w(f'\tVGATHERDPS Y12, {c*4}(R10)(Y15*4), Y{r}')
+            else:
+                w(f'\tVMOVUPS (R10), Y{r}')
             if r < a-1:
                 w('\tADDQ R13, R10')
             ins.append(f'Y{r}')
         for i in range(rows):
             combo(m, i, a, ins, 'Y8')
             w(f'\tVMOVUPS Y8, {(i*a+c)*32}(SP)')
-        if c < a-1:
+        if c < a-1 and not gather:
             w('\tADDQ R11, DX')
     # pass 2: for each row i: tmp[i][q] -> dst[(i*rows+x)]
     w('\tMOVQ DI, DX')
@@ -87,10 +111,20 @@ for name, m in mats.items():
             combo(m, x, a, ins, 'Y8')
             w('\tVMOVUPS Y8, (DX)')
             w('\tADDQ R12, DX')
-    w('\tADDQ $32, SI')
+    if gather:
+        w('\tADDQ $32, BX')
+    else:
+        w('\tADDQ $32, SI')
     w('\tADDQ $32, DI')
     w('\tDECQ CX')
     w('\tJNZ block')
     w('\tVZEROUPPER')
     w('\tRET\n')
+for name, m in mats.items():
+    gen(name, m, False)
+for name in ('In4', 'In2'):
+    w(f'// func wino{name}GatherAVX2(mat *float32, src *float32, off *int32, rowstride int, dst *float32, dstride int, blocks int)')
+    w('//')
+    w(f'// wino{name}AVX2 with lane l\'s X[r][c] gathered from src[off[l] + r*rowstride + c].')
+    gen(name, mats[name], True)
 print('\n'.join(out))

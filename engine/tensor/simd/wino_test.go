@@ -61,3 +61,43 @@ func TestWinoTransform(t *testing.T) {
 		}
 	}
 }
+
+// TestWinoGather checks WinoGather against gathering the tiles and
+// calling WinoTransform, bit for bit, with the AVX2 kernels on (where the
+// CPU has them) and off, on lane counts around the block of eight and
+// overlapping tiles read from one padded plane.
+func TestWinoGather(t *testing.T) {
+	defer setWinoAVX2(setWinoAVX2(true))
+	r := rand.New(rand.NewPCG(5, 6))
+	const stride = 30
+	src := make([]float32, stride*20)
+	for i := range src {
+		src[i] = float32(r.NormFloat64())
+	}
+	for _, k := range []WinoKind{WinoIn4, WinoIn2} {
+		rows, a := WinoSize(k)
+		for _, n := range []int{1, 8, 13, 24} {
+			off := make([]int32, n)
+			tiles := make([]float32, a*a*n)
+			for l := range off {
+				off[l] = int32(r.IntN(20-a)*stride + r.IntN(stride-a))
+				for p := 0; p < a*a; p++ {
+					tiles[p*n+l] = src[int(off[l])+p/a*stride+p%a]
+				}
+			}
+			want := make([]float32, rows*rows*n)
+			WinoTransform(k, tiles, n, want, n, n)
+			for _, avx2 := range []bool{true, false} {
+				setWinoAVX2(avx2)
+				got := make([]float32, rows*rows*n)
+				WinoGather(k, src, off, stride, got, n)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("kind %d, n %d, AVX2 %v: element %d: %v, want %v", k, n, avx2, i, got[i], want[i])
+					}
+				}
+			}
+			setWinoAVX2(true)
+		}
+	}
+}
