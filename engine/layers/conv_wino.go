@@ -3,6 +3,8 @@ package layers
 import (
 	"fmt"
 	"strings"
+
+	"dsgd/engine/tensor/dnnl"
 )
 
 // winoState is a convolution layer's side of dsgd's own Winograd
@@ -35,8 +37,11 @@ const winoTile = 4
 // winoRule says whether dsgd's Winograd should run a convolution: a 3×3,
 // stride-1, pad 0 or 1, undilated, ungrouped one whose forward runs on
 // oneDNN's direct kernels although Winograd was asked for (SetWinograd),
-// i.e. where oneDNN 2.6 has no Winograd kernel (below AVX-512). A fixed
-// rule, decided by the kernel oneDNN names, not by a timing at start-up.
+// i.e. where oneDNN 2.6 has no Winograd kernel (below AVX-512), at the
+// AVX2 level, where it was measured faster (docs/benchmarks.md; under SSE
+// and AVX it was not measured, and without AVX2 its transforms run as Go
+// loops). A fixed rule, decided by the kernel and ISA oneDNN names, not
+// by a timing at start-up, so a run repeats its bits.
 func (l *convLayer) winoRule() (on bool, why string) {
 	g := &l.geom
 	dh, dw := g.dilation()
@@ -53,7 +58,10 @@ func (l *convLayer) winoRule() (on bool, why string) {
 	if !dnnlWinograd || !l.dn.on || strings.Contains(l.dn.impl.Forward, "wino") {
 		return false, ""
 	}
-	return true, "oneDNN " + l.dn.impl.Forward + " has no Winograd at this ISA"
+	if _, isa, _ := strings.Cut(dnnl.Info(), "ISA "); !strings.HasPrefix(isa, "avx2") {
+		return false, "" // measured at AVX2 only
+	}
+	return true, "oneDNN has no Winograd at AVX2, and its " + l.dn.impl.Forward + " measured slower"
 }
 
 // winoSetup decides and sizes the Winograd side after dnnlSetup.
