@@ -171,8 +171,8 @@ func winoLayer(t *testing.T, n, c, h, w, k, pad, threads int, in, wt, bias []flo
 
 // TestWinogradLayer runs convolution layers forced onto dsgd's Winograd
 // (winoMode, whatever the ISA): Kernel names it; tops and diffs agree with
-// im2col + GEMM within 1e-4 relative; two runs give the same bits, and so
-// do 1 and 2 threads (forward, bottom diff; the weights pass's sum over
+// im2col + GEMM within 1e-4 relative; one thread allocates nothing per
+// pass; two runs give the same bits, and so do 1 and 2 threads (forward, bottom diff; the weights pass's sum over
 // workers is the other engine's); a finite-difference gradient check.
 func TestWinogradLayer(t *testing.T) {
 	defer func(mode int) { winoMode = mode }(winoMode)
@@ -197,6 +197,7 @@ func TestWinogradLayer(t *testing.T) {
 			hlClose(t, name+": bottom diff", bs[0].Diff, wantDin, 1e-4)
 			if run == 0 {
 				first = [2][]float32{slices.Clone(ts[0].Data), slices.Clone(bs[0].Diff)}
+				hlAllocs(t, l, bs, ts, []bool{true}) // after the clones: it reruns the passes
 			} else if !slices.Equal(first[0], ts[0].Data) || !slices.Equal(first[1], bs[0].Diff) {
 				t.Errorf("%s: bits differ from the first run's (1 thread)", name)
 			}
