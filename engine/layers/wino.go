@@ -201,10 +201,9 @@ func winoOutput(s *winoShape, p, bias []float32, buf *winoBuf, nt int, out []flo
 // winoKernel writes the transformed kernel for rows [lo, hi) of u
 // (α²×rows×cols): u[ξ][r][q] = (G g Gᵀ)[ξ] with g the 3×3 kernel of
 // weight (K×C×3×3) at k = r, c = q, or, with back, the kernel at k = q,
-// c = r rotated by 180° (the backward data pass's). scratch holds
-// (9+α²)·cols floats (fitted here).
+// c = r rotated by 180° (the backward data pass's). scratch holds 9·cols
+// floats (fitted here).
 func winoKernel(m int, weight []float32, k, c int, back bool, u []float32, lo, hi int, scratch *[]float32) {
-	a := m + 2
 	kind := simd.WinoKer4
 	if m == 2 {
 		kind = simd.WinoKer2
@@ -213,13 +212,12 @@ func winoKernel(m int, weight []float32, k, c int, back bool, u []float32, lo, h
 	if back {
 		rows, cols = c, k
 	}
-	*scratch = fitBuf(*scratch, (9+a*a)*cols)
-	g, row := (*scratch)[:9*cols], (*scratch)[9*cols:]
+	*scratch = fitBuf(*scratch, 9*cols)
+	g := (*scratch)[:9*cols]
 	for r := lo; r < hi; r++ {
 		// Gather row r's kernels with their 9 taps a row apart, then
-		// transform them all, and copy the α² rows of cols out: storing
-		// straight to u's α² rows, a power of two apart, would thrash
-		// the cache's sets.
+		// transform them all straight into u's α² rows (measured on 512×512
+		// channels: 11 ms, against 17 through a row buffer and a copy).
 		for q := 0; q < cols; q++ {
 			if back {
 				src := weight[(q*c+r)*9 : (q*c+r)*9+9]
@@ -233,9 +231,6 @@ func winoKernel(m int, weight []float32, k, c int, back bool, u []float32, lo, h
 				}
 			}
 		}
-		simd.WinoTransform(kind, g, cols, row, cols, cols)
-		for x := 0; x < a*a; x++ {
-			copy(u[(x*rows+r)*cols:(x*rows+r+1)*cols], row[x*cols:])
-		}
+		simd.WinoTransform(kind, g, cols, u[r*cols:], rows*cols, cols)
 	}
 }
