@@ -100,6 +100,9 @@ type convLayer struct {
 	dn               dnnlState
 	dnFwdFn, dnBwdFn func(lo, hi, worker int)
 
+	// wg is dsgd's own Winograd side (conv_wino.go), used when wg.on.
+	wg winoState
+
 	// nd, set by Setup when the geometry is not plain 2-D NCHW (other
 	// than 2 spatial axes, axis != 1, force_nd_im2col), runs the layer.
 	nd *ndConvLayer
@@ -205,9 +208,11 @@ func (l *convLayer) Reshape(bottom, top []*tensor.Blob) error {
 	for _, t := range top {
 		t.Reshape(l.num, c.NumOutput, g.oh, g.ow)
 	}
-	if l.dnnlSetup(); l.dn.on {
+	l.dnnlSetup()
+	l.winoSetup()
+	if l.dn.on || l.wg.on {
 		l.cache, l.cached = nil, false
-		if !l.dn.ownData && !l.dn.ownWeights {
+		if l.dn.on && !l.dn.ownData && !l.dn.ownWeights {
 			return nil
 		}
 		// A backward pass on im2col + GEMM beside oneDNN's forward: its
@@ -267,6 +272,11 @@ func (l *convLayer) Forward(bottom, top []*tensor.Blob) {
 
 func (l *convLayer) forward(bottom, top *tensor.Blob) {
 	l.in, l.out = bottom, top
+	if l.wg.on {
+		l.winoPass(false)
+		l.in, l.out = nil, nil
+		return
+	}
 	if l.dn.on {
 		l.dnnlForwardAll()
 		l.in, l.out = nil, nil
@@ -361,6 +371,12 @@ func (l *convLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 func (l *convLayer) backward(top *tensor.Blob, propagateDown bool, bottom *tensor.Blob) {
 	l.in, l.out = bottom, top
 	l.propDown, l.noParams = propagateDown, false
+	if l.wg.on {
+		l.winoBackward(propagateDown)
+		l.propDown, l.noParams = propagateDown, false
+		l.in, l.out = nil, nil
+		return
+	}
 	if !l.dn.on {
 		l.ownBackward()
 		l.in, l.out = nil, nil

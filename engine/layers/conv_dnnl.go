@@ -82,8 +82,10 @@ var dnnlWinograd = true
 
 // SetWinograd chooses, for the convolutions built after it, whether 3×3
 // stride-1 convolutions take oneDNN's Winograd kernels where it has them
-// (true, the default) or always its direct ones, whose results are closer
-// to im2col+GEMM's (within 1e-5 relative, against Winograd's 1e-4).
+// and dsgd's own (F(4×4, 3×3), conv_wino.go) where oneDNN has none but
+// runs the layer (below AVX-512; pad 0 or 1, one group) — true, the
+// default — or always oneDNN's direct ones, whose results are closer to
+// im2col+GEMM's (within 1e-5 relative, against Winograd's 1e-4).
 func SetWinograd(on bool) { dnnlWinograd = on }
 
 // dnnlState is a convolution layer's oneDNN side.
@@ -207,6 +209,9 @@ func dnnlPassRules(s dnnl.ConvSpec, impl dnnl.Impl, block int) (ownData, ownWeig
 func (l *convLayer) Kernel() string {
 	if l.nd != nil {
 		return "im2col_nd + GEMM"
+	}
+	if l.wg.on {
+		return l.winoKernelName()
 	}
 	k := kernelName(l.dn.on, l.dn.impl, "im2col + GEMM", l.dn.why)
 	if l.dn.on && l.dn.ownWhy != "" {

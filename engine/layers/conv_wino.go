@@ -1,0 +1,166 @@
+package layers
+
+import (
+	"fmt"
+	"strings"
+
+	"dsgd/engine/tensor/dnnl"
+)
+
+// winoState is a convolution layer's side of dsgd's own Winograd
+// convolution (wino.go), used when on: the forward and the backward data
+// pass run on it, the weights pass on oneDNN (or, without oneDNN, on
+// im2col + GEMM).
+type winoState struct {
+	on   bool
+	why  string    // when on: why this layer runs it (for Kernel)
+	fwd  winoShape // forward: C -> K on h×w, pad p
+	back winoShape // data pass: K -> C on oh×ow, pad 2-p
+	// u is the current pass's transformed kernel: α²×K×C forward, α²×C×K
+	// (rotated) in the data pass; each pass makes its own.
+	u    []float32
+	bufs []winoBuf // per worker
+	pad  []float32 // the current pass's input, padded (winoPad)
+	// kernel function bound once, so passing it allocates nothing; the
+	// current pass's arguments.
+	kernFn, runFn, padFn func(lo, hi, w int)
+	passBack             bool
+}
+
+// winoMode overrides the rule in winoRule for tests: 0 follows it, 1
+// forces dsgd's Winograd on every geometry it takes, -1 keeps it off.
+var winoMode int
+
+// winoTile is the output tile side m of F(m×m, 3×3).
+const winoTile = 4
+
+// winoRule says whether dsgd's Winograd should run a convolution: a 3×3,
+// stride-1, pad 0 or 1, undilated, ungrouped one whose forward runs on
+// oneDNN's direct kernels although Winograd was asked for (SetWinograd),
+// i.e. where oneDNN 2.6 has no Winograd kernel (below AVX-512), at the
+// AVX2 level, where it was measured faster (docs/benchmarks.md; under SSE
+// and AVX it was not measured, and without AVX2 its transforms run as Go
+// loops). A fixed rule, decided by the kernel and ISA oneDNN names, not
+// by a timing at start-up, so a run repeats its bits.
+func (l *convLayer) winoRule() (on bool, why string) {
+	g := &l.geom
+	dh, dw := g.dilation()
+	if g.kh != 3 || g.kw != 3 || g.sh != 1 || g.sw != 1 || dh != 1 || dw != 1 || l.cfg.Group != 1 ||
+		g.ph != g.pw || g.ph > 1 || l.num == 0 {
+		return false, ""
+	}
+	switch winoMode {
+	case 1:
+		return true, "forced by a test"
+	case -1:
+		return false, ""
+	}
+	if !dnnlWinograd || !l.dn.on || strings.Contains(l.dn.impl.Forward, "wino") {
+		return false, ""
+	}
+	if _, isa, _ := strings.Cut(dnnl.Info(), "ISA "); !strings.HasPrefix(isa, "avx2") {
+		return false, "" // measured at AVX2 only
+	}
+	return true, "oneDNN has no Winograd at AVX2, and its " + l.dn.impl.Forward + " measured slower"
+}
+
+// winoSetup decides and sizes the Winograd side after dnnlSetup.
+func (l *convLayer) winoSetup() {
+	ws := &l.wg
+	ws.on, ws.why = l.winoRule()
+	if !ws.on {
+		return
+	}
+	g := &l.geom
+	k := l.cfg.NumOutput
+	ws.fwd = newWinoShape(winoTile, l.num, g.c, g.h, g.w, k, g.ph)
+	ws.back = newWinoShape(winoTile, l.num, k, g.oh, g.ow, g.c, 2-g.ph)
+	a2 := ws.fwd.alpha() * ws.fwd.alpha()
+	ws.u = fitBuf(ws.u, a2*k*g.c)
+	if len(ws.bufs) != l.threads {
+		ws.bufs = make([]winoBuf, l.threads)
+	}
+	if ws.kernFn == nil {
+		ws.kernFn = l.winoKernelPart
+		ws.runFn = l.winoRunPart
+		ws.padFn = l.winoPadPart
+	}
+	hp, wp := ws.fwd.padded()
+	hb, wb := ws.back.padded()
+	ws.pad = fitBuf(ws.pad, l.num*max(g.c*hp*wp, k*hb*wb))
+}
+
+// winoKernelPart transforms rows [lo, hi) of the current pass's kernel.
+func (l *convLayer) winoKernelPart(lo, hi, w int) {
+	ws := &l.wg
+	winoKernel(ws.fwd.m, l.weight.Data, l.cfg.NumOutput, l.geom.c, ws.passBack, ws.u, lo, hi, &ws.bufs[w].ker)
+}
+
+// winoRunPart runs chunks [lo, hi) of the current pass on worker w.
+func (l *convLayer) winoRunPart(lo, hi, w int) {
+	ws := &l.wg
+	if ws.passBack {
+		winoRun(&ws.back, l.num, ws.pad, ws.u, nil, l.in.Diff, &ws.bufs[w], lo, hi)
+		return
+	}
+	var bias []float32
+	if l.bias != nil {
+		bias = l.bias.Data
+	}
+	winoRun(&ws.fwd, l.num, ws.pad, ws.u, bias, l.out.Data, &ws.bufs[w], lo, hi)
+}
+
+// winoPadPart pads planes [lo, hi) of the current pass's input.
+func (l *convLayer) winoPadPart(lo, hi, _ int) {
+	ws := &l.wg
+	if ws.passBack {
+		winoPad(&ws.back, l.out.Diff, ws.pad, lo, hi)
+		return
+	}
+	winoPad(&ws.fwd, l.in.Data, ws.pad, lo, hi)
+}
+
+// winoPass runs the forward (back false) or the backward data pass on
+// dsgd's Winograd: the kernel transform, the padded input, then the tile
+// chunks, each split across the threads.
+func (l *convLayer) winoPass(back bool) {
+	ws := &l.wg
+	ws.passBack = back
+	rows := l.cfg.NumOutput
+	s := &ws.fwd
+	if back {
+		rows, s = l.geom.c, &ws.back
+	}
+	l.pool.For(rows, l.threads, ws.kernFn)
+	l.pool.For(l.num*s.c, l.threads, ws.padFn)
+	l.pool.For(s.chunks(l.num), l.threads, ws.runFn)
+}
+
+// winoBackward is Backward for a layer on dsgd's Winograd: the param
+// gradients on oneDNN (or im2col + GEMM), then the data pass.
+func (l *convLayer) winoBackward(propagateDown bool) {
+	if l.want(0) || l.bias != nil && l.want(1) {
+		l.propDown, l.noParams = false, false
+		if l.dn.on && !l.dn.ownWeights {
+			l.dnnlBackwardAll()
+		} else {
+			l.ownBackward()
+		}
+	}
+	if propagateDown {
+		l.winoPass(true)
+	}
+}
+
+// winoKernelName is Kernel's text for a layer on dsgd's Winograd.
+func (l *convLayer) winoKernelName() string {
+	k := fmt.Sprintf("dsgd Winograd F(%d,3) forward and data pass (%s)", l.wg.fwd.m, l.wg.why)
+	if l.dn.on && !l.dn.ownWeights {
+		_, wimpl, _ := strings.Cut(l.dn.impl.Backward, " / ")
+		if wimpl == "" {
+			wimpl = l.dn.impl.Backward
+		}
+		return k + "; weights pass on oneDNN " + wimpl
+	}
+	return k + "; weights pass on im2col + GEMM"
+}

@@ -1,0 +1,236 @@
+package layers
+
+import (
+	"dsgd/engine/tensor"
+	"dsgd/engine/tensor/simd"
+)
+
+// dsgd's own Winograd convolution, F(m×m, 3×3) with m = 2 or 4, for 3×3
+// stride-1 convolutions (pad 0 or 1, no dilation, one group), used where
+// oneDNN has no Winograd kernel (below AVX-512: conv_wino.go's rule).
+//
+// The output is cut into m×m tiles; tile t of image n reads the
+// (m+2)×(m+2) input patch at (ty·m − pad, tx·m − pad), zeros outside the
+// image. With α = m+2, per chunk of tiles:
+//
+//	V[ξ][c][t] = (Bᵀ d_{c,t} B)[ξ]      input transform, per channel and tile
+//	M[ξ]       = U[ξ] · V[ξ]            α² SGEMMs [K×C]·[C×tiles] (tensor.Gemm)
+//	y_{k,t}    = Aᵀ M[·][k][t] A + b_k  inverse transform, per output channel and tile
+//
+// where U[ξ][k][c] = (G g_{k,c} Gᵀ)[ξ] is the transformed kernel. The
+// transforms are engine/tensor/simd's WinoTransform (AVX2 assembly where
+// the CPU has it, Go loops giving the same bits elsewhere). The backward data pass is the same with the
+// kernel rotated by 180° and its channels swapped, on dy padded by 2−pad.
+//
+// Chunks of tiles have a size fixed by the geometry (winoChunk), not by
+// the thread count, and each output element is computed by one chunk in
+// one fixed order, so results are the same bits at any thread count.
+
+// winoShape is one Winograd convolution: c input channels of h×w, k output
+// channels of oh×ow, padding pad, output tiles m×m.
+type winoShape struct {
+	m, c, h, w, k, oh, ow, pad int
+	th, tw                     int // tiles down and across an image
+	chunk                      int // tiles per chunk (the last may have fewer)
+}
+
+// alpha is the side of a transformed tile, m+2.
+func (s *winoShape) alpha() int { return s.m + 2 }
+
+// winoChunkFloats bounds a chunk's transformed input and products
+// (α²·(C+K) floats per tile); winoMinChunk and winoMaxChunk bound its
+// tiles. Measured on ResNet-18's 3×3 layers at batch 16, one thread, under
+// the AVX2 cap (TestWinogradTimes, ms of the 36 GEMMs for budgets of
+// 256 Ki / 1 Mi / 4 Mi floats): 64 channels 56×56 20.7 / 19.2 / 14.7,
+// 128 at 28×28 17.7 / 14.9 / 13.9, 256 at 14×14 32.8 / 21.9 / 19.3, 512
+// at 7×7 38.7 / 32.7 / 21.6: wide GEMMs matter more than the cache.
+var winoChunkFloats = 1 << 21
+
+const (
+	winoMinChunk = 16
+	winoMaxChunk = 256
+)
+
+// newWinoShape is the Winograd F(m×m, 3×3) convolution of n images of c
+// channels h×w, padded by pad, to k channels. Its chunk of tiles, a
+// multiple of 8 (the AVX2 transforms' lanes), depends on the geometry and
+// n only, never on the thread count; it is at most half the batch's tiles
+// (rounded up), so that two threads share the work.
+func newWinoShape(m, n, c, h, w, k, pad int) winoShape {
+	s := winoShape{m: m, c: c, h: h, w: w, k: k, pad: pad, oh: h + 2*pad - 2, ow: w + 2*pad - 2}
+	s.th, s.tw = (s.oh+m-1)/m, (s.ow+m-1)/m
+	a := s.alpha()
+	half := (n*s.th*s.tw + 1) / 2
+	s.chunk = max(winoMinChunk, min(winoMaxChunk, winoChunkFloats/(a*a*(c+k)), (half+7)&^7)) &^ 7
+	return s
+}
+
+// chunks is the number of tile chunks for n images.
+func (s *winoShape) chunks(n int) int {
+	t := n * s.th * s.tw
+	return (t + s.chunk - 1) / s.chunk
+}
+
+// winoBuf is a worker's scratch: a chunk's transformed input and products,
+// one output channel's inverse-transformed tiles, and the chunk's tile
+// origins.
+type winoBuf struct {
+	v, p, d []float32
+	ker     []float32 // winoKernel's scratch
+	img, y0 []int32   // per tile of the chunk: image, top row
+	x0      []int32   // left column
+	off     []int32   // the tile's patch in the padded input (channel 0)
+}
+
+func (b *winoBuf) fit(s *winoShape) {
+	a2 := s.alpha() * s.alpha()
+	b.v = fitBuf(b.v, a2*s.c*s.chunk)
+	b.p = fitBuf(b.p, a2*s.k*s.chunk)
+	b.d = fitBuf(b.d, s.m*s.m*s.chunk)
+	if len(b.img) < s.chunk {
+		b.img, b.y0, b.x0, b.off = make([]int32, s.chunk), make([]int32, s.chunk), make([]int32, s.chunk), make([]int32, s.chunk)
+	}
+}
+
+// winoRun computes chunks [lo, hi) of the convolution of the n images of
+// s.c×s.h×s.w in padded (winoPad) with transformed kernel u (α²×K×C) plus bias (nil: none)
+// into out (n images of s.k×s.oh×s.ow), with scratch buf.
+func winoRun(s *winoShape, n int, padded, u, bias, out []float32, buf *winoBuf, lo, hi int) {
+	buf.fit(s)
+	total := n * s.th * s.tw
+	a := s.alpha()
+	a2 := a * a
+	tpi := s.th * s.tw
+	hp, wp := s.padded()
+	for ch := lo; ch < hi; ch++ {
+		t0 := ch * s.chunk
+		nt := min(s.chunk, total-t0)
+		for j := 0; j < nt; j++ {
+			img, r := (t0+j)/tpi, (t0+j)%tpi
+			buf.img[j], buf.y0[j], buf.x0[j] = int32(img), int32(r/s.tw*s.m), int32(r%s.tw*s.m)
+			buf.off[j] = int32(img*s.c*hp*wp) + buf.y0[j]*int32(wp) + buf.x0[j]
+		}
+		v, p := buf.v[:a2*s.c*nt], buf.p[:a2*s.k*nt]
+		winoInput(s, padded, buf, nt, v)
+		for x := 0; x < a2; x++ {
+			tensor.Gemm(false, false, s.k, nt, s.c, 1, u[x*s.k*s.c:], s.c, v[x*s.c*nt:], nt, 0, p[x*s.k*nt:], nt)
+		}
+		winoOutput(s, p, bias, buf, nt, out)
+	}
+}
+
+// winoInput transforms, channel by channel, the input patches of the
+// chunk's nt tiles into v (α²×C×nt), reading them in place from the padded
+// input (winoPad) at buf.off.
+func winoInput(s *winoShape, padded []float32, buf *winoBuf, nt int, v []float32) {
+	kind := simd.WinoIn4
+	if s.m == 2 {
+		kind = simd.WinoIn2
+	}
+	hp, wp := s.padded()
+	for c := 0; c < s.c; c++ {
+		simd.WinoGather(kind, padded[c*hp*wp:], buf.off[:nt], wp, v[c*nt:], s.c*nt)
+	}
+}
+
+// padded is the size of an input plane padded for the tiles: pad rows
+// and columns before, enough zeros after for the last tiles' patches.
+func (s *winoShape) padded() (hp, wp int) { return s.th*s.m + 2, s.tw*s.m + 2 }
+
+// winoPad copies planes [lo, hi) of in (n·C planes of h×w) into padded
+// (planes of s.padded()), the image at (pad, pad) and zeros around it,
+// writing every element of those planes.
+func winoPad(s *winoShape, in, padded []float32, lo, hi int) {
+	hp, wp := s.padded()
+	for pl := lo; pl < hi; pl++ {
+		src := in[pl*s.h*s.w : (pl+1)*s.h*s.w]
+		dst := padded[pl*hp*wp : (pl+1)*hp*wp]
+		clear(dst[:s.pad*wp])
+		for y := 0; y < s.h; y++ {
+			row := dst[(y+s.pad)*wp : (y+s.pad+1)*wp]
+			clear(row[:s.pad])
+			copy(row[s.pad:], src[y*s.w:(y+1)*s.w])
+			clear(row[s.pad+s.w:])
+		}
+		clear(dst[(s.h+s.pad)*wp:])
+	}
+}
+
+// winoOutput inverse-transforms, output channel by channel, the products p
+// (α²×K×nt) of the chunk's tiles, adds bias and writes the tiles' pixels
+// that lie inside the output, a run of tiles along a tile row at a time.
+func winoOutput(s *winoShape, p, bias []float32, buf *winoBuf, nt int, out []float32) {
+	plane := s.oh * s.ow
+	m := s.m
+	y := buf.d[:m*m*nt]
+	kind := simd.WinoOut4
+	if m == 2 {
+		kind = simd.WinoOut2
+	}
+	for k := 0; k < s.k; k++ {
+		var b float32
+		if bias != nil {
+			b = bias[k]
+		}
+		simd.WinoTransform(kind, p[k*nt:], s.k*nt, y, nt, nt)
+		for j := 0; j < nt; {
+			img, y0, x0 := int(buf.img[j]), int(buf.y0[j]), int(buf.x0[j])
+			n := min(nt-j, s.tw-x0/m)
+			dst := out[(img*s.k+k)*plane : (img*s.k+k+1)*plane]
+			rows := min(m, s.oh-y0)
+			for i := 0; i < rows; i++ {
+				row := dst[(y0+i)*s.ow : (y0+i+1)*s.ow]
+				for q := 0; q < m; q++ {
+					// Tiles jj of the run whose column q lies inside.
+					cnt := min(n, (s.ow-x0-q+m-1)/m)
+					if cnt <= 0 {
+						continue
+					}
+					src := y[(i*m+q)*nt+j : (i*m+q)*nt+j+cnt]
+					o := row[x0+q : x0+q+m*(cnt-1)+1]
+					for jj, x := range src {
+						o[m*jj] = x + b
+					}
+				}
+			}
+			j += n
+		}
+	}
+}
+
+// winoKernel writes the transformed kernel for rows [lo, hi) of u
+// (α²×rows×cols): u[ξ][r][q] = (G g Gᵀ)[ξ] with g the 3×3 kernel of
+// weight (K×C×3×3) at k = r, c = q, or, with back, the kernel at k = q,
+// c = r rotated by 180° (the backward data pass's). scratch holds 9·cols
+// floats (fitted here).
+func winoKernel(m int, weight []float32, k, c int, back bool, u []float32, lo, hi int, scratch *[]float32) {
+	kind := simd.WinoKer4
+	if m == 2 {
+		kind = simd.WinoKer2
+	}
+	rows, cols := k, c
+	if back {
+		rows, cols = c, k
+	}
+	*scratch = fitBuf(*scratch, 9*cols)
+	g := (*scratch)[:9*cols]
+	for r := lo; r < hi; r++ {
+		// Gather row r's kernels with their 9 taps a row apart, then
+		// transform them all straight into u's α² rows (measured on 512×512
+		// channels: 11 ms, against 17 through a row buffer and a copy).
+		for q := 0; q < cols; q++ {
+			if back {
+				src := weight[(q*c+r)*9 : (q*c+r)*9+9]
+				for e := range 9 {
+					g[e*cols+q] = src[8-e] // rotated by 180°
+				}
+			} else {
+				src := weight[(r*c+q)*9 : (r*c+q)*9+9]
+				for e := range 9 {
+					g[e*cols+q] = src[e]
+				}
+			}
+		}
+		simd.WinoTransform(kind, g, cols, u[r*cols:], rows*cols, cols)
+	}
+}

@@ -1,0 +1,78 @@
+package layers
+
+import (
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"dsgd/engine/tensor"
+)
+
+// TestWinogradTimes prints, for ResNet-18's 3×3 stride-1 shapes at batch
+// 16 on one thread, the time of each phase of dsgd's Winograd forward
+// (input transform, GEMMs, output transform; min of DSGD_WINO_TIMES
+// repetitions). A measurement, not a test: skipped unless DSGD_WINO_TIMES
+// is set.
+func TestWinogradTimes(t *testing.T) {
+	reps, _ := strconv.Atoi(os.Getenv("DSGD_WINO_TIMES"))
+	if reps <= 0 {
+		t.Skip("set DSGD_WINO_TIMES=N to measure")
+	}
+	if v, err := strconv.Atoi(os.Getenv("DSGD_WINO_CHUNK")); err == nil {
+		defer func(f int) { winoChunkFloats = f }(winoChunkFloats)
+		winoChunkFloats = v
+	}
+	m := winoTile
+	if v, err := strconv.Atoi(os.Getenv("DSGD_WINO_M")); err == nil {
+		m = v
+	}
+	for _, c := range []struct{ n, c, hw int }{{16, 64, 56}, {16, 128, 28}, {16, 256, 14}, {16, 512, 7}} {
+		r := rand.New(rand.NewPCG(1, 2))
+		s := newWinoShape(m, c.n, c.c, c.hw, c.hw, c.c, 1)
+		in, wt := randSlice(r, c.n*c.c*c.hw*c.hw, 1), randSlice(r, c.c*c.c*9, 0.05)
+		out := make([]float32, c.n*c.c*s.oh*s.ow)
+		a2 := s.alpha() * s.alpha()
+		u := make([]float32, a2*c.c*c.c)
+		var buf winoBuf
+		buf.fit(&s)
+		total := c.n * s.th * s.tw
+		hp, wp := s.padded()
+		padded := make([]float32, c.n*c.c*hp*wp)
+		best := [4]time.Duration{1 << 62, 1 << 62, 1 << 62, 1 << 62}
+		for range reps {
+			var d [4]time.Duration
+			t0 := time.Now()
+			winoKernel(m, wt, c.c, c.c, false, u, 0, c.c, &buf.ker)
+			winoPad(&s, in, padded, 0, c.n*c.c)
+			d[0] = time.Since(t0)
+			for ch := 0; ch < s.chunks(c.n); ch++ {
+				t0 := ch * s.chunk
+				nt := min(s.chunk, total-t0)
+				v, p := buf.v[:a2*s.c*nt], buf.p[:a2*s.k*nt]
+				tpi := s.th * s.tw
+				for j := 0; j < nt; j++ {
+					img, r := (t0+j)/tpi, (t0+j)%tpi
+					buf.img[j], buf.y0[j], buf.x0[j] = int32(img), int32(r/s.tw*s.m), int32(r%s.tw*s.m)
+					buf.off[j] = int32(img*s.c*hp*wp) + buf.y0[j]*int32(wp) + buf.x0[j]
+				}
+				a := time.Now()
+				winoInput(&s, padded, &buf, nt, v)
+				b := time.Now()
+				for x := 0; x < a2; x++ {
+					tensor.Gemm(false, false, s.k, nt, s.c, 1, u[x*s.k*s.c:], s.c, v[x*s.c*nt:], nt, 0, p[x*s.k*nt:], nt)
+				}
+				e := time.Now()
+				winoOutput(&s, p, nil, &buf, nt, out)
+				d[1] += b.Sub(a)
+				d[2] += e.Sub(b)
+				d[3] += time.Since(e)
+			}
+			for i := range d {
+				best[i] = min(best[i], d[i])
+			}
+		}
+		t.Logf("F(%d,3) %d×%d×%d×%d chunk %d: kernel+pad %v, input %v, GEMMs %v, output %v", m, c.n, c.c, c.hw, c.hw, s.chunk, best[0], best[1], best[2], best[3])
+	}
+}
