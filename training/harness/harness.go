@@ -229,6 +229,21 @@ type rank struct {
 	weights []float32 // at the finish
 }
 
+// unfinished is how rk ended when it did not finish its iterations
+// (crashed, still running, or failed with the rank it blames), or "" when
+// it finished. Call it with the group's lock held.
+func (rk *rank) unfinished() string {
+	switch {
+	case rk.crashed:
+		return "crashed"
+	case !rk.done:
+		return "running"
+	case rk.err != nil:
+		return "failed, blaming " + blame(rk.err)
+	}
+	return ""
+}
+
 // computer is a worker's model: its k-th compute writes grad(rank, k).
 // A straggling computer does not return until released.
 type computer struct {
@@ -711,14 +726,9 @@ func (g *group) results() string {
 	var order []string
 	for _, rk := range g.ranks {
 		fmt.Fprintf(&b, "rank %d: ", rk.id)
-		switch {
-		case rk.crashed:
-			b.WriteString("crashed\n")
-		case !rk.done:
-			b.WriteString("running\n")
-		case rk.err != nil:
-			fmt.Fprintf(&b, "failed, blaming %s\n", blame(rk.err))
-		default:
+		if o := rk.unfinished(); o != "" {
+			b.WriteString(o + "\n")
+		} else {
 			fmt.Fprintf(&b, "finished, weights %s\n", g.weightsName(rk.weights))
 			finished = append(finished, rk.id)
 			if tensor.SameBits(rk.weights, g.seq) {

@@ -58,16 +58,10 @@ func (g *group) compare(name string, ref Reference) string {
 	g.mu.Lock()
 	for r, want := range workers {
 		rk := g.ranks[r]
-		fmt.Fprintf(&b, "rank %d: ", r)
-		switch {
-		case rk.crashed:
-			b.WriteString("crashed\n")
-		case !rk.done:
-			b.WriteString("running\n")
-		case rk.err != nil:
-			fmt.Fprintf(&b, "failed, blaming %s\n", blame(rk.err))
-		default:
-			fmt.Fprintf(&b, "weights %s\n", against(rk.weights, want))
+		if o := rk.unfinished(); o != "" {
+			fmt.Fprintf(&b, "rank %d: %s\n", r, o)
+		} else {
+			fmt.Fprintf(&b, "rank %d: weights %s\n", r, against(rk.weights, want))
 		}
 	}
 	g.mu.Unlock()
