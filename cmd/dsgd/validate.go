@@ -62,14 +62,13 @@ func (f *trainFlags) validate() error {
 		return fmt.Errorf("--round-deadline must not be negative, got %v", *f.roundDeadline)
 	case *f.maxUpdateNorm < 0:
 		return fmt.Errorf("--max-update-norm must not be negative, got %g", *f.maxUpdateNorm)
-	case *f.alpha < 0 || *f.alpha >= 1:
-		return fmt.Errorf("--alpha must be in [0,1), got %g", *f.alpha)
-	case *f.rho < 0:
-		return fmt.Errorf("--rho must not be negative, got %g", *f.rho)
 	case *f.momentum < 0 && *f.momentum != -1:
 		return fmt.Errorf("--momentum must not be negative, got %g", *f.momentum)
 	case *f.variant < 1 || *f.variant > 3:
 		return fmt.Errorf("--variant must be 1, 2 or 3, got %d", *f.variant)
+	}
+	if err := (scheme.Options{Alpha: *f.alpha, Rho: *f.rho}).Check(); err != nil {
+		return asFlags(err, trainFlagNames)
 	}
 	if *f.scheme != "" && !slices.Contains(scheme.Names(), *f.scheme) {
 		return fmt.Errorf("--scheme %q: unknown; choose one of %s", *f.scheme, strings.Join(scheme.Names(), ", "))

@@ -64,6 +64,19 @@ func (o Options) Resolve(c *Config) (note string, err error) {
 	return note, nil
 }
 
+// Check refuses an Alpha or Rho no scheme takes: Alpha (an elastic
+// moving rate, or an outer learning rate) in [0, 1), 0 meaning the
+// default; Rho not negative.
+func (o Options) Check() error {
+	switch {
+	case o.Alpha < 0 || o.Alpha >= 1:
+		return fmt.Errorf("Options.Alpha must be in [0,1), got %g", o.Alpha)
+	case o.Rho < 0:
+		return fmt.Errorf("Options.Rho must not be negative, got %g", o.Rho)
+	}
+	return nil
+}
+
 // BucketOf is Config.Bucket for a bucket of kib KiB, in float32 values;
 // DefaultBucket(multiProcess) for a negative kib (none given).
 func BucketOf(kib int, multiProcess bool) int {

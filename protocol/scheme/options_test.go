@@ -56,3 +56,23 @@ func TestBucketOf(t *testing.T) {
 		t.Errorf("BucketOf(4, false) = %d, want 1024", got)
 	}
 }
+
+// TestOptionsCheck: Alpha in [0, 1) and Rho not negative, each refusal
+// naming its field.
+func TestOptionsCheck(t *testing.T) {
+	for _, tt := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{}, ""},
+		{Options{Alpha: 0.9, Rho: 2}, ""},
+		{Options{Alpha: 1}, "Options.Alpha must be in [0,1), got 1"},
+		{Options{Alpha: -0.1}, "Options.Alpha must be in [0,1)"},
+		{Options{Rho: -1}, "Options.Rho must not be negative, got -1"},
+	} {
+		err := tt.o.Check()
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%+v: Check() = %v, want %q", tt.o, err, tt.want)
+		}
+	}
+}

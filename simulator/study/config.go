@@ -2,6 +2,7 @@ package study
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"dsgd/comm/collective"
@@ -124,10 +125,12 @@ func (c Config) Check() error {
 		return refuse("Config.Interval must be at least 1, got %d", c.Interval)
 	case c.Groups < 0:
 		return refuse("Config.Groups must not be negative, got %d", c.Groups)
-	case c.Alpha < 0 || c.Alpha >= 1:
-		return refuse("Config.Alpha must be in [0,1), got %g", c.Alpha)
 	case c.RoundDeadline < 0:
 		return refuse("Config.RoundDeadline must not be negative, got %v", c.RoundDeadline)
+	}
+	if err := (scheme.Options{Alpha: c.Alpha}).Check(); err != nil {
+		// The scheme's rule, said of this Config's field.
+		return refuse("%s", strings.Replace(err.Error(), "Options.Alpha", "Config.Alpha", 1))
 	}
 	return nil
 }
