@@ -13,18 +13,18 @@ import (
 	"dsgd/engine/tensor"
 )
 
-// TestConvEngineTimes (DSGD_CONV_TIMES=reps, under the ISA cap to study)
+// BenchmarkConvEngineTimes (DSGD_CONV_TIMES=reps, under the ISA cap to study)
 // prints, for convolution shapes of the benchmark nets, the forward and
 // backward ms of one layer on oneDNN (whatever dnnlChannelsFit says) and on
 // im2col + GEMM, the two interleaved rep by rep, min and median: the
 // measurements behind dnnlMinChannelUse8 and dnnlPassRules. It asserts nothing about time.
-func TestConvEngineTimes(t *testing.T) {
-	reps, _ := strconv.Atoi(os.Getenv("DSGD_CONV_TIMES"))
-	if reps == 0 {
-		t.Skip("DSGD_CONV_TIMES not set")
+func BenchmarkConvEngineTimes(b *testing.B) {
+	reps := 8 // DSGD_CONV_TIMES=N for more
+	if v, err := strconv.Atoi(os.Getenv("DSGD_CONV_TIMES")); err == nil && v > 0 {
+		reps = v
 	}
 	if !dnnlReady() {
-		t.Skip("oneDNN not available")
+		b.Skip("oneDNN not available")
 	}
 	threads, _ := strconv.Atoi(os.Getenv("DSGD_CONV_THREADS"))
 	threads = max(threads, 1)
@@ -78,16 +78,16 @@ func TestConvEngineTimes(t *testing.T) {
 			ts := []*tensor.Blob{tensor.NewBlob("y")}
 			l, err := tc.cfg.Build(Context{Threads: threads, Pool: pool})
 			if err != nil {
-				t.Fatal(err)
+				b.Fatal(err)
 			}
 			if err := l.Setup(bs, ts); err != nil {
-				t.Fatal(err)
+				b.Fatal(err)
 			}
 			for _, p := range l.Params() {
 				fillGaussian(p.Blob, 0.1, r)
 			}
 			if err := l.Reshape(bs, ts); err != nil {
-				t.Fatal(err)
+				b.Fatal(err)
 			}
 			l.Forward(bs, ts)
 			fillGaussianDiff(ts[0], r)
@@ -121,22 +121,22 @@ func TestConvEngineTimes(t *testing.T) {
 			return fmt.Sprintf("%6.2f (%6.2f)", x[0], x[len(x)/2])
 		}
 		for _, s := range sides {
-			t.Logf("%-26s %v: fwd %s weights %s data %s  %s", tc.name, tc.bottom, stat(s.f), stat(s.w), stat(s.d), s.l.(KernelReporter).Kernel())
+			b.Logf("%-26s %v: fwd %s weights %s data %s  %s", tc.name, tc.bottom, stat(s.f), stat(s.w), stat(s.d), s.l.(KernelReporter).Kernel())
 		}
 	}
 }
 
-// TestConvSplitTimes (DSGD_CONV_TIMES=reps) prints forward+backward ms of
+// BenchmarkConvSplitTimes (DSGD_CONV_TIMES=reps) prints forward+backward ms of
 // LeNet's convolutions (batch 64) with each backward pass on either
 // engine, the forward on oneDNN, beside all on im2col + GEMM: interleaved,
 // min and median. It asserts nothing about time.
-func TestConvSplitTimes(t *testing.T) {
-	reps, _ := strconv.Atoi(os.Getenv("DSGD_CONV_TIMES"))
-	if reps == 0 {
-		t.Skip("DSGD_CONV_TIMES not set")
+func BenchmarkConvSplitTimes(b *testing.B) {
+	reps := 8 // DSGD_CONV_TIMES=N for more
+	if v, err := strconv.Atoi(os.Getenv("DSGD_CONV_TIMES")); err == nil && v > 0 {
+		reps = v
 	}
 	if !dnnlReady() {
-		t.Skip("oneDNN not available")
+		b.Skip("oneDNN not available")
 	}
 	defer func(off, ign bool) { dnnlOff, dnnlIgnoreFit = off, ign }(dnnlOff, dnnlIgnoreFit)
 	dnnlIgnoreFit = true
@@ -170,7 +170,7 @@ func TestConvSplitTimes(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			v.bs = []*tensor.Blob{hlBlob(r, "x", tc.bottom...)}
 			v.ts = []*tensor.Blob{tensor.NewBlob("y")}
-			l := newTestLayer(t, tc.cfg, Context{Threads: 1}, v.bs, v.ts).(*convLayer)
+			l := newTestLayer(b, tc.cfg, Context{Threads: 1}, v.bs, v.ts).(*convLayer)
 			if !v.own {
 				l.dn.ownData, l.dn.ownWeights = v.ownData, v.ownWei
 				l.ownSetup(false)
@@ -207,7 +207,7 @@ func TestConvSplitTimes(t *testing.T) {
 		}
 		for _, v := range vs {
 			slices.Sort(v.ms)
-			t.Logf("%s: %-20s fwd+bwd min %6.2f med %6.2f ms", tc.name, v.name, v.ms[0], v.ms[len(v.ms)/2])
+			b.Logf("%s: %-20s fwd+bwd min %6.2f med %6.2f ms", tc.name, v.name, v.ms[0], v.ms[len(v.ms)/2])
 		}
 	}
 }

@@ -143,7 +143,7 @@ func (l *convLayer) dnnlSetup() {
 // a timing at start-up, so that a run's numbers do not depend on the
 // machine's load (the engines round differently: TestEnginesAgree).
 //
-// The measurements: TestConvEngineTimes (DSGD_CONV_TIMES=8, one thread,
+// The measurements: BenchmarkConvEngineTimes (DSGD_CONV_TIMES=8, one thread,
 // ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell, Emerald Rapids,
 // 2026-11-27, load average 5-7 from other work, so the min of 8 interleaved
 // repetitions), ms per pass, oneDNN against im2col + GEMM:
@@ -183,7 +183,7 @@ func (l *convLayer) dnnlSetup() {
 //     that pass as x64:gemm:jit, level with im2col's, and keeps it.
 //
 // LeNet's layers, forward+backward with the split against without it
-// (TestConvSplitTimes, 40 interleaved repetitions, twice, min / median
+// (BenchmarkConvSplitTimes, 40 interleaved repetitions, twice, min / median
 // ms): conv1 3.52-3.59 / 5.08-5.37 against 4.10-4.35 / 6.58-6.77 all on
 // oneDNN; conv2 12.7-12.9 / 13.9-14.1 against 14.9-15.0 / 16.1-16.2 all
 // on im2col (where dnnlMinChannelUse8 did not send it before) and

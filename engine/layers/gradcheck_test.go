@@ -27,7 +27,7 @@ type gradCheck struct {
 // newTestLayer builds and sets up a layer for a test, failing the test on
 // error, and fills its params with gaussian noise so gradients are not
 // trivially zero.
-func newTestLayer(t *testing.T, cfg Config, ctx Context, bottom, top []*tensor.Blob) Layer {
+func newTestLayer(t testing.TB, cfg Config, ctx Context, bottom, top []*tensor.Blob) Layer {
 	t.Helper()
 	if ctx.Rand == nil {
 		ctx.Rand = rand.New(rand.NewPCG(1, 2))

@@ -40,7 +40,7 @@ func (s *winoShape) alpha() int { return s.m + 2 }
 // winoChunkFloats bounds a chunk's transformed input and products
 // (α²·(C+K) floats per tile); winoMinChunk and winoMaxChunk bound its
 // tiles. Measured on ResNet-18's 3×3 layers at batch 16, one thread, under
-// the AVX2 cap (TestWinogradTimes, ms of the 36 GEMMs for budgets of
+// the AVX2 cap (BenchmarkWinogradTimes, ms of the 36 GEMMs for budgets of
 // 256 Ki / 1 Mi / 4 Mi floats): 64 channels 56×56 20.7 / 19.2 / 14.7,
 // 128 at 28×28 17.7 / 14.9 / 13.9, 256 at 14×14 32.8 / 21.9 / 19.3, 512
 // at 7×7 38.7 / 32.7 / 21.6: wide GEMMs matter more than the cache.

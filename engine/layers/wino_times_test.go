@@ -10,15 +10,15 @@ import (
 	"dsgd/engine/tensor"
 )
 
-// TestWinogradTimes prints, for ResNet-18's 3×3 stride-1 shapes at batch
+// BenchmarkWinogradTimes prints, for ResNet-18's 3×3 stride-1 shapes at batch
 // 16 on one thread, the time of each phase of dsgd's Winograd forward
 // (input transform, GEMMs, output transform; min of DSGD_WINO_TIMES
-// repetitions). A measurement, not a test: skipped unless DSGD_WINO_TIMES
-// is set.
-func TestWinogradTimes(t *testing.T) {
-	reps, _ := strconv.Atoi(os.Getenv("DSGD_WINO_TIMES"))
-	if reps <= 0 {
-		t.Skip("set DSGD_WINO_TIMES=N to measure")
+// repetitions, 8 unless set). A measurement, run once: go test -run '^$'
+// -bench WinogradTimes -benchtime 1x -v ./engine/layers.
+func BenchmarkWinogradTimes(b *testing.B) {
+	reps := 8 // DSGD_WINO_TIMES=N for more
+	if v, err := strconv.Atoi(os.Getenv("DSGD_WINO_TIMES")); err == nil && v > 0 {
+		reps = v
 	}
 	if v, err := strconv.Atoi(os.Getenv("DSGD_WINO_CHUNK")); err == nil {
 		defer func(f int) { winoChunkFloats = f }(winoChunkFloats)
@@ -73,6 +73,6 @@ func TestWinogradTimes(t *testing.T) {
 				best[i] = min(best[i], d[i])
 			}
 		}
-		t.Logf("F(%d,3) %d×%d×%d×%d chunk %d: kernel+pad %v, input %v, GEMMs %v, output %v", m, c.n, c.c, c.hw, c.hw, s.chunk, best[0], best[1], best[2], best[3])
+		b.Logf("F(%d,3) %d×%d×%d×%d chunk %d: kernel+pad %v, input %v, GEMMs %v, output %v", m, c.n, c.c, c.hw, c.hw, s.chunk, best[0], best[1], best[2], best[3])
 	}
 }

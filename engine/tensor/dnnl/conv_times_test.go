@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// TestConvVariantTimes (DSGD_CONV_TIMES=reps, under the ISA cap to study)
+// BenchmarkConvVariantTimes (DSGD_CONV_TIMES=reps, under the ISA cap to study)
 // prints, for convolutions of cifar10_quick (batch 100) and ResNet-18 and
 // CaffeNet (batch 8), the min and median ms of forward+backward (and of
 // forward alone) for each variant, interleaved round by round: the
@@ -19,13 +19,13 @@ import (
 // the blocked layout run over the batch in chunks of 10 images (within
 // the noise of one call, but 0.87x on cifar10_quick's conv1 under AVX2).
 // It asserts nothing about time.
-func TestConvVariantTimes(t *testing.T) {
-	reps, _ := strconv.Atoi(os.Getenv("DSGD_CONV_TIMES"))
-	if reps == 0 {
-		t.Skip("DSGD_CONV_TIMES not set")
+func BenchmarkConvVariantTimes(b *testing.B) {
+	reps := 8 // DSGD_CONV_TIMES=N for more
+	if v, err := strconv.Atoi(os.Getenv("DSGD_CONV_TIMES")); err == nil && v > 0 {
+		reps = v
 	}
 	if err := Load(); err != nil {
-		t.Skip(err)
+		b.Skip(err)
 	}
 	specs := []struct {
 		name string
@@ -59,7 +59,7 @@ func TestConvVariantTimes(t *testing.T) {
 			s.N, s.Plain = min(v.k, n), v.plain
 			c, err := NewConv(s)
 			if err != nil {
-				t.Fatal(err)
+				b.Fatal(err)
 			}
 			defer c.Close()
 			convs[i] = c
@@ -102,7 +102,7 @@ func TestConvVariantTimes(t *testing.T) {
 		for i, v := range vs {
 			slices.Sort(ms[i])
 			slices.Sort(fms[i])
-			t.Logf("%s n=%d %-6s fwd+bwd min %7.2f med %7.2f ms, fwd min %7.2f med %7.2f  %v", sp.name, n, v.name, ms[i][0], ms[i][len(ms[i])/2], fms[i][0], fms[i][len(fms[i])/2], convs[i].Impl())
+			b.Logf("%s n=%d %-6s fwd+bwd min %7.2f med %7.2f ms, fwd min %7.2f med %7.2f  %v", sp.name, n, v.name, ms[i][0], ms[i][len(ms[i])/2], fms[i][0], fms[i][len(fms[i])/2], convs[i].Impl())
 		}
 	}
 }
