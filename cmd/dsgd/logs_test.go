@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -79,30 +77,6 @@ func TestOwnTerminal(t *testing.T) {
 			}
 			if ownTerminal(&bytes.Buffer{}, envOf(tc.env...)) {
 				t.Error("a buffer counts as a terminal")
-			}
-		})
-	}
-}
-
-// TestErrorText: a run a signal stopped reads "interrupted", not "context
-// canceled"; other errors are as they are.
-func TestErrorText(t *testing.T) {
-	in := &interrupter{sig: os.Interrupt}
-	stopped := context.WithValue(context.Background(), interrupterKey{}, in)
-	canceled := fmt.Errorf("%w (snapshot of iteration 4 written to s; continue with --resume s)", context.Canceled)
-	for _, tc := range []struct {
-		name string
-		ctx  context.Context
-		err  error
-		want string
-	}{
-		{"signal", stopped, canceled, "interrupted (snapshot of iteration 4 written to s; continue with --resume s)"},
-		{"no signal", context.Background(), canceled, canceled.Error()},
-		{"other error", stopped, errors.New("disk full"), "disk full"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := errorText(tc.ctx, tc.err); got != tc.want {
-				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
 	}

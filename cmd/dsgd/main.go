@@ -35,6 +35,7 @@ import (
 	"strings"
 
 	"dsgd/engine/tensor"
+	"dsgd/internal/interrupt"
 )
 
 type command struct {
@@ -143,7 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case errors.Is(err, errUsage):
 			return 2
 		default:
-			fmt.Fprintf(stderr, "dsgd %s: %s\n", c.name, errorText(ctx, asFlags(err, flagNamesFor(c.name))))
+			fmt.Fprintf(stderr, "dsgd %s: %s\n", c.name, interrupt.ErrorText(ctx, asFlags(err, flagNamesFor(c.name))))
 			return 1
 		}
 	}
@@ -296,15 +297,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// errorText is err's message, where a signal stopped the run
-// ("context canceled (snapshot ...)") with "interrupted" for "context
-// canceled": the user stopped it, nothing failed.
-func errorText(ctx context.Context, err error) string {
-	msg := err.Error()
-	if signalOf(ctx) != nil && errors.Is(err, context.Canceled) {
-		msg = strings.Replace(msg, context.Canceled.Error(), "interrupted", 1)
-	}
-	return msg
 }

@@ -1,106 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// needSIGHUP skips a test that sends this process SIGHUP when it was
-// started with SIGHUP ignored (under nohup): the interrupter keeps it
-// ignored then, as TestNohupKeepsSIGHUPIgnored checks.
-func needSIGHUP(t *testing.T) {
-	t.Helper()
-	if signal.Ignored(syscall.SIGHUP) {
-		t.Skip("this test process was started with SIGHUP ignored (nohup), which the interrupter keeps ignored")
-	}
-}
-
-// TestInterrupterSecondSignal: the first signal cancels the context, the
-// second exits at once with 128+N.
-func TestInterrupterSecondSignal(t *testing.T) {
-	needSIGHUP(t)
-	var in interrupter
-	var code atomic.Int32
-	exited := make(chan struct{})
-	ctx, stop := in.watch(time.Minute, &bytes.Buffer{}, func(c int) { code.Store(int32(c)); close(exited) })
-	defer stop()
-	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	select {
-	case <-ctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("SIGHUP did not cancel the context")
-	}
-	if s := signalOf(ctx); s != syscall.SIGHUP {
-		t.Errorf("signalOf = %v, want SIGHUP", s)
-	}
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a second signal did not exit")
-	}
-	if code.Load() != 143 {
-		t.Errorf("exit status %d after SIGTERM, want 143", code.Load())
-	}
-}
-
-// TestInterrupterRepeatedSIGTERM: the same SIGTERM delivered twice at once
-// (a launcher killed with -9 signals its children once per thread of its
-// that exits) is one request to stop, not two: the run still snapshots.
-// Another signal after it exits at once.
-func TestInterrupterRepeatedSIGTERM(t *testing.T) {
-	needSIGHUP(t)
-	var in interrupter
-	var code atomic.Int32
-	exited := make(chan struct{})
-	ctx, stop := in.watch(time.Minute, &bytes.Buffer{}, func(c int) { code.Store(int32(c)); close(exited) })
-	defer stop()
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	<-ctx.Done()
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	select {
-	case <-exited:
-		t.Fatal("a repeated SIGTERM exited at once")
-	case <-time.After(300 * time.Millisecond):
-	}
-	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	select {
-	case <-exited:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a SIGHUP after the SIGTERM did not exit")
-	}
-	if code.Load() != 129 {
-		t.Errorf("exit status %d after SIGHUP, want 129", code.Load())
-	}
-}
-
-// TestInterrupterGrace: a process that does not stop within the grace
-// period after the first signal exits anyway.
-func TestInterrupterGrace(t *testing.T) {
-	var in interrupter
-	var code atomic.Int32
-	exited := make(chan struct{})
-	_, stop := in.watch(200*time.Millisecond, &bytes.Buffer{}, func(c int) { code.Store(int32(c)); close(exited) })
-	defer stop()
-	syscall.Kill(os.Getpid(), syscall.SIGINT)
-	select {
-	case <-exited:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the grace period passed without an exit")
-	}
-	if code.Load() != 130 {
-		t.Errorf("exit status %d after SIGINT, want 130", code.Load())
-	}
-}
 
 // interruptRun starts `dsgd train args...` in dir in a process group of
 // its own, waits for its first progress line, sends sig to the whole
