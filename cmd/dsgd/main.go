@@ -30,10 +30,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
-	"runtime/pprof"
 	"strings"
 
+	"dsgd/cmd/internal/cli"
 	"dsgd/engine/tensor"
 	"dsgd/internal/interrupt"
 )
@@ -73,38 +72,11 @@ func main() {
 	if !asksHelp(os.Args[1:]) { // help is text to read, not a log
 		stdout, stderr, flush = logStreams(os.Stdout, os.Stderr, os.Getenv)
 	}
-	stop := startCPUProfile(os.Getenv("DSGD_CPUPROFILE"), stderr)
+	stop := cli.StartCPUProfile(os.Getenv("DSGD_CPUPROFILE"), "dsgd", "DSGD_CPUPROFILE", stderr) // read it with go tool pprof
 	code := mainStatus(os.Args[1:], stdout, stderr)
 	stop()
 	flush()
 	os.Exit(code)
-}
-
-// startCPUProfile writes a Go CPU profile of the whole command to path
-// (DSGD_CPUPROFILE; read it with go tool pprof) until the returned stop is
-// called; with no path it does nothing. A profile that cannot be written
-// is a warning: the run goes on without it.
-func startCPUProfile(path string, stderr io.Writer) (stop func()) {
-	if path == "" {
-		return func() {}
-	}
-	f, err := os.Create(path)
-	if err == nil {
-		err = pprof.StartCPUProfile(f)
-		if err != nil {
-			f.Close()
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "dsgd: warning: DSGD_CPUPROFILE: %v; no profile is written\n", err)
-		return func() {}
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			fmt.Fprintf(stderr, "dsgd: warning: DSGD_CPUPROFILE %s: %v\n", path, err)
-		}
-	}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -128,7 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// dsgd help CMD is CMD's own help.
 		args = []string{args[1], "-h"}
 	case "version", "-version", "--version":
-		fmt.Fprintln(stdout, version())
+		fmt.Fprintln(stdout, cli.Version("dsgd"))
 		return 0
 	}
 	for _, c := range commands() {
@@ -152,85 +124,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, c := range commands() {
 		names = append(names, c.name)
 	}
-	fmt.Fprintf(stderr, "dsgd: unknown command %q%s (run \"dsgd help\" for the commands)\n", args[0], didYouMean(args[0], names))
+	fmt.Fprintf(stderr, "dsgd: unknown command %q%s (run \"dsgd help\" for the commands)\n", args[0], cli.DidYouMean(args[0], names))
 	return 2
-}
-
-// version is the module's version and the commit it was built from, as
-// the Go toolchain recorded them in the binary.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "dsgd (no build information)"
-	}
-	v := "dsgd " + bi.Main.Version
-	var rev, at, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = ", with uncommitted changes"
-			}
-		}
-	}
-	if rev != "" {
-		v += fmt.Sprintf(" (commit %s of %s%s)", rev, at, dirty)
-	}
-	return v + ", " + bi.GoVersion
-}
-
-// didYouMean is ", did you mean X?" for the option nearest word when it is
-// close (it starts with word, or is at most two edits away, or a third of
-// word's letters for a long one; one for a word of three letters), else "".
-func didYouMean(word string, options []string) string {
-	best, bestD := "", -1
-	for _, o := range options {
-		d := editDistance(word, o)
-		if strings.HasPrefix(o, word) && len(word) >= 3 {
-			d = min(d, 1)
-		}
-		if bestD < 0 || d < bestD {
-			best, bestD = o, d
-		}
-	}
-	limit := max(2, len(word)/3)
-	if len(word) <= 3 {
-		limit = 1
-	}
-	if bestD < 0 || bestD > limit {
-		return ""
-	}
-	return fmt.Sprintf(", did you mean %q?", best)
-}
-
-// editDistance is the edit distance between a and b, a swap of two
-// neighbouring letters counting as one edit (optimal string alignment).
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+c)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
 
 func usage(w io.Writer) {
@@ -271,14 +166,14 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(helpOut, "usage: dsgd %s [flags]\n", fs.Name())
-			printFlags(helpOut, fs)
+			cli.PrintFlags(helpOut, fs, flagGroups)
 			return err
 		}
 		hint := ""
 		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
 			var flags []string
 			fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
-			if h := didYouMean(name, flags); h != "" {
+			if h := cli.DidYouMean(name, flags); h != "" {
 				hint = strings.Replace(h, `did you mean "`, `did you mean "--`, 1)
 			}
 		}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"flag"
+	"strings"
+	"testing"
+)
+
+// TestDidYouMean: a near option is suggested, a far one is not; a swap of
+// two letters is one edit.
+func TestDidYouMean(t *testing.T) {
+	opts := []string{"train", "test", "time", "simulate"}
+	for _, tc := range []struct{ word, want string }{
+		{"trian", `, did you mean "train"?`},
+		{"simul", `, did you mean "simulate"?`},
+		{"tset", `, did you mean "test"?`},
+		{"xyzzy", ""},
+	} {
+		if got := DidYouMean(tc.word, opts); got != tc.want {
+			t.Errorf("DidYouMean(%q) = %q, want %q", tc.word, got, tc.want)
+		}
+	}
+	if d := editDistance("ab", "ba"); d != 1 {
+		t.Errorf("editDistance(ab, ba) = %d, want 1", d)
+	}
+}
+
+// TestPrintFlagsGroups: from GroupedMin flags on, each flag is listed once
+// under its group's heading, the others under "Other"; fewer are flat.
+func TestPrintFlagsGroups(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	for i := range GroupedMin {
+		fs.Int(string(rune('a'+i)), 0, "n")
+	}
+	var b strings.Builder
+	PrintFlags(&b, fs, []Group{{Title: "First", Flags: []string{"b", "a"}}})
+	out := b.String()
+	if !strings.HasPrefix(out, "\nFirst:\n  --a int\n") || !strings.Contains(out, "\nOther:\n  --c int\n") || strings.Count(out, "--a ") != 1 {
+		t.Errorf("grouped help:\n%s", out)
+	}
+	small := flag.NewFlagSet("y", flag.ContinueOnError)
+	small.String("name", "v", "a `NAME`")
+	b.Reset()
+	PrintFlags(&b, small, nil)
+	if want := "  --name NAME\n    \ta NAME (default \"v\")\n"; b.String() != want {
+		t.Errorf("flat help %q, want %q", b.String(), want)
+	}
+}
+
+// TestWriteBash: the script names the program, offers the commands and
+// the extra words first, and a command's flags with dashes.
+func TestWriteBash(t *testing.T) {
+	var b strings.Builder
+	c := Completion{Program: "p", Commands: []Command{{Name: "run", Flags: []string{"fast"}}, {Name: "bare"}},
+		Extra: []string{"help"}, Values: []Values{{Flag: "mode", Values: []string{"a", "b"}}}, Files: []string{"in"}}
+	if err := c.WriteBash(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"_p() {", `compgen -W "run bare help"`, "\t-mode|--mode) COMPREPLY=($(compgen -W \"a b\"", "\t-in|--in) COMPREPLY=($(compgen -f", "\trun) COMPREPLY=($(compgen -W \"--fast\"", "complete -o default -F _p p\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("script lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\tbare)") {
+		t.Errorf("a command without flags has a case:\n%s", out)
+	}
+}
