@@ -5,10 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,16 +34,23 @@ func runBenchComm(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	return commbench.Run(ctx, o, stderr, func(s commbench.Section) { printSection(stdout, s) })
+	return commbench.Run(ctx, o, stderr, func(s commbench.Section) { s.WriteText(stdout) })
 }
 
-// benchCommQuick are the --quick values of the flags not given explicitly.
-var benchCommQuick = map[string]string{
-	"worlds": "2", "sizes": "64KiB", "reps": "2", "warmup": "1", "mem": "4MiB",
-	"ps-workers": "2", "ps-floats": "65536", "ps-reps": "2", "ps-warmup": "1",
-	"peer": "none", "timeout": "1m", "comm-timeout": "20s",
-	"paths": "tcp,shm,shm-own,inproc", "mpi-peer": "none",
-}
+// parseIntList and parseByteSize are commbench's parsers, which dsgd
+// smb's --clients and --bytes and DSGD_MEMORY read too.
+var (
+	parseIntList  = commbench.ParseIntList
+	parseByteSize = commbench.ParseByteSize
+)
+
+// benchCommFlagNames names commbench.Options' fields as the flags that
+// set them.
+var benchCommFlagNames = strings.NewReplacer(
+	"Options.Reps", "--reps", "Options.PSReps", "--ps-reps",
+	"Options.Warmup", "--warmup", "Options.PSWarmup", "--ps-warmup",
+	"Options.PSFloats", "--ps-floats",
+	"Options.Timeout", "--timeout", "Options.CommWait", "--comm-timeout")
 
 func parseBenchCommFlags(args []string, stderr io.Writer) (*commbench.Options, error) {
 	fs := flag.NewFlagSet("bench-comm", flag.ContinueOnError)
@@ -69,14 +73,14 @@ func parseBenchCommFlags(args []string, stderr io.Writer) (*commbench.Options, e
 	commWait := fs.Duration("comm-timeout", 60*time.Second, "a TCP rank that makes no progress on a message, or on joining, for this long fails")
 	paths := fs.String("paths", commbench.PathNames(), "comma-separated columns of the allreduce table: tcp, shm (shared memory, buffers from the executor as train's gradients), shm-own (shared memory, buffers of the ranks' own), inproc, mpi (dsgd's schedules over MPI, mpirun), mpi-own (MPI_Allreduce through dsgd's MPI transport), ompi (Open MPI's peer), gloo (PyTorch's peer)")
 	mpiPeer := fs.String("mpi-peer", "../shared/peer/mpi_allreduce.py", "the Open MPI peer's allreduce script, run under mpirun with --python (\"none\" to skip)")
-	quick := fs.Bool("quick", false, "tiny run for tests: "+quickSummary())
+	quick := fs.Bool("quick", false, "tiny run for tests: "+commbench.QuickSummary())
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return nil, err
 	}
 	if *quick {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for name, v := range benchCommQuick {
+		for name, v := range commbench.Quick {
 			if !set[name] {
 				if err := fs.Set(name, v); err != nil {
 					panic("bench-comm: bad --quick value for " + name + ": " + err.Error())
@@ -88,47 +92,36 @@ func parseBenchCommFlags(args []string, stderr io.Writer) (*commbench.Options, e
 		fmt.Fprintf(stderr, "dsgd bench-comm: "+format+"\n", a...)
 		return nil, errUsage
 	}
-	o := &commbench.Options{Parts: map[string]bool{}, Reps: *reps, Warmup: *warmup, PSFloats: *psFloats,
+	o := &commbench.Options{Reps: *reps, Warmup: *warmup, PSFloats: *psFloats,
 		PSReps: *psReps, PSWarmup: *psWarmup, TCPMaxWorkers: *tcpMax, Peer: *peer, Python: *python,
 		Timeout: *timeout, CommWait: *commWait, MPIPeer: *mpiPeer}
-	for _, p := range strings.Split(*parts, ",") {
-		p = strings.TrimSpace(p)
-		if p != "mem" && p != "allreduce" && p != "ps" {
-			return bad("--parts: unknown part %q (choose from mem, allreduce, ps)", p)
-		}
-		o.Parts[p] = true
-	}
 	var err error
+	if o.Parts, err = commbench.ParseParts(*parts); err != nil {
+		return bad("--parts: %v", err)
+	}
 	if o.Paths, err = commbench.ParsePaths(*paths); err != nil {
 		return bad("--paths: %v", err)
 	}
-	if o.Worlds, err = parseIntList(*worlds, 2); err != nil {
+	if o.Worlds, err = commbench.ParseIntList(*worlds, 2); err != nil {
 		return bad("--worlds: %v", err)
 	}
-	if o.PSWorkers, err = parseIntList(*psWorkers, 2); err != nil {
+	if o.PSWorkers, err = commbench.ParseIntList(*psWorkers, 2); err != nil {
 		return bad("--ps-workers: %v", err)
 	}
-	if o.Sizes, err = parseByteSizes(*sizes); err != nil {
+	if o.Sizes, err = commbench.ParseByteSizes(*sizes); err != nil {
 		return bad("--sizes: %v", err)
 	}
 	if o.Alg, err = collective.ParseAlgorithm(*algName); err != nil {
 		return bad("--alg: %v", err)
 	}
-	if o.InprocMax, err = parseByteSize(*inprocMax); err != nil {
+	if o.InprocMax, err = commbench.ParseByteSize(*inprocMax); err != nil {
 		return bad("--inproc-max: %v", err)
 	}
-	if o.MemBytes, err = parseByteSize(*mem); err != nil {
+	if o.MemBytes, err = commbench.ParseByteSize(*mem); err != nil {
 		return bad("--mem: %v", err)
 	}
-	switch {
-	case o.Reps < 1 || o.PSReps < 1:
-		return bad("--reps and --ps-reps must be at least 1")
-	case o.Warmup < 0 || o.PSWarmup < 0:
-		return bad("--warmup and --ps-warmup must not be negative")
-	case o.PSFloats < 1 || o.PSFloats > commbench.MaxBytes/4:
-		return bad("--ps-floats %d out of range [1, %d]", o.PSFloats, commbench.MaxBytes/4)
-	case o.Timeout <= 0 || o.CommWait <= 0:
-		return bad("--timeout and --comm-timeout must be positive")
+	if err := o.Check(); err != nil {
+		return bad("%s", benchCommFlagNames.Replace(err.Error()))
 	}
 	if o.MPIPeer != "none" && o.Parts["allreduce"] && o.Paths["ompi"] {
 		if _, err := os.Stat(o.MPIPeer); err != nil {
@@ -141,80 +134,4 @@ func parseBenchCommFlags(args []string, stderr io.Writer) (*commbench.Options, e
 		}
 	}
 	return o, nil
-}
-
-func quickSummary() string {
-	keys := make([]string, 0, len(benchCommQuick))
-	for k := range benchCommQuick {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(" ")
-		}
-		fmt.Fprintf(&b, "--%s %s", k, benchCommQuick[k])
-	}
-	return b.String() + " (flags given explicitly win)"
-}
-
-// parseIntList parses "2,4,8": positive integers, each at least lo.
-func parseIntList(s string, lo int) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		v, err := strconv.Atoi(f)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not an integer", f)
-		}
-		if v < lo || v > 64 {
-			return nil, fmt.Errorf("%d out of range [%d, 64]", v, lo)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-// parseByteSizes parses a comma-separated list of sizes (see parseByteSize).
-func parseByteSizes(s string) ([]int64, error) {
-	var out []int64
-	for _, f := range strings.Split(s, ",") {
-		v, err := parseByteSize(f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-// parseByteSize parses a buffer size: a number with an optional unit B,
-// KiB, MiB or GiB (case-insensitive); a bare number is MiB. The result must
-// be a whole number of float32s, positive and at most commbench.MaxBytes.
-func parseByteSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	num, mult := s, float64(1<<20)
-	lower := strings.ToLower(s)
-	for _, u := range []struct {
-		suffix string
-		mult   float64
-	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"b", 1}} {
-		if strings.HasSuffix(lower, u.suffix) {
-			num, mult = strings.TrimSpace(s[:len(s)-len(u.suffix)]), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("size %q: want a number with an optional unit B, KiB, MiB or GiB (bare numbers are MiB)", s)
-	}
-	b := v * mult
-	if b <= 0 || b > commbench.MaxBytes {
-		return 0, fmt.Errorf("size %q out of range (0, 2GiB]", s)
-	}
-	if b != math.Trunc(b) || int64(b)%4 != 0 {
-		return 0, fmt.Errorf("size %q is %g bytes, not a whole number of float32s (4 bytes each)", s, b)
-	}
-	return int64(b), nil
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"dsgd/cmd/internal/commbench"
 )
 
 // TestBenchCommQuick runs the whole command on tiny sizes, peer disabled:
@@ -99,59 +97,4 @@ func TestBenchCommFlagErrors(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestBenchCommParseByteSize(t *testing.T) {
-	cases := []struct {
-		in   string
-		want int64
-		bad  string
-	}{
-		{"1", 1 << 20, ""},
-		{"240", 240 << 20, ""},
-		{"64KiB", 64 << 10, ""},
-		{" 1.5 mib", 3 << 19, ""},
-		{"0.0625", 64 << 10, ""},
-		{"1GiB", 1 << 30, ""},
-		{"4096B", 4096, ""},
-		{"3B", 0, "float32s"},
-		{"0", 0, "out of range"},
-		{"-1", 0, "out of range"},
-		{"3GiB", 0, "out of range"},
-		{"NaN", 0, "want a number"},
-		{"KiB", 0, "want a number"},
-		{"", 0, "want a number"},
-	}
-	for _, c := range cases {
-		got, err := parseByteSize(c.in)
-		if c.bad != "" {
-			if err == nil || !strings.Contains(err.Error(), c.bad) {
-				t.Errorf("%q: got %d, %v; want error %q", c.in, got, err, c.bad)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("%q: got %d, %v; want %d", c.in, got, err, c.want)
-		}
-	}
-	if got, err := parseByteSizes("1,4,64KiB"); err != nil || len(got) != 3 || got[2] != 64<<10 {
-		t.Errorf("list: %v %v", got, err)
-	}
-}
-
-func FuzzBenchCommSizes(f *testing.F) {
-	for _, s := range []string{"1,4,16,64,240", "64KiB", "1.5MiB", "4096B", "1e3", "-0", "0x10", ",", "1GiB,2GiB"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		sizes, err := parseByteSizes(s)
-		if err != nil {
-			return
-		}
-		for _, b := range sizes {
-			if b <= 0 || b%4 != 0 || b > commbench.MaxBytes {
-				t.Fatalf("%q gave %d", s, b)
-			}
-		}
-	})
 }

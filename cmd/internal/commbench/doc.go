@@ -3,7 +3,10 @@
 // dsgd has, beside Open MPI's and gloo's; the parameter-server pattern
 // against the reduction tree, beside collective's α-β prediction) and
 // returns the tables as data (Section: lines of text and tables of rows
-// and columns), which the command prints.
+// and columns), which Section.WriteText writes as the command prints
+// them. The command's flag values are parsed here too (ParseParts,
+// ParseIntList, ParseByteSize(s); Options.Check; Quick, the values of a
+// tiny run).
 //
 // The ranks of a group that spans processes are children of this
 // executable (started through package spawn, or by mpirun) running

@@ -1,30 +1,28 @@
-package main
+package commbench
 
 import (
 	"fmt"
 	"io"
 	"strings"
-
-	"dsgd/cmd/internal/commbench"
 )
 
-// printSection prints one part of bench-comm's report: each block's
-// lines, then its table.
-func printSection(w io.Writer, s commbench.Section) {
+// WriteText writes s as text: each block's lines, then its table
+// (Table.WriteText).
+func (s Section) WriteText(w io.Writer) {
 	for _, b := range s.Blocks {
 		for _, l := range b.Lines {
 			fmt.Fprintln(w, l)
 		}
 		if b.Table != nil {
-			printTable(w, b.Table)
+			b.Table.WriteText(w)
 		}
 	}
 }
 
-// printTable prints t's header row, its spanning labels if any, then its
+// WriteText writes t's header row, its spanning labels if any, then its
 // rows: each cell padded to its column's width (the widest cell where the
 // column sets none), aligned right unless the column says left.
-func printTable(w io.Writer, t *commbench.Table) {
+func (t *Table) WriteText(w io.Writer) {
 	width := make([]int, len(t.Cols))
 	for i, c := range t.Cols {
 		width[i] = c.Width
