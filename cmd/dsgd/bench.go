@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,8 +45,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (enginebench.Config, error
 	nets := fs.String("nets", strings.Join(enginebench.NetNames(), ","), "comma-separated nets to compare: "+strings.Join(enginebench.NetNames(), ", "))
 	threadList := fs.String("thread-list", "1,2", "comma-separated thread counts to compare at (dsgd's --threads, the peer's --threads)")
 	reps := fs.Int("reps", 3, "repetitions of each dsgd/peer pair of runs; the table shows their medians and ranges")
-	iters := fs.String("iters", "", "timed iterations per run: N for every net, or NET=N,... (defaults: "+perNetDefaults(func(n enginebench.Net) int { return n.Iters })+")")
-	warmup := fs.String("warmup", "", "untimed iterations before them, the same way (defaults: "+perNetDefaults(func(n enginebench.Net) int { return n.Warmup })+")")
+	iters := fs.String("iters", "", "timed iterations per run: N for every net, or NET=N,... (defaults: "+enginebench.Defaults(func(n enginebench.Net) int { return n.Iters })+")")
+	warmup := fs.String("warmup", "", "untimed iterations before them, the same way (defaults: "+enginebench.Defaults(func(n enginebench.Net) int { return n.Warmup })+")")
 	var c enginebench.Config
 	fs.StringVar(&c.PeerLeNet, "peer", "../shared/peer/torch_lenet.py", "the PyTorch peer's LeNet script (\"none\": time dsgd alone)")
 	fs.StringVar(&c.PeerNets, "peer-nets", "../shared/peer/torch_nets.py", "the PyTorch peer's script for the other nets (\"none\": time dsgd alone)")
@@ -70,128 +68,31 @@ func parseBenchFlags(args []string, stderr io.Writer) (enginebench.Config, error
 		fmt.Fprintf(stderr, "dsgd bench: "+format+"\n", a...)
 		return c, errUsage
 	}
-	for _, f := range strings.Split(*threadList, ",") {
-		t, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || t <= 0 {
-			return bad("--thread-list: bad thread count %q", f)
-		}
-		c.Threads = append(c.Threads, t)
+	var err error
+	if c.Threads, err = enginebench.ParseThreads(*threadList); err != nil {
+		return bad("--thread-list: %v", err)
 	}
 	if *reps < 1 {
 		return bad("--reps %d: want at least 1", *reps)
 	}
 	c.Reps = *reps
-	isas, err := parseISAList(*isaList)
-	if err != nil {
+	if c.ISAs, err = enginebench.ParseISAs(*isaList); err != nil {
 		return bad("--isa: %v", err)
 	}
-	c.ISAs = isas
 	if c.PeakTime <= 0 {
 		return bad("--peak-time %v: want a positive duration", c.PeakTime)
 	}
-	for _, f := range strings.Split(*nets, ",") {
-		name := strings.TrimSpace(f)
-		i := slices.IndexFunc(enginebench.Nets, func(n enginebench.Net) bool { return n.Name == name })
-		if i < 0 {
-			return bad("--nets: no net %q; the nets are %s", name, strings.Join(enginebench.NetNames(), ", "))
-		}
-		if slices.ContainsFunc(c.Nets, func(n enginebench.Net) bool { return n.Name == name }) {
-			return bad("--nets: %s given twice", name)
-		}
-		c.Nets = append(c.Nets, enginebench.Nets[i])
+	if c.Nets, err = enginebench.ParseNets(*nets); err != nil {
+		return bad("--nets: %v", err)
 	}
-	it, err := parsePerNet(*iters, 1)
+	it, err := enginebench.ParsePerNet(*iters, 1)
 	if err != nil {
 		return bad("--iters: %v", err)
 	}
-	wu, err := parsePerNet(*warmup, 0)
+	wu, err := enginebench.ParsePerNet(*warmup, 0)
 	if err != nil {
 		return bad("--warmup: %v", err)
 	}
-	for i := range c.Nets {
-		n := &c.Nets[i]
-		if v, ok := it[n.Name]; ok {
-			n.Iters = v
-		} else if v, ok := it[""]; ok {
-			n.Iters = v
-		}
-		if v, ok := wu[n.Name]; ok {
-			n.Warmup = v
-		} else if v, ok := wu[""]; ok {
-			n.Warmup = v
-		}
-	}
+	enginebench.SetCounts(c.Nets, it, wu)
 	return c, nil
-}
-
-func perNetDefaults(f func(enginebench.Net) int) string {
-	var s []string
-	for _, n := range enginebench.Nets {
-		s = append(s, fmt.Sprintf("%s=%d", n.Name, f(n)))
-	}
-	return strings.Join(s, ",")
-}
-
-// parsePerNet parses an iteration count given for every net ("5", key "")
-// or per net ("caffenet=2,googlenet=2"); every value must be at least min.
-// "" gives an empty map.
-func parsePerNet(s string, min int) (map[string]int, error) {
-	out := map[string]int{}
-	if strings.TrimSpace(s) == "" {
-		return out, nil
-	}
-	atoi := func(v string) (int, error) {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < min {
-			return 0, fmt.Errorf("%q is not an integer of at least %d", v, min)
-		}
-		return n, nil
-	}
-	if !strings.Contains(s, "=") {
-		n, err := atoi(s)
-		if err != nil {
-			return nil, err
-		}
-		out[""] = n
-		return out, nil
-	}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return nil, fmt.Errorf("%q is not NET=N", kv)
-		}
-		if !slices.Contains(enginebench.NetNames(), k) {
-			return nil, fmt.Errorf("no net %q; the nets are %s", k, strings.Join(enginebench.NetNames(), ", "))
-		}
-		if _, dup := out[k]; dup {
-			return nil, fmt.Errorf("%s given twice", k)
-		}
-		n, err := atoi(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", k, err)
-		}
-		out[k] = n
-	}
-	return out, nil
-}
-
-// parseISAList parses --isa: comma-separated oneDNN ISA names, each at
-// most once; "" is no list.
-func parseISAList(s string) ([]cpuinfo.ISA, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []cpuinfo.ISA
-	for _, f := range strings.Split(s, ",") {
-		l, err := cpuinfo.ParseISA(f)
-		if err != nil {
-			return nil, err
-		}
-		if slices.Contains(out, l) {
-			return nil, fmt.Errorf("%s given twice", l)
-		}
-		out = append(out, l)
-	}
-	return out, nil
 }

@@ -15,6 +15,8 @@
 // cuBLAS SGEMM ceiling.
 //
 // The command (cmd/dsgd/bench.go) parses the flags into a Config and
-// checks the GPU; this package does not parse flags. OnGPU, TimeGPU,
+// checks the GPU; this package parses the flags' values into Config's
+// fields (ParseNets, ParseThreads, ParseISAs, ParsePerNet and SetCounts),
+// its errors naming the values, which the command prefixes with the flag. OnGPU, TimeGPU,
 // PrintGPUNet, Summarize and Median are shared with `dsgd time --gpu`.
 package enginebench
