@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,18 +129,14 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	} else if set("layers") {
 		return bad("--layers splits a --params model; a --model has its own layers")
 	}
-	res, err := study.Sweep(ctx, c, &simPrinter{w: stdout, c: c})
+	text := &study.Text{W: stdout, C: c}
+	res, err := study.Sweep(ctx, c, text)
 	if err != nil {
 		return simRefused(err, stderr)
 	}
-	if st := c.Straggle; st != nil && st.Prob == 0 {
-		fmt.Fprintf(stdout, "(the straggler, rank %d, is in the runs with more than %d workers)\n", st.Rank, st.Rank)
-	}
-	if c.Timeline != "" {
-		fmt.Fprintf(stdout, "timeline: %s\n", c.Timeline)
-	}
+	text.Swept()
 	if *f.plot != "" {
-		if err := plotSweep(*f.plot, c.Schemes, res); err != nil {
+		if err := report.PlotSweep(*f.plot, c.Schemes, res); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "plots: %[1]s-time.png, %[1]s-time.svg, %[1]s-efficiency.png, %[1]s-efficiency.svg\n", *f.plot)
@@ -203,95 +198,6 @@ func (f *simFlags) config(ps []int) (study.Config, error) {
 	return c, nil
 }
 
-// simPrinter prints a study's progress as dsgd simulate does.
-type simPrinter struct {
-	w io.Writer
-	c study.Config
-}
-
-func (p *simPrinter) AddRate(rate float64) {
-	fmt.Fprintf(p.w, "dsgd simulate: measured the add rate here: %.2f G float32 adds/s\n", rate/1e9)
-}
-
-func (p *simPrinter) MeasuringModel() {
-	why := "--calibrate"
-	if !p.c.Calibrate {
-		why = "compute times must come from somewhere; --params N --compute-ms T gives them instead"
-	}
-	fmt.Fprintf(p.w, "dsgd simulate: measuring the model with the real engine, %d thread(s) per layer (%s)...\n", p.c.Threads, why)
-}
-
-func (p *simPrinter) MeasuringNetwork() {
-	fmt.Fprintf(p.w, "dsgd simulate: measuring the tcp transport on loopback (ping-pong, 4 B to 16 MiB)...\n")
-}
-
-func (p *simPrinter) Start(model sim.Model, nw sim.Network) {
-	fmt.Fprintf(p.w, "dsgd simulate: model %s, %d parameters (%.1f MB of float32), compute %.3f ms + update %.3f ms per iteration\n",
-		model.Name, model.Params(), float64(4*model.Params())/1e6, ms(model.Compute()), ms(model.Update))
-	fmt.Fprintf(p.w, "dsgd simulate: network %s; %d iterations after %d warm-up, seed %d\n", nw, p.c.Iters, p.c.Warmup, p.c.Seed)
-}
-
-func (p *simPrinter) Baseline(t1 time.Duration) {
-	fmt.Fprintf(p.w, "T1 = %.3f ms, one worker's iteration under seq (no communication). Weak scaling: every worker trains its own batch, so\n", ms(t1))
-	fmt.Fprintf(p.w, "  speedup = P*T1/T(P) (throughput over one worker's); efficiency = T1/T(P) = speedup/P.\n")
-	fmt.Fprintf(p.w, "Times are worker 0's means per iteration; comm is exposed communication, wait is waiting for other workers, comm %% = (comm + wait) / iteration.\n\n")
-	fmt.Fprintf(p.w, "%-16s %6s %10s %10s %10s %10s %7s %9s %10s\n", "scheme", "P", "iter ms", "compute ms", "comm ms", "wait ms", "comm %", "speedup", "efficiency")
-}
-
-func (p *simPrinter) Run(r study.Run) {
-	res := r.Result
-	fmt.Fprintf(p.w, "%-16s %6d %10.3f %10.3f %10.3f %10.3f %6.1f%% %9.2f %10.3f\n",
-		r.Scheme, r.Workers, ms(res.Iter), ms(res.Compute), ms(res.Comm), ms(res.Wait), 100*res.CommRatio, r.Speedup, r.Efficiency)
-}
-
-func (p *simPrinter) MeasuringLockstep(passes int) {
-	fmt.Fprintf(p.w, "  measuring the model (%d copies at once and in lockstep, as synchronous workers run, %d thread(s) each, %d passes) and the inproc transport...\n", p.c.Workers[0], p.c.Threads, passes)
-}
-
-func (p *simPrinter) Calibrated(model sim.Model, nw sim.Network) {
-	fmt.Fprintf(p.w, "  model %s: compute %.3f ms, jitter %.3f ms (one worker's standard deviation per iteration, from the two copies' differences), update %.3f ms, %.2f G adds/s; network %s\n",
-		model.Name, ms(model.Compute()), ms(model.Jitter), ms(model.Update), model.AddRate/1e9, nw)
-}
-
-func (p *simPrinter) SharedCores(cores float64, alone sim.Model) {
-	fmt.Fprintf(p.w, "  %d workers of %d thread(s) share %d cores: simulated on %.3g shared processors (processor sharing), from %.3f ms per worker computing alone\n",
-		p.c.Workers[0], p.c.Threads, runtime.NumCPU(), cores, ms(alone.Compute()))
-}
-
-func (p *simPrinter) Simulating(iters int) {
-	fmt.Fprintf(p.w, "  simulating %d iterations per scheme, seed 1\n\n", iters)
-	fmt.Fprintf(p.w, "%-16s %12s %12s %8s %16s %16s\n", "scheme", "measured ms", "predicted ms", "error", "compute ms m/p", "comm+wait ms m/p")
-}
-
-func (p *simPrinter) Compared(r study.Comparison) {
-	m, q := r.Measured, r.Predicted
-	fmt.Fprintf(p.w, "%-16s %12.3f %12.3f %7.1f%% %7.3f/%-8.3f %7.3f/%-8.3f\n", r.Scheme, ms(m.Iter), ms(q.Iter), r.Error, ms(m.Compute), ms(q.Compute), ms(m.Comm), ms(q.Comm))
-}
-
-// plotSweep writes the iteration-time and efficiency plots, one line per
-// scheme.
-func plotSweep(prefix string, names []string, res *study.Result) error {
-	var times, effs []report.Series
-	for _, name := range names {
-		st, se := report.Series{Name: name}, report.Series{Name: name}
-		for _, r := range res.Runs {
-			if r.Scheme != name {
-				continue
-			}
-			st.X, st.Y = append(st.X, float64(r.Workers)), append(st.Y, ms(r.Result.Iter))
-			se.X, se.Y = append(se.X, float64(r.Workers)), append(se.Y, r.Efficiency)
-		}
-		times, effs = append(times, st), append(effs, se)
-	}
-	where := res.Model.Name + ", " + res.Network.Name
-	if err := report.PlotXY(times, "simulated iteration time, "+where, "workers P", "iteration time (ms)", true, true, prefix+"-time.png", prefix+"-time.svg"); err != nil {
-		return err
-	}
-	return report.PlotXY(effs, "weak-scaling efficiency T1/T(P), "+where, "workers P", "efficiency", true, false, prefix+"-efficiency.png", prefix+"-efficiency.svg")
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 // runValidate trains each scheme for real with the study's workers over
 // inproc, with every flag given that train knows, and prints measured
 // against predicted per-iteration time (study.Validate).
@@ -328,7 +234,8 @@ func runValidate(ctx context.Context, f *simFlags, c study.Config, given map[str
 	if err := c.Check(); err != nil {
 		return simRefused(err, stderr)
 	}
-	fmt.Fprintf(stdout, "dsgd simulate --validate: %d workers over inproc, %d thread(s) each, %d iterations per scheme, %d run(s) each (interleaved; the median is compared), float32 sums (--reduce fast)\n", workers, c.Threads, c.Iters, c.Repeat)
+	text := &study.Text{W: stdout, C: c}
+	text.Validating()
 	trainOne := func(ctx context.Context, name string, run int) (study.Measured, error) {
 		var tf trainFlags
 		tfs := flag.NewFlagSet("train", flag.ContinueOnError)
@@ -337,9 +244,9 @@ func runValidate(ctx context.Context, f *simFlags, c study.Config, given map[str
 		if err := tfs.Parse(append(append([]string(nil), base...), "--scheme="+name)); err != nil {
 			return study.Measured{}, fmt.Errorf("flags for %s: %w", name, err)
 		}
-		fmt.Fprintf(stdout, "  training %-10s (run %d) ", name, run+1)
+		text.Training(name, run)
 		if err := execute(ctx, &tf, nil, io.Discard, io.Discard); err != nil {
-			fmt.Fprintln(stdout)
+			text.Trained(nil)
 			return study.Measured{}, fmt.Errorf("%s: %w", name, err)
 		}
 		res := tf.result
@@ -349,17 +256,13 @@ func runValidate(ctx context.Context, f *simFlags, c study.Config, given map[str
 		n := time.Duration(res.Iters)
 		m := study.Measured{Iter: res.Phases.Sum() / n, Comm: res.CommExposed / n,
 			Compute: (res.Phases.Total(train.PhaseForward) + res.Phases.Total(train.PhaseBackward)) / n}
-		fmt.Fprintf(stdout, "%.3f ms per iteration\n", ms(m.Iter))
+		text.Trained(&m)
 		return m, nil
 	}
-	v, err := study.Validate(ctx, c, trainOne, &simPrinter{w: stdout, c: c})
+	v, err := study.Validate(ctx, c, trainOne, text)
 	if err != nil {
 		return simRefused(err, stderr)
 	}
-	verdict := "within"
-	if v.Worst > 25 {
-		verdict = "NOT within"
-	}
-	fmt.Fprintf(stdout, "\nworst error %.1f%%: %s the 25%% the simulator aims for (measured: rank 0's phases per iteration, data loading included, in the run of median time; m/p: measured/predicted; the real workers share this machine's cores, and so may other jobs: repeat before trusting one run)\n", v.Worst, verdict)
+	text.Verdict(v)
 	return nil
 }

@@ -8,8 +8,9 @@
 // real through a Trainer the caller passes in, measures the model in
 // lockstep and the inproc transport, simulates the same and compares.
 //
-// Progress goes to a Reporter as it happens; the package prints nothing
-// and parses no flags. Its errors name Config's fields; a *ConfigError is
+// Progress goes to a Reporter as it happens; Text is the one dsgd
+// simulate prints (its lines before and after a study too). The package
+// parses no flags. Its errors name Config's fields; a *ConfigError is
 // a Config refused. ParseWorkers reads a sweep's worker counts
 // ("1,2,...,4096").
 //
