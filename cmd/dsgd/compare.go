@@ -5,18 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"dsgd/cmd/internal/report"
 	"dsgd/protocol/scheme"
+	"dsgd/training/train"
 )
 
-// defaultCompare is every scheme, seq first as the baseline.
 // defaultCompare is every scheme, in the catalogue's order.
 var defaultCompare = strings.Join(scheme.Names(), ",")
 
@@ -80,29 +77,18 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !set["snapshot-prefix"] {
 		base = append(base, "--snapshot-prefix=none")
 	}
-	fmt.Fprintf(stdout, "dsgd compare: %d schemes, %d workers (seq: 1), %v of training each, %d run(s) each, target accuracy %.2f%%\n", len(names), workers, *f.timeBudget, *repeats, 100**target)
-	fmt.Fprintf(stdout, "  machine: load average %s at the start, on %d CPUs (other work on the machine slows every scheme it overlaps)\n", loadAverage(), runtime.NumCPU())
+	c := report.Comparison{Schemes: names, Workers: workers, Budget: *f.timeBudget, Target: *target, Repeats: *repeats, LogDir: *logDir,
+		Prepare: func(name string, workers int) (report.Trainer, error) {
+			return compareTrainer(name, workers, base, set)
+		}}
+	c.Header(stdout)
 	if !set["lr-scale"] {
 		fmt.Fprintln(stdout, "  async, ssp and hogwild run with --lr-scale inverse (base_lr / workers): their workers' steps all land in the same weights")
 	}
-	var runs []report.Run
-	for rep := range *repeats {
-		for _, name := range names {
-			if *repeats > 1 {
-				fmt.Fprintf(stdout, "  [%d/%d]", rep+1, *repeats)
-			}
-			logName := name
-			if *repeats > 1 {
-				logName = fmt.Sprintf("%s.%d", name, rep+1)
-			}
-			run, err := compareOne(ctx, name, logName, workers, base, set, *logDir, stdout)
-			if err != nil {
-				return err
-			}
-			runs = append(runs, run)
-		}
+	runs, err := c.Run(ctx, stdout)
+	if err != nil {
+		return asFlags(err, compareFlagNames)
 	}
-	fmt.Fprintf(stdout, "  machine: load average %s at the end\n", loadAverage())
 	fmt.Fprintln(stdout)
 	if err := report.Table(stdout, runs, names[0], *target); err != nil {
 		return err
@@ -117,18 +103,10 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// compareOne trains one scheme for compare with the common flags base,
-// its output to logDir/logName.log when logDir is set.
-func compareOne(ctx context.Context, name, logName string, workers int, base []string, set map[string]bool, logDir string, stdout io.Writer) (report.Run, error) {
-	w := workers
-	if in, _ := scheme.Lookup(name); in.MaxWorkers == 1 {
-		w = 1
-	}
-	run := report.Run{Scheme: name, Workers: w}
-	out, closeOut, err := compareLog(logDir, logName)
-	if err != nil {
-		return report.Run{}, err
-	}
+// compareTrainer readies one scheme's run for compare: train's flags,
+// the common ones base with its scheme and workers; it trains through
+// execute, as dsgd train does.
+func compareTrainer(name string, workers int, base []string, set map[string]bool) (report.Trainer, error) {
 	var tf trainFlags
 	tfs := flag.NewFlagSet("train", flag.ContinueOnError)
 	tf.register(tfs)
@@ -142,58 +120,24 @@ func compareOne(ctx context.Context, name, logName string, workers int, base []s
 		}
 		sargs = append(sargs, a)
 	}
-	sargs = append(sargs, "--scheme="+name, "--workers="+strconv.Itoa(w))
+	sargs = append(sargs, "--scheme="+name, "--workers="+strconv.Itoa(workers))
 	if sharedWeights(name) && !set["lr-scale"] {
 		// Every worker's steps land in the same weights: one worker's
 		// step size overall (Downpour, Hogwild).
 		sargs = append(sargs, "--lr-scale=inverse")
 	}
 	if err := tfs.Parse(sargs); err != nil {
-		return report.Run{}, fmt.Errorf("flags for %s: %w", name, err)
+		return nil, fmt.Errorf("flags for %s: %w", name, err)
 	}
-	fmt.Fprintf(stdout, "  %-14s ", name)
-	t0 := time.Now()
-	run.Err = execute(ctx, &tf, nil, out, out)
-	closeOut()
-	if ctx.Err() != nil {
-		return report.Run{}, ctx.Err()
-	}
-	if res := tf.result; res != nil {
-		run.Fill(res)
-	}
-	if run.Err != nil {
-		fmt.Fprintf(stdout, "failed after %v: %v\n", time.Since(t0).Round(time.Second), run.Err)
-	} else {
-		fmt.Fprintf(stdout, "%d iterations, final accuracy %.4f\n", run.Iters, run.FinalAccuracy())
-	}
-	return run, nil
+	return func(ctx context.Context, out io.Writer) (*train.Result, error) {
+		err := execute(ctx, &tf, nil, out, out)
+		return tf.result, err
+	}, nil
 }
+
+// compareFlagNames names report.Comparison's fields as compare's flags.
+var compareFlagNames = strings.NewReplacer("Comparison.LogDir", "--logs")
 
 // sharedWeights reports whether every worker of the scheme applies its
 // own steps to one set of weights.
 func sharedWeights(name string) bool { return scheme.Config{Name: name}.Info().SharedSteps }
-
-// compareLog opens where a scheme's training output goes.
-func compareLog(dir, name string) (io.Writer, func(), error) {
-	if dir == "" {
-		return io.Discard, func() {}, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("--logs: %w", err)
-	}
-	f, err := os.Create(filepath.Join(dir, name+".log"))
-	if err != nil {
-		return nil, nil, fmt.Errorf("--logs: %w", err)
-	}
-	return f, func() { f.Close() }, nil
-}
-
-// loadAverage is the machine's one-minute load average, as /proc/loadavg
-// says, or "unknown".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "unknown"
-}

@@ -2,10 +2,12 @@
 // compare`): the results table and the plot of test error against wall
 // time, one line per scheme, in the manner of SC17 Fig. 8.
 //
-// It does not train anything or measure anything. The caller runs each
-// scheme, records one [Point] per test pass plus the run's totals in a
-// [Run] ([Run.Fill] copies them from a train.Result), and then hands the
-// runs over:
+// It does not train anything itself. [Comparison.Run] runs the schemes
+// through the [Trainer] the caller's Prepare gives for each (dsgd compare
+// passes dsgd train's path), repeats them round the schemes, writes their
+// logs and a line per run, and records one [Point] per test pass plus the
+// run's totals in a [Run] ([Run.Fill] copies them from a train.Result).
+// The runs are then handed over:
 //
 //	runs := []report.Run{seqRun, syncEASGDRun, easgdRRRun}
 //	if err := report.Table(os.Stdout, runs, "seq", 0.85); err != nil {
@@ -23,5 +25,7 @@
 // over the target, so a reader never sees half a plot.
 //
 // All functions are safe for concurrent use on distinct arguments; the
-// package holds no state.
+// package holds no state. [PlotSweep] draws dsgd simulate's sweep
+// (iteration time and weak-scaling efficiency against the worker count)
+// in the same style.
 package report
