@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"dsgd/cmd/internal/cli"
 	"dsgd/engine/tensor"
@@ -64,7 +63,7 @@ func commands() []command {
 }
 
 // errUsage marks errors that are the user's invocation (exit status 2).
-var errUsage = errors.New("usage")
+var errUsage = cli.ErrUsage
 
 func main() {
 	var stdout, stderr io.Writer = os.Stdout, os.Stderr
@@ -141,47 +140,26 @@ func usage(w io.Writer) {
 // the run in progress (help asked for is the output, not an error).
 var helpOut io.Writer = os.Stdout
 
-// parseFlags parses args. -h prints the flags to the standard output; a
-// bad flag prints one line, and how to get help, to stderr and becomes
-// errUsage. It rejects positional arguments.
+// parseFlags parses args (cli.ParseFlags): -h prints the flags to the
+// standard output; a bad flag prints one line, and how to get help, to
+// stderr and becomes errUsage. It rejects positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	if err := parseFlagsArgs(fs, args, stderr); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "dsgd %s: unexpected argument %q (flags start with -)\n", fs.Name(), fs.Arg(0))
-		return errUsage
-	}
-	return nil
+	return parseFlagsOf(fs, args, false, stderr)
 }
 
 // parseFlagsArgs is parseFlags for a command that also takes arguments
 // after its flags (fs.Args()).
 func parseFlagsArgs(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	return parseFlagsOf(fs, args, true, stderr)
+}
+
+// parseFlagsOf hands fs to captureFlags when it is set, else parses.
+func parseFlagsOf(fs *flag.FlagSet, args []string, positional bool, stderr io.Writer) error {
 	if captureFlags != nil {
 		captureFlags(fs)
 		return flag.ErrHelp
 	}
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(helpOut, "usage: dsgd %s [flags]\n", fs.Name())
-			cli.PrintFlags(helpOut, fs, flagGroups)
-			return err
-		}
-		hint := ""
-		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
-			var flags []string
-			fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
-			if h := cli.DidYouMean(name, flags); h != "" {
-				hint = strings.Replace(h, `did you mean "`, `did you mean "--`, 1)
-			}
-		}
-		fmt.Fprintf(stderr, "dsgd %s: %v%s (run \"dsgd %s -h\" for the flags)\n", fs.Name(), err, hint, fs.Name())
-		return errUsage
-	}
-	fs.SetOutput(stderr)
-	return nil
+	return cli.ParseFlags("dsgd", fs, args, positional, helpOut, stderr, flagGroups)
 }
 
 // isTerminal reports whether w is a terminal, for the redrawn progress bar.

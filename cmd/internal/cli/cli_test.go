@@ -66,3 +66,29 @@ func TestWriteBash(t *testing.T) {
 		t.Errorf("a command without flags has a case:\n%s", out)
 	}
 }
+
+// TestParseFlags: -h writes the usage to help; a mistyped flag names the
+// nearest; an argument after the flags is refused unless positional.
+func TestParseFlags(t *testing.T) {
+	newFS := func() *flag.FlagSet {
+		fs := flag.NewFlagSet("cmd", flag.ContinueOnError)
+		fs.Int("scheme", 0, "n")
+		return fs
+	}
+	var help, errs strings.Builder
+	if err := ParseFlags("p", newFS(), []string{"-h"}, false, &help, &errs, nil); err != flag.ErrHelp || !strings.HasPrefix(help.String(), "usage: p cmd [flags]\n  --scheme int") {
+		t.Errorf("-h: %v, %q", err, help.String())
+	}
+	if err := ParseFlags("p", newFS(), []string{"--schem", "1"}, false, &help, &errs, nil); err != ErrUsage ||
+		errs.String() != "p cmd: flag provided but not defined: -schem, did you mean \"--scheme\"? (run \"p cmd -h\" for the flags)\n" {
+		t.Errorf("typo: %v, %q", err, errs.String())
+	}
+	errs.Reset()
+	if err := ParseFlags("p", newFS(), []string{"x"}, false, &help, &errs, nil); err != ErrUsage || !strings.Contains(errs.String(), `unexpected argument "x"`) {
+		t.Errorf("argument: %v, %q", err, errs.String())
+	}
+	fs := newFS()
+	if err := ParseFlags("p", fs, []string{"--scheme=2", "x"}, true, &help, &errs, nil); err != nil || fs.Arg(0) != "x" {
+		t.Errorf("positional: %v, %v", err, fs.Args())
+	}
+}

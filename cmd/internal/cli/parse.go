@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// ErrUsage marks errors that are the user's invocation (exit status 2):
+// ParseFlags has said what was wrong.
+var ErrUsage = errors.New("usage")
+
+// ParseFlags parses args into fs, the flag set of command fs.Name() of
+// program prog, as dsgd's commands do. -h writes the usage line and the
+// flags (PrintFlags, under groups) to help and returns flag.ErrHelp. A
+// bad flag writes one line to stderr, with the nearest flag when one is
+// near and how to get help, and returns ErrUsage; so does an argument
+// after the flags unless positional is true (then fs.Args() holds them). After
+// parsing, fs writes to stderr.
+func ParseFlags(prog string, fs *flag.FlagSet, args []string, positional bool, help, stderr io.Writer, groups []Group) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(help, "usage: %s %s [flags]\n", prog, fs.Name())
+			PrintFlags(help, fs, groups)
+			return err
+		}
+		hint := ""
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+			var flags []string
+			fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
+			if h := DidYouMean(name, flags); h != "" {
+				hint = strings.Replace(h, `did you mean "`, `did you mean "--`, 1)
+			}
+		}
+		fmt.Fprintf(stderr, "%s %s: %v%s (run \"%s %s -h\" for the flags)\n", prog, fs.Name(), err, hint, prog, fs.Name())
+		return ErrUsage
+	}
+	fs.SetOutput(stderr)
+	if !positional && fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s %s: unexpected argument %q (flags start with -)\n", prog, fs.Name(), fs.Arg(0))
+		return ErrUsage
+	}
+	return nil
+}
