@@ -8,10 +8,7 @@ import (
 	"math"
 	"strings"
 
-	"dsgd/caffe/caffemodel"
-	"dsgd/protocol/scheme"
 	"dsgd/training/job"
-	"dsgd/training/train"
 )
 
 // runTest scores a snapshot's weights on the TEST net, as `caffe test
@@ -51,46 +48,11 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
+	defer j.Close()
 	if j.NoSolver {
-		defer j.Close()
 		return testNetOnly(ctx, j, &m, *weights, *iters, stdout, stderr)
 	}
-	if len(j.Test.Spec.Layers) == 0 {
-		return fmt.Errorf("the net has no TEST phase to test with")
-	}
-	sd := j.Solver
-	n := *iters
-	if n == 0 {
-		n = sd.TestIter
-	}
-	if n == 0 {
-		n = 100
-	}
-	if err := j.OpenData(true, 1); err != nil {
-		return err
-	}
-	defer j.Close()
-	cfg := train.Config{
-		Train: j.Train.Spec, Test: j.Test.Spec, Solver: sd.Solver,
-		TrainShapes: j.TrainShapes, TrainFeeds: j.TrainFeeds,
-		TestShapes: j.TestShapes, TestFeeds: j.TestFeeds,
-		Config: scheme.Config{MaxIter: 1}, TestIter: n, Seed: j.Seed, Threads: m.threads, Out: io.Discard,
-		GPUs: m.gpuIDs, TF32: m.tf32,
-	}
-	if caffemodel.IsModel(*weights) {
-		cfg.Weights = []string{*weights}
-		cfg.Out = stderr
-	} else {
-		cfg.Resume = *weights
-	}
-	tr, err := train.New(cfg)
-	if err != nil {
-		return err
-	}
-	if err := j.CheckLabels(tr.Net(), j.Train.Spec, j.Test.Spec); err != nil {
-		return err
-	}
-	res, err := tr.Test(ctx, tr.StartIter())
+	res, n, err := j.TestWeights(ctx, job.WeightsTest{Weights: *weights, Iters: *iters, Threads: m.threads, GPUs: m.gpuIDs, TF32: m.tf32, Out: stderr})
 	if err != nil {
 		return err
 	}
@@ -102,8 +64,14 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 			bad = append(bad, o.Name)
 		}
 	}
+	return notFinite(*weights, bad)
+}
+
+// notFinite refuses the outputs named bad, which are not finite; nil if
+// there are none.
+func notFinite(weights string, bad []string) error {
 	if len(bad) > 0 {
-		return fmt.Errorf("--weights %s: %s is not finite: the weights are not a usable model", *weights, strings.Join(bad, ", "))
+		return fmt.Errorf("--weights %s: %s is not finite: the weights are not a usable model", weights, strings.Join(bad, ", "))
 	}
 	return nil
 }

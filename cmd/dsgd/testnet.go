@@ -51,8 +51,5 @@ func testNetOnly(ctx context.Context, j *job.Job, m *modelFlags, weights string,
 	if res.HasLoss {
 		report("loss (weighted)", res.Loss)
 	}
-	if len(bad) > 0 {
-		return fmt.Errorf("--weights %s: %s is not finite: the weights are not a usable model", weights, strings.Join(bad, ", "))
-	}
-	return nil
+	return notFinite(weights, bad)
 }
