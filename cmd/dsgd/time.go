@@ -5,8 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
+	"dsgd/cmd/internal/enginebench"
 	"dsgd/engine/model"
 	"dsgd/simulator/calib"
 	"dsgd/training/job"
@@ -49,26 +49,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	n := float64(*iters)
-	perIter := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / n }
-	fmt.Fprintf(stdout, "\naverage over %d iterations (after %d warm-up), ms:\n", *iters, *warmup)
-	fmt.Fprintf(stdout, "  %-16s %-16s %-20s %9s %9s  %s\n", "layer", "type", "top shape", "forward", "backward", "kernel")
-	var fwd, bwd time.Duration
-	for _, li := range tm.Layers {
-		shape := ""
-		if len(li.Tops) > 0 {
-			shape = fmt.Sprint([]int(li.Tops[0]))
-		}
-		b := "-"
-		if li.Backprop {
-			b = fmt.Sprintf("%9.3f", perIter(li.Backward))
-		}
-		fmt.Fprintf(stdout, "  %-16s %-16s %-20s %9.3f %9s  %s\n", li.Name, li.Type, shape, perIter(li.Forward), b, li.Kernel)
-		fwd += li.Forward
-		bwd += li.Backward
-	}
-	fmt.Fprintf(stdout, "  %-54s %9.3f %9.3f\n", "total", perIter(fwd), perIter(bwd))
-	fmt.Fprintf(stdout, "forward-backward: %.3f ms per iteration (wall)\n", perIter(tm.Wall))
-	printReorders(stdout, probe, *iters, m.threads, perIter(tm.Wall))
+	wall := enginebench.PrintTimes(stdout, tm, *warmup)
+	enginebench.PrintReorders(stdout, probe, *iters, m.threads, wall)
 	return nil
 }

@@ -18,5 +18,6 @@
 // checks the GPU; this package parses the flags' values into Config's
 // fields (ParseNets, ParseThreads, ParseISAs, ParsePerNet and SetCounts),
 // its errors naming the values, which the command prefixes with the flag. OnGPU, TimeGPU,
-// PrintGPUNet, Summarize and Median are shared with `dsgd time --gpu`.
+// PrintGPUNet, Summarize and Median are shared with `dsgd time --gpu`;
+// PrintTimes and PrintReorders write `dsgd time`'s tables on the CPU.
 package enginebench
