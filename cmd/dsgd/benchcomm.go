@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"dsgd/cmd/internal/cli"
 	"dsgd/cmd/internal/commbench"
 	"dsgd/comm/collective"
 )
@@ -78,15 +79,7 @@ func parseBenchCommFlags(args []string, stderr io.Writer) (*commbench.Options, e
 		return nil, err
 	}
 	if *quick {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for name, v := range commbench.Quick {
-			if !set[name] {
-				if err := fs.Set(name, v); err != nil {
-					panic("bench-comm: bad --quick value for " + name + ": " + err.Error())
-				}
-			}
-		}
+		cli.SetUnset(fs, commbench.Quick)
 	}
 	bad := func(format string, a ...any) (*commbench.Options, error) {
 		fmt.Fprintf(stderr, "dsgd bench-comm: "+format+"\n", a...)

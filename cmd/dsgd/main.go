@@ -162,12 +162,6 @@ func parseFlagsOf(fs *flag.FlagSet, args []string, positional bool, stderr io.Wr
 	return cli.ParseFlags("dsgd", fs, args, positional, helpOut, stderr, flagGroups)
 }
 
-// isTerminal reports whether w is a terminal, for the redrawn progress bar.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether w is a terminal, for the redrawn progress
+// bar (cli.IsTerminal).
+var isTerminal = cli.IsTerminal

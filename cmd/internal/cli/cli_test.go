@@ -92,3 +92,19 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("positional: %v, %v", err, fs.Args())
 	}
 }
+
+// TestSetUnset: a preset sets the flags not given; those given win.
+func TestSetUnset(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	a, b := fs.Int("a", 0, ""), fs.Int("b", 0, "")
+	if err := fs.Parse([]string{"--a=1"}); err != nil {
+		t.Fatal(err)
+	}
+	SetUnset(fs, map[string]string{"a": "5", "b": "6"})
+	if *a != 1 || *b != 6 {
+		t.Errorf("a %d b %d, want 1 6", *a, *b)
+	}
+	if IsTerminal(&strings.Builder{}) {
+		t.Error("a builder is a terminal")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -44,4 +45,30 @@ func ParseFlags(prog string, fs *flag.FlagSet, args []string, positional bool, h
 		return ErrUsage
 	}
 	return nil
+}
+
+// SetUnset sets each flag named in values that the command line did not
+// set (a preset such as bench-comm's --quick: flags given explicitly
+// win). A value fs refuses is a bug of the preset: it panics.
+func SetUnset(fs *flag.FlagSet, values map[string]string) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, v := range values {
+		if !set[name] {
+			if err := fs.Set(name, v); err != nil {
+				panic(fs.Name() + ": bad preset value for " + name + ": " + err.Error())
+			}
+		}
+	}
+}
+
+// IsTerminal reports whether w is a terminal (a character device), for
+// output redrawn in place.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
