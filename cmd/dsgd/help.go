@@ -47,13 +47,13 @@ func commandFlags(ctx context.Context) map[string][]string {
 		captureFlags = func(fs *flag.FlagSet) {
 			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 		}
-		err := c.run(ctx, []string{"-h"}, io.Discard, io.Discard)
+		err := c.Run(ctx, []string{"-h"}, io.Discard, io.Discard)
 		captureFlags = nil
 		if err != nil && !errors.Is(err, flag.ErrHelp) && len(names) == 0 {
 			continue
 		}
 		sort.Strings(names)
-		out[c.name] = slices.Compact(names)
+		out[c.Name] = slices.Compact(names)
 	}
 	return out
 }
@@ -71,11 +71,8 @@ func runCompletion(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintln(stderr, "dsgd completion: usage: dsgd completion bash (the one shell supported)")
 		return errUsage
 	}
-	flags := commandFlags(ctx)
-	c := cli.Completion{Program: "dsgd", Extra: []string{"help", "version"}, Values: completionValues(), Files: fileFlags}
-	for _, cmd := range commands() {
-		c.Commands = append(c.Commands, cli.Command{Name: cmd.name, Flags: flags[cmd.name]})
-	}
+	c := cli.Completion{Program: "dsgd", Commands: commands(), Flags: commandFlags(ctx), Extra: []string{"help", "version"},
+		Values: completionValues(), Files: fileFlags}
 	return c.WriteBash(stdout)
 }
 

@@ -25,9 +25,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 
@@ -36,29 +34,25 @@ import (
 	"dsgd/internal/interrupt"
 )
 
-type command struct {
-	name, summary string
-	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
-}
-
-func commands() []command {
-	return []command{
-		{"train", "train a model (default: LeNet on Fashion-MNIST)", runTrain},
-		{"test", "score a snapshot's weights on the test set, like caffe test", runTest},
-		{"time", "per-layer forward/backward times, like caffe time", runTime},
-		{"upgrade", "rewrite an old Caffe net or solver file (V1 layers, input_dim, solver_type) in the current format", runUpgrade},
-		{"bench", "iteration time beside the PyTorch peer's, as a ratio", runBench},
-		{"worker", "run one rank of a multi-process job (mpirun, srun, or by hand)", runWorker},
-		{"ps", "run a parameter server: the last rank of sync-ps, or the center of an asynchronous scheme", runPS},
-		{"smb", "run ShmCaffe's shared buffer server (seasgd), or measure its bandwidth", runSMB},
-		{"elastic-coordinator", "serve an elastic group's membership (--elastic) for workers started by hand or on several hosts", runCoordinator},
-		{"compare", "train several schemes for the same time; table and plot of test error vs time", runCompare},
-		{"simulate", "simulate schemes in virtual time at any worker count, calibrated on this machine", runSimulate},
-		{"bench-comm", "allreduce bandwidth beside gloo's; parameter server vs tree", runBenchComm},
-		{"convert-mnist", "MNIST-style IDX files to an LMDB/LevelDB of Caffe Datum records, as convert_mnist_data", runConvertMNIST},
-		{"convert-imageset", "a list of images to an LMDB/LevelDB of Caffe Datum records, as convert_imageset", runConvertImageset},
-		{"compute-image-mean", "the mean image of a Datum database as a .binaryproto, as compute_image_mean", runComputeImageMean},
-		{"completion", "a bash completion script: source <(dsgd completion bash)", runCompletion},
+// commands are dsgd's commands, in the order its usage lists them.
+func commands() []cli.Command {
+	return []cli.Command{
+		{Name: "train", Summary: "train a model (default: LeNet on Fashion-MNIST)", Run: runTrain},
+		{Name: "test", Summary: "score a snapshot's weights on the test set, like caffe test", Run: runTest},
+		{Name: "time", Summary: "per-layer forward/backward times, like caffe time", Run: runTime},
+		{Name: "upgrade", Summary: "rewrite an old Caffe net or solver file (V1 layers, input_dim, solver_type) in the current format", Run: runUpgrade},
+		{Name: "bench", Summary: "iteration time beside the PyTorch peer's, as a ratio", Run: runBench},
+		{Name: "worker", Summary: "run one rank of a multi-process job (mpirun, srun, or by hand)", Run: runWorker},
+		{Name: "ps", Summary: "run a parameter server: the last rank of sync-ps, or the center of an asynchronous scheme", Run: runPS},
+		{Name: "smb", Summary: "run ShmCaffe's shared buffer server (seasgd), or measure its bandwidth", Run: runSMB},
+		{Name: "elastic-coordinator", Summary: "serve an elastic group's membership (--elastic) for workers started by hand or on several hosts", Run: runCoordinator},
+		{Name: "compare", Summary: "train several schemes for the same time; table and plot of test error vs time", Run: runCompare},
+		{Name: "simulate", Summary: "simulate schemes in virtual time at any worker count, calibrated on this machine", Run: runSimulate},
+		{Name: "bench-comm", Summary: "allreduce bandwidth beside gloo's; parameter server vs tree", Run: runBenchComm},
+		{Name: "convert-mnist", Summary: "MNIST-style IDX files to an LMDB/LevelDB of Caffe Datum records, as convert_mnist_data", Run: runConvertMNIST},
+		{Name: "convert-imageset", Summary: "a list of images to an LMDB/LevelDB of Caffe Datum records, as convert_imageset", Run: runConvertImageset},
+		{Name: "compute-image-mean", Summary: "the mean image of a Datum database as a .binaryproto, as compute_image_mean", Run: runComputeImageMean},
+		{Name: "completion", Summary: "a bash completion script: source <(dsgd completion bash)", Run: runCompletion},
 	}
 }
 
@@ -78,62 +72,17 @@ func main() {
 	os.Exit(code)
 }
 
+// run runs the command line args (cli.Program.Run) and returns the exit
+// status; a failure's message names the flags, or says "interrupted".
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// A net too large for this machine is refused with the figure, not
 	// killed by a fatal out-of-memory.
 	tensor.SetMemoryLimit(machineMemory(stderr))
 	helpOut = stdout
-	if len(args) == 0 {
-		usage(stderr)
-		return 2
-	}
-	switch args[0] {
-	case "-h", "--help":
-		usage(stdout) // asked for: it is the output
-		return 0
-	case "help":
-		if len(args) == 1 {
-			usage(stdout)
-			return 0
-		}
-		// dsgd help CMD is CMD's own help.
-		args = []string{args[1], "-h"}
-	case "version", "-version", "--version":
-		fmt.Fprintln(stdout, cli.Version("dsgd"))
-		return 0
-	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(ctx, args[1:], stdout, stderr)
-		switch {
-		case err == nil:
-			return 0
-		case errors.Is(err, flag.ErrHelp):
-			return 0
-		case errors.Is(err, errUsage):
-			return 2
-		default:
-			fmt.Fprintf(stderr, "dsgd %s: %s\n", c.name, interrupt.ErrorText(ctx, asFlags(err, flagNamesFor(c.name))))
-			return 1
-		}
-	}
-	var names []string
-	for _, c := range commands() {
-		names = append(names, c.name)
-	}
-	fmt.Fprintf(stderr, "dsgd: unknown command %q%s (run \"dsgd help\" for the commands)\n", args[0], cli.DidYouMean(args[0], names))
-	return 2
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: dsgd COMMAND [flags]")
-	fmt.Fprintln(w, "commands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(w, `run "dsgd COMMAND -h" for a command's flags`)
+	p := cli.Program{Name: "dsgd", Commands: commands(), Failed: func(ctx context.Context, name string, err error) string {
+		return interrupt.ErrorText(ctx, asFlags(err, flagNamesFor(name)))
+	}}
+	return p.Run(ctx, args, stdout, stderr)
 }
 
 // helpOut is where -h prints a command's flags: the standard output of

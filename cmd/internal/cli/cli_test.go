@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"flag"
+	"io"
 	"strings"
 	"testing"
 )
@@ -51,7 +54,7 @@ func TestPrintFlagsGroups(t *testing.T) {
 // the extra words first, and a command's flags with dashes.
 func TestWriteBash(t *testing.T) {
 	var b strings.Builder
-	c := Completion{Program: "p", Commands: []Command{{Name: "run", Flags: []string{"fast"}}, {Name: "bare"}},
+	c := Completion{Program: "p", Commands: []Command{{Name: "run"}, {Name: "bare"}}, Flags: map[string][]string{"run": {"fast"}},
 		Extra: []string{"help"}, Values: []Values{{Flag: "mode", Values: []string{"a", "b"}}}, Files: []string{"in"}}
 	if err := c.WriteBash(&b); err != nil {
 		t.Fatal(err)
@@ -106,5 +109,33 @@ func TestSetUnset(t *testing.T) {
 	}
 	if IsTerminal(&strings.Builder{}) {
 		t.Error("a builder is a terminal")
+	}
+}
+
+// TestProgramRun: a command's outcome becomes the exit status, a failure
+// is written after the program's and the command's names, and an unknown
+// command is offered the nearest.
+func TestProgramRun(t *testing.T) {
+	fail := errors.New("boom")
+	p := Program{Name: "p", Commands: []Command{
+		{Name: "ok", Summary: "works", Run: func(context.Context, []string, io.Writer, io.Writer) error { return nil }},
+		{Name: "bad", Run: func(context.Context, []string, io.Writer, io.Writer) error { return ErrUsage }},
+		{Name: "fail", Run: func(context.Context, []string, io.Writer, io.Writer) error { return fail }},
+	}, Failed: func(_ context.Context, cmd string, err error) string { return cmd + " said " + err.Error() }}
+	for _, tc := range []struct {
+		args      []string
+		code      int
+		out, errs string
+	}{
+		{nil, 2, "", "usage: p COMMAND [flags]\ncommands:\n  ok         works\n  bad        \n  fail       \nrun \"p COMMAND -h\" for a command's flags\n"},
+		{[]string{"ok"}, 0, "", ""},
+		{[]string{"bad"}, 2, "", ""},
+		{[]string{"fail"}, 1, "", "p fail: fail said boom\n"},
+		{[]string{"fial"}, 2, "", "p: unknown command \"fial\", did you mean \"fail\"? (run \"p help\" for the commands)\n"},
+	} {
+		var out, errs strings.Builder
+		if code := p.Run(t.Context(), tc.args, &out, &errs); code != tc.code || out.String() != tc.out || errs.String() != tc.errs {
+			t.Errorf("%q: exit %d, %q, %q; want %d, %q, %q", tc.args, code, out.String(), errs.String(), tc.code, tc.out, tc.errs)
+		}
 	}
 }

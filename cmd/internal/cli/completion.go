@@ -6,12 +6,6 @@ import (
 	"strings"
 )
 
-// Command is one command of a program, for its completion script.
-type Command struct {
-	Name  string   // the first word after the program's name
-	Flags []string // its flags' names, without dashes
-}
-
 // Values is a flag whose values form a fixed set, with that set.
 type Values struct {
 	Flag   string
@@ -20,11 +14,12 @@ type Values struct {
 
 // Completion is what a bash completion script offers.
 type Completion struct {
-	Program  string    // the program's name ("dsgd"): the completed word and the function's _Program
-	Commands []Command // the commands, in the order offered
-	Extra    []string  // first words that are not in Commands (help, version)
-	Values   []Values  // after these flags, their values
-	Files    []string  // after these flags, file names
+	Program  string              // the program's name ("dsgd"): the completed word and the function's _Program
+	Commands []Command           // the commands, in the order offered
+	Flags    map[string][]string // each command's flags, without dashes
+	Extra    []string            // first words that are not in Commands (help, version)
+	Values   []Values            // after these flags, their values
+	Files    []string            // after these flags, file names
 }
 
 // WriteBash writes c as a bash completion script (to source, or to save
@@ -63,11 +58,12 @@ func (c Completion) WriteBash(w io.Writer) error {
 	fmt.Fprintln(&b, `	esac`)
 	fmt.Fprintln(&b, `	case "$cmd" in`)
 	for _, cmd := range c.Commands {
-		if len(cmd.Flags) == 0 {
+		fl := c.Flags[cmd.Name]
+		if len(fl) == 0 {
 			continue
 		}
-		words := make([]string, len(cmd.Flags))
-		for i, f := range cmd.Flags {
+		words := make([]string, len(fl))
+		for i, f := range fl {
 			words[i] = "--" + f
 		}
 		fmt.Fprintf(&b, "\t%s) COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n", cmd.Name, strings.Join(words, " "))
