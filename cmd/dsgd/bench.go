@@ -53,7 +53,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (enginebench.Config, error
 	fs.StringVar(&c.Python, "python", "/usr/bin/python3", "the Python that has torch")
 	fs.StringVar(&c.Data, "data", "", "LeNet's data set (default: its zoo source, fashion-mnist); the other nets get synthetic data of their shape")
 	fs.Int64Var(&c.Seed, "seed", -1, "random seed for weights and data order (default: each solver's)")
-	fs.DurationVar(&c.PeakTime, "peak-time", 200*time.Millisecond, "length of each FMA peak run (best of 5)")
+	fs.DurationVar(&c.PeakTime, "peak-time", 20*time.Millisecond, fmt.Sprintf("length of each FMA peak run (the peak is the best of %d, measured before the nets and again after them)", enginebench.PeakTrials))
 	fs.StringVar(&c.GPU, "gpu", "", "time forward+backward on this GPU `ID` instead, against the peers with --device cuda, at the GPU batches (LeNet 64, cifar10_quick 100, CaffeNet 256, GoogLeNet 128, ResNet-18 64)")
 	fs.BoolVar(&c.Fastest, "gpu-fastest", false, "with --gpu, take cuDNN's fastest convolution algorithms even where they are not deterministic (as the peer's cudnn.benchmark does)")
 	fs.BoolVar(&c.TF32, "tf32", false, "with --gpu, allow TF32 tensor cores for float32 products, on both sides")

@@ -36,7 +36,7 @@ func TestBenchISAEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, stderr.String(), out)
 	}
-	for _, want := range []string{"=== ISA cap AVX2: ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell", "oneDNN 2", "ISA avx2", "(AVX2 YMM, best of 5)"} {
+	for _, want := range []string{"=== ISA cap AVX2: ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell", "oneDNN 2", "ISA avx2", "(AVX2 YMM, best of 50)", "bench: FMA peak after the nets: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -78,7 +78,7 @@ func (p Peak) GFLOPS() float64 {
 
 // Formula shows how GFLOPS was computed, for a report: "1 thread x
 // 2000000 iterations x 24 FMA x 16 lanes x 2 FLOP / 0.0512 s = 150.0
-// GFLOP/s (AVX-512 ZMM, best of 5)"; the mul+add kernels show their Op
+// GFLOP/s (AVX-512 ZMM, best of 50)"; the mul+add kernels show their Op
 // in place of FMA.
 func (p Peak) Formula() string {
 	th := "threads"
