@@ -48,12 +48,12 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	workers := *f.workers
+	workers := f.o.Workers
 	if workers < 1 {
 		workers = 4
 	}
-	if *f.timeBudget <= 0 {
-		*f.timeBudget = time.Minute
+	if f.o.TimeBudget <= 0 {
+		f.o.TimeBudget = time.Minute
 	}
 	// Every run gets the flags given, minus compare's own, plus its
 	// scheme, worker count and budget; tests come often enough to plot.
@@ -66,7 +66,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		base = append(base, "--"+fl.Name+"="+fl.Value.String())
 	})
 	if !set["time-budget"] {
-		base = append(base, "--time-budget="+f.timeBudget.String())
+		base = append(base, "--time-budget="+f.o.TimeBudget.String())
 	}
 	if !set["test-interval"] {
 		base = append(base, "--test-interval=100")
@@ -80,7 +80,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !set["snapshot-prefix"] {
 		base = append(base, "--snapshot-prefix=none")
 	}
-	fmt.Fprintf(stdout, "dsgd compare: %d schemes, %d workers (seq: 1), %v of training each, %d run(s) each, target accuracy %.2f%%\n", len(names), workers, *f.timeBudget, *repeats, 100**target)
+	fmt.Fprintf(stdout, "dsgd compare: %d schemes, %d workers (seq: 1), %v of training each, %d run(s) each, target accuracy %.2f%%\n", len(names), workers, f.o.TimeBudget, *repeats, 100**target)
 	fmt.Fprintf(stdout, "  machine: load average %s at the start, on %d CPUs (other work on the machine slows every scheme it overlaps)\n", loadAverage(), runtime.NumCPU())
 	if !set["lr-scale"] {
 		fmt.Fprintln(stdout, "  async, ssp and hogwild run with --lr-scale inverse (base_lr / workers): their workers' steps all land in the same weights")

@@ -40,7 +40,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer j.Close()
 	printNotes(stderr, j)
-	printHeader(stdout, stderr, j, net, m.threads, *iters, j.Solver.Solver)
+	j.WriteHeader(stdout, stderr, net, m.threads, *iters, j.Solver.Solver, trainFlagNames.Replace)
 	if len(m.gpuIDs) > 0 {
 		return timeOnGPU(&m, net, max(*warmup, 0), *iters, stdout)
 	}

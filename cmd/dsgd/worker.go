@@ -8,9 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
-	"dsgd/comm/compress"
 	"dsgd/comm/transport"
 	"dsgd/comm/transport/mpi"
 	"dsgd/comm/transport/tcp"
@@ -70,39 +68,22 @@ func (g *groupFlags) resolve(getenv func(string) string) error {
 	return err
 }
 
-func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Duration, compressFlag, shmMode string) (transport.Endpoint, error) {
+// connect joins this rank's group with the layout hash every rank must
+// share: over MPI (connectMPI), or over tcp at the rendezvous.
+func (g *groupFlags) connect(ctx context.Context, hash uint64, o job.RunOptions) (transport.Endpoint, error) {
 	if g.mpi != nil {
-		return g.connectMPI(ctx, hash, timeout)
+		return g.connectMPI(ctx, hash, o.CommTimeout)
 	}
-	cfg, err := g.tcpConfig(compressFlag, shmMode)
+	cfg, err := o.TCP(g.listen, g.token)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Rank, cfg.Size, cfg.Rendezvous, cfg.ModelHash, cfg.Timeout = g.rank, g.world, g.rendezvous, hash, timeout
+	cfg.Rank, cfg.Size, cfg.Rendezvous, cfg.ModelHash, cfg.Timeout = g.rank, g.world, g.rendezvous, hash, o.CommTimeout
 	ep, err := tcp.Connect(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("rank %d of %d joining %s: %w%s", g.rank, g.world, g.rendezvous, err, trainFlagNames.Replace(g.placed.Hint()))
 	}
 	return ep, nil
-}
-
-// tcpConfig is the tcp transport's configuration from the flags that do
-// not change with the group's membership: the address to listen on, the
-// token, the wire's encoding and shared memory.
-func (g *groupFlags) tcpConfig(compressFlag, shmMode string) (tcp.Config, error) {
-	c := tcp.CompressNone
-	if spec, err := compress.Parse(compressFlag); err != nil {
-		return tcp.Config{}, fmt.Errorf("--compress: %w", err)
-	} else if spec.Kind == compress.FP16 {
-		// The gradient compressors run above the transport; fp16 alone
-		// is the wire's.
-		c = tcp.CompressFP16
-	}
-	sm, err := tcp.ParseShm(shmMode)
-	if err != nil {
-		return tcp.Config{}, fmt.Errorf("--shm: %w", err)
-	}
-	return tcp.Config{Listen: g.listen, Token: g.token, Compress: c, Shm: sm}, nil
 }
 
 // runWorker runs one rank of a training job whose ranks are separate
@@ -126,14 +107,14 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		return err
 	}
 	// The launcher said what it restored; a rank restores the same.
-	if err := restoreRun(fs, *f.resume, io.Discard); err != nil {
+	if err := restoreRun(fs, f.o.Resume, io.Discard); err != nil {
 		return err
 	}
 	if err := f.validate(); err != nil {
 		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
 		return errUsage
 	}
-	if name == "ps" && job.CenterOnly(*f.scheme, *f.workers) {
+	if name == "ps" && job.CenterOnly(f.o.Scheme, f.o.Workers) {
 		p, listen, err := job.CenterPlacement(f.schemeGiven(), g.listen)
 		if err != nil {
 			fmt.Fprintf(stderr, "dsgd ps: %v\n", asFlags(err, trainFlagNames))
@@ -148,21 +129,17 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		g.token = tok
 		return execute(ctx, &f, &g, stdout, stderr)
 	}
-	if err := f.elastic.check(&f); err != nil {
-		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
-		return errUsage
-	}
-	if f.elastic.on() && *f.elastic.coordinator == "" {
+	if f.o.Elastic != "" && f.o.ElasticCoordinator == "" {
 		fmt.Fprintf(stderr, "dsgd %s: --elastic needs --elastic-coordinator HOST:PORT, the group's coordinator (dsgd train --transport tcp --elastic prints it)\n", name)
 		return errUsage
 	}
-	sc, p, err := job.RankDefaults(f.schemeGiven(), launcher.Placement{Rank: g.rank, World: g.world, Rendezvous: g.rendezvous}, f.elastic.on(), name == "ps")
+	sc, p, err := job.RankDefaults(f.schemeGiven(), launcher.Placement{Rank: g.rank, World: g.world, Rendezvous: g.rendezvous}, f.o.Elastic != "", name == "ps")
 	if err != nil {
 		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, asFlags(err, trainFlagNames))
 		return errUsage
 	}
-	*f.scheme, g.rank, g.world, g.rendezvous = sc.Name, p.Rank, p.World, p.Rendezvous
-	if *f.transport == "mpi" || *f.algo == allreduceMPI {
+	f.o.Scheme, g.rank, g.world, g.rendezvous = sc.Name, p.Rank, p.World, p.Rendezvous
+	if f.o.Transport == "mpi" || f.o.Allreduce == job.AllreduceMPI {
 		if err := g.joinMPI(&f); err != nil {
 			fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
 			return errUsage
@@ -179,14 +156,14 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, asFlags(err, trainFlagNames))
 		return errUsage
 	}
-	*f.scheme, *f.workers = sc.Name, sc.Workers
+	f.o.Scheme, f.o.Workers = sc.Name, sc.Workers
 	return g.finishMPI(execute(ctx, &f, &g, stdout, stderr))
 }
 
 // schemeGiven is the scheme as the flags give it: Name "" and Workers 0
 // when they say none.
 func (f *trainFlags) schemeGiven() scheme.Config {
-	return scheme.Config{Name: *f.scheme, Variant: *f.variant, Workers: *f.workers}
+	return scheme.Config{Name: f.o.Scheme, Variant: f.o.Variant, Workers: f.o.Workers}
 }
 
 // stripFlag removes -name/--name and its value from args.
@@ -216,23 +193,23 @@ func stripFlag(args []string, name string) []string {
 func launchRanks(ctx context.Context, args []string, f *trainFlags, stdout, stderr io.Writer) error {
 	base := stripFlag(stripFlag(args, "transport"), "store")
 	cfg := launch.Config{
-		Scheme:     scheme.Config{Name: f.schemeName(), Workers: *f.workers, Variant: *f.variant},
+		Scheme:     scheme.Config{Name: f.o.SchemeName(), Workers: f.o.Workers, Variant: f.o.Variant},
 		Args:       base,
 		CenterArgs: stripFlag(base, "metrics-listen"),
 		Threads:    f.m.threads,
 		Store:      f.center.storeURL(),
-		Timeline:   *f.timeline,
+		Timeline:   f.o.Timeline,
 		Grace:      graceFromEnv(stderr),
 		Signal:     func() os.Signal { return signalOf(ctx) },
 		Stdout:     stdout,
 		Stderr:     stderr,
 	}
-	if f.elastic.on() {
-		lo, hi, err := f.elastic.parse()
+	if f.o.Elastic != "" {
+		lo, hi, err := job.ElasticBounds(f.o.Elastic)
 		if err != nil {
-			return fmt.Errorf("--elastic: %w", err)
+			return asFlags(fmt.Errorf("--elastic: %w", err), trainFlagNames)
 		}
-		cfg.Elastic = &launch.Elastic{Min: lo, Max: hi, Spec: *f.elastic.bounds, Timeout: *f.commTimeout}
+		cfg.Elastic = &launch.Elastic{Min: lo, Max: hi, Spec: f.o.Elastic, Timeout: f.o.CommTimeout}
 		cfg.Token = os.Getenv("DSGD_TOKEN") // the user's: a worker they start later joins with it
 	}
 	err := launch.Run(ctx, cfg)

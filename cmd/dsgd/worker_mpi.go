@@ -9,27 +9,25 @@ import (
 	"dsgd/comm/transport"
 	"dsgd/comm/transport/mpi"
 	"dsgd/protocol/scheme"
+	"dsgd/training/job"
 )
-
-// allreduceMPI is --allreduce's value that hands the collectives to MPI.
-const allreduceMPI = "mpi"
 
 // checkMPIFlags refuses the MPI flags where they cannot work: --allreduce
 // mpi without --transport mpi, and --transport mpi for a scheme with a
 // center (MPI ends the whole job when one process dies; those schemes must
 // survive a worker's death, so their center stays on TCP).
 func checkMPIFlags(f *trainFlags) error {
-	if *f.algo == allreduceMPI && *f.transport != "mpi" {
+	if f.o.Allreduce == job.AllreduceMPI && f.o.Transport != "mpi" {
 		return errors.New("--allreduce mpi hands the collectives to MPI: it needs --transport mpi (mpirun -np N dsgd worker --transport mpi --allreduce mpi ...)")
 	}
-	if *f.transport != "mpi" {
+	if f.o.Transport != "mpi" {
 		return nil
 	}
-	name := f.schemeName()
+	name := f.o.SchemeName()
 	if in, _ := scheme.Lookup(name); in.Center != scheme.NoCenter {
 		return fmt.Errorf("--scheme %s keeps its center (parameter server or shared buffer server) on TCP: MPI ends the whole job when one process dies, and %s must survive that; use --transport tcp (dsgd train --transport tcp, or dsgd worker --center HOST:PORT beside dsgd ps/smb). --transport mpi is for the synchronous schemes (sync-tree, sync-ring, overlap, sync-ps, sync-easgd)", name, name)
 	}
-	if *f.compress == "fp16" {
+	if f.o.Compress == "fp16" {
 		return errors.New("--compress works with --transport tcp for fp16, the tcp wire's encoding; MPI moves float32 (bf16, powersgd:R, topk:F and sign run above the transport, over MPI too)")
 	}
 	return nil
@@ -51,8 +49,8 @@ func (g *groupFlags) joinMPI(f *trainFlags) error {
 	}
 	g.rank, g.world, g.rendezvous = ep.Rank(), ep.Size(), "mpi"
 	g.mpi = ep
-	if *f.algo == allreduceMPI {
-		*f.algo = "auto" // what the schedules would have used; MPI picks its own
+	if f.o.Allreduce == job.AllreduceMPI {
+		f.o.Allreduce = "auto" // what the schedules would have used; MPI picks its own
 		if g.native, err = mpi.Native(ep); err != nil {
 			ep.Close()
 			return err
