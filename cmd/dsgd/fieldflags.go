@@ -24,6 +24,7 @@ var fieldFlags = []string{
 	"RunOptions.Straggle", "--straggle", "RunOptions.Reduce", "--reduce", "RunOptions.SnapshotFormat", "--snapshot-format",
 	"RunOptions.Store", "--store", "RunOptions.ElasticCoordinator", "--elastic-coordinator", "RunOptions.Elastic", "--elastic",
 	"RunOptions.OuterBits", "--outer-bits", "RunOptions.Shm", "--shm",
+	"RunOptions.MetricsListen", "--metrics-listen",
 	"Config.Resume", "--resume",
 	"Config.Weights", "--weights",
 	"Config.CompressWarmup", "--compress-warmup",

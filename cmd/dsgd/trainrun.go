@@ -9,8 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"dsgd/comm/transport"
-	"dsgd/comm/transport/mpi"
 	"dsgd/protocol/center"
 	"dsgd/protocol/scheme"
 	"dsgd/training/job"
@@ -46,10 +44,7 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err := f.streaming.apply(f.fs, streaming, &o.Fragments, &o.Overlap, &o.Mix, &o.OuterBits); err != nil {
 		return refuse(stderr, err)
 	}
-	d := job.RunDeps{Stdout: stdout, Stderr: stderr, TTY: ownTerminal(stdout, os.Getenv), Names: trainFlagNames.Replace, Record: f.record,
-		ServeMetrics: func(ctx context.Context, addr string, reg *prometheus.Registry) (string, error) {
-			return serveMetrics(ctx, addr, reg, stderr)
-		}}
+	d := job.RunDeps{Stdout: stdout, Stderr: stderr, TTY: ownTerminal(stdout, os.Getenv), Names: trainFlagNames.Replace, Record: f.record}
 	if g != nil {
 		d.Group = g.group(f, stdout)
 	}
@@ -61,21 +56,15 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	return asFlags(err, trainFlagNames)
 }
 
-// group is g's place in the run with the factories of what its scheme
-// connects to: the center's client (centernet's), the group's endpoint
-// (tcp or MPI), and for dsgd ps the center's server.
+// group is g's place in the run, how it joins its group, and the
+// factories of the center's client (centernet's) and, for dsgd ps, its
+// server.
 func (g *groupFlags) group(f *trainFlags, stdout io.Writer) *job.Group {
-	jg := &job.Group{Rank: g.rank, World: g.world, Listen: g.listen, Token: g.token,
+	jg := &job.Group{Rank: g.rank, World: g.world, Listen: g.listen, Token: g.token, Rendezvous: g.rendezvous,
+		Hint: g.placed.Hint(), MPI: g.mpi, Native: g.native,
 		Center: func(ctx context.Context, tr *train.Trainer, workers int) (center.Center, func(), error) {
 			return dialCenter(ctx, f, tr, g.token, workers)
 		},
-		Endpoint: func(ctx context.Context, hash uint64) (transport.Endpoint, error) { return g.connect(ctx, hash, f.o) },
-	}
-	if g.mpi != nil {
-		jg.MPI = "mpi (" + mpi.Version() + ")"
-		if g.native != nil {
-			jg.MPI += ", MPI's own collectives"
-		}
 	}
 	if g.serve {
 		jg.Serve = func(ctx context.Context, st *train.Start, reg *prometheus.Registry) error {

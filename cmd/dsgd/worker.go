@@ -68,24 +68,6 @@ func (g *groupFlags) resolve(getenv func(string) string) error {
 	return err
 }
 
-// connect joins this rank's group with the layout hash every rank must
-// share: over MPI (connectMPI), or over tcp at the rendezvous.
-func (g *groupFlags) connect(ctx context.Context, hash uint64, o job.RunOptions) (transport.Endpoint, error) {
-	if g.mpi != nil {
-		return g.connectMPI(ctx, hash, o.CommTimeout)
-	}
-	cfg, err := o.TCP(g.listen, g.token)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Rank, cfg.Size, cfg.Rendezvous, cfg.ModelHash, cfg.Timeout = g.rank, g.world, g.rendezvous, hash, o.CommTimeout
-	ep, err := tcp.Connect(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("rank %d of %d joining %s: %w%s", g.rank, g.world, g.rendezvous, err, trainFlagNames.Replace(g.placed.Hint()))
-	}
-	return ep, nil
-}
-
 // runWorker runs one rank of a training job whose ranks are separate
 // processes, possibly on separate hosts.
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"dsgd/comm/transport"
 	"dsgd/comm/transport/mpi"
 	"dsgd/protocol/scheme"
 	"dsgd/training/job"
@@ -33,44 +30,23 @@ func checkMPIFlags(f *trainFlags) error {
 	return nil
 }
 
-// joinMPI makes this process a rank of its MPI job: the rank and world
-// come from MPI, and a --rank or --world that disagrees is an error.
+// joinMPI makes this process a rank of its MPI job (job.JoinMPI): the
+// rank and world come from MPI, and a --rank or --world that disagrees
+// is an error.
 func (g *groupFlags) joinMPI(f *trainFlags) error {
 	if err := checkMPIFlags(f); err != nil {
 		return err
 	}
-	ep, err := mpi.World()
+	native := f.o.Allreduce == job.AllreduceMPI
+	ep, nep, err := job.JoinMPI(g.rank, g.world, native)
 	if err != nil {
-		return fmt.Errorf("--transport mpi: %w", err)
+		return asFlags(err, trainFlagNames)
 	}
-	if (g.rank >= 0 && g.rank != ep.Rank()) || (g.world > 0 && g.world != ep.Size()) {
-		ep.Close()
-		return fmt.Errorf("--rank %d --world %d disagree with MPI, which made this rank %d of %d; leave them out under mpirun or srun", g.rank, g.world, ep.Rank(), ep.Size())
-	}
-	g.rank, g.world, g.rendezvous = ep.Rank(), ep.Size(), "mpi"
-	g.mpi = ep
-	if f.o.Allreduce == job.AllreduceMPI {
+	g.rank, g.world, g.rendezvous, g.mpi, g.native = ep.Rank(), ep.Size(), "mpi", ep, nep
+	if native {
 		f.o.Allreduce = "auto" // what the schedules would have used; MPI picks its own
-		if g.native, err = mpi.Native(ep); err != nil {
-			ep.Close()
-			return err
-		}
 	}
 	return nil
-}
-
-// connectMPI is connect for --transport mpi: every rank checks that it
-// runs the same parameter layout as rank 0 (mpi.AgreeLayout).
-func (g *groupFlags) connectMPI(ctx context.Context, hash uint64, timeout time.Duration) (transport.Endpoint, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := mpi.AgreeLayout(ctx, g.mpi, hash); err != nil {
-		return nil, err
-	}
-	if g.native != nil {
-		return g.native, nil
-	}
-	return g.mpi, nil
 }
 
 // finishMPI ends MPI after a rank's run. A failed rank exits without

@@ -10,6 +10,8 @@ import (
 	"dsgd/comm/collective"
 	"dsgd/comm/elastic"
 	"dsgd/comm/transport"
+	"dsgd/comm/transport/mpi"
+	"dsgd/comm/transport/tcp"
 	"dsgd/protocol/center"
 	"dsgd/protocol/scheme"
 	"dsgd/training/metrics"
@@ -33,26 +35,28 @@ type RunDeps struct {
 	// for the scheme, worker count and transport ("tcp" on a rank of a
 	// tcp group, else "") the run uses; nil records none.
 	Record func(scheme string, workers int, transport string) []byte
-	// ServeMetrics serves reg's metrics on addr (RunOptions.MetricsListen)
-	// until ctx ends and returns the address it listens on.
-	ServeMetrics func(ctx context.Context, addr string, reg *prometheus.Registry) (string, error)
 	// Group places this process in a multi-process group; nil runs
 	// every rank in this process.
 	Group *Group
 }
 
-// Group is this process's place in a multi-process run and the
-// factories of what its scheme connects to, which the caller makes: a
-// center's client and server are the servers' (which training does not
-// import), the endpoint the transport the caller joined.
+// Group is this process's place in a multi-process run, how it joins
+// its group's endpoint (tcp at the rendezvous, or MPI), and the
+// factories of the center's client and server, which the caller makes:
+// they are the servers' (package centernet), which training does not
+// import.
 type Group struct {
 	// Rank is this process's rank of World.
 	Rank, World int
 	// Listen is the address of this rank's data connections; Token the
-	// group's shared secret.
-	Listen, Token string
-	// MPI names an MPI group's transport for the header ("" over tcp).
-	MPI string
+	// group's shared secret; Rendezvous where rank 0 gathers a tcp group,
+	// and Hint what an error of joining it adds (launcher.Placement.Hint).
+	Listen, Token, Rendezvous, Hint string
+	// MPI is this rank's endpoint of an MPI job (JoinMPI; nil over tcp);
+	// Native, when MPI's own collectives run the allreduce, the same
+	// with them.
+	MPI    *mpi.Endpoint
+	Native transport.Endpoint
 	// Serve, when set, makes this process the server of a center-only
 	// scheme (dsgd ps): it serves the center made from the run's start,
 	// with reg (nil without metrics) for its counters.
@@ -60,9 +64,6 @@ type Group struct {
 	// Center connects a worker to its center, serving workers workers;
 	// the func returned closes it.
 	Center func(ctx context.Context, tr *train.Trainer, workers int) (center.Center, func(), error)
-	// Endpoint connects this rank to its group, offering the layout hash
-	// every rank must share.
-	Endpoint func(ctx context.Context, hash uint64) (transport.Endpoint, error)
 }
 
 // runner is one Train call: its settings, its dependencies and what it
@@ -211,7 +212,7 @@ func (r *runner) config() error {
 	// resumed run must start its ranks the same way (tcp).
 	if r.d.Record != nil {
 		transport := ""
-		if g != nil && g.MPI == "" {
+		if g != nil && g.MPI == nil {
 			transport = "tcp"
 		}
 		cfg.Run = r.d.Record(cfg.Name, cfg.Workers, transport)
@@ -381,7 +382,7 @@ func (r *runner) serveProm(ctx context.Context) (pr *prom.Run, stop func(), err 
 	}
 	pr = prom.New()
 	mctx, stop := context.WithCancel(ctx)
-	addr, err := r.d.ServeMetrics(mctx, r.o.MetricsListen, pr.Registry())
+	addr, err := serveMetrics(mctx, r.o.MetricsListen, pr.Registry(), r.d.Stderr, r.d.Names)
 	if err != nil {
 		return nil, stop, err
 	}
@@ -399,7 +400,9 @@ func (r *runner) connect(ctx context.Context, tr *train.Trainer, pr *prom.Run) e
 			Center: func(ctx context.Context, workers int) (center.Center, func(), error) {
 				return g.Center(ctx, tr, workers)
 			},
-			Endpoint: g.Endpoint,
+			Endpoint: func(ctx context.Context, hash uint64) (transport.Endpoint, error) {
+				return g.endpoint(ctx, hash, r.o)
+			},
 		}
 		if r.member != nil {
 			links.Elastic = &train.Elastic{Membership: r.member, Feeds: r.j.ReopenTrain}
@@ -438,8 +441,11 @@ func (r *runner) header(tr *train.Trainer) (out io.Writer) {
 	where := o.Transport
 	if g != nil {
 		threads, where = o.Threads, "tcp"
-		if g.MPI != "" {
-			where = g.MPI
+		if g.MPI != nil {
+			where = "mpi (" + mpi.Version() + ")"
+			if g.Native != nil {
+				where += ", MPI's own collectives"
+			}
 		}
 	}
 	fmt.Fprintf(out, "dsgd: scheme %s, %d worker(s) over %s, %d thread(s) each, pack %v\n", cfg.Name, cfg.Workers, where, threads, cfg.Pack)
@@ -487,4 +493,52 @@ func (r *runner) report(ctx context.Context, out io.Writer, res *train.Result, t
 		WriteLinks(out, r.deps.Endpoint, res.Iters)
 	}
 	return FailedWorkers(res.Failed)
+}
+
+// endpoint joins g's group with the layout hash every rank must share:
+// over MPI, checking that every rank runs rank 0's layout
+// (mpi.AgreeLayout), or over tcp at the rendezvous.
+func (g *Group) endpoint(ctx context.Context, hash uint64, o RunOptions) (transport.Endpoint, error) {
+	if g.MPI != nil {
+		ctx, cancel := context.WithTimeout(ctx, o.CommTimeout)
+		defer cancel()
+		if err := mpi.AgreeLayout(ctx, g.MPI, hash); err != nil {
+			return nil, err
+		}
+		if g.Native != nil {
+			return g.Native, nil
+		}
+		return g.MPI, nil
+	}
+	cfg, err := o.TCP(g.Listen, g.Token)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Rank, cfg.Size, cfg.Rendezvous, cfg.ModelHash, cfg.Timeout = g.Rank, g.World, g.Rendezvous, hash, o.CommTimeout
+	ep, err := tcp.Connect(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("rank %d of %d joining %s: %w%s", g.Rank, g.World, g.Rendezvous, err, g.Hint)
+	}
+	return ep, nil
+}
+
+// JoinMPI makes this process a rank of its MPI job: the rank and world
+// come from MPI, and a rank (>= 0) or world (> 0) given that disagrees
+// is refused. native also opens MPI's own collectives (Group.Native).
+func JoinMPI(rank, world int, native bool) (ep *mpi.Endpoint, nativeEp transport.Endpoint, err error) {
+	ep, err = mpi.World()
+	if err != nil {
+		return nil, nil, fmt.Errorf("RunOptions.Transport mpi: %w", err)
+	}
+	if (rank >= 0 && rank != ep.Rank()) || (world > 0 && world != ep.Size()) {
+		ep.Close()
+		return nil, nil, fmt.Errorf("Placement.Rank %d Placement.World %d disagree with MPI, which made this rank %d of %d; leave them out under mpirun or srun", rank, world, ep.Rank(), ep.Size())
+	}
+	if native {
+		if nativeEp, err = mpi.Native(ep); err != nil {
+			ep.Close()
+			return nil, nil, err
+		}
+	}
+	return ep, nativeEp, nil
 }
