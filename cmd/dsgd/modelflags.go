@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"dsgd/caffe/zoo"
+	"dsgd/cmd/internal/enginebench"
 	"dsgd/engine/cuda"
 	"dsgd/training/job"
 )
@@ -109,4 +110,10 @@ func (m *modelFlags) checkGPU(cmd string, stderr io.Writer) error {
 	}
 	m.gpuIDs = ids
 	return nil
+}
+
+// gpuSpec is the GPU the flags choose (after checkGPU), for
+// enginebench.OnGPU.
+func (m *modelFlags) gpuSpec() enginebench.GPU {
+	return enginebench.GPU{Flag: m.gpu, ID: m.gpuIDs[0], TF32: m.tf32, Fastest: m.fastest, Seed: m.seed}
 }

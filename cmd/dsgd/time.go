@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"dsgd/cmd/internal/enginebench"
 	"dsgd/engine/model"
 	"dsgd/simulator/calib"
 	"dsgd/training/job"
@@ -42,7 +43,7 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	printNotes(stderr, j)
 	j.WriteHeader(stdout, stderr, net, m.threads, *iters, j.Solver.Solver, trainFlagNames.Replace)
 	if len(m.gpuIDs) > 0 {
-		return timeOnGPU(&m, net, max(*warmup, 0), *iters, stdout)
+		return enginebench.TimeOnGPU(stdout, m.gpuSpec(), net, max(*warmup, 0), *iters)
 	}
 	probe := model.NewReorderProbe(net, max(*warmup, 0))
 	tm, err := calib.Time(ctx, net, max(*warmup, 0), *iters)
