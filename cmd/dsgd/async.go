@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"dsgd/internal/launcher"
 	"dsgd/protocol/center"
 	"dsgd/servers/centernet"
 	"dsgd/servers/ps"
@@ -111,9 +112,9 @@ func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return benchSMB(ctx, ks, b, noShm, stdout)
 	}
-	tok, err := resolveToken(*token, *tokenFile, os.Getenv)
+	tok, err := launcher.Secret{Token: *token, TokenFile: *tokenFile}.Resolve(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "dsgd smb: %v\n", err)
+		fmt.Fprintf(stderr, "dsgd smb: %v\n", asFlags(err, trainFlagNames))
 		return errUsage
 	}
 	if *workers < 0 {

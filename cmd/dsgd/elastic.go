@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dsgd/comm/elastic"
+	"dsgd/internal/launcher"
 	"dsgd/training/job"
 )
 
@@ -46,9 +47,9 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "dsgd elastic-coordinator: %v\n", asFlags(err, trainFlagNames))
 		return errUsage
 	}
-	tok, err := resolveToken(*token, *tokenFile, os.Getenv)
+	tok, err := launcher.Secret{Token: *token, TokenFile: *tokenFile}.Resolve(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "dsgd elastic-coordinator: %v\n", err)
+		fmt.Fprintf(stderr, "dsgd elastic-coordinator: %v\n", asFlags(err, trainFlagNames))
 		return errUsage
 	}
 	want := cmp.Or(*workers, hi)

@@ -68,6 +68,7 @@ var fieldFlags = []string{
 	"Placement.Rendezvous", "--rendezvous",
 	"Placement.Rank", "--rank",
 	"Placement.World", "--world",
+	"Secret.TokenFile", "--token-file",
 	"Files.Metrics", "--metrics",
 	"Files.Log", "--log",
 	"Files.Timeline", "--timeline",

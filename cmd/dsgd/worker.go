@@ -61,11 +61,11 @@ func (g *groupFlags) resolve(getenv func(string) string) error {
 	}
 	g.rank, g.world, g.rendezvous, g.placed = p.Rank, p.World, p.Rendezvous, p
 	g.auto = trainFlagNames.Replace(p.Derived)
-	g.token, err = resolveToken(g.token, g.tokenFile, getenv)
+	g.token, err = launcher.Secret{Token: g.token, TokenFile: g.tokenFile}.Resolve(getenv)
 	if g.token == "" {
 		g.token = p.JobToken()
 	}
-	return err
+	return asFlags(err, trainFlagNames)
 }
 
 // runWorker runs one rank of a training job whose ranks are separate
@@ -103,9 +103,9 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 			return errUsage
 		}
 		g.rank, g.world, g.listen, g.serve = p.Rank, p.World, listen, true
-		tok, err := resolveToken(g.token, g.tokenFile, os.Getenv)
+		tok, err := launcher.Secret{Token: g.token, TokenFile: g.tokenFile}.Resolve(os.Getenv)
 		if err != nil {
-			fmt.Fprintf(stderr, "dsgd ps: %v\n", err)
+			fmt.Fprintf(stderr, "dsgd ps: %v\n", asFlags(err, trainFlagNames))
 			return errUsage
 		}
 		g.token = tok
