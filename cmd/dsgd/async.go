@@ -15,6 +15,7 @@ import (
 	"dsgd/protocol/center"
 	"dsgd/servers/centernet"
 	"dsgd/servers/ps"
+	"dsgd/servers/smb"
 	"dsgd/training/job"
 	"dsgd/training/prom"
 	"dsgd/training/train"
@@ -94,32 +95,31 @@ func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if *shmMode != "on" && *shmMode != "off" {
-		fmt.Fprintf(stderr, "dsgd smb: --shm %q: want on or off\n", *shmMode)
+	usage := func(err error) error {
+		fmt.Fprintf(stderr, "dsgd smb: %v\n", asFlags(err, trainFlagNames))
 		return errUsage
+	}
+	if *shmMode != "on" && *shmMode != "off" {
+		return usage(fmt.Errorf("--shm %q: want on or off", *shmMode))
 	}
 	noShm := *shmMode == "off"
 	if *bench {
 		ks, err := parseIntList(*clients, 1)
 		if err != nil {
-			fmt.Fprintf(stderr, "dsgd smb: --clients: %v\n", err)
-			return errUsage
+			return usage(fmt.Errorf("--clients: %v", err))
 		}
 		b, err := parseByteSize(*size)
 		if err != nil {
-			fmt.Fprintf(stderr, "dsgd smb: --bytes: %v\n", err)
-			return errUsage
+			return usage(fmt.Errorf("--bytes: %v", err))
 		}
 		return benchSMB(ctx, ks, b, noShm, stdout)
 	}
 	tok, err := launcher.Secret{Token: *token, TokenFile: *tokenFile}.Resolve(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "dsgd smb: %v\n", asFlags(err, trainFlagNames))
-		return errUsage
+		return usage(err)
 	}
 	if *workers < 0 {
-		fmt.Fprintf(stderr, "dsgd smb: --workers %d: want a count > 0 (or 0: the first worker's)\n", *workers)
-		return errUsage
+		return usage(fmt.Errorf("--workers %d: want a count > 0 (or 0: the first worker's)", *workers))
 	}
-	return serveSMB(ctx, *listen, tok, *timeout, 0, *workers, noShm, stdout)
+	return smb.Run(ctx, *listen, smb.Config{Token: tok, Timeout: *timeout, Workers: *workers}, smbMemLimit(), noShm, stdout)
 }

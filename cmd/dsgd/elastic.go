@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,40 +39,27 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if bounds == "" {
-		fmt.Fprintln(stderr, "dsgd elastic-coordinator: --elastic MIN:MAX is required")
+	usage := func(err error) error {
+		fmt.Fprintf(stderr, "dsgd elastic-coordinator: %v\n", asFlags(err, trainFlagNames))
 		return errUsage
+	}
+	if bounds == "" {
+		return usage(errors.New("--elastic MIN:MAX is required"))
 	}
 	lo, hi, err := job.ElasticBounds(bounds)
 	if err != nil {
-		fmt.Fprintf(stderr, "dsgd elastic-coordinator: %v\n", asFlags(err, trainFlagNames))
-		return errUsage
+		return usage(err)
 	}
 	tok, err := launcher.Secret{Token: *token, TokenFile: *tokenFile}.Resolve(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "dsgd elastic-coordinator: %v\n", asFlags(err, trainFlagNames))
-		return errUsage
+		return usage(err)
 	}
 	want := cmp.Or(*workers, hi)
 	c, err := elastic.Listen(*listen, elastic.Config{Min: lo, Max: hi, Want: want, Server: *server, Token: tok, Timeout: *timeout,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "dsgd: "+format+"\n", args...) }})
 	if err != nil {
-		fmt.Fprintf(stderr, "dsgd elastic-coordinator: --listen %s: %v\n", *listen, err)
-		return errUsage
+		return usage(fmt.Errorf("--listen %s: %v", *listen, err))
 	}
 	fmt.Fprintf(stdout, "dsgd: elastic coordinator on %s for %d:%d workers (the first generation waits for %d)\n", c.Addr(), lo, hi, want)
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- c.Serve(sctx) }()
-	select {
-	case <-c.Finished():
-	case <-ctx.Done():
-	}
-	stop()
-	<-served
-	if f := c.Failure(); f != "" {
-		return fmt.Errorf("the elastic group could not go on: %s", f)
-	}
-	return ctx.Err()
+	return c.Run(ctx)
 }

@@ -88,55 +88,52 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	// usage refuses the flags as the command's (dsgd worker, dsgd ps).
+	usage := func(err error) error {
+		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, asFlags(err, trainFlagNames))
+		return errUsage
+	}
 	// The launcher said what it restored; a rank restores the same.
 	if err := restoreRun(fs, f.o.Resume, io.Discard); err != nil {
 		return err
 	}
 	if err := f.validate(); err != nil {
-		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
-		return errUsage
+		return usage(err)
 	}
 	if name == "ps" && job.CenterOnly(f.o.Scheme, f.o.Workers) {
 		p, listen, err := job.CenterPlacement(f.schemeGiven(), g.listen)
 		if err != nil {
-			fmt.Fprintf(stderr, "dsgd ps: %v\n", asFlags(err, trainFlagNames))
-			return errUsage
+			return usage(err)
 		}
 		g.rank, g.world, g.listen, g.serve = p.Rank, p.World, listen, true
 		tok, err := launcher.Secret{Token: g.token, TokenFile: g.tokenFile}.Resolve(os.Getenv)
 		if err != nil {
-			fmt.Fprintf(stderr, "dsgd ps: %v\n", asFlags(err, trainFlagNames))
-			return errUsage
+			return usage(err)
 		}
 		g.token = tok
 		return execute(ctx, &f, &g, stdout, stderr)
 	}
 	if f.o.Elastic != "" && f.o.ElasticCoordinator == "" {
-		fmt.Fprintf(stderr, "dsgd %s: --elastic needs --elastic-coordinator HOST:PORT, the group's coordinator (dsgd train --transport tcp --elastic prints it)\n", name)
-		return errUsage
+		return usage(errors.New("--elastic needs --elastic-coordinator HOST:PORT, the group's coordinator (dsgd train --transport tcp --elastic prints it)"))
 	}
 	sc, p, err := job.RankDefaults(f.schemeGiven(), launcher.Placement{Rank: g.rank, World: g.world, Rendezvous: g.rendezvous}, f.o.Elastic != "", name == "ps")
 	if err != nil {
-		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, asFlags(err, trainFlagNames))
-		return errUsage
+		return usage(err)
 	}
 	f.o.Scheme, g.rank, g.world, g.rendezvous = sc.Name, p.Rank, p.World, p.Rendezvous
 	if f.o.Transport == "mpi" || f.o.Allreduce == job.AllreduceMPI {
 		if err := g.joinMPI(&f); err != nil {
-			fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
-			return errUsage
+			return usage(err)
 		}
 	} else if err := g.resolve(os.Getenv); err != nil {
-		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
-		return errUsage
+		return usage(err)
 	}
 	if g.auto != "" && g.rank == 0 {
 		fmt.Fprint(stdout, g.auto)
 	}
 	// The world size fixes the worker count.
 	if sc, err = job.RankWorkers(f.schemeGiven(), g.world); err != nil {
-		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, asFlags(err, trainFlagNames))
-		return errUsage
+		return usage(err)
 	}
 	f.o.Scheme, f.o.Workers = sc.Name, sc.Workers
 	return g.finishMPI(execute(ctx, &f, &g, stdout, stderr))
