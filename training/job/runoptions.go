@@ -3,7 +3,6 @@ package job
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,10 +118,10 @@ type RunOptions struct {
 }
 
 // DefaultRunOptions are the settings of a run told nothing: the
-// solver's figures, the scheme's defaults, one process.
+// solver's figures, the scheme's defaults, one process. Model and
+// Threads are left to the caller, whose model options choose them.
 func DefaultRunOptions() RunOptions {
 	return RunOptions{
-		Model: Options{Model: "lenet", Seed: -1, Shuffle: true}, Threads: runtime.NumCPU(),
 		TestInterval: -1, Display: -1, Transport: "inproc", Allreduce: "auto", Pack: true, Bucket: -1,
 		CommTimeout: time.Minute, Shm: "on", LRScale: "none", Compress: "none", CompressWarmup: -1, Reduce: "auto",
 		Interval: 1, Staleness: 3, Variant: 3, OuterMomentum: scheme.DiLoCoOuterMomentum, Momentum: -1,
