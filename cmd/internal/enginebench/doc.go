@@ -16,5 +16,6 @@
 //
 // The command (cmd/dsgd/bench.go) parses the flags into a Config and
 // checks the GPU; this package does not parse flags. OnGPU, TimeGPU,
-// PrintGPUNet, Summarize and Median are shared with `dsgd time --gpu`.
+// PrintGPUNet, Summarize and Median are shared with `dsgd time --gpu`,
+// whose table TimeOnGPU writes.
 package enginebench
