@@ -163,7 +163,7 @@ func stripFlag(args []string, name string) []string {
 	return out
 }
 
-// launchRanks runs a --transport tcp job on this host (launch.Run): one child
+// launchRanks runs a --transport tcp job on this host (job.Launch): one child
 // process per rank, joined over loopback TCP, with the center of a scheme
 // that has one and, under --elastic, the group's coordinator. The
 // children get the command's flags less --transport and --store (which
@@ -171,33 +171,15 @@ func stripFlag(args []string, name string) []string {
 // users can read); the center does not take --metrics-listen, rank 0's.
 func launchRanks(ctx context.Context, args []string, f *trainFlags, stdout, stderr io.Writer) error {
 	base := stripFlag(stripFlag(args, "transport"), "store")
-	cfg := launch.Config{
-		Scheme:     scheme.Config{Name: f.o.SchemeName(), Workers: f.o.Workers, Variant: f.o.Variant},
+	err := job.Launch(ctx, f.options(), launch.Config{
 		Args:       base,
 		CenterArgs: stripFlag(base, "metrics-listen"),
-		Threads:    f.m.threads,
 		Store:      f.center.storeURL(),
-		Timeline:   f.o.Timeline,
+		Token:      os.Getenv("DSGD_TOKEN"), // the user's: a worker they start later joins with it
 		Grace:      graceFromEnv(stderr),
 		Signal:     func() os.Signal { return signalOf(ctx) },
 		Stdout:     stdout,
 		Stderr:     stderr,
-	}
-	if f.o.Elastic != "" {
-		lo, hi, err := job.ElasticBounds(f.o.Elastic)
-		if err != nil {
-			return asFlags(fmt.Errorf("--elastic: %w", err), trainFlagNames)
-		}
-		cfg.Elastic = &launch.Elastic{Min: lo, Max: hi, Spec: f.o.Elastic, Timeout: f.o.CommTimeout}
-		cfg.Token = os.Getenv("DSGD_TOKEN") // the user's: a worker they start later joins with it
-	}
-	err := launch.Run(ctx, cfg)
-	if se, ok := errors.AsType[*launch.StartError](err); ok {
-		flag := "--transport tcp"
-		if se.Elastic {
-			flag = "--elastic"
-		}
-		return fmt.Errorf("%s: %w", flag, se.Err)
-	}
-	return err
+	})
+	return asFlags(err, trainFlagNames)
 }

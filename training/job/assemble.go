@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -14,6 +15,7 @@ import (
 	"dsgd/comm/transport/tcp"
 	"dsgd/protocol/center"
 	"dsgd/protocol/scheme"
+	"dsgd/training/launch"
 	"dsgd/training/metrics"
 	"dsgd/training/prom"
 	"dsgd/training/train"
@@ -541,4 +543,35 @@ func JoinMPI(rank, world int, native bool) (ep *mpi.Endpoint, nativeEp transport
 		}
 	}
 	return ep, nativeEp, nil
+}
+
+// Launch runs o's job on this host as a process per rank over loopback
+// tcp (launch.Run, dsgd train's tcp transport). l carries what the
+// caller makes of its command line (the ranks' and the center's
+// arguments, the store, signals and writers); o gives the scheme, the
+// threads, the trace file and an elastic group's bounds. l.Token is kept
+// for an elastic group only, whose workers started later join with it;
+// the others get a random one. A failure to start names the field that
+// asked for the processes (RunOptions.Transport tcp, RunOptions.Elastic).
+func Launch(ctx context.Context, o RunOptions, l launch.Config) error {
+	l.Scheme = scheme.Config{Name: o.SchemeName(), Workers: o.Workers, Variant: o.Variant}
+	l.Threads, l.Timeline = o.Threads, o.Timeline
+	if o.Elastic == "" {
+		l.Token = ""
+	} else {
+		lo, hi, err := ElasticBounds(o.Elastic)
+		if err != nil {
+			return err
+		}
+		l.Elastic = &launch.Elastic{Min: lo, Max: hi, Spec: o.Elastic, Timeout: o.CommTimeout}
+	}
+	err := launch.Run(ctx, l)
+	if se, ok := errors.AsType[*launch.StartError](err); ok {
+		field := "RunOptions.Transport tcp"
+		if se.Elastic {
+			field = "RunOptions.Elastic"
+		}
+		return fmt.Errorf("%s: %w", field, se.Err)
+	}
+	return err
 }
