@@ -136,7 +136,7 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 		return usage(err)
 	}
 	f.o.Scheme, f.o.Workers = sc.Name, sc.Workers
-	return g.finishMPI(execute(ctx, &f, &g, stdout, stderr))
+	return job.FinishMPI(g.mpi, execute(ctx, &f, &g, stdout, stderr))
 }
 
 // schemeGiven is the scheme as the flags give it: Name "" and Workers 0

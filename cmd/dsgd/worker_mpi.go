@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"dsgd/comm/transport/mpi"
 	"dsgd/protocol/scheme"
 	"dsgd/training/job"
 )
@@ -47,15 +46,4 @@ func (g *groupFlags) joinMPI(f *trainFlags) error {
 		f.o.Allreduce = "auto" // what the schedules would have used; MPI picks its own
 	}
 	return nil
-}
-
-// finishMPI ends MPI after a rank's run. A failed rank exits without
-// MPI_Finalize (which would wait for the others): mpirun then stops the
-// job, as a synchronous group cannot go on without it.
-func (g *groupFlags) finishMPI(err error) error {
-	if g.mpi == nil || err != nil {
-		return err
-	}
-	g.mpi.Close()
-	return mpi.Finalize()
 }

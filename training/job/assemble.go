@@ -575,3 +575,15 @@ func Launch(ctx context.Context, o RunOptions, l launch.Config) error {
 	}
 	return err
 }
+
+// FinishMPI ends MPI after a rank's run (ep, from JoinMPI; nil over
+// tcp) that ended with err, and returns err. A failed rank exits without
+// MPI_Finalize (which would wait for the others): mpirun then stops the
+// job, as a synchronous group cannot go on without it.
+func FinishMPI(ep *mpi.Endpoint, err error) error {
+	if ep == nil || err != nil {
+		return err
+	}
+	ep.Close()
+	return mpi.Finalize()
+}
