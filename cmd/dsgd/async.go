@@ -11,9 +11,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"dsgd/internal/launcher"
 	"dsgd/protocol/center"
 	"dsgd/servers/centernet"
 	"dsgd/servers/ps"
+	"dsgd/servers/smb"
+	"dsgd/training/job"
 	"dsgd/training/prom"
 	"dsgd/training/train"
 )
@@ -24,13 +27,12 @@ type centerFlags struct {
 	addr, store, shard, job *string
 }
 
-func (c *centerFlags) register(fs interface {
-	String(name, value, usage string) *string
-}) {
+func (c *centerFlags) register(fs *flag.FlagSet, store *string) {
+	c.store = store
 	c.addr = fs.String("center", "", "asynchronous schemes in worker processes: the parameter server `HOST:PORT` (several, comma-separated, for a sharded one), or smb://HOST:PORT for the shared buffer server (seasgd)")
 	c.shard = fs.String("shard", "", "dsgd ps: serve shard `I/K` of the parameters (the I-th of K even ranges, from 0; the workers list the K servers in order in --center)")
 	c.job = fs.String("job", "", "dsgd ps with --store: the job's `NAME` in the store's keys; a store that holds a live job of another name is refused (default: DSGD_JOB, else derived from the token)")
-	c.store = fs.String("store", "", "asynchronous schemes: carry the weights through a Redis server, redis://[:PASSWORD@]HOST:PORT (SpeeDO); the parameter server needs the same (default: DSGD_STORE, which keeps a password out of the process list)")
+	fs.StringVar(store, "store", "", "asynchronous schemes: carry the weights through a Redis server, redis://[:PASSWORD@]HOST:PORT (SpeeDO); the parameter server needs the same (default: DSGD_STORE, which keeps a password out of the process list)")
 }
 
 // storeURL is --store, else DSGD_STORE.
@@ -42,9 +44,9 @@ func (c *centerFlags) storeURL() string {
 }
 
 // dialCenter connects a worker process to its center (centernet.Dial).
-func dialCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, token string, workers int, timeout time.Duration) (center.Center, func(), error) {
-	return centernet.Dial(ctx, centernet.DialConfig{Addr: *f.center.addr, Token: token, Timeout: timeout, NoShm: *f.shm == "off", Run: tr.JoinFields(),
-		Workers: workers, Weights: tr.Net().Params(), Finish: tr.Finish(), MaxIter: tr.MaxIter(), MaxUpdateNorm: *f.maxUpdateNorm,
+func dialCenter(ctx context.Context, f *trainFlags, tr *train.Trainer, token string, workers int) (center.Center, func(), error) {
+	return centernet.Dial(ctx, centernet.DialConfig{Addr: *f.center.addr, Token: token, Timeout: f.o.CommTimeout, NoShm: f.o.Shm == "off", Run: tr.JoinFields(),
+		Workers: workers, Weights: tr.Net().Params(), Finish: tr.Finish(), MaxIter: tr.MaxIter(), MaxUpdateNorm: f.o.MaxUpdateNorm,
 		Store: f.center.storeURL(), Releases: func() bool { return tr.GroupRank() == 0 }})
 }
 
@@ -61,9 +63,9 @@ func serveCenter(ctx context.Context, f *trainFlags, start *train.Start, listen,
 		return err
 	}
 	if local == nil {
-		return fmt.Errorf("scheme %s has no center to serve", *f.scheme)
+		return fmt.Errorf("scheme %s has no center to serve", f.o.Scheme)
 	}
-	cfg := centernet.ServeConfig{Listen: listen, Token: token, Timeout: *f.commTimeout, Center: local, Workers: start.CenterWorkers(), Run: start.JoinFields(),
+	cfg := centernet.ServeConfig{Listen: listen, Token: token, Timeout: f.o.CommTimeout, Center: local, Workers: start.CenterWorkers(), Run: start.JoinFields(),
 		Store: f.center.storeURL(), Job: cmp.Or(*f.center.job, os.Getenv("DSGD_JOB")), Shard: *f.center.shard, Out: stdout}
 	if reg != nil {
 		prom.RegisterCenter(reg, local.Stats)
@@ -73,7 +75,7 @@ func serveCenter(ctx context.Context, f *trainFlags, start *train.Start, listen,
 		return err
 	}
 	st := local.Stats()
-	fmt.Fprintf(stdout, "ps: done: %d pulls, %d pushes, %d elastic exchanges, %d rounds, %d dropped, %d waits%s\n", st.Pulls, st.Pushes, st.Exchanges, st.Rounds, st.Dropped, st.Waits, staleText(st))
+	fmt.Fprintf(stdout, "ps: done: %d pulls, %d pushes, %d elastic exchanges, %d rounds, %d dropped, %d waits%s\n", st.Pulls, st.Pushes, st.Exchanges, st.Rounds, st.Dropped, st.Waits, job.StaleText(st))
 	return nil
 }
 
@@ -93,41 +95,31 @@ func runSMB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if *shmMode != "on" && *shmMode != "off" {
-		fmt.Fprintf(stderr, "dsgd smb: --shm %q: want on or off\n", *shmMode)
+	usage := func(err error) error {
+		fmt.Fprintf(stderr, "dsgd smb: %v\n", asFlags(err, trainFlagNames))
 		return errUsage
+	}
+	if *shmMode != "on" && *shmMode != "off" {
+		return usage(fmt.Errorf("--shm %q: want on or off", *shmMode))
 	}
 	noShm := *shmMode == "off"
 	if *bench {
 		ks, err := parseIntList(*clients, 1)
 		if err != nil {
-			fmt.Fprintf(stderr, "dsgd smb: --clients: %v\n", err)
-			return errUsage
+			return usage(fmt.Errorf("--clients: %v", err))
 		}
 		b, err := parseByteSize(*size)
 		if err != nil {
-			fmt.Fprintf(stderr, "dsgd smb: --bytes: %v\n", err)
-			return errUsage
+			return usage(fmt.Errorf("--bytes: %v", err))
 		}
 		return benchSMB(ctx, ks, b, noShm, stdout)
 	}
-	tok, err := resolveToken(*token, *tokenFile, os.Getenv)
+	tok, err := launcher.Secret{Token: *token, TokenFile: *tokenFile}.Resolve(os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "dsgd smb: %v\n", err)
-		return errUsage
+		return usage(err)
 	}
 	if *workers < 0 {
-		fmt.Fprintf(stderr, "dsgd smb: --workers %d: want a count > 0 (or 0: the first worker's)\n", *workers)
-		return errUsage
+		return usage(fmt.Errorf("--workers %d: want a count > 0 (or 0: the first worker's)", *workers))
 	}
-	return serveSMB(ctx, *listen, tok, *timeout, 0, *workers, noShm, stdout)
-}
-
-// staleText is ", update staleness mean M (max X)" for a center that took
-// updates, else "".
-func staleText(st center.Stats) string {
-	if st.StaleN == 0 {
-		return ""
-	}
-	return fmt.Sprintf(", update staleness mean %.2f (max %d) center updates between a worker's read and its update", st.MeanStale(), st.MaxStale)
+	return smb.Run(ctx, *listen, smb.Config{Token: tok, Timeout: *timeout, Workers: *workers}, smbMemLimit(), noShm, stdout)
 }

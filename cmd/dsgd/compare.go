@@ -45,12 +45,12 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	workers := *f.workers
+	workers := f.o.Workers
 	if workers < 1 {
 		workers = 4
 	}
-	if *f.timeBudget <= 0 {
-		*f.timeBudget = time.Minute
+	if f.o.TimeBudget <= 0 {
+		f.o.TimeBudget = time.Minute
 	}
 	// Every run gets the flags given, minus compare's own, plus its
 	// scheme, worker count and budget; tests come often enough to plot.
@@ -63,7 +63,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		base = append(base, "--"+fl.Name+"="+fl.Value.String())
 	})
 	if !set["time-budget"] {
-		base = append(base, "--time-budget="+f.timeBudget.String())
+		base = append(base, "--time-budget="+f.o.TimeBudget.String())
 	}
 	if !set["test-interval"] {
 		base = append(base, "--test-interval=100")
@@ -77,7 +77,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !set["snapshot-prefix"] {
 		base = append(base, "--snapshot-prefix=none")
 	}
-	c := report.Comparison{Schemes: names, Workers: workers, Budget: *f.timeBudget, Target: *target, Repeats: *repeats, LogDir: *logDir,
+	c := report.Comparison{Schemes: names, Workers: workers, Budget: f.o.TimeBudget, Target: *target, Repeats: *repeats, LogDir: *logDir,
 		Prepare: func(name string, workers int) (report.Trainer, error) {
 			return compareTrainer(name, workers, base, set)
 		}}

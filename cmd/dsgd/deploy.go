@@ -9,16 +9,7 @@ import (
 	"strings"
 
 	"dsgd/caffe/caffedef"
-	"dsgd/training/job"
 )
-
-// printNotes writes the job's upgrade notes to stderr, as Caffe logs its
-// upgrades of old files.
-func printNotes(stderr io.Writer, j *job.Job) {
-	for _, n := range j.Notes {
-		fmt.Fprintf(stderr, "dsgd: note: %s\n", n)
-	}
-}
 
 // runUpgrade is `dsgd upgrade IN OUT`: a net or solver file in an old
 // format (V1 net, legacy input fields, solver_type enum) rewritten in the

@@ -8,61 +8,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"dsgd/comm/elastic"
-	"dsgd/training/train"
+	"dsgd/internal/launcher"
+	"dsgd/training/job"
 )
 
-// elasticFlags are --elastic MIN:MAX and the coordinator's address.
-type elasticFlags struct {
-	bounds      *string
-	coordinator *string
-}
-
-func (e *elasticFlags) register(fs *flag.FlagSet) {
-	e.bounds = fs.String("elastic", "", "`MIN:MAX`: a synchronous group (sync-ps, sync-ring, sync-tree, overlap, local-sgd, diloco; --transport tcp) that survives lost and added workers: a worker that dies is dropped within --comm-timeout and the others go on from the last iteration one of them completed; a worker started with --elastic-coordinator joins at the next iteration boundary; fewer than MIN ends the run")
-	e.coordinator = fs.String("elastic-coordinator", "", "dsgd worker --elastic: `HOST:PORT` of the group's coordinator (the launcher's, which it prints): join the group there")
-}
-
-// on reports whether --elastic was given.
-func (e *elasticFlags) on() bool { return e.bounds != nil && *e.bounds != "" }
-
-// parse returns --elastic's bounds.
-func (e *elasticFlags) parse() (lo, hi int, err error) {
-	a, b, ok := strings.Cut(*e.bounds, ":")
-	lo, err1 := strconv.Atoi(a)
-	hi, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil || lo < 1 || hi < lo {
-		return 0, 0, fmt.Errorf("--elastic %q: want MIN:MAX with 1 <= MIN <= MAX, for example 2:4", *e.bounds)
-	}
-	return lo, hi, nil
-}
-
-// check refuses --elastic where it cannot run, naming both flags.
-func (e *elasticFlags) check(f *trainFlags) error {
-	if !e.on() {
-		if *e.coordinator != "" {
-			return errors.New("--elastic-coordinator without --elastic MIN:MAX")
-		}
-		return nil
-	}
-	lo, hi, err := e.parse()
-	if err != nil {
-		return err
-	}
-	if name := f.schemeName(); !train.ElasticScheme(name) {
-		return fmt.Errorf("--elastic with --scheme %s: elastic membership is for %s; the asynchronous schemes' workers already come and go at their center", name, strings.Join(train.ElasticSchemes, ", "))
-	}
-	if *f.compress != "none" && *f.compress != "fp16" {
-		return fmt.Errorf("--elastic with --compress %s: each worker's error-feedback residual would be lost when the group re-forms; give one of them", *f.compress)
-	}
-	if w := *f.workers; w > 0 && (w < lo || w > hi) && *e.coordinator == "" {
-		return fmt.Errorf("--workers %d outside --elastic %d:%d", w, lo, hi)
-	}
-	return nil
+// registerElastic adds --elastic MIN:MAX and the coordinator's address.
+func registerElastic(fs *flag.FlagSet, bounds, coordinator *string) {
+	fs.StringVar(bounds, "elastic", "", "`MIN:MAX`: a synchronous group (sync-ps, sync-ring, sync-tree, overlap, local-sgd, diloco; --transport tcp) that survives lost and added workers: a worker that dies is dropped within --comm-timeout and the others go on from the last iteration one of them completed; a worker started with --elastic-coordinator joins at the next iteration boundary; fewer than MIN ends the run")
+	fs.StringVar(coordinator, "elastic-coordinator", "", "dsgd worker --elastic: `HOST:PORT` of the group's coordinator (the launcher's, which it prints): join the group there")
 }
 
 // runCoordinator serves an elastic group's coordinator for workers
@@ -72,8 +28,8 @@ func (e *elasticFlags) check(f *trainFlags) error {
 // non-zero if the group could not go on.
 func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("elastic-coordinator", flag.ContinueOnError)
-	var e elasticFlags
-	e.register(fs)
+	var bounds, coordinator string
+	registerElastic(fs, &bounds, &coordinator)
 	listen := fs.String("listen", "127.0.0.1:7078", "`HOST:PORT` to serve on (loopback unless told otherwise; beyond it a token is required)")
 	workers := fs.Int("workers", 0, "the workers the first generation waits for (default: MAX)")
 	server := fs.Bool("server", false, "the group has a parameter server rank (--scheme sync-ps)")
@@ -83,40 +39,27 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if !e.on() {
-		fmt.Fprintln(stderr, "dsgd elastic-coordinator: --elastic MIN:MAX is required")
+	usage := func(err error) error {
+		fmt.Fprintf(stderr, "dsgd elastic-coordinator: %v\n", asFlags(err, trainFlagNames))
 		return errUsage
 	}
-	lo, hi, err := e.parse()
-	if err != nil {
-		fmt.Fprintf(stderr, "dsgd elastic-coordinator: %v\n", err)
-		return errUsage
+	if bounds == "" {
+		return usage(errors.New("--elastic MIN:MAX is required"))
 	}
-	tok, err := resolveToken(*token, *tokenFile, os.Getenv)
+	lo, hi, err := job.ElasticBounds(bounds)
 	if err != nil {
-		fmt.Fprintf(stderr, "dsgd elastic-coordinator: %v\n", err)
-		return errUsage
+		return usage(err)
+	}
+	tok, err := launcher.Secret{Token: *token, TokenFile: *tokenFile}.Resolve(os.Getenv)
+	if err != nil {
+		return usage(err)
 	}
 	want := cmp.Or(*workers, hi)
 	c, err := elastic.Listen(*listen, elastic.Config{Min: lo, Max: hi, Want: want, Server: *server, Token: tok, Timeout: *timeout,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "dsgd: "+format+"\n", args...) }})
 	if err != nil {
-		fmt.Fprintf(stderr, "dsgd elastic-coordinator: --listen %s: %v\n", *listen, err)
-		return errUsage
+		return usage(fmt.Errorf("--listen %s: %v", *listen, err))
 	}
 	fmt.Fprintf(stdout, "dsgd: elastic coordinator on %s for %d:%d workers (the first generation waits for %d)\n", c.Addr(), lo, hi, want)
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- c.Serve(sctx) }()
-	select {
-	case <-c.Finished():
-	case <-ctx.Done():
-	}
-	stop()
-	<-served
-	if f := c.Failure(); f != "" {
-		return fmt.Errorf("the elastic group could not go on: %s", f)
-	}
-	return ctx.Err()
+	return c.Run(ctx)
 }

@@ -5,13 +5,26 @@ import "strings"
 // The libraries name the run's settings by their Config fields
 // ("Config.Compress bf16 with Config.Workers 1"; train's, and the token
 // of rpc's and tcp's, the store of ps's, centernet's DialConfig and
-// ServeConfig, training/job's Options, Sums and Files, internal/launcher's
+// ServeConfig, training/job's RunOptions, Options, Sums and Files, internal/launcher's
 // Placement); the command prints the flags that set them ("--compress
 // bf16 with --workers 1"). fieldFlags maps each field (or a phrase of field and value, listed before the
 // field alone) to its flag, the phrases worded as the command said them
 // before the libraries named fields; a replacer takes the first entry
 // that matches at each point of the message.
 var fieldFlags = []string{
+	// training/job's RunOptions, a field to each train flag
+	"RunOptions.Iters", "--iters", "RunOptions.TestIter", "--test-iter", "RunOptions.TestInterval", "--test-interval",
+	"RunOptions.Display", "--display", "RunOptions.Workers", "--workers", "RunOptions.Warmup", "--warmup",
+	"RunOptions.Staleness", "--staleness", "RunOptions.Groups", "--groups", "RunOptions.Bucket", "--bucket",
+	"RunOptions.Atom", "--atom", "RunOptions.Interval", "--interval", "RunOptions.TimeBudget", "--time-budget",
+	"RunOptions.CommTimeout", "--comm-timeout", "RunOptions.RoundDeadline", "--round-deadline",
+	"RunOptions.MaxUpdateNorm", "--max-update-norm", "RunOptions.Momentum", "--momentum", "RunOptions.Variant", "--variant",
+	"RunOptions.Scheme", "--scheme", "RunOptions.Allreduce", "--allreduce", "RunOptions.Finish", "--finish",
+	"RunOptions.Compress", "--compress", "RunOptions.LRScale", "--lr-scale", "RunOptions.Transport", "--transport",
+	"RunOptions.Straggle", "--straggle", "RunOptions.Reduce", "--reduce", "RunOptions.SnapshotFormat", "--snapshot-format",
+	"RunOptions.Store", "--store", "RunOptions.ElasticCoordinator", "--elastic-coordinator", "RunOptions.Elastic", "--elastic",
+	"RunOptions.OuterBits", "--outer-bits", "RunOptions.Shm", "--shm",
+	"RunOptions.MetricsListen", "--metrics-listen",
 	"Config.Resume", "--resume",
 	"Config.Weights", "--weights",
 	"Config.CompressWarmup", "--compress-warmup",
@@ -55,6 +68,7 @@ var fieldFlags = []string{
 	"Placement.Rendezvous", "--rendezvous",
 	"Placement.Rank", "--rank",
 	"Placement.World", "--world",
+	"Secret.TokenFile", "--token-file",
 	"Files.Metrics", "--metrics",
 	"Files.Log", "--log",
 	"Files.Timeline", "--timeline",

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"dsgd/internal/bytesize"
 )
 
 // machineMemory is the memory dsgd may plan for, in bytes: DSGD_MEMORY
@@ -14,7 +16,7 @@ import (
 // then).
 func machineMemory(stderr io.Writer) int64 {
 	if s := os.Getenv("DSGD_MEMORY"); s != "" {
-		v, err := parseByteSize(s)
+		v, err := bytesize.Parse(s, 1<<20)
 		if err == nil && v > 0 {
 			return v
 		}

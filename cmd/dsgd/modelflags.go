@@ -10,9 +10,8 @@ import (
 	"strings"
 
 	"dsgd/caffe/zoo"
+	"dsgd/cmd/internal/enginebench"
 	"dsgd/engine/cuda"
-	"dsgd/engine/model"
-	"dsgd/engine/solver"
 	"dsgd/training/job"
 )
 
@@ -86,31 +85,6 @@ func (m *modelFlags) options() job.Options {
 // load parses the net and solver the flags name.
 func (m *modelFlags) load() (*job.Job, error) { return job.Load(m.options()) }
 
-// printHeader writes the run's header: the net, the data, the solver,
-// the threads and seed, the engine and each layer's kernel; warnings to ew.
-func printHeader(w, ew io.Writer, j *job.Job, net *model.Net, threads, maxIter int, sc solver.Config) {
-	fmt.Fprintf(w, "dsgd: net %s, %d parameters in %d blobs\n", j.Name, len(net.Params()), len(net.Blocks()))
-	for _, d := range j.DataDesc {
-		fmt.Fprintf(w, "dsgd: data %s\n", trainFlagNames.Replace(d))
-	}
-	if !j.NoSolver {
-		fmt.Fprintf(w, "dsgd: solver %s, base_lr %.6g, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), sc.BaseLR, sc.LRPolicy, sc.Momentum, sc.WeightDecay, maxIter)
-	}
-	fmt.Fprintf(w, "dsgd: %d threads, seed %d\n", threads, j.Seed)
-	printEngine(w, ew)
-	printLayerKernels(w, net)
-	for _, wn := range j.Warnings {
-		fmt.Fprintf(ew, "dsgd: warning: %s\n", trainFlagNames.Replace(wn))
-	}
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}
-
 // checkGPU reads Caffe's -gpu IDS into gpuIDs. Where there is no GPU
 // (no driver, no device, an index past the last, a purego build) the
 // command is refused with what is missing and how to go on, as Caffe
@@ -136,4 +110,10 @@ func (m *modelFlags) checkGPU(cmd string, stderr io.Writer) error {
 	}
 	m.gpuIDs = ids
 	return nil
+}
+
+// gpuSpec is the GPU the flags choose (after checkGPU), for
+// enginebench.OnGPU.
+func (m *modelFlags) gpuSpec() enginebench.GPU {
+	return enginebench.GPU{Flag: m.gpu, ID: m.gpuIDs[0], TF32: m.tf32, Fastest: m.fastest, Seed: m.seed}
 }

@@ -4,50 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
-	"sync"
 	"text/tabwriter"
-	"time"
 
 	"dsgd/servers/smb"
 )
-
-// serveSMB runs the shared buffer server (ShmCaffe's SMB) on addr until
-// ctx is done: a fresh in-memory store, served to clients that present
-// token. It prints the address it listens on, then one line per
-// connection that ended in an error and one per refused rank claim
-// (workers, when > 0, is the job's worker count). The store refuses buffers past 3/4
-// of this machine's memory (smbMemLimit).
-func serveSMB(ctx context.Context, addr, token string, timeout time.Duration, maxFrame, workers int, noShm bool, stdout io.Writer) error {
-	var mu sync.Mutex // serialises the error log's writes
-	cfg := smb.Config{
-		Token:    token,
-		Timeout:  timeout,
-		MaxFrame: maxFrame,
-		Workers:  workers,
-		ErrorLog: func(err error) {
-			msg := err.Error()
-			if !strings.HasPrefix(msg, "smb: ") {
-				msg = "smb: " + msg
-			}
-			mu.Lock()
-			fmt.Fprintln(stdout, msg)
-			mu.Unlock()
-		},
-	}
-	store := smb.NewStore(smbMemLimit())
-	if !noShm {
-		store = smb.NewShmStore(smbMemLimit(), "")
-	}
-	srv, err := smb.Listen(addr, store, cfg)
-	if err != nil {
-		return err
-	}
-	mu.Lock()
-	fmt.Fprintf(stdout, "smb: serving on %s\n", srv.Addr())
-	mu.Unlock()
-	return srv.Serve(ctx)
-}
 
 // benchSMB measures the server's aggregate read/write bandwidth on
 // loopback for each number of clients, each with its own buffer of bytes

@@ -19,7 +19,7 @@ func testNetOnly(ctx context.Context, j *job.Job, m *modelFlags, weights string,
 	if err := j.CheckTestNet(weights); err != nil {
 		return err
 	}
-	printNotes(stderr, j)
+	j.WriteNotes(stderr)
 	res, err := j.TestNet(ctx, weights, iters, m.threads, func(rep caffemodel.Report) {
 		fmt.Fprintf(stderr, "dsgd test: weights %s: copied %s", weights, strings.Join(rep.Copied, ", "))
 		if len(rep.Ignored) > 0 {

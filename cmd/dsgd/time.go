@@ -39,10 +39,10 @@ func runTime(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer j.Close()
-	printNotes(stderr, j)
-	printHeader(stdout, stderr, j, net, m.threads, *iters, j.Solver.Solver)
+	j.WriteNotes(stderr)
+	j.WriteHeader(stdout, stderr, net, m.threads, *iters, j.Solver.Solver, trainFlagNames.Replace)
 	if len(m.gpuIDs) > 0 {
-		return timeOnGPU(&m, net, max(*warmup, 0), *iters, stdout)
+		return enginebench.TimeOnGPU(stdout, m.gpuSpec(), net, max(*warmup, 0), *iters)
 	}
 	probe := model.NewReorderProbe(net, max(*warmup, 0))
 	tm, err := calib.Time(ctx, net, max(*warmup, 0), *iters)

@@ -166,3 +166,29 @@ func TestRanksMustFitTogether(t *testing.T) {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
+
+// TestMachineMemory: DSGD_MEMORY takes any size a machine has (it once
+// shared bench-comm's buffer parser, which refused past 2 GiB), and a
+// size that is not one is a warning naming it, the machine's memory
+// used instead.
+func TestMachineMemory(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want int64
+		warn bool
+	}{
+		{"8GiB", 8 << 30, false},
+		{"1TiB", 1 << 40, false},
+		{"512MiB", 512 << 20, false},
+		{"3", 3 << 20, false},
+		{"lots", memTotal(), true},
+		{"-1GiB", memTotal(), true},
+	} {
+		t.Setenv("DSGD_MEMORY", c.env)
+		var errs strings.Builder
+		got := machineMemory(&errs)
+		if got != c.want || (errs.Len() > 0) != c.warn || c.warn && !strings.Contains(errs.String(), c.env) {
+			t.Errorf("DSGD_MEMORY=%s: %d, warning %q; want %d, a warning %v", c.env, got, errs.String(), c.want, c.warn)
+		}
+	}
+}

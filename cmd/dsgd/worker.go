@@ -8,9 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
-	"dsgd/comm/compress"
 	"dsgd/comm/transport"
 	"dsgd/comm/transport/mpi"
 	"dsgd/comm/transport/tcp"
@@ -63,46 +61,11 @@ func (g *groupFlags) resolve(getenv func(string) string) error {
 	}
 	g.rank, g.world, g.rendezvous, g.placed = p.Rank, p.World, p.Rendezvous, p
 	g.auto = trainFlagNames.Replace(p.Derived)
-	g.token, err = resolveToken(g.token, g.tokenFile, getenv)
+	g.token, err = launcher.Secret{Token: g.token, TokenFile: g.tokenFile}.Resolve(getenv)
 	if g.token == "" {
 		g.token = p.JobToken()
 	}
-	return err
-}
-
-func (g *groupFlags) connect(ctx context.Context, hash uint64, timeout time.Duration, compressFlag, shmMode string) (transport.Endpoint, error) {
-	if g.mpi != nil {
-		return g.connectMPI(ctx, hash, timeout)
-	}
-	cfg, err := g.tcpConfig(compressFlag, shmMode)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Rank, cfg.Size, cfg.Rendezvous, cfg.ModelHash, cfg.Timeout = g.rank, g.world, g.rendezvous, hash, timeout
-	ep, err := tcp.Connect(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("rank %d of %d joining %s: %w%s", g.rank, g.world, g.rendezvous, err, trainFlagNames.Replace(g.placed.Hint()))
-	}
-	return ep, nil
-}
-
-// tcpConfig is the tcp transport's configuration from the flags that do
-// not change with the group's membership: the address to listen on, the
-// token, the wire's encoding and shared memory.
-func (g *groupFlags) tcpConfig(compressFlag, shmMode string) (tcp.Config, error) {
-	c := tcp.CompressNone
-	if spec, err := compress.Parse(compressFlag); err != nil {
-		return tcp.Config{}, fmt.Errorf("--compress: %w", err)
-	} else if spec.Kind == compress.FP16 {
-		// The gradient compressors run above the transport; fp16 alone
-		// is the wire's.
-		c = tcp.CompressFP16
-	}
-	sm, err := tcp.ParseShm(shmMode)
-	if err != nil {
-		return tcp.Config{}, fmt.Errorf("--shm: %w", err)
-	}
-	return tcp.Config{Listen: g.listen, Token: g.token, Compress: c, Shm: sm}, nil
+	return asFlags(err, trainFlagNames)
 }
 
 // runWorker runs one rank of a training job whose ranks are separate
@@ -125,68 +88,61 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	// usage refuses the flags as the command's (dsgd worker, dsgd ps).
+	usage := func(err error) error {
+		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, asFlags(err, trainFlagNames))
+		return errUsage
+	}
 	// The launcher said what it restored; a rank restores the same.
-	if err := restoreRun(fs, *f.resume, io.Discard); err != nil {
+	if err := restoreRun(fs, f.o.Resume, io.Discard); err != nil {
 		return err
 	}
 	if err := f.validate(); err != nil {
-		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
-		return errUsage
+		return usage(err)
 	}
-	if name == "ps" && job.CenterOnly(*f.scheme, *f.workers) {
+	if name == "ps" && job.CenterOnly(f.o.Scheme, f.o.Workers) {
 		p, listen, err := job.CenterPlacement(f.schemeGiven(), g.listen)
 		if err != nil {
-			fmt.Fprintf(stderr, "dsgd ps: %v\n", asFlags(err, trainFlagNames))
-			return errUsage
+			return usage(err)
 		}
 		g.rank, g.world, g.listen, g.serve = p.Rank, p.World, listen, true
-		tok, err := resolveToken(g.token, g.tokenFile, os.Getenv)
+		tok, err := launcher.Secret{Token: g.token, TokenFile: g.tokenFile}.Resolve(os.Getenv)
 		if err != nil {
-			fmt.Fprintf(stderr, "dsgd ps: %v\n", err)
-			return errUsage
+			return usage(err)
 		}
 		g.token = tok
 		return execute(ctx, &f, &g, stdout, stderr)
 	}
-	if err := f.elastic.check(&f); err != nil {
-		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
-		return errUsage
+	if f.o.Elastic != "" && f.o.ElasticCoordinator == "" {
+		return usage(errors.New("--elastic needs --elastic-coordinator HOST:PORT, the group's coordinator (dsgd train --transport tcp --elastic prints it)"))
 	}
-	if f.elastic.on() && *f.elastic.coordinator == "" {
-		fmt.Fprintf(stderr, "dsgd %s: --elastic needs --elastic-coordinator HOST:PORT, the group's coordinator (dsgd train --transport tcp --elastic prints it)\n", name)
-		return errUsage
-	}
-	sc, p, err := job.RankDefaults(f.schemeGiven(), launcher.Placement{Rank: g.rank, World: g.world, Rendezvous: g.rendezvous}, f.elastic.on(), name == "ps")
+	sc, p, err := job.RankDefaults(f.schemeGiven(), launcher.Placement{Rank: g.rank, World: g.world, Rendezvous: g.rendezvous}, f.o.Elastic != "", name == "ps")
 	if err != nil {
-		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, asFlags(err, trainFlagNames))
-		return errUsage
+		return usage(err)
 	}
-	*f.scheme, g.rank, g.world, g.rendezvous = sc.Name, p.Rank, p.World, p.Rendezvous
-	if *f.transport == "mpi" || *f.algo == allreduceMPI {
+	f.o.Scheme, g.rank, g.world, g.rendezvous = sc.Name, p.Rank, p.World, p.Rendezvous
+	if f.o.Transport == "mpi" || f.o.Allreduce == job.AllreduceMPI {
 		if err := g.joinMPI(&f); err != nil {
-			fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
-			return errUsage
+			return usage(err)
 		}
 	} else if err := g.resolve(os.Getenv); err != nil {
-		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, err)
-		return errUsage
+		return usage(err)
 	}
 	if g.auto != "" && g.rank == 0 {
 		fmt.Fprint(stdout, g.auto)
 	}
 	// The world size fixes the worker count.
 	if sc, err = job.RankWorkers(f.schemeGiven(), g.world); err != nil {
-		fmt.Fprintf(stderr, "dsgd %s: %v\n", name, asFlags(err, trainFlagNames))
-		return errUsage
+		return usage(err)
 	}
-	*f.scheme, *f.workers = sc.Name, sc.Workers
-	return g.finishMPI(execute(ctx, &f, &g, stdout, stderr))
+	f.o.Scheme, f.o.Workers = sc.Name, sc.Workers
+	return job.FinishMPI(g.mpi, execute(ctx, &f, &g, stdout, stderr))
 }
 
 // schemeGiven is the scheme as the flags give it: Name "" and Workers 0
 // when they say none.
 func (f *trainFlags) schemeGiven() scheme.Config {
-	return scheme.Config{Name: *f.scheme, Variant: *f.variant, Workers: *f.workers}
+	return scheme.Config{Name: f.o.Scheme, Variant: f.o.Variant, Workers: f.o.Workers}
 }
 
 // stripFlag removes -name/--name and its value from args.
@@ -207,7 +163,7 @@ func stripFlag(args []string, name string) []string {
 	return out
 }
 
-// launchRanks runs a --transport tcp job on this host (launch.Run): one child
+// launchRanks runs a --transport tcp job on this host (job.Launch): one child
 // process per rank, joined over loopback TCP, with the center of a scheme
 // that has one and, under --elastic, the group's coordinator. The
 // children get the command's flags less --transport and --store (which
@@ -215,33 +171,15 @@ func stripFlag(args []string, name string) []string {
 // users can read); the center does not take --metrics-listen, rank 0's.
 func launchRanks(ctx context.Context, args []string, f *trainFlags, stdout, stderr io.Writer) error {
 	base := stripFlag(stripFlag(args, "transport"), "store")
-	cfg := launch.Config{
-		Scheme:     scheme.Config{Name: f.schemeName(), Workers: *f.workers, Variant: *f.variant},
+	err := job.Launch(ctx, f.options(), launch.Config{
 		Args:       base,
 		CenterArgs: stripFlag(base, "metrics-listen"),
-		Threads:    f.m.threads,
 		Store:      f.center.storeURL(),
-		Timeline:   *f.timeline,
+		Token:      os.Getenv("DSGD_TOKEN"), // the user's: a worker they start later joins with it
 		Grace:      graceFromEnv(stderr),
 		Signal:     func() os.Signal { return signalOf(ctx) },
 		Stdout:     stdout,
 		Stderr:     stderr,
-	}
-	if f.elastic.on() {
-		lo, hi, err := f.elastic.parse()
-		if err != nil {
-			return fmt.Errorf("--elastic: %w", err)
-		}
-		cfg.Elastic = &launch.Elastic{Min: lo, Max: hi, Spec: *f.elastic.bounds, Timeout: *f.commTimeout}
-		cfg.Token = os.Getenv("DSGD_TOKEN") // the user's: a worker they start later joins with it
-	}
-	err := launch.Run(ctx, cfg)
-	if se, ok := errors.AsType[*launch.StartError](err); ok {
-		flag := "--transport tcp"
-		if se.Elastic {
-			flag = "--elastic"
-		}
-		return fmt.Errorf("%s: %w", flag, se.Err)
-	}
-	return err
+	})
+	return asFlags(err, trainFlagNames)
 }

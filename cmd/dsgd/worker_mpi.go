@@ -1,87 +1,49 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"dsgd/comm/transport"
-	"dsgd/comm/transport/mpi"
 	"dsgd/protocol/scheme"
+	"dsgd/training/job"
 )
-
-// allreduceMPI is --allreduce's value that hands the collectives to MPI.
-const allreduceMPI = "mpi"
 
 // checkMPIFlags refuses the MPI flags where they cannot work: --allreduce
 // mpi without --transport mpi, and --transport mpi for a scheme with a
 // center (MPI ends the whole job when one process dies; those schemes must
 // survive a worker's death, so their center stays on TCP).
 func checkMPIFlags(f *trainFlags) error {
-	if *f.algo == allreduceMPI && *f.transport != "mpi" {
+	if f.o.Allreduce == job.AllreduceMPI && f.o.Transport != "mpi" {
 		return errors.New("--allreduce mpi hands the collectives to MPI: it needs --transport mpi (mpirun -np N dsgd worker --transport mpi --allreduce mpi ...)")
 	}
-	if *f.transport != "mpi" {
+	if f.o.Transport != "mpi" {
 		return nil
 	}
-	name := f.schemeName()
+	name := f.o.SchemeName()
 	if in, _ := scheme.Lookup(name); in.Center != scheme.NoCenter {
 		return fmt.Errorf("--scheme %s keeps its center (parameter server or shared buffer server) on TCP: MPI ends the whole job when one process dies, and %s must survive that; use --transport tcp (dsgd train --transport tcp, or dsgd worker --center HOST:PORT beside dsgd ps/smb). --transport mpi is for the synchronous schemes (sync-tree, sync-ring, overlap, sync-ps, sync-easgd)", name, name)
 	}
-	if *f.compress == "fp16" {
+	if f.o.Compress == "fp16" {
 		return errors.New("--compress works with --transport tcp for fp16, the tcp wire's encoding; MPI moves float32 (bf16, powersgd:R, topk:F and sign run above the transport, over MPI too)")
 	}
 	return nil
 }
 
-// joinMPI makes this process a rank of its MPI job: the rank and world
-// come from MPI, and a --rank or --world that disagrees is an error.
+// joinMPI makes this process a rank of its MPI job (job.JoinMPI): the
+// rank and world come from MPI, and a --rank or --world that disagrees
+// is an error.
 func (g *groupFlags) joinMPI(f *trainFlags) error {
 	if err := checkMPIFlags(f); err != nil {
 		return err
 	}
-	ep, err := mpi.World()
+	native := f.o.Allreduce == job.AllreduceMPI
+	ep, nep, err := job.JoinMPI(g.rank, g.world, native)
 	if err != nil {
-		return fmt.Errorf("--transport mpi: %w", err)
+		return asFlags(err, trainFlagNames)
 	}
-	if (g.rank >= 0 && g.rank != ep.Rank()) || (g.world > 0 && g.world != ep.Size()) {
-		ep.Close()
-		return fmt.Errorf("--rank %d --world %d disagree with MPI, which made this rank %d of %d; leave them out under mpirun or srun", g.rank, g.world, ep.Rank(), ep.Size())
-	}
-	g.rank, g.world, g.rendezvous = ep.Rank(), ep.Size(), "mpi"
-	g.mpi = ep
-	if *f.algo == allreduceMPI {
-		*f.algo = "auto" // what the schedules would have used; MPI picks its own
-		if g.native, err = mpi.Native(ep); err != nil {
-			ep.Close()
-			return err
-		}
+	g.rank, g.world, g.rendezvous, g.mpi, g.native = ep.Rank(), ep.Size(), "mpi", ep, nep
+	if native {
+		f.o.Allreduce = "auto" // what the schedules would have used; MPI picks its own
 	}
 	return nil
-}
-
-// connectMPI is connect for --transport mpi: every rank checks that it
-// runs the same parameter layout as rank 0 (mpi.AgreeLayout).
-func (g *groupFlags) connectMPI(ctx context.Context, hash uint64, timeout time.Duration) (transport.Endpoint, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := mpi.AgreeLayout(ctx, g.mpi, hash); err != nil {
-		return nil, err
-	}
-	if g.native != nil {
-		return g.native, nil
-	}
-	return g.mpi, nil
-}
-
-// finishMPI ends MPI after a rank's run. A failed rank exits without
-// MPI_Finalize (which would wait for the others): mpirun then stops the
-// job, as a synchronous group cannot go on without it.
-func (g *groupFlags) finishMPI(err error) error {
-	if g.mpi == nil || err != nil {
-		return err
-	}
-	g.mpi.Close()
-	return mpi.Finalize()
 }

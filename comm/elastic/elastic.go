@@ -167,6 +167,26 @@ func (c *Coordinator) Close() error {
 	return c.srv.Close()
 }
 
+// Run serves until the group has finished (Finished) or ctx ends: a
+// coordinator of its own, as dsgd elastic-coordinator runs it. Its error
+// says why the group could not go on (Failure), else it is ctx's.
+func (c *Coordinator) Run(ctx context.Context) error {
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- c.Serve(sctx) }()
+	select {
+	case <-c.Finished():
+	case <-ctx.Done():
+	}
+	stop()
+	<-served
+	if f := c.Failure(); f != "" {
+		return fmt.Errorf("the elastic group could not go on: %s", f)
+	}
+	return ctx.Err()
+}
+
 // Finished is closed once the group has run (or failed) and every
 // member's connection has ended: a coordinator of its own may stop.
 func (c *Coordinator) Finished() <-chan struct{} { return c.finished }

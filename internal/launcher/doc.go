@@ -20,6 +20,10 @@
 //
 //	p, err := launcher.Resolve(launcher.Placement{Rank: -1}, os.Getenv)
 //
+// Secret.Resolve is the group's shared token the same way: the one
+// given, DSGD_TOKEN, or the first line of a token file.
+//
 // It is a leaf: it imports no other dsgd package, opens no socket and
-// reads nothing but the environment it is given.
+// reads nothing but the environment it is given and Secret's token
+// file.
 package launcher

@@ -14,7 +14,8 @@
 //     in-process.
 //   - Server (Listen, Serve) exposes a Store over TCP through package rpc
 //     (token hello, bounded frames, deadlines, keep-alives during waits);
-//     it binds the loopback unless given a host. Client (Dial) is the
+//     it binds the loopback unless given a host; Run serves a fresh store
+//     as dsgd smb does, logging each failed connection. Client (Dial) is the
 //     other end: a pool of connections, safe for concurrent use, that
 //     splits reads and writes longer than a frame.
 //   - Buffers is the interface both Store and Client implement, with the

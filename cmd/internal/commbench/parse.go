@@ -1,12 +1,14 @@
 package commbench
 
 import (
+	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"dsgd/internal/bytesize"
 )
 
 // Quick are the values of a tiny run, for tests, by option name (the
@@ -82,30 +84,18 @@ func ParseByteSizes(s string) ([]int64, error) {
 // MiB or GiB (case-insensitive); a bare number is MiB. The result must be
 // a whole number of float32s, positive and at most MaxBytes.
 func ParseByteSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	num, mult := s, float64(1<<20)
-	lower := strings.ToLower(s)
-	for _, u := range []struct {
-		suffix string
-		mult   float64
-	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"b", 1}} {
-		if strings.HasSuffix(lower, u.suffix) {
-			num, mult = strings.TrimSpace(s[:len(s)-len(u.suffix)]), u.mult
-			break
-		}
+	b, err := bytesize.Parse(s, 1<<20)
+	switch {
+	case errors.Is(err, bytesize.ErrSyntax):
+		return 0, fmt.Errorf("size %q: want a number with an optional unit B, KiB, MiB or GiB (bare numbers are MiB)", strings.TrimSpace(s))
+	case errors.Is(err, bytesize.ErrRange) || err == nil && (b <= 0 || b > MaxBytes):
+		return 0, fmt.Errorf("size %q out of range (0, 2GiB]", strings.TrimSpace(s))
+	case err != nil:
+		return 0, fmt.Errorf("size %q is not a whole number of float32s (4 bytes each)", strings.TrimSpace(s))
+	case b%4 != 0:
+		return 0, fmt.Errorf("size %q is %d bytes, not a whole number of float32s (4 bytes each)", strings.TrimSpace(s), b)
 	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("size %q: want a number with an optional unit B, KiB, MiB or GiB (bare numbers are MiB)", s)
-	}
-	b := v * mult
-	if b <= 0 || b > MaxBytes {
-		return 0, fmt.Errorf("size %q out of range (0, 2GiB]", s)
-	}
-	if b != math.Trunc(b) || int64(b)%4 != 0 {
-		return 0, fmt.Errorf("size %q is %g bytes, not a whole number of float32s (4 bytes each)", s, b)
-	}
-	return int64(b), nil
+	return b, nil
 }
 
 // Check checks o's counts and limits; its errors name o's fields

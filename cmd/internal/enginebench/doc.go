@@ -19,5 +19,6 @@
 // fields (ParseNets, ParseThreads, ParseISAs, ParsePerNet and SetCounts),
 // its errors naming the values, which the command prefixes with the flag. OnGPU, TimeGPU,
 // PrintGPUNet, Summarize and Median are shared with `dsgd time --gpu`;
-// PrintTimes and PrintReorders write `dsgd time`'s tables on the CPU.
+// PrintTimes and PrintReorders write `dsgd time`'s tables on the CPU,
+// TimeOnGPU its table on a GPU.
 package enginebench

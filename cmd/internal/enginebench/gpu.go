@@ -226,3 +226,52 @@ func PrintGPUNet(w io.Writer, ex *gpunet.Net) {
 		fmt.Fprintf(w, "gpu: %s\n", a)
 	}
 }
+
+// TimeOnGPU is dsgd time --gpu: it times net's forward and backward
+// passes on GPU g, its params and gradients resident there as Caffe's
+// time keeps them, and writes the table to w: the device and its math,
+// the passes after warmup iterations, then each layer, the GPU waited
+// for after every layer (the GPU runs a pass's layers asynchronously, so
+// the passes' times are not the sum of the layers').
+func TimeOnGPU(w io.Writer, g GPU, net *model.Net, warmup, iters int) error {
+	ex, done, err := OnGPU(g, net, true)
+	if err != nil {
+		return err
+	}
+	defer done()
+	math := "fp32"
+	if g.TF32 {
+		math = "TF32 tensor cores allowed for float32 products"
+	}
+	algos := "cuDNN's fastest deterministic convolution algorithms"
+	if g.Fastest {
+		algos = "cuDNN's fastest convolution algorithms"
+	}
+	fmt.Fprintf(w, "gpu: %s; %s; %s\n", ex.Device(), math, algos)
+	PrintGPUNet(w, ex)
+	t, err := TimeGPU(net, warmup, iters)
+	if err != nil {
+		return err
+	}
+	f, b, all := Summarize(t.Fwd), Summarize(t.Bwd), Summarize(t.Wall)
+	// Then each layer: the same iterations again, waiting for the GPU
+	// after every layer.
+	ex.SetTiming(true)
+	if _, err := TimeGPU(net, 0, iters); err != nil {
+		return err
+	}
+	names, lf, lb := ex.LayerTimes()
+	perIter := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(iters) }
+	fmt.Fprintf(w, "\nper layer, the GPU waited for after each (ms per iteration):\n  %-28s %9s %9s\n", "layer", "forward", "backward")
+	var sf, sb time.Duration
+	for i, n := range names {
+		fmt.Fprintf(w, "  %-28s %9.3f %9.3f\n", n, perIter(lf[i]), perIter(lb[i]))
+		sf, sb = sf+lf[i], sb+lb[i]
+	}
+	fmt.Fprintf(w, "  %-28s %9.3f %9.3f\n", "total", perIter(sf), perIter(sb))
+	fmt.Fprintf(w, "\naverage over %d iterations (after %d warm-up) on the GPU, ms (median, mean, p95):\n", iters, warmup)
+	fmt.Fprintf(w, "  forward           %9.3f %9.3f %9.3f\n", f.Median, f.Mean, f.P95)
+	fmt.Fprintf(w, "  backward          %9.3f %9.3f %9.3f\n", b.Median, b.Mean, b.P95)
+	fmt.Fprintf(w, "forward-backward: %.3f ms per iteration (wall, median)\n", all.Median)
+	return nil
+}

@@ -1,4 +1,4 @@
-package main
+package job
 
 import (
 	"bytes"
@@ -9,10 +9,10 @@ import (
 	"dsgd/engine/cpuinfo"
 )
 
-// TestPrintISACap checks what the run header says of an ISA cap in the
+// TestWriteISACap checks what the run header says of an ISA cap in the
 // environment: a name oneDNN does not know is a warning that says it is
 // ignored, a cap this CPU has is stated, and no cap says nothing.
-func TestPrintISACap(t *testing.T) {
+func TestWriteISACap(t *testing.T) {
 	if cpuinfo.CheckFloor() != nil {
 		t.Skip("this CPU is below SSE4.1: the header warns of that instead")
 	}
@@ -30,7 +30,7 @@ func TestPrintISACap(t *testing.T) {
 			t.Setenv("ONEDNN_MAX_CPU_ISA", tc.env)
 			t.Setenv("DNNL_MAX_CPU_ISA", "")
 			var out, errw bytes.Buffer
-			printISACap(&out, &errw)
+			WriteISACap(&out, &errw)
 			b, other := &out, &errw
 			if tc.warn {
 				b, other = &errw, &out
@@ -47,7 +47,7 @@ func TestPrintISACap(t *testing.T) {
 	if top := cpuinfo.CPUISA(); top < cpuinfo.AVX512CoreAMX {
 		t.Setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_AMX")
 		var b bytes.Buffer
-		printISACap(io.Discard, &b)
+		WriteISACap(io.Discard, &b)
 		if !strings.Contains(b.String(), "warning: ONEDNN_MAX_CPU_ISA=AVX512_CORE_AMX") || !strings.Contains(b.String(), "missing") {
 			t.Fatalf("cap above the CPU (%v): header %q", top, b.String())
 		}
