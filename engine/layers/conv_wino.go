@@ -25,6 +25,17 @@ type winoState struct {
 	// current pass's arguments.
 	kernFn, runFn, padFn func(lo, hi, w int)
 	passBack             bool
+
+	// The weights pass (wino.go's winoWts*), when wOn: wts is the forward
+	// shape with the weights pass's chunk; padX the input padded for it
+	// (the data pass's padded dy is pad); the bound functions and the
+	// current chunk's tiles.
+	wOn                            bool
+	wts                            winoShape
+	padX                           []float32
+	wPadFn, wInFn, wGemmFn, wOutFn func(lo, hi, w int)
+	wNt                            int
+	wFirst                         bool
 }
 
 // winoMode overrides the rule in winoRule for tests: 0 follows it, 1
@@ -88,6 +99,90 @@ func (l *convLayer) winoSetup() {
 	hp, wp := ws.fwd.padded()
 	hb, wb := ws.back.padded()
 	ws.pad = fitBuf(ws.pad, l.num*max(g.c*hp*wp, k*hb*wb))
+	ws.wOn = l.winoWtsRule()
+	if ws.wOn {
+		ws.wts = winoWtsChunk(ws.fwd, l.num)
+		ws.padX = fitBuf(ws.padX, l.num*g.c*hp*wp)
+		if ws.wPadFn == nil {
+			ws.wPadFn = l.winoWtsPadPart
+			ws.wInFn = l.winoWtsInPart
+			ws.wGemmFn = l.winoWtsGemmPart
+			ws.wOutFn = l.winoWtsOutPart
+		}
+	}
+}
+
+// winoWtsMode overrides winoWtsRule for tests: 0 follows it, 1 puts the
+// weights pass of every layer on dsgd's Winograd on it too, -1 keeps it on
+// oneDNN (or im2col + GEMM).
+var winoWtsMode int
+
+// winoWtsRule says whether a layer on dsgd's Winograd runs its weights
+// pass on it too.
+func (l *convLayer) winoWtsRule() bool {
+	switch winoWtsMode {
+	case 1:
+		return true
+	case -1:
+		return false
+	}
+	return true
+}
+
+// winoWtsPadPart pads planes [lo, hi) of the input for the weights pass
+// (on the forward's shape) and, beyond them, of dy for the data pass's.
+func (l *convLayer) winoWtsPadPart(lo, hi, _ int) {
+	ws := &l.wg
+	nx := l.num * l.geom.c
+	if lo < nx {
+		winoPad(&ws.fwd, l.in.Data, ws.padX, lo, min(hi, nx))
+	}
+	if hi > nx {
+		winoPad(&ws.back, l.out.Diff, ws.pad, max(lo, nx)-nx, hi-nx)
+	}
+}
+
+// winoWtsInPart transforms channels [lo, hi) of the current chunk.
+func (l *convLayer) winoWtsInPart(lo, hi, _ int) {
+	ws := &l.wg
+	winoWtsIn(&ws.wts, &ws.back, ws.padX, ws.pad, &ws.bufs[0], ws.wNt, lo, hi)
+}
+
+// winoWtsGemmPart runs the current chunk's GEMMs [lo, hi) into u.
+func (l *convLayer) winoWtsGemmPart(lo, hi, _ int) {
+	ws := &l.wg
+	winoWtsGemm(&ws.wts, &ws.bufs[0], ws.wNt, ws.u, ws.wFirst, lo, hi)
+}
+
+// winoWtsOutPart adds output channels [lo, hi)'s weight and bias
+// gradients (those wanted) to the params' diffs.
+func (l *convLayer) winoWtsOutPart(lo, hi, w int) {
+	ws := &l.wg
+	if l.want(0) {
+		winoWtsOut(&ws.wts, ws.u, l.weight.Diff, lo, hi, &ws.bufs[w].ker)
+	}
+	if l.bias != nil && l.want(1) {
+		winoBiasGrad(l.out.Diff, l.bias.Diff, l.num, l.cfg.NumOutput, l.geom.oh*l.geom.ow, lo, hi)
+	}
+}
+
+// winoWeights is the weights pass on dsgd's Winograd: the input and dy
+// padded (dy for the data pass too), then chunk by chunk the transforms
+// split by channel and the GEMMs by ξ across the threads, summing into u,
+// then the gradients back from the Winograd domain.
+func (l *convLayer) winoWeights() {
+	ws := &l.wg
+	k, c := l.cfg.NumOutput, l.geom.c
+	l.pool.For(l.num*(c+k), l.threads, ws.wPadFn)
+	s := &ws.wts
+	a2 := s.alpha() * s.alpha()
+	for ch := 0; l.want(0) && ch < s.chunks(l.num); ch++ {
+		ws.wNt = winoWtsTiles(s, &ws.back, l.num, ch, &ws.bufs[0])
+		ws.wFirst = ch == 0
+		l.pool.For(c+k, l.threads, ws.wInFn)
+		l.pool.For(a2, l.threads, ws.wGemmFn)
+	}
+	l.pool.For(k, l.threads, ws.wOutFn)
 }
 
 // winoKernelPart transforms rows [lo, hi) of the current pass's kernel.
@@ -121,9 +216,10 @@ func (l *convLayer) winoPadPart(lo, hi, _ int) {
 }
 
 // winoPass runs the forward (back false) or the backward data pass on
-// dsgd's Winograd: the kernel transform, the padded input, then the tile
-// chunks, each split across the threads.
-func (l *convLayer) winoPass(back bool) {
+// dsgd's Winograd: the kernel transform, the padded input (unless padded:
+// the weights pass padded dy), then the tile chunks, each split across the
+// threads.
+func (l *convLayer) winoPass(back, padded bool) {
 	ws := &l.wg
 	ws.passBack = back
 	rows := l.cfg.NumOutput
@@ -132,28 +228,40 @@ func (l *convLayer) winoPass(back bool) {
 		rows, s = l.geom.c, &ws.back
 	}
 	l.pool.For(rows, l.threads, ws.kernFn)
-	l.pool.For(l.num*s.c, l.threads, ws.padFn)
+	if !padded {
+		l.pool.For(l.num*s.c, l.threads, ws.padFn)
+	}
 	l.pool.For(s.chunks(l.num), l.threads, ws.runFn)
 }
 
 // winoBackward is Backward for a layer on dsgd's Winograd: the param
-// gradients on oneDNN (or im2col + GEMM), then the data pass.
+// gradients (on it when wOn, else on oneDNN or im2col + GEMM), then the
+// data pass.
 func (l *convLayer) winoBackward(propagateDown bool) {
+	padded := false
 	if l.want(0) || l.bias != nil && l.want(1) {
-		l.propDown, l.noParams = false, false
-		if l.dn.on && !l.dn.ownWeights {
+		switch {
+		case l.wg.wOn:
+			l.winoWeights()
+			padded = true
+		case l.dn.on && !l.dn.ownWeights:
+			l.propDown, l.noParams = false, false
 			l.dnnlBackwardAll()
-		} else {
+		default:
+			l.propDown, l.noParams = false, false
 			l.ownBackward()
 		}
 	}
 	if propagateDown {
-		l.winoPass(true)
+		l.winoPass(true, padded)
 	}
 }
 
 // winoKernelName is Kernel's text for a layer on dsgd's Winograd.
 func (l *convLayer) winoKernelName() string {
+	if l.wg.wOn {
+		return fmt.Sprintf("dsgd Winograd F(%d,3) forward, data and weights passes (%s)", l.wg.fwd.m, l.wg.why)
+	}
 	k := fmt.Sprintf("dsgd Winograd F(%d,3) forward and data pass (%s)", l.wg.fwd.m, l.wg.why)
 	if l.dn.on && !l.dn.ownWeights {
 		_, wimpl, _ := strings.Cut(l.dn.impl.Backward, " / ")
