@@ -118,7 +118,11 @@ func (l *convLayer) winoSetup() {
 var winoWtsMode int
 
 // winoWtsRule says whether a layer on dsgd's Winograd runs its weights
-// pass on it too.
+// pass on it too: always (where winoRule puts the layer on it). Measured
+// on ResNet-18's four 3×3 shapes at batch 16, one thread, under the AVX2
+// cap (BenchmarkWinogradWeights, docs/benchmarks.md), it took about 0.5–0.7×
+// oneDNN's jit:avx2 weights pass on every one of them. A fixed rule, so a
+// run repeats its bits.
 func (l *convLayer) winoWtsRule() bool {
 	switch winoWtsMode {
 	case 1:

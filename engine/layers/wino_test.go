@@ -153,7 +153,7 @@ func im2colConv(t *testing.T, n, c, h, w, k, pad int, in, wt, bias, dout []float
 
 // winoLayer builds a 3×3 stride-1 convolution layer with these weights
 // over a bottom holding in.
-func winoLayer(t *testing.T, n, c, h, w, k, pad, threads int, in, wt, bias []float32) (Layer, []*tensor.Blob, []*tensor.Blob) {
+func winoLayer(t testing.TB, n, c, h, w, k, pad, threads int, in, wt, bias []float32) (Layer, []*tensor.Blob, []*tensor.Blob) {
 	t.Helper()
 	cfg := &ConvolutionConfig{NumOutput: k, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: pad, PadW: pad, Group: 1, BiasTerm: true}
 	bottom := tensor.NewBlob("x", n, c, h, w)
