@@ -322,3 +322,59 @@ func TestWinogradWeightsMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestWinogradSharedScratch runs two Winograd layers of different shapes
+// on one tensor.Pool, so that they share their scratch (winoScratchFor),
+// their passes interleaved (forward A, forward B, backward A, backward B),
+// and checks that every output and gradient has the bits of the same
+// layers each on a pool of its own.
+func TestWinogradSharedScratch(t *testing.T) {
+	defer func(mode, wmode int) { winoMode, winoWtsMode = mode, wmode }(winoMode, winoWtsMode)
+	winoMode, winoWtsMode = 1, 1
+	cases := []struct{ n, c, h, w, k, pad int }{{2, 19, 14, 14, 21, 1}, {3, 8, 9, 11, 40, 0}}
+	run := func(shared bool) [][]float32 {
+		p := tensor.NewPool(2)
+		defer p.Close()
+		var ls []Layer
+		var bss, tss [][]*tensor.Blob
+		for i, tc := range cases {
+			if !shared && i > 0 {
+				p = tensor.NewPool(2)
+				defer p.Close()
+			}
+			r := rand.New(rand.NewPCG(9, uint64(i)))
+			cfg := &ConvolutionConfig{NumOutput: tc.k, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: tc.pad, PadW: tc.pad, Group: 1, BiasTerm: true}
+			bottom := tensor.NewBlob("x", tc.n, tc.c, tc.h, tc.w)
+			copy(bottom.Data, randSlice(r, len(bottom.Data), 1))
+			bs, ts := []*tensor.Blob{bottom}, []*tensor.Blob{tensor.NewBlob("y")}
+			l := newTestLayer(t, cfg, Context{Threads: 2, Pool: p}, bs, ts)
+			for _, pr := range l.Params() {
+				copy(pr.Blob.Data, randSlice(r, len(pr.Blob.Data), 0.3))
+				pr.Blob.ZeroDiff()
+			}
+			ls, bss, tss = append(ls, l), append(bss, bs), append(tss, ts)
+		}
+		for i, l := range ls {
+			l.Forward(bss[i], tss[i])
+			copy(tss[i][0].Diff, randSlice(rand.New(rand.NewPCG(11, uint64(i))), len(tss[i][0].Diff), 1))
+		}
+		var got [][]float32
+		for i, l := range ls {
+			l.Backward(tss[i], []bool{true}, bss[i])
+			got = append(got, slices.Clone(tss[i][0].Data), slices.Clone(bss[i][0].Diff))
+			for _, pr := range l.Params() {
+				got = append(got, slices.Clone(pr.Blob.Diff))
+			}
+		}
+		if shared && ls[0].(*convLayer).wg.sc != ls[1].(*convLayer).wg.sc {
+			t.Fatal("two layers on one pool have scratches of their own")
+		}
+		return got
+	}
+	want, got := run(false), run(true)
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("result %d: shared scratch gives other bits", i)
+		}
+	}
+}
