@@ -14,8 +14,8 @@ import (
 
 // winoState is a convolution layer's side of dsgd's own Winograd
 // convolution (wino.go), used when on: the forward and the backward data
-// pass run on it, the weights pass on oneDNN (or, without oneDNN, on
-// im2col + GEMM).
+// pass run on it, and the weights pass too when wOn (else on oneDNN or,
+// without oneDNN, on im2col + GEMM).
 type winoState struct {
 	on   bool
 	why  string    // when on: why this layer runs it (for Kernel)

@@ -20,7 +20,9 @@ import (
 // where U[ξ][k][c] = (G g_{k,c} Gᵀ)[ξ] is the transformed kernel. The
 // transforms are engine/tensor/simd's WinoTransform (AVX2 assembly where
 // the CPU has it, Go loops giving the same bits elsewhere). The backward data pass is the same with the
-// kernel rotated by 180° and its channels swapped, on dy padded by 2−pad.
+// kernel rotated by 180° and its channels swapped, on dy padded by 2−pad;
+// the weights pass (winoWts*, below) sums the products of the transformed
+// input and output gradient over the tiles and transforms back by Gᵀ·G.
 //
 // Chunks of tiles have a size fixed by the geometry (winoChunk), not by
 // the thread count, and each output element is computed by one chunk in
