@@ -273,7 +273,7 @@ func (l *convLayer) Forward(bottom, top []*tensor.Blob) {
 func (l *convLayer) forward(bottom, top *tensor.Blob) {
 	l.in, l.out = bottom, top
 	if l.wg.on {
-		l.winoPass(false)
+		l.winoPass(false, false)
 		l.in, l.out = nil, nil
 		return
 	}

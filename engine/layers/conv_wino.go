@@ -2,29 +2,41 @@ package layers
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"weak"
+
+	"dsgd/engine/tensor"
 
 	"dsgd/engine/tensor/dnnl"
 )
 
 // winoState is a convolution layer's side of dsgd's own Winograd
 // convolution (wino.go), used when on: the forward and the backward data
-// pass run on it, the weights pass on oneDNN (or, without oneDNN, on
-// im2col + GEMM).
+// pass run on it, and the weights pass too when wOn (else on oneDNN or,
+// without oneDNN, on im2col + GEMM).
 type winoState struct {
 	on   bool
 	why  string    // when on: why this layer runs it (for Kernel)
 	fwd  winoShape // forward: C -> K on h×w, pad p
 	back winoShape // data pass: K -> C on oh×ow, pad 2-p
-	// u is the current pass's transformed kernel: α²×K×C forward, α²×C×K
-	// (rotated) in the data pass; each pass makes its own.
-	u    []float32
-	bufs []winoBuf // per worker
-	pad  []float32 // the current pass's input, padded (winoPad)
+	// sc is the scratch of the passes, shared by the layers of a net
+	// (winoScratchFor).
+	sc *winoScratch
 	// kernel function bound once, so passing it allocates nothing; the
 	// current pass's arguments.
 	kernFn, runFn, padFn func(lo, hi, w int)
 	passBack             bool
+
+	// The weights pass (wino.go's winoWts*), when wOn: wts is the forward
+	// shape with the weights pass's chunk; the bound functions and the
+	// current chunk's tiles.
+	wOn                            bool
+	wts                            winoShape
+	wPadFn, wInFn, wGemmFn, wOutFn func(lo, hi, w int)
+	wNt                            int
+	wFirst                         bool
 }
 
 // winoMode overrides the rule in winoRule for tests: 0 follows it, 1
@@ -76,9 +88,19 @@ func (l *convLayer) winoSetup() {
 	ws.fwd = newWinoShape(winoTile, l.num, g.c, g.h, g.w, k, g.ph)
 	ws.back = newWinoShape(winoTile, l.num, k, g.oh, g.ow, g.c, 2-g.ph)
 	a2 := ws.fwd.alpha() * ws.fwd.alpha()
-	ws.u = fitBuf(ws.u, a2*k*g.c)
-	if len(ws.bufs) != l.threads {
-		ws.bufs = make([]winoBuf, l.threads)
+	if ws.sc == nil {
+		ws.sc = winoScratchFor(l.pool)
+	}
+	sc := ws.sc
+	sc.u = growBuf(sc.u, a2*k*g.c)
+	for len(sc.bufs) < l.threads {
+		sc.bufs = append(sc.bufs, winoBuf{})
+	}
+	for w := range l.threads {
+		b := &sc.bufs[w]
+		b.fit(&ws.fwd)
+		b.fit(&ws.back)
+		b.ker = fitBuf(b.ker, 9*max(k, g.c))
 	}
 	if ws.kernFn == nil {
 		ws.kernFn = l.winoKernelPart
@@ -87,43 +109,133 @@ func (l *convLayer) winoSetup() {
 	}
 	hp, wp := ws.fwd.padded()
 	hb, wb := ws.back.padded()
-	ws.pad = fitBuf(ws.pad, l.num*max(g.c*hp*wp, k*hb*wb))
+	sc.pad = growBuf(sc.pad, l.num*max(g.c*hp*wp, k*hb*wb))
+	ws.wOn = l.winoWtsRule()
+	if ws.wOn {
+		ws.wts = winoWtsChunk(ws.fwd, l.num)
+		sc.bufs[0].fit(&ws.wts)
+		sc.padX = growBuf(sc.padX, l.num*g.c*hp*wp)
+		if ws.wPadFn == nil {
+			ws.wPadFn = l.winoWtsPadPart
+			ws.wInFn = l.winoWtsInPart
+			ws.wGemmFn = l.winoWtsGemmPart
+			ws.wOutFn = l.winoWtsOutPart
+		}
+	}
+}
+
+// winoWtsMode overrides winoWtsRule for tests: 0 follows it, 1 puts the
+// weights pass of every layer on dsgd's Winograd on it too, -1 keeps it on
+// oneDNN (or im2col + GEMM).
+var winoWtsMode int
+
+// winoWtsRule says whether a layer on dsgd's Winograd runs its weights
+// pass on it too: always (where winoRule puts the layer on it). Measured
+// on ResNet-18's four 3×3 shapes at batch 16, one thread, under the AVX2
+// cap (BenchmarkWinogradWeights, docs/benchmarks.md), it took about 0.5–0.7×
+// oneDNN's jit:avx2 weights pass on every one of them. A fixed rule, so a
+// run repeats its bits.
+func (l *convLayer) winoWtsRule() bool {
+	switch winoWtsMode {
+	case 1:
+		return true
+	case -1:
+		return false
+	}
+	return true
+}
+
+// winoWtsPadPart pads planes [lo, hi) of the input for the weights pass
+// (on the forward's shape) and, beyond them, of dy for the data pass's.
+func (l *convLayer) winoWtsPadPart(lo, hi, _ int) {
+	ws := &l.wg
+	nx := l.num * l.geom.c
+	if lo < nx {
+		winoPad(&ws.fwd, l.in.Data, ws.sc.padX, lo, min(hi, nx))
+	}
+	if hi > nx {
+		winoPad(&ws.back, l.out.Diff, ws.sc.pad, max(lo, nx)-nx, hi-nx)
+	}
+}
+
+// winoWtsInPart transforms channels [lo, hi) of the current chunk.
+func (l *convLayer) winoWtsInPart(lo, hi, _ int) {
+	ws := &l.wg
+	winoWtsIn(&ws.wts, &ws.back, ws.sc.padX, ws.sc.pad, &ws.sc.bufs[0], ws.wNt, lo, hi)
+}
+
+// winoWtsGemmPart runs the current chunk's GEMMs [lo, hi) into u.
+func (l *convLayer) winoWtsGemmPart(lo, hi, _ int) {
+	ws := &l.wg
+	winoWtsGemm(&ws.wts, &ws.sc.bufs[0], ws.wNt, ws.sc.u, ws.wFirst, lo, hi)
+}
+
+// winoWtsOutPart adds output channels [lo, hi)'s weight and bias
+// gradients (those wanted) to the params' diffs.
+func (l *convLayer) winoWtsOutPart(lo, hi, w int) {
+	ws := &l.wg
+	if l.want(0) {
+		winoWtsOut(&ws.wts, ws.sc.u, l.weight.Diff, lo, hi, &ws.sc.bufs[w].ker)
+	}
+	if l.bias != nil && l.want(1) {
+		winoBiasGrad(l.out.Diff, l.bias.Diff, l.num, l.cfg.NumOutput, l.geom.oh*l.geom.ow, lo, hi)
+	}
+}
+
+// winoWeights is the weights pass on dsgd's Winograd: the input and dy
+// padded (dy for the data pass too), then chunk by chunk the transforms
+// split by channel and the GEMMs by ξ across the threads, summing into u,
+// then the gradients back from the Winograd domain.
+func (l *convLayer) winoWeights() {
+	ws := &l.wg
+	k, c := l.cfg.NumOutput, l.geom.c
+	l.pool.For(l.num*(c+k), l.threads, ws.wPadFn)
+	s := &ws.wts
+	a2 := s.alpha() * s.alpha()
+	for ch := 0; l.want(0) && ch < s.chunks(l.num); ch++ {
+		ws.wNt = winoWtsTiles(s, &ws.back, l.num, ch, &ws.sc.bufs[0])
+		ws.wFirst = ch == 0
+		l.pool.For(c+k, l.threads, ws.wInFn)
+		l.pool.For(a2, l.threads, ws.wGemmFn)
+	}
+	l.pool.For(k, l.threads, ws.wOutFn)
 }
 
 // winoKernelPart transforms rows [lo, hi) of the current pass's kernel.
 func (l *convLayer) winoKernelPart(lo, hi, w int) {
 	ws := &l.wg
-	winoKernel(ws.fwd.m, l.weight.Data, l.cfg.NumOutput, l.geom.c, ws.passBack, ws.u, lo, hi, &ws.bufs[w].ker)
+	winoKernel(ws.fwd.m, l.weight.Data, l.cfg.NumOutput, l.geom.c, ws.passBack, ws.sc.u, lo, hi, &ws.sc.bufs[w].ker)
 }
 
 // winoRunPart runs chunks [lo, hi) of the current pass on worker w.
 func (l *convLayer) winoRunPart(lo, hi, w int) {
 	ws := &l.wg
 	if ws.passBack {
-		winoRun(&ws.back, l.num, ws.pad, ws.u, nil, l.in.Diff, &ws.bufs[w], lo, hi)
+		winoRun(&ws.back, l.num, ws.sc.pad, ws.sc.u, nil, l.in.Diff, &ws.sc.bufs[w], lo, hi)
 		return
 	}
 	var bias []float32
 	if l.bias != nil {
 		bias = l.bias.Data
 	}
-	winoRun(&ws.fwd, l.num, ws.pad, ws.u, bias, l.out.Data, &ws.bufs[w], lo, hi)
+	winoRun(&ws.fwd, l.num, ws.sc.pad, ws.sc.u, bias, l.out.Data, &ws.sc.bufs[w], lo, hi)
 }
 
 // winoPadPart pads planes [lo, hi) of the current pass's input.
 func (l *convLayer) winoPadPart(lo, hi, _ int) {
 	ws := &l.wg
 	if ws.passBack {
-		winoPad(&ws.back, l.out.Diff, ws.pad, lo, hi)
+		winoPad(&ws.back, l.out.Diff, ws.sc.pad, lo, hi)
 		return
 	}
-	winoPad(&ws.fwd, l.in.Data, ws.pad, lo, hi)
+	winoPad(&ws.fwd, l.in.Data, ws.sc.pad, lo, hi)
 }
 
 // winoPass runs the forward (back false) or the backward data pass on
-// dsgd's Winograd: the kernel transform, the padded input, then the tile
-// chunks, each split across the threads.
-func (l *convLayer) winoPass(back bool) {
+// dsgd's Winograd: the kernel transform, the padded input (unless padded:
+// the weights pass padded dy), then the tile chunks, each split across the
+// threads.
+func (l *convLayer) winoPass(back, padded bool) {
 	ws := &l.wg
 	ws.passBack = back
 	rows := l.cfg.NumOutput
@@ -132,28 +244,40 @@ func (l *convLayer) winoPass(back bool) {
 		rows, s = l.geom.c, &ws.back
 	}
 	l.pool.For(rows, l.threads, ws.kernFn)
-	l.pool.For(l.num*s.c, l.threads, ws.padFn)
+	if !padded {
+		l.pool.For(l.num*s.c, l.threads, ws.padFn)
+	}
 	l.pool.For(s.chunks(l.num), l.threads, ws.runFn)
 }
 
 // winoBackward is Backward for a layer on dsgd's Winograd: the param
-// gradients on oneDNN (or im2col + GEMM), then the data pass.
+// gradients (on it when wOn, else on oneDNN or im2col + GEMM), then the
+// data pass.
 func (l *convLayer) winoBackward(propagateDown bool) {
+	padded := false
 	if l.want(0) || l.bias != nil && l.want(1) {
-		l.propDown, l.noParams = false, false
-		if l.dn.on && !l.dn.ownWeights {
+		switch {
+		case l.wg.wOn:
+			l.winoWeights()
+			padded = true
+		case l.dn.on && !l.dn.ownWeights:
+			l.propDown, l.noParams = false, false
 			l.dnnlBackwardAll()
-		} else {
+		default:
+			l.propDown, l.noParams = false, false
 			l.ownBackward()
 		}
 	}
 	if propagateDown {
-		l.winoPass(true)
+		l.winoPass(true, padded)
 	}
 }
 
 // winoKernelName is Kernel's text for a layer on dsgd's Winograd.
 func (l *convLayer) winoKernelName() string {
+	if l.wg.wOn {
+		return fmt.Sprintf("dsgd Winograd F(%d,3) forward, data and weights passes (%s)", l.wg.fwd.m, l.wg.why)
+	}
 	k := fmt.Sprintf("dsgd Winograd F(%d,3) forward and data pass (%s)", l.wg.fwd.m, l.wg.why)
 	if l.dn.on && !l.dn.ownWeights {
 		_, wimpl, _ := strings.Cut(l.dn.impl.Backward, " / ")
@@ -163,4 +287,58 @@ func (l *convLayer) winoKernelName() string {
 		return k + "; weights pass on oneDNN " + wimpl
 	}
 	return k + "; weights pass on im2col + GEMM"
+}
+
+// winoScratch is the Winograd scratch that lives within one pass of one
+// layer: the transformed kernel (the weights pass's sums), the padded
+// input or dy, the weights pass's padded input, and each worker's chunk
+// buffers. Nothing in it is kept from one pass to the next, so the layers
+// of a net, whose passes run one at a time on the net's tensor.Pool, share
+// one (as oneDNN's primitives share a scratchpad): the largest layer's
+// needs, not their sum. Every layer grows it to its needs in Reshape, so
+// the passes allocate nothing.
+type winoScratch struct {
+	u, pad, padX []float32
+	bufs         []winoBuf // per worker
+}
+
+// winoScratches maps a net's pool to its layers' scratch, without keeping
+// the pool reachable: its entry goes when the pool is collected.
+var winoScratches struct {
+	sync.Mutex
+	m map[weak.Pointer[tensor.Pool]]*winoScratch
+}
+
+// winoScratchFor is the scratch shared by the layers that run on pool p;
+// a nil pool (a layer built alone, in tests) gets a scratch of its own.
+func winoScratchFor(p *tensor.Pool) *winoScratch {
+	if p == nil {
+		return new(winoScratch)
+	}
+	wp := weak.Make(p)
+	winoScratches.Lock()
+	defer winoScratches.Unlock()
+	if sc, ok := winoScratches.m[wp]; ok {
+		return sc
+	}
+	if winoScratches.m == nil {
+		winoScratches.m = map[weak.Pointer[tensor.Pool]]*winoScratch{}
+	}
+	sc := new(winoScratch)
+	winoScratches.m[wp] = sc
+	runtime.AddCleanup(p, func(wp weak.Pointer[tensor.Pool]) {
+		winoScratches.Lock()
+		delete(winoScratches.m, wp)
+		winoScratches.Unlock()
+	}, wp)
+	return sc
+}
+
+// growBuf returns buf if it holds n floats, else a new buffer of n: a
+// shared buffer keeps the largest length asked for.
+func growBuf(buf []float32, n int) []float32 {
+	if len(buf) >= n {
+		return buf
+	}
+	return make([]float32, n)
 }

@@ -79,7 +79,7 @@ func TestEnginesAgree(t *testing.T) {
 		}
 		// 3×3 stride-1 convolutions take oneDNN's Winograd kernels
 		// where it has them (AVX-512), dsgd's own Winograd at AVX2 (pad
-		// 0 or 1), with the weights pass on oneDNN.
+		// 0 or 1), the weights pass on it too.
 		dsgdWino := false
 		if c, ok := cfg.(*ConvolutionConfig); ok && want && c.KernelH == 3 && c.StrideH == 1 && c.DilationH <= 1 && c.Group == 1 {
 			k := l.(KernelReporter).Kernel()

@@ -20,7 +20,9 @@ import (
 // where U[ξ][k][c] = (G g_{k,c} Gᵀ)[ξ] is the transformed kernel. The
 // transforms are engine/tensor/simd's WinoTransform (AVX2 assembly where
 // the CPU has it, Go loops giving the same bits elsewhere). The backward data pass is the same with the
-// kernel rotated by 180° and its channels swapped, on dy padded by 2−pad.
+// kernel rotated by 180° and its channels swapped, on dy padded by 2−pad;
+// the weights pass (winoWts*, below) sums the products of the transformed
+// input and output gradient over the tiles and transforms back by Gᵀ·G.
 //
 // Chunks of tiles have a size fixed by the geometry (winoChunk), not by
 // the thread count, and each output element is computed by one chunk in
@@ -80,6 +82,7 @@ type winoBuf struct {
 	img, y0 []int32   // per tile of the chunk: image, top row
 	x0      []int32   // left column
 	off     []int32   // the tile's patch in the padded input (channel 0)
+	offDy   []int32   // weights pass: the tile's output gradient in the padded dy (channel 0)
 }
 
 func (b *winoBuf) fit(s *winoShape) {
@@ -89,6 +92,7 @@ func (b *winoBuf) fit(s *winoShape) {
 	b.d = fitBuf(b.d, s.m*s.m*s.chunk)
 	if len(b.img) < s.chunk {
 		b.img, b.y0, b.x0, b.off = make([]int32, s.chunk), make([]int32, s.chunk), make([]int32, s.chunk), make([]int32, s.chunk)
+		b.offDy = make([]int32, s.chunk)
 	}
 }
 
@@ -232,5 +236,122 @@ func winoKernel(m int, weight []float32, k, c int, back bool, u []float32, lo, h
 			}
 		}
 		simd.WinoTransform(kind, g, cols, u[r*cols:], rows*cols, cols)
+	}
+}
+
+// The weights pass. With y = Aᵀ[(G g Gᵀ) ⊙ (Bᵀ d B)]A per tile, the
+// gradient of a 3×3 kernel is
+//
+//	dW_{k,c} = Gᵀ [ Σ_t (A dy_{k,t} Aᵀ) ⊙ V_{c,t} ] G
+//
+// so per chunk of tiles: V as in the forward (winoInput's gathers), the
+// output gradient's 4×4 tiles transformed by A (WinoDy4, gathered in place
+// from dy padded as the data pass pads it), and α² SGEMMs
+// S[ξ] += Ŷ[ξ]·V[ξ]ᵀ ([K×tiles]·[tiles×C]) accumulated over the chunks in
+// order; then Gᵀ S G back to 3×3 per (k, c) (WinoKerT4). The threads split
+// each chunk's transforms by channel and its GEMMs by ξ, so every S[ξ] is
+// summed over the same chunks in the same order at any thread count: the
+// same bits.
+
+// winoWtsChunk is the weights pass's chunk of tiles for the forward shape
+// s of n images: the budget winoChunkFloats for a chunk's transformed input
+// and output gradient, at most winoWtsMaxChunk tiles, a multiple of 8. Not
+// capped at half the tiles: the threads split the chunk, not the chunks.
+func winoWtsChunk(s winoShape, n int) winoShape {
+	a := s.alpha()
+	total := n * s.th * s.tw
+	s.chunk = max(winoMinChunk, min(winoWtsMaxChunk, winoChunkFloats/(a*a*(s.c+s.k)), (total+7)&^7)) &^ 7
+	return s
+}
+
+// winoWtsMaxChunk bounds the weights pass's chunk (see winoWtsChunk).
+var winoWtsMaxChunk = 1024
+
+// winoWtsTiles fills buf's tile origins and offsets for chunk ch of the
+// weights pass on forward shape s (its chunk from winoWtsChunk) over n
+// images, with dy padded for the data pass's shape sb; it returns the
+// chunk's tiles.
+func winoWtsTiles(s, sb *winoShape, n, ch int, buf *winoBuf) int {
+	buf.fit(s)
+	total := n * s.th * s.tw
+	t0 := ch * s.chunk
+	nt := min(s.chunk, total-t0)
+	tpi := s.th * s.tw
+	hp, wp := s.padded()
+	hb, wb := sb.padded()
+	for j := 0; j < nt; j++ {
+		img, r := (t0+j)/tpi, (t0+j)%tpi
+		y0, x0 := int32(r/s.tw*s.m), int32(r%s.tw*s.m)
+		buf.img[j], buf.y0[j], buf.x0[j] = int32(img), y0, x0
+		buf.off[j] = int32(img*s.c*hp*wp) + y0*int32(wp) + x0
+		buf.offDy[j] = int32(img*s.k*hb*wb) + (y0+int32(sb.pad))*int32(wb) + x0 + int32(sb.pad)
+	}
+	return nt
+}
+
+// winoWtsIn transforms channels [lo, hi) of the chunk's nt tiles, the C
+// input channels then the K output-gradient ones: V into buf.v
+// (α²×C×nt) from padX (winoPad of the input on s), Ŷ into buf.p
+// (α²×K×nt) from padDy (winoPad of dy on sb).
+func winoWtsIn(s, sb *winoShape, padX, padDy []float32, buf *winoBuf, nt, lo, hi int) {
+	in, dy := simd.WinoIn4, simd.WinoDy4
+	if s.m == 2 {
+		in, dy = simd.WinoIn2, simd.WinoDy2
+	}
+	hp, wp := s.padded()
+	hb, wb := sb.padded()
+	for q := lo; q < hi; q++ {
+		if q < s.c {
+			simd.WinoGather(in, padX[q*hp*wp:], buf.off[:nt], wp, buf.v[q*nt:], s.c*nt)
+		} else {
+			k := q - s.c
+			simd.WinoGather(dy, padDy[k*hb*wb:], buf.offDy[:nt], wb, buf.p[k*nt:], s.k*nt)
+		}
+	}
+}
+
+// winoWtsGemm runs the GEMMs ξ in [lo, hi) of the chunk's nt tiles:
+// sum[ξ] (K×C) = Ŷ[ξ]·V[ξ]ᵀ, added to sum[ξ] unless first.
+func winoWtsGemm(s *winoShape, buf *winoBuf, nt int, sum []float32, first bool, lo, hi int) {
+	var beta float32 = 1
+	if first {
+		beta = 0
+	}
+	for x := lo; x < hi; x++ {
+		tensor.Gemm(false, true, s.k, s.c, nt, 1, buf.p[x*s.k*nt:], nt, buf.v[x*s.c*nt:], nt, beta, sum[x*s.k*s.c:], s.c)
+	}
+}
+
+// winoWtsOut adds Gᵀ sum[·][k][c] G to the K×C×3×3 weight gradient dw
+// for output channels k in [lo, hi); scratch holds 9·C floats (fitted
+// here).
+func winoWtsOut(s *winoShape, sum, dw []float32, lo, hi int, scratch *[]float32) {
+	kind := simd.WinoKerT4
+	if s.m == 2 {
+		kind = simd.WinoKerT2
+	}
+	c := s.c
+	*scratch = fitBuf(*scratch, 9*c)
+	g := (*scratch)[:9*c]
+	for k := lo; k < hi; k++ {
+		simd.WinoTransform(kind, sum[k*c:], s.k*c, g, c, c)
+		d := dw[k*c*9 : (k+1)*c*9]
+		for q := 0; q < c; q++ {
+			for e := range 9 {
+				d[q*9+e] += g[e*c+q]
+			}
+		}
+	}
+}
+
+// winoBiasGrad adds to db[k], for k in [lo, hi), the sum of dy's channel k
+// (n images of K planes of plane floats), image by image in order.
+func winoBiasGrad(dy, db []float32, n, k, plane, lo, hi int) {
+	for q := lo; q < hi; q++ {
+		var b float32
+		for i := 0; i < n; i++ {
+			b += simd.Sum(dy[(i*k+q)*plane : (i*k+q+1)*plane])
+		}
+		db[q] += b
 	}
 }

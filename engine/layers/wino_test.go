@@ -153,7 +153,7 @@ func im2colConv(t *testing.T, n, c, h, w, k, pad int, in, wt, bias, dout []float
 
 // winoLayer builds a 3×3 stride-1 convolution layer with these weights
 // over a bottom holding in.
-func winoLayer(t *testing.T, n, c, h, w, k, pad, threads int, in, wt, bias []float32) (Layer, []*tensor.Blob, []*tensor.Blob) {
+func winoLayer(t testing.TB, n, c, h, w, k, pad, threads int, in, wt, bias []float32) (Layer, []*tensor.Blob, []*tensor.Blob) {
 	t.Helper()
 	cfg := &ConvolutionConfig{NumOutput: k, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: pad, PadW: pad, Group: 1, BiasTerm: true}
 	bottom := tensor.NewBlob("x", n, c, h, w)
@@ -172,22 +172,24 @@ func winoLayer(t *testing.T, n, c, h, w, k, pad, threads int, in, wt, bias []flo
 // TestWinogradLayer runs convolution layers forced onto dsgd's Winograd
 // (winoMode, whatever the ISA): Kernel names it; tops and diffs agree with
 // im2col + GEMM within 1e-4 relative; one thread allocates nothing per
-// pass; two runs give the same bits, and so do 1 and 2 threads (forward, bottom diff; the weights pass's sum over
-// workers is the other engine's); a finite-difference gradient check.
+// pass; two runs give the same bits, and so do 1 and 2 threads (forward,
+// bottom diff, weight and bias diffs: the weights pass is on Winograd too,
+// winoWtsMode); a finite-difference gradient check.
 func TestWinogradLayer(t *testing.T) {
-	defer func(mode int) { winoMode = mode }(winoMode)
+	defer func(mode, wmode int) { winoMode, winoWtsMode = mode, wmode }(winoMode, winoWtsMode)
 	for _, tc := range winoCases[:6] {
 		r := rand.New(rand.NewPCG(7, uint64(tc.c)))
 		oh, ow := tc.h+2*tc.pad-2, tc.w+2*tc.pad-2
 		in, wt := randSlice(r, tc.n*tc.c*tc.h*tc.w, 1), randSlice(r, tc.k*tc.c*9, 0.3)
 		bias, dout := randSlice(r, tc.k, 0.1), randSlice(r, tc.n*tc.k*oh*ow, 1)
 		wantOut, wantDin := im2colConv(t, tc.n, tc.c, tc.h, tc.w, tc.k, tc.pad, in, wt, bias, dout)
-		winoMode = 1
-		var first [2][]float32
+		wantW, wantB := im2colWts(t, tc.n, tc.c, tc.h, tc.w, tc.k, tc.pad, in, dout)
+		winoMode, winoWtsMode = 1, 1
+		var first [4][]float32
 		for run, threads := range []int{1, 1, 2} {
 			l, bs, ts := winoLayer(t, tc.n, tc.c, tc.h, tc.w, tc.k, tc.pad, threads, in, wt, bias)
-			if k := l.(KernelReporter).Kernel(); !strings.HasPrefix(k, "dsgd Winograd F(4,3)") {
-				t.Fatalf("%+v: runs %q, want dsgd Winograd F(4,3)", tc, k)
+			if k := l.(KernelReporter).Kernel(); !strings.HasPrefix(k, "dsgd Winograd F(4,3) forward, data and weights passes") {
+				t.Fatalf("%+v: runs %q, want dsgd Winograd F(4,3) for all three passes", tc, k)
 			}
 			l.Forward(bs, ts)
 			copy(ts[0].Diff, dout)
@@ -195,10 +197,14 @@ func TestWinogradLayer(t *testing.T) {
 			name := fmt.Sprintf("%+v, %d threads", tc, threads)
 			hlClose(t, name+": top", ts[0].Data, wantOut, 1e-4)
 			hlClose(t, name+": bottom diff", bs[0].Diff, wantDin, 1e-4)
+			ps := l.Params()
+			hlClose(t, name+": weight diff", ps[0].Blob.Diff, wantW, 1e-4)
+			hlClose(t, name+": bias diff", ps[1].Blob.Diff, wantB, 1e-5)
 			if run == 0 {
-				first = [2][]float32{slices.Clone(ts[0].Data), slices.Clone(bs[0].Diff)}
+				first = [4][]float32{slices.Clone(ts[0].Data), slices.Clone(bs[0].Diff), slices.Clone(ps[0].Blob.Diff), slices.Clone(ps[1].Blob.Diff)}
 				hlAllocs(t, l, bs, ts, []bool{true}) // after the clones: it reruns the passes
-			} else if !slices.Equal(first[0], ts[0].Data) || !slices.Equal(first[1], bs[0].Diff) {
+			} else if !slices.Equal(first[0], ts[0].Data) || !slices.Equal(first[1], bs[0].Diff) ||
+				!slices.Equal(first[2], ps[0].Blob.Diff) || !slices.Equal(first[3], ps[1].Blob.Diff) {
 				t.Errorf("%s: bits differ from the first run's (1 thread)", name)
 			}
 		}
@@ -207,6 +213,168 @@ func TestWinogradLayer(t *testing.T) {
 		// difference is exact at any step; a large one keeps Winograd's
 		// rounding (1e-5 of an output) from swamping it.
 		checkGradients(t, l, bs, ts, gradCheck{Step: 1, Threshold: 1e-3, MaxPerBlob: 40, Seed: 3})
-		winoMode = 0
+		winoMode, winoWtsMode = 0, 0
+	}
+}
+
+// convWtsRef64 is the direct weight gradient in float64: dw[k][c][i][j] =
+// Σ dout[n][k][y][x]·in[n][c][y−pad+i][x−pad+j], and db[k] = Σ dout[n][k].
+func convWtsRef64(n, c, h, w, k, pad int, in, dout []float32) (dw, db []float64) {
+	oh, ow := h+2*pad-2, w+2*pad-2
+	dw, db = make([]float64, k*c*9), make([]float64, k)
+	for b := 0; b < n; b++ {
+		for ko := 0; ko < k; ko++ {
+			for y := 0; y < oh; y++ {
+				for x := 0; x < ow; x++ {
+					g := float64(dout[((b*k+ko)*oh+y)*ow+x])
+					db[ko] += g
+					for ci := 0; ci < c; ci++ {
+						for i := 0; i < 3; i++ {
+							for j := 0; j < 3; j++ {
+								iy, ix := y-pad+i, x-pad+j
+								if iy < 0 || iy >= h || ix < 0 || ix >= w {
+									continue
+								}
+								dw[((ko*c+ci)*3+i)*3+j] += g * float64(in[((b*c+ci)*h+iy)*w+ix])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return dw, db
+}
+
+// winoWts runs the weights pass of one case on dsgd's Winograd F(m,3)
+// directly, over threads workers, as the layer does: the transforms split
+// by channel and the GEMMs by ξ, chunk after chunk.
+func winoWts(m, threads, n, c, h, w, k, pad int, in, dout []float32) (dw, db []float32) {
+	f, b := newWinoShape(m, n, c, h, w, k, pad), newWinoShape(m, n, k, h+2*pad-2, w+2*pad-2, c, 2-pad)
+	s := winoWtsChunk(f, n)
+	a2 := (m + 2) * (m + 2)
+	sum := make([]float32, a2*k*c)
+	hp, wp := s.padded()
+	px := make([]float32, n*c*hp*wp)
+	winoPad(&s, in, px, 0, n*c)
+	hp, wp = b.padded()
+	pdy := make([]float32, n*k*hp*wp)
+	winoPad(&b, dout, pdy, 0, n*k)
+	var buf winoBuf
+	for ch := 0; ch < s.chunks(n); ch++ {
+		nt := winoWtsTiles(&s, &b, n, ch, &buf)
+		tensor.ParallelFor(c+k, threads, func(lo, hi, _ int) { winoWtsIn(&s, &b, px, pdy, &buf, nt, lo, hi) })
+		tensor.ParallelFor(a2, threads, func(lo, hi, _ int) { winoWtsGemm(&s, &buf, nt, sum, ch == 0, lo, hi) })
+	}
+	dw, db = make([]float32, k*c*9), make([]float32, k)
+	scratch := make([][]float32, threads)
+	tensor.ParallelFor(k, threads, func(lo, hi, wk int) {
+		winoWtsOut(&s, sum, dw, lo, hi, &scratch[wk])
+		winoBiasGrad(dout, db, n, k, s.oh*s.ow, lo, hi)
+	})
+	return dw, db
+}
+
+// im2colWts is the weight and bias gradient of one case on im2col + GEMM.
+func im2colWts(t *testing.T, n, c, h, w, k, pad int, in, dout []float32) (dw, db []float32) {
+	t.Helper()
+	defer func(off bool, mode int) { dnnlOff, winoMode = off, mode }(dnnlOff, winoMode)
+	dnnlOff, winoMode = true, -1
+	l, bs, ts := winoLayer(t, n, c, h, w, k, pad, 1, in, make([]float32, k*c*9), make([]float32, k))
+	l.Forward(bs, ts)
+	copy(ts[0].Diff, dout)
+	l.Backward(ts, []bool{false}, bs)
+	ps := l.Params()
+	return slices.Clone(ps[0].Blob.Diff), slices.Clone(ps[1].Blob.Diff)
+}
+
+// TestWinogradWeightsMatchesReference checks the Winograd weights pass
+// (F(2,3) and F(4,3)) against the direct weight gradient in float64 on
+// the cases of TestWinogradMatchesReference, with the float32 im2col +
+// GEMM path's error beside it, as max |error| / max |dW|; the bounds are
+// the forward's (1e-5 and 10× im2col's for F(2,3), 1e-4 and 100× for
+// F(4,3)). The bias gradient is checked to 1e-6 of the largest; 1 and 2
+// threads give the same bits.
+func TestWinogradWeightsMatchesReference(t *testing.T) {
+	for _, tc := range winoCases {
+		r := rand.New(rand.NewPCG(uint64(tc.c), uint64(tc.k)))
+		oh, ow := tc.h+2*tc.pad-2, tc.w+2*tc.pad-2
+		in, dout := randSlice(r, tc.n*tc.c*tc.h*tc.w, 1), randSlice(r, tc.n*tc.k*oh*ow, 1)
+		wantW, wantB := convWtsRef64(tc.n, tc.c, tc.h, tc.w, tc.k, tc.pad, in, dout)
+		imW, _ := im2colWts(t, tc.n, tc.c, tc.h, tc.w, tc.k, tc.pad, in, dout)
+		imE := relErr(imW, wantW)
+		for _, m := range []int{2, 4} {
+			tol, ratio := 1e-5, 10.0
+			if m == 4 {
+				tol, ratio = 1e-4, 100
+			}
+			dw, db := winoWts(m, 1, tc.n, tc.c, tc.h, tc.w, tc.k, tc.pad, in, dout)
+			e, eb := relErr(dw, wantW), relErr(db, wantB)
+			name := fmt.Sprintf("F(%d,3) %+v", m, tc)
+			t.Logf("%s: weights %.2g (im2col %.2g), bias %.2g", name, e, imE, eb)
+			if e > tol || e > ratio*max(imE, 1e-7) || eb > 1e-6 {
+				t.Errorf("%s: relative error weights %.3g, bias %.3g; im2col's %.3g", name, e, eb, imE)
+			}
+			dw2, db2 := winoWts(m, 2, tc.n, tc.c, tc.h, tc.w, tc.k, tc.pad, in, dout)
+			if !slices.Equal(dw, dw2) || !slices.Equal(db, db2) {
+				t.Errorf("%s: 2 threads' bits differ from 1 thread's", name)
+			}
+		}
+	}
+}
+
+// TestWinogradSharedScratch runs two Winograd layers of different shapes
+// on one tensor.Pool, so that they share their scratch (winoScratchFor),
+// their passes interleaved (forward A, forward B, backward A, backward B),
+// and checks that every output and gradient has the bits of the same
+// layers each on a pool of its own.
+func TestWinogradSharedScratch(t *testing.T) {
+	defer func(mode, wmode int) { winoMode, winoWtsMode = mode, wmode }(winoMode, winoWtsMode)
+	winoMode, winoWtsMode = 1, 1
+	cases := []struct{ n, c, h, w, k, pad int }{{2, 19, 14, 14, 21, 1}, {3, 8, 9, 11, 40, 0}}
+	run := func(shared bool) [][]float32 {
+		p := tensor.NewPool(2)
+		defer p.Close()
+		var ls []Layer
+		var bss, tss [][]*tensor.Blob
+		for i, tc := range cases {
+			if !shared && i > 0 {
+				p = tensor.NewPool(2)
+				defer p.Close()
+			}
+			r := rand.New(rand.NewPCG(9, uint64(i)))
+			cfg := &ConvolutionConfig{NumOutput: tc.k, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: tc.pad, PadW: tc.pad, Group: 1, BiasTerm: true}
+			bottom := tensor.NewBlob("x", tc.n, tc.c, tc.h, tc.w)
+			copy(bottom.Data, randSlice(r, len(bottom.Data), 1))
+			bs, ts := []*tensor.Blob{bottom}, []*tensor.Blob{tensor.NewBlob("y")}
+			l := newTestLayer(t, cfg, Context{Threads: 2, Pool: p}, bs, ts)
+			for _, pr := range l.Params() {
+				copy(pr.Blob.Data, randSlice(r, len(pr.Blob.Data), 0.3))
+				pr.Blob.ZeroDiff()
+			}
+			ls, bss, tss = append(ls, l), append(bss, bs), append(tss, ts)
+		}
+		for i, l := range ls {
+			l.Forward(bss[i], tss[i])
+			copy(tss[i][0].Diff, randSlice(rand.New(rand.NewPCG(11, uint64(i))), len(tss[i][0].Diff), 1))
+		}
+		var got [][]float32
+		for i, l := range ls {
+			l.Backward(tss[i], []bool{true}, bss[i])
+			got = append(got, slices.Clone(tss[i][0].Data), slices.Clone(bss[i][0].Diff))
+			for _, pr := range l.Params() {
+				got = append(got, slices.Clone(pr.Blob.Diff))
+			}
+		}
+		if shared && ls[0].(*convLayer).wg.sc != ls[1].(*convLayer).wg.sc {
+			t.Fatal("two layers on one pool have scratches of their own")
+		}
+		return got
+	}
+	want, got := run(false), run(true)
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("result %d: shared scratch gives other bits", i)
+		}
 	}
 }

@@ -6,7 +6,8 @@ type WinoKind int
 
 // The transforms of F(4×4, 3×3) (Lavin's points 0, ±1, ±2, ∞) and
 // F(2×2, 3×3): Bᵀ on 6×6 (4×4) input tiles, Aᵀ on 6×6 (4×4) products,
-// giving 4×4 (2×2) outputs, and G on 3×3 kernels, giving 6×6 (4×4).
+// giving 4×4 (2×2) outputs, and G on 3×3 kernels, giving 6×6 (4×4); and
+// the weights pass's A and Gᵀ.
 const (
 	WinoIn4 WinoKind = iota
 	WinoOut4
@@ -14,6 +15,14 @@ const (
 	WinoOut2
 	WinoKer4
 	WinoKer2
+	// The weights pass's: A (Out4's, Out2's transpose) on 4×4 (2×2)
+	// output-gradient tiles, giving 6×6 (4×4), and Gᵀ (Ker4's, Ker2's
+	// transpose) on 6×6 (4×4) sums of products, giving 3×3 kernel
+	// gradients.
+	WinoDy4
+	WinoDy2
+	WinoKerT4
+	WinoKerT2
 )
 
 // winoMats are the matrices of the kinds, rows×a, row-major; the
@@ -60,6 +69,30 @@ var winoMats = [...]struct {
 		0.5, 0.5, 0.5,
 		0.5, -0.5, 0.5,
 		0, 0, 1,
+	}},
+	WinoDy4: {6, 4, []float32{
+		1, 0, 0, 0,
+		1, 1, 1, 1,
+		1, -1, 1, -1,
+		1, 2, 4, 8,
+		1, -2, 4, -8,
+		0, 0, 0, 1,
+	}},
+	WinoDy2: {4, 2, []float32{
+		1, 0,
+		1, 1,
+		1, -1,
+		0, -1,
+	}},
+	WinoKerT4: {3, 6, []float32{
+		1.0 / 4, -1.0 / 6, -1.0 / 6, 1.0 / 24, 1.0 / 24, 0,
+		0, -1.0 / 6, 1.0 / 6, 1.0 / 12, -1.0 / 12, 0,
+		0, -1.0 / 6, -1.0 / 6, 1.0 / 6, 1.0 / 6, 1,
+	}},
+	WinoKerT2: {3, 4, []float32{
+		1, 0.5, 0.5, 0,
+		0, 0.5, -0.5, 0,
+		0, 0.5, 0.5, 1,
 	}},
 }
 
@@ -136,7 +169,8 @@ func winoDot(m, x []float32) float32 {
 	return acc
 }
 
-// WinoGather is WinoTransform of an input kind (WinoIn4, WinoIn2) with
+// WinoGather is WinoTransform of a kind that reads tiles (WinoIn4, WinoIn2,
+// WinoDy4, WinoDy2) with
 // each lane's tile read in place: lane l's X[r][c] is src[off[l] +
 // r·rowStride + c], for the len(off) lanes, so a tile can be read straight
 // from a (padded) image. The same bits as gathering the tiles and calling
@@ -147,8 +181,8 @@ func WinoGather(k WinoKind, src []float32, off []int32, rowStride int, dst []flo
 	if n == 0 {
 		return
 	}
-	if k != WinoIn4 && k != WinoIn2 {
-		panic("simd: WinoGather: not an input transform")
+	if k != WinoIn4 && k != WinoIn2 && k != WinoDy4 && k != WinoDy2 {
+		panic("simd: WinoGather: not a kind that reads tiles")
 	}
 	rows, a := WinoSize(k)
 	span := (a-1)*rowStride + a

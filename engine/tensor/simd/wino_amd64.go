@@ -26,6 +26,24 @@ func winoKer4AVX2(mat *float32, src *float32, sstride int, dst *float32, dstride
 func winoKer2AVX2(mat *float32, src *float32, sstride int, dst *float32, dstride int, blocks int)
 
 //go:noescape
+func winoDy4AVX2(mat *float32, src *float32, sstride int, dst *float32, dstride int, blocks int)
+
+//go:noescape
+func winoDy2AVX2(mat *float32, src *float32, sstride int, dst *float32, dstride int, blocks int)
+
+//go:noescape
+func winoKerT4AVX2(mat *float32, src *float32, sstride int, dst *float32, dstride int, blocks int)
+
+//go:noescape
+func winoKerT2AVX2(mat *float32, src *float32, sstride int, dst *float32, dstride int, blocks int)
+
+//go:noescape
+func winoDy4GatherAVX2(mat *float32, src *float32, off *int32, rowstride int, dst *float32, dstride int, blocks int)
+
+//go:noescape
+func winoDy2GatherAVX2(mat *float32, src *float32, off *int32, rowstride int, dst *float32, dstride int, blocks int)
+
+//go:noescape
 func winoIn4GatherAVX2(mat *float32, src *float32, off *int32, rowstride int, dst *float32, dstride int, blocks int)
 
 //go:noescape
@@ -53,6 +71,14 @@ func winoTransform(k WinoKind, src []float32, sstride int, dst []float32, dstrid
 			f = winoKer4AVX2
 		case WinoKer2:
 			f = winoKer2AVX2
+		case WinoDy4:
+			f = winoDy4AVX2
+		case WinoDy2:
+			f = winoDy2AVX2
+		case WinoKerT4:
+			f = winoKerT4AVX2
+		case WinoKerT2:
+			f = winoKerT2AVX2
 		}
 		f(&winoMats[k].m[0], &src[0], sstride, &dst[0], dstride, blocks)
 	}
@@ -75,8 +101,13 @@ func winoGather(k WinoKind, src []float32, off []int32, rowStride int, dst []flo
 	}
 	if blocks > 0 {
 		f := winoIn4GatherAVX2
-		if k == WinoIn2 {
+		switch k {
+		case WinoIn2:
 			f = winoIn2GatherAVX2
+		case WinoDy4:
+			f = winoDy4GatherAVX2
+		case WinoDy2:
+			f = winoDy2GatherAVX2
 		}
 		f(&winoMats[k].m[0], &src[0], &off[0], rowStride, &dst[0], dstride, blocks)
 	}

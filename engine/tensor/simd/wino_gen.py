@@ -10,6 +10,14 @@ mats = {
  'Ker4': [[0.25,0,0],[-1/6,-1/6,-1/6],[-1/6,1/6,-1/6],[1/24,1/12,1/6],[1/24,-1/12,1/6],[0,0,1]],
  'Ker2': [[1,0,0],[0.5,0.5,0.5],[0.5,-0.5,0.5],[0,0,1]],
 }
+# The weights pass's transforms: A (the transpose of Out4/Out2) on output
+# gradient tiles, Gᵀ (the transpose of Ker4/Ker2) on the summed products.
+def transpose(m):
+    return [list(r) for r in zip(*m)]
+mats['Dy4'] = transpose(mats['Out4'])
+mats['Dy2'] = transpose(mats['Out2'])
+mats['KerT4'] = transpose(mats['Ker4'])
+mats['KerT2'] = transpose(mats['Ker2'])
 out = []
 w = out.append
 w('//go:build amd64 && !purego\n')
@@ -122,7 +130,7 @@ def gen(name, m, gather):
     w('\tRET\n')
 for name, m in mats.items():
     gen(name, m, False)
-for name in ('In4', 'In2'):
+for name in ('In4', 'In2', 'Dy4', 'Dy2'):
     w(f'// func wino{name}GatherAVX2(mat *float32, src *float32, off *int32, rowstride int, dst *float32, dstride int, blocks int)')
     w('//')
     w(f'// wino{name}AVX2 with lane l\'s X[r][c] gathered from src[off[l] + r*rowstride + c].')

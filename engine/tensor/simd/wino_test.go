@@ -13,7 +13,7 @@ import (
 func TestWinoTransform(t *testing.T) {
 	defer setWinoAVX2(setWinoAVX2(true))
 	r := rand.New(rand.NewPCG(3, 4))
-	for k := WinoIn4; k <= WinoKer2; k++ {
+	for k := range WinoKind(len(winoMats)) {
 		rows, a := WinoSize(k)
 		for _, n := range []int{1, 7, 8, 9, 16, 23, 64} {
 			ss, ds := n+3, n+5
@@ -74,7 +74,7 @@ func TestWinoGather(t *testing.T) {
 	for i := range src {
 		src[i] = float32(r.NormFloat64())
 	}
-	for _, k := range []WinoKind{WinoIn4, WinoIn2} {
+	for _, k := range []WinoKind{WinoIn4, WinoIn2, WinoDy4, WinoDy2} {
 		rows, a := WinoSize(k)
 		for _, n := range []int{1, 8, 13, 24} {
 			off := make([]int32, n)
