@@ -359,7 +359,7 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 		return nil
 	default:
 		if !slices.Contains(computeTypes(), l.Type) {
-			d.failf(f.Pos, "layer '%s' has unknown type '%s'; dsgd supports %s", l.Name, l.Type, supportedTypes())
+			d.failf(f.Pos, "layer '%s' has unknown type '%s'%s; dsgd supports %s", l.Name, l.Type, forkNote(l.Type), supportedTypes())
 			return nil
 		}
 		spec := &model.LayerSpec{Name: l.Name, Bottom: l.Bottom, Top: l.Top, Pos: f.Pos.String()}

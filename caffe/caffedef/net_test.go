@@ -2,6 +2,7 @@ package caffedef
 
 import (
 	"errors"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -694,5 +695,38 @@ func TestShapeLimits(t *testing.T) {
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("%s: err = %v\nwant %s", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestForkLayerTypes: a layer type of a published net's Caffe fork is
+// refused at its line, as BVLC Caffe refuses it, saying it is a fork's
+// (not a misspelling) and, where BVLC's layers compute the same, how.
+// The fixtures under testdata/forks name the published files they follow.
+func TestForkLayerTypes(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"senet_axpy.prototxt", []string{
+			"senet_axpy.prototxt:14:1: layer 'conv2_1' has unknown type 'Axpy', a layer of a Caffe fork (SENet's, hujie-frank/SENet), not of BVLC Caffe: ",
+			"Scale { axis: 0 }", "; dsgd supports Data,"}},
+		{"rfcn_psroi.prototxt", []string{
+			"rfcn_psroi.prototxt:7:1: layer 'psroipooled_cls_rois' has unknown type 'PSROIPooling', a layer of a Caffe fork (R-FCN's caffe-rfcn), not of BVLC Caffe; dsgd supports"}},
+		{"xception_dw.prototxt", []string{
+			"xception_dw.prototxt:7:1: layer 'xception1_conv1_1' has unknown type 'ConvolutionDepthwise'",
+			"a Convolution with group equal to its input channels computes the same"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			_, err := LoadNet(filepath.Join("testdata", "forks", tt.file))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nlacks %q", err, w)
+				}
+			}
+		})
 	}
 }
