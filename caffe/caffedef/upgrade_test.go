@@ -253,8 +253,8 @@ func TestUpgradeSolverInlineNets(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name, src string
-		notes     []string
+		name, src  string
+		notes      []string
 		has, lacks []string
 	}{
 		{"V1 net_param", string(src),
