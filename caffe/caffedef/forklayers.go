@@ -18,7 +18,7 @@ var forkLayers = map[string]forkLayer{
 	"ROIPooling":           {fork: "Fast R-CNN's caffe-fast-rcnn, for Fast and Faster R-CNN"},
 	"SmoothL1Loss":         {fork: "Fast R-CNN's caffe-fast-rcnn, for Fast and Faster R-CNN"},
 	"PSROIPooling":         {fork: "R-FCN's caffe-rfcn"},
-	"Axpy":                 {fork: "SENet's, hujie-frank/SENet", instead: "Flatten the N×C×1×1 scale to N×C, then Scale { axis: 0 } of the features by it and Eltwise SUM with the shortcut compute the same"},
+	"Axpy":                 {fork: "SENet's, hujie-frank/SENet", instead: "a Reshape of the N×C×1×1 scale to N×C (shape { dim: 0 dim: 0 }), a Scale { axis: 0 } of the features by it and an Eltwise SUM with the shortcut compute the same, as SENet's SE-BN-Inception.prototxt writes it"},
 	"Interp":               {fork: "PSPNet's and DeepLab's", instead: "for upsampling by an integer factor, a Deconvolution with weight_filler { type: \"bilinear\" }, group and num_output equal to the channels and lr_mult: 0 is a fixed bilinear resize (FCN's upscore layers)"},
 	"ConvolutionDepthwise": {fork: "depthwise convolution, in MobileNet and Xception ports", instead: "a Convolution with group equal to its input channels computes the same"},
 	"DepthwiseConvolution": {fork: "depthwise convolution, in MobileNet and Xception ports", instead: "a Convolution with group equal to its input channels computes the same"},
