@@ -203,17 +203,22 @@ func v1ParamSpecs(v1 *prototxt.Message) []*prototxt.Field {
 // upgradeInput replaces the net-level input, input_shape and input_dim
 // fields with an Input layer named "input", first among the layers, as
 // Caffe's UpgradeNetInput does. It leaves the net alone when its fields do
-// not fit together; the decoder then reports the mismatch.
-func upgradeInput(net *prototxt.Message) bool {
+// not fit together; the decoder then reports the mismatch. Inputs with
+// neither input_shape nor input_dim are dropped, as Caffe drops them.
+func upgradeInput(net *prototxt.Message) (note string) {
 	inputs, shapes, dims := net.Get("input"), net.Get("input_shape"), net.Get("input_dim")
 	if len(inputs) == 0 {
-		return false
+		return ""
+	}
+	if len(shapes) == 0 && len(dims) == 0 {
+		net.Fields = slices.DeleteFunc(net.Fields, func(f *prototxt.Field) bool { return f.Name == "input" })
+		return "the net-level input fields without input_shape or input_dim were dropped, as Caffe drops them"
 	}
 	switch {
 	case len(shapes) > 0 && (len(dims) > 0 || len(shapes) != len(inputs)):
-		return false
+		return ""
 	case len(shapes) == 0 && len(dims) != 4*len(inputs):
-		return false
+		return ""
 	}
 	pos := inputs[0].Pos
 	l := &prototxt.Message{Pos: pos}
@@ -263,7 +268,7 @@ func upgradeInput(net *prototxt.Message) bool {
 		out = append(out, layer)
 	}
 	net.Fields = out
-	return true
+	return "the net-level input fields became an Input layer"
 }
 
 // upgradeSolverType replaces the legacy solver_type enum with type, as
@@ -355,8 +360,8 @@ func upgradeNet(msg *prototxt.Message) (notes []string, err error) {
 	if v1 {
 		notes = append(notes, fmt.Sprintf("%d V1 'layers' became 'layer'", len(msg.Get("layer"))))
 	}
-	if upgradeInput(msg) {
-		notes = append(notes, "the net-level input fields became an Input layer")
+	if note := upgradeInput(msg); note != "" {
+		notes = append(notes, note)
 	}
 	return notes, nil
 }
