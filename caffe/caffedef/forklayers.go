@@ -48,3 +48,28 @@ func forkNote(typ string) string {
 	}
 	return s
 }
+
+// forkFields are fields that Caffe forks added to BVLC's messages (SSD's
+// data augmentation in transform_param, which caffenet-benchmark's nets
+// use), so that the error for one says it is a fork's and what to do.
+var forkFields = map[string]forkLayer{
+	"resize_param":    {fork: "SSD's, weiliu89/caffe", instead: "resize the images when writing the LMDB (dsgd convert-imageset --resize_height H --resize_width W) and remove it"},
+	"noise_param":     {fork: "SSD's, weiliu89/caffe"},
+	"distort_param":   {fork: "SSD's, weiliu89/caffe"},
+	"expand_param":    {fork: "SSD's, weiliu89/caffe"},
+	"emit_constraint": {fork: "SSD's, weiliu89/caffe"},
+}
+
+// forkFieldNote is what the error for an unknown field adds when the field
+// is a fork's (forkFields).
+func forkFieldNote(name string) string {
+	fl, ok := forkFields[name]
+	if !ok {
+		return ""
+	}
+	s := "a field of a Caffe fork (" + fl.fork + "), not of BVLC Caffe's caffe.proto, so it cannot be honoured; "
+	if fl.instead != "" {
+		return s + fl.instead
+	}
+	return s + "remove it"
+}
