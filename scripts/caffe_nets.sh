@@ -30,6 +30,9 @@
 # status is non-zero if any file was refused.
 set -u
 dir=${1:?usage: scripts/caffe_nets.sh DIR [DSGD]}
+# limit is each run's time limit in seconds (CAFFE_NETS_TIMEOUT, default
+# 600); a run that reaches it is listed as timed out.
+limit=${CAFFE_NETS_TIMEOUT:-600}
 dsgd=$(realpath "${2:-./dsgd}")
 cd "$dir" || exit 2
 
@@ -92,11 +95,20 @@ data_args() {
 	done
 }
 
-# first_error OUTPUT: dsgd's first line that is not a note or progress
-# (dsgd stamps its log lines with the date and time when stderr is not a
-# terminal: the stamp is dropped first).
+# first_error OUTPUT RC: why dsgd failed: "timed out" when timeout
+# stopped it (RC 124), else dsgd's error line ("dsgd COMMAND: ...", or a
+# panic), else its last line that is not a note or progress (dsgd stamps
+# its log lines with the date and time when stderr is not a terminal: the
+# stamp is dropped first).
 first_error() {
-	printf '%s\n' "$1" | sed -E 's/^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]+ //' | grep -vE '^dsgd: (note|warning):' | grep -E 'dsgd|error|refus|:[0-9]+:[0-9]+:' | head -1
+	if [ "$2" -eq 124 ]; then
+		echo "timed out after ${limit}s"
+		return
+	fi
+	local lines
+	lines=$(printf '%s\n' "$1" | sed -E 's/^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]+ //' | grep -vE '^dsgd: (note|warning):')
+	printf '%s\n' "$lines" | grep -E '^dsgd [a-z-]+: |^panic: |:[0-9]+:[0-9]+:' | head -1 | grep . ||
+		printf '%s\n' "$lines" | grep . | tail -1
 }
 
 # solver_nets FILE: the net files solver FILE names, each resolved as dsgd
@@ -142,11 +154,12 @@ while IFS= read -r f; do
 			done
 		fi
 		args=(train --solver "$f" --iters 1 --test-iter 1 --test-interval 0 --batch 1 --threads 1 --snapshot-prefix none "${extra[@]}")
-		if out=$(timeout 600 "$dsgd" "${args[@]}" 2>&1); then
+		if out=$(timeout "$limit" "$dsgd" "${args[@]}" 2>&1); then
 			sok=$((sok + 1))
 			echo "ok      $f (solver)"
 		else
-			line=$(first_error "$out")
+			rc=$?
+			line=$(first_error "$out" $rc)
 			missing=""
 			for n in $(solver_nets "$f"); do
 				[ -e "$n" ] || missing+=" $n"
@@ -171,12 +184,13 @@ while IFS= read -r f; do
 	fi
 	mapfile -t extra < <(data_args "$f" "$spec")
 	args=(time -model "$f" --iters 1 --warmup 0 --batch 1 --threads 1 "${extra[@]}")
-	if out=$(timeout 600 "$dsgd" "${args[@]}" 2>&1 >/dev/null); then
+	if out=$(timeout "$limit" "$dsgd" "${args[@]}" 2>&1 >/dev/null); then
 		ok=$((ok + 1))
 		echo "ok      $f"
 	else
+		rc=$?
 		failed=$((failed + 1))
-		line=$(first_error "$out")
+		line=$(first_error "$out" $rc)
 		echo "refused $f: $line"
 		failures+="$f: $line"$'\n'
 	fi
