@@ -21,13 +21,18 @@
 #
 # Solvers: each trains one iteration and tests one batch (`dsgd train
 # --solver FILE --iters 1 --test-iter 1`) on the same synthetic data, so
-# that its fields are parsed and the nets it names are loaded and run. A
-# solver naming a net file that is not under DIR is listed as such.
+# that its fields are parsed and the nets it names are loaded and run. The
+# nets are looked for as dsgd looks: in DIR, else beside the solver. A
+# solver naming a net file found in neither place is listed as such; one
+# whose nets have Python layers is counted apart, as those nets are.
 #
 # Every other failure is listed with dsgd's first error line; the exit
 # status is non-zero if any file was refused.
 set -u
 dir=${1:?usage: scripts/caffe_nets.sh DIR [DSGD]}
+# limit is each run's time limit in seconds (CAFFE_NETS_TIMEOUT, default
+# 600); a run that reaches it is listed as timed out.
+limit=${CAFFE_NETS_TIMEOUT:-600}
 dsgd=$(realpath "${2:-./dsgd}")
 cd "$dir" || exit 2
 
@@ -40,6 +45,8 @@ data_spec() {
 	*/examples/mnist/*) echo "synthetic:N=64,C=1,H=28,W=28,classes=10" ;;
 	*/examples/cifar10/*) echo "synthetic:N=64,C=3,H=32,W=32,classes=10" ;;
 	*/examples/hdf5_classification/*) echo "synthetic:N=64,C=4,H=1,W=1,classes=2" ;; # sklearn's 4 features
+	*/age_net_definitions/*) echo "synthetic:N=16,C=3,H=256,W=256,classes=8" ;; # GilLevi's Adience age groups
+	*/gender_net_definitions/*) echo "synthetic:N=16,C=3,H=256,W=256,classes=2" ;;
 	*/finetune_flickr_style/*) echo "synthetic:N=16,C=3,H=256,W=256,classes=20" ;;
 	*/finetune_pascal_detection/*) echo "synthetic:N=16,C=3,H=256,W=256,classes=21" ;;
 	*) echo "synthetic:N=16,C=3,H=256,W=256,classes=256" ;; # ImageNet, resized to 256
@@ -88,36 +95,73 @@ data_args() {
 	done
 }
 
-# first_error OUTPUT: dsgd's first line that is not a note or progress.
+# first_error OUTPUT RC: why dsgd failed: "timed out" when timeout
+# stopped it (RC 124), else dsgd's error line ("dsgd COMMAND: ...", or a
+# panic), else its last line that is not a note or progress (dsgd stamps
+# its log lines with the date and time when stderr is not a terminal: the
+# stamp is dropped first).
 first_error() {
-	printf '%s\n' "$1" | grep -vE '^dsgd: (note|warning):' | grep -E 'dsgd|error|refus|:[0-9]+:[0-9]+:' | head -1
+	if [ "$2" -eq 124 ]; then
+		echo "timed out after ${limit}s"
+		return
+	fi
+	local lines
+	lines=$(printf '%s\n' "$1" | sed -E 's/^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]+ //' | grep -vE '^dsgd: (note|warning):')
+	printf '%s\n' "$lines" | grep -E '^dsgd [a-z-]+: |^panic: |:[0-9]+:[0-9]+:' | head -1 | grep . ||
+		printf '%s\n' "$lines" | grep . | tail -1
+}
+
+# solver_nets FILE: the net files solver FILE names, each resolved as dsgd
+# resolves it: from the working directory (where Caffe looks), else beside
+# the solver (SqueezeNet's and FCN's solvers name their nets so, being run
+# from their own folders); a name found in neither place is printed as is.
+solver_nets() {
+	local n
+	for n in $(grep -oE '^[[:space:]]*(net|train_net|test_net)[[:space:]]*:[[:space:]]*"[^"]+"' "$1" | sed -E 's/.*"(.*)"/\1/'); do
+		if [ ! -e "$n" ] && [ -e "$(dirname "$1")/$n" ]; then
+			n="$(dirname "$1")/$n"
+		fi
+		printf '%s\n' "$n"
+	done
 }
 
 is_solver() { grep -qE '^[[:space:]]*(base_lr|lr_policy|train_net|test_iter|net)[[:space:]]*:' "$1"; }
 is_net() { grep -qE '^[[:space:]]*(layers?|input)[[:space:]]*[:{]' "$1"; }
 
 ok=0 python=0 failed=0 total=0
-sok=0 smissing=0 sfailed=0 stotal=0
+sok=0 smissing=0 sfailed=0 spython=0 stotal=0
 failures=""
 while IFS= read -r f; do
 	spec=$(data_spec "/$f")
 	if is_solver "$f" && ! grep -qE '^[[:space:]]*(layers?)[[:space:]]*[:{]' "$f" || grep -qE '^[[:space:]]*net_param[[:space:]]*\{' "$f"; then
 		stotal=$((stotal + 1))
+		# A solver whose nets have Python layers runs only inside Caffe's
+		# Python, as those nets do (FCN's solvers).
+		pynet=""
+		for n in "$f" $(solver_nets "$f"); do
+			[ -e "$n" ] && grep -qE "type:[[:space:]]*[\"']Python[\"']" "$n" && pynet=1
+		done
+		if [ -n "$pynet" ]; then
+			spython=$((spython + 1))
+			echo "python  $f (solver)"
+			continue
+		fi
 		mapfile -t extra < <(data_args "$f" "$spec")
 		if [ ${#extra[@]} -eq 0 ]; then
 			# The data layers are in the nets the solver names.
-			for n in $(grep -oE '^[[:space:]]*(net|train_net|test_net)[[:space:]]*:[[:space:]]*"[^"]+"' "$f" | sed -E 's/.*"(.*)"/\1/'); do
+			for n in $(solver_nets "$f"); do
 				[ -e "$n" ] && mapfile -t extra < <(data_args "$n" "$spec") && [ ${#extra[@]} -gt 0 ] && break
 			done
 		fi
 		args=(train --solver "$f" --iters 1 --test-iter 1 --test-interval 0 --batch 1 --threads 1 --snapshot-prefix none "${extra[@]}")
-		if out=$(timeout 600 "$dsgd" "${args[@]}" 2>&1); then
+		if out=$(timeout "$limit" "$dsgd" "${args[@]}" 2>&1); then
 			sok=$((sok + 1))
 			echo "ok      $f (solver)"
 		else
-			line=$(first_error "$out")
+			rc=$?
+			line=$(first_error "$out" $rc)
 			missing=""
-			for n in $(grep -oE '^[[:space:]]*(net|train_net|test_net)[[:space:]]*:[[:space:]]*"[^"]+"' "$f" | sed -E 's/.*"(.*)"/\1/'); do
+			for n in $(solver_nets "$f"); do
 				[ -e "$n" ] || missing+=" $n"
 			done
 			if [ -n "$missing" ]; then
@@ -140,12 +184,13 @@ while IFS= read -r f; do
 	fi
 	mapfile -t extra < <(data_args "$f" "$spec")
 	args=(time -model "$f" --iters 1 --warmup 0 --batch 1 --threads 1 "${extra[@]}")
-	if out=$(timeout 600 "$dsgd" "${args[@]}" 2>&1 >/dev/null); then
+	if out=$(timeout "$limit" "$dsgd" "${args[@]}" 2>&1 >/dev/null); then
 		ok=$((ok + 1))
 		echo "ok      $f"
 	else
+		rc=$?
 		failed=$((failed + 1))
-		line=$(first_error "$out")
+		line=$(first_error "$out" $rc)
 		echo "refused $f: $line"
 		failures+="$f: $line"$'\n'
 	fi
@@ -153,5 +198,5 @@ done < <(find . -name '*.prototxt' | sed 's#^\./##' | sort)
 
 echo
 echo "nets: $ok of $((total - python)) without Python layers accepted by dsgd time ($python with Python layers, $total in all)"
-echo "solvers: $sok of $stotal trained an iteration ($smissing name a net file not under $dir, $sfailed refused)"
+echo "solvers: $sok of $((stotal - spython)) without Python layers trained an iteration ($smissing name a net file not under $dir, $sfailed refused; $spython with Python layers, $stotal in all)"
 [ "$failed" -eq 0 ] && [ "$sfailed" -eq 0 ]

@@ -265,7 +265,14 @@ func legacyInput(r *reader) *LayerDef {
 			dl.Shapes = append(dl.Shapes, shape)
 		}
 	default:
-		r.d.failf(inputs[0].Pos, "input in net needs input_shape or input_dim")
+		// Inputs without shapes declare no blob: Caffe's UpgradeNetInput
+		// drops them (a legacy caffemodel's fields; cvjena/cnn-models'
+		// AlexNet deploy.prototxt has one above its Input layer).
+		for _, f := range inputs {
+			r.d.warnings = append(r.d.warnings, warning{f.Pos, fmt.Sprintf(
+				"%s: ignoring input %q in net: it has no input_shape or input_dim, so it declares no blob (Caffe drops it too)", f.Pos, f.Value)})
+		}
+		return nil
 	}
 	dl.Tops = l.Top
 	l.Data = dl
@@ -359,7 +366,7 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 		return nil
 	default:
 		if !slices.Contains(computeTypes(), l.Type) {
-			d.failf(f.Pos, "layer '%s' has unknown type '%s'; dsgd supports %s", l.Name, l.Type, supportedTypes())
+			d.failf(f.Pos, "layer '%s' has unknown type '%s'%s; dsgd supports %s", l.Name, l.Type, forkNote(l.Type), supportedTypes())
 			return nil
 		}
 		spec := &model.LayerSpec{Name: l.Name, Bottom: l.Bottom, Top: l.Top, Pos: f.Pos.String()}

@@ -2,6 +2,8 @@ package caffedef
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -558,7 +560,6 @@ func TestNetErrors(t *testing.T) {
 			"f.prototxt:1:69: dim in shape in input_param of layer 'd': must be at least 1, got 0"},
 		{"input empty shape", `layer { name: "d" type: "Input" top: "a" input_param { shape { } } }`,
 			"f.prototxt:1:62: shape in input_param of layer 'd' has no dim"},
-		{"legacy input no shape", `input: "data"`, "f.prototxt:1:1: input in net needs input_shape or input_dim"},
 		{"legacy input_dim count", "input: \"data\"\ninput_dim: 1", "f.prototxt:2:1: net has 1 inputs, so it needs 4 input_dim"},
 		{"legacy shape without input", "input_shape { dim: 1 }", "f.prototxt:1:1: input_shape in net without any input"},
 		{"net state", `state { phase: TEST stage: "x" foo: 1 }`, "f.prototxt:1:32: unsupported field 'foo' in state in net"},
@@ -694,5 +695,101 @@ func TestShapeLimits(t *testing.T) {
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("%s: err = %v\nwant %s", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestForkLayerTypes: a layer type or field of a published net's Caffe
+// fork is refused at its line, as BVLC Caffe refuses it, saying it is a
+// fork's (not a misspelling) and, where BVLC's layers compute the same or
+// dsgd has another way, how.
+// The fixtures under testdata/forks name the published files they follow.
+func TestForkLayerTypes(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"senet_axpy.prototxt", []string{
+			"senet_axpy.prototxt:14:1: layer 'conv2_1' has unknown type 'Axpy', a layer of a Caffe fork (SENet's, hujie-frank/SENet), not of BVLC Caffe: ",
+			"Scale { axis: 0 }", "; dsgd supports Data,"}},
+		{"rfcn_psroi.prototxt", []string{
+			"rfcn_psroi.prototxt:7:1: layer 'psroipooled_cls_rois' has unknown type 'PSROIPooling', a layer of a Caffe fork (R-FCN's caffe-rfcn), not of BVLC Caffe; dsgd supports"}},
+		{"ssd_resize_param.prototxt", []string{
+			"ssd_resize_param.prototxt:14:5: unsupported field 'resize_param' in transform_param of layer 'data': a field of a Caffe fork (SSD's, weiliu89/caffe), not of BVLC Caffe's caffe.proto, so it cannot be honoured; resize the images when writing the LMDB"}},
+		{"xception_dw.prototxt", []string{
+			"xception_dw.prototxt:7:1: layer 'xception1_conv1_1' has unknown type 'ConvolutionDepthwise'",
+			"a Convolution with group equal to its input channels computes the same"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			_, err := LoadNet(filepath.Join("testdata", "forks", tt.file))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nlacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestLegacyInputWithoutShape: a net-level input with neither input_shape
+// nor input_dim declares no blob; Caffe's UpgradeNetInput drops it, and so
+// do dsgd's reader (with a warning) and `dsgd upgrade`.
+func TestLegacyInputWithoutShape(t *testing.T) {
+	const file = "testdata/input_without_shape.prototxt"
+	tests := []struct {
+		name, src   string
+		layers      []string // the types of the layers read
+		inputShape  []int    // the Input layer's shape
+		warning     string
+		upgradeNote string
+	}{
+		{"cvjena AlexNet header", "", []string{"Input", "Convolution"}, []int{10, 3, 227, 227},
+			`6:1: ignoring input "data" in net: it has no input_shape or input_dim`,
+			"the net-level input fields without input_shape or input_dim were dropped, as Caffe drops them"},
+		{"two inputs, layers below", `input: "a" input: "b"
+layer { name: "d" type: "Input" top: "a" top: "b" input_param { shape { dim: 2 } shape { dim: 3 } } }`,
+			[]string{"Input"}, []int{2}, `1:12: ignoring input "b" in net`,
+			"the net-level input fields without input_shape or input_dim were dropped, as Caffe drops them"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := []byte(tt.src)
+			if tt.src == "" {
+				var err error
+				if src, err = os.ReadFile(file); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n, err := ParseNet(file, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var types []string
+			for _, l := range n.Layers {
+				types = append(types, l.Type)
+			}
+			if !slices.Equal(types, tt.layers) {
+				t.Errorf("layers %q, want %q", types, tt.layers)
+			}
+			if d := n.Layers[0].Data; d == nil || len(d.Shapes) == 0 || !slices.Equal(d.Shapes[0], tt.inputShape) {
+				t.Errorf("Input layer %+v, want shape %v", n.Layers[0].Data, tt.inputShape)
+			}
+			if !slices.ContainsFunc(n.Warnings, func(w string) bool { return strings.Contains(w, tt.warning) }) {
+				t.Errorf("warnings %q lack %q", n.Warnings, tt.warning)
+			}
+			out, notes, err := Upgrade(file, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(notes, []string{tt.upgradeNote}) {
+				t.Errorf("upgrade notes %q", notes)
+			}
+			if strings.Contains(string(out), "input:") {
+				t.Errorf("upgraded text keeps the input field:\n%s", out)
+			}
+		})
 	}
 }

@@ -337,6 +337,10 @@ func (r *reader) unsupported(name, why string) {
 // finish reports the first field nobody consumed.
 func (r *reader) finish() {
 	for i, f := range r.m.Fields {
+		if !r.used[i] && forkFieldNote(f.Name) != "" {
+			r.d.failf(f.Pos, "unsupported field '%s' in %s: %s", f.Name, r.ctx, forkFieldNote(f.Name))
+			return
+		}
 		if !r.used[i] {
 			r.d.failf(f.Pos, "unsupported field '%s' in %s: not a field dsgd knows there (check its spelling and place against Caffe's caffe.proto), so it cannot be honoured; remove it", f.Name, r.ctx)
 			return

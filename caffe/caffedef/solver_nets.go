@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"dsgd/caffe/prototxt"
 )
@@ -82,8 +83,12 @@ func decodeNets(d *decoder, r *reader, filename string, s *SolverDef) {
 		if r.ok() {
 			var note string
 			ns.Path, note = resolveNet(filename, path)
+			// The generic net is both the train net and each test net:
+			// one note for the field, not one per use.
 			if note != "" {
-				s.Notes = append(s.Notes, fmt.Sprintf("%s: %s", f.Pos, note))
+				if note = fmt.Sprintf("%s: %s", f.Pos, note); !slices.Contains(s.Notes, note) {
+					s.Notes = append(s.Notes, note)
+				}
 			}
 		}
 		return ns

@@ -2,6 +2,8 @@ package caffedef
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -272,5 +274,43 @@ func TestLoadSolverMissing(t *testing.T) {
 	_, err := LoadSolver("testdata/nope.prototxt")
 	if err == nil || !strings.Contains(err.Error(), "testdata/nope.prototxt") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestSolverNetBesideSolverNotedOnce: a generic net found beside the solver
+// (SqueezeNet's `net: "train_val.prototxt"`, forresti/SqueezeNet's
+// SqueezeNet_v1.0/solver.prototxt, run from another folder) is the train
+// net and the test net, but the note about where it was found is given once.
+func TestSolverNetBesideSolverNotedOnce(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "m"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "m", "train_val.prototxt"), []byte(`name: "n"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	tests := []struct {
+		name, src string
+		notes     int
+	}{
+		{"net and one test_iter", `net: "train_val.prototxt" test_iter: 2 base_lr: 1 lr_policy: "fixed"`, 1},
+		{"net and two test_iter", `net: "train_val.prototxt" test_iter: 2 test_iter: 3 base_lr: 1 lr_policy: "fixed"`, 1},
+		{"train_net and test_net", `train_net: "train_val.prototxt" test_net: "train_val.prototxt" test_iter: 1 base_lr: 1 lr_policy: "fixed"`, 2},
+		{"in the working directory", `net: "m/train_val.prototxt" test_iter: 2 base_lr: 1 lr_policy: "fixed"`, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ParseSolver("m/solver.prototxt", []byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Notes) != tt.notes {
+				t.Errorf("%d notes, want %d: %q", len(s.Notes), tt.notes, s.Notes)
+			}
+			if s.Net != filepath.Join("m", "train_val.prototxt") {
+				t.Errorf("net %q", s.Net)
+			}
+		})
 	}
 }

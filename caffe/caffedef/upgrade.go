@@ -203,17 +203,22 @@ func v1ParamSpecs(v1 *prototxt.Message) []*prototxt.Field {
 // upgradeInput replaces the net-level input, input_shape and input_dim
 // fields with an Input layer named "input", first among the layers, as
 // Caffe's UpgradeNetInput does. It leaves the net alone when its fields do
-// not fit together; the decoder then reports the mismatch.
-func upgradeInput(net *prototxt.Message) bool {
+// not fit together; the decoder then reports the mismatch. Inputs with
+// neither input_shape nor input_dim are dropped, as Caffe drops them.
+func upgradeInput(net *prototxt.Message) (note string) {
 	inputs, shapes, dims := net.Get("input"), net.Get("input_shape"), net.Get("input_dim")
 	if len(inputs) == 0 {
-		return false
+		return ""
+	}
+	if len(shapes) == 0 && len(dims) == 0 {
+		net.Fields = slices.DeleteFunc(net.Fields, func(f *prototxt.Field) bool { return f.Name == "input" })
+		return "the net-level input fields without input_shape or input_dim were dropped, as Caffe drops them"
 	}
 	switch {
 	case len(shapes) > 0 && (len(dims) > 0 || len(shapes) != len(inputs)):
-		return false
+		return ""
 	case len(shapes) == 0 && len(dims) != 4*len(inputs):
-		return false
+		return ""
 	}
 	pos := inputs[0].Pos
 	l := &prototxt.Message{Pos: pos}
@@ -263,7 +268,7 @@ func upgradeInput(net *prototxt.Message) bool {
 		out = append(out, layer)
 	}
 	net.Fields = out
-	return true
+	return "the net-level input fields became an Input layer"
 }
 
 // upgradeSolverType replaces the legacy solver_type enum with type, as
@@ -288,7 +293,9 @@ func upgradeSolverType(s *prototxt.Message) bool {
 // Upgrade reads a Caffe net or solver file in any format dsgd reads and
 // returns it in the current text format, with notes saying what changed:
 // a V1 net's layers, a net's legacy input fields (as an Input layer), a
-// solver's solver_type enum. The result is checked by parsing it again;
+// solver's solver_type enum and the nets it writes inline (net_param,
+// train_net_param, test_net_param; Caffe's upgrade_solver_proto_text
+// leaves those as they are, but dsgd reads them upgraded). The result is checked by parsing it again;
 // an error names the file and position at fault. A file that needs no
 // upgrade comes back with no notes.
 func Upgrade(filename string, src []byte) (out []byte, notes []string, err error) {
@@ -301,24 +308,26 @@ func Upgrade(filename string, src []byte) (out []byte, notes []string, err error
 		if upgradeSolverType(msg) {
 			notes = append(notes, "solver_type (enum) became type (string)")
 		}
+		// The nets written inline (lenet_consolidated_solver's V1
+		// net_param) are upgraded as net files are: dsgd reads them so.
+		for _, name := range []string{"net_param", "train_net_param", "test_net_param"} {
+			for _, f := range msg.Get(name) {
+				if f.Kind != prototxt.KindMessage {
+					continue // the decoder reports it
+				}
+				netNotes, err := upgradeNet(f.Msg)
+				if err != nil {
+					return nil, nil, err
+				}
+				for _, n := range netNotes {
+					notes = append(notes, fmt.Sprintf("%s (at %s): %s", name, f.Pos, n))
+				}
+			}
+		}
 	} else {
-		v0, v0notes, err := upgradeV0(msg)
+		notes, err = upgradeNet(msg)
 		if err != nil {
 			return nil, nil, err
-		}
-		if v0 {
-			notes = append(notes, fmt.Sprintf("%d V0 'layers' became V1 ones", len(msg.Get("layers"))))
-			notes = append(notes, v0notes...)
-		}
-		v1, err := upgradeV1(msg)
-		if err != nil {
-			return nil, nil, err
-		}
-		if v1 {
-			notes = append(notes, fmt.Sprintf("%d V1 'layers' became 'layer'", len(msg.Get("layer"))))
-		}
-		if upgradeInput(msg) {
-			notes = append(notes, "the net-level input fields became an Input layer")
 		}
 	}
 	out = prototxt.Format(msg)
@@ -331,6 +340,30 @@ func Upgrade(filename string, src []byte) (out []byte, notes []string, err error
 		return nil, nil, fmt.Errorf("the upgraded file does not read back: %w", err)
 	}
 	return out, notes, nil
+}
+
+// upgradeNet upgrades the net msg in place (V0 and V1 layers, the legacy
+// input fields) and says what changed.
+func upgradeNet(msg *prototxt.Message) (notes []string, err error) {
+	v0, v0notes, err := upgradeV0(msg)
+	if err != nil {
+		return nil, err
+	}
+	if v0 {
+		notes = append(notes, fmt.Sprintf("%d V0 'layers' became V1 ones", len(msg.Get("layers"))))
+		notes = append(notes, v0notes...)
+	}
+	v1, err := upgradeV1(msg)
+	if err != nil {
+		return nil, err
+	}
+	if v1 {
+		notes = append(notes, fmt.Sprintf("%d V1 'layers' became 'layer'", len(msg.Get("layer"))))
+	}
+	if note := upgradeInput(msg); note != "" {
+		notes = append(notes, note)
+	}
+	return notes, nil
 }
 
 // UpgradeFile upgrades the file in to the file out (see Upgrade), writing

@@ -241,3 +241,60 @@ func TestForceBackward(t *testing.T) {
 		t.Error("force_backward: 3 accepted")
 	}
 }
+
+// TestUpgradeSolverInlineNets: `dsgd upgrade` of a solver writes the nets
+// it holds inline in the current format too (BVLC/caffe's
+// lenet_consolidated_solver.prototxt has a V1 net_param: it was written
+// back unchanged and reported "already in the current format").
+func TestUpgradeSolverInlineNets(t *testing.T) {
+	const file = "testdata/consolidated_v1_solver.prototxt"
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, src  string
+		notes      []string
+		has, lacks []string
+	}{
+		{"V1 net_param", string(src),
+			[]string{"solver_type (enum) became type (string)", "net_param (at " + file + ":6:1): 4 V1 'layers' became 'layer'"},
+			[]string{`type: "SGD"`, `type: "SoftmaxWithLoss"`, "lr_mult: 2", `stage: "test-on-test-set"`},
+			[]string{"layers {", "blobs_lr", "INNER_PRODUCT", "solver_type"}},
+		{"train and test nets with input fields", `base_lr: 1 lr_policy: "fixed" test_iter: 1
+train_net_param { input: "x" input_dim: 1 input_dim: 2 input_dim: 1 input_dim: 1 layers { name: "r" type: RELU bottom: "x" top: "x" } }
+test_net_param { input: "x" input_shape { dim: 1 dim: 2 } layer { name: "r" type: "ReLU" bottom: "x" top: "x" } }`,
+			[]string{"train_net_param (at " + file + ":2:1): 1 V1 'layers' became 'layer'",
+				"train_net_param (at " + file + ":2:1): the net-level input fields became an Input layer",
+				"test_net_param (at " + file + ":3:1): the net-level input fields became an Input layer"},
+			[]string{`type: "Input"`, `type: "ReLU"`},
+			[]string{"input_dim", "input_shape", "layers {"}},
+		{"current format", `base_lr: 1 lr_policy: "fixed" net_param { layer { name: "i" type: "Input" top: "x" input_param { shape { dim: 1 } } } }`,
+			nil, []string{`type: "Input"`}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, notes, err := Upgrade(file, []byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(notes, tt.notes) {
+				t.Errorf("notes %q\nwant %q", notes, tt.notes)
+			}
+			for _, s := range tt.has {
+				if !strings.Contains(string(out), s) {
+					t.Errorf("upgraded text lacks %q:\n%s", s, out)
+				}
+			}
+			for _, s := range tt.lacks {
+				if strings.Contains(string(out), s) {
+					t.Errorf("upgraded text still has %q:\n%s", s, out)
+				}
+			}
+			// Upgrading again changes nothing.
+			if _, again, err := Upgrade(file, out); err != nil || len(again) != 0 {
+				t.Errorf("second upgrade: notes %q, error %v", again, err)
+			}
+		})
+	}
+}

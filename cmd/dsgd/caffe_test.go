@@ -268,15 +268,25 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
 }
 
 // TestLabelOutOfRange: labels past a loss layer's classes are refused
-// before training, naming the data layer, its source and the layer.
+// before training or timing, naming the data layer, its source and the
+// layer (dsgd time panicked in the loss layer on GilLevi's
+// AgeGenderDeepLearning gender_net_definitions/train_val_test_fold_is_0.prototxt,
+// 2 classes, with --data synthetic of 256 classes).
 func TestLabelOutOfRange(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "net.prototxt", strings.Replace(logreg("Data", caffeFixtures+"/idx", caffeFixtures+"/idx", ""), "num_output: 4", "num_output: 3", 1))
 	write(t, dir, "solver.prototxt", logregSolver)
-	code, _, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--net", "net.prototxt", "--threads", "1", "--workers", "1", "--snapshot-prefix", "none")
-	want := `data layer "d" (source ` + caffeFixtures + `/idx): labels up to 3 but layer "loss" (SoftmaxWithLoss) scores 3 classes in "ip"`
-	if code != 1 || !strings.Contains(errs, want) {
-		t.Fatalf("exit %d, stderr %q; want %q", code, errs, want)
+	for _, args := range [][]string{
+		{"train", "--solver", "solver.prototxt", "--net", "net.prototxt", "--threads", "1", "--workers", "1", "--snapshot-prefix", "none"},
+		{"time", "--net", "net.prototxt", "--threads", "1", "--iters", "1", "--warmup", "0"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			code, _, errs := runCmd(t, dir, args...)
+			want := `data layer "d" (source ` + caffeFixtures + `/idx): labels up to 3 but layer "loss" (SoftmaxWithLoss) scores 3 classes in "ip"`
+			if code != 1 || !strings.Contains(errs, want) {
+				t.Fatalf("exit %d, stderr %q; want %q", code, errs, want)
+			}
+		})
 	}
 }
 

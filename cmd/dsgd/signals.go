@@ -28,7 +28,7 @@ func mainStatus(args []string, stdout, stderr io.Writer) int {
 		// its snapshot (issue 23).
 		signal.Ignore(syscall.SIGPIPE)
 	}
-	in := interrupt.Interrupter{Name: "dsgd"}
+	in := interrupt.Interrupter{Name: "dsgd", NoSnapshot: len(args) > 0 && noSnapshot[args[0]]}
 	ctx, stop := in.Watch(graceFromEnv(stderr), stderr, os.Exit)
 	code := run(ctx, args, stdout, stderr)
 	stop()
@@ -40,3 +40,11 @@ func mainStatus(args []string, stdout, stderr io.Writer) int {
 
 // signalOf is the stop signal the process received (interrupt.SignalOf).
 func signalOf(ctx context.Context) os.Signal { return interrupt.SignalOf(ctx) }
+
+// noSnapshot are the commands that write no snapshot, whose stop message
+// says only that they stop (dsgd time under a timeout said "stopping after
+// a snapshot").
+var noSnapshot = map[string]bool{
+	"time": true, "test": true, "upgrade": true, "bench": true, "bench-comm": true, "simulate": true,
+	"convert-mnist": true, "convert-imageset": true, "compute-image-mean": true, "completion": true,
+}

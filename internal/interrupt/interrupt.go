@@ -31,6 +31,10 @@ var Signals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 type Interrupter struct {
 	// Name starts each message the interrupter writes ("dsgd").
 	Name string
+	// NoSnapshot says the command writes no snapshot (dsgd time, test,
+	// upgrade): the first signal's message then says it stops, not that
+	// it snapshots first.
+	NoSnapshot bool
 
 	mu  sync.Mutex
 	sig os.Signal // the first signal received, or nil
@@ -104,7 +108,11 @@ func (in *Interrupter) Watch(grace time.Duration, stderr io.Writer, exit func(in
 					exit(ExitCode(s))
 					return
 				}
-				fmt.Fprintf(stderr, "\n%s: %v: stopping after a snapshot (within %v; signal again to exit at once)\n", in.Name, s, grace)
+				what := "stopping after a snapshot"
+				if in.NoSnapshot {
+					what = "stopping"
+				}
+				fmt.Fprintf(stderr, "\n%s: %v: %s (within %v; signal again to exit at once)\n", in.Name, s, what, grace)
 				cancel()
 				timer = time.After(grace)
 			case <-timer:

@@ -123,3 +123,33 @@ func TestErrorText(t *testing.T) {
 		})
 	}
 }
+
+// TestStopMessage: the first signal's message says a snapshot comes first
+// only for a command that writes one.
+func TestStopMessage(t *testing.T) {
+	tests := []struct {
+		noSnapshot bool
+		want       string
+	}{
+		{false, "dsgd: terminated: stopping after a snapshot (within 1m0s; signal again to exit at once)\n"},
+		{true, "dsgd: terminated: stopping (within 1m0s; signal again to exit at once)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.noSnapshot), func(t *testing.T) {
+			in := Interrupter{Name: "dsgd", NoSnapshot: tt.noSnapshot}
+			// The message is written before the context is cancelled.
+			var buf bytes.Buffer
+			ctx, stop := in.Watch(time.Minute, &buf, func(int) {})
+			defer stop()
+			syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("SIGTERM did not cancel the context")
+			}
+			if got := buf.String(); got != "\n"+tt.want {
+				t.Errorf("message %q, want %q", got, "\n"+tt.want)
+			}
+		})
+	}
+}

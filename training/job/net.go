@@ -29,6 +29,12 @@ func TrainNet(ctx context.Context, o Options, threads int) (*Job, *model.Net, er
 		j.Close()
 		return nil, nil, err
 	}
+	// Labels past a loss layer's classes would stop the pass with a panic
+	// in the layer; refuse them here, naming the data, as training does.
+	if err := j.CheckLabels(net, j.Train.Spec); err != nil {
+		j.Close()
+		return nil, nil, err
+	}
 	if err := Fill(ctx, net, j.TrainFeeds); err != nil {
 		j.Close()
 		return nil, nil, err

@@ -13,26 +13,33 @@ import (
 // layer, its type, its first top's shape, its forward and backward ms per
 // timed iteration (backward "-" where the layer does not backpropagate)
 // and its kernel; the totals; then the wall time per iteration, which it
-// returns in ms. warmup is the warm-up as the user gave it.
+// returns in ms. warmup is the warm-up as the user gave it. The name, type
+// and shape columns are as wide as their longest entry (at least 16, 16
+// and 20), so that the times line up under their headings whatever the
+// net's names (GoogLeNet's "inception_3a/relu_3x3_reduce").
 func PrintTimes(w io.Writer, tm calib.Timing, warmup int) (wallMS float64) {
 	perIter := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(tm.Iters) }
-	fmt.Fprintf(w, "\naverage over %d iterations (after %d warm-up), ms:\n", tm.Iters, warmup)
-	fmt.Fprintf(w, "  %-16s %-16s %-20s %9s %9s  %s\n", "layer", "type", "top shape", "forward", "backward", "kernel")
-	var fwd, bwd time.Duration
-	for _, li := range tm.Layers {
-		shape := ""
+	shapes := make([]string, len(tm.Layers))
+	nameW, typeW, shapeW := 16, 16, 20
+	for i, li := range tm.Layers {
 		if len(li.Tops) > 0 {
-			shape = fmt.Sprint([]int(li.Tops[0]))
+			shapes[i] = fmt.Sprint([]int(li.Tops[0]))
 		}
+		nameW, typeW, shapeW = max(nameW, len(li.Name)), max(typeW, len(li.Type)), max(shapeW, len(shapes[i]))
+	}
+	fmt.Fprintf(w, "\naverage over %d iterations (after %d warm-up), ms:\n", tm.Iters, warmup)
+	fmt.Fprintf(w, "  %-*s %-*s %-*s %9s %9s  %s\n", nameW, "layer", typeW, "type", shapeW, "top shape", "forward", "backward", "kernel")
+	var fwd, bwd time.Duration
+	for i, li := range tm.Layers {
 		b := "-"
 		if li.Backprop {
 			b = fmt.Sprintf("%9.3f", perIter(li.Backward))
 		}
-		fmt.Fprintf(w, "  %-16s %-16s %-20s %9.3f %9s  %s\n", li.Name, li.Type, shape, perIter(li.Forward), b, li.Kernel)
+		fmt.Fprintf(w, "  %-*s %-*s %-*s %9.3f %9s  %s\n", nameW, li.Name, typeW, li.Type, shapeW, shapes[i], perIter(li.Forward), b, li.Kernel)
 		fwd += li.Forward
 		bwd += li.Backward
 	}
-	fmt.Fprintf(w, "  %-54s %9.3f %9.3f\n", "total", perIter(fwd), perIter(bwd))
+	fmt.Fprintf(w, "  %-*s %9.3f %9.3f\n", nameW+typeW+shapeW+2, "total", perIter(fwd), perIter(bwd))
 	fmt.Fprintf(w, "forward-backward: %.3f ms per iteration (wall)\n", perIter(tm.Wall))
 	return perIter(tm.Wall)
 }

@@ -1,0 +1,75 @@
+package caffedef
+
+// forkLayer says where a layer type that BVLC Caffe does not have comes
+// from, and how the same computation is written with BVLC's layers where
+// it can be.
+type forkLayer struct {
+	// fork names the Caffe fork (and the nets) that define the type.
+	fork string
+	// instead, if not "", says how BVLC's layers compute the same.
+	instead string
+}
+
+// forkLayers are the layer types of published nets' Caffe forks (the
+// model zoo's detection, segmentation and SENet files), so that an error
+// says the type is a fork's, not a misspelling, and what to use instead.
+// BVLC Caffe refuses them too ("Unknown layer type").
+var forkLayers = map[string]forkLayer{
+	"ROIPooling":           {fork: "Fast R-CNN's caffe-fast-rcnn, for Fast and Faster R-CNN"},
+	"SmoothL1Loss":         {fork: "Fast R-CNN's caffe-fast-rcnn, for Fast and Faster R-CNN"},
+	"PSROIPooling":         {fork: "R-FCN's caffe-rfcn"},
+	"Axpy":                 {fork: "SENet's, hujie-frank/SENet", instead: "a Reshape of the N×C×1×1 scale to N×C (shape { dim: 0 dim: 0 }), a Scale { axis: 0 } of the features by it and an Eltwise SUM with the shortcut compute the same, as SENet's SE-BN-Inception.prototxt writes it"},
+	"Interp":               {fork: "PSPNet's and DeepLab's", instead: "for upsampling by an integer factor, a Deconvolution with weight_filler { type: \"bilinear\" }, group and num_output equal to the channels and lr_mult: 0 is a fixed bilinear resize (FCN's upscore layers)"},
+	"ConvolutionDepthwise": {fork: "depthwise convolution, in MobileNet and Xception ports", instead: "a Convolution with group equal to its input channels computes the same"},
+	"DepthwiseConvolution": {fork: "depthwise convolution, in MobileNet and Xception ports", instead: "a Convolution with group equal to its input channels computes the same"},
+	"ImageLabelmapData":    {fork: "HED's, s9xie/hed", instead: "write images and label maps to two LMDBs or to HDF5 files and read them with Data or HDF5Data layers"},
+	"Upsample":             {fork: "SegNet's caffe-segnet"},
+	"BN":                   {fork: "SegNet's and others", instead: "BatchNorm followed by Scale { bias_term: true } computes the same"},
+	"ReLU6":                {fork: "MobileNet-v2 ports", instead: "Clip { clip_param { min: 0 max: 6 } } computes the same"},
+	"ShuffleChannel":       {fork: "ShuffleNet ports"},
+	"Normalize":            {fork: "SSD's, weiliu89/caffe"},
+	"Permute":              {fork: "SSD's, weiliu89/caffe"},
+	"PriorBox":             {fork: "SSD's, weiliu89/caffe"},
+	"DetectionOutput":      {fork: "SSD's, weiliu89/caffe"},
+	"MultiBoxLoss":         {fork: "SSD's, weiliu89/caffe"},
+	"AnnotatedData":        {fork: "SSD's, weiliu89/caffe"},
+}
+
+// forkNote is what the error for an unknown layer type adds when the type
+// is a fork's (forkLayers): where it comes from and what to use instead.
+func forkNote(typ string) string {
+	fl, ok := forkLayers[typ]
+	if !ok {
+		return ""
+	}
+	s := ", a layer of a Caffe fork (" + fl.fork + "), not of BVLC Caffe"
+	if fl.instead != "" {
+		s += ": " + fl.instead
+	}
+	return s
+}
+
+// forkFields are fields that Caffe forks added to BVLC's messages (SSD's
+// data augmentation in transform_param, which caffenet-benchmark's nets
+// use), so that the error for one says it is a fork's and what to do.
+var forkFields = map[string]forkLayer{
+	"resize_param":    {fork: "SSD's, weiliu89/caffe", instead: "resize the images when writing the LMDB (dsgd convert-imageset --resize_height H --resize_width W) and remove it"},
+	"noise_param":     {fork: "SSD's, weiliu89/caffe"},
+	"distort_param":   {fork: "SSD's, weiliu89/caffe"},
+	"expand_param":    {fork: "SSD's, weiliu89/caffe"},
+	"emit_constraint": {fork: "SSD's, weiliu89/caffe"},
+}
+
+// forkFieldNote is what the error for an unknown field adds when the field
+// is a fork's (forkFields).
+func forkFieldNote(name string) string {
+	fl, ok := forkFields[name]
+	if !ok {
+		return ""
+	}
+	s := "a field of a Caffe fork (" + fl.fork + "), not of BVLC Caffe's caffe.proto, so it cannot be honoured; "
+	if fl.instead != "" {
+		return s + fl.instead
+	}
+	return s + "remove it"
+}
