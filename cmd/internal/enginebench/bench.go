@@ -183,6 +183,7 @@ func Run(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 				r.flops = flops
 				r.dsgd = append(r.dsgd, ours.Median)
 				fmt.Fprintf(stdout, "  rep %d threads %d  dsgd  median %9.3f ms  mean %9.3f  p95 %9.3f%s\n", rep, t, ours.Median, ours.Mean, ours.P95, loadNote())
+				warnRealtime(stderr, fmt.Sprintf("after rep %d at %d threads", rep, t))
 				var ps Stats
 				switch {
 				case n.Trains() && c.PeerLeNet != "none":
@@ -206,52 +207,6 @@ func Run(ctx context.Context, c Config, stdout, stderr io.Writer) error {
 		return writeBenchRows(c.RowsTo, tableRows(rows, peaks, isa))
 	}
 	return nil
-}
-
-// printSched prints how this process is scheduled against the rest of the
-// machine, and warns when other work competes for the cores: then an
-// ordinary process gets a share of them, and where the kernel groups
-// processes by session (autogroup, on by default in many distributions)
-// that share does not grow with the process's thread count, so a row at
-// more threads measures the share, not the engine. On the shared 2-core
-// Xeon of docs/benchmarks.md ("GoogLeNet at two threads"), GoogLeNet ran
-// as fast at 2 threads as at 1 that way, and 1.6-1.8x faster under chrt.
-func printSched(stdout, stderr io.Writer, threads []int) {
-	rt, load, ok := tensor.SchedState()
-	auto := autogroupOn()
-	switch {
-	case rt:
-		fmt.Fprintf(stdout, "bench: scheduling: real-time policy (chrt): ordinary processes cannot take this run's cores\n")
-	case ok:
-		group := ""
-		if auto {
-			group = "; kernel autogroup on (each session gets an equal share of busy cores)"
-		}
-		fmt.Fprintf(stdout, "bench: scheduling: ordinary policy, load average %.2f on %d cores at the start%s\n", load, runtime.NumCPU(), group)
-	}
-	if !rt && ok && load >= 1 && slices.ContainsFunc(threads, func(t int) bool { return t > 1 }) {
-		fmt.Fprintf(stderr, "bench: warning: other work is running (load average %.2f on %d cores) and this run has no real-time policy: its threads get a share of the cores", load, runtime.NumCPU())
-		if auto {
-			fmt.Fprintf(stderr, ", and under autogroup that share does not grow with the thread count")
-		}
-		fmt.Fprintf(stderr, ", so the rows at more threads may not speed up; run under chrt -f 10 (each rep line shows the load average after it)\n")
-	}
-}
-
-// loadNote is "  load X.XX", the load average now, for a rep's line;
-// empty where there is none.
-func loadNote() string {
-	if _, load, ok := tensor.SchedState(); ok {
-		return fmt.Sprintf("  load %.2f", load)
-	}
-	return ""
-}
-
-// autogroupOn says whether the Linux kernel groups processes by session
-// for CPU shares (/proc/sys/kernel/sched_autogroup_enabled).
-func autogroupOn() bool {
-	b, err := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled")
-	return err == nil && strings.TrimSpace(string(b)) == "1"
 }
 
 // flopsHow says how the FLOP column is counted, for the output.
