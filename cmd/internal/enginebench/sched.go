@@ -19,7 +19,7 @@ import (
 // that share does not grow with the process's thread count, so a row at
 // more threads measures the share, not the engine. On the shared 2-core
 // Xeon of docs/benchmarks.md ("GoogLeNet at two threads") GoogLeNet ran as
-// fast at 2 threads as at 1 that way, and 1.6-1.8x faster with both cores.
+// fast at 2 threads as at 1 that way, and 1.5-2.0x faster with both cores.
 func printSched(stdout, stderr io.Writer, threads []int) {
 	rt, load, ok := tensor.SchedState()
 	auto := autogroupOn()
