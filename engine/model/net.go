@@ -123,6 +123,10 @@ type Net struct {
 	byLayer map[string][]int
 	// pool runs the layers' parallel loops (Pool).
 	pool *tensor.Pool
+	// sumFn is sumChunk, bound once so that handing it to the pool
+	// allocates nothing; sumCur is the split it sums (sumSplit).
+	sumFn  func(lo, hi, worker int)
+	sumCur *split
 	// force is the spec's ForceBackward.
 	force bool
 	// bytes estimates the net's memory: its blobs (data and diff), and
@@ -178,6 +182,7 @@ func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (
 		n.inputs = append(n.inputs, b)
 	}
 	n.pool = tensor.NewPool(opt.Threads)
+	n.sumFn = n.sumChunk
 	ctx := layers.Context{Phase: opt.Phase, Threads: max(opt.Threads, 1), Pool: n.pool}
 	// Caffe lets layers share a name (mnist_autoencoder's two "loss"
 	// layers), but it finds weights by layer name, and so do Blocks,
@@ -895,12 +900,8 @@ func (n *Net) Backward() {
 	}
 	for i := len(n.nodes) - 1; i >= 0; i-- {
 		nd := n.nodes[i]
-		for _, sp := range n.splits[i] {
-			d := sp.target.Diff
-			copy(d, sp.parts[0].Diff)
-			for _, p := range sp.parts[1:] {
-				tensor.AddTo(d, p.Diff)
-			}
+		for k := range n.splits[i] {
+			n.sumSplit(&n.splits[i][k])
 		}
 		for _, la := range nd.lossAdds {
 			d := la.blob.Diff
@@ -921,11 +922,47 @@ func (n *Net) Backward() {
 			n.hook(nd.blocks)
 		}
 	}
-	for _, sp := range n.inputSp {
-		d := sp.target.Diff
-		copy(d, sp.parts[0].Diff)
+	for k := range n.inputSp {
+		n.sumSplit(&n.inputSp[k])
+	}
+}
+
+// splitPerThread is the element count of a split below which summing its
+// diffs stays on one goroutine: a memory-bound loop, as ReLU's (whose
+// threshold it shares).
+const splitPerThread = 1 << 16
+
+// sumBlock is how many elements of a split's target sumChunk sums from
+// every part before it moves on: 32 KiB, so that the target's block stays
+// in the L1 cache while each part is added to it.
+const sumBlock = 8192
+
+// sumSplit writes the sum of sp's parts' diffs into its target's diff,
+// split by element ranges across the net's pool. Each element is the
+// same sum in the same order (parts[0] + parts[1] + ...) however the range
+// is cut, so the bits do not depend on the thread count.
+//
+// GoogLeNet's inception inputs each feed four branches: at batch 32 the
+// sums read 4 × 19 MB per module, which on one goroutine took 90 ms of an
+// iteration's 3.2 s at two threads (docs/benchmarks.md, "GoogLeNet at two
+// threads").
+func (n *Net) sumSplit(sp *split) {
+	c := len(sp.target.Diff)
+	n.sumCur = sp
+	n.pool.For(c, max(1, min(n.pool.Threads(), c/splitPerThread)), n.sumFn)
+	n.sumCur = nil
+}
+
+// sumChunk sums elements [lo, hi) of the current split (sumSplit), a
+// block at a time.
+func (n *Net) sumChunk(lo, hi, _ int) {
+	sp := n.sumCur
+	for b := lo; b < hi; b += sumBlock {
+		e := min(b+sumBlock, hi)
+		d := sp.target.Diff[b:e]
+		copy(d, sp.parts[0].Diff[b:e])
 		for _, p := range sp.parts[1:] {
-			tensor.AddTo(d, p.Diff)
+			tensor.AddTo(d, p.Diff[b:e])
 		}
 	}
 }

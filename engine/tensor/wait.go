@@ -144,3 +144,11 @@ func spinAllowed() bool {
 	autoSpin.ok.Store(rt || (ok && load < float64(runtime.NumCPU())+0.5))
 	return autoSpin.ok.Load()
 }
+
+// SchedState reports what WaitAuto decides from: whether this process
+// runs under a real-time scheduling policy (SCHED_FIFO or SCHED_RR) and the
+// machine's one-minute load average (ok false where there is none to
+// read, as outside Linux). Benchmarks print it beside their timings: on a
+// loaded machine an ordinary process gets a share of the cores, not the
+// cores.
+func SchedState() (realtime bool, load float64, ok bool) { return machineState() }
