@@ -147,7 +147,10 @@ func RunISAs(ctx context.Context, c Config, args []string, stdout, stderr io.Wri
 		}
 		file := filepath.Join(dir, l.String()+".json")
 		cmd := exec.CommandContext(ctx, exe, append([]string{"bench"}, append(slices.Clone(base), "--rows-to", file)...)...)
-		cmd.Env = isaEnv(os.Environ(), l)
+		// DSGD_CHILD: the child writes plainly and this process's stderr
+		// stamps its lines once (a stamping child's lines were stamped
+		// twice).
+		cmd.Env = append(isaEnv(os.Environ(), l), "DSGD_CHILD=1")
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 		fmt.Fprintf(stdout, "\n=== ISA cap %s: %s\n", l, strings.Join(capVars(cmd.Env), " "))
 		if err := cmd.Run(); err != nil {
