@@ -28,6 +28,13 @@ type winoState struct {
 	// current pass's arguments.
 	kernFn, runFn, padFn func(lo, hi, w int)
 	passBack             bool
+	// fwdWide and backWide: whether the threads split each chunk of the
+	// forward and of the data pass (winoWide) rather than share out the
+	// chunks; the bound functions of a split chunk's three steps, and the
+	// current chunk's tiles.
+	fwdWide, backWide   bool
+	inFn, gemmFn, outFn func(lo, hi, w int)
+	nt                  int
 
 	// The weights pass (wino.go's winoWts*), when wOn: wts is the forward
 	// shape with the weights pass's chunk; the bound functions and the
@@ -106,7 +113,12 @@ func (l *convLayer) winoSetup() {
 		ws.kernFn = l.winoKernelPart
 		ws.runFn = l.winoRunPart
 		ws.padFn = l.winoPadPart
+		ws.inFn = l.winoInPart
+		ws.gemmFn = l.winoGemmPart
+		ws.outFn = l.winoOutPart
 	}
+	ws.fwdWide = winoWide(&ws.fwd, l.num, l.threads)
+	ws.backWide = winoWide(&ws.back, l.num, l.threads)
 	hp, wp := ws.fwd.padded()
 	hb, wb := ws.back.padded()
 	sc.pad = growBuf(sc.pad, l.num*max(g.c*hp*wp, k*hb*wb))
@@ -207,18 +219,80 @@ func (l *convLayer) winoKernelPart(lo, hi, w int) {
 	winoKernel(ws.fwd.m, l.weight.Data, l.cfg.NumOutput, l.geom.c, ws.passBack, ws.sc.u, lo, hi, &ws.sc.bufs[w].ker)
 }
 
-// winoRunPart runs chunks [lo, hi) of the current pass on worker w.
-func (l *convLayer) winoRunPart(lo, hi, w int) {
+// winoCur is the current pass's shape, output and bias (nil: none).
+func (l *convLayer) winoCur() (s *winoShape, out, bias []float32) {
 	ws := &l.wg
 	if ws.passBack {
-		winoRun(&ws.back, l.num, ws.sc.pad, ws.sc.u, nil, l.in.Diff, &ws.sc.bufs[w], lo, hi)
-		return
+		return &ws.back, l.in.Diff, nil
 	}
-	var bias []float32
 	if l.bias != nil {
 		bias = l.bias.Data
 	}
-	winoRun(&ws.fwd, l.num, ws.sc.pad, ws.sc.u, bias, l.out.Data, &ws.sc.bufs[w], lo, hi)
+	return &ws.fwd, l.out.Data, bias
+}
+
+// winoRunPart runs chunks [lo, hi) of the current pass on worker w.
+func (l *convLayer) winoRunPart(lo, hi, w int) {
+	s, out, bias := l.winoCur()
+	winoRun(s, l.num, l.wg.sc.pad, l.wg.sc.u, bias, out, &l.wg.sc.bufs[w], lo, hi)
+}
+
+// winoInPart transforms input channels [lo, hi) of the current split
+// chunk (its tiles in worker 0's buffer).
+func (l *convLayer) winoInPart(lo, hi, _ int) {
+	s, _, _ := l.winoCur()
+	winoInput(s, l.wg.sc.pad, &l.wg.sc.bufs[0], l.wg.nt, lo, hi)
+}
+
+// winoGemmPart runs the current split chunk's GEMMs ξ in [lo, hi).
+func (l *convLayer) winoGemmPart(lo, hi, _ int) {
+	s, _, _ := l.winoCur()
+	winoGemm(s, l.wg.sc.u, &l.wg.sc.bufs[0], l.wg.nt, lo, hi)
+}
+
+// winoOutPart inverse-transforms output channels [lo, hi) of the current
+// split chunk on worker w's scratch.
+func (l *convLayer) winoOutPart(lo, hi, w int) {
+	s, out, bias := l.winoCur()
+	winoOutput(s, bias, &l.wg.sc.bufs[0], l.wg.sc.bufs[w].d, l.wg.nt, out, lo, hi)
+}
+
+// winoWideMode overrides winoWide for tests: 0 follows it, 1 splits
+// every chunk across the threads, -1 shares out the chunks.
+var winoWideMode int
+
+// winoWide says whether the threads should split each chunk of shape s
+// over n images (its transforms by channel, its GEMMs by ξ) rather than
+// share out whole chunks: when sharing out the chunks would leave the
+// busiest thread more than 1/0.9 of an even share of the tiles, as with
+// few chunks (ResNet-18's 14×14 and 7×7 layers have 2 to 7) or a short
+// last one. Splitting costs three barriers per chunk. Either way every
+// output element is computed by the same arithmetic in the same order,
+// so the choice never changes the bits.
+func winoWide(s *winoShape, n, threads int) bool {
+	switch winoWideMode {
+	case 1:
+		return threads > 1
+	case -1:
+		return false
+	}
+	chunks := s.chunks(n)
+	threads = min(threads, chunks)
+	if threads <= 1 {
+		return false
+	}
+	total := n * s.th * s.tw
+	busiest := 0
+	for w := range threads {
+		size, rem := chunks/threads, chunks%threads
+		lo := w*size + min(w, rem)
+		hi := lo + size
+		if w < rem {
+			hi++
+		}
+		busiest = max(busiest, min(hi*s.chunk, total)-lo*s.chunk)
+	}
+	return float64(total) < 0.9*float64(threads*busiest)
 }
 
 // winoPadPart pads planes [lo, hi) of the current pass's input.
@@ -233,8 +307,8 @@ func (l *convLayer) winoPadPart(lo, hi, _ int) {
 
 // winoPass runs the forward (back false) or the backward data pass on
 // dsgd's Winograd: the kernel transform, the padded input (unless padded:
-// the weights pass padded dy), then the tile chunks, each split across the
-// threads.
+// the weights pass padded dy), then the tile chunks: shared out across the
+// threads, or each split across them (winoWide).
 func (l *convLayer) winoPass(back, padded bool) {
 	ws := &l.wg
 	ws.passBack = back
@@ -246,6 +320,22 @@ func (l *convLayer) winoPass(back, padded bool) {
 	l.pool.For(rows, l.threads, ws.kernFn)
 	if !padded {
 		l.pool.For(l.num*s.c, l.threads, ws.padFn)
+	}
+	wide := ws.fwdWide
+	if back {
+		wide = ws.backWide
+	}
+	if wide {
+		a2 := s.alpha() * s.alpha()
+		b0 := &ws.sc.bufs[0]
+		b0.fit(s) // the weights pass may have fitted it to its own chunk
+		for ch := range s.chunks(l.num) {
+			ws.nt = winoTiles(s, l.num, ch, b0)
+			l.pool.For(s.c, l.threads, ws.inFn)
+			l.pool.For(a2, l.threads, ws.gemmFn)
+			l.pool.For(s.k, l.threads, ws.outFn)
+		}
+		return
 	}
 	l.pool.For(s.chunks(l.num), l.threads, ws.runFn)
 }

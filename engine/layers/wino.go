@@ -101,39 +101,52 @@ func (b *winoBuf) fit(s *winoShape) {
 // into out (n images of s.k×s.oh×s.ow), with scratch buf.
 func winoRun(s *winoShape, n int, padded, u, bias, out []float32, buf *winoBuf, lo, hi int) {
 	buf.fit(s)
-	total := n * s.th * s.tw
-	a := s.alpha()
-	a2 := a * a
-	tpi := s.th * s.tw
-	hp, wp := s.padded()
+	a2 := s.alpha() * s.alpha()
 	for ch := lo; ch < hi; ch++ {
-		t0 := ch * s.chunk
-		nt := min(s.chunk, total-t0)
-		for j := 0; j < nt; j++ {
-			img, r := (t0+j)/tpi, (t0+j)%tpi
-			buf.img[j], buf.y0[j], buf.x0[j] = int32(img), int32(r/s.tw*s.m), int32(r%s.tw*s.m)
-			buf.off[j] = int32(img*s.c*hp*wp) + buf.y0[j]*int32(wp) + buf.x0[j]
-		}
-		v, p := buf.v[:a2*s.c*nt], buf.p[:a2*s.k*nt]
-		winoInput(s, padded, buf, nt, v)
-		for x := 0; x < a2; x++ {
-			tensor.Gemm(false, false, s.k, nt, s.c, 1, u[x*s.k*s.c:], s.c, v[x*s.c*nt:], nt, 0, p[x*s.k*nt:], nt)
-		}
-		winoOutput(s, p, bias, buf, nt, out)
+		nt := winoTiles(s, n, ch, buf)
+		winoInput(s, padded, buf, nt, 0, s.c)
+		winoGemm(s, u, buf, nt, 0, a2)
+		winoOutput(s, bias, buf, buf.d, nt, out, 0, s.k)
 	}
 }
 
-// winoInput transforms, channel by channel, the input patches of the
-// chunk's nt tiles into v (α²×C×nt), reading them in place from the padded
-// input (winoPad) at buf.off.
-func winoInput(s *winoShape, padded []float32, buf *winoBuf, nt int, v []float32) {
+// winoTiles fills buf's tile origins and offsets in the padded input for
+// chunk ch of shape s over n images (buf fitted to s), and returns the
+// chunk's tiles.
+func winoTiles(s *winoShape, n, ch int, buf *winoBuf) int {
+	total := n * s.th * s.tw
+	t0 := ch * s.chunk
+	nt := min(s.chunk, total-t0)
+	tpi := s.th * s.tw
+	hp, wp := s.padded()
+	for j := 0; j < nt; j++ {
+		img, r := (t0+j)/tpi, (t0+j)%tpi
+		buf.img[j], buf.y0[j], buf.x0[j] = int32(img), int32(r/s.tw*s.m), int32(r%s.tw*s.m)
+		buf.off[j] = int32(img*s.c*hp*wp) + buf.y0[j]*int32(wp) + buf.x0[j]
+	}
+	return nt
+}
+
+// winoInput transforms channels [lo, hi) of the input patches of the
+// chunk's nt tiles into buf.v (α²×C×nt), reading them in place from the
+// padded input (winoPad) at buf.off.
+func winoInput(s *winoShape, padded []float32, buf *winoBuf, nt, lo, hi int) {
 	kind := simd.WinoIn4
 	if s.m == 2 {
 		kind = simd.WinoIn2
 	}
 	hp, wp := s.padded()
-	for c := 0; c < s.c; c++ {
+	v := buf.v[:s.alpha()*s.alpha()*s.c*nt]
+	for c := lo; c < hi; c++ {
 		simd.WinoGather(kind, padded[c*hp*wp:], buf.off[:nt], wp, v[c*nt:], s.c*nt)
+	}
+}
+
+// winoGemm runs the GEMMs ξ in [lo, hi) of the chunk's nt tiles:
+// buf.p[ξ] (K×nt) = u[ξ] (K×C) · buf.v[ξ] (C×nt).
+func winoGemm(s *winoShape, u []float32, buf *winoBuf, nt, lo, hi int) {
+	for x := lo; x < hi; x++ {
+		tensor.Gemm(false, false, s.k, nt, s.c, 1, u[x*s.k*s.c:], s.c, buf.v[x*s.c*nt:], nt, 0, buf.p[x*s.k*nt:], nt)
 	}
 }
 
@@ -160,18 +173,21 @@ func winoPad(s *winoShape, in, padded []float32, lo, hi int) {
 	}
 }
 
-// winoOutput inverse-transforms, output channel by channel, the products p
-// (α²×K×nt) of the chunk's tiles, adds bias and writes the tiles' pixels
-// that lie inside the output, a run of tiles along a tile row at a time.
-func winoOutput(s *winoShape, p, bias []float32, buf *winoBuf, nt int, out []float32) {
+// winoOutput inverse-transforms output channels [lo, hi) of the products
+// buf.p (α²×K×nt) of the chunk's tiles (their origins in buf), adds bias
+// and writes the tiles' pixels that lie inside the output, a run of tiles
+// along a tile row at a time; d is scratch of m²·nt floats (the worker's
+// own, when the threads split a chunk's channels).
+func winoOutput(s *winoShape, bias []float32, buf *winoBuf, d []float32, nt int, out []float32, lo, hi int) {
 	plane := s.oh * s.ow
 	m := s.m
-	y := buf.d[:m*m*nt]
+	y := d[:m*m*nt]
+	p := buf.p
 	kind := simd.WinoOut4
 	if m == 2 {
 		kind = simd.WinoOut2
 	}
-	for k := 0; k < s.k; k++ {
+	for k := lo; k < hi; k++ {
 		var b float32
 		if bias != nil {
 			b = bias[k]
@@ -273,18 +289,10 @@ var winoWtsMaxChunk = 1024
 // chunk's tiles.
 func winoWtsTiles(s, sb *winoShape, n, ch int, buf *winoBuf) int {
 	buf.fit(s)
-	total := n * s.th * s.tw
-	t0 := ch * s.chunk
-	nt := min(s.chunk, total-t0)
-	tpi := s.th * s.tw
-	hp, wp := s.padded()
+	nt := winoTiles(s, n, ch, buf)
 	hb, wb := sb.padded()
 	for j := 0; j < nt; j++ {
-		img, r := (t0+j)/tpi, (t0+j)%tpi
-		y0, x0 := int32(r/s.tw*s.m), int32(r%s.tw*s.m)
-		buf.img[j], buf.y0[j], buf.x0[j] = int32(img), y0, x0
-		buf.off[j] = int32(img*s.c*hp*wp) + y0*int32(wp) + x0
-		buf.offDy[j] = int32(img*s.k*hb*wb) + (y0+int32(sb.pad))*int32(wb) + x0 + int32(sb.pad)
+		buf.offDy[j] = buf.img[j]*int32(s.k*hb*wb) + (buf.y0[j]+int32(sb.pad))*int32(wb) + buf.x0[j] + int32(sb.pad)
 	}
 	return nt
 }

@@ -185,7 +185,7 @@ func winoLayer(t testing.TB, n, c, h, w, k, pad, threads int, in, wt, bias []flo
 // bottom diff, weight and bias diffs: the weights pass is on Winograd too,
 // winoWtsMode); a finite-difference gradient check.
 func TestWinogradLayer(t *testing.T) {
-	defer func(mode, wmode int) { winoMode, winoWtsMode = mode, wmode }(winoMode, winoWtsMode)
+	defer func(mode, wmode, wide int) { winoMode, winoWtsMode, winoWideMode = mode, wmode, wide }(winoMode, winoWtsMode, winoWideMode)
 	for _, tc := range winoCases[:6] {
 		r := rand.New(rand.NewPCG(7, uint64(tc.c)))
 		oh, ow := tc.h+2*tc.pad-2, tc.w+2*tc.pad-2
@@ -195,7 +195,11 @@ func TestWinogradLayer(t *testing.T) {
 		wantW, wantB := im2colWts(t, tc.n, tc.c, tc.h, tc.w, tc.k, tc.pad, in, dout)
 		winoMode, winoWtsMode = 1, 1
 		var first [4][]float32
-		for run, threads := range []int{1, 1, 2} {
+		// Two threads share out the chunks (wide -1) or split each one
+		// (wide 1): both must give the one thread's bits.
+		for run, rc := range []struct{ threads, wide int }{{1, 0}, {1, 0}, {2, -1}, {2, 1}} {
+			threads := rc.threads
+			winoWideMode = rc.wide
 			l, bs, ts := winoLayer(t, tc.n, tc.c, tc.h, tc.w, tc.k, tc.pad, threads, in, wt, bias)
 			if k := l.(KernelReporter).Kernel(); !strings.HasPrefix(k, "dsgd Winograd F(4,3) forward, data and weights passes") {
 				t.Fatalf("%+v: runs %q, want dsgd Winograd F(4,3) for all three passes", tc, k)
@@ -203,7 +207,7 @@ func TestWinogradLayer(t *testing.T) {
 			l.Forward(bs, ts)
 			copy(ts[0].Diff, dout)
 			l.Backward(ts, []bool{true}, bs)
-			name := fmt.Sprintf("%+v, %d threads", tc, threads)
+			name := fmt.Sprintf("%+v, %d threads, wide mode %d", tc, threads, rc.wide)
 			hlClose(t, name+": top", ts[0].Data, wantOut, 1e-4)
 			hlClose(t, name+": bottom diff", bs[0].Diff, wantDin, 1e-4)
 			ps := l.Params()
@@ -231,7 +235,34 @@ func TestWinogradLayer(t *testing.T) {
 		// difference is exact at any step; a large one keeps Winograd's
 		// rounding (1e-5 of an output) from swamping it.
 		checkGradients(t, l, bs, ts, gradCheck{Step: 1, Threshold: 1e-3, MaxPerBlob: 40, Seed: 3})
-		winoMode, winoWtsMode = 0, 0
+		winoMode, winoWtsMode, winoWideMode = 0, 0, 0
+	}
+}
+
+// TestWinogradWide checks winoWide's rule on ResNet-18's 3×3 shapes: two
+// threads share out the chunks where that keeps the busiest thread within
+// 1/0.9 of an even share of the tiles, and split each chunk where it
+// would not; one thread never splits.
+func TestWinogradWide(t *testing.T) {
+	for _, tc := range []struct {
+		n, c, hw, threads int
+		want              bool
+	}{
+		{32, 64, 56, 2, false}, // 6,272 tiles in 25 chunks of 256: 13 and 12
+		{16, 64, 56, 2, true},  // 3,136 tiles in 13 chunks, the last of 64: 1,792 and 1,344
+		{32, 128, 28, 2, true}, // 1,568 tiles in 7 chunks of 224: 896 and 672
+		{16, 256, 14, 2, true}, // 256 tiles in chunks of 112: 224 and 32
+		{16, 512, 7, 2, false}, // 64 tiles in 2 chunks of 32
+		{32, 512, 7, 2, true},  // 128 tiles in 3 chunks of 56: 112 and 16
+		{32, 512, 7, 1, false}, // one thread
+		{32, 64, 56, 16, true}, // 25 chunks over 16 threads: 2 chunks and 1
+		{2, 19, 14, 2, false},  // 32 tiles in 2 chunks of 16
+	} {
+		s := newWinoShape(winoTile, tc.n, tc.c, tc.hw, tc.hw, tc.c, 1)
+		if got := winoWide(&s, tc.n, tc.threads); got != tc.want {
+			t.Errorf("n %d, %d channels %d×%d, %d threads: %d tiles in %d chunks of %d: wide %v, want %v",
+				tc.n, tc.c, tc.hw, tc.hw, tc.threads, tc.n*s.th*s.tw, s.chunks(tc.n), s.chunk, got, tc.want)
+		}
 	}
 }
 

@@ -38,7 +38,6 @@ func BenchmarkWinogradTimes(b *testing.B) {
 		u := make([]float32, a2*c.c*c.c)
 		var buf winoBuf
 		buf.fit(&s)
-		total := c.n * s.th * s.tw
 		hp, wp := s.padded()
 		padded := make([]float32, c.n*c.c*hp*wp)
 		best := [4]time.Duration{1 << 62, 1 << 62, 1 << 62, 1 << 62}
@@ -49,23 +48,13 @@ func BenchmarkWinogradTimes(b *testing.B) {
 			winoPad(&s, in, padded, 0, c.n*c.c)
 			d[0] = time.Since(t0)
 			for ch := 0; ch < s.chunks(c.n); ch++ {
-				t0 := ch * s.chunk
-				nt := min(s.chunk, total-t0)
-				v, p := buf.v[:a2*s.c*nt], buf.p[:a2*s.k*nt]
-				tpi := s.th * s.tw
-				for j := 0; j < nt; j++ {
-					img, r := (t0+j)/tpi, (t0+j)%tpi
-					buf.img[j], buf.y0[j], buf.x0[j] = int32(img), int32(r/s.tw*s.m), int32(r%s.tw*s.m)
-					buf.off[j] = int32(img*s.c*hp*wp) + buf.y0[j]*int32(wp) + buf.x0[j]
-				}
+				nt := winoTiles(&s, c.n, ch, &buf)
 				a := time.Now()
-				winoInput(&s, padded, &buf, nt, v)
+				winoInput(&s, padded, &buf, nt, 0, s.c)
 				b := time.Now()
-				for x := 0; x < a2; x++ {
-					tensor.Gemm(false, false, s.k, nt, s.c, 1, u[x*s.k*s.c:], s.c, v[x*s.c*nt:], nt, 0, p[x*s.k*nt:], nt)
-				}
+				winoGemm(&s, u, &buf, nt, 0, a2)
 				e := time.Now()
-				winoOutput(&s, p, nil, &buf, nt, out)
+				winoOutput(&s, nil, &buf, buf.d, nt, out, 0, s.k)
 				d[1] += b.Sub(a)
 				d[2] += e.Sub(b)
 				d[3] += time.Since(e)
