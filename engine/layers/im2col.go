@@ -1,6 +1,10 @@
 package layers
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"dsgd/engine/tensor/simd"
+)
 
 // convGeom is the geometry of a 2-D convolution (or pooling) window sliding
 // over one image: channels c of h×w pixels, a kh×kw kernel moved by
@@ -160,7 +164,7 @@ func col2im(img, col []float32, g *convGeom, ld int) {
 				so := (yLo*g.sh-g.ph+ki*dh)*w + xLo*g.sw - g.pw + kj*dw
 				step := g.sh * w
 				if g.sw == 1 {
-					addRuns(plane[so:], row[yLo*ow+xLo:], yHi-yLo, n, step, ow)
+					simd.AddRuns(plane[so:], row[yLo*ow+xLo:], yHi-yLo, n, step, ow)
 					continue
 				}
 				span := (n-1)*g.sw + 1
@@ -224,40 +228,6 @@ func copyRuns(dst, src []float32, rows, n, dstep, sstep int) {
 			for i := range d {
 				d[i] = s[i]
 			}
-		}
-	}
-}
-
-// addRuns is copyRuns adding into dst instead of copying, with the same
-// unsafe fast path and the same safety argument.
-func addRuns(dst, src []float32, rows, n, dstep, sstep int) {
-	if rows <= 0 || n <= 0 {
-		return
-	}
-	if dstep < 0 || sstep < 0 {
-		panic("layers: addRuns: negative step")
-	}
-	dst = dst[:(rows-1)*dstep+n]
-	src = src[:(rows-1)*sstep+n]
-	if n == 8 {
-		d, s := unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(src))
-		for r := 0; r < rows; r++ {
-			dv, sv := (*[8]float32)(unsafe.Add(d, 4*r*dstep)), (*[8]float32)(unsafe.Add(s, 4*r*sstep))
-			dv[0] += sv[0]
-			dv[1] += sv[1]
-			dv[2] += sv[2]
-			dv[3] += sv[3]
-			dv[4] += sv[4]
-			dv[5] += sv[5]
-			dv[6] += sv[6]
-			dv[7] += sv[7]
-		}
-		return
-	}
-	for r := 0; r < rows; r++ {
-		d, s := dst[r*dstep:r*dstep+n], src[r*sstep:r*sstep+n]
-		for i, v := range s {
-			d[i] += v
 		}
 	}
 }

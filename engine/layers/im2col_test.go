@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"dsgd/engine/tensor/simd"
 )
 
 // randGeom returns a random convolution geometry whose kernel fits the
@@ -163,8 +165,8 @@ func TestCopyAddRuns(t *testing.T) {
 				}
 			}
 			copy(dst, base)
-			addRuns(dst, src, rows, n, dstep, sstep)
-			dstOK(t, "addRuns (dst)")
+			simd.AddRuns(dst, src, rows, n, dstep, sstep)
+			dstOK(t, "simd.AddRuns (dst)")
 			for i := range dst {
 				want := base[i]
 				if rr, j := i/dstep, i%dstep; j < n {
