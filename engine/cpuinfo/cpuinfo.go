@@ -37,8 +37,13 @@ func (f Features) String() string {
 }
 
 // ModelName is the processor's model name as Linux reports it in
-// /proc/cpuinfo ("Intel(R) Xeon(R) Platinum 8581C CPU @ 2.10GHz"), or ""
-// where that file is missing or has none.
+// /proc/cpuinfo, followed by its family, model and stepping
+// ("Intel(R) Xeon(R) Platinum 8581C CPU @ 2.10GHz (family 6 model 207
+// stepping 2)"), or "" where that file is missing or has no name. Cloud
+// machines often name only the brand ("AMD EPYC"): the numbers are what
+// tell a Zen 3 (family 25, models 0–15 and 32–95) from a Zen 4 (family
+// 25, models 16–31 and 96–175) or a Zen 5 (family 26), whose kernels and
+// timings differ.
 func ModelName() string {
 	f, err := os.Open("/proc/cpuinfo")
 	if err != nil {
@@ -48,12 +53,34 @@ func ModelName() string {
 	return modelName(bufio.NewScanner(f))
 }
 
+// modelName reads the first processor's entry: its "model name" and, when
+// present, its "cpu family", "model" and "stepping".
 func modelName(sc *bufio.Scanner) string {
+	var name string
+	var ids []string
 	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" && name != "" {
+			break // the end of the first processor's entry
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch k {
+		case "model name":
+			name = v
+		case "cpu family":
+			ids = append(ids, "family "+v)
+		case "model":
+			ids = append(ids, "model "+v)
+		case "stepping":
+			ids = append(ids, "stepping "+v)
 		}
 	}
-	return ""
+	if name == "" || len(ids) == 0 {
+		return name
+	}
+	return name + " (" + strings.Join(ids, " ") + ")"
 }

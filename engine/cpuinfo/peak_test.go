@@ -193,6 +193,9 @@ func TestModelName(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.10GHz\nflags\t\t: fpu\n", "Intel(R) Xeon(R) CPU @ 2.10GHz"},
 		{"processor\t: 0\nflags\t\t: fpu\n", ""},
+		{"processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\nstepping\t: 1\n\n" +
+			"processor\t: 1\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: Other\nstepping\t: 0\n", "AMD EPYC (family 25 model 17 stepping 1)"},
+		{"cpu family\t: 6\nmodel\t\t: 207\n", ""},
 		{"", ""},
 	} {
 		if got := modelName(bufio.NewScanner(strings.NewReader(c.in))); got != c.want {
