@@ -21,17 +21,26 @@ func (f Fields) String() string {
 	return b.String()
 }
 
-// Parse reads what String wrote.
+// Parse reads what String wrote. A peer sends it, so a line that is not
+// name=value, an empty name and a name given twice (which Compare could
+// read either way) are refused, naming the line.
 func Parse(s string) (Fields, error) {
 	var out Fields
+	seen := map[string]int{}
 	for i, line := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
 		if line == "" && s == "" {
 			break
 		}
 		name, v, ok := strings.Cut(line, "=")
-		if !ok {
+		switch {
+		case !ok:
 			return nil, fmt.Errorf("run settings: line %d %q is not name=value", i+1, line)
+		case name == "":
+			return nil, fmt.Errorf("run settings: line %d %q has no name", i+1, line)
+		case seen[name] != 0:
+			return nil, fmt.Errorf("run settings: line %d sets %q again (first on line %d)", i+1, name, seen[name])
 		}
+		seen[name] = i + 1
 		out = append(out, [2]string{name, v})
 	}
 	return out, nil

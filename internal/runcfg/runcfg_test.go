@@ -33,8 +33,10 @@ func TestRoundTrip(t *testing.T) {
 	if d, differ := Compare(f, got); differ || len(got) != len(f) {
 		t.Fatalf("round trip: %v (%+v)", got, d)
 	}
-	if _, err := Parse("no equals sign"); err == nil {
-		t.Fatal("a line without '=' parsed")
+	for _, bad := range []string{"no equals sign", "=0\n", "a=1\nb=2\na=3\n"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
 	}
 	if got, err := Parse(""); err != nil || len(got) != 0 {
 		t.Fatalf("empty: %v %v", got, err)

@@ -209,15 +209,16 @@ func noEOF(err error) error {
 	return err
 }
 
-// parseInt parses a RESP integer: an optional '-' and 1 to 19 decimal
-// digits, without allocating.
+// parseInt parses a RESP integer as Redis writes it: an optional '-' and
+// 1 to 19 decimal digits with no leading zero (0 itself, never -0), so
+// that a length is read one way only; without allocating.
 func parseInt(b []byte) (int64, error) {
 	neg := len(b) > 0 && b[0] == '-'
 	d := b
 	if neg {
 		d = b[1:]
 	}
-	if len(d) == 0 || len(d) > 19 {
+	if len(d) == 0 || len(d) > 19 || d[0] == '0' && (len(d) > 1 || neg) {
 		return 0, fmt.Errorf("%w: bad integer %q", ErrProtocol, b)
 	}
 	var n uint64

@@ -257,3 +257,28 @@ func FuzzReadFloatsReply(f *testing.F) {
 		}
 	})
 }
+
+// TestParseInt checks the RESP integers parseInt reads and refuses: Redis
+// writes lengths and integers without a sign on zero or leading zeros,
+// so "$04" is not a length of 4.
+func TestParseInt(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"4", 4, true}, {"-1", -1, true}, {"1234567890", 1234567890, true},
+		{"9223372036854775807", 1<<63 - 1, true}, {"-9223372036854775808", -1 << 63, true},
+		{"", 0, false}, {"-", 0, false}, {"04", 0, false}, {"00", 0, false}, {"-0", 0, false},
+		{"-01", 0, false}, {"+4", 0, false}, {"4a", 0, false}, {"9223372036854775808", 0, false},
+		{"12345678901234567890", 0, false},
+	} {
+		got, err := parseInt([]byte(tc.in))
+		if (err == nil) != tc.ok || tc.ok && got != tc.want {
+			t.Errorf("parseInt(%q) = %d, %v; want %d, ok %v", tc.in, got, err, tc.want, tc.ok)
+		}
+		if err != nil && !errors.Is(err, ErrProtocol) {
+			t.Errorf("parseInt(%q): error %v is not ErrProtocol", tc.in, err)
+		}
+	}
+}

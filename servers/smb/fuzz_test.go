@@ -45,7 +45,7 @@ func FuzzHandle(f *testing.F) {
 		for i := range data {
 			data[i] = math.Float32frombits(binary.LittleEndian.Uint32(payload[4*i:]))
 		}
-		s := &Server{store: store}
+		s := &Server{store: store, claims: newClaims(Config{})} // as Listen builds it
 		req := &rpc.Request{Op: op, Ints: [rpc.NumInts]int64{i0, i1, i2, i3}, Text: text, Data: data}
 		var resp rpc.Response
 		err := s.handle(ctx, req, &resp)
