@@ -110,8 +110,10 @@ type DataLayer struct {
 	Type string
 	// Tops names the blobs the layer fills, in order ("data", "label").
 	Tops []string
-	// Source is data_param.source: the dataset's name ("fashion-mnist",
-	// "cifar10") or path, as the data package resolves it. Data only.
+	// Source is data_param.source (image_data_param's, ...): the
+	// dataset's name ("fashion-mnist", "cifar10") or path, as the data
+	// package resolves it. It may be empty, for a source given elsewhere
+	// (SourceErr).
 	Source string
 	// BatchSize is data_param.batch_size. Data only.
 	BatchSize int
@@ -126,6 +128,32 @@ type DataLayer struct {
 	DataSettings
 	// Pos is "file:line:col" of the layer definition.
 	Pos string
+	// noSource is why the layer cannot be read without a source given
+	// elsewhere (SourceErr); nil when it has one or reads none.
+	noSource *prototxt.Error
+}
+
+// SourceErr says why the layer cannot read its data, nil when it can: a
+// Data, ImageData, HDF5Data or WindowData layer whose source is empty or
+// absent. Caffe reads such a net (DIGITS writes one, for the tool to fill
+// the source in) and fails only when the layer opens its source, so dsgd
+// reads it too and refuses it where the data are opened, unless a source
+// given there (dsgd's --data) stands in for the layer's. The error is a
+// *prototxt.Error at the layer's parameters (data_param, ...).
+func (dl *DataLayer) SourceErr() error {
+	if dl.noSource == nil {
+		return nil
+	}
+	return dl.noSource
+}
+
+// missingSource is dl's SourceErr, at pos, the position of ctx (the
+// layer's data_param, ...): nil when dl has a source.
+func missingSource(dl *DataLayer, pos prototxt.Pos, ctx string) *prototxt.Error {
+	if dl.Source != "" {
+		return nil
+	}
+	return &prototxt.Error{Pos: pos, Msg: ctx + " needs a source"}
 }
 
 // PhaseNet is the net of one phase: the compute layers as a model.Spec
@@ -473,12 +501,10 @@ func decodeDataLayer(r *reader, l *LayerDef) *DataLayer {
 			dr.unsupported(name, old)
 		}
 		if dr.ok() {
-			switch {
-			case dl.Source == "":
-				r.d.failf(m.Pos, "data_param of %s needs a source", r.ctx)
-			case dl.BatchSize == 0:
+			if dl.BatchSize == 0 {
 				r.d.failf(m.Pos, "data_param of %s needs a batch_size", r.ctx)
 			}
+			dl.noSource = missingSource(dl, m.Pos, "data_param of "+r.ctx)
 		}
 		dr.finish()
 	case "DummyData":

@@ -537,8 +537,8 @@ func TestNetErrors(t *testing.T) {
 			"f.prototxt:1:1: Data layer 'd' needs data_param { source batch_size }"},
 		{"data no batch", `layer { name: "d" type: "Data" top: "data" data_param { source: "x" } }`,
 			"f.prototxt:1:55: data_param of layer 'd' needs a batch_size"},
-		{"data no source", `layer { name: "d" type: "Data" top: "data" data_param { batch_size: 1 } }`,
-			"f.prototxt:1:55: data_param of layer 'd' needs a source"},
+		{"data no source nor batch", `layer { name: "d" type: "Data" top: "data" data_param { source: "" } }`,
+			"f.prototxt:1:55: data_param of layer 'd' needs a batch_size"},
 		{"data three tops", `layer { name: "d" type: "Data" top: "a" top: "b" top: "c" }`,
 			"f.prototxt:1:1: Data layer 'd' has 3 tops; it needs 1 or 2"},
 		{"data bottom", `layer { name: "d" type: "Data" bottom: "x" top: "a" }`, "f.prototxt:1:1: Data layer 'd' takes no bottom"},
@@ -793,3 +793,4 @@ layer { name: "d" type: "Input" top: "a" top: "b" input_param { shape { dim: 2 }
 		})
 	}
 }
+

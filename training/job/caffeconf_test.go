@@ -1,0 +1,74 @@
+package job
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// confNet is a net whose Data layers leave their source to the tool, as
+// DIGITS writes them: the TRAIN layer has none, the TEST layer an empty
+// one.
+const confNet = `name: "conf"
+layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TRAIN }
+  data_param { batch_size: 4 } }
+layer { name: "dt" type: "Data" top: "data" top: "label" include { phase: TEST }
+  data_param { source: "" batch_size: 4 } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 4 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`
+
+// writeConf writes confNet and solver into a new directory and returns
+// the solver's path.
+func writeConf(t *testing.T, solver string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range map[string]string{"net.prototxt": confNet, "solver.prototxt": `net: "` + filepath.Join(dir, "net.prototxt") + `"` + "\n" + solver} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "solver.prototxt")
+}
+
+// TestEmptySource: a data layer without a source loads, and is refused
+// where its data are opened, naming the layer and its line, unless
+// Options.Data stands in for it.
+func TestEmptySource(t *testing.T) {
+	solver := writeConf(t, `base_lr: 0.1 lr_policy: "fixed" max_iter: 2 test_iter: 1 test_interval: 1`)
+	net := filepath.Join(filepath.Dir(solver), "net.prototxt")
+	for _, c := range []struct {
+		name string
+		data string
+		test bool
+		want string
+	}{
+		{"train, no source", "", false, net + ":3:14: data_param of layer 'd' needs a source (give one with Options.Data)"},
+		{"train, Options.Data", "synthetic:N=16,C=1,H=2,W=2,classes=4", true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			j, err := Load(Options{Solver: solver, Data: c.data, Seed: 1})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			defer j.Close()
+			err = j.OpenData(c.test, 1)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("OpenData: %v", err)
+			case c.want != "" && (err == nil || err.Error() != c.want):
+				t.Fatalf("OpenData: %v, want %q", err, c.want)
+			}
+		})
+	}
+	// The TEST layer alone (its source empty, not absent).
+	j, err := Load(Options{Solver: solver, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.OpenTestFeeds(); err == nil || err.Error() != net+":5:14: data_param of layer 'dt' needs a source (give one with Options.Data)" {
+		t.Errorf("OpenTestFeeds: %v", err)
+	}
+}
+
