@@ -104,6 +104,11 @@ func Train(ctx context.Context, o RunOptions, d RunDeps) (res *train.Result, err
 	if err != nil {
 		return nil, err
 	}
+	// A solver without base_lr or lr_policy was read, as Caffe reads it;
+	// training needs them: refuse before any data or file is opened.
+	if err := j.Solver.CheckTrain(); err != nil {
+		return nil, err
+	}
 	j.WriteNotes(d.Stderr)
 	r := &runner{o: o, d: d, j: j}
 	if err := r.config(); err != nil {

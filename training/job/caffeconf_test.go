@@ -1,8 +1,11 @@
 package job
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -72,3 +75,30 @@ func TestEmptySource(t *testing.T) {
 	}
 }
 
+// TestTrainNeedsRate: a solver without base_lr or lr_policy loads (what
+// test and time need), and Train refuses it with the solver file and
+// the field before it opens the data (Options.Data names none there).
+func TestTrainNeedsRate(t *testing.T) {
+	for _, c := range []struct{ name, solver, want string }{
+		{"no base_lr", `lr_policy: "fixed" max_iter: 2`, ":1:1: solver: base_lr is required"},
+		{"no lr_policy", `base_lr: 0.1 max_iter: 2`, ":1:1: solver: lr_policy is required"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			solver := writeConf(t, c.solver)
+			if _, err := Load(Options{Solver: solver, Seed: 1}); err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			o := DefaultRunOptions()
+			o.Model = Options{Solver: solver, Data: filepath.Join(filepath.Dir(solver), "nodata"), Seed: 1}
+			o.Threads, o.SnapshotPrefix = 1, "none"
+			var out, errw bytes.Buffer
+			_, err := Train(context.Background(), o, RunDeps{Stdout: &out, Stderr: &errw})
+			if err == nil || !strings.HasPrefix(err.Error(), solver+c.want) {
+				t.Fatalf("Train: %v, want %q", err, solver+c.want)
+			}
+			if out.Len() > 0 {
+				t.Errorf("the refused run printed:\n%s", out.String())
+			}
+		})
+	}
+}
