@@ -184,6 +184,16 @@ func (r *runner) config() error {
 	if o.Iters > 0 {
 		cfg.MaxIter = o.Iters
 	}
+	if cfg.MaxIter <= 0 {
+		// Caffe runs no iteration then, but still snapshots the starting
+		// weights and tests them (Solver::Solve); dsgd's trainer does not,
+		// so refuse now, before any file or data is opened.
+		solver := o.Model.Solver
+		if solver == "" {
+			solver = o.Model.Model + "_solver.prototxt"
+		}
+		return fmt.Errorf("%s: max_iter is %d: there is no iteration to train (Caffe would only snapshot the starting weights and test them); set max_iter, or RunOptions.Iters", solver, cfg.MaxIter)
+	}
 	if o.SnapshotFormat != "" {
 		cfg.SnapshotFormat = o.SnapshotFormat
 	}

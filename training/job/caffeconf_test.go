@@ -77,11 +77,14 @@ func TestEmptySource(t *testing.T) {
 
 // TestTrainNeedsRate: a solver without base_lr or lr_policy loads (what
 // test and time need), and Train refuses it with the solver file and
-// the field before it opens the data (Options.Data names none there).
+// the field before it opens the data (Options.Data names none there);
+// so it refuses a solver without max_iter.
 func TestTrainNeedsRate(t *testing.T) {
 	for _, c := range []struct{ name, solver, want string }{
 		{"no base_lr", `lr_policy: "fixed" max_iter: 2`, ":1:1: solver: base_lr is required"},
 		{"no lr_policy", `base_lr: 0.1 max_iter: 2`, ":1:1: solver: lr_policy is required"},
+		// Caffe then trains no iteration; dsgd refuses, before the data.
+		{"no max_iter", `base_lr: 0.1 lr_policy: "fixed"`, ": max_iter is 0: there is no iteration to train"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			solver := writeConf(t, c.solver)
