@@ -45,6 +45,12 @@ type LayerDef struct {
 	// Include and Exclude are the layer's include and exclude rules; at
 	// most one of them is non-empty, as Caffe requires.
 	Include, Exclude []PhaseRule
+	// Phase is the layer's own phase field when HasPhase: Caffe runs the
+	// layer in it whatever its net's phase (nets Caffe writes out give
+	// every layer one). dsgd builds such a layer only into a net of that
+	// phase (PhaseState).
+	Phase    layers.Phase
+	HasPhase bool
 	// Pos is where the layer definition starts.
 	Pos prototxt.Pos
 	// Compute is the layer's spec for a compute layer.
@@ -381,7 +387,9 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 	if len(l.Include) > 0 && len(l.Exclude) > 0 {
 		d.failf(f.Pos, "layer '%s' has both include and exclude rules; Caffe allows only one kind", l.Name)
 	}
-	r.unsupported("phase", "use include { phase: ... } to select the phase")
+	if r.has("phase") {
+		l.HasPhase, l.Phase = true, layers.Phase(r.enum("phase", 0, "TRAIN", "TEST"))
+	}
 	r.unsupported("blobs", "dsgd initialises params with fillers and restores them from snapshots")
 	if !r.ok() {
 		return nil
@@ -598,6 +606,11 @@ func (n *NetDef) PhaseState(p layers.Phase, st NetState) (*PhaseNet, error) {
 	for _, l := range n.Layers {
 		if !l.InState(p, st) {
 			continue
+		}
+		if l.HasPhase && l.Phase != p {
+			return nil, &prototxt.Error{Pos: l.Pos, Msg: fmt.Sprintf(
+				"layer '%s' (%s phase) sets phase: %s, in which Caffe would run it inside this %s net; dsgd runs every layer in its net's phase: "+
+					"remove the field, or select the layer by phase with include { phase: %s }", l.Name, p, l.Phase, p, l.Phase)}
 		}
 		for _, b := range l.Bottom {
 			if !blobs[b] {

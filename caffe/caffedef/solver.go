@@ -186,7 +186,10 @@ func ParseSolver(filename string, src []byte) (*SolverDef, error) {
 	r.ignore("debug_info", "dsgd does not print per-layer debug information")
 	s.Weights = r.strs("weights")
 	r.ignore("layer_wise_reduce", "it only orders Caffe's multi-GPU NCCL reduction; dsgd's --scheme chooses how workers exchange gradients")
-	r.unsupported("snapshot_diff", "dsgd's snapshots hold the weights and the solver's history, not gradients; remove it")
+	// snapshot_diff: false is Caffe's default, written out.
+	if f := r.one("snapshot_diff"); f != nil && r.boolValue(f) {
+		r.d.failf(f.Pos, "unsupported field 'snapshot_diff' in solver: dsgd's snapshots hold the weights and the solver's history, not gradients; remove it")
+	}
 	// Caffe's mnist_autoencoder solvers set it to print the test loss;
 	// dsgd's test pass prints every scalar output of the test net anyway.
 	r.ignore("test_compute_loss", "dsgd's test pass reports every output of the test net, its losses among them")

@@ -186,7 +186,8 @@ func TestSolverErrors(t *testing.T) {
 		{"test_state count", ok + `net: "x" test_iter: 1 test_state { } test_state { }`, "s.prototxt:1:66: solver has 2 test_state for 1 test nets"},
 		{"test_net without test_iter", ok + `test_net: "x"`, "s.prototxt:1:1: solver has 1 test nets (test_net, test_net_param) but 0 test_iter"},
 		{"bad inline net", ok + `net_param { layer { name: "x" type: "Nope" } }`, "s.prototxt:1:45: layer 'x' has unknown type 'Nope'"},
-		{"state phase", ok + `net: "x" train_state { phase: TEST }`, "s.prototxt:1:56: unsupported field 'phase' in train_state in solver"},
+		{"state phase", ok + `net: "x" train_state { phase: TEST }`, "s.prototxt:1:63: phase in train_state in solver: the solver builds this net in phase TRAIN; phase TEST would build it"},
+		{"test state phase", ok + `net: "x" test_iter: 1 test_state { phase: TRAIN }`, "s.prototxt:1:75: phase in test_state in solver: the solver builds this net in phase TEST; phase TRAIN would build it"},
 		{"max_iter negative", ok + "max_iter: -5", "s.prototxt:1:43: max_iter in solver: must be at least 0, got -5"},
 		{"average_loss zero", ok + "average_loss: 0", "s.prototxt:1:47: average_loss in solver: must be at least 1, got 0"},
 		{"display twice", ok + "display: 1 display: 2", "s.prototxt:1:44: display in solver is given more than once"},
@@ -257,6 +258,27 @@ func TestSolverCheckTrain(t *testing.T) {
 	// SolverDef{} (a net read without a solver) never trains: nothing to say.
 	if err := (&SolverDef{}).CheckTrain(); err != nil {
 		t.Errorf("empty SolverDef: %v", err)
+	}
+}
+
+// TestSolverCaffeDefaults: fields Caffe reads with the value it would
+// take anyway (its default, the phase the solver sets) read without a
+// word.
+func TestSolverCaffeDefaults(t *testing.T) {
+	const ok = `base_lr: 0.1 lr_policy: "fixed" net: "x" `
+	for _, src := range []string{
+		ok + "snapshot_diff: false",
+		ok + "train_state { phase: TRAIN stage: 's' }",
+		ok + "test_iter: 1 test_state { phase: TEST }",
+	} {
+		s, err := ParseSolver("s.prototxt", []byte(src))
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if len(s.Warnings) > 0 {
+			t.Errorf("%s: warnings %q", src, s.Warnings)
+		}
 	}
 }
 
