@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"dsgd/caffe/caffedef"
@@ -412,11 +413,9 @@ func TestCaffePortFilterNet(t *testing.T) {
 // the two test nets of a solver with an inline net_param and test_states.
 func TestCaffePortSolver(t *testing.T) {
 	t.Run("SolverTest.TestInitTrainTestNets", func(t *testing.T) {
-		// Caffe's solver has no base_lr nor lr_policy (it needs them only
-		// to train); dsgd requires both when it reads a solver,
-		// deliberately, so the port adds them.
-		const src = `base_lr: 0.01 lr_policy: 'fixed'
-test_interval: 10
+		// Caffe's solver, literally: no base_lr nor lr_policy, which it
+		// (and dsgd) needs only to train.
+		const src = `test_interval: 10
 test_iter: 10 test_state: { stage: 'with-softmax' }
 test_iter: 10 test_state: {}
 net_param {
@@ -433,6 +432,9 @@ net_param {
 		sd, err := caffedef.ParseSolver("solver.prototxt", []byte(src))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if err := sd.CheckTrain(); err == nil || !strings.Contains(err.Error(), "base_lr is required") {
+			t.Errorf("CheckTrain: %v, want base_lr is required", err)
 		}
 		names := func(src caffedef.NetSource, p layers.Phase, st caffedef.NetState) []string {
 			def, err := src.Load()
@@ -635,17 +637,24 @@ func TestCaffePortDummyData(t *testing.T) {
 
 // TestCaffePortSolverFactory ports Caffe's test_solver_factory.cpp: a
 // solver of each of Caffe's registered types reads and builds with that
-// type (base_lr and lr_policy added, as dsgd requires them).
+// type. Caffe's solver, literally, has no base_lr nor lr_policy: Caffe's
+// solver takes its rate when it steps, dsgd's solver.New when it is
+// made, so the port gives solver.New a fixed rate.
 func TestCaffePortSolverFactory(t *testing.T) {
 	t.Run("SolverFactoryTest.TestCreateSolver", func(t *testing.T) {
 		for _, typ := range []string{"AdaDelta", "AdaGrad", "Adam", "Nesterov", "RMSProp", "SGD"} {
-			src := "type: '" + typ + "' base_lr: 0.01 lr_policy: 'fixed' " +
-				"train_net_param { layer { name: 'data' type: 'DummyData' top: 'data' dummy_data_param { shape { dim: 1 } } } }"
+			src := "train_net_param { layer { name: 'data' type: 'DummyData' top: 'data' dummy_data_param { shape { dim: 1 } } } } " +
+				"type: '" + typ + "'"
 			sd, err := caffedef.ParseSolver("solver.prototxt", []byte(src))
 			if err != nil {
 				t.Fatalf("%s: %v", typ, err)
 			}
-			s, err := solver.New(sd.Solver, 1, []solver.Segment{{Off: 0, Len: 1, LRMult: 1, DecayMult: 1}})
+			if _, err := sd.TrainNet.Load(); err != nil {
+				t.Fatalf("%s: train net: %v", typ, err)
+			}
+			cfg := sd.Solver
+			cfg.BaseLR, cfg.LRPolicy = 0.01, "fixed"
+			s, err := solver.New(cfg, 1, []solver.Segment{{Off: 0, Len: 1, LRMult: 1, DecayMult: 1}})
 			if err != nil {
 				t.Fatalf("%s: %v", typ, err)
 			}

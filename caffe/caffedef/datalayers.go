@@ -132,12 +132,10 @@ func decodeFileData(r *reader, l *LayerDef, dl *DataLayer) {
 		}
 	}
 	if pr.ok() {
-		switch {
-		case dl.Source == "":
-			r.d.failf(m.Pos, "%s needs a source", pr.ctx)
-		case dl.BatchSize == 0:
+		if dl.BatchSize == 0 {
 			r.d.failf(m.Pos, "%s needs a batch_size", pr.ctx)
 		}
+		dl.noSource = missingSource(dl, m.Pos, pr.ctx)
 	}
 	pr.finish()
 }

@@ -63,7 +63,6 @@ func TestDataLayerErrors(t *testing.T) {
 		{"python", `layer { name: "p" type: "Python" top: "data" }`, "f.prototxt:1:1: layer 'p' is a Python layer"},
 		{"one of new_height", `layer { name: "d" type: "ImageData" top: "data" image_data_param { source: "l" batch_size: 1 new_height: 3 } }`,
 			"sets only one of new_height and new_width"},
-		{"image data no source", `layer { name: "d" type: "ImageData" top: "data" image_data_param { batch_size: 1 } }`, "image_data_param of layer 'd' needs a source"},
 		{"dummy shapes", `layer { name: "d" type: "DummyData" top: "a" top: "b" top: "c" dummy_data_param { shape { dim: 1 } shape { dim: 2 } } }`,
 			"has 2 shapes for 3 tops"},
 		{"dummy filler", `layer { name: "d" type: "DummyData" top: "a" dummy_data_param { shape { dim: 1 } data_filler { type: "xavier" } } }`,
@@ -105,5 +104,47 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" }`))
 	_, err = ParseNet("f.prototxt", []byte(`layer { name: "m" type: "MemoryData" top: "data" memory_data_param { batch_size: 4 channels: 3 height: 5 } }`))
 	if err == nil || !strings.Contains(err.Error(), "memory_data_param of layer 'm' needs width") {
 		t.Errorf("err %v", err)
+	}
+}
+
+// TestDataLayerSourceErr checks that a data layer without a source reads,
+// as in Caffe (DIGITS leaves the source to the tool), and that SourceErr
+// says so with the layer's name and the position of its parameters.
+func TestDataLayerSourceErr(t *testing.T) {
+	for _, c := range []struct{ name, src, want string }{
+		{"data", `layer { name: "d" type: "Data" top: "data" data_param { source: "db" batch_size: 1 } }`, ""},
+		{"data no source", `layer { name: "d" type: "Data" top: "data" data_param { batch_size: 1 } }`,
+			"f.prototxt:1:55: data_param of layer 'd' needs a source"},
+		{"data empty source", `layer { name: "d" type: "Data" top: "data" data_param { source: "" batch_size: 1 } }`,
+			"f.prototxt:1:55: data_param of layer 'd' needs a source"},
+		{"image data", `layer { name: "d" type: "ImageData" top: "data" image_data_param { batch_size: 1 } }`,
+			"f.prototxt:1:66: image_data_param of layer 'd' needs a source"},
+		{"hdf5", `layer { name: "h" type: "HDF5Data" top: "data" hdf5_data_param { source: "" batch_size: 1 } }`,
+			"f.prototxt:1:64: hdf5_data_param of layer 'h' needs a source"},
+		{"window", `layer { name: "w" type: "WindowData" top: "data" top: "label" window_data_param { batch_size: 1 } }`,
+			"f.prototxt:1:81: window_data_param of layer 'w' needs a source"},
+		{"dummy", `layer { name: "d" type: "DummyData" top: "a" dummy_data_param { shape { dim: 1 } } }`, ""},
+		{"input", `layer { name: "d" type: "Input" top: "a" input_param { shape { dim: 1 } } }`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n, err := ParseNet("f.prototxt", []byte(c.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = n.Layers[0].Data.SourceErr()
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("SourceErr: %v", err)
+			case c.want != "" && (err == nil || err.Error() != c.want):
+				t.Fatalf("SourceErr: %v, want %q", err, c.want)
+			}
+			pn, err := n.Phase(layers.Train)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := pn.Data[0].SourceErr() != nil, c.want != ""; got != want {
+				t.Errorf("the TRAIN phase's copy: SourceErr set %v, want %v", got, want)
+			}
+		})
 	}
 }

@@ -65,6 +65,7 @@ func FuzzParseSolver(f *testing.F) {
 	for _, s := range []string{
 		`base_lr: 0.1 lr_policy: "multistep" gamma: 0.5 stepvalue: [10, 20] type: "Adam"`,
 		`base_lr: 0.1 lr_policy: "poly" power: 1 max_iter: 10 solver_type: RMSPROP`,
+		`test_iter: 1 test_interval: 10 net: "n"`, // Caffe's SolverTest: no base_lr, no lr_policy
 	} {
 		f.Add([]byte(s))
 	}
@@ -73,8 +74,12 @@ func FuzzParseSolver(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !(s.Solver.BaseLR > 0) || !slices.Contains(lrPolicies(), s.Solver.LRPolicy) || s.Solver.MaxIter != s.MaxIter {
-			t.Fatalf("accepted an invalid solver: %+v", s)
+		// Without base_lr or lr_policy it is read, as Caffe reads it, and
+		// CheckTrain refuses it; a solver that trains has both.
+		trains := s.CheckTrain() == nil
+		if trains && !(s.Solver.BaseLR > 0) || trains && !slices.Contains(lrPolicies(), s.Solver.LRPolicy) ||
+			s.Solver.LRPolicy != "" && !slices.Contains(lrPolicies(), s.Solver.LRPolicy) || s.Solver.MaxIter != s.MaxIter {
+			t.Fatalf("accepted an invalid solver: %+v (CheckTrain: %v)", s, s.CheckTrain())
 		}
 	})
 }

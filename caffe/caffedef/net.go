@@ -45,6 +45,12 @@ type LayerDef struct {
 	// Include and Exclude are the layer's include and exclude rules; at
 	// most one of them is non-empty, as Caffe requires.
 	Include, Exclude []PhaseRule
+	// Phase is the layer's own phase field when HasPhase: Caffe runs the
+	// layer in it whatever its net's phase (nets Caffe writes out give
+	// every layer one). dsgd builds such a layer only into a net of that
+	// phase (PhaseState).
+	Phase    layers.Phase
+	HasPhase bool
 	// Pos is where the layer definition starts.
 	Pos prototxt.Pos
 	// Compute is the layer's spec for a compute layer.
@@ -110,8 +116,10 @@ type DataLayer struct {
 	Type string
 	// Tops names the blobs the layer fills, in order ("data", "label").
 	Tops []string
-	// Source is data_param.source: the dataset's name ("fashion-mnist",
-	// "cifar10") or path, as the data package resolves it. Data only.
+	// Source is data_param.source (image_data_param's, ...): the
+	// dataset's name ("fashion-mnist", "cifar10") or path, as the data
+	// package resolves it. It may be empty, for a source given elsewhere
+	// (SourceErr).
 	Source string
 	// BatchSize is data_param.batch_size. Data only.
 	BatchSize int
@@ -126,6 +134,32 @@ type DataLayer struct {
 	DataSettings
 	// Pos is "file:line:col" of the layer definition.
 	Pos string
+	// noSource is why the layer cannot be read without a source given
+	// elsewhere (SourceErr); nil when it has one or reads none.
+	noSource *prototxt.Error
+}
+
+// SourceErr says why the layer cannot read its data, nil when it can: a
+// Data, ImageData, HDF5Data or WindowData layer whose source is empty or
+// absent. Caffe reads such a net (DIGITS writes one, for the tool to fill
+// the source in) and fails only when the layer opens its source, so dsgd
+// reads it too and refuses it where the data are opened, unless a source
+// given there (dsgd's --data) stands in for the layer's. The error is a
+// *prototxt.Error at the layer's parameters (data_param, ...).
+func (dl *DataLayer) SourceErr() error {
+	if dl.noSource == nil {
+		return nil
+	}
+	return dl.noSource
+}
+
+// missingSource is dl's SourceErr, at pos, the position of ctx (the
+// layer's data_param, ...): nil when dl has a source.
+func missingSource(dl *DataLayer, pos prototxt.Pos, ctx string) *prototxt.Error {
+	if dl.Source != "" {
+		return nil
+	}
+	return &prototxt.Error{Pos: pos, Msg: ctx + " needs a source"}
 }
 
 // PhaseNet is the net of one phase: the compute layers as a model.Spec
@@ -353,7 +387,9 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 	if len(l.Include) > 0 && len(l.Exclude) > 0 {
 		d.failf(f.Pos, "layer '%s' has both include and exclude rules; Caffe allows only one kind", l.Name)
 	}
-	r.unsupported("phase", "use include { phase: ... } to select the phase")
+	if r.has("phase") {
+		l.HasPhase, l.Phase = true, layers.Phase(r.enum("phase", 0, "TRAIN", "TEST"))
+	}
 	r.unsupported("blobs", "dsgd initialises params with fillers and restores them from snapshots")
 	if !r.ok() {
 		return nil
@@ -473,12 +509,10 @@ func decodeDataLayer(r *reader, l *LayerDef) *DataLayer {
 			dr.unsupported(name, old)
 		}
 		if dr.ok() {
-			switch {
-			case dl.Source == "":
-				r.d.failf(m.Pos, "data_param of %s needs a source", r.ctx)
-			case dl.BatchSize == 0:
+			if dl.BatchSize == 0 {
 				r.d.failf(m.Pos, "data_param of %s needs a batch_size", r.ctx)
 			}
+			dl.noSource = missingSource(dl, m.Pos, "data_param of "+r.ctx)
 		}
 		dr.finish()
 	case "DummyData":
@@ -572,6 +606,11 @@ func (n *NetDef) PhaseState(p layers.Phase, st NetState) (*PhaseNet, error) {
 	for _, l := range n.Layers {
 		if !l.InState(p, st) {
 			continue
+		}
+		if l.HasPhase && l.Phase != p {
+			return nil, &prototxt.Error{Pos: l.Pos, Msg: fmt.Sprintf(
+				"layer '%s' (%s phase) sets phase: %s, in which Caffe would run it inside this %s net; dsgd runs every layer in its net's phase: "+
+					"remove the field, or select the layer by phase with include { phase: %s }", l.Name, p, l.Phase, p, l.Phase)}
 		}
 		for _, b := range l.Bottom {
 			if !blobs[b] {

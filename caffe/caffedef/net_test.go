@@ -537,8 +537,8 @@ func TestNetErrors(t *testing.T) {
 			"f.prototxt:1:1: Data layer 'd' needs data_param { source batch_size }"},
 		{"data no batch", `layer { name: "d" type: "Data" top: "data" data_param { source: "x" } }`,
 			"f.prototxt:1:55: data_param of layer 'd' needs a batch_size"},
-		{"data no source", `layer { name: "d" type: "Data" top: "data" data_param { batch_size: 1 } }`,
-			"f.prototxt:1:55: data_param of layer 'd' needs a source"},
+		{"data no source nor batch", `layer { name: "d" type: "Data" top: "data" data_param { source: "" } }`,
+			"f.prototxt:1:55: data_param of layer 'd' needs a batch_size"},
 		{"data three tops", `layer { name: "d" type: "Data" top: "a" top: "b" top: "c" }`,
 			"f.prototxt:1:1: Data layer 'd' has 3 tops; it needs 1 or 2"},
 		{"data bottom", `layer { name: "d" type: "Data" bottom: "x" top: "a" }`, "f.prototxt:1:1: Data layer 'd' takes no bottom"},
@@ -791,5 +791,44 @@ layer { name: "d" type: "Input" top: "a" top: "b" input_param { shape { dim: 2 }
 				t.Errorf("upgraded text keeps the input field:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestLayerPhaseField: a layer's own phase field, which Caffe writes
+// into every layer of the nets it saves, is read; a net of that phase
+// builds, and one of the other phase, in which Caffe would run the layer
+// in a phase not its net's, is refused naming the layer.
+func TestLayerPhaseField(t *testing.T) {
+	const src = `name: "p"
+layer { name: "in" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 } } phase: TRAIN }
+layer { name: "drop" type: "Dropout" bottom: "data" top: "data" phase: TRAIN }
+layer { name: "acc" type: "ReLU" bottom: "data" top: "r" include { phase: TEST } phase: TEST }
+`
+	n, err := ParseNet("f.prototxt", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := n.Layers[1]; !l.HasPhase || l.Phase != layers.Train {
+		t.Errorf("layer %q: phase %v (set %v), want TRAIN", l.Name, l.Phase, l.HasPhase)
+	}
+	for _, c := range []struct {
+		phase layers.Phase
+		want  string
+	}{
+		{layers.Train, ""},
+		{layers.Test, "f.prototxt:2:1: layer 'in' (TEST phase) sets phase: TRAIN, in which Caffe would run it inside this TEST net"},
+	} {
+		pn, err := n.Phase(c.phase)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.phase, err)
+		case c.want == "" && len(pn.Spec.Layers) != 1:
+			t.Errorf("%v: %d compute layers, want 1 (drop)", c.phase, len(pn.Spec.Layers))
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%v: %v, want %q", c.phase, err, c.want)
+		}
+	}
+	if _, err := ParseNet("f.prototxt", []byte(`layer { name: "r" type: "ReLU" bottom: "x" top: "x" phase: VAL }`)); err == nil || !strings.Contains(err.Error(), "unknown value VAL") {
+		t.Errorf("phase: VAL: %v", err)
 	}
 }

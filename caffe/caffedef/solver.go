@@ -84,6 +84,23 @@ type SolverDef struct {
 	// Warnings lists the harmless fields that were ignored, each with its
 	// position and the reason.
 	Warnings []string
+	// trainErr is why the solver cannot train (CheckTrain); nil when it can.
+	trainErr *prototxt.Error
+}
+
+// CheckTrain says why the solver cannot train, nil when it can: a solver
+// without base_lr or lr_policy (or with an empty lr_policy). Caffe reads
+// such a solver (its own SolverTest and SolverFactoryTest use one) and
+// fails only when it first computes the learning rate, so dsgd reads it
+// too (dsgd test, time and upgrade need only its nets) and a training run
+// refuses it here, before it opens any data. The error is a
+// *prototxt.Error at the start of the solver file, naming the missing
+// field.
+func (s *SolverDef) CheckTrain() error {
+	if s.trainErr == nil {
+		return nil
+	}
+	return s.trainErr
 }
 
 // LoadSolver reads and parses the solver prototxt at path.
@@ -110,8 +127,10 @@ func lrPolicies() []string {
 // ParseSolver parses src, a Caffe SolverParameter in text format read from
 // the file filename. It applies Caffe's defaults, rejects every field dsgd
 // does not support (a few harmless ones are ignored with a warning) and
-// checks that the learning-rate policy has the settings it needs. Errors
-// with a position are *prototxt.Error.
+// checks that the learning-rate policy has the settings it needs. A
+// solver without base_lr or lr_policy is read, as Caffe reads it; only
+// training refuses it (CheckTrain). Errors with a position are
+// *prototxt.Error.
 func ParseSolver(filename string, src []byte) (*SolverDef, error) {
 	msg, err := prototxt.Parse(filename, src)
 	if err != nil {
@@ -167,7 +186,10 @@ func ParseSolver(filename string, src []byte) (*SolverDef, error) {
 	r.ignore("debug_info", "dsgd does not print per-layer debug information")
 	s.Weights = r.strs("weights")
 	r.ignore("layer_wise_reduce", "it only orders Caffe's multi-GPU NCCL reduction; dsgd's --scheme chooses how workers exchange gradients")
-	r.unsupported("snapshot_diff", "dsgd's snapshots hold the weights and the solver's history, not gradients; remove it")
+	// snapshot_diff: false is Caffe's default, written out.
+	if f := r.one("snapshot_diff"); f != nil && r.boolValue(f) {
+		r.d.failf(f.Pos, "unsupported field 'snapshot_diff' in solver: dsgd's snapshots hold the weights and the solver's history, not gradients; remove it")
+	}
 	// Caffe's mnist_autoencoder solvers set it to print the test loss;
 	// dsgd's test pass prints every scalar output of the test net anyway.
 	r.ignore("test_compute_loss", "dsgd's test pass reports every output of the test net, its losses among them")
@@ -206,7 +228,8 @@ func solverType(r *reader) string {
 
 // validateSolver checks ranges and that the learning-rate policy has the
 // settings it needs, reporting the offending field's position (or the
-// file's, for a missing field).
+// file's, for a missing field), and keeps for CheckTrain a missing
+// base_lr or lr_policy.
 func validateSolver(d *decoder, r *reader, s *SolverDef) {
 	c := &s.Solver
 	file := r.m.Pos
@@ -222,10 +245,11 @@ func validateSolver(d *decoder, r *reader, s *SolverDef) {
 			d.failf(at("lr_policy"), "solver: %s needs %s", why, name)
 		}
 	}
+	// Caffe reads a solver without base_lr or lr_policy and needs them
+	// only to train: CheckTrain refuses it then. A base_lr written out is
+	// checked here, as every other range.
 	switch {
-	case !r.has("base_lr"):
-		d.failf(file, "solver: base_lr is required")
-	case c.BaseLR <= 0:
+	case r.has("base_lr") && c.BaseLR <= 0:
 		d.failf(at("base_lr"), "base_lr in solver: must be > 0, got %g", c.BaseLR)
 	case c.Momentum < 0 || c.Momentum >= 1:
 		d.failf(at("momentum"), "momentum in solver: must be in [0, 1), got %g", c.Momentum)
@@ -245,9 +269,7 @@ func validateSolver(d *decoder, r *reader, s *SolverDef) {
 		d.failf(at("weight_decay"), "weight_decay in solver: must be >= 0, got %g", c.WeightDecay)
 	case c.Regularization != "L2" && c.Regularization != "L1":
 		d.failf(at("regularization_type"), "regularization_type in solver: unknown value %q; expected \"L2\" or \"L1\"", c.Regularization)
-	case c.LRPolicy == "":
-		d.failf(file, "solver: lr_policy is required (one of %s)", strings.Join(lrPolicies(), ", "))
-	case !slices.Contains(lrPolicies(), c.LRPolicy):
+	case c.LRPolicy != "" && !slices.Contains(lrPolicies(), c.LRPolicy):
 		d.failf(at("lr_policy"), "lr_policy in solver: unknown policy %q; expected one of %s",
 			c.LRPolicy, strings.Join(lrPolicies(), ", "))
 	}
@@ -300,12 +322,24 @@ func validateSolver(d *decoder, r *reader, s *SolverDef) {
 		need("gamma", policy)
 		need("stepsize", policy)
 	}
-	if d.err == nil {
-		// A backstop: what the solver itself would reject. The checks above
-		// should catch all of it, with positions.
-		check := *c
-		if err := check.Validate(); err != nil {
-			d.failf(file, "%v", err)
-		}
+	if d.err != nil {
+		return
+	}
+	// A backstop: what the solver itself would reject. The checks above
+	// should catch all of it, with positions. What CheckTrain refuses
+	// stands in as a fixed rate of 1 here.
+	check := *c
+	switch {
+	case !r.has("base_lr"):
+		s.trainErr = &prototxt.Error{Pos: file, Msg: "solver: base_lr is required"}
+		check.BaseLR = 1
+	case c.LRPolicy == "":
+		s.trainErr = &prototxt.Error{Pos: file, Msg: fmt.Sprintf("solver: lr_policy is required (one of %s)", strings.Join(lrPolicies(), ", "))}
+	}
+	if check.LRPolicy == "" {
+		check.LRPolicy = "fixed"
+	}
+	if err := check.Validate(); err != nil {
+		d.failf(file, "%v", err)
 	}
 }

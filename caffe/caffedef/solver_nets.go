@@ -144,7 +144,7 @@ func decodeNets(d *decoder, r *reader, filename string, s *SolverDef) {
 		s.Net = s.TrainNet.Path
 	}
 	if m := r.msg("train_state"); m != nil {
-		s.TrainState = decodeState(d, m, "train_state in solver")
+		s.TrainState = decodeState(d, m, "train_state in solver", "TRAIN")
 	}
 	iters := r.all("test_iter")
 	var its []int
@@ -200,7 +200,7 @@ func decodeNets(d *decoder, r *reader, filename string, s *SolverDef) {
 	for i, ns := range sources {
 		tn := TestNet{Source: ns, Iter: its[i]}
 		if len(states) > 0 {
-			tn.State = decodeState(d, states[i], "test_state in solver")
+			tn.State = decodeState(d, states[i], "test_state in solver", "TEST")
 		}
 		s.TestNets = append(s.TestNets, tn)
 	}
@@ -209,12 +209,18 @@ func decodeNets(d *decoder, r *reader, filename string, s *SolverDef) {
 	}
 }
 
-// decodeState decodes a NetState given in a solver: stage and level (the
-// phase is the solver's to set).
-func decodeState(d *decoder, m *prototxt.Message, ctx string) NetState {
+// decodeState decodes a NetState given in a solver: stage and level. The
+// phase is the solver's to set (phase, TRAIN for the train net, TEST for
+// test nets): a state may repeat it, as Caffe's merge then leaves it; the
+// other phase, which Caffe would build the net in, is refused.
+func decodeState(d *decoder, m *prototxt.Message, ctx, phase string) NetState {
 	r := d.reader(m, ctx)
 	st := NetState{Level: r.int("level", 0, -maxI32, maxI32), Stages: r.strs("stage")}
-	r.unsupported("phase", "the solver sets the phase: TRAIN for the train net, TEST for test nets")
+	if f := r.one("phase"); f != nil {
+		if i := r.enumValue(f, "TRAIN", "TEST"); i >= 0 && f.Value != phase {
+			r.valueErr(f, "the solver builds this net in phase %s; phase %s would build it as the other phase's net, which dsgd does not do: remove it", phase, f.Value)
+		}
+	}
 	r.finish()
 	return st
 }

@@ -156,10 +156,8 @@ func TestSolverErrors(t *testing.T) {
 	}{
 		{"syntax", "base_lr 1", "s.prototxt:1:9: expected ':' or '{', found number 1"},
 		{"unknown field", ok + "\nfoo: 1", "s.prototxt:2:1: unsupported field 'foo' in solver"},
-		{"no base_lr", `lr_policy: "fixed"`, "s.prototxt:1:1: solver: base_lr is required"},
 		{"zero base_lr", `base_lr: 0 lr_policy: "fixed"`, "s.prototxt:1:10: base_lr in solver: must be > 0, got 0"},
 		{"base_lr string", `base_lr: "0.1"`, `s.prototxt:1:10: base_lr in solver: expected a number, found string "0.1"`},
-		{"no policy", `base_lr: 0.1`, "s.prototxt:1:1: solver: lr_policy is required (one of fixed, step, multistep, exp, inv, poly, sigmoid)"},
 		{"policy ident", `base_lr: 0.1 lr_policy: fixed`, "s.prototxt:1:25: lr_policy in solver: expected a quoted string, found identifier fixed"},
 		{"unknown policy", `base_lr: 0.1 lr_policy: "cosine"`, `s.prototxt:1:25: lr_policy in solver: unknown policy "cosine"`},
 		{"step no stepsize", `base_lr: 0.1 lr_policy: "step" gamma: 0.1`, `s.prototxt:1:25: solver: lr_policy "step" needs stepsize`},
@@ -188,7 +186,8 @@ func TestSolverErrors(t *testing.T) {
 		{"test_state count", ok + `net: "x" test_iter: 1 test_state { } test_state { }`, "s.prototxt:1:66: solver has 2 test_state for 1 test nets"},
 		{"test_net without test_iter", ok + `test_net: "x"`, "s.prototxt:1:1: solver has 1 test nets (test_net, test_net_param) but 0 test_iter"},
 		{"bad inline net", ok + `net_param { layer { name: "x" type: "Nope" } }`, "s.prototxt:1:45: layer 'x' has unknown type 'Nope'"},
-		{"state phase", ok + `net: "x" train_state { phase: TEST }`, "s.prototxt:1:56: unsupported field 'phase' in train_state in solver"},
+		{"state phase", ok + `net: "x" train_state { phase: TEST }`, "s.prototxt:1:63: phase in train_state in solver: the solver builds this net in phase TRAIN; phase TEST would build it"},
+		{"test state phase", ok + `net: "x" test_iter: 1 test_state { phase: TRAIN }`, "s.prototxt:1:75: phase in test_state in solver: the solver builds this net in phase TEST; phase TRAIN would build it"},
 		{"max_iter negative", ok + "max_iter: -5", "s.prototxt:1:43: max_iter in solver: must be at least 0, got -5"},
 		{"average_loss zero", ok + "average_loss: 0", "s.prototxt:1:47: average_loss in solver: must be at least 1, got 0"},
 		{"display twice", ok + "display: 1 display: 2", "s.prototxt:1:44: display in solver is given more than once"},
@@ -197,6 +196,9 @@ func TestSolverErrors(t *testing.T) {
 		{"snapshot_diff", ok + "snapshot_diff: true", "s.prototxt:1:33: unsupported field 'snapshot_diff' in solver: dsgd's snapshots hold the weights"},
 		{"unknown field says what to do", ok + "\nbase_rate: 1", "s.prototxt:2:1: unsupported field 'base_rate' in solver: not a field dsgd knows there (check its spelling and place against Caffe's caffe.proto)"},
 		{"random seed", ok + "random_seed: 1.5", "s.prototxt:1:46: random_seed in solver: expected an integer, found float 1.5"},
+		// Without base_lr the other ranges are checked all the same.
+		{"no base_lr, momentum", `lr_policy: "fixed" momentum: 1`, "s.prototxt:1:30: momentum in solver: must be in [0, 1), got 1"},
+		{"no policy, unknown type", `base_lr: 0.1 type: "sgd"`, `s.prototxt:1:20: type in solver: unknown solver type "sgd"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,6 +214,71 @@ func TestSolverErrors(t *testing.T) {
 				t.Errorf("error %T is not a *prototxt.Error", err)
 			}
 		})
+	}
+}
+
+// TestSolverCheckTrain checks that a solver without base_lr or lr_policy
+// reads, as in Caffe, and that CheckTrain refuses it with the field and
+// the file.
+func TestSolverCheckTrain(t *testing.T) {
+	const policies = "(one of fixed, step, multistep, exp, inv, poly, sigmoid)"
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{"both", `base_lr: 0.1 lr_policy: "fixed"`, ""},
+		{"no base_lr", `lr_policy: "fixed"`, "s.prototxt:1:1: solver: base_lr is required"},
+		{"no policy", `base_lr: 0.1`, "s.prototxt:1:1: solver: lr_policy is required " + policies},
+		{"empty policy", `base_lr: 0.1 lr_policy: ""`, "s.prototxt:1:1: solver: lr_policy is required " + policies},
+		{"neither", `max_iter: 10`, "s.prototxt:1:1: solver: base_lr is required"},
+		{"empty file", ``, "s.prototxt:1:1: solver: base_lr is required"},
+		{"no base_lr, policy checked", `lr_policy: "step" gamma: 0.1 stepsize: 10`, "s.prototxt:1:1: solver: base_lr is required"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ParseSolver("s.prototxt", []byte(tt.src))
+			if err != nil {
+				t.Fatalf("ParseSolver: %v", err)
+			}
+			err = s.CheckTrain()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("CheckTrain: %v", err)
+			case tt.want == "":
+			case err == nil || err.Error() != tt.want:
+				t.Fatalf("CheckTrain: %v, want %q", err, tt.want)
+			}
+			if pe := (*prototxt.Error)(nil); err != nil && !errors.As(err, &pe) {
+				t.Errorf("CheckTrain's error %T is not a *prototxt.Error", err)
+			}
+		})
+	}
+	// The policy's own needs are checked when the rate is missing.
+	if _, err := ParseSolver("s.prototxt", []byte(`lr_policy: "step" gamma: 0.1`)); err == nil || !strings.Contains(err.Error(), `lr_policy "step" needs stepsize`) {
+		t.Errorf("step without stepsize or base_lr: %v", err)
+	}
+	// SolverDef{} (a net read without a solver) never trains: nothing to say.
+	if err := (&SolverDef{}).CheckTrain(); err != nil {
+		t.Errorf("empty SolverDef: %v", err)
+	}
+}
+
+// TestSolverCaffeDefaults: fields Caffe reads with the value it would
+// take anyway (its default, the phase the solver sets) read without a
+// word.
+func TestSolverCaffeDefaults(t *testing.T) {
+	const ok = `base_lr: 0.1 lr_policy: "fixed" net: "x" `
+	for _, src := range []string{
+		ok + "snapshot_diff: false",
+		ok + "train_state { phase: TRAIN stage: 's' }",
+		ok + "test_iter: 1 test_state { phase: TEST }",
+	} {
+		s, err := ParseSolver("s.prototxt", []byte(src))
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if len(s.Warnings) > 0 {
+			t.Errorf("%s: warnings %q", src, s.Warnings)
+		}
 	}
 }
 

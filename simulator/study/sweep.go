@@ -204,6 +204,10 @@ func measureModel(ctx context.Context, o job.Options, threads int) (sim.Model, e
 		return sim.Model{}, err
 	}
 	defer j.Close()
+	// The model is of a training run, which needs the solver's rate.
+	if err := j.Solver.CheckTrain(); err != nil {
+		return sim.Model{}, err
+	}
 	sc := j.Solver.Solver
 	model, err := calib.Model(ctx, net, calib.ModelOptions{Warmup: 3, Iters: 20, Solver: &sc, Threads: threads})
 	if err != nil {
@@ -226,6 +230,9 @@ func measureModels(ctx context.Context, o job.Options, threads, copies int) (sim
 			return sim.Model{}, err
 		}
 		defer j.Close()
+		if err := j.Solver.CheckTrain(); err != nil {
+			return sim.Model{}, err
+		}
 		nets[i], name, sc = net, j.Name, j.Solver.Solver
 	}
 	mod, err := calib.Concurrent(ctx, nets, calib.ModelOptions{Warmup: 3, Iters: validateCalibIters, Solver: &sc, Threads: threads})

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"dsgd/simulator/sim"
+	"dsgd/training/job"
 )
 
 // recorder is a Reporter that notes the events it hears, in order.
@@ -118,5 +121,33 @@ func TestValidateTrainsRoundTheSchemes(t *testing.T) {
 	var ce *ConfigError
 	if _, err := Validate(context.Background(), c, train, &r); !errors.As(err, &ce) || !strings.Contains(err.Error(), "Config.Repeat") {
 		t.Errorf("Repeat 0: err %v", err)
+	}
+}
+
+// TestMeasureNeedsRate: a solver without base_lr, which Caffe and dsgd
+// read, is refused by the measurement of the run it would train, with the
+// solver file and the field (not the solver package's words).
+func TestMeasureNeedsRate(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"net.prototxt": `name: "r"
+layer { name: "d" type: "Data" top: "data" top: "label" data_param { source: "synthetic:N=16,C=1,H=2,W=2,classes=2" batch_size: 4 } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 2 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`,
+		"solver.prototxt": `net: "` + filepath.Join(dir, "net.prototxt") + `" lr_policy: "fixed" max_iter: 10`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := job.Options{Solver: filepath.Join(dir, "solver.prototxt"), Seed: 1}
+	want := filepath.Join(dir, "solver.prototxt") + ":1:1: solver: base_lr is required"
+	if _, err := measureModel(context.Background(), o, 1); err == nil || err.Error() != want {
+		t.Errorf("measureModel: %v, want %q", err, want)
+	}
+	if _, err := measureModels(context.Background(), o, 1, 2); err == nil || err.Error() != want {
+		t.Errorf("measureModels: %v, want %q", err, want)
 	}
 }

@@ -104,6 +104,11 @@ func Train(ctx context.Context, o RunOptions, d RunDeps) (res *train.Result, err
 	if err != nil {
 		return nil, err
 	}
+	// A solver without base_lr or lr_policy was read, as Caffe reads it;
+	// training needs them: refuse before any data or file is opened.
+	if err := j.Solver.CheckTrain(); err != nil {
+		return nil, err
+	}
 	j.WriteNotes(d.Stderr)
 	r := &runner{o: o, d: d, j: j}
 	if err := r.config(); err != nil {
@@ -178,6 +183,16 @@ func (r *runner) config() error {
 	}
 	if o.Iters > 0 {
 		cfg.MaxIter = o.Iters
+	}
+	if cfg.MaxIter <= 0 {
+		// Caffe runs no iteration then, but still snapshots the starting
+		// weights and tests them (Solver::Solve); dsgd's trainer does not,
+		// so refuse now, before any file or data is opened.
+		solver := o.Model.Solver
+		if solver == "" {
+			solver = o.Model.Model + "_solver.prototxt"
+		}
+		return fmt.Errorf("%s: max_iter is %d: there is no iteration to train (Caffe would only snapshot the starting weights and test them); set max_iter, or RunOptions.Iters", solver, cfg.MaxIter)
 	}
 	if o.SnapshotFormat != "" {
 		cfg.SnapshotFormat = o.SnapshotFormat

@@ -25,7 +25,12 @@ func (j *Job) WriteHeader(w, ew io.Writer, net *model.Net, threads, maxIter int,
 		fmt.Fprintf(w, "dsgd: data %s\n", names(d))
 	}
 	if !j.NoSolver {
-		fmt.Fprintf(w, "dsgd: solver %s, base_lr %.6g, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), sc.BaseLR, sc.LRPolicy, sc.Momentum, sc.WeightDecay, maxIter)
+		// A solver read without base_lr or lr_policy (dsgd time) says so.
+		lr := "(none)"
+		if sc.BaseLR != 0 {
+			lr = fmt.Sprintf("%.6g", sc.BaseLR)
+		}
+		fmt.Fprintf(w, "dsgd: solver %s, base_lr %s, lr_policy %s, momentum %g, weight_decay %g, max_iter %d\n", orDefault(sc.Type, "SGD"), lr, orDefault(sc.LRPolicy, "(none)"), sc.Momentum, sc.WeightDecay, maxIter)
 	}
 	fmt.Fprintf(w, "dsgd: %d threads, seed %d\n", threads, j.Seed)
 	WriteEngine(w, ew)

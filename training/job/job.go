@@ -392,6 +392,10 @@ func (j *Job) feeds(pn *caffedef.PhaseNet, split data.Split, rank, world int) (m
 		typ := dl.Type
 		if j.opts.Data != "" {
 			src, typ = j.opts.Data, "Data"
+		} else if err := dl.SourceErr(); err != nil {
+			// Caffe reads a net whose data layer leaves its source to the
+			// tool (DIGITS) and fails where it opens it: here.
+			return nil, nil, fmt.Errorf("%w (give one with Options.Data)", err)
 		} else if typ == "WindowData" {
 			feed, err := windowFeed(dl, j.opts.Batch, split, j.Seed+uint64(i)+uint64(rank)<<32, shapes)
 			if err != nil {

@@ -52,8 +52,18 @@ func (j *Job) TestWeights(ctx context.Context, t WeightsTest) (train.TestResult,
 	if err := j.OpenData(true, 1); err != nil {
 		return train.TestResult{}, n, err
 	}
+	// A solver without base_lr or lr_policy (SolverDef.CheckTrain) tests,
+	// as in Caffe: the trainer's solver makes no step here, so the rate
+	// that stands in is never used.
+	sc := j.Solver.Solver
+	if sc.BaseLR == 0 {
+		sc.BaseLR = 1
+	}
+	if sc.LRPolicy == "" {
+		sc.LRPolicy = "fixed"
+	}
 	cfg := train.Config{
-		Train: j.Train.Spec, Test: j.Test.Spec, Solver: j.Solver.Solver,
+		Train: j.Train.Spec, Test: j.Test.Spec, Solver: sc,
 		TrainShapes: j.TrainShapes, TrainFeeds: j.TrainFeeds,
 		TestShapes: j.TestShapes, TestFeeds: j.TestFeeds,
 		Config: scheme.Config{MaxIter: 1}, TestIter: n, Seed: j.Seed, Threads: t.Threads, Out: io.Discard,

@@ -1,0 +1,107 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// confNet is a net whose Data layers leave their source to the tool, as
+// DIGITS writes them: the TRAIN layer has none, the TEST layer an empty
+// one.
+const confNet = `name: "conf"
+layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TRAIN }
+  data_param { batch_size: 4 } }
+layer { name: "dt" type: "Data" top: "data" top: "label" include { phase: TEST }
+  data_param { source: "" batch_size: 4 } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 4 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`
+
+// writeConf writes confNet and solver into a new directory and returns
+// the solver's path.
+func writeConf(t *testing.T, solver string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range map[string]string{"net.prototxt": confNet, "solver.prototxt": `net: "` + filepath.Join(dir, "net.prototxt") + `"` + "\n" + solver} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "solver.prototxt")
+}
+
+// TestEmptySource: a data layer without a source loads, and is refused
+// where its data are opened, naming the layer and its line, unless
+// Options.Data stands in for it.
+func TestEmptySource(t *testing.T) {
+	solver := writeConf(t, `base_lr: 0.1 lr_policy: "fixed" max_iter: 2 test_iter: 1 test_interval: 1`)
+	net := filepath.Join(filepath.Dir(solver), "net.prototxt")
+	for _, c := range []struct {
+		name string
+		data string
+		test bool
+		want string
+	}{
+		{"train, no source", "", false, net + ":3:14: data_param of layer 'd' needs a source (give one with Options.Data)"},
+		{"train, Options.Data", "synthetic:N=16,C=1,H=2,W=2,classes=4", true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			j, err := Load(Options{Solver: solver, Data: c.data, Seed: 1})
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			defer j.Close()
+			err = j.OpenData(c.test, 1)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("OpenData: %v", err)
+			case c.want != "" && (err == nil || err.Error() != c.want):
+				t.Fatalf("OpenData: %v, want %q", err, c.want)
+			}
+		})
+	}
+	// The TEST layer alone (its source empty, not absent).
+	j, err := Load(Options{Solver: solver, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.OpenTestFeeds(); err == nil || err.Error() != net+":5:14: data_param of layer 'dt' needs a source (give one with Options.Data)" {
+		t.Errorf("OpenTestFeeds: %v", err)
+	}
+}
+
+// TestTrainNeedsRate: a solver without base_lr or lr_policy loads (what
+// test and time need), and Train refuses it with the solver file and
+// the field before it opens the data (Options.Data names none there);
+// so it refuses a solver without max_iter.
+func TestTrainNeedsRate(t *testing.T) {
+	for _, c := range []struct{ name, solver, want string }{
+		{"no base_lr", `lr_policy: "fixed" max_iter: 2`, ":1:1: solver: base_lr is required"},
+		{"no lr_policy", `base_lr: 0.1 max_iter: 2`, ":1:1: solver: lr_policy is required"},
+		// Caffe then trains no iteration; dsgd refuses, before the data.
+		{"no max_iter", `base_lr: 0.1 lr_policy: "fixed"`, ": max_iter is 0: there is no iteration to train"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			solver := writeConf(t, c.solver)
+			if _, err := Load(Options{Solver: solver, Seed: 1}); err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			o := DefaultRunOptions()
+			o.Model = Options{Solver: solver, Data: filepath.Join(filepath.Dir(solver), "nodata"), Seed: 1}
+			o.Threads, o.SnapshotPrefix = 1, "none"
+			var out, errw bytes.Buffer
+			_, err := Train(context.Background(), o, RunDeps{Stdout: &out, Stderr: &errw})
+			if err == nil || !strings.HasPrefix(err.Error(), solver+c.want) {
+				t.Fatalf("Train: %v, want %q", err, solver+c.want)
+			}
+			if out.Len() > 0 {
+				t.Errorf("the refused run printed:\n%s", out.String())
+			}
+		})
+	}
+}
