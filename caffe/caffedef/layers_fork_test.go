@@ -117,6 +117,8 @@ func TestForkDecodeErrors(t *testing.T) {
 			`true`, "pad_out_w in upsample_param of layer 'l': needs scale 2"},
 		{"upsample scale twice", `layer { name: "l" type: "Upsample" bottom: "data" bottom: "data" top: "l" upsample_param { scale: 2 scale_h: 2 scale_w: 2 } }`,
 			`scale: 2 scale_h`, "upsample_param of layer 'l' gives scale and scale_h/scale_w; give one or the other"},
+		{"BN still refused", `layer { name: "l" type: "BN" bottom: "data" top: "l" }`,
+			"", "layer 'l' has unknown type 'BN', a layer of a Caffe fork (SegNet's, bn_param { bn_mode scale_filler shift_filler }, and PSPNet's"},
 		{"interp two bottoms", `layer { name: "l" type: "Interp" bottom: "data" bottom: "data" top: "l" interp_param { zoom_factor: 2 } }`,
 			"", "layer 'l' (Interp) takes 1 bottom, got 2: dsgd follows PSPNet's Interp"},
 	} {
