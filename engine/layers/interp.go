@@ -126,11 +126,13 @@ func (l *interpLayer) Reshape(bottom, top []*tensor.Blob) error {
 	if l.hOut <= 0 || l.wOut <= 0 {
 		return fmt.Errorf("layers: Interp: output size %dx%d for bottom %v", l.hOut, l.wOut, s)
 	}
-	// An axis whose size is unchanged is copied: the fork's copy when both
-	// are, and what its weights (ratio 1, fraction 0) give when one is.
+	// The top first: a size no machine holds stops there (tensor's
+	// SizeError), before the taps are allocated for it. An axis whose size
+	// is unchanged is copied: the fork's copy when both are, and what its
+	// weights (ratio 1, fraction 0) give when one is.
+	top[0].Reshape(s[0], s[1], l.hOut, l.wOut)
 	l.rows = taps(l.rows, l.hEff, l.hOut)
 	l.cols = taps(l.cols, l.wEff, l.wOut)
-	top[0].Reshape(s[0], s[1], l.hOut, l.wOut)
 	return nil
 }
 
