@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"dsgd/engine/layers"
+	"dsgd/engine/model"
 	"dsgd/engine/tensor"
 )
 
@@ -240,6 +241,46 @@ func TestForkNetFiles(t *testing.T) {
 		n.Forward()
 		if got, want := n.Blob(top).Shape, n.Input("data").Shape; !got.Equal(want) {
 			t.Errorf("%s: %s is %v, want the input's %v", file, top, got, want)
+		}
+	}
+}
+
+// TestForkBuildErrors: what only the bottoms' shapes reveal is refused
+// when the net is built, naming the layer and its file:line (extraInput's
+// data is 2×3×9×8).
+func TestForkBuildErrors(t *testing.T) {
+	for _, c := range []struct{ name, layer, want string }{
+		{"axpy two bottoms", `layer { name: "l" type: "Axpy" bottom: "data" bottom: "data" top: "l" }`,
+			"Axpy takes 3 bottom blob(s), got 2"},
+		{"axpy scale not N×C", `layer { name: "l" type: "Axpy" bottom: "data" bottom: "data" bottom: "data" top: "l" }`,
+			"the scale (bottom 0) 2x3x9x8 (432) must be N×C or N×C×1×1"},
+		{"ConvolutionDepthwise num_output", `layer { name: "l" type: "ConvolutionDepthwise" bottom: "data" top: "l" convolution_param { num_output: 6 kernel_size: 3 } }`,
+			"num_output 6 must equal the bottom's 3 channels"},
+		{"DepthwiseConvolution group", `layer { name: "l" type: "DepthwiseConvolution" bottom: "data" top: "l" convolution_param { num_output: 6 group: 2 kernel_size: 3 } }`,
+			"group 2 must equal the bottom's 3 channels"},
+		{"DepthwiseConvolution num_output", `layer { name: "l" type: "DepthwiseConvolution" bottom: "data" top: "l" convolution_param { num_output: 4 kernel_size: 3 } }`,
+			"num_output 4 must be a multiple of the bottom's 3 channels"},
+		{"ShuffleChannel group", `layer { name: "l" type: "ShuffleChannel" bottom: "data" top: "l" shuffle_channel_param { group: 2 } }`,
+			"needs a channel axis that group 2 divides"},
+		{"Permute axis", `layer { name: "l" type: "Permute" bottom: "data" top: "l" permute_param { order: 4 } }`,
+			"order [4] names axis 4, but bottom"},
+		{"Interp crop", `layer { name: "l" type: "Interp" bottom: "data" top: "l" interp_param { zoom_factor: 2 pad_beg: -5 pad_end: -4 } }`,
+			"crop bottom 2x3x9x8 (432) to nothing"},
+		{"Upsample mask", `layer { name: "p" type: "Pooling" bottom: "data" top: "p" pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
+layer { name: "l" type: "Upsample" bottom: "p" bottom: "data" top: "l" }`,
+			"the values 2x3x5x4 (120) must be 4-D (NCHW) and the mask 2x3x9x8 (432) of their shape"},
+	} {
+		nd, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		pn := mustPhase(t, nd, layers.Train)
+		_, err = model.Build(pn.Spec, map[string]tensor.Shape{"data": {2, 3, 9, 8}}, model.Options{Phase: layers.Train, Seed: 1})
+		line := strings.Count(extraInput+c.layer[:strings.LastIndex(c.layer, "layer {")], "\n") + 1
+		want := fmt.Sprintf(`model: layer "l" (f.prototxt:%d:1): layers: `, line)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q and %q", c.name, err, want, c.want)
 		}
 	}
 }
