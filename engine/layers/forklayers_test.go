@@ -287,3 +287,37 @@ func TestUpsampleMaskOutOfRange(t *testing.T) {
 	}()
 	l.Forward(bottom, top)
 }
+
+// TestAxpyInPlace: Axpy writing its top over y gives what it gives into a
+// top of its own, forward and backward.
+func TestAxpyInPlace(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	blobs := func() []*tensor.Blob {
+		a, x, y := tensor.NewBlob("a", 2, 3), tensor.NewBlob("x", 2, 3, 2, 2), tensor.NewBlob("y", 2, 3, 2, 2)
+		for _, b := range []*tensor.Blob{a, x, y} {
+			fillGaussian(b, 1, rand.New(rand.NewPCG(7, uint64(b.Count()))))
+		}
+		return []*tensor.Blob{a, x, y}
+	}
+	dy := make([]float32, 24)
+	for i := range dy {
+		dy[i] = float32(r.NormFloat64())
+	}
+	run := func(inPlace bool) []*tensor.Blob {
+		bottom := blobs()
+		top := []*tensor.Blob{tensor.NewBlob("top")}
+		if inPlace {
+			top[0] = bottom[2]
+		}
+		l := newTestLayer(t, &AxpyConfig{}, Context{}, bottom, top)
+		l.Forward(bottom, top)
+		copy(top[0].Diff, dy)
+		l.Backward(top, []bool{true, true, true}, bottom)
+		return append(bottom, top[0])
+	}
+	own, in := run(false), run(true)
+	assertClose(t, "top", in[3].Data, own[3].Data, 0)
+	for i, name := range []string{"a", "x", "y"} {
+		assertClose(t, name+" diff", in[i].Diff, own[i].Diff, 0)
+	}
+}
