@@ -4,7 +4,8 @@ oracle for the Caffe forks' layers dsgd runs: ConvolutionDepthwise and
 DepthwiseConvolution (a grouped F.conv2d), ReLU6, Axpy (SENet), ShuffleChannel
 (ShuffleNet), Permute and Normalize (SSD), Interp (PSPNet: a bilinear
 F.interpolate with align_corners=True of the cropped input) and Upsample
-(SegNet: F.max_unpool2d by a max pooling's indices), each written from
+(SegNet: F.max_unpool2d by a max pooling's indices) and PSPNet's BN on its
+stored statistics, each written from
 the fork's semantics in plain tensor operations. Normalize's gradient is
 autograd's, the derivative of SSD's forward (see layers.NormalizeConfig).
 Same format as torch_layers.json; engine/layers' TestTorchForkFixtures builds
@@ -30,11 +31,13 @@ def gauss(*shape, std=1.0):
     return f32(torch.randn(tuple(shape), dtype=D) * std)
 
 
-def run(name, fn, bottoms, params=(), grad_bottoms=None):
+def run(name, fn, bottoms, params=(), grad_bottoms=None, grad_params=None):
     if grad_bottoms is None:
         grad_bottoms = list(range(len(bottoms)))
+    if grad_params is None:
+        grad_params = list(range(len(params)))
     bs = [b.clone().requires_grad_(i in grad_bottoms) for i, b in enumerate(bottoms)]
-    ps = [p.clone().requires_grad_(True) for p in params]
+    ps = [p.clone().requires_grad_(i in grad_params) for i, p in enumerate(params)]
     tops = fn(bs, ps)
     top_diffs = [gauss(*t.shape) for t in tops]
     obj = sum((t * d).sum() for t, d in zip(tops, top_diffs))
@@ -142,6 +145,21 @@ run("Upsample", lambda b, p: [F.max_unpool2d(b[0], b[1].long(), 2, 2, output_siz
 yo, mo = pooled((1, 2, 5, 7), True)
 run("UpsamplePadOut", lambda b, p: [F.max_unpool2d(b[0], b[1].long(), 2, 2, output_size=(5, 7))], [yo, mo], grad_bottoms=[0])
 run("UpsampleSize", lambda b, p: [F.max_unpool2d(b[0], b[1].long(), 2, 2, output_size=(5, 7))], [yo, mo], grad_bottoms=[0])
+
+
+# PSPNet's BN with its stored statistics: frozen, the blobs take no
+# gradient (the fork computes none); in the TEST phase, not frozen, the
+# slope and bias do.
+def bn(x, slope, bias, mean, var, eps=1e-5):
+    return slope * (x - mean) / (var + eps).sqrt() + bias
+
+
+def bn_params(c):
+    return [gauss(1, c, 1, 1), gauss(1, c, 1, 1), gauss(1, c, 1, 1), f32(torch.rand(1, c, 1, 1, dtype=D) + 0.5)]
+
+
+run("BNPSPNetFrozen", lambda b, p: [bn(b[0], *p)], [gauss(2, 3, 4, 5)], bn_params(3), grad_params=[])
+run("BNPSPNetTest", lambda b, p: [bn(b[0], *p, eps=1e-3)], [gauss(2, 4, 3, 3)], bn_params(4), grad_params=[0, 1])
 
 out = sys.argv[1] if len(sys.argv) > 1 else "engine/layers/testdata/torch_fork_layers.json"
 with open(out, "w") as f:

@@ -10,7 +10,7 @@ import (
 
 // The layers of Caffe forks that published nets use (depthwise
 // convolution, ReLU6, Axpy, ShuffleChannel, Permute, Normalize, Interp,
-// Upsample):
+// Upsample, PSPNet's BN):
 // PyTorch's float64 results (testdata/torch_fork_layers.json, made by
 // scripts/torch_fork_layers.py), finite differences, and the forks' own
 // rules on shapes and values.
@@ -48,6 +48,8 @@ func forkCases() map[string]caffeCase {
 		"Upsample":                   {cfg: &UpsampleConfig{ScaleH: 2, ScaleW: 2}, skip: map[int]bool{1: true}},
 		"UpsamplePadOut":             {cfg: &UpsampleConfig{ScaleH: 2, ScaleW: 2, PadOutH: true, PadOutW: true}, skip: map[int]bool{1: true}},
 		"UpsampleSize":               {cfg: &UpsampleConfig{UpsampleH: 5, UpsampleW: 7}, skip: map[int]bool{1: true}},
+		"BNPSPNetFrozen":             {cfg: &PSPNetBNConfig{Eps: 1e-5, Momentum: 0.9, Frozen: true}},
+		"BNPSPNetTest":               {cfg: &PSPNetBNConfig{Eps: 1e-3, Momentum: 0.9}, phase: Test},
 	}
 }
 
@@ -181,6 +183,9 @@ func TestForkLayerRules(t *testing.T) {
 		{"Upsample pad_out scale 3", &UpsampleConfig{ScaleH: 3, ScaleW: 3, PadOutH: true}, [][]int{x, x}, -1, "need scale 2"},
 		{"Upsample size one", &UpsampleConfig{UpsampleH: 4}, [][]int{x, x}, -1, "both upsample_h and upsample_w"},
 		{"Upsample in place", &UpsampleConfig{ScaleH: 2, ScaleW: 2}, [][]int{x, x}, 0, "cannot run in place"},
+		{"BN frozen in place", &PSPNetBNConfig{Eps: 1e-5, Frozen: true}, [][]int{x}, 0, ""},
+		{"BN not frozen in TRAIN", &PSPNetBNConfig{Eps: 1e-5}, [][]int{x}, 0, "frozen: false trains on its batch's statistics"},
+		{"BN eps 0", &PSPNetBNConfig{Frozen: true}, [][]int{x}, 0, "eps must be positive"},
 	}
 	for _, tt := range tests {
 		err := buildSetUp(tt.cfg, tt.shapes, tt.inPlace)
@@ -319,5 +324,47 @@ func TestAxpyInPlace(t *testing.T) {
 	assertClose(t, "top", in[3].Data, own[3].Data, 0)
 	for i, name := range []string{"a", "x", "y"} {
 		assertClose(t, name+" diff", in[i].Diff, own[i].Diff, 0)
+	}
+}
+
+// TestPSPNetBNInPlace: PSPNet's BN in place (as PSPNet's files run it)
+// gives what it gives into a top of its own, frozen and in the TEST phase,
+// forward and backward, the slope's and bias's gradients included.
+func TestPSPNetBNInPlace(t *testing.T) {
+	for _, c := range []struct {
+		cfg   *PSPNetBNConfig
+		phase Phase
+	}{{&PSPNetBNConfig{Eps: 1e-5, Frozen: true}, Train}, {&PSPNetBNConfig{Eps: 1e-5}, Test}} {
+		run := func(inPlace bool) (*tensor.Blob, []Param) {
+			x := tensor.NewBlob("x", 2, 3, 2, 2)
+			fillGaussian(x, 1, rand.New(rand.NewPCG(9, 9)))
+			top := []*tensor.Blob{tensor.NewBlob("top")}
+			if inPlace {
+				top[0] = x
+			}
+			l := newTestLayer(t, c.cfg, Context{Phase: c.phase}, []*tensor.Blob{x}, top)
+			for j, p := range l.Params() { // slope, bias, mean, variance (positive)
+				for i := range p.Blob.Data {
+					p.Blob.Data[i] = 0.5 + float32(i) + 0.3*float32(j)
+				}
+			}
+			l.Forward([]*tensor.Blob{x}, top)
+			y := append([]float32(nil), top[0].Data...)
+			for i := range top[0].Diff {
+				top[0].Diff[i] = float32(i%5) - 2
+			}
+			l.Backward(top, []bool{true}, []*tensor.Blob{x})
+			return &tensor.Blob{Data: y, Diff: x.Diff}, l.Params()
+		}
+		own, ownP := run(false)
+		in, inP := run(true)
+		assertClose(t, "top", in.Data, own.Data, 0)
+		assertClose(t, "x diff", in.Diff, own.Diff, 0)
+		if norm := tensor.Dot(own.Diff, own.Diff); norm == 0 {
+			t.Errorf("phase %v: the gradient is zero", c.phase)
+		}
+		for i := range ownP {
+			assertClose(t, ownP[i].Blob.Name+" diff", inP[i].Blob.Diff, ownP[i].Blob.Diff, 0)
+		}
 	}
 }
