@@ -20,7 +20,6 @@ var forkLayers = map[string]forkLayer{
 	"SmoothL1Loss":      {fork: "Fast R-CNN's caffe-fast-rcnn, for Fast and Faster R-CNN"},
 	"PSROIPooling":      {fork: "R-FCN's caffe-rfcn"},
 	"ImageLabelmapData": {fork: "HED's, s9xie/hed", instead: "write images and label maps to two LMDBs or to HDF5 files and read them with Data or HDF5Data layers"},
-	"BN":                {fork: "SegNet's, bn_param { bn_mode scale_filler shift_filler }, and PSPNet's, bn_param { slope_filler bias_filler momentum eps frozen }, which differ", instead: "BatchNorm followed by Scale { bias_term: true } computes the same"},
 	"PriorBox":          {fork: "SSD's, weiliu89/caffe"},
 	"DetectionOutput":   {fork: "SSD's, weiliu89/caffe"},
 	"MultiBoxLoss":      {fork: "SSD's, weiliu89/caffe"},

@@ -10,7 +10,7 @@ import (
 // decodeFork with the fork's field names and defaults; forkLayers keeps
 // the refusal for the rest.
 func forkTypes() []string {
-	return []string{"Axpy", "ConvolutionDepthwise", "DepthwiseConvolution", "Interp", "Normalize", "Permute", "ReLU6", "ShuffleChannel", "Upsample"}
+	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "Interp", "Normalize", "Permute", "ReLU6", "ShuffleChannel", "Upsample"}
 }
 
 // decodeFork decodes the type-specific part of a layer whose type is one
@@ -101,6 +101,8 @@ func decodeFork(l *LayerDef, param func(string) *reader) layers.Config {
 		return c
 	case "Upsample":
 		return decodeUpsample(l, param("upsample_param"))
+	case "BN":
+		return decodeBN(param("bn_param"))
 	}
 	panic("config: decodeFork called with unsupported type " + l.Type)
 }
@@ -169,6 +171,35 @@ func decodeUpsample(l *LayerDef, p *reader) *layers.UpsampleConfig {
 	if len(l.Bottom) != 2 && p.ok() {
 		p.d.failf(l.Pos, "layer '%s' (Upsample) takes 2 bottoms, the values and the mask of a MAX Pooling, got %d: dsgd follows SegNet's Upsample (max-unpooling); the one-bottom Upsample of darknet2caffe's YOLOv3 ports is another layer", l.Name, len(l.Bottom))
 	}
+	p.finish()
+	return c
+}
+
+// decodeBN decodes PSPNet's bn_param (hszhao/PSPNet's caffe.proto). SegNet's
+// fork has another layer named BN, with another bn_param; its fields are
+// refused naming it.
+func decodeBN(p *reader) *layers.PSPNetBNConfig {
+	for _, f := range p.m.Fields {
+		if name := f.Name; (name == "bn_mode" || name == "scale_filler" || name == "shift_filler") && p.ok() {
+			p.d.failf(f.Pos, "%s: %s is a field of SegNet's BN (bn_param { bn_mode scale_filler shift_filler }), which dsgd does not run; "+
+				"dsgd runs PSPNet's BN (bn_param { slope_filler bias_filler momentum eps frozen }). "+
+				"SegNet's LEARN mode is BatchNorm { use_global_stats: false } followed by Scale { bias_term: true }; its INFERENCE mode is that Scale alone", p.ctx, name)
+		}
+	}
+	c := &layers.PSPNetBNConfig{
+		SlopeFiller: filler(p, "slope_filler", defaultFiller()),
+		BiasFiller:  filler(p, "bias_filler", defaultFiller()),
+		Momentum:    p.float32("momentum", 0.9),
+		Frozen:      p.bool("frozen", false),
+		Eps:         1e-5,
+	}
+	if f := p.one("eps"); f != nil {
+		c.Eps = float32(p.floatValue(f, true))
+		if !(c.Eps > 0) && p.ok() {
+			p.valueErr(f, "must be positive, got %g", c.Eps)
+		}
+	}
+	p.ignore("engine", "dsgd has one engine per layer", "DEFAULT", "CAFFE", "CUDNN")
 	p.finish()
 	return c
 }

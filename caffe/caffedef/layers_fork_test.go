@@ -56,6 +56,10 @@ func TestForkDecode(t *testing.T) {
 		{`layer { name: "l" type: "Upsample" bottom: "data" bottom: "data" top: "l" upsample_param { scale: 3 } }`, &layers.UpsampleConfig{ScaleH: 3, ScaleW: 3}},
 		{`layer { name: "l" type: "Upsample" bottom: "data" bottom: "data" top: "l" upsample_param { scale_h: 2 scale_w: 3 pad_out_h: true } }`,
 			&layers.UpsampleConfig{ScaleH: 2, ScaleW: 3, PadOutH: true}},
+		{`layer { name: "l" type: "BN" bottom: "data" top: "data" bn_param { slope_filler { type: "constant" value: 1 } bias_filler { type: "constant" value: 0 } frozen: true momentum: 0.95 } }`,
+			&layers.PSPNetBNConfig{SlopeFiller: layers.Filler{Type: layers.FillConstant, Value: 1, Max: 1, Std: 1}, BiasFiller: defaultFiller(), Momentum: 0.95, Eps: 1e-5, Frozen: true}},
+		{`layer { name: "l" type: "BN" bottom: "data" top: "l" }`,
+			&layers.PSPNetBNConfig{SlopeFiller: defaultFiller(), BiasFiller: defaultFiller(), Momentum: 0.9, Eps: 1e-5}},
 		// SegNet's files give the size and, deprecated, the scale; the size wins.
 		{`layer { name: "l" type: "Upsample" bottom: "data" bottom: "data" top: "l" upsample_param { scale: 2 upsample_w: 30 upsample_h: 23 } }`,
 			&layers.UpsampleConfig{UpsampleH: 23, UpsampleW: 30}},
@@ -118,8 +122,10 @@ func TestForkDecodeErrors(t *testing.T) {
 			`true`, "pad_out_w in upsample_param of layer 'l': needs scale 2"},
 		{"upsample scale twice", `layer { name: "l" type: "Upsample" bottom: "data" bottom: "data" top: "l" upsample_param { scale: 2 scale_h: 2 scale_w: 2 } }`,
 			`scale: 2 scale_h`, "upsample_param of layer 'l' gives scale and scale_h/scale_w; give one or the other"},
-		{"BN still refused", `layer { name: "l" type: "BN" bottom: "data" top: "l" }`,
-			"", "layer 'l' has unknown type 'BN', a layer of a Caffe fork (SegNet's, bn_param { bn_mode scale_filler shift_filler }, and PSPNet's"},
+		{"SegNet's BN", `layer { name: "l" type: "BN" bottom: "data" top: "l" bn_param { scale_filler { type: "constant" value: 1 } bn_mode: INFERENCE } }`,
+			`scale_filler`, "bn_param of layer 'l': scale_filler is a field of SegNet's BN (bn_param { bn_mode scale_filler shift_filler }), which dsgd does not run"},
+		{"BN eps", `layer { name: "l" type: "BN" bottom: "data" top: "l" bn_param { frozen: true eps: 0 } }`,
+			`0 }`, "eps in bn_param of layer 'l': must be positive, got 0"},
 		{"interp two bottoms", `layer { name: "l" type: "Interp" bottom: "data" bottom: "data" top: "l" interp_param { zoom_factor: 2 } }`,
 			"", "layer 'l' (Interp) takes 1 bottom, got 2: dsgd follows PSPNet's Interp"},
 	} {
@@ -266,6 +272,8 @@ func TestForkBuildErrors(t *testing.T) {
 			"order [4] names axis 4, but bottom"},
 		{"Interp crop", `layer { name: "l" type: "Interp" bottom: "data" top: "l" interp_param { zoom_factor: 2 pad_beg: -5 pad_end: -4 } }`,
 			"crop bottom 2x3x9x8 (432) to nothing"},
+		{"BN not frozen", `layer { name: "l" type: "BN" bottom: "data" top: "data" bn_param { eps: 0.001 } }`,
+			"BN: PSPNet's BN with frozen: false trains on its batch's statistics, which dsgd does not run; give bn_param { frozen: true }"},
 		{"Upsample mask", `layer { name: "p" type: "Pooling" bottom: "data" top: "p" pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
 layer { name: "l" type: "Upsample" bottom: "p" bottom: "data" top: "l" }`,
 			"the values 2x3x5x4 (120) must be 4-D (NCHW) and the mask 2x3x9x8 (432) of their shape"},
