@@ -142,7 +142,8 @@ func TestForkDecodeErrors(t *testing.T) {
 }
 
 // forkNet is a small net of the fork layers as published nets use them: a
-// MobileNet-v2 block (1×1 expansion, ConvolutionDepthwise, ReLU6), a
+// MobileNet-v2 block (1×1 expansion, PSPNet's frozen BN in place,
+// ConvolutionDepthwise, ReLU6), a
 // ShuffleNet channel shuffle, an SE block joined by Axpy, SSD's
 // conv4_3_norm (Normalize per position with a per-channel scale of 20) and
 // box-head Permute, and a PSPNet-style Interp, trained by a classifier.
@@ -151,6 +152,8 @@ layer { name: "data" type: "Input" top: "data" top: "label"
   input_param { shape { dim: 4 dim: 3 dim: 8 dim: 8 } shape { dim: 4 } } }
 layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
   convolution_param { num_output: 8 kernel_size: 1 weight_filler { type: "msra" } } }
+layer { name: "bn1" type: "BN" bottom: "conv1" top: "conv1"
+  bn_param { slope_filler { type: "constant" value: 1 } bias_filler { type: "constant" value: 0 } frozen: true momentum: 0.95 } }
 layer { name: "relu1" type: "ReLU6" bottom: "conv1" top: "conv1" }
 layer { name: "conv1/dw" type: "ConvolutionDepthwise" bottom: "conv1" top: "conv1/dw"
   convolution_param { num_output: 8 kernel_size: 3 pad: 1 bias_term: false weight_filler { type: "msra" } } }
@@ -193,6 +196,9 @@ func TestForkNetTrains(t *testing.T) {
 		if b.Layer == "conv1/dw" && !b.Shape.Equal(tensor.Shape{8, 1, 3, 3}) {
 			t.Errorf("conv1/dw weight %v, want [8 1 3 3] (Caffe's grouped Convolution layout)", b.Shape)
 		}
+		if b.Layer == "bn1" && (!b.Shape.Equal(tensor.Shape{1, 8, 1, 1}) || b.LRMult != 0) {
+			t.Errorf("bn1 block %s: %v lr_mult %v, want 1×8×1×1, frozen", b.Name, b.Shape, b.LRMult)
+		}
 		if b.Layer == "norm" && (!b.Shape.Equal(tensor.Shape{8}) || n.Params()[b.Off] != 20) {
 			t.Errorf("norm scale %v starting %v, want [8] filled with 20", b.Shape, n.Params()[b.Off])
 		}
@@ -216,6 +222,9 @@ func TestForkNetTrains(t *testing.T) {
 	// Every block moved: each layer passed a gradient down to the weights
 	// below it (the SE branch's through Axpy's scale).
 	for _, b := range n.Blocks() {
+		if b.LRMult == 0 {
+			continue // the frozen BN's blobs
+		}
 		moved := false
 		for i := b.Off; i < b.Off+b.Shape.Count(); i++ {
 			moved = moved || n.Params()[i] != start[i]

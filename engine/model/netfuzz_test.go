@@ -180,6 +180,7 @@ var getenv = os.Getenv
 const forkNet = `name: "fork"
 layer { name: "data" type: "Data" top: "data" top: "label" data_param { source: "x" batch_size: 4 } }
 layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1" convolution_param { num_output: 8 kernel_size: 1 } }
+layer { name: "bn1" type: "BN" bottom: "conv1" top: "conv1" bn_param { frozen: true eps: 1 slope_filler { type: "constant" value: 1 } } }
 layer { name: "relu1" type: "ReLU6" bottom: "conv1" top: "conv1" relu6_param { negative_slope: 0 } }
 layer { name: "dw" type: "ConvolutionDepthwise" bottom: "conv1" top: "dw" convolution_param { num_output: 8 kernel_size: 3 pad: 1 stride: 1 } }
 layer { name: "dw2" type: "DepthwiseConvolution" bottom: "dw" top: "dw2" convolution_param { num_output: 16 group: 8 kernel_size: 3 pad: 1 } }
