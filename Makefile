@@ -48,7 +48,8 @@ bench-engine: build
 
 # Regenerates the PyTorch float64 fixtures of the Caffe layers
 # (engine/layers/testdata/torch_layers.json, torch_recurrent.json,
-# torch_params.json, torch_more_layers.json, torch_conv.json; needs
+# torch_params.json, torch_more_layers.json, torch_conv.json, and
+# torch_fork_layers.json for the Caffe forks' layers; needs
 # python3-torch) and checks the layers against them and against finite
 # differences.
 torch-layers:
@@ -57,7 +58,8 @@ torch-layers:
 	/usr/bin/python3 scripts/torch_params.py engine/layers/testdata/torch_params.json
 	/usr/bin/python3 scripts/torch_more_layers.py engine/layers/testdata/torch_more_layers.json
 	/usr/bin/python3 scripts/torch_conv.py engine/layers/testdata/torch_conv.json
-	$(GO) test ./engine/layers -run 'TestTorchFixtures|TestCaffeLayers|TestBilinear|TestTorchRecurrent|TestTorchParamFixtures|TestTorchMoreFixtures|TestTorchConvFixtures|TestCaffeConvolution|TestCaffeDeconvolution' -v
+	/usr/bin/python3 scripts/torch_fork_layers.py engine/layers/testdata/torch_fork_layers.json
+	$(GO) test ./engine/layers -run 'TestTorchFixtures|TestCaffeLayers|TestBilinear|TestTorchRecurrent|TestTorchParamFixtures|TestTorchMoreFixtures|TestTorchConvFixtures|TestTorchForkFixtures|TestCaffeConvolution|TestCaffeDeconvolution' -v
 
 # Counts the Caffe net files under CAFFE_NETS (a folder of BVLC/caffe's
 # examples/ and models/ prototxt files) that `dsgd time` accepts unmodified.

@@ -11,28 +11,19 @@ type forkLayer struct {
 }
 
 // forkLayers are the layer types of published nets' Caffe forks (the
-// model zoo's detection, segmentation and SENet files), so that an error
-// says the type is a fork's, not a misspelling, and what to use instead.
-// BVLC Caffe refuses them too ("Unknown layer type").
+// model zoo's detection and segmentation files) that dsgd does not run, so
+// that an error says the type is a fork's, not a misspelling, and what to
+// use instead. BVLC Caffe refuses them too ("Unknown layer type"). The
+// fork layers dsgd runs are forkTypes (layers_fork.go).
 var forkLayers = map[string]forkLayer{
-	"ROIPooling":           {fork: "Fast R-CNN's caffe-fast-rcnn, for Fast and Faster R-CNN"},
-	"SmoothL1Loss":         {fork: "Fast R-CNN's caffe-fast-rcnn, for Fast and Faster R-CNN"},
-	"PSROIPooling":         {fork: "R-FCN's caffe-rfcn"},
-	"Axpy":                 {fork: "SENet's, hujie-frank/SENet", instead: "a Reshape of the N×C×1×1 scale to N×C (shape { dim: 0 dim: 0 }), a Scale { axis: 0 } of the features by it and an Eltwise SUM with the shortcut compute the same, as SENet's SE-BN-Inception.prototxt writes it"},
-	"Interp":               {fork: "PSPNet's and DeepLab's", instead: "for upsampling by an integer factor, a Deconvolution with weight_filler { type: \"bilinear\" }, group and num_output equal to the channels and lr_mult: 0 is a fixed bilinear resize (FCN's upscore layers)"},
-	"ConvolutionDepthwise": {fork: "depthwise convolution, in MobileNet and Xception ports", instead: "a Convolution with group equal to its input channels computes the same"},
-	"DepthwiseConvolution": {fork: "depthwise convolution, in MobileNet and Xception ports", instead: "a Convolution with group equal to its input channels computes the same"},
-	"ImageLabelmapData":    {fork: "HED's, s9xie/hed", instead: "write images and label maps to two LMDBs or to HDF5 files and read them with Data or HDF5Data layers"},
-	"Upsample":             {fork: "SegNet's caffe-segnet"},
-	"BN":                   {fork: "SegNet's and others", instead: "BatchNorm followed by Scale { bias_term: true } computes the same"},
-	"ReLU6":                {fork: "MobileNet-v2 ports", instead: "Clip { clip_param { min: 0 max: 6 } } computes the same"},
-	"ShuffleChannel":       {fork: "ShuffleNet ports"},
-	"Normalize":            {fork: "SSD's, weiliu89/caffe"},
-	"Permute":              {fork: "SSD's, weiliu89/caffe"},
-	"PriorBox":             {fork: "SSD's, weiliu89/caffe"},
-	"DetectionOutput":      {fork: "SSD's, weiliu89/caffe"},
-	"MultiBoxLoss":         {fork: "SSD's, weiliu89/caffe"},
-	"AnnotatedData":        {fork: "SSD's, weiliu89/caffe"},
+	"ROIPooling":        {fork: "Fast R-CNN's caffe-fast-rcnn, for Fast and Faster R-CNN"},
+	"SmoothL1Loss":      {fork: "Fast R-CNN's caffe-fast-rcnn, for Fast and Faster R-CNN"},
+	"PSROIPooling":      {fork: "R-FCN's caffe-rfcn"},
+	"ImageLabelmapData": {fork: "HED's, s9xie/hed", instead: "write images and label maps to two LMDBs or to HDF5 files and read them with Data or HDF5Data layers"},
+	"PriorBox":          {fork: "SSD's, weiliu89/caffe"},
+	"DetectionOutput":   {fork: "SSD's, weiliu89/caffe"},
+	"MultiBoxLoss":      {fork: "SSD's, weiliu89/caffe"},
+	"AnnotatedData":     {fork: "SSD's, weiliu89/caffe"},
 }
 
 // forkNote is what the error for an unknown layer type adds when the type

@@ -18,7 +18,7 @@ func moreTypes() []string {
 		"ELU", "Embed", "EuclideanLoss", "Exp", "HingeLoss", "InfogainLoss", "LSTM",
 		"LSTMUnit", "Log", "MultinomialLogisticLoss", "PReLU", "Power", "RNN", "Reduction", "Reshape",
 		"SigmoidCrossEntropyLoss", "Silence", "Slice", "Split", "Threshold", "Tile",
-	}, extraTypes()...)
+	}, append(extraTypes(), forkTypes()...)...)
 }
 
 // isLossType reports whether a layer type is a Caffe loss layer: its first
@@ -68,6 +68,8 @@ func decodeMore(r *reader, l *LayerDef, param func(string) *reader) layers.Confi
 		return decodeRecurrent(l, param)
 	case "BatchReindex", "Clip", "Filter", "HDF5Output", "Im2col", "MVN", "Parameter", "SPP", "Swish":
 		return decodeExtra(l, param)
+	case "Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "Interp", "Normalize", "Permute", "ReLU6", "ShuffleChannel", "Upsample":
+		return decodeFork(l, param)
 	case "AbsVal":
 		return &layers.AbsValConfig{}
 	case "BNLL":

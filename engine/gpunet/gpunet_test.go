@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -448,6 +449,73 @@ func TestSoftmaxLoss(t *testing.T) {
 				t.Errorf("normalization %d, ignore %v: gradients off by %.3g", norm, ign != nil, e)
 			}
 			ex.Close()
+		}
+	}
+}
+
+// forkNet uses the Caffe forks' layers (caffedef TestForkNetTrains' net
+// with a Data layer): none has a GPU op yet.
+const forkNet = `name: "fork"
+layer { name: "data" type: "Data" top: "data" top: "label" data_param { source: "x" batch_size: 4 } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+  convolution_param { num_output: 8 kernel_size: 1 weight_filler { type: "gaussian" std: 0.3 } } }
+layer { name: "relu1" type: "ReLU6" bottom: "conv1" top: "conv1" }
+layer { name: "conv1/dw" type: "ConvolutionDepthwise" bottom: "conv1" top: "conv1/dw"
+  convolution_param { num_output: 8 kernel_size: 3 pad: 1 weight_filler { type: "gaussian" std: 0.3 } } }
+layer { name: "shuffle" type: "ShuffleChannel" bottom: "conv1/dw" top: "shuffle" shuffle_channel_param { group: 2 } }
+layer { name: "se_pool" type: "Pooling" bottom: "shuffle" top: "se_pool" pooling_param { pool: AVE global_pooling: true } }
+layer { name: "se_up" type: "Convolution" bottom: "se_pool" top: "se_up"
+  convolution_param { num_output: 8 kernel_size: 1 weight_filler { type: "gaussian" std: 0.3 } } }
+layer { name: "se_prob" type: "Sigmoid" bottom: "se_up" top: "se_up" }
+layer { name: "se" type: "Axpy" bottom: "se_up" bottom: "shuffle" bottom: "conv1" top: "se" }
+layer { name: "norm" type: "Normalize" bottom: "se" top: "norm" norm_param { across_spatial: false channel_shared: false } }
+layer { name: "interp" type: "Interp" bottom: "norm" top: "interp" interp_param { shrink_factor: 2 } }
+layer { name: "perm" type: "Permute" bottom: "interp" top: "perm" permute_param { order: 0 order: 2 order: 3 order: 1 } }
+layer { name: "ip" type: "InnerProduct" bottom: "perm" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "gaussian" std: 0.2 } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`
+
+// TestForkLayersOnCPU: the fork layers, which have no GPU op, run on the
+// CPU with their blobs copied across, between layers that run on the GPU
+// (the Sigmoid has no GPU op either), and the net's loss and gradients
+// agree with the CPU's.
+func TestForkLayersOnCPU(t *testing.T) {
+	g := cudatest.Open(t)
+	tn := testNet{"fork", forkNet, [3]int{3, 8, 8}, 4, 3}
+	cpu := tn.build(t, layers.Train, 3, rand.New(rand.NewPCG(5, 6)))
+	lc := cpu.Forward()
+	cpu.Backward()
+	net := tn.build(t, layers.Train, 3, rand.New(rand.NewPCG(5, 6)))
+	ex, err := gpunet.New(g, net, gpunet.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	t.Logf("on the CPU: %v", ex.Fallback)
+	fork := []string{"relu1 (ReLU6)", "conv1/dw (ConvolutionDepthwise)", "shuffle (ShuffleChannel)", "se (Axpy)",
+		"norm (Normalize)", "interp (Interp)", "perm (Permute)"}
+	for _, f := range fork {
+		if !slices.Contains(ex.Fallback, f) {
+			t.Errorf("%s does not run on the CPU: %v", f, ex.Fallback)
+		}
+	}
+	for _, f := range ex.Fallback {
+		if !slices.Contains(fork, f) && !strings.Contains(f, "(Sigmoid)") {
+			t.Errorf("%s runs on the CPU; only the fork layers (and the Sigmoid) should", f)
+		}
+	}
+	lg := net.Forward()
+	net.Backward()
+	if err := net.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if e := math.Abs(lc-lg) / max(math.Abs(lc), 1e-6); e > 1e-4 {
+		t.Errorf("loss %v on the GPU, %v on the CPU", lg, lc)
+	}
+	for _, b := range net.Blocks() {
+		lo, hi := b.Off, b.Off+b.Len()
+		if e := relErr(net.Grads()[lo:hi], cpu.Grads()[lo:hi]); e > 1e-4 {
+			t.Errorf("%s: the GPU's gradient is %.3g off the CPU's", b.Name, e)
 		}
 	}
 }

@@ -26,6 +26,8 @@ type caffeCase struct {
 	step float64
 	// noFD skips the finite-difference check (piecewise-constant layers).
 	noFD bool
+	// phase is the phase the layer is built for (Train when zero).
+	phase Phase
 }
 
 func ip(v int) *int { return &v }
@@ -185,7 +187,7 @@ func (tc torchCase) setUp(t *testing.T, c caffeCase) (Layer, []*tensor.Blob, []*
 	for range max(c.tops, 1) {
 		top = append(top, tensor.NewBlob("top"))
 	}
-	l, err := c.cfg.Build(Context{Rand: rand.New(rand.NewPCG(1, 2))})
+	l, err := c.cfg.Build(Context{Phase: c.phase, Rand: rand.New(rand.NewPCG(1, 2))})
 	if err != nil {
 		t.Fatal(err)
 	}

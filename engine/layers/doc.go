@@ -15,6 +15,11 @@
 //	l.Forward(bottom, top)
 //	l.Backward(top, []bool{true}, bottom)
 //
+// Besides BVLC Caffe's layers, the package runs the Caffe forks' layers
+// that published nets use (depthwise convolution, ReLU6, Axpy,
+// ShuffleChannel, Permute, Normalize, Interp, Upsample, PSPNet's BN); each config's
+// comment names the fork it follows and where dsgd departs from it.
+//
 // The model package composes layers into nets; this package knows nothing
 // of graphs, solvers or distribution. Every differentiable layer is checked
 // against finite differences by the shared helper in gradcheck_test.go.

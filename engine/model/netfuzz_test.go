@@ -174,3 +174,64 @@ func envInt(name string) int {
 }
 
 var getenv = os.Getenv
+
+// forkNet uses every Caffe fork layer dsgd runs, with a numeric field on
+// each line for mutate to change.
+const forkNet = `name: "fork"
+layer { name: "data" type: "Data" top: "data" top: "label" data_param { source: "x" batch_size: 4 } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1" convolution_param { num_output: 8 kernel_size: 1 } }
+layer { name: "bn1" type: "BN" bottom: "conv1" top: "conv1" bn_param { frozen: true eps: 1 slope_filler { type: "constant" value: 1 } } }
+layer { name: "relu1" type: "ReLU6" bottom: "conv1" top: "conv1" relu6_param { negative_slope: 0 } }
+layer { name: "dw" type: "ConvolutionDepthwise" bottom: "conv1" top: "dw" convolution_param { num_output: 8 kernel_size: 3 pad: 1 stride: 1 } }
+layer { name: "dw2" type: "DepthwiseConvolution" bottom: "dw" top: "dw2" convolution_param { num_output: 16 group: 8 kernel_size: 3 pad: 1 } }
+layer { name: "shuffle" type: "ShuffleChannel" bottom: "dw2" top: "shuffle" shuffle_channel_param { group: 4 } }
+layer { name: "pool" type: "Pooling" bottom: "shuffle" top: "pool" top: "mask" pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: "unpool" type: "Upsample" bottom: "pool" bottom: "mask" top: "unpool" upsample_param { upsample_h: 8 upsample_w: 8 } }
+layer { name: "se_pool" type: "Pooling" bottom: "unpool" top: "se_pool" pooling_param { pool: AVE global_pooling: true } }
+layer { name: "se" type: "Axpy" bottom: "se_pool" bottom: "unpool" bottom: "shuffle" top: "se" }
+layer { name: "norm" type: "Normalize" bottom: "se" top: "norm" norm_param { across_spatial: false channel_shared: false eps: 0 } }
+layer { name: "interp" type: "Interp" bottom: "norm" top: "interp" interp_param { shrink_factor: 2 zoom_factor: 3 pad_beg: 0 pad_end: -1 } }
+layer { name: "perm" type: "Permute" bottom: "interp" top: "perm" permute_param { order: 0 order: 2 order: 3 order: 1 } }
+layer { name: "ip" type: "InnerProduct" bottom: "perm" top: "ip" inner_product_param { num_output: 10 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`
+
+// TestMutatedForkNetDoesNotPanic is TestMutatedModelsDoNotPanic for the
+// fork layers: forkNet mutated, built, and run forward and backward. The
+// one panic allowed is Upsample's on a mask index outside its top (the
+// pooling that made the mask pooled another size), which the fork stops
+// on too and which no shape seen before Forward reveals.
+func TestMutatedForkNetDoesNotPanic(t *testing.T) {
+	tensor.SetMemoryLimit(256 << 20)
+	defer tensor.SetMemoryLimit(0)
+	n := 200
+	if testing.Short() {
+		n = 50
+	}
+	if s := envInt("DSGD_NETFUZZ"); s > 0 {
+		n = s
+	}
+	if err := tryNet("fork", forkNet, [3]int{3, 8, 8}, true); err != nil {
+		t.Fatalf("the unmutated net: %v", err)
+	}
+	r := rand.New(rand.NewPCG(12, 12))
+	errs, masks, start := 0, 0, time.Now()
+	for range n {
+		mutated, what := mutate(forkNet, r)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					if s, ok := p.(string); ok && strings.HasPrefix(s, "layers: Upsample: mask index") {
+						masks++
+						return
+					}
+					t.Errorf("%s: panic: %v", what, p)
+				}
+			}()
+			if tryNet("fork", mutated, [3]int{3, 8, 8}, true) != nil {
+				errs++
+			}
+		}()
+	}
+	t.Logf("%d mutations, %d refused with an error, %d stopped at Upsample's mask, in %v", n, errs, masks, time.Since(start).Round(time.Millisecond))
+}

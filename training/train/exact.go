@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"dsgd/engine/layers"
@@ -185,12 +186,19 @@ func gcd(a, b int) int {
 // one item's TRAIN output from other items of its batch, so that cutting
 // the batch into atoms would change what they compute and exact summation
 // keeps each worker's batch whole: BatchNorm on the batch's statistics,
-// and the recurrent layers (LSTM, RNN), whose batch's first axis is time.
+// the recurrent layers (LSTM, RNN), whose batch's first axis is time, and
+// a Permute (SSD's) that moves the batch axis from first place.
 func BatchCoupled(spec model.Spec) []string {
 	var out []string
 	for _, l := range spec.Layers {
 		if c, ok := l.Config.(*layers.BatchNormConfig); ok && (c.UseGlobalStats == nil || !*c.UseGlobalStats) {
 			out = append(out, fmt.Sprintf("BatchNorm %s normalises over each worker's batch", l.Name))
+		} else if c, ok := l.Config.(*layers.PermuteConfig); ok && len(c.Order) > 0 && c.Order[0] != 0 {
+			to := slices.Index(c.Order, 0)
+			if to < 0 {
+				to = len(c.Order) // the first of the axes the order leaves out
+			}
+			out = append(out, fmt.Sprintf("Permute %s moves the batch axis to axis %d", l.Name, to))
 		} else if l.Recurrent() {
 			out = append(out, fmt.Sprintf("%s %s reads its batch's first axis as time steps", l.Config.Type(), l.Name))
 		}

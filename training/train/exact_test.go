@@ -297,3 +297,23 @@ func TestExactWorkersWithThreads(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchCoupledPermute: a Permute that keeps the batch axis first (SSD's
+// 0, 2, 3, 1) leaves the batch cuttable into atoms; one that moves it
+// does not.
+func TestBatchCoupledPermute(t *testing.T) {
+	for _, c := range []struct {
+		order []int
+		want  []string
+	}{
+		{nil, nil},
+		{[]int{0, 2, 3, 1}, nil},
+		{[]int{1, 0}, []string{"Permute p moves the batch axis to axis 1"}},
+		{[]int{2, 3}, []string{"Permute p moves the batch axis to axis 2"}},
+	} {
+		spec := model.Spec{Layers: []model.LayerSpec{{Name: "p", Config: &layers.PermuteConfig{Order: c.order}}}}
+		if got := BatchCoupled(spec); !slices.Equal(got, c.want) {
+			t.Errorf("order %v: %q, want %q", c.order, got, c.want)
+		}
+	}
+}

@@ -24,7 +24,7 @@ func layerFlops(typ string, top, w tensor.Shape, dataGrad bool) (fwd, bwd float6
 	}
 	var macs float64
 	switch typ {
-	case "Convolution":
+	case "Convolution", "ConvolutionDepthwise", "DepthwiseConvolution":
 		macs = float64(top.Count()) * float64(w.CountFrom(1))
 	case "InnerProduct":
 		out := top[len(top)-1]
