@@ -12,52 +12,18 @@ Same format as torch_layers.json; engine/layers' TestTorchForkFixtures builds
 the layer by the case's name and compares forward and backward. Run with
 /usr/bin/python3 (python3-torch); `make torch-layers` reruns it.
 """
-import json
+import functools
 import sys
 
 import torch
 import torch.nn.functional as F
 
+import torchfix
+from torchfix import D, f32, gauss
+
 torch.manual_seed(31)
-D = torch.float64
 cases = []
-
-
-def f32(t):
-    return t.to(torch.float32).to(D)
-
-
-def gauss(*shape, std=1.0):
-    return f32(torch.randn(tuple(shape), dtype=D) * std)
-
-
-def run(name, fn, bottoms, params=(), grad_bottoms=None, grad_params=None):
-    if grad_bottoms is None:
-        grad_bottoms = list(range(len(bottoms)))
-    if grad_params is None:
-        grad_params = list(range(len(params)))
-    bs = [b.clone().requires_grad_(i in grad_bottoms) for i, b in enumerate(bottoms)]
-    ps = [p.clone().requires_grad_(i in grad_params) for i, p in enumerate(params)]
-    tops = fn(bs, ps)
-    top_diffs = [gauss(*t.shape) for t in tops]
-    obj = sum((t * d).sum() for t, d in zip(tops, top_diffs))
-    obj.backward()
-
-    def flat(t):
-        return [float(v) for v in t.detach().reshape(-1)]
-
-    def grad(t):
-        return flat(t.grad) if t.grad is not None else [0.0] * t.numel()
-
-    cases.append({
-        "name": name,
-        "bottoms": [{"shape": list(b.shape), "data": flat(b)} for b in bottoms],
-        "params": [flat(p) for p in params],
-        "tops": [{"shape": list(t.shape), "data": flat(t)} for t in tops],
-        "top_diffs": [flat(d) for d in top_diffs],
-        "bottom_diffs": [grad(b) if i in grad_bottoms else None for i, b in enumerate(bs)],
-        "param_diffs": [grad(p) for p in ps],
-    })
+run = functools.partial(torchfix.run, cases)
 
 
 # Depthwise convolution: Caffe's grouped Convolution with group = channels.
@@ -162,6 +128,5 @@ run("BNPSPNetFrozen", lambda b, p: [bn(b[0], *p)], [gauss(2, 3, 4, 5)], bn_param
 run("BNPSPNetTest", lambda b, p: [bn(b[0], *p, eps=1e-3)], [gauss(2, 4, 3, 3)], bn_params(4), grad_params=[0, 1])
 
 out = sys.argv[1] if len(sys.argv) > 1 else "engine/layers/testdata/torch_fork_layers.json"
-with open(out, "w") as f:
-    json.dump({"torch": torch.__version__, "cases": cases}, f, separators=(",", ":"))
+torchfix.write(cases, out)
 print("wrote %d cases to %s" % (len(cases), out))

@@ -6,62 +6,22 @@ given the top diffs. engine/layers' TestTorchFixtures builds the same layer by
 the case's name and compares. Run with /usr/bin/python3 (python3-torch);
 `make torch-layers` reruns it and the Go test.
 """
-import json
+import functools
 import sys
 
 import torch
 import torch.nn.functional as F
 
+import torchfix
+from torchfix import D, gauss, unif
+
 torch.manual_seed(12)
-D = torch.float64
 cases = []
-
-
-def f32(t):
-    # Round to float32 so Go gets exactly the same inputs.
-    return t.to(torch.float32).to(D)
-
-
-def gauss(*shape, std=1.0):
-    return f32(torch.randn(tuple(shape), dtype=D) * std)
-
-
-def unif(lo, hi, *shape):
-    return f32(torch.rand(tuple(shape), dtype=D) * (hi - lo) + lo)
+run = functools.partial(torchfix.run, cases)
 
 
 def labels(n, k):
     return torch.randint(0, k, (n,)).to(D)
-
-
-def run(name, fn, bottoms, params=(), grad_bottoms=None, loss_weight=None):
-    """fn(bottoms, params) -> list of tops. grad_bottoms: indices that get a
-    gradient (default all)."""
-    if grad_bottoms is None:
-        grad_bottoms = list(range(len(bottoms)))
-    bs = [b.clone().requires_grad_(i in grad_bottoms) for i, b in enumerate(bottoms)]
-    ps = [p.clone().requires_grad_(True) for p in params]
-    tops = fn(bs, ps)
-    if loss_weight is not None:
-        top_diffs = [torch.tensor(loss_weight, dtype=D)]
-    else:
-        top_diffs = [gauss(*t.shape) for t in tops]
-    obj = sum((t * d).sum() for t, d in zip(tops, top_diffs) if t.requires_grad)
-    if isinstance(obj, torch.Tensor) and obj.requires_grad:
-        obj.backward()
-    def flat(t):
-        return [float(v) for v in t.detach().reshape(-1)]
-    def grad(t):
-        return flat(t.grad) if t.grad is not None else [0.0] * t.numel()
-    cases.append({
-        "name": name,
-        "bottoms": [{"shape": list(b.shape), "data": flat(b)} for b in bottoms],
-        "params": [flat(p) for p in params],
-        "tops": [{"shape": list(t.shape), "data": flat(t)} for t in tops],
-        "top_diffs": [flat(d) for d in top_diffs],
-        "bottom_diffs": [grad(b) if i in grad_bottoms else None for i, b in enumerate(bs)],
-        "param_diffs": [grad(p) for p in ps],
-    })
 
 
 def unary(name, f, x):
@@ -183,6 +143,5 @@ run("ConvolutionDilatedStrided", lambda b, p: [F.conv2d(b[0], p[0], None, stride
     [gauss(2, 2, 9, 8)], [gauss(3, 2, 2, 3)])
 
 out = sys.argv[1] if len(sys.argv) > 1 else "engine/layers/testdata/torch_layers.json"
-with open(out, "w") as f:
-    json.dump({"torch": torch.__version__, "cases": cases}, f, separators=(",", ":"))
+torchfix.write(cases, out)
 print("wrote %d cases to %s" % (len(cases), out))

@@ -8,51 +8,19 @@ engine/layers' TestTorchMoreFixtures builds the layer by the case's name and
 compares forward and backward. Run with /usr/bin/python3 (python3-torch);
 `make torch-layers` reruns it.
 """
-import json
+import functools
 import math
 import sys
 
 import torch
 import torch.nn.functional as F
 
+import torchfix
+from torchfix import D, gauss
+
 torch.manual_seed(22)
-D = torch.float64
 cases = []
-
-
-def f32(t):
-    return t.to(torch.float32).to(D)
-
-
-def gauss(*shape, std=1.0):
-    return f32(torch.randn(tuple(shape), dtype=D) * std)
-
-
-def run(name, fn, bottoms, params=(), grad_bottoms=None):
-    if grad_bottoms is None:
-        grad_bottoms = list(range(len(bottoms)))
-    bs = [b.clone().requires_grad_(i in grad_bottoms) for i, b in enumerate(bottoms)]
-    ps = [p.clone().requires_grad_(True) for p in params]
-    tops = fn(bs, ps)
-    top_diffs = [gauss(*t.shape) for t in tops]
-    obj = sum((t * d).sum() for t, d in zip(tops, top_diffs))
-    obj.backward()
-
-    def flat(t):
-        return [float(v) for v in t.detach().reshape(-1)]
-
-    def grad(t):
-        return flat(t.grad) if t.grad is not None else [0.0] * t.numel()
-
-    cases.append({
-        "name": name,
-        "bottoms": [{"shape": list(b.shape), "data": flat(b)} for b in bottoms],
-        "params": [flat(p) for p in params],
-        "tops": [{"shape": list(t.shape), "data": flat(t)} for t in tops],
-        "top_diffs": [flat(d) for d in top_diffs],
-        "bottom_diffs": [grad(b) if i in grad_bottoms else None for i, b in enumerate(bs)],
-        "param_diffs": [grad(p) for p in ps],
-    })
+run = functools.partial(torchfix.run, cases)
 
 
 x4 = gauss(2, 3, 4, 5)
@@ -152,6 +120,5 @@ run("Im2colPadDilated", lambda b, p: [im2col(b[0], (3, 2), (1, 2), (2, 1), (2, 3
 run("Parameter", lambda b, p: [p[0] * 1], [], [gauss(2, 3, 4)])
 
 out = sys.argv[1] if len(sys.argv) > 1 else "engine/layers/testdata/torch_more_layers.json"
-with open(out, "w") as f:
-    json.dump({"torch": torch.__version__, "cases": cases}, f, separators=(",", ":"))
+torchfix.write(cases, out)
 print("wrote %d cases to %s" % (len(cases), out))

@@ -42,10 +42,18 @@ func moreCases() map[string]caffeCase {
 // scripts/torch_more_layers.py), then checks its Backward against finite
 // differences on the same inputs.
 func TestTorchMoreFixtures(t *testing.T) {
-	f := struct{ Cases []torchCase }{loadTorchFixture(t, "testdata/torch_more_layers.json")}
-	cases := moreCases()
+	runTorchFixtures(t, loadTorchFixture(t, "testdata/torch_more_layers.json"), moreCases())
+}
+
+// runTorchFixtures runs each fixture's case: forward and backward against
+// PyTorch's float64 results, twice (the second pass on the reshaped
+// tops), then Backward against finite differences (at the case's step,
+// 1e-3 by default), unless the case is noFD; and it fails for a fixture
+// without a case or a case without a fixture.
+func runTorchFixtures(t *testing.T, fixtures []torchCase, cases map[string]caffeCase) {
+	t.Helper()
 	seen := map[string]bool{}
-	for _, tc := range f.Cases {
+	for _, tc := range fixtures {
 		c, ok := cases[tc.Name]
 		if !ok {
 			t.Errorf("fixture %s has no Go case", tc.Name)
@@ -61,9 +69,14 @@ func TestTorchMoreFixtures(t *testing.T) {
 				}
 				tc.checkBackward(t, l, bottom, top, true)
 			}
-			if !c.noFD {
-				checkGradients(t, l, bottom, top, gradCheck{Step: 1e-3, Threshold: 1e-2, Skip: c.skip})
+			if c.noFD {
+				return
 			}
+			step := c.step
+			if step == 0 {
+				step = 1e-3
+			}
+			checkGradients(t, l, bottom, top, gradCheck{Step: step, Threshold: 1e-2, Skip: c.skip})
 		})
 	}
 	for name := range cases {

@@ -57,34 +57,7 @@ func forkCases() map[string]caffeCase {
 // with PyTorch's float64 results, twice (the second pass on the reshaped
 // tops), then checks its Backward against finite differences.
 func TestTorchForkFixtures(t *testing.T) {
-	f := loadTorchFixture(t, "testdata/torch_fork_layers.json")
-	cases := forkCases()
-	seen := map[string]bool{}
-	for _, tc := range f {
-		c, ok := cases[tc.Name]
-		if !ok {
-			t.Errorf("fixture %s has no Go case", tc.Name)
-			continue
-		}
-		seen[tc.Name] = true
-		t.Run(tc.Name, func(t *testing.T) {
-			l, bottom, top := tc.setUp(t, c)
-			for range 2 {
-				tc.checkForward(t, l, bottom, top)
-				tc.checkBackward(t, l, bottom, top, true)
-			}
-			step := c.step
-			if step == 0 {
-				step = 1e-3
-			}
-			checkGradients(t, l, bottom, top, gradCheck{Step: step, Threshold: 1e-2, Skip: c.skip})
-		})
-	}
-	for name := range cases {
-		if !seen[name] {
-			t.Errorf("case %s has no fixture; rerun make torch-layers", name)
-		}
-	}
+	runTorchFixtures(t, loadTorchFixture(t, "testdata/torch_fork_layers.json"), forkCases())
 }
 
 // TestForkLayersNoAllocs: after a first pass, Forward and Backward of each
