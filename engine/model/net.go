@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -820,12 +823,21 @@ func (n *Net) ResetTimes() {
 }
 
 // Forward runs every layer and returns the total weighted loss.
-func (n *Net) Forward() float64 {
+func (n *Net) Forward() (loss float64) {
 	if n.exec != nil {
 		return n.execForward()
 	}
-	var loss float64
+	if n.execErr != nil {
+		return math.NaN()
+	}
+	cur := -1
+	defer func() {
+		if p := recover(); p != nil {
+			n.execErr, loss = n.layerPanic(cur, false, p), math.NaN()
+		}
+	}()
 	for i, nd := range n.nodes {
+		cur = i
 		t0 := time.Now()
 		nd.layer.Forward(nd.bottom, nd.top)
 		d := time.Since(t0)
@@ -884,6 +896,15 @@ func (n *Net) Backward() {
 		n.execBackward()
 		return
 	}
+	if n.execErr != nil {
+		return
+	}
+	cur := -1
+	defer func() {
+		if p := recover(); p != nil {
+			n.execErr = n.layerPanic(cur, true, p)
+		}
+	}()
 	clear(n.grads)
 	for _, b := range n.dangling {
 		clear(b.Diff)
@@ -899,6 +920,7 @@ func (n *Net) Backward() {
 		}
 	}
 	for i := len(n.nodes) - 1; i >= 0; i-- {
+		cur = i
 		nd := n.nodes[i]
 		for k := range n.splits[i] {
 			n.sumSplit(&n.splits[i][k])
@@ -925,6 +947,31 @@ func (n *Net) Backward() {
 	for k := range n.inputSp {
 		n.sumSplit(&n.inputSp[k])
 	}
+}
+
+// layerPanic is the error for a panic in node i's pass (backward or
+// forward; i −1: outside any layer): a layer's Forward and Backward have
+// no error to return, so one that meets data it cannot take (a label past
+// its classes, an index outside its blob, a shape it refuses after a
+// Filter) panics, and the net turns that into its Err naming the layer,
+// rather than the process ending. A runtime error (a bug, not bad data)
+// carries the stack where it was recovered.
+func (n *Net) layerPanic(i int, backward bool, p any) error {
+	where := "net " + strconv.Quote(n.name)
+	if i >= 0 && i < len(n.nodes) {
+		where = layerWhere(n.nodes[i].spec) + ", " + n.nodes[i].layer.Type()
+	}
+	pass := "forward"
+	if backward {
+		pass = "backward"
+	}
+	if re, ok := p.(runtime.Error); ok {
+		return fmt.Errorf("model: %s, %s: %w\n%s", where, pass, re, debug.Stack())
+	}
+	if err, ok := p.(error); ok {
+		return fmt.Errorf("model: %s, %s: %w", where, pass, err)
+	}
+	return fmt.Errorf("model: %s, %s: %v", where, pass, p)
 }
 
 // splitPerThread is the element count of a split below which summing its

@@ -114,8 +114,10 @@ type Executor interface {
 // passes again).
 func (n *Net) SetExecutor(e Executor) { n.exec, n.execErr = e, nil }
 
-// Err is the first error the executor returned; a net with one returns a
-// NaN loss from Forward and does nothing in Backward once it has failed.
+// Err is the first error of the net's passes: the executor's, or a
+// layer's panic on data it cannot take, naming the layer (layerPanic). A
+// net with one returns a NaN loss from Forward and does nothing in
+// Backward once it has failed.
 func (n *Net) Err() error { return n.execErr }
 
 // GradHook is the callback Backward calls as blocks' gradients become

@@ -26,18 +26,73 @@ func ParallelFor(n, threads int, fn func(lo, hi, worker int)) {
 		return
 	}
 	var wg sync.WaitGroup
+	var pv panicked
 	for w := 0; w < threads-1; w++ {
 		lo, hi := chunk(n, threads, w)
 		wg.Add(1)
 		go func(lo, hi, w int) {
 			defer wg.Done()
+			defer pv.catch()
 			fn(lo, hi, w)
 		}(lo, hi, w)
 	}
-	// The caller's goroutine takes the last chunk.
+	// The caller's goroutine takes the last chunk; if it panics, the
+	// other chunks still end before the panic goes on.
+	done := false
+	defer func() {
+		if !done {
+			wg.Wait()
+		}
+	}()
 	lo, hi := chunk(n, threads, threads-1)
 	fn(lo, hi, threads-1)
+	done = true
 	wg.Wait()
+	pv.rethrow()
+}
+
+// panicked holds the first panic of a parallel loop's other goroutines,
+// for the caller to raise again: a panic on a worker goroutine would
+// otherwise end the process, where one on the caller's can be recovered
+// (model.Net turns a layer's into an error naming the layer).
+type panicked struct {
+	mu  sync.Mutex
+	val any
+	set bool
+}
+
+// catch records a panic of the goroutine it is deferred in, if any (it
+// must be the deferred call itself, for recover to see the panic).
+func (p *panicked) catch() {
+	if v := recover(); v != nil {
+		p.record(v)
+	}
+}
+
+// record keeps v if it is the loop's first panic.
+func (p *panicked) record(v any) {
+	p.mu.Lock()
+	if !p.set {
+		p.val, p.set = v, true
+	}
+	p.mu.Unlock()
+}
+
+// take returns the recorded panic, if any, and clears it.
+func (p *panicked) take() (v any, set bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, set = p.val, p.set
+	p.val, p.set = nil, false
+	return v, set
+}
+
+// rethrow raises the recorded panic, if any, on the calling goroutine and
+// clears it.
+func (p *panicked) rethrow() {
+	if v, set := p.take(); set {
+		panic(v)
+	}
 }
 
 // chunk returns chunk w of [0, n) cut into threads contiguous chunks whose
@@ -92,6 +147,9 @@ type poolState struct {
 	// left counts the chunks of the current For not yet done, for the
 	// caller to poll before it blocks on wg.
 	left atomic.Int32
+	// pv is the first panic of the current For's workers, raised again
+	// on its caller.
+	pv panicked
 }
 
 // poolTask is one chunk for a worker.
@@ -144,10 +202,21 @@ func (s *poolState) work(ch chan poolTask) {
 		if !ok {
 			return
 		}
-		t.fn(t.lo, t.hi, t.worker)
+		s.run(t)
+	}
+}
+
+// run runs one task, recording a panic for the For's caller (which raises
+// it again) rather than ending the process, and counts the task done.
+func (s *poolState) run(t poolTask) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.pv.record(v)
+		}
 		s.left.Add(-1)
 		s.wg.Done()
-	}
+	}()
+	t.fn(t.lo, t.hi, t.worker)
 }
 
 // close stops the workers, once; later loops run inline.
@@ -214,8 +283,19 @@ func (p *Pool) For(n, threads int, fn func(lo, hi, worker int)) {
 		lo, hi := chunk(n, threads, w)
 		s.tasks[w] <- poolTask{fn: fn, lo: lo, hi: hi, worker: w}
 	}
+	// If the caller's own chunk panics, the workers' chunks still end and
+	// the pool is released before the panic goes on.
+	done := false
+	defer func() {
+		if !done {
+			s.wg.Wait()
+			s.pv.take() // a worker's panic is dropped: the caller's goes on
+			s.mu.Unlock()
+		}
+	}()
 	lo, hi := chunk(n, threads, threads-1)
 	fn(lo, hi, threads-1)
+	done = true
 	if s.left.Load() != 0 && spinAllowed() {
 		start := time.Now()
 		for i := 1; s.left.Load() != 0; i++ {
@@ -226,7 +306,11 @@ func (p *Pool) For(n, threads int, fn func(lo, hi, worker int)) {
 		}
 	}
 	s.wg.Wait()
+	v, failed := s.pv.take()
 	s.mu.Unlock()
+	if failed {
+		panic(v)
+	}
 }
 
 // serial runs the chunks of a For in order on the calling goroutine.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -357,6 +358,50 @@ func TestWaitPolicyNote(t *testing.T) {
 		SetWaitPolicy(p)
 		if got := WaitPolicyNote(); !strings.Contains(got, want) {
 			t.Errorf("%v: note %q lacks %q", p, got, want)
+		}
+	}
+}
+
+// TestPanicReachesCaller: a panic in any chunk of a parallel loop, the
+// caller's or another goroutine's, is raised on the caller, where it can
+// be recovered, after every other chunk has ended; the pool serves the
+// next loop on all its threads.
+func TestPanicReachesCaller(t *testing.T) {
+	p := NewPool(4)
+	defer p.Close()
+	for _, tc := range []struct {
+		name string
+		loop func(fn func(lo, hi, w int))
+	}{
+		{"Pool.For", func(fn func(lo, hi, w int)) { p.For(8, 4, fn) }},
+		{"ParallelFor", func(fn func(lo, hi, w int)) { ParallelFor(8, 4, fn) }},
+	} {
+		for bad := range 4 { // worker 3 is the caller's chunk
+			var ended atomic.Int32
+			got := func() (v any) {
+				defer func() { v = recover() }()
+				tc.loop(func(lo, hi, w int) {
+					if w == bad {
+						panic(fmt.Sprintf("chunk %d", w))
+					}
+					time.Sleep(2 * time.Millisecond)
+					ended.Add(1)
+				})
+				return nil
+			}()
+			if want := fmt.Sprintf("chunk %d", bad); got != want {
+				t.Errorf("%s, chunk %d panics: recovered %v, want %q", tc.name, bad, got, want)
+			}
+			if n := ended.Load(); n != 3 {
+				t.Errorf("%s, chunk %d panics: %d other chunks had ended when the panic arrived, want 3", tc.name, bad, n)
+			}
+		}
+	}
+	var seen [4]atomic.Bool
+	p.For(4, 4, func(lo, hi, w int) { seen[w].Store(true) })
+	for w := range seen {
+		if !seen[w].Load() {
+			t.Errorf("after the panics, chunk %d of a loop did not run", w)
 		}
 	}
 }

@@ -90,6 +90,11 @@ func Concurrent(ctx context.Context, nets []*model.Net, opt ModelOptions) (sim.M
 		}
 	}
 	stop()
+	for c, net := range nets {
+		if err := net.Err(); err != nil {
+			return sim.Model{}, fmt.Errorf("calib: copy %d: %w", c, err)
+		}
+	}
 
 	owned := map[string]int{}
 	for _, b := range nets[0].Blocks() {

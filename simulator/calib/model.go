@@ -47,6 +47,9 @@ func Time(ctx context.Context, net *model.Net, warmup, iters int) (Timing, error
 		}
 		net.ForwardBackward()
 	}
+	if err := net.Err(); err != nil {
+		return Timing{}, fmt.Errorf("calib: %w", err)
+	}
 	net.ResetTimes()
 	t0 := time.Now()
 	for i := 0; i < iters; i++ {
@@ -56,6 +59,9 @@ func Time(ctx context.Context, net *model.Net, warmup, iters int) (Timing, error
 		net.ForwardBackward()
 	}
 	wall := time.Since(t0)
+	if err := net.Err(); err != nil {
+		return Timing{}, fmt.Errorf("calib: %w", err)
+	}
 	return Timing{Layers: net.Layers(), Wall: wall, Iters: iters, Warmup: warmup}, nil
 }
 

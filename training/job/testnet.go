@@ -99,6 +99,9 @@ func (j *Job) TestNet(ctx context.Context, weights string, iters, threads int, c
 			return nil, err
 		}
 		loss += net.Forward()
+		if err := net.Err(); err != nil {
+			return nil, err
+		}
 		for k, o := range outs {
 			if sums[k] == nil {
 				sums[k] = make([]float64, o.Count())

@@ -193,6 +193,10 @@ func (c *netComputer) atomPass(ctx context.Context, e *exactSum, r *atomReplica)
 		return
 	}
 	r.net.Backward()
+	if err := r.net.Err(); err != nil {
+		r.err = err
+		return
+	}
 	g := r.net.Grads()
 	for i, b := range e.blocks {
 		lo, hi := b.Off, b.Off+b.Len()

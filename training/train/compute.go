@@ -272,6 +272,9 @@ func (c *netComputer) pass(ctx context.Context, ready func(lo, hi int), last, fi
 	c.ready, c.final = ready, last
 	c.net.Backward()
 	c.ready, c.final = nil, false
+	if err := c.net.Err(); err != nil {
+		return loss, err
+	}
 	t3 := c.phases.Since(PhaseBackward, t2)
 	if c.trace != nil {
 		c.trace("backward", "compute", t2, t3.Sub(t2))
