@@ -28,7 +28,8 @@ func (*UpsampleConfig) Type() string { return "Upsample" }
 // the mask points, receives each value at its index. Backward gathers the
 // top's diff at the same indices. A mask index outside the top's plane
 // (the Pooling's input was not the size of this top) panics, as the fork
-// stops there.
+// stops there; the net turns that into its error naming the layer
+// (model.Net.Err), and training stops with it.
 func (c *UpsampleConfig) Build(Context) (Layer, error) {
 	switch {
 	case c.UpsampleH < 0 || c.UpsampleW < 0 || (c.UpsampleH == 0) != (c.UpsampleW == 0):
