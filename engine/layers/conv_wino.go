@@ -284,12 +284,7 @@ func winoWide(s *winoShape, n, threads int) bool {
 	total := n * s.th * s.tw
 	busiest := 0
 	for w := range threads {
-		size, rem := chunks/threads, chunks%threads
-		lo := w*size + min(w, rem)
-		hi := lo + size
-		if w < rem {
-			hi++
-		}
+		lo, hi := tensor.Chunk(chunks, threads, w) // as the pool shares them out
 		busiest = max(busiest, min(hi*s.chunk, total)-lo*s.chunk)
 	}
 	return float64(total) < 0.9*float64(threads*busiest)

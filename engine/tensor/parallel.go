@@ -28,7 +28,7 @@ func ParallelFor(n, threads int, fn func(lo, hi, worker int)) {
 	var wg sync.WaitGroup
 	var pv panicked
 	for w := 0; w < threads-1; w++ {
-		lo, hi := chunk(n, threads, w)
+		lo, hi := Chunk(n, threads, w)
 		wg.Add(1)
 		go func(lo, hi, w int) {
 			defer wg.Done()
@@ -44,7 +44,7 @@ func ParallelFor(n, threads int, fn func(lo, hi, worker int)) {
 			wg.Wait()
 		}
 	}()
-	lo, hi := chunk(n, threads, threads-1)
+	lo, hi := Chunk(n, threads, threads-1)
 	fn(lo, hi, threads-1)
 	done = true
 	wg.Wait()
@@ -95,9 +95,10 @@ func (p *panicked) rethrow() {
 	}
 }
 
-// chunk returns chunk w of [0, n) cut into threads contiguous chunks whose
-// sizes differ by at most one, the larger ones first.
-func chunk(n, threads, w int) (lo, hi int) {
+// Chunk returns chunk w of [0, n) cut into threads contiguous chunks whose
+// sizes differ by at most one, the larger ones first: how ParallelFor and
+// Pool.For share out a loop, for callers that plan around the split.
+func Chunk(n, threads, w int) (lo, hi int) {
 	size, rem := n/threads, n%threads
 	lo = w*size + min(w, rem)
 	hi = lo + size
@@ -280,7 +281,7 @@ func (p *Pool) For(n, threads int, fn func(lo, hi, worker int)) {
 	s.wg.Add(threads - 1)
 	s.left.Store(int32(threads - 1))
 	for w := 0; w < threads-1; w++ {
-		lo, hi := chunk(n, threads, w)
+		lo, hi := Chunk(n, threads, w)
 		s.tasks[w] <- poolTask{fn: fn, lo: lo, hi: hi, worker: w}
 	}
 	// If the caller's own chunk panics, the workers' chunks still end and
@@ -293,7 +294,7 @@ func (p *Pool) For(n, threads int, fn func(lo, hi, worker int)) {
 			s.mu.Unlock()
 		}
 	}()
-	lo, hi := chunk(n, threads, threads-1)
+	lo, hi := Chunk(n, threads, threads-1)
 	fn(lo, hi, threads-1)
 	done = true
 	if s.left.Load() != 0 && spinAllowed() {
@@ -316,7 +317,7 @@ func (p *Pool) For(n, threads int, fn func(lo, hi, worker int)) {
 // serial runs the chunks of a For in order on the calling goroutine.
 func (s *poolState) serial(n, threads int, fn func(lo, hi, worker int)) {
 	for w := 0; w < threads; w++ {
-		lo, hi := chunk(n, threads, w)
+		lo, hi := Chunk(n, threads, w)
 		fn(lo, hi, w)
 	}
 }
