@@ -54,7 +54,7 @@ var winoMode int
 const winoTile = 4
 
 // winoRule says whether dsgd's Winograd should run a convolution: a 3×3,
-// stride-1, pad 0 or 1, undilated, ungrouped one whose forward runs on
+// stride-1, pad 0 or 1, undilated one (of any groups) whose forward runs on
 // oneDNN's direct kernels although Winograd was asked for (SetWinograd),
 // i.e. where oneDNN 2.6 has no Winograd kernel (below AVX-512), at the
 // AVX2 level, where it was measured faster (docs/benchmarks.md; under SSE
@@ -64,8 +64,8 @@ const winoTile = 4
 func (l *convLayer) winoRule() (on bool, why string) {
 	g := &l.geom
 	dh, dw := g.dilation()
-	if g.kh != 3 || g.kw != 3 || g.sh != 1 || g.sw != 1 || dh != 1 || dw != 1 || l.cfg.Group != 1 ||
-		g.ph != g.pw || g.ph > 1 || l.num == 0 {
+	if g.kh != 3 || g.kw != 3 || g.sh != 1 || g.sw != 1 || dh != 1 || dw != 1 ||
+		g.ph != g.pw || g.ph > 1 || l.num == 0 || !winoGroupsFit(g.c, l.cfg.NumOutput, l.cfg.Group) {
 		return false, ""
 	}
 	switch winoMode {
@@ -83,6 +83,19 @@ func (l *convLayer) winoRule() (on bool, why string) {
 	return true, "oneDNN has no Winograd at AVX2, and its " + l.dn.impl.Forward + " measured slower"
 }
 
+// winoGroupMin is the fewest input and output channels per group that
+// dsgd's Winograd takes: its GEMMs are per group, and a depthwise or
+// narrow-group convolution would run α² tiny GEMMs per group and chunk
+// (oneDNN has a kernel of its own for those).
+const winoGroupMin = 16
+
+// winoGroupsFit says whether c input and k output channels in groups
+// groups suit dsgd's Winograd: one group, or every group at least
+// winoGroupMin channels in and out.
+func winoGroupsFit(c, k, groups int) bool {
+	return groups == 1 || c/groups >= winoGroupMin && k/groups >= winoGroupMin
+}
+
 // winoSetup decides and sizes the Winograd side after dnnlSetup.
 func (l *convLayer) winoSetup() {
 	ws := &l.wg
@@ -92,14 +105,15 @@ func (l *convLayer) winoSetup() {
 	}
 	g := &l.geom
 	k := l.cfg.NumOutput
-	ws.fwd = newWinoShape(winoTile, l.num, g.c, g.h, g.w, k, g.ph)
-	ws.back = newWinoShape(winoTile, l.num, k, g.oh, g.ow, g.c, 2-g.ph)
+	groups := l.cfg.Group
+	ws.fwd = newWinoShape(winoTile, l.num, g.c, g.h, g.w, k, g.ph).withGroups(groups)
+	ws.back = newWinoShape(winoTile, l.num, k, g.oh, g.ow, g.c, 2-g.ph).withGroups(groups)
 	a2 := ws.fwd.alpha() * ws.fwd.alpha()
 	if ws.sc == nil {
 		ws.sc = winoScratchFor(l.pool)
 	}
 	sc := ws.sc
-	sc.u = growBuf(sc.u, a2*k*g.c)
+	sc.u = growBuf(sc.u, a2*k*g.c/groups)
 	for len(sc.bufs) < l.threads {
 		sc.bufs = append(sc.bufs, winoBuf{})
 	}
@@ -216,7 +230,7 @@ func (l *convLayer) winoWeights() {
 // winoKernelPart transforms rows [lo, hi) of the current pass's kernel.
 func (l *convLayer) winoKernelPart(lo, hi, w int) {
 	ws := &l.wg
-	winoKernel(ws.fwd.m, l.weight.Data, l.cfg.NumOutput, l.geom.c, ws.passBack, ws.sc.u, lo, hi, &ws.sc.bufs[w].ker)
+	winoKernel(ws.fwd.m, l.weight.Data, l.cfg.NumOutput, l.geom.c, ws.fwd.g, ws.passBack, ws.sc.u, lo, hi, &ws.sc.bufs[w].ker)
 }
 
 // winoCur is the current pass's shape, output and bias (nil: none).
@@ -265,8 +279,8 @@ var winoWideMode int
 // over n images (its transforms by channel, its GEMMs by ξ) rather than
 // share out whole chunks: when sharing out the chunks would leave the
 // busiest thread more than 1/0.9 of an even share of the tiles, as with
-// few chunks (ResNet-18's 14×14 and 7×7 layers have 2 to 7) or a short
-// last one. Splitting costs three barriers per chunk. Either way every
+// an odd number of few chunks (ResNet-18's 28×28 layers at batch 32 have
+// 7 of 256 tiles) or a short last one. Splitting costs three barriers per chunk. Either way every
 // output element is computed by the same arithmetic in the same order,
 // so the choice never changes the bits.
 func winoWide(s *winoShape, n, threads int) bool {

@@ -6,7 +6,7 @@ import (
 )
 
 // dsgd's own Winograd convolution, F(m×m, 3×3) with m = 2 or 4, for 3×3
-// stride-1 convolutions (pad 0 or 1, no dilation, one group), used where
+// stride-1 convolutions (pad 0 or 1, no dilation, any groups), used where
 // oneDNN has no Winograd kernel (below AVX-512: conv_wino.go's rule).
 //
 // The output is cut into m×m tiles; tile t of image n reads the
@@ -29,9 +29,12 @@ import (
 // one fixed order, so results are the same bits at any thread count.
 
 // winoShape is one Winograd convolution: c input channels of h×w, k output
-// channels of oh×ow, padding pad, output tiles m×m.
+// channels of oh×ow, padding pad, output tiles m×m, in g groups (Caffe's
+// group: output channels [i·k/g, (i+1)·k/g) see input channels
+// [i·c/g, (i+1)·c/g) only).
 type winoShape struct {
 	m, c, h, w, k, oh, ow, pad int
+	g                          int // groups
 	th, tw                     int // tiles down and across an image
 	chunk                      int // tiles per chunk (the last may have fewer)
 }
@@ -45,8 +48,14 @@ func (s *winoShape) alpha() int { return s.m + 2 }
 // the AVX2 cap (BenchmarkWinogradTimes, ms of the 36 GEMMs for budgets of
 // 256 Ki / 1 Mi / 4 Mi floats): 64 channels 56×56 20.7 / 19.2 / 14.7,
 // 128 at 28×28 17.7 / 14.9 / 13.9, 256 at 14×14 32.8 / 21.9 / 19.3, 512
-// at 7×7 38.7 / 32.7 / 21.6: wide GEMMs matter more than the cache.
-var winoChunkFloats = 1 << 21
+// at 7×7 38.7 / 32.7 / 21.6: wide GEMMs matter more than the cache. On
+// CaffeNet's conv3–conv5 (13×13, batch 32, 384 to 640 channels in and out,
+// conv4 and conv5 in two groups: dsgd time, one thread, AVX2 cap,
+// alternating processes), 8 Mi floats took the three layers' forward and
+// backward from 471–496 ms to 424–429 against 2 Mi, and ResNet-18's
+// iteration from 1,374–1,399 to 1,349–1,360 ms; with it the chunk is
+// mostly winoMaxChunk or half the batch's tiles.
+var winoChunkFloats = 1 << 23
 
 const (
 	winoMinChunk = 16
@@ -54,18 +63,32 @@ const (
 )
 
 // newWinoShape is the Winograd F(m×m, 3×3) convolution of n images of c
-// channels h×w, padded by pad, to k channels. Its chunk of tiles, a
+// channels h×w, padded by pad, to k channels, in one group (withGroups
+// for more). Its chunk of tiles, a
 // multiple of 8 (the AVX2 transforms' lanes), depends on the geometry and
 // n only, never on the thread count; it is at most half the batch's tiles
 // (rounded up), so that two threads share the work.
 func newWinoShape(m, n, c, h, w, k, pad int) winoShape {
-	s := winoShape{m: m, c: c, h: h, w: w, k: k, pad: pad, oh: h + 2*pad - 2, ow: w + 2*pad - 2}
+	s := winoShape{m: m, c: c, h: h, w: w, k: k, pad: pad, oh: h + 2*pad - 2, ow: w + 2*pad - 2, g: 1}
 	s.th, s.tw = (s.oh+m-1)/m, (s.ow+m-1)/m
 	a := s.alpha()
 	half := (n*s.th*s.tw + 1) / 2
 	s.chunk = max(winoMinChunk, min(winoMaxChunk, winoChunkFloats/(a*a*(c+k)), (half+7)&^7)) &^ 7
 	return s
 }
+
+// withGroups is s in g groups (g divides s.c and s.k). The transforms are
+// per channel either way; only the GEMMs (a block per group) and the
+// kernel's layout (K×C/g per ξ) change, and the chunk, sized for the
+// transformed input and products, stays.
+func (s winoShape) withGroups(g int) winoShape {
+	s.g = g
+	return s
+}
+
+// cg and kg are a group's input and output channels.
+func (s *winoShape) cg() int { return s.c / s.g }
+func (s *winoShape) kg() int { return s.k / s.g }
 
 // chunks is the number of tile chunks for n images.
 func (s *winoShape) chunks(n int) int {
@@ -97,7 +120,7 @@ func (b *winoBuf) fit(s *winoShape) {
 }
 
 // winoRun computes chunks [lo, hi) of the convolution of the n images of
-// s.c×s.h×s.w in padded (winoPad) with transformed kernel u (α²×K×C) plus bias (nil: none)
+// s.c×s.h×s.w in padded (winoPad) with transformed kernel u (α²×K×C/g) plus bias (nil: none)
 // into out (n images of s.k×s.oh×s.ow), with scratch buf.
 func winoRun(s *winoShape, n int, padded, u, bias, out []float32, buf *winoBuf, lo, hi int) {
 	buf.fit(s)
@@ -143,10 +166,15 @@ func winoInput(s *winoShape, padded []float32, buf *winoBuf, nt, lo, hi int) {
 }
 
 // winoGemm runs the GEMMs ξ in [lo, hi) of the chunk's nt tiles:
-// buf.p[ξ] (K×nt) = u[ξ] (K×C) · buf.v[ξ] (C×nt).
+// buf.p[ξ] (K×nt) = u[ξ] (K×C) · buf.v[ξ] (C×nt), block by block in g
+// groups: group i's K/g rows of buf.p[ξ] are its K/g×C/g rows of u[ξ]
+// times its C/g rows of buf.v[ξ].
 func winoGemm(s *winoShape, u []float32, buf *winoBuf, nt, lo, hi int) {
+	cg, kg := s.cg(), s.kg()
 	for x := lo; x < hi; x++ {
-		tensor.Gemm(false, false, s.k, nt, s.c, 1, u[x*s.k*s.c:], s.c, buf.v[x*s.c*nt:], nt, 0, buf.p[x*s.k*nt:], nt)
+		for i := range s.g {
+			tensor.Gemm(false, false, kg, nt, cg, 1, u[(x*s.k+i*kg)*cg:], cg, buf.v[(x*s.c+i*cg)*nt:], nt, 0, buf.p[(x*s.k+i*kg)*nt:], nt)
+		}
 	}
 }
 
@@ -220,17 +248,19 @@ func winoOutput(s *winoShape, bias []float32, buf *winoBuf, d []float32, nt int,
 
 // winoKernel writes the transformed kernel for rows [lo, hi) of u
 // (α²×rows×cols): u[ξ][r][q] = (G g Gᵀ)[ξ] with g the 3×3 kernel of
-// weight (K×C×3×3) at k = r, c = q, or, with back, the kernel at k = q,
-// c = r rotated by 180° (the backward data pass's). scratch holds 9·cols
-// floats (fitted here).
-func winoKernel(m int, weight []float32, k, c int, back bool, u []float32, lo, hi int, scratch *[]float32) {
+// weight (K×C/groups×3×3) at k = r, c = q, or, with back, the kernel at
+// c = r and k = q of r's group, rotated by 180° (the backward data
+// pass's). rows, cols are K, C/groups, or with back C, K/groups. scratch
+// holds 9·cols floats (fitted here).
+func winoKernel(m int, weight []float32, k, c, groups int, back bool, u []float32, lo, hi int, scratch *[]float32) {
 	kind := simd.WinoKer4
 	if m == 2 {
 		kind = simd.WinoKer2
 	}
-	rows, cols := k, c
+	cg, kg := c/groups, k/groups
+	rows, cols := k, cg
 	if back {
-		rows, cols = c, k
+		rows, cols = c, kg
 	}
 	*scratch = fitBuf(*scratch, 9*cols)
 	g := (*scratch)[:9*cols]
@@ -240,12 +270,13 @@ func winoKernel(m int, weight []float32, k, c int, back bool, u []float32, lo, h
 		// channels: 11 ms, against 17 through a row buffer and a copy).
 		for q := 0; q < cols; q++ {
 			if back {
-				src := weight[(q*c+r)*9 : (q*c+r)*9+9]
+				o := ((r/cg*kg+q)*cg + r%cg) * 9 // k = q of r's group, c = r
+				src := weight[o : o+9]
 				for e := range 9 {
 					g[e*cols+q] = src[8-e] // rotated by 180°
 				}
 			} else {
-				src := weight[(r*c+q)*9 : (r*c+q)*9+9]
+				src := weight[(r*cg+q)*9 : (r*cg+q)*9+9]
 				for e := range 9 {
 					g[e*cols+q] = src[e]
 				}
@@ -319,26 +350,30 @@ func winoWtsIn(s, sb *winoShape, padX, padDy []float32, buf *winoBuf, nt, lo, hi
 }
 
 // winoWtsGemm runs the GEMMs ξ in [lo, hi) of the chunk's nt tiles:
-// sum[ξ] (K×C) = Ŷ[ξ]·V[ξ]ᵀ, added to sum[ξ] unless first.
+// sum[ξ] (K×C/g) = Ŷ[ξ]·V[ξ]ᵀ, added to sum[ξ] unless first, block by
+// block in g groups (group i's K/g rows of Ŷ[ξ] and C/g rows of V[ξ]).
 func winoWtsGemm(s *winoShape, buf *winoBuf, nt int, sum []float32, first bool, lo, hi int) {
 	var beta float32 = 1
 	if first {
 		beta = 0
 	}
+	cg, kg := s.cg(), s.kg()
 	for x := lo; x < hi; x++ {
-		tensor.Gemm(false, true, s.k, s.c, nt, 1, buf.p[x*s.k*nt:], nt, buf.v[x*s.c*nt:], nt, beta, sum[x*s.k*s.c:], s.c)
+		for i := range s.g {
+			tensor.Gemm(false, true, kg, cg, nt, 1, buf.p[(x*s.k+i*kg)*nt:], nt, buf.v[(x*s.c+i*cg)*nt:], nt, beta, sum[(x*s.k+i*kg)*cg:], cg)
+		}
 	}
 }
 
-// winoWtsOut adds Gᵀ sum[·][k][c] G to the K×C×3×3 weight gradient dw
-// for output channels k in [lo, hi); scratch holds 9·C floats (fitted
+// winoWtsOut adds Gᵀ sum[·][k][c] G to the K×C/g×3×3 weight gradient dw
+// for output channels k in [lo, hi); scratch holds 9·C/g floats (fitted
 // here).
 func winoWtsOut(s *winoShape, sum, dw []float32, lo, hi int, scratch *[]float32) {
 	kind := simd.WinoKerT4
 	if s.m == 2 {
 		kind = simd.WinoKerT2
 	}
-	c := s.c
+	c := s.cg()
 	*scratch = fitBuf(*scratch, 9*c)
 	g := (*scratch)[:9*c]
 	for k := lo; k < hi; k++ {

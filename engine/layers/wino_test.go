@@ -87,8 +87,8 @@ func winoConv(m, threads, n, c, h, w, k, pad int, in, wt, bias, dout []float32) 
 	a2 := (m + 2) * (m + 2)
 	u, ub := make([]float32, a2*k*c), make([]float32, a2*k*c)
 	var scratch []float32
-	winoKernel(m, wt, k, c, false, u, 0, k, &scratch)
-	winoKernel(m, wt, k, c, true, ub, 0, c, &scratch)
+	winoKernel(m, wt, k, c, 1, false, u, 0, k, &scratch)
+	winoKernel(m, wt, k, c, 1, true, ub, 0, c, &scratch)
 	out = make([]float32, n*k*f.oh*f.ow)
 	din = make([]float32, n*c*h*w)
 	bufs := make([]winoBuf, threads)
@@ -164,7 +164,13 @@ func im2colConv(t *testing.T, n, c, h, w, k, pad int, in, wt, bias, dout []float
 // over a bottom holding in.
 func winoLayer(t testing.TB, n, c, h, w, k, pad, threads int, in, wt, bias []float32) (Layer, []*tensor.Blob, []*tensor.Blob) {
 	t.Helper()
-	cfg := &ConvolutionConfig{NumOutput: k, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: pad, PadW: pad, Group: 1, BiasTerm: true}
+	return winoLayerG(t, n, c, h, w, k, pad, 1, threads, in, wt, bias)
+}
+
+// winoLayerG is winoLayer in groups groups (wt is K×C/groups×3×3).
+func winoLayerG(t testing.TB, n, c, h, w, k, pad, groups, threads int, in, wt, bias []float32) (Layer, []*tensor.Blob, []*tensor.Blob) {
+	t.Helper()
+	cfg := &ConvolutionConfig{NumOutput: k, KernelH: 3, KernelW: 3, StrideH: 1, StrideW: 1, PadH: pad, PadW: pad, Group: groups, BiasTerm: true}
 	bottom := tensor.NewBlob("x", n, c, h, w)
 	copy(bottom.Data, in)
 	bs, ts := []*tensor.Blob{bottom}, []*tensor.Blob{tensor.NewBlob("y")}
@@ -239,6 +245,102 @@ func TestWinogradLayer(t *testing.T) {
 	}
 }
 
+// TestWinogradGrouped runs grouped convolutions (Caffe's group, as in
+// AlexNet's conv2, conv4 and conv5) on dsgd's Winograd, forced whatever the
+// ISA: Kernel names it; the top and the data gradient agree with the
+// direct convolution in float64, group by group (convRef64 on each
+// group's channels), within 1e-4 of the largest element (the bound of
+// TestWinogradMatchesReference's F(4,3)); top, bottom, weight and bias
+// gradients agree with the grouped im2col + GEMM path within the bounds of
+// TestWinogradLayer; 1 and 2 threads, sharing out the chunks or splitting
+// them, give the same bits; a finite-difference check; and a depthwise or
+// narrow-group convolution is left to the other kernels (winoGroupsFit).
+func TestWinogradGrouped(t *testing.T) {
+	defer func(mode, wmode, wide int, off bool) {
+		winoMode, winoWtsMode, winoWideMode, dnnlOff = mode, wmode, wide, off
+	}(winoMode, winoWtsMode, winoWideMode, dnnlOff)
+	for _, tc := range []struct{ n, c, h, w, k, pad, g int }{
+		{2, 32, 9, 11, 48, 1, 2},
+		{3, 48, 13, 13, 32, 0, 2},
+		{1, 64, 7, 10, 64, 1, 4},
+		{2, 51, 6, 6, 34, 1, 1}, // one group, channels not multiples of 8
+	} {
+		r := rand.New(rand.NewPCG(17, uint64(tc.c*tc.g)))
+		oh, ow := tc.h+2*tc.pad-2, tc.w+2*tc.pad-2
+		cg, kg := tc.c/tc.g, tc.k/tc.g
+		in, wt := randSlice(r, tc.n*tc.c*tc.h*tc.w, 1), randSlice(r, tc.k*cg*9, 0.3)
+		bias, dout := randSlice(r, tc.k, 0.1), randSlice(r, tc.n*tc.k*oh*ow, 1)
+		// The float64 reference, group by group: each group is the
+		// ungrouped convolution of its channels.
+		refOut, refDin := make([]float64, len(dout)), make([]float64, len(in))
+		for gi := range tc.g {
+			gin, gdout := make([]float32, tc.n*cg*tc.h*tc.w), make([]float32, tc.n*kg*oh*ow)
+			for b := range tc.n {
+				copy(gin[b*cg*tc.h*tc.w:(b+1)*cg*tc.h*tc.w], in[(b*tc.c+gi*cg)*tc.h*tc.w:])
+				copy(gdout[b*kg*oh*ow:(b+1)*kg*oh*ow], dout[(b*tc.k+gi*kg)*oh*ow:])
+			}
+			o, d := convRef64(tc.n, cg, tc.h, tc.w, kg, tc.pad, gin, wt[gi*kg*cg*9:(gi+1)*kg*cg*9], bias[gi*kg:(gi+1)*kg], gdout)
+			for b := range tc.n {
+				copy(refOut[(b*tc.k+gi*kg)*oh*ow:], o[b*kg*oh*ow:(b+1)*kg*oh*ow])
+				copy(refDin[(b*tc.c+gi*cg)*tc.h*tc.w:], d[b*cg*tc.h*tc.w:(b+1)*cg*tc.h*tc.w])
+			}
+		}
+		pass := func(threads int) (Layer, [4][]float32) {
+			l, bs, ts := winoLayerG(t, tc.n, tc.c, tc.h, tc.w, tc.k, tc.pad, tc.g, threads, in, wt, bias)
+			l.Forward(bs, ts)
+			copy(ts[0].Diff, dout)
+			l.Backward(ts, []bool{true}, bs)
+			ps := l.Params()
+			return l, [4][]float32{slices.Clone(ts[0].Data), slices.Clone(bs[0].Diff), slices.Clone(ps[0].Blob.Diff), slices.Clone(ps[1].Blob.Diff)}
+		}
+		// The grouped im2col + GEMM path, the layer's own without oneDNN.
+		off0 := dnnlOff
+		dnnlOff, winoMode = true, -1
+		_, want := pass(1)
+		dnnlOff = off0
+		winoMode, winoWtsMode = 1, 1
+		var first [4][]float32
+		for run, rc := range []struct{ threads, wide int }{{1, 0}, {2, -1}, {2, 1}} {
+			winoWideMode = rc.wide
+			l, got := pass(rc.threads)
+			name := fmt.Sprintf("%+v, %d threads, wide mode %d", tc, rc.threads, rc.wide)
+			if k := l.(KernelReporter).Kernel(); !strings.HasPrefix(k, "dsgd Winograd F(4,3) forward, data and weights passes") {
+				t.Fatalf("%s: runs %q, want dsgd Winograd F(4,3) for all three passes", name, k)
+			}
+			if ef, eb := relErr(got[0], refOut), relErr(got[1], refDin); ef > 1e-4 || eb > 1e-4 {
+				t.Errorf("%s: relative error against float64: forward %.3g, data %.3g, want at most 1e-4", name, ef, eb)
+			}
+			hlClose(t, name+": top", got[0], want[0], 1e-4)
+			hlClose(t, name+": bottom diff", got[1], want[1], 1e-4)
+			if e := normErr(got[2], want[2]); e > 1e-4 {
+				t.Errorf("%s: weight diff: largest error %.3g of the largest element, want at most 1e-4", name, e)
+			}
+			hlClose(t, name+": bias diff", got[3], want[3], 1e-5)
+			if run == 0 {
+				first = got
+				continue
+			}
+			for i := range got {
+				if !slices.Equal(got[i], first[i]) {
+					t.Errorf("%s: output %d's bits differ from one thread's", name, i)
+				}
+			}
+		}
+		winoWideMode = 0
+		l, bs, ts := winoLayerG(t, tc.n, tc.c, tc.h, tc.w, tc.k, tc.pad, tc.g, 2, in, wt, bias)
+		checkGradients(t, l, bs, ts, gradCheck{Step: 1, Threshold: 1e-3, MaxPerBlob: 40, Seed: 5})
+		winoMode, winoWtsMode = 0, 0
+	}
+	// Depthwise and 8-channel groups stay off it, even when forced.
+	winoMode = 1
+	for _, tc := range []struct{ c, k, g int }{{32, 32, 32}, {32, 64, 4}, {64, 16, 2}} {
+		l, _, _ := winoLayerG(t, 2, tc.c, 9, 9, tc.k, 1, tc.g, 1, make([]float32, 2*tc.c*81), make([]float32, tc.k*tc.c/tc.g*9), make([]float32, tc.k))
+		if k := l.(KernelReporter).Kernel(); strings.Contains(k, "Winograd") {
+			t.Errorf("%d→%d channels in %d groups: runs %q, want it off dsgd's Winograd", tc.c, tc.k, tc.g, k)
+		}
+	}
+}
+
 // TestWinogradWide checks winoWide's rule on ResNet-18's 3×3 shapes: two
 // threads share out the chunks where that keeps the busiest thread within
 // 1/0.9 of an even share of the tiles, and split each chunk where it
@@ -248,15 +350,15 @@ func TestWinogradWide(t *testing.T) {
 		n, c, hw, threads int
 		want              bool
 	}{
-		{32, 64, 56, 2, false}, // 6,272 tiles in 25 chunks of 256: 13 and 12
-		{16, 64, 56, 2, true},  // 3,136 tiles in 13 chunks, the last of 64: 1,792 and 1,344
-		{32, 128, 28, 2, true}, // 1,568 tiles in 7 chunks of 224: 896 and 672
-		{16, 256, 14, 2, true}, // 256 tiles in chunks of 112: 224 and 32
-		{16, 512, 7, 2, false}, // 64 tiles in 2 chunks of 32
-		{32, 512, 7, 2, true},  // 128 tiles in 3 chunks of 56: 112 and 16
-		{32, 512, 7, 1, false}, // one thread
-		{32, 64, 56, 16, true}, // 25 chunks over 16 threads: 2 chunks and 1
-		{2, 19, 14, 2, false},  // 32 tiles in 2 chunks of 16
+		{32, 64, 56, 2, false},  // 6,272 tiles in 25 chunks of 256: 13 and 12
+		{16, 64, 56, 2, true},   // 3,136 tiles in 13 chunks, the last of 64: 1,792 and 1,344
+		{32, 128, 28, 2, true},  // 1,568 tiles in 7 chunks of 256, the last of 32: 1,024 and 544
+		{16, 256, 14, 2, false}, // 256 tiles in 2 chunks of 128
+		{16, 512, 7, 2, false},  // 64 tiles in 2 chunks of 32
+		{32, 512, 14, 2, true},  // 512 tiles in 3 chunks of 224 (the budget's): 448 and 64
+		{32, 512, 7, 1, false},  // one thread
+		{32, 64, 56, 16, true},  // 25 chunks over 16 threads: 2 chunks and 1
+		{2, 19, 14, 2, false},   // 32 tiles in 2 chunks of 16
 	} {
 		s := newWinoShape(winoTile, tc.n, tc.c, tc.hw, tc.hw, tc.c, 1)
 		if got := winoWide(&s, tc.n, tc.threads); got != tc.want {

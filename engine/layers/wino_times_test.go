@@ -44,7 +44,7 @@ func BenchmarkWinogradTimes(b *testing.B) {
 		for range reps {
 			var d [4]time.Duration
 			t0 := time.Now()
-			winoKernel(m, wt, c.c, c.c, false, u, 0, c.c, &buf.ker)
+			winoKernel(m, wt, c.c, c.c, 1, false, u, 0, c.c, &buf.ker)
 			winoPad(&s, in, padded, 0, c.n*c.c)
 			d[0] = time.Since(t0)
 			for ch := 0; ch < s.chunks(c.n); ch++ {
