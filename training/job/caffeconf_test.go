@@ -3,6 +3,7 @@ package job
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +104,70 @@ func TestTrainNeedsRate(t *testing.T) {
 				t.Errorf("the refused run printed:\n%s", out.String())
 			}
 		})
+	}
+}
+
+// TestTestWeightsOpensNoTrainData: TestWeights, as caffe test, reads the
+// TEST data alone: a TRAIN data layer without a source, or with one that
+// cannot be read, does not stop it, with a dsgd snapshot (of the TRAIN
+// net, whose shapes then come from the TEST net's) or a Caffe model.
+func TestTestWeightsOpensNoTrainData(t *testing.T) {
+	const test = `layer { name: "dt" type: "Data" top: "data" top: "label" include { phase: TEST }
+  data_param { source: "synthetic:N=8,C=1,H=2,W=2,classes=4" batch_size: 4 } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 4 } }
+layer { name: "acc" type: "Accuracy" bottom: "ip" bottom: "label" top: "acc" include { phase: TEST } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("net.prototxt", `name: "w"
+layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TRAIN }
+  data_param { source: "synthetic:N=16,C=1,H=2,W=2,classes=4" batch_size: 4 } }
+`+test)
+	solver := write("solver.prototxt", `net: "`+filepath.Join(dir, "net.prototxt")+`"
+base_lr: 0.1 lr_policy: "fixed" max_iter: 2 test_iter: 1 test_interval: 100
+snapshot_prefix: "`+filepath.Join(dir, "out", "w")+`"`)
+	for _, format := range []string{"", "caffe"} {
+		o := DefaultRunOptions()
+		o.Model = Options{Solver: solver, Seed: 1}
+		o.Threads, o.SnapshotFormat = 1, format
+		if _, err := Train(context.Background(), o, RunDeps{Stdout: io.Discard, Stderr: io.Discard}); err != nil {
+			t.Fatalf("Train (snapshot format %q): %v", format, err)
+		}
+	}
+	for _, c := range []struct{ name, train string }{
+		{"no source", `data_param { batch_size: 4 }`},
+		{"unreadable source", `data_param { source: "` + filepath.Join(dir, "nodata") + `" batch_size: 4 }`},
+		{"other batch", `data_param { source: "` + filepath.Join(dir, "nodata") + `" batch_size: 3 }`},
+	} {
+		for _, weights := range []string{"w_iter_2.dsgdsnap", "w_iter_2.caffemodel"} {
+			t.Run(c.name+"/"+weights, func(t *testing.T) {
+				write("net.prototxt", `name: "w"
+layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TRAIN }
+  `+c.train+` }
+`+test)
+				j, err := Load(Options{Solver: solver, Seed: 1})
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				defer j.Close()
+				res, n, err := j.TestWeights(t.Context(), WeightsTest{Weights: filepath.Join(dir, "out", weights), Threads: 1, Out: io.Discard})
+				if err != nil {
+					t.Fatalf("TestWeights: %v", err)
+				}
+				if n != 1 || len(res.Outputs) != 2 {
+					t.Errorf("%d batches, outputs %v; want 1 batch, acc and loss", n, res.Outputs)
+				}
+				if len(j.TrainFeeds) > 0 {
+					t.Error("the TRAIN data were opened")
+				}
+			})
+		}
 	}
 }
