@@ -121,7 +121,9 @@ type Config struct {
 
 	// Config is the parallel scheme and its settings: Name (one of
 	// scheme.Names; "" means seq), Workers (1 when zero), MaxIter (the
-	// iteration to stop at), Pack (all layers as one message; the
+	// iteration to stop at; a run starting there runs no iteration, and
+	// snapshots and tests its starting weights, as Caffe's max_iter: 0),
+	// Pack (all layers as one message; the
 	// command's default), overlap's Bucket, and the asynchronous, elastic
 	// and outer schemes' Interval, Staleness, Alpha, OuterMomentum,
 	// Variant, Groups, and streaming-diloco's Fragments, Overlap, Mix and
