@@ -3,8 +3,10 @@ package job
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"dsgd/caffe/caffemodel"
 	"dsgd/data"
@@ -41,7 +43,8 @@ type WeightsTest struct {
 // split, whose number it returns beside the result. It opens the TEST
 // nets' data (the caller closes the job), not the TRAIN net's, as caffe
 // test opens no TRAIN data (but see trainShapes), and checks the labels
-// against both nets.
+// against both nets. Where the TRAIN net does not build (TrainErr, with
+// Options.TestOnly), see testModelAlone.
 func (j *Job) TestWeights(ctx context.Context, t WeightsTest) (_ train.TestResult, _ int, err error) {
 	if len(j.Test.Spec.Layers) == 0 {
 		return train.TestResult{}, 0, errors.New("the net has no TEST phase to test with")
@@ -52,6 +55,9 @@ func (j *Job) TestWeights(ctx context.Context, t WeightsTest) (_ train.TestResul
 	}
 	if n == 0 {
 		n = DefaultTestIter
+	}
+	if j.TrainErr != nil {
+		return j.testModelAlone(ctx, t, n)
 	}
 	// caffe test builds the TEST net alone; dsgd's trainer holds the
 	// weights in a TRAIN net (a dsgd snapshot is of that net), which
@@ -137,4 +143,30 @@ func (j *Job) trainShapes() (_ map[string]tensor.Shape, ok bool) {
 		}
 	}
 	return shapes, true
+}
+
+// testModelAlone is TestWeights where the TRAIN net does not build
+// (Options.TestOnly; a Python TRAIN data layer): a Caffe model is tested
+// on the first TEST net alone (TestNet), as caffe test does, its scalar
+// outputs averaged over n batches. A dsgd snapshot, which is of the
+// TRAIN net, is refused with the TRAIN net's error.
+func (j *Job) testModelAlone(ctx context.Context, t WeightsTest, n int) (train.TestResult, int, error) {
+	if !caffemodel.IsModel(t.Weights) {
+		return train.TestResult{}, n, fmt.Errorf("%w (Config.Resume %s is a snapshot of the TRAIN net, which does not build; a .caffemodel is tested on the TEST net alone)", j.TrainErr, t.Weights)
+	}
+	res, err := j.TestNet(ctx, t.Weights, n, t.Threads, func(rep caffemodel.Report) {
+		if t.Out != nil {
+			fmt.Fprintf(t.Out, "weights %s: copied %s into the TEST net alone (the TRAIN net does not build)\n", t.Weights, strings.Join(rep.Copied, ", "))
+		}
+	})
+	if err != nil {
+		return train.TestResult{}, n, err
+	}
+	var tr train.TestResult
+	for _, o := range res.Outputs {
+		if o.Elements == 1 {
+			tr.Outputs = append(tr.Outputs, train.NamedValue{Name: o.Name, Value: o.Value})
+		}
+	}
+	return tr, n, nil
 }
