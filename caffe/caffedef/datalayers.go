@@ -7,11 +7,6 @@ import (
 	"dsgd/caffe/prototxt"
 )
 
-// refusedWhy says why a Caffe data layer type is refused.
-var refusedWhy = map[string]string{
-	"Python": "dsgd runs no Python; write the data to an LMDB (dsgd convert-imageset) or HDF5 files and use a Data or HDF5Data layer",
-}
-
 // DataSettings are the settings of Caffe's data layers beyond source,
 // batch size and transform.
 type DataSettings struct {

@@ -60,7 +60,6 @@ func TestDataLayerErrors(t *testing.T) {
 			`crop_mode "fit" is neither "warp" nor "square"`},
 		{"window data old crop", `layer { name: "w" type: "WindowData" top: "data" window_data_param { source: "w.txt" batch_size: 1 crop_size: 5 } }`,
 			"unsupported field 'crop_size' in window_data_param of layer 'w': Caffe's WindowData reads it from transform_param"},
-		{"python", `layer { name: "p" type: "Python" top: "data" }`, "f.prototxt:1:1: layer 'p' is a Python layer"},
 		{"one of new_height", `layer { name: "d" type: "ImageData" top: "data" image_data_param { source: "l" batch_size: 1 new_height: 3 } }`,
 			"sets only one of new_height and new_width"},
 		{"dummy shapes", `layer { name: "d" type: "DummyData" top: "a" top: "b" top: "c" dummy_data_param { shape { dim: 1 } shape { dim: 2 } } }`,

@@ -31,6 +31,8 @@ func FuzzParseNet(f *testing.F) {
 		net(`layer { name: "i" type: "Interp" bottom: "data" top: "i" interp_param { shrink_factor: 2 zoom_factor: 3 pad_end: -1 } }`),
 		net(`layer { name: "d" type: "DepthwiseConvolution" bottom: "data" top: "d" convolution_param { num_output: 6 group: 3 kernel_h: 3 kernel_w: 1 } }`),
 		net(`layer { name: "p" type: "Permute" bottom: "data" top: "p" permute_param { order: [0, 3, 1] } }`),
+		net(`layer { name: "py" type: "Python" top: "x" include { phase: TRAIN } python_param { module: "m" layer: "L" } }`),
+		net(`layer { name: "u" type: "Frob" bottom: "data" top: "u" include { stage: "s" } frob_param { x: 1 } }`),
 	} {
 		f.Add([]byte(s))
 	}
@@ -40,6 +42,13 @@ func FuzzParseNet(f *testing.F) {
 			return
 		}
 		for _, l := range n.Layers {
+			if l.Err() != nil {
+				// Refused where a net includes it, never read there.
+				if l.Compute != nil || l.Data != nil {
+					t.Fatalf("layer %q (%v) has Compute %v, Data %v", l.Name, l.Err(), l.Compute, l.Data)
+				}
+				continue
+			}
 			if (l.Compute == nil) == (l.Data == nil) {
 				t.Fatalf("layer %q: Compute %v, Data %v", l.Name, l.Compute, l.Data)
 			}
@@ -51,6 +60,11 @@ func FuzzParseNet(f *testing.F) {
 			pn, err := n.Phase(p)
 			if err != nil {
 				continue
+			}
+			for _, l := range pn.Spec.Layers {
+				if l.Config == nil {
+					t.Fatalf("%s net: layer %q has no config", p, l.Name)
+				}
 			}
 			var tops []string
 			for _, d := range pn.Data {

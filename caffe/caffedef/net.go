@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"dsgd/caffe/prototxt"
 	"dsgd/data"
@@ -37,7 +38,7 @@ type NetDef struct {
 }
 
 // LayerDef is one layer definition of a NetDef. Exactly one of Compute and
-// Data is set.
+// Data is set, unless the layer cannot be built (Err).
 type LayerDef struct {
 	Name, Type string
 	Bottom     []string
@@ -57,6 +58,22 @@ type LayerDef struct {
 	Compute *model.LayerSpec
 	// Data describes a data layer (Data, Input).
 	Data *DataLayer
+	// refused is why dsgd cannot build the layer (Err), after "layer
+	// 'NAME' (PHASE phase) "; "" when it can.
+	refused string
+}
+
+// Err says why dsgd cannot build the layer, nil when it can: a Python
+// layer, or a type dsgd does not know. Such a layer has neither Compute
+// nor Data; it is read (its rules, bottoms and tops) so that a net whose
+// rules leave it out builds, as in Caffe, which filters a net before it
+// looks a type up, and PhaseState refuses a net that includes it with
+// this error. The error is a *prototxt.Error at the layer.
+func (l *LayerDef) Err() error {
+	if l.refused == "" {
+		return nil
+	}
+	return &prototxt.Error{Pos: l.Pos, Msg: fmt.Sprintf("layer '%s' %s", l.Name, l.refused)}
 }
 
 // PhaseRule is a Caffe NetStateRule: the phase, the level range and the
@@ -366,11 +383,6 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 		d.failf(f.Pos, "layer '%s' has no type", l.Name)
 		return nil
 	}
-	if l.Type == "Python" && r.ok() {
-		d.failf(f.Pos, "layer '%s' is a Python layer (python_param module/layer), which runs only inside Caffe's own Python; "+
-			"dsgd cannot run it: replace it with a built-in layer (for data, a Data or Input layer)", l.Name)
-		return nil
-	}
 	l.Bottom = r.strs("bottom")
 	l.Top = r.strs("top")
 	if len(l.Top) == 0 && isLossType(l.Type) {
@@ -390,21 +402,25 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 	if r.has("phase") {
 		l.HasPhase, l.Phase = true, layers.Phase(r.enum("phase", 0, "TRAIN", "TEST"))
 	}
+	if !r.ok() {
+		return nil
+	}
+	if why := unbuildable(l.Type, f.Msg); why != "" {
+		// Caffe filters a net by its rules (FilterNet) before it looks a
+		// layer's type up: a layer no net includes is never refused. So
+		// its rules are read, and the refusal waits for PhaseState.
+		l.refused = why
+		r.skip()
+		return l
+	}
 	r.unsupported("blobs", "dsgd initialises params with fillers and restores them from snapshots")
 	if !r.ok() {
 		return nil
 	}
-	switch l.Type {
-	case "Data", "Input", "ImageData", "HDF5Data", "DummyData", "WindowData", "MemoryData":
+	switch {
+	case slices.Contains(dataTypes, l.Type):
 		l.Data = decodeDataLayer(r, l)
-	case "Python":
-		d.failf(f.Pos, "layer '%s' has type '%s', which dsgd does not run: %s", l.Name, l.Type, refusedWhy[l.Type])
-		return nil
 	default:
-		if !slices.Contains(computeTypes(), l.Type) {
-			d.failf(f.Pos, "layer '%s' has unknown type '%s'%s; dsgd supports %s", l.Name, l.Type, forkNote(l.Type), supportedTypes())
-			return nil
-		}
 		spec := &model.LayerSpec{Name: l.Name, Bottom: l.Bottom, Top: l.Top, Pos: f.Pos.String()}
 		spec.Params = decodeParams(r)
 		spec.LossWeight = r.float32s("loss_weight")
@@ -425,6 +441,47 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 		return nil
 	}
 	return l
+}
+
+// dataTypes are the data layer types dsgd reads (DataLayer).
+var dataTypes = []string{"Data", "Input", "ImageData", "HDF5Data", "DummyData", "WindowData", "MemoryData"}
+
+// unbuildable says why dsgd cannot build a layer of type typ, whose
+// LayerParameter is m (a Python layer, or a type dsgd does not know),
+// for the error PhaseState gives after "layer 'NAME' (PHASE phase) "; ""
+// when it can.
+func unbuildable(typ string, m *prototxt.Message) string {
+	switch {
+	case typ == "Python":
+		return "is a Python layer" + pythonNote(m) + ", which runs only inside Caffe's own Python; dsgd cannot run it: " +
+			"replace it with a built-in layer (for data, write the data to an LMDB (dsgd convert-imageset) or to HDF5 files " +
+			"and read them with a Data or HDF5Data layer), or leave it out of this net with include/exclude rules"
+	case slices.Contains(dataTypes, typ), slices.Contains(computeTypes(), typ):
+		return ""
+	}
+	return fmt.Sprintf("has unknown type '%s'%s; dsgd supports %s", typ, forkNote(typ), supportedTypes())
+}
+
+// pythonNote names the module and class of a Python layer's python_param
+// (` (python_param module "m", layer "L")`), "" when it gives neither.
+func pythonNote(m *prototxt.Message) string {
+	var parts []string
+	for _, pf := range m.Get("python_param") {
+		if pf.Kind != prototxt.KindMessage {
+			continue
+		}
+		for _, name := range []string{"module", "layer"} {
+			for _, v := range pf.Msg.Get(name) {
+				if v.Kind == prototxt.KindString {
+					parts = append(parts, fmt.Sprintf("%s %q", name, v.Value))
+				}
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (python_param " + strings.Join(parts, ", ") + ")"
 }
 
 // decodeRule decodes a NetStateRule.
@@ -606,6 +663,9 @@ func (n *NetDef) PhaseState(p layers.Phase, st NetState) (*PhaseNet, error) {
 	for _, l := range n.Layers {
 		if !l.InState(p, st) {
 			continue
+		}
+		if l.refused != "" {
+			return nil, &prototxt.Error{Pos: l.Pos, Msg: fmt.Sprintf("layer '%s' (%s phase) %s", l.Name, p, l.refused)}
 		}
 		if l.HasPhase && l.Phase != p {
 			return nil, &prototxt.Error{Pos: l.Pos, Msg: fmt.Sprintf(

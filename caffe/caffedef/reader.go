@@ -377,6 +377,15 @@ func (r *reader) finishLayer(typ string) {
 	r.finish()
 }
 
+// skip consumes every field of the message: they are left unread on
+// purpose (a layer dsgd cannot build, whose refusal waits until a net
+// includes it).
+func (r *reader) skip() {
+	for i := range r.used {
+		r.used[i] = true
+	}
+}
+
 // describe names a scalar field's value for error messages.
 func describe(f *prototxt.Field) string {
 	if f.Kind == prototxt.KindString {

@@ -185,7 +185,7 @@ func TestSolverErrors(t *testing.T) {
 		{"net and net_param", ok + `net: "x" net_param { }`, "s.prototxt:1:42: solver gives both net (at s.prototxt:1:33) and net_param"},
 		{"test_state count", ok + `net: "x" test_iter: 1 test_state { } test_state { }`, "s.prototxt:1:66: solver has 2 test_state for 1 test nets"},
 		{"test_net without test_iter", ok + `test_net: "x"`, "s.prototxt:1:1: solver has 1 test nets (test_net, test_net_param) but 0 test_iter"},
-		{"bad inline net", ok + `net_param { layer { name: "x" type: "Nope" } }`, "s.prototxt:1:45: layer 'x' has unknown type 'Nope'"},
+		{"bad inline net", ok + `net_param { layer { name: "x" } }`, "s.prototxt:1:45: layer 'x' has no type"},
 		{"state phase", ok + `net: "x" train_state { phase: TEST }`, "s.prototxt:1:63: phase in train_state in solver: the solver builds this net in phase TRAIN; phase TEST would build it"},
 		{"test state phase", ok + `net: "x" test_iter: 1 test_state { phase: TRAIN }`, "s.prototxt:1:75: phase in test_state in solver: the solver builds this net in phase TEST; phase TRAIN would build it"},
 		{"max_iter negative", ok + "max_iter: -5", "s.prototxt:1:43: max_iter in solver: must be at least 0, got -5"},

@@ -23,6 +23,9 @@ type modelFlags struct {
 	seed                     int64
 	// netOnly lets a net file be loaded without a solver (dsgd time).
 	netOnly bool
+	// testOnly: the command runs the TEST nets alone (dsgd test), so a
+	// TRAIN phase that does not build is not refused on loading.
+	testOnly bool
 	// stages and level (when levelSet) are --stage and --level: the
 	// NetState the train net's layers are selected with, as caffe's flags.
 	stages   string
@@ -77,7 +80,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 func (m *modelFlags) options() job.Options {
 	return job.Options{
 		Model: m.model, Net: m.net, Solver: m.solver, Data: m.data, Seed: m.seed,
-		NetOnly: m.netOnly, Stages: m.stages, Level: m.level, LevelSet: m.levelSet,
+		NetOnly: m.netOnly, TestOnly: m.testOnly, Stages: m.stages, Level: m.level, LevelSet: m.levelSet,
 		Shuffle: m.shuffle, ShuffleSet: m.shuffleSet, Batch: m.batch,
 	}
 }

@@ -22,7 +22,7 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	var m modelFlags
 	m.register(fs)
-	m.netOnly = true
+	m.netOnly, m.testOnly = true, true
 	weights := fs.String("weights", "", "`FILE` whose weights to test: a .caffemodel, or a dsgd snapshot (.dsgdsnap) (required)")
 	iters := fs.Int("test-iter", 0, fmt.Sprintf("test batches (default: the solver's test_iter, else 100; without a solver %d, as caffe test)", job.CaffeTestIterations))
 	fs.IntVar(iters, "iterations", 0, "the same as --test-iter, by caffe test's name for it")

@@ -137,3 +137,63 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
 		t.Errorf("test: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestTestNeedsNoTrainData: dsgd test, as caffe test, needs nothing of
+// the TRAIN phase's data. A train_val net whose TRAIN data come from a
+// Python layer (FCN's) is read as Caffe reads it, which filters a net
+// before it looks a type up: dsgd test builds and scores its TEST net,
+// dsgd train refuses it naming the layer, its line, its type and module.
+// dsgd test --solver tests a Caffe model on the TEST net alone then, and
+// refuses a dsgd snapshot (of the TRAIN net) with the TRAIN net's error.
+// And dsgd test --solver runs with a TRAIN data layer without a source.
+func TestTestNeedsNoTrainData(t *testing.T) {
+	const rest = `layer { name: "data" type: "Data" top: "data" top: "label" include { phase: TEST }
+  data_param { source: "synthetic:N=8,C=1,H=2,W=2,classes=4" batch_size: 4 } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 4 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", `name: "fcn"
+layer { name: "data" type: "Data" top: "data" top: "label" include { phase: TRAIN }
+  data_param { source: "synthetic:N=8,C=1,H=2,W=2,classes=4" batch_size: 4 } }
+`+rest)
+	write(t, dir, "solver.prototxt", `net: "net.prototxt" base_lr: 0.1 lr_policy: "fixed" max_iter: 2 snapshot_prefix: "out/fcn"`)
+	var code int
+	var out, errs string
+	for _, format := range []string{"caffe", "dsgd"} {
+		code, out, errs = runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--snapshot-format", format)
+		if code != 0 {
+			t.Fatalf("train: exit %d\n%s\n%s", code, out, errs)
+		}
+	}
+	write(t, dir, "net.prototxt", `name: "fcn"
+layer { name: "data" type: "Python" top: "data" top: "label" include { phase: TRAIN }
+  python_param { module: "voc_layers" layer: "SBDDSegDataLayer" } }
+`+rest)
+	code, out, errs = runCmd(t, dir, "test", "--model", "net.prototxt", "--weights", "out/fcn_iter_2.caffemodel", "--iterations", "2", "--threads", "1")
+	if code != 0 || !strings.Contains(out, "TEST phase, 2 iterations") {
+		t.Errorf("test: exit %d\n%s\n%s", code, out, errs)
+	}
+	// Through the solver, a Caffe model is tested on the TEST net alone.
+	code, out, errs = runCmd(t, dir, "test", "--solver", "solver.prototxt", "--weights", "out/fcn_iter_2.caffemodel", "--test-iter", "2", "--threads", "1")
+	if code != 0 || !strings.Contains(out, "2 batches of the test split") || !strings.Contains(out, "loss") {
+		t.Errorf("test --solver: exit %d\n%s\n%s", code, out, errs)
+	}
+	want := `net.prototxt:2:1: layer 'data' (TRAIN phase) is a Python layer (python_param module "voc_layers", layer "SBDDSegDataLayer")`
+	// A dsgd snapshot is of the TRAIN net.
+	code, _, errs = runCmd(t, dir, "test", "--solver", "solver.prototxt", "--weights", "out/fcn_iter_2.dsgdsnap", "--threads", "1")
+	if code == 0 || !strings.Contains(errs, want) || !strings.Contains(errs, "--weights out/fcn_iter_2.dsgdsnap is a snapshot of the TRAIN net") {
+		t.Errorf("test --solver, snapshot: exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1")
+	if code == 0 || !strings.Contains(errs, want) {
+		t.Errorf("train: exit %d, stderr %q\nwant %q", code, errs, want)
+	}
+	write(t, dir, "net.prototxt", `name: "fcn"
+layer { name: "data" type: "Data" top: "data" top: "label" include { phase: TRAIN } data_param { batch_size: 4 } }
+`+rest)
+	code, out, errs = runCmd(t, dir, "test", "--solver", "solver.prototxt", "--weights", "out/fcn_iter_2.caffemodel", "--test-iter", "2", "--threads", "1")
+	if code != 0 || !strings.Contains(out, "2 batches of the test split") {
+		t.Errorf("test --solver: exit %d\n%s\n%s", code, out, errs)
+	}
+}

@@ -184,16 +184,6 @@ func (r *runner) config() error {
 	if o.Iters > 0 {
 		cfg.MaxIter = o.Iters
 	}
-	if cfg.MaxIter <= 0 {
-		// Caffe runs no iteration then, but still snapshots the starting
-		// weights and tests them (Solver::Solve); dsgd's trainer does not,
-		// so refuse now, before any file or data is opened.
-		solver := o.Model.Solver
-		if solver == "" {
-			solver = o.Model.Model + "_solver.prototxt"
-		}
-		return fmt.Errorf("%s: max_iter is %d: there is no iteration to train (Caffe would only snapshot the starting weights and test them); set max_iter, or RunOptions.Iters", solver, cfg.MaxIter)
-	}
 	if o.SnapshotFormat != "" {
 		cfg.SnapshotFormat = o.SnapshotFormat
 	}
@@ -264,6 +254,12 @@ func (r *runner) schemeConfig(cfg *train.Config) error {
 	cfg.MaxUpdateNorm = o.MaxUpdateNorm
 	if cfg.Finish, err = center.ParseFinish(o.Finish); err != nil {
 		return fmt.Errorf("RunOptions.Finish: %w", err)
+	}
+	if cfg.MaxIter == 0 {
+		// A run of no iteration (max_iter 0, which Caffe runs): every
+		// rule stops the workers at once, and the center's rules count
+		// to an iteration there is not.
+		cfg.Finish = center.FinishOwn
 	}
 	opts := scheme.Options{Alpha: o.Alpha, Rho: o.Rho, LR: cfg.Solver.BaseLR, Groups: o.Groups,
 		OuterMomentum: o.OuterMomentum, Resizable: o.Elastic != ""}

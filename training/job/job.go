@@ -34,6 +34,11 @@ type Options struct {
 	// NetOnly lets a net file be loaded without a solver (dsgd time, dsgd
 	// test on a deploy net).
 	NetOnly bool
+	// TestOnly marks a load for testing alone (dsgd test --solver): a
+	// TRAIN phase that does not build (a Python data layer, which caffe
+	// test never builds) is kept in TrainErr, not refused, as without a
+	// solver; TestWeights then tests a Caffe model on the TEST net alone.
+	TestOnly bool
 	// Stages and Level (when LevelSet) are the NetState the train net's
 	// layers are selected with, as caffe's --stage and --level.
 	Stages   string
@@ -150,8 +155,9 @@ type Job struct {
 	// deploy net); Solver then holds an empty SolverDef.
 	NoSolver bool
 	// TrainErr and TestErr are why the TRAIN or TEST phase of a net
-	// loaded without a solver cannot be built (Train or Test then holds
-	// an empty phase): only the command that runs that phase fails.
+	// loaded without a solver (or TrainErr, with Options.TestOnly) cannot
+	// be built (Train or Test then holds an empty phase): only the
+	// command that runs that phase fails.
 	TrainErr, TestErr error
 	// Start is the iteration a resumed run continues from: the TRAIN
 	// loaders begin at that global batch.
@@ -243,7 +249,7 @@ func Load(o Options) (*Job, error) {
 	// time (TRAIN) and caffe test (TEST) build one: an error in the
 	// other phase is kept for the command that needs that phase.
 	if j.Train, err = j.Net.PhaseState(layers.Train, o.state(j.Net.State, j.Solver.TrainState)); err != nil {
-		if !j.NoSolver {
+		if !j.NoSolver && !o.TestOnly {
 			return nil, err
 		}
 		j.Train, j.TrainErr = &caffedef.PhaseNet{Phase: layers.Train}, err

@@ -27,8 +27,10 @@ func WriteSummary(w io.Writer, res *train.Result) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "time per training iteration, by phase (rank 0):\n")
-	res.Phases.WriteTable(w)
+	if res.Iters > 0 {
+		fmt.Fprintf(w, "time per training iteration, by phase (rank 0):\n")
+		res.Phases.WriteTable(w)
+	}
 	if res.Workers > 1 && res.Iters > 0 {
 		it := float64(res.Iters)
 		busy := float64(res.CommBusy) / float64(time.Millisecond) / it

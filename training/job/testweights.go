@@ -3,9 +3,14 @@ package job
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"dsgd/caffe/caffemodel"
+	"dsgd/data"
+	"dsgd/engine/tensor"
 	"dsgd/protocol/scheme"
 	"dsgd/training/train"
 )
@@ -35,10 +40,12 @@ type WeightsTest struct {
 // TestWeights scores t.Weights on the job's TEST net through a trainer
 // of the job's solver, as `caffe test -weights` does: the mean of each
 // scalar output (accuracy, loss) over the test batches of the test
-// split, whose number it returns beside the result. It opens the job's
-// data (one worker; the caller closes the job) and checks the labels
-// against both nets.
-func (j *Job) TestWeights(ctx context.Context, t WeightsTest) (train.TestResult, int, error) {
+// split, whose number it returns beside the result. It opens the TEST
+// nets' data (the caller closes the job), not the TRAIN net's, as caffe
+// test opens no TRAIN data (but see trainShapes), and checks the labels
+// against both nets. Where the TRAIN net does not build (TrainErr, with
+// Options.TestOnly), see testModelAlone.
+func (j *Job) TestWeights(ctx context.Context, t WeightsTest) (_ train.TestResult, _ int, err error) {
 	if len(j.Test.Spec.Layers) == 0 {
 		return train.TestResult{}, 0, errors.New("the net has no TEST phase to test with")
 	}
@@ -49,8 +56,26 @@ func (j *Job) TestWeights(ctx context.Context, t WeightsTest) (train.TestResult,
 	if n == 0 {
 		n = DefaultTestIter
 	}
-	if err := j.OpenData(true, 1); err != nil {
+	if j.TrainErr != nil {
+		return j.testModelAlone(ctx, t, n)
+	}
+	// caffe test builds the TEST net alone; dsgd's trainer holds the
+	// weights in a TRAIN net (a dsgd snapshot is of that net), which
+	// never runs here: its shapes come without its data (trainShapes).
+	j.TestShapes, j.TestFeeds, err = j.feeds(j.Test, data.Test, 0, 1)
+	if err != nil {
 		return train.TestResult{}, n, err
+	}
+	if err := j.openExtraTests(); err != nil {
+		return train.TestResult{}, n, err
+	}
+	trainShapes, ok := j.trainShapes()
+	if !ok {
+		// A TRAIN input the TEST net lacks: its shape is its data's.
+		if err := j.OpenData(false, 1); err != nil {
+			return train.TestResult{}, n, err
+		}
+		trainShapes = j.TrainShapes
 	}
 	// A solver without base_lr or lr_policy (SolverDef.CheckTrain) tests,
 	// as in Caffe: the trainer's solver makes no step here, so the rate
@@ -64,7 +89,7 @@ func (j *Job) TestWeights(ctx context.Context, t WeightsTest) (train.TestResult,
 	}
 	cfg := train.Config{
 		Train: j.Train.Spec, Test: j.Test.Spec, Solver: sc,
-		TrainShapes: j.TrainShapes, TrainFeeds: j.TrainFeeds,
+		TrainShapes: trainShapes, TrainFeeds: j.TrainFeeds,
 		TestShapes: j.TestShapes, TestFeeds: j.TestFeeds,
 		Config: scheme.Config{MaxIter: 1}, TestIter: n, Seed: j.Seed, Threads: t.Threads, Out: io.Discard,
 		GPUs: t.GPUs, TF32: t.TF32,
@@ -84,4 +109,64 @@ func (j *Job) TestWeights(ctx context.Context, t WeightsTest) (train.TestResult,
 	}
 	res, err := tr.Test(ctx, tr.StartIter())
 	return res, n, err
+}
+
+// trainShapes is the TRAIN net's input shapes without its data: an Input
+// or DummyData layer's own, and for a layer that reads a data set, each
+// top's TEST shape with the layer's batch (Options.Batch, else its
+// batch_size) as the first axis. The weights, all TestWeights needs of
+// the TRAIN net, do not depend on the batch. ok is false when a top has
+// no TEST blob of its name to take the shape from.
+func (j *Job) trainShapes() (_ map[string]tensor.Shape, ok bool) {
+	shapes := map[string]tensor.Shape{}
+	for _, dl := range j.Train.Data {
+		if dl.Type == "Input" || dl.Type == "DummyData" {
+			for k, t := range dl.Tops {
+				shapes[t] = tensor.Shape(dl.Shapes[k])
+			}
+			continue
+		}
+		batch := dl.BatchSize
+		if j.opts.Batch > 0 {
+			batch = j.opts.Batch
+		}
+		for _, t := range dl.Tops {
+			s, ok := j.TestShapes[t]
+			if !ok || len(s) == 0 {
+				return nil, false
+			}
+			s = slices.Clone(s)
+			if batch > 0 {
+				s[0] = batch
+			}
+			shapes[t] = s
+		}
+	}
+	return shapes, true
+}
+
+// testModelAlone is TestWeights where the TRAIN net does not build
+// (Options.TestOnly; a Python TRAIN data layer): a Caffe model is tested
+// on the first TEST net alone (TestNet), as caffe test does, its scalar
+// outputs averaged over n batches. A dsgd snapshot, which is of the
+// TRAIN net, is refused with the TRAIN net's error.
+func (j *Job) testModelAlone(ctx context.Context, t WeightsTest, n int) (train.TestResult, int, error) {
+	if !caffemodel.IsModel(t.Weights) {
+		return train.TestResult{}, n, fmt.Errorf("%w (Config.Resume %s is a snapshot of the TRAIN net, which does not build; a .caffemodel is tested on the TEST net alone)", j.TrainErr, t.Weights)
+	}
+	res, err := j.TestNet(ctx, t.Weights, n, t.Threads, func(rep caffemodel.Report) {
+		if t.Out != nil {
+			fmt.Fprintf(t.Out, "weights %s: copied %s into the TEST net alone (the TRAIN net does not build)\n", t.Weights, strings.Join(rep.Copied, ", "))
+		}
+	})
+	if err != nil {
+		return train.TestResult{}, n, err
+	}
+	var tr train.TestResult
+	for _, o := range res.Outputs {
+		if o.Elements == 1 {
+			tr.Outputs = append(tr.Outputs, train.NamedValue{Name: o.Name, Value: o.Value})
+		}
+	}
+	return tr, n, nil
 }

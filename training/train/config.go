@@ -121,13 +121,15 @@ type Config struct {
 
 	// Config is the parallel scheme and its settings: Name (one of
 	// scheme.Names; "" means seq), Workers (1 when zero), MaxIter (the
-	// iteration to stop at), Pack (all layers as one message; the
-	// command's default), overlap's Bucket, and the asynchronous, elastic
-	// and outer schemes' Interval, Staleness, Alpha, OuterMomentum,
-	// Variant, Groups, and streaming-diloco's Fragments, Overlap, Mix and
-	// OuterBits. What the run decides itself (StartIter, Layout,
-	// GradWidth, AverageGrads, Accumulate, Aligned, Broadcast) is set by
-	// the Trainer; values given there are not used.
+	// iteration to stop at; a run starting there runs no iteration, and
+	// snapshots and tests its starting weights, as Caffe's max_iter: 0),
+	// Pack (all layers as one message; the command's default), overlap's
+	// Bucket, and the asynchronous, elastic and outer schemes' Interval,
+	// Staleness, Alpha, OuterMomentum, Variant, Groups, and
+	// streaming-diloco's Fragments, Overlap, Mix and OuterBits. What the
+	// run decides itself (StartIter, Layout, GradWidth, AverageGrads,
+	// Accumulate, Aligned, Broadcast) is set by the Trainer; values given
+	// there are not used.
 	scheme.Config
 	// WorkerFeeds are the TRAIN feeds of workers 1 and up: worker r > 0
 	// reads WorkerFeeds[r-1]; worker 0 reads TrainFeeds.

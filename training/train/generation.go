@@ -115,7 +115,9 @@ func (g *generation) prepare(ctx context.Context) (unlock func(), err error) {
 			t.clog.Infof("solver.cpp", 296, "Restoring previous solver status from %s", cfg.Resume)
 		}
 	}
-	if t.test != nil && cfg.TestInitialization && t.start == 0 && cfg.TestInterval > 0 {
+	// Caffe tests before the first iteration inside its loop (Step): a
+	// run of no iteration (max_iter 0) has the final test alone.
+	if t.test != nil && cfg.TestInitialization && t.start == 0 && t.start < cfg.MaxIter && cfg.TestInterval > 0 {
 		t0 := time.Now()
 		tr, err := t.Test(ctx, 0)
 		if err != nil {

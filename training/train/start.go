@@ -36,8 +36,8 @@ func newOrigin(cfg Config) (origin, error) {
 	}
 	cfg.Name = cfg.Named()
 	o := origin{cfg: cfg, out: cfg.Out}
-	if cfg.MaxIter <= 0 {
-		return o, fmt.Errorf("train: max_iter must be positive, got %d", cfg.MaxIter)
+	if cfg.MaxIter < 0 {
+		return o, fmt.Errorf("train: max_iter must not be negative, got %d", cfg.MaxIter)
 	}
 	var err error
 	o.net, err = model.Build(cfg.Train, cfg.TrainShapes, model.Options{Phase: layers.Train, Threads: rankThreads(cfg), Seed: cfg.Seed})
