@@ -103,6 +103,10 @@ type convLayer struct {
 	// wg is dsgd's own Winograd side (conv_wino.go), used when wg.on.
 	wg winoState
 
+	// th is dsgd's direct weights pass for few input channels
+	// (conv_thin.go), used beside oneDNN when th.on.
+	th thinState
+
 	// nd, set by Setup when the geometry is not plain 2-D NCHW (other
 	// than 2 spatial axes, axis != 1, force_nd_im2col), runs the layer.
 	nd *ndConvLayer
@@ -210,6 +214,10 @@ func (l *convLayer) Reshape(bottom, top []*tensor.Blob) error {
 	}
 	l.dnnlSetup()
 	l.winoSetup()
+	l.th.on = false
+	if !l.wg.on {
+		l.thinSetup()
+	}
 	if l.dn.on || l.wg.on {
 		l.cache, l.cached = nil, false
 		if l.dn.on && !l.dn.ownData && !l.dn.ownWeights {
@@ -378,15 +386,32 @@ func (l *convLayer) backward(top *tensor.Blob, propagateDown bool, bottom *tenso
 		return
 	}
 	if !l.dn.on {
-		l.ownBackward()
+		if l.th.on {
+			// The data pass on im2col + GEMM, the weights pass on the
+			// direct kernel.
+			l.noParams = true
+			if propagateDown {
+				l.ownBackward()
+			}
+			if l.want(0) || l.bias != nil && l.want(1) {
+				l.thinWeights()
+			}
+		} else {
+			l.ownBackward()
+		}
+		l.propDown, l.noParams = propagateDown, false
 		l.in, l.out = nil, nil
 		return
 	}
-	// On oneDNN, but a pass may run on im2col + GEMM (dnnlSetup's rules):
-	// oneDNN does its passes first, then the own kernels theirs.
-	l.propDown, l.noParams = propagateDown && !l.dn.ownData, l.dn.ownWeights
+	// On oneDNN, but a pass may run on im2col + GEMM (dnnlSetup's rules)
+	// or the weights pass on dsgd's direct kernel (th): oneDNN does its
+	// passes first, then the own kernels theirs.
+	l.propDown, l.noParams = propagateDown && !l.dn.ownData, l.dn.ownWeights || l.th.on
 	if l.propDown || !l.noParams {
 		l.dnnlBackwardAll()
+	}
+	if l.th.on && (l.want(0) || l.bias != nil && l.want(1)) {
+		l.thinWeights()
 	}
 	if propagateDown && l.dn.ownData || l.dn.ownWeights {
 		l.propDown, l.noParams = propagateDown && l.dn.ownData, !l.dn.ownWeights

@@ -83,7 +83,7 @@ var dnnlWinograd = true
 // SetWinograd chooses, for the convolutions built after it, whether 3×3
 // stride-1 convolutions take oneDNN's Winograd kernels where it has them
 // and dsgd's own (F(4×4, 3×3), conv_wino.go) where oneDNN has none but
-// runs the layer (below AVX-512; pad 0 or 1, one group) — true, the
+// runs the layer (below AVX-512; pad 0 or 1, one group or groups of 16 channels or more) — true, the
 // default — or always oneDNN's direct ones, whose results are closer to
 // im2col+GEMM's (within 1e-5 relative, against Winograd's 1e-4).
 func SetWinograd(on bool) { dnnlWinograd = on }
@@ -134,12 +134,13 @@ func (l *convLayer) dnnlSetup() {
 	}
 	d.on, d.why = true, ""
 	d.impl = d.convs.items[0].Impl()
-	d.ownData, d.ownWeights, d.ownWhy = dnnlPassRules(s, d.impl, dnnl.Block())
+	d.ownData, d.ownWeights, d.ownWhy = dnnlPassRules(s, d.impl, dnnl.Block(), l.thinRule())
 }
 
 // dnnlPassRules says which backward passes of a convolution that runs
 // forward on oneDNN (spec s, implementations impl, channel block block)
-// go to im2col + GEMM instead, and why. Fixed rules from measurements, not
+// go to im2col + GEMM instead, and why; with thin, the weights pass is
+// dsgd's direct kernel's (conv_thin.go) and stays off both. Fixed rules from measurements, not
 // a timing at start-up, so that a run's numbers do not depend on the
 // machine's load (the engines round differently: TestEnginesAgree).
 //
@@ -188,10 +189,10 @@ func (l *convLayer) dnnlSetup() {
 // oneDNN; conv2 12.7-12.9 / 13.9-14.1 against 14.9-15.0 / 16.1-16.2 all
 // on im2col (where dnnlMinChannelUse8 did not send it before) and
 // 15.3-15.4 / 16.0-16.4 all on oneDNN.
-func dnnlPassRules(s dnnl.ConvSpec, impl dnnl.Impl, block int) (ownData, ownWeights bool, why string) {
+func dnnlPassRules(s dnnl.ConvSpec, impl dnnl.Impl, block int, thin bool) (ownData, ownWeights bool, why string) {
 	dimpl, wimpl, _ := strings.Cut(impl.Backward, " / ")
 	var whys []string
-	if s.C <= 4 && s.SH == 1 && s.SW == 1 && strings.Contains(wimpl, "gemm") {
+	if !thin && s.C <= 4 && s.SH == 1 && s.SW == 1 && strings.Contains(wimpl, "gemm") {
 		ownWeights = true
 		whys = append(whys, "weights pass: oneDNN's is "+wimpl+", OpenBLAS's GEMM is faster")
 	}
@@ -216,6 +217,9 @@ func (l *convLayer) Kernel() string {
 	k := kernelName(l.dn.on, l.dn.impl, "im2col + GEMM", l.dn.why)
 	if l.dn.on && l.dn.ownWhy != "" {
 		k += "; im2col + GEMM for the " + l.dn.ownWhy
+	}
+	if l.th.on {
+		k += l.thinKernelName()
 	}
 	return k
 }

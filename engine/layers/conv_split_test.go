@@ -40,7 +40,7 @@ func TestDnnlPassRules(t *testing.T) {
 		{"many channels, gemm weights pass", spec(32, 64, 3, 1), gemmW, 8, false, false},
 		{"LeNet conv2 under SSE41 (gemm data pass)", spec(20, 50, 5, 0), dnnl.Impl{Forward: "x64:gemm:jit", Backward: "x64:gemm:jit / x64:gemm:jit"}, 8, false, false},
 	} {
-		d, w, why := dnnlPassRules(tc.s, tc.impl, tc.block)
+		d, w, why := dnnlPassRules(tc.s, tc.impl, tc.block, false)
 		if d != tc.data || w != tc.weights {
 			t.Errorf("%s: own data %v, own weights %v (%q), want %v, %v", tc.name, d, w, why, tc.data, tc.weights)
 		}
@@ -74,8 +74,9 @@ func TestConvPassSplitAgrees(t *testing.T) {
 	}
 	type result struct{ top, bdiff, pdiff []float32 }
 	run := func(tc int, own bool, threads int, ownData, ownWeights, prop, params bool) result {
-		defer func(off bool) { dnnlOff = off }(dnnlOff)
-		dnnlOff = own
+		defer func(off bool, thin int) { dnnlOff, thinMode = off, thin }(dnnlOff, thinMode)
+		dnnlOff, thinMode = own, -1 // the split between oneDNN and im2col, not the direct weights pass
+
 		c := cases[tc]
 		r := rand.New(rand.NewPCG(81, 82))
 		bottom := hlBlob(r, "x", c.bottom...)

@@ -1,0 +1,33 @@
+//go:build amd64 && !purego
+
+package simd
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// dotRows4x3AVX2 is DotRows4x3 in AVX2 with FMA (dotrows_amd64.s): dy0–dy3
+// are the four gradient rows, x0–x2 the taps' windows; vecs = ow/8, and
+// skip the bytes from the end of one x row's window to the next's
+// ((wp−ow)·4). The caller guarantees rows, vecs > 0 and the bounds.
+//
+//go:noescape
+func dotRows4x3AVX2(acc *[96]float32, dy0, dy1, dy2, dy3, x0, x1, x2 *float32, rows, vecs, skip int)
+
+// DotRowsFused says DotRows4x3 runs fused multiply-adds in AVX2 assembly
+// (the CPU has AVX2 and FMA); where it does not, its Go loop runs, and
+// callers that want speed choose another kernel.
+var DotRowsFused = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+func dotRows4x3(acc *[96]float32, dy *[4][]float32, x []float32, off *[3]int, rows, ow, wp int) {
+	if !DotRowsFused {
+		dotRows4x3Go(acc, dy, x, off, rows, ow, wp)
+		return
+	}
+	xs := unsafe.SliceData(x)
+	dotRows4x3AVX2(acc, unsafe.SliceData(dy[0]), unsafe.SliceData(dy[1]), unsafe.SliceData(dy[2]), unsafe.SliceData(dy[3]),
+		(*float32)(unsafe.Add(unsafe.Pointer(xs), off[0]*4)), (*float32)(unsafe.Add(unsafe.Pointer(xs), off[1]*4)),
+		(*float32)(unsafe.Add(unsafe.Pointer(xs), off[2]*4)), rows, ow/8, (wp-ow)*4)
+}

@@ -1,0 +1,11 @@
+//go:build !amd64 || purego
+
+package simd
+
+// DotRowsFused says DotRows4x3 runs fused multiply-adds in assembly: never
+// in this build, whose Go loop rounds each product.
+var DotRowsFused = false
+
+func dotRows4x3(acc *[96]float32, dy *[4][]float32, x []float32, off *[3]int, rows, ow, wp int) {
+	dotRows4x3Go(acc, dy, x, off, rows, ow, wp)
+}
