@@ -172,7 +172,8 @@ layer { name: "d" type: "Data" top: "data" top: "label" include { phase: TRAIN }
 // TestTrainNoIteration: with max_iter 0 (or none) and no
 // RunOptions.Iters, Train does what Caffe's Solver::Solve does: no
 // iteration, the snapshot of the starting weights at iteration 0 in the
-// run's format (none with snapshot_after_train: false), and the test
+// run's format (none with snapshot_after_train: false or an interval, as
+// in Caffe), and the test
 // (only the final one: Caffe tests before the first iteration inside
 // its loop), with any scheme. Nothing else is left in the snapshot
 // folder.
@@ -188,6 +189,9 @@ func TestTrainNoIteration(t *testing.T) {
 		{"max_iter 0, caffe format", `max_iter: 0 test_iter: 1 test_interval: 10`, "caffe", "", 1, "", []string{"w_iter_0.caffemodel", "w_iter_0.solverstate"}, true},
 		{"no test", `max_iter: 0`, "", "", 1, "", []string{"w_iter_0.dsgdsnap"}, false},
 		{"no snapshot after train", `max_iter: 0 snapshot_after_train: false test_iter: 1 test_interval: 10`, "", "", 1, "", nil, true},
+		// Caffe's Solve: "if we haven't already" (iter % snapshot != 0) is
+		// false at iteration 0.
+		{"snapshot interval", `max_iter: 0 snapshot: 5 test_iter: 1 test_interval: 10`, "", "", 1, "", nil, true},
 		{"sync-tree", `test_iter: 1 test_interval: 10`, "", "sync-tree", 2, "", []string{"w_iter_0.dsgdsnap"}, true},
 		{"easgd", `test_iter: 1 test_interval: 10`, "", "easgd", 2, "", []string{"w_iter_0.dsgdsnap"}, true},
 		// The center's finish rules count to an iteration there is not.

@@ -545,7 +545,9 @@ func (g *generation) collect(ctx context.Context, errs []error) (*Result, error)
 			return res, fmt.Errorf("train: fetching the model's final weights: %w", err)
 		}
 	}
-	if cfg.SnapshotPrefix != "" && g.updater != nil && !cfg.NoFinalSnapshot {
+	// Caffe's rule for the last snapshot: unless the interval's already
+	// took it, which at iteration 0 (no iteration run) it says it has.
+	if cfg.SnapshotPrefix != "" && g.updater != nil && !cfg.NoFinalSnapshot && (g.done > 0 || cfg.Snapshot == 0) {
 		p, err := t.snapshot(g.done)
 		if err != nil {
 			return res, err
