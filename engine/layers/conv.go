@@ -285,6 +285,12 @@ func (l *convLayer) forward(bottom, top *tensor.Blob) {
 		l.in, l.out = nil, nil
 		return
 	}
+	l.th.fresh = false
+	if l.th.on && l.th.fwd {
+		l.thinForward()
+		l.in, l.out = nil, nil
+		return
+	}
 	if l.dn.on {
 		l.dnnlForwardAll()
 		l.in, l.out = nil, nil

@@ -35,6 +35,14 @@ type thinState struct {
 	padFn   func(lo, hi, w int)
 	blockFn func(lo, hi, w int)
 	sumFn   func(lo, hi, w int)
+
+	// fwd: the forward runs on the direct kernel too (thinFwdRule), with
+	// the taps for simd.ConvTaps4x3; fresh: padded holds the bottom the
+	// last forward read (Caffe's Backward assumes it unchanged since).
+	fwd   bool
+	fresh bool
+	tapsK *simd.Taps
+	fwdFn func(lo, hi, w int)
 }
 
 // thinMode overrides thinRule for tests: 0 follows it, 1 runs the
@@ -59,7 +67,11 @@ const thinMaxChannels = 4
 // jit:avx512_core's 0.94. The whole nets under the AVX2 cap (dsgd time,
 // alternating processes): cifar10_quick 73.7–74.4 → 71.6–71.7 ms at one
 // thread, 40.2–41.6 → 37.9–39.0 at two; LeNet 13.5–14.0 → 13.1–13.2 at
-// one. A fixed rule, so that a run repeats its bits.
+// one. The forward on the kernel too (thinFwdRule), against oneDNN's with
+// its reorder of the top to NCHW: cifar10_quick's conv1 5.21 against
+// 5.88 ms (AVX2 cap) and 5.26 against 5.54 (AVX-512), LeNet's 0.52 against
+// 0.70 (AVX2 cap); cifar10_quick's iteration 71.5–72.4 → 69.0–69.5 ms at
+// one thread. A fixed rule, so that a run repeats its bits.
 func (l *convLayer) thinRule() bool {
 	g := &l.geom
 	dh, dw := g.dilation()
@@ -96,8 +108,71 @@ func (l *convLayer) thinSetup() {
 	th.kb, th.tb = (l.cfg.NumOutput+3)/4, (len(th.taps)+2)/3
 	th.acc = fitBuf(th.acc, th.kb*th.tb*96)
 	th.padded = fitBuf(th.padded, l.num*g.c*th.hp*th.wp)
+	th.fresh = false
 	if th.padFn == nil {
-		th.padFn, th.blockFn, th.sumFn = l.thinPadPart, l.thinBlockPart, l.thinSumPart
+		th.padFn, th.blockFn, th.sumFn, th.fwdFn = l.thinPadPart, l.thinBlockPart, l.thinSumPart, l.thinFwdPart
+	}
+	th.fwd = l.thinFwdRule()
+	if th.fwd {
+		th.tapsK = simd.NewTaps(th.taps)
+	}
+}
+
+// thinFwdMode overrides thinFwdRule for tests: 0 follows it, 1 runs the
+// forward on the direct kernel wherever the weights pass is and the
+// shape allows, -1 never.
+var thinFwdMode int
+
+// thinFwdRule says whether the forward of a layer whose weights pass is on
+// the direct kernel runs on it too (simd.ConvTaps4x3): 4 output channels
+// or more and 3 vectors of 8 outputs or more a plane, where it was
+// measured faster than oneDNN's forward with its reorder to NCHW
+// (BenchmarkConvEngineTimes, see thinRule's figures).
+func (l *convLayer) thinFwdRule() bool {
+	if l.cfg.NumOutput < 4 || l.geom.oh*l.geom.ow < 24 || thinFwdMode < 0 {
+		return false
+	}
+	return true
+}
+
+// thinForward is the forward on the direct kernel: the bottom padded,
+// then each image's 4-channel × 3-vector blocks.
+func (l *convLayer) thinForward() {
+	th := &l.th
+	l.pool.For(l.num*l.geom.c, l.threads, th.padFn)
+	l.pool.For(l.num, l.threads, th.fwdFn)
+	th.fresh = true
+	clear(l.dn.fresh) // oneDNN's forward did not read this bottom
+}
+
+// thinFwdPart computes images [lo, hi)'s tops. Blocks at the end of the
+// channels or of a plane overlap the one before, which recomputes the
+// same outputs with the same arithmetic.
+func (l *convLayer) thinFwdPart(lo, hi, _ int) {
+	th, g := &l.th, &l.geom
+	k, taps := l.cfg.NumOutput, len(th.taps)
+	plane, img := g.oh*g.ow, g.c*th.hp*th.wp
+	vecs, rowVecs := plane/8, g.ow/8
+	var xo [3]int
+	for n := lo; n < hi; n++ {
+		x := th.padded[n*img : (n+1)*img]
+		out := l.out.Data[n*k*plane : (n+1)*k*plane]
+		for kb := 0; kb < k; kb += 4 {
+			k0 := min(kb, k-4)
+			var bias []float32
+			if l.bias != nil {
+				bias = l.bias.Data[k0 : k0+4]
+			}
+			w := l.weight.Data[k0*taps : (k0+4)*taps]
+			for jb := 0; jb < vecs; jb += 3 {
+				j0 := min(jb, vecs-3)
+				for v := range xo {
+					j := j0 + v
+					xo[v] = j/rowVecs*th.wp + j%rowVecs*8
+				}
+				simd.ConvTaps4x3(out[k0*plane+j0*8:], plane, w, x, &xo, th.tapsK, bias)
+			}
+		}
 	}
 }
 
@@ -169,17 +244,23 @@ func (l *convLayer) thinSumPart(lo, hi, _ int) {
 	}
 }
 
-// thinWeights is the weights pass on the direct kernel.
+// thinWeights is the weights pass on the direct kernel, on the input the
+// forward padded if it ran on the kernel too.
 func (l *convLayer) thinWeights() {
 	th := &l.th
 	if l.want(0) {
-		l.pool.For(l.num*l.geom.c, l.threads, th.padFn)
+		if !th.fresh {
+			l.pool.For(l.num*l.geom.c, l.threads, th.padFn)
+		}
 		l.pool.For(th.kb*th.tb, l.threads, th.blockFn)
 	}
 	l.pool.For(l.cfg.NumOutput, l.threads, th.sumFn)
 }
 
-// thinKernelName is Kernel's note on the weights pass for a layer on it.
+// thinKernelName is Kernel's note on the passes on the direct kernel.
 func (l *convLayer) thinKernelName() string {
+	if l.th.fwd {
+		return fmt.Sprintf("; forward and weights pass on dsgd's direct kernel (%d input channels, AVX2 FMA)", l.geom.c)
+	}
 	return fmt.Sprintf("; weights pass on dsgd's direct kernel (%d input channels, AVX2 FMA rows)", l.geom.c)
 }

@@ -31,3 +31,27 @@ func dotRows4x3(acc *[96]float32, dy *[4][]float32, x []float32, off *[3]int, ro
 		(*float32)(unsafe.Add(unsafe.Pointer(xs), off[0]*4)), (*float32)(unsafe.Add(unsafe.Pointer(xs), off[1]*4)),
 		(*float32)(unsafe.Add(unsafe.Pointer(xs), off[2]*4)), rows, ow/8, (wp-ow)*4)
 }
+
+// convTaps4x3AVX2 is ConvTaps4x3 in AVX2 with FMA (dotrows_amd64.s): out
+// is the block's first output, pstride the bytes between channels' planes;
+// w the first channel's taps, wstride the bytes between channels' rows;
+// x0–x2 the vectors' first windows; bias nil or four floats. The caller
+// guarantees taps > 0 and the bounds.
+//
+//go:noescape
+func convTaps4x3AVX2(out *float32, pstride int, w *float32, wstride int, x0, x1, x2 *float32, off *int, taps int, bias *float32)
+
+func convTaps4x3(out []float32, plane int, w, x []float32, xo *[3]int, off []int, bias []float32) {
+	if !DotRowsFused {
+		convTaps4x3Go(out, plane, w, x, xo, off, bias)
+		return
+	}
+	var b *float32
+	if bias != nil {
+		b = unsafe.SliceData(bias)
+	}
+	xs := unsafe.Pointer(unsafe.SliceData(x))
+	convTaps4x3AVX2(unsafe.SliceData(out), plane*4, unsafe.SliceData(w), len(off)*4,
+		(*float32)(unsafe.Add(xs, xo[0]*4)), (*float32)(unsafe.Add(xs, xo[1]*4)), (*float32)(unsafe.Add(xs, xo[2]*4)),
+		unsafe.SliceData(off), len(off), b)
+}

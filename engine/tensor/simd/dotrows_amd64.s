@@ -82,3 +82,99 @@ vec:
 	VMOVUPS Y11, 352(DI)
 	VZEROUPPER
 	RET
+
+// func convTaps4x3AVX2(out *float32, pstride int, w *float32, wstride int, x0, x1, x2 *float32, off *int, taps int, bias *float32)
+//
+// Y0–Y11 are the block's outputs (channel k's three vectors in Y3k–Y3k+2),
+// Y12–Y14 a tap's three input vectors, Y15 a weight broadcast. R8 walks
+// channel 0's and 1's weights (R8, R8+R9), R10 channel 2's and 3's.
+TEXT ·convTaps4x3AVX2(SB), NOSPLIT, $0-80
+	MOVQ out+0(FP), DI
+	MOVQ pstride+8(FP), DX
+	MOVQ w+16(FP), R8
+	MOVQ wstride+24(FP), R9
+	MOVQ x0+32(FP), R11
+	MOVQ x1+40(FP), R12
+	MOVQ x2+48(FP), R13
+	MOVQ off+56(FP), SI
+	MOVQ taps+64(FP), CX
+	LEAQ (R8)(R9*2), R10
+
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+tap:
+	MOVQ         (SI), AX
+	VMOVUPS      (R11)(AX*4), Y12
+	VMOVUPS      (R12)(AX*4), Y13
+	VMOVUPS      (R13)(AX*4), Y14
+	VBROADCASTSS (R8), Y15
+	VFMADD231PS  Y12, Y15, Y0
+	VFMADD231PS  Y13, Y15, Y1
+	VFMADD231PS  Y14, Y15, Y2
+	VBROADCASTSS (R8)(R9*1), Y15
+	VFMADD231PS  Y12, Y15, Y3
+	VFMADD231PS  Y13, Y15, Y4
+	VFMADD231PS  Y14, Y15, Y5
+	VBROADCASTSS (R10), Y15
+	VFMADD231PS  Y12, Y15, Y6
+	VFMADD231PS  Y13, Y15, Y7
+	VFMADD231PS  Y14, Y15, Y8
+	VBROADCASTSS (R10)(R9*1), Y15
+	VFMADD231PS  Y12, Y15, Y9
+	VFMADD231PS  Y13, Y15, Y10
+	VFMADD231PS  Y14, Y15, Y11
+	ADDQ         $8, SI
+	ADDQ         $4, R8
+	ADDQ         $4, R10
+	DECQ         CX
+	JNZ          tap
+
+	MOVQ  bias+72(FP), AX
+	TESTQ AX, AX
+	JZ    store
+	VBROADCASTSS (AX), Y15
+	VADDPS       Y15, Y0, Y0
+	VADDPS       Y15, Y1, Y1
+	VADDPS       Y15, Y2, Y2
+	VBROADCASTSS 4(AX), Y15
+	VADDPS       Y15, Y3, Y3
+	VADDPS       Y15, Y4, Y4
+	VADDPS       Y15, Y5, Y5
+	VBROADCASTSS 8(AX), Y15
+	VADDPS       Y15, Y6, Y6
+	VADDPS       Y15, Y7, Y7
+	VADDPS       Y15, Y8, Y8
+	VBROADCASTSS 12(AX), Y15
+	VADDPS       Y15, Y9, Y9
+	VADDPS       Y15, Y10, Y10
+	VADDPS       Y15, Y11, Y11
+
+store:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	ADDQ    DX, DI
+	VMOVUPS Y3, (DI)
+	VMOVUPS Y4, 32(DI)
+	VMOVUPS Y5, 64(DI)
+	ADDQ    DX, DI
+	VMOVUPS Y6, (DI)
+	VMOVUPS Y7, 32(DI)
+	VMOVUPS Y8, 64(DI)
+	ADDQ    DX, DI
+	VMOVUPS Y9, (DI)
+	VMOVUPS Y10, 32(DI)
+	VMOVUPS Y11, 64(DI)
+	VZEROUPPER
+	RET

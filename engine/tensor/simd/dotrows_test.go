@@ -90,3 +90,60 @@ func TestDotRows4x3Bounds(t *testing.T) {
 		}()
 	}
 }
+
+// TestConvTaps4x3 checks ConvTaps4x3 against the same sums in float64,
+// with and without a bias, over tap counts from 1 to 75 at scattered
+// offsets and vectors from different rows; the channels' planes lie apart
+// and the outputs around the block stay untouched.
+func TestConvTaps4x3(t *testing.T) {
+	for _, taps := range []int{1, 2, 25, 75} {
+		for _, withBias := range []bool{false, true} {
+			r := rand.New(rand.NewPCG(uint64(taps), 5))
+			const plane = 40
+			x := make([]float32, 400)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			w := make([]float32, 4*taps)
+			for i := range w {
+				w[i] = float32(r.NormFloat64())
+			}
+			off := make([]int, taps)
+			for i := range off {
+				off[i] = r.IntN(200)
+			}
+			xo := [3]int{0, 17, 150}
+			var bias []float32
+			if withBias {
+				bias = []float32{0.5, -1, 2, 0.25}
+			}
+			out := make([]float32, 3*plane+24+8)
+			for i := range out {
+				out[i] = 99
+			}
+			ConvTaps4x3(out[8:], plane, w, x, &xo, NewTaps(off), bias)
+			for i, v := range out {
+				k, rem := (i-8)/plane, (i-8)%plane
+				if i < 8 || k > 3 || rem >= 24 {
+					if v != 99 {
+						t.Fatalf("%d taps: out[%d] = %g outside the block, want it untouched", taps, i, v)
+					}
+					continue
+				}
+				vv, l := rem/8, rem%8
+				var want, mag float64
+				for tp := range taps {
+					p := float64(w[k*taps+tp]) * float64(x[xo[vv]+off[tp]+l])
+					want += p
+					mag += math.Abs(p)
+				}
+				if withBias {
+					want += float64(bias[k])
+				}
+				if d := math.Abs(float64(v) - want); d > 1e-6*(mag+1) {
+					t.Errorf("%d taps, bias %v: out[%d] (k %d, vector %d, lane %d) = %g, want %g", taps, withBias, i, k, vv, l, v, want)
+				}
+			}
+		}
+	}
+}
