@@ -179,18 +179,7 @@ func (l *convLayer) thinFwdPart(lo, hi, _ int) {
 // thinPadPart copies input planes [lo, hi) into th.padded, zeros around.
 func (l *convLayer) thinPadPart(lo, hi, _ int) {
 	th, g := &l.th, &l.geom
-	for pl := lo; pl < hi; pl++ {
-		src := l.in.Data[pl*g.h*g.w : (pl+1)*g.h*g.w]
-		dst := th.padded[pl*th.hp*th.wp : (pl+1)*th.hp*th.wp]
-		clear(dst[:g.ph*th.wp])
-		for y := range g.h {
-			row := dst[(y+g.ph)*th.wp : (y+g.ph+1)*th.wp]
-			clear(row[:g.pw])
-			copy(row[g.pw:], src[y*g.w:(y+1)*g.w])
-			clear(row[g.pw+g.w:])
-		}
-		clear(dst[(g.h+g.ph)*th.wp:])
-	}
+	padPlanes(l.in.Data, th.padded, g.h, g.w, th.hp, th.wp, g.ph, g.pw, lo, hi)
 }
 
 // thinBlockPart runs blocks [lo, hi) (block b: output channels 4·(b/tb)…,

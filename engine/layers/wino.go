@@ -187,17 +187,24 @@ func (s *winoShape) padded() (hp, wp int) { return s.th*s.m + 2, s.tw*s.m + 2 }
 // writing every element of those planes.
 func winoPad(s *winoShape, in, padded []float32, lo, hi int) {
 	hp, wp := s.padded()
+	padPlanes(in, padded, s.h, s.w, hp, wp, s.pad, s.pad, lo, hi)
+}
+
+// padPlanes copies planes [lo, hi) of in (planes of h×w) into out (planes
+// of hp×wp), each image at (ph, pw) with zeros around it, writing every
+// element of those planes.
+func padPlanes(in, out []float32, h, w, hp, wp, ph, pw, lo, hi int) {
 	for pl := lo; pl < hi; pl++ {
-		src := in[pl*s.h*s.w : (pl+1)*s.h*s.w]
-		dst := padded[pl*hp*wp : (pl+1)*hp*wp]
-		clear(dst[:s.pad*wp])
-		for y := 0; y < s.h; y++ {
-			row := dst[(y+s.pad)*wp : (y+s.pad+1)*wp]
-			clear(row[:s.pad])
-			copy(row[s.pad:], src[y*s.w:(y+1)*s.w])
-			clear(row[s.pad+s.w:])
+		src := in[pl*h*w : (pl+1)*h*w]
+		dst := out[pl*hp*wp : (pl+1)*hp*wp]
+		clear(dst[:ph*wp])
+		for y := range h {
+			row := dst[(y+ph)*wp : (y+ph+1)*wp]
+			clear(row[:pw])
+			copy(row[pw:], src[y*w:(y+1)*w])
+			clear(row[pw+w:])
 		}
-		clear(dst[(s.h+s.pad)*wp:])
+		clear(dst[(h+ph)*wp:])
 	}
 }
 
