@@ -89,8 +89,12 @@ func WriteISACap(w, ew io.Writer) {
 		fmt.Fprintf(ew, "dsgd: warning: ONEDNN_MAX_CPU_ISA=%v: %v; the cap changes nothing and the CPU's own %s kernels run\n",
 			l, cpuinfo.Unsupported(l), cpuinfo.EffectiveISA(l))
 	default:
-		fmt.Fprintf(w, "dsgd:   capped at %v by ONEDNN_MAX_CPU_ISA (this CPU has %v): oneDNN and the GEMM kernel run %v code\n",
-			l, cpuinfo.CPUISA(), cpuinfo.EffectiveISA(l))
+		own := "AVX2" // dsgd's own kernels go no higher
+		if cpuinfo.EffectiveISA(l) < cpuinfo.AVX2 {
+			own = "SSE2"
+		}
+		fmt.Fprintf(w, "dsgd:   capped at %v by ONEDNN_MAX_CPU_ISA (this CPU has %v): oneDNN and the GEMM kernel run %v code, dsgd's own kernels %s\n",
+			l, cpuinfo.CPUISA(), cpuinfo.EffectiveISA(l), own)
 	}
 }
 

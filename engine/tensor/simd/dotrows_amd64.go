@@ -19,7 +19,7 @@ func dotRows4x3AVX2(acc *[96]float32, dy0, dy1, dy2, dy3, x0, x1, x2 *float32, r
 // DotRowsFused says DotRows4x3 runs fused multiply-adds in AVX2 assembly
 // (the CPU has AVX2 and FMA); where it does not, its Go loop runs, and
 // callers that want speed choose another kernel.
-var DotRowsFused = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+var DotRowsFused = hasAVX2 && cpu.X86.HasFMA
 
 func dotRows4x3(acc *[96]float32, dy *[4][]float32, x []float32, off *[3]int, rows, ow, wp int) {
 	if !DotRowsFused {

@@ -2,8 +2,6 @@
 
 package simd
 
-import "golang.org/x/sys/cpu"
-
 // The pooling kernels in SSE2 assembly (pool_amd64.s), four outputs at a
 // time; they need n ≥ 4 (the last group overlaps the one before it).
 // Arguments are checked by the exported wrappers.
@@ -32,7 +30,7 @@ var (
 
 // poolAVX2 says the AVX2 kernels run (the CPU has AVX2); tests turn it off
 // to check the SSE2 ones.
-var poolAVX2 = cpu.X86.HasAVX2
+var poolAVX2 = hasAVX2
 
 func maxPoolRow(dst []float32, mask []int32, src []float32, w, rows, kw, stride int, i0 int32) {
 	if poolAVX2 && len(dst) >= 8 {
@@ -62,7 +60,7 @@ func avePoolRow(dst []float32, src []float32, w, rows, kw, stride int, div float
 // returning the previous setting; for tests.
 func setPoolAVX2(on bool) bool {
 	old := poolAVX2
-	poolAVX2 = on && cpu.X86.HasAVX2
+	poolAVX2 = on && hasAVX2
 	return old
 }
 
