@@ -178,7 +178,9 @@ func (l *detectionOutputLayer) Setup(bottom, top []*tensor.Blob) error {
 
 func (l *detectionOutputLayer) Reshape(bottom, top []*tensor.Blob) error {
 	loc, conf, pri := bottom[0].Shape, bottom[1].Shape, bottom[2].Shape
-	if len(pri) != 3 || pri[1] != 2 || pri[2]%4 != 0 {
+	// The fork reads the priors' height (the fork's tests give it an
+	// N×2×(P·4)×1 blob) and the first 2·P·4 values.
+	if len(pri) < 3 || len(pri) > 4 || pri[0] < 1 || pri[1] != 2 || pri[2]%4 != 0 || len(pri) == 4 && pri[3] != 1 {
 		return fmt.Errorf("layers: DetectionOutput: bottom 2 (the priors) must be PriorBox's 1×2×(P·4), got %v", pri)
 	}
 	l.numPriors = pri[2] / 4
