@@ -354,7 +354,7 @@ func decodeDetectionOutput(l *LayerDef, p *reader) *layers.DetectionOutputConfig
 		s := p.d.reader(m, "save_output_param of "+p.ctx)
 		if f := s.one("output_directory"); f != nil && s.ok() {
 			if dir := s.strValue(f); dir != "" && s.ok() {
-				s.valueErr(f, "dsgd does not write SSD's detection files (VOC or COCO results, the fork's evaluation output): remove save_output_param and read the layer's top, 1×1×D×7 rows [image label score xmin ymin xmax ymax], instead")
+				s.valueErr(f, "dsgd does not write SSD's result files (the fork's VOC or COCO evaluation output, which ssd_pascal.py also puts in the deploy nets it writes): remove save_output_param and read the layer's top, 1×1×D×7 rows [image label score xmin ymin xmax ymax], instead")
 			}
 		}
 		for _, name := range []string{"output_name_prefix", "output_format", "label_map_file", "name_size_file", "num_test_image", "resize_param"} {

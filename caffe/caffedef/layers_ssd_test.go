@@ -94,7 +94,7 @@ func TestSSDDecodeErrors(t *testing.T) {
 		{"eta above 1", do(`num_classes: 2 nms_param { eta: 1.5 }`), `1.5`, "eta in nms_param of detection_output_param of layer 'l': must be in (0, 1], got 1.5"},
 		{"nms unknown", do(`num_classes: 2 nms_param { threshold: 0.5 }`), `threshold`, "unsupported field 'threshold' in nms_param of detection_output_param of layer 'l'"},
 		{"save output", do(`num_classes: 2 save_output_param { output_directory: "/tmp/out" output_format: "VOC" }`), `"/tmp/out"`,
-			"output_directory in save_output_param of detection_output_param of layer 'l': dsgd does not write SSD's detection files"},
+			"output_directory in save_output_param of detection_output_param of layer 'l': dsgd does not write SSD's result files"},
 		{"visualize", do(`num_classes: 2 visualize: true`), `true`, "visualize in detection_output_param of layer 'l': dsgd does not draw detections"},
 		{"detection two bottoms", `layer { name: "l" type: "DetectionOutput" bottom: "data" bottom: "data" top: "l" detection_output_param { num_classes: 2 } }`,
 			"", "layer 'l' (DetectionOutput) takes 3 bottoms, the locations, the confidences and the priors, got 2"},
