@@ -31,6 +31,8 @@ func FuzzParseNet(f *testing.F) {
 		net(`layer { name: "i" type: "Interp" bottom: "data" top: "i" interp_param { shrink_factor: 2 zoom_factor: 3 pad_end: -1 } }`),
 		net(`layer { name: "d" type: "DepthwiseConvolution" bottom: "data" top: "d" convolution_param { num_output: 6 group: 3 kernel_h: 3 kernel_w: 1 } }`),
 		net(`layer { name: "p" type: "Permute" bottom: "data" top: "p" permute_param { order: [0, 3, 1] } }`),
+		net(`layer { name: "pb" type: "PriorBox" bottom: "data" bottom: "data" top: "pb" prior_box_param { min_size: 4 max_size: 9 aspect_ratio: 2 variance: [0.1, 0.1, 0.2, 0.2] step_h: 2 step_w: 3 } }`),
+		net(`layer { name: "do" type: "DetectionOutput" bottom: "data" bottom: "data" bottom: "data" top: "do" detection_output_param { num_classes: 3 nms_param { nms_threshold: 0.45 top_k: 4 eta: 0.9 } code_type: CENTER_SIZE keep_top_k: 2 save_output_param { label_map_file: "l" } } }`),
 		net(`layer { name: "py" type: "Python" top: "x" include { phase: TRAIN } python_param { module: "m" layer: "L" } }`),
 		net(`layer { name: "u" type: "Frob" bottom: "data" top: "u" include { stage: "s" } frob_param { x: 1 } }`),
 	} {

@@ -1,8 +1,10 @@
 package caffedef
 
 import (
+	"fmt"
 	"math"
 
+	"dsgd/caffe/prototxt"
 	"dsgd/engine/layers"
 )
 
@@ -10,7 +12,7 @@ import (
 // decodeFork with the fork's field names and defaults; forkLayers keeps
 // the refusal for the rest.
 func forkTypes() []string {
-	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "Interp", "Normalize", "Permute", "ReLU6", "ShuffleChannel", "Upsample"}
+	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "Normalize", "Permute", "PriorBox", "ReLU6", "ShuffleChannel", "Upsample"}
 }
 
 // decodeFork decodes the type-specific part of a layer whose type is one
@@ -103,6 +105,10 @@ func decodeFork(l *LayerDef, param func(string) *reader) layers.Config {
 		return decodeUpsample(l, param("upsample_param"))
 	case "BN":
 		return decodeBN(param("bn_param"))
+	case "PriorBox":
+		return decodePriorBox(l, param("prior_box_param"))
+	case "DetectionOutput":
+		return decodeDetectionOutput(l, param("detection_output_param"))
 	}
 	panic("config: decodeFork called with unsupported type " + l.Type)
 }
@@ -200,6 +206,173 @@ func decodeBN(p *reader) *layers.PSPNetBNConfig {
 		}
 	}
 	p.ignore("engine", "dsgd has one engine per layer", "DEFAULT", "CAFFE", "CUDNN")
+	p.finish()
+	return c
+}
+
+// decodePriorBox decodes SSD's prior_box_param (weiliu89/caffe, branch
+// ssd), with the checks of the fork's LayerSetUp as errors at the field.
+func decodePriorBox(l *LayerDef, p *reader) *layers.PriorBoxConfig {
+	c := &layers.PriorBoxConfig{Flip: p.bool("flip", true), Clip: p.bool("clip", false)}
+	positive := func(f *prototxt.Field) float32 {
+		v := float32(p.floatValue(f, true))
+		if !(v > 0) && p.ok() {
+			p.valueErr(f, "must be positive, got %g", v)
+		}
+		return v
+	}
+	mins, maxs := p.all("min_size"), p.all("max_size")
+	if len(mins) == 0 && p.ok() {
+		p.d.failf(p.m.Pos, "%s needs min_size (the prior boxes' size in pixels)", p.ctx)
+	}
+	for _, f := range mins {
+		v := positive(f)
+		if !(v < 1<<31) && p.ok() {
+			p.valueErr(f, "must be below 2^31 (the fork reads it into an int), got %g", v)
+		}
+		c.MinSize = append(c.MinSize, v)
+	}
+	for i, f := range maxs {
+		v := positive(f)
+		switch {
+		case !p.ok():
+		case i >= len(c.MinSize):
+			p.valueErr(f, "is given %d times for %d min_size; give one per min_size or none", len(maxs), len(mins))
+		case !(v > c.MinSize[i]):
+			p.valueErr(f, "must be greater than its min_size %g (line %d), got %g", c.MinSize[i], mins[i].Pos.Line, v)
+		case !(v < 1<<31):
+			p.valueErr(f, "must be below 2^31 (the fork reads it into an int), got %g", v)
+		}
+		c.MaxSize = append(c.MaxSize, v)
+	}
+	if len(maxs) > 0 && len(maxs) < len(mins) && p.ok() {
+		p.valueErr(maxs[0], "is given %d times for %d min_size; give one per min_size or none", len(maxs), len(mins))
+	}
+	for _, f := range p.all("aspect_ratio") {
+		v := positive(f)
+		if math.IsInf(float64(v), 0) && p.ok() {
+			p.valueErr(f, "must be finite, got %g", v)
+		}
+		c.AspectRatio = append(c.AspectRatio, v)
+	}
+	vars := p.all("variance")
+	if len(vars) != 0 && len(vars) != 1 && len(vars) != 4 && p.ok() {
+		p.valueErr(vars[0], "is given %d times; give 1 value (for all 4 coordinates) or 4", len(vars))
+	}
+	for _, f := range vars {
+		c.Variance = append(c.Variance, positive(f))
+	}
+	// Either a size or h and w, both positive: the fork's checks.
+	pair := func(one, h, w string, integer bool) (float64, float64) {
+		fs, fh, fw := p.one(one), p.one(h), p.one(w)
+		val := func(f *prototxt.Field) float64 {
+			if integer {
+				return float64(p.intValue(f, 1, maxI32))
+			}
+			return float64(positive(f))
+		}
+		switch {
+		case !p.ok():
+		case fs != nil && (fh != nil || fw != nil):
+			p.d.failf(fs.Pos, "%s gives %s and %s/%s; give one or the other", p.ctx, one, h, w)
+		case fs != nil:
+			v := val(fs)
+			return v, v
+		case fh != nil && fw == nil:
+			p.d.failf(fh.Pos, "%s gives %s without %s; give both", p.ctx, h, w)
+		case fw != nil && fh == nil:
+			p.d.failf(fw.Pos, "%s gives %s without %s; give both", p.ctx, w, h)
+		case fh != nil:
+			return val(fh), val(fw)
+		}
+		return 0, 0
+	}
+	ih, iw := pair("img_size", "img_h", "img_w", true)
+	c.ImgH, c.ImgW = int(ih), int(iw)
+	sh, sw := pair("step", "step_h", "step_w", false)
+	c.StepH, c.StepW = float32(sh), float32(sw)
+	c.Offset = 0.5
+	if f := p.one("offset"); f != nil {
+		c.Offset = float32(p.floatValue(f, true))
+		if (math.IsNaN(float64(c.Offset)) || math.IsInf(float64(c.Offset), 0)) && p.ok() {
+			p.valueErr(f, "must be finite, got %g", c.Offset)
+		}
+	}
+	if len(l.Bottom) != 2 && p.ok() {
+		p.d.failf(l.Pos, "layer '%s' (PriorBox) takes 2 bottoms, the feature map and the image, got %d", l.Name, len(l.Bottom))
+	}
+	p.finish()
+	return c
+}
+
+// decodeDetectionOutput decodes SSD's detection_output_param (weiliu89/
+// caffe, branch ssd). Writing the detections to files (save_output_param
+// with an output_directory) and drawing them (visualize) are refused.
+func decodeDetectionOutput(l *LayerDef, p *reader) *layers.DetectionOutputConfig {
+	c := &layers.DetectionOutputConfig{
+		ShareLocation:           p.bool("share_location", true),
+		BackgroundLabelID:       p.int("background_label_id", 0, math.MinInt32, maxI32),
+		Code:                    layers.BBoxCode(p.enum("code_type", 0, "CORNER", "CENTER_SIZE", "CORNER_SIZE") + 1),
+		VarianceEncodedInTarget: p.bool("variance_encoded_in_target", false),
+		KeepTopK:                p.int("keep_top_k", -1, math.MinInt32, maxI32),
+		ConfidenceThreshold:     -math.MaxFloat32,
+		NMSThreshold:            0.3,
+		Eta:                     1,
+		TopK:                    -1,
+	}
+	if f := p.one("num_classes"); f != nil {
+		c.NumClasses = int(p.intValue(f, 1, maxI32))
+	} else if p.ok() {
+		p.d.failf(p.m.Pos, "%s needs num_classes (the classes, background included)", p.ctx)
+	}
+	if f := p.one("confidence_threshold"); f != nil {
+		c.ConfidenceThreshold = float32(p.floatValue(f, true))
+		if math.IsNaN(float64(c.ConfidenceThreshold)) && p.ok() {
+			p.valueErr(f, "must be a number, got NaN")
+		}
+	}
+	if m := p.msg("nms_param"); m != nil {
+		n := p.d.reader(m, "nms_param of "+p.ctx)
+		if f := n.one("nms_threshold"); f != nil {
+			c.NMSThreshold = float32(n.floatValue(f, true))
+			if !(c.NMSThreshold >= 0) && n.ok() {
+				n.valueErr(f, "must not be negative, got %g", c.NMSThreshold)
+			}
+		}
+		if f := n.one("top_k"); f != nil {
+			c.TopK = int(n.intValue(f, math.MinInt32, maxI32))
+		}
+		if f := n.one("eta"); f != nil {
+			c.Eta = float32(n.floatValue(f, true))
+			if !(c.Eta > 0 && c.Eta <= 1) && n.ok() {
+				n.valueErr(f, "must be in (0, 1], got %g", c.Eta)
+			}
+		}
+		n.finish()
+	}
+	if m := p.msg("save_output_param"); m != nil {
+		s := p.d.reader(m, "save_output_param of "+p.ctx)
+		if f := s.one("output_directory"); f != nil && s.ok() {
+			if dir := s.strValue(f); dir != "" && s.ok() {
+				s.valueErr(f, "dsgd does not write SSD's result files (the fork's VOC or COCO evaluation output, which ssd_pascal.py also puts in the deploy nets it writes): remove save_output_param and read the layer's top, 1×1×D×7 rows [image label score xmin ymin xmax ymax], instead")
+			}
+		}
+		for _, name := range []string{"output_name_prefix", "output_format", "label_map_file", "name_size_file", "num_test_image", "resize_param"} {
+			for _, f := range s.all(name) {
+				p.d.warnings = append(p.d.warnings, warning{f.Pos, fmt.Sprintf("%s: ignoring %s in %s: with no output_directory the fork saves nothing", f.Pos, name, s.ctx)})
+			}
+		}
+		s.finish()
+		p.d.warnings = append(p.d.warnings, warning{m.Pos, fmt.Sprintf("%s: ignoring save_output_param in %s: it names no output_directory, so the fork saves nothing either", m.Pos, p.ctx)})
+	}
+	if f := p.one("visualize"); f != nil && p.boolValue(f) && p.ok() {
+		p.valueErr(f, "dsgd does not draw detections (the fork shows them in an OpenCV window): remove it")
+	}
+	p.ignore("visualize_threshold", "read only with visualize")
+	p.ignore("save_file", "read only with visualize")
+	if len(l.Bottom) != 3 && p.ok() {
+		p.d.failf(l.Pos, "layer '%s' (DetectionOutput) takes 3 bottoms, the locations, the confidences and the priors, got %d", l.Name, len(l.Bottom))
+	}
 	p.finish()
 	return c
 }

@@ -706,8 +706,8 @@ func TestForkLayerTypes(t *testing.T) {
 		file string
 		want []string
 	}{
-		{"ssd_priorbox.prototxt", []string{
-			"ssd_priorbox.prototxt:8:1: layer 'conv4_3_norm_mbox_priorbox' (TRAIN phase) has unknown type 'PriorBox', a layer of a Caffe fork (SSD's, weiliu89/caffe), not of BVLC Caffe; dsgd supports Data,"}},
+		{"ssd_multibox.prototxt", []string{
+			"ssd_multibox.prototxt:17:1: layer 'mbox_loss' (TRAIN phase) has unknown type 'MultiBoxLoss', a layer of a Caffe fork (SSD's, weiliu89/caffe), not of BVLC Caffe: training SSD needs it, and dsgd does not run it; dsgd runs SSD's deploy nets"}},
 		{"rfcn_psroi.prototxt", []string{
 			"rfcn_psroi.prototxt:7:1: layer 'psroipooled_cls_rois' (TRAIN phase) has unknown type 'PSROIPooling', a layer of a Caffe fork (R-FCN's caffe-rfcn), not of BVLC Caffe; dsgd supports"}},
 		{"ssd_resize_param.prototxt", []string{

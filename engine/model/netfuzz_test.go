@@ -196,6 +196,68 @@ layer { name: "ip" type: "InnerProduct" bottom: "perm" top: "ip" inner_product_p
 layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
 `
 
+// ssdNet is an SSD detection head (weiliu89/caffe's deploy form) on a
+// training net: PriorBox and DetectionOutput with a numeric field on each
+// line for mutate to change.
+const ssdNet = `name: "ssd"
+layer { name: "data" type: "Data" top: "data" top: "label" data_param { source: "x" batch_size: 2 } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1" convolution_param { num_output: 8 kernel_size: 3 pad: 1 stride: 2 } }
+layer { name: "loc" type: "Convolution" bottom: "conv1" top: "loc" convolution_param { num_output: 16 kernel_size: 1 } }
+layer { name: "loc_perm" type: "Permute" bottom: "loc" top: "loc_perm" permute_param { order: 0 order: 2 order: 3 order: 1 } }
+layer { name: "loc_flat" type: "Flatten" bottom: "loc_perm" top: "loc_flat" flatten_param { axis: 1 } }
+layer { name: "conf" type: "Convolution" bottom: "conv1" top: "conf" convolution_param { num_output: 12 kernel_size: 1 } }
+layer { name: "conf_perm" type: "Permute" bottom: "conf" top: "conf_perm" permute_param { order: 0 order: 2 order: 3 order: 1 } }
+layer { name: "conf_flat" type: "Flatten" bottom: "conf_perm" top: "conf_flat" flatten_param { axis: 1 } }
+layer { name: "conf_soft" type: "Sigmoid" bottom: "conf_flat" top: "conf_soft" }
+layer { name: "prior" type: "PriorBox" bottom: "conv1" bottom: "data" top: "prior"
+  prior_box_param { min_size: 2 max_size: 5 aspect_ratio: 2 flip: true clip: false variance: 0.1 variance: 0.1 variance: 0.2 variance: 0.2
+  step: 2 offset: 0.5 } }
+layer { name: "det" type: "DetectionOutput" bottom: "loc_flat" bottom: "conf_soft" bottom: "prior" top: "det"
+  detection_output_param { num_classes: 3 share_location: true background_label_id: 0 nms_param { nms_threshold: 0.45 top_k: 40 eta: 1 }
+  code_type: CENTER_SIZE keep_top_k: 10 confidence_threshold: 0.3 } }
+layer { name: "ip" type: "InnerProduct" bottom: "conv1" top: "ip" inner_product_param { num_output: 10 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`
+
+// TestMutatedSSDNetDoesNotPanic is TestMutatedModelsDoNotPanic for SSD's
+// PriorBox and DetectionOutput: ssdNet mutated, built, and run forward
+// and backward. DetectionOutput meets priors of no width (CENTER_SIZE
+// and CORNER_SIZE divide by it) only in Forward, where the fork stops;
+// that error must name the layer, and no panic may escape.
+func TestMutatedSSDNetDoesNotPanic(t *testing.T) {
+	tensor.SetMemoryLimit(256 << 20)
+	defer tensor.SetMemoryLimit(0)
+	n := 200
+	if testing.Short() {
+		n = 50
+	}
+	if s := envInt("DSGD_NETFUZZ"); s > 0 {
+		n = s
+	}
+	if err := tryNet("ssd", ssdNet, [3]int{3, 8, 8}, true); err != nil {
+		t.Fatalf("the unmutated net: %v", err)
+	}
+	r := rand.New(rand.NewPCG(13, 13))
+	errs, start := 0, time.Now()
+	for range n {
+		mutated, what := mutate(ssdNet, r)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s: panic: %v", what, p)
+				}
+			}()
+			if err := tryNet("ssd", mutated, [3]int{3, 8, 8}, true); err != nil {
+				errs++
+				if strings.Contains(err.Error(), "needs priors of positive width") && !strings.Contains(err.Error(), `layer "det"`) {
+					t.Errorf("%s: DetectionOutput's error does not name the layer: %v", what, err)
+				}
+			}
+		}()
+	}
+	t.Logf("%d mutations, %d refused with an error, in %v", n, errs, time.Since(start).Round(time.Millisecond))
+}
+
 // TestMutatedForkNetDoesNotPanic is TestMutatedModelsDoNotPanic for the
 // fork layers: forkNet mutated, built, and run forward and backward.
 // Upsample meets a mask index outside its top (the pooling that made the
