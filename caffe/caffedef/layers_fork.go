@@ -306,8 +306,8 @@ func decodePriorBox(l *LayerDef, p *reader) *layers.PriorBoxConfig {
 }
 
 // decodeDetectionOutput decodes SSD's detection_output_param (weiliu89/
-// caffe, branch ssd). Writing the detections to files (save_output_param
-// with an output_directory) and drawing them (visualize) are refused.
+// caffe, branch ssd). Writing the detections to files (save_output_param)
+// is ignored with a warning; drawing them (visualize) is refused.
 func decodeDetectionOutput(l *LayerDef, p *reader) *layers.DetectionOutputConfig {
 	c := &layers.DetectionOutputConfig{
 		ShareLocation:           p.bool("share_location", true),
@@ -351,19 +351,22 @@ func decodeDetectionOutput(l *LayerDef, p *reader) *layers.DetectionOutputConfig
 		n.finish()
 	}
 	if m := p.msg("save_output_param"); m != nil {
+		// ssd_pascal.py writes one, with an output_directory, into every
+		// deploy net it makes: the net runs, the files are not written.
 		s := p.d.reader(m, "save_output_param of "+p.ctx)
+		dir := ""
 		if f := s.one("output_directory"); f != nil && s.ok() {
-			if dir := s.strValue(f); dir != "" && s.ok() {
-				s.valueErr(f, "dsgd does not write SSD's result files (the fork's VOC or COCO evaluation output, which ssd_pascal.py also puts in the deploy nets it writes): remove save_output_param and read the layer's top, 1×1×D×7 rows [image label score xmin ymin xmax ymax], instead")
-			}
+			dir = s.strValue(f)
 		}
 		for _, name := range []string{"output_name_prefix", "output_format", "label_map_file", "name_size_file", "num_test_image", "resize_param"} {
-			for _, f := range s.all(name) {
-				p.d.warnings = append(p.d.warnings, warning{f.Pos, fmt.Sprintf("%s: ignoring %s in %s: with no output_directory the fork saves nothing", f.Pos, name, s.ctx)})
-			}
+			s.all(name) // read, and ignored with the message below
 		}
 		s.finish()
-		p.d.warnings = append(p.d.warnings, warning{m.Pos, fmt.Sprintf("%s: ignoring save_output_param in %s: it names no output_directory, so the fork saves nothing either", m.Pos, p.ctx)})
+		why := "it names no output_directory, so the fork saves nothing either"
+		if dir != "" {
+			why = fmt.Sprintf("dsgd does not write SSD's result files to %q (the fork's VOC or COCO evaluation output); the detections are the layer's top, 1×1×D×7 rows [image label score xmin ymin xmax ymax]", dir)
+		}
+		p.d.warnings = append(p.d.warnings, warning{m.Pos, fmt.Sprintf("%s: ignoring save_output_param in %s: %s", m.Pos, p.ctx, why)})
 	}
 	if f := p.one("visualize"); f != nil && p.boolValue(f) && p.ok() {
 		p.valueErr(f, "dsgd does not draw detections (the fork shows them in an OpenCV window): remove it")

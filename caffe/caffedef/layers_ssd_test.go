@@ -93,8 +93,6 @@ func TestSSDDecodeErrors(t *testing.T) {
 		{"eta 0", do(`num_classes: 2 nms_param { eta: 0 }`), `0 }`, "eta in nms_param of detection_output_param of layer 'l': must be in (0, 1], got 0"},
 		{"eta above 1", do(`num_classes: 2 nms_param { eta: 1.5 }`), `1.5`, "eta in nms_param of detection_output_param of layer 'l': must be in (0, 1], got 1.5"},
 		{"nms unknown", do(`num_classes: 2 nms_param { threshold: 0.5 }`), `threshold`, "unsupported field 'threshold' in nms_param of detection_output_param of layer 'l'"},
-		{"save output", do(`num_classes: 2 save_output_param { output_directory: "/tmp/out" output_format: "VOC" }`), `"/tmp/out"`,
-			"output_directory in save_output_param of detection_output_param of layer 'l': dsgd does not write SSD's result files"},
 		{"visualize", do(`num_classes: 2 visualize: true`), `true`, "visualize in detection_output_param of layer 'l': dsgd does not draw detections"},
 		{"detection two bottoms", `layer { name: "l" type: "DetectionOutput" bottom: "data" bottom: "data" top: "l" detection_output_param { num_classes: 2 } }`,
 			"", "layer 'l' (DetectionOutput) takes 3 bottoms, the locations, the confidences and the priors, got 2"},
@@ -111,16 +109,24 @@ func TestSSDDecodeErrors(t *testing.T) {
 	}
 }
 
-// TestSSDSaveOutputIgnored: a save_output_param without an output_directory
-// (what ssd_pascal.py writes into deploy nets) is a warning at its line.
+// TestSSDSaveOutputIgnored: a save_output_param, with an output_directory
+// (what ssd_pascal.py writes into the deploy nets it makes) or without,
+// is a warning at its line saying why; the net is read.
 func TestSSDSaveOutputIgnored(t *testing.T) {
-	nd, err := ParseNet("f.prototxt", []byte(extraInput+`layer { name: "l" type: "DetectionOutput" bottom: "data" bottom: "data" bottom: "data" top: "l"
-  detection_output_param { num_classes: 2 save_output_param { label_map_file: "labelmap_voc.prototxt" } } }`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w := strings.Join(nd.Warnings, "\n"); !strings.Contains(w, "f.prototxt:3:") || !strings.Contains(w, "ignoring save_output_param in detection_output_param of layer 'l'") {
-		t.Errorf("warnings %q lack save_output_param's", w)
+	for _, c := range []struct{ param, want string }{
+		{`label_map_file: "labelmap_voc.prototxt"`, "it names no output_directory"},
+		{`output_directory: "/home/u/data/VOCdevkit/results/VOC2007/SSD_300x300/Main" output_name_prefix: "comp4_det_test_" output_format: "VOC" label_map_file: "labelmap_voc.prototxt" num_test_image: 4952`,
+			`dsgd does not write SSD's result files to "/home/u/data/VOCdevkit/results/VOC2007/SSD_300x300/Main"`},
+	} {
+		nd, err := ParseNet("f.prototxt", []byte(extraInput+`layer { name: "l" type: "DetectionOutput" bottom: "data" bottom: "data" bottom: "data" top: "l"
+  detection_output_param { num_classes: 2 save_output_param { `+c.param+` } } }`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := strings.Join(nd.Warnings, "\n"); !strings.Contains(w, "f.prototxt:3:") ||
+			!strings.Contains(w, "ignoring save_output_param in detection_output_param of layer 'l'") || !strings.Contains(w, c.want) {
+			t.Errorf("warnings %q lack save_output_param's, saying %q", w, c.want)
+		}
 	}
 }
 
