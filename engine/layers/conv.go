@@ -375,8 +375,11 @@ func (l *convLayer) Backward(top []*tensor.Blob, propagateDown []bool, bottom []
 	}
 	for i := range bottom {
 		if len(bottom) > 1 {
+			// Each pair's forward overwrote the last one's columns and
+			// padded input: rebuild them.
 			l.cached = false
 			clear(l.dn.fresh)
+			l.th.fresh = false
 		}
 		l.backward(top[i], propagateDown[i], bottom[i])
 	}

@@ -106,3 +106,42 @@ func TestThinWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestThinTwoPairs runs a first layer with two bottom/top pairs through
+// the same weights (Caffe's several-bottom convolution) on the direct
+// kernel, forward and weights pass: each pair's backward must read its own
+// bottom, not the padded input the last forward left, so the weight
+// gradient agrees with im2col + GEMM's.
+func TestThinTwoPairs(t *testing.T) {
+	defer func(mode, fwd int, off bool) { thinMode, thinFwdMode, dnnlOff = mode, fwd, off }(thinMode, thinFwdMode, dnnlOff)
+	cfg := ConvolutionConfig{NumOutput: 8, KernelH: 5, KernelW: 5, StrideH: 1, StrideW: 1, PadH: 2, PadW: 2, Group: 1, BiasTerm: true}
+	r := rand.New(rand.NewPCG(29, 30))
+	in0, in1 := randSlice(r, 2*3*8*8, 1), randSlice(r, 2*3*8*8, 1)
+	wt, bias := randSlice(r, 8*3*25, 0.3), randSlice(r, 8, 0.1)
+	d0, d1 := randSlice(r, 2*8*8*8, 1), randSlice(r, 2*8*8*8, 1)
+	run := func() [3][]float32 {
+		b0, b1 := tensor.NewBlob("x0", 2, 3, 8, 8), tensor.NewBlob("x1", 2, 3, 8, 8)
+		copy(b0.Data, in0)
+		copy(b1.Data, in1)
+		bs, ts := []*tensor.Blob{b0, b1}, []*tensor.Blob{tensor.NewBlob("y0"), tensor.NewBlob("y1")}
+		l := newTestLayer(t, &cfg, Context{Threads: 1}, bs, ts)
+		ps := l.Params()
+		copy(ps[0].Blob.Data, wt)
+		copy(ps[1].Blob.Data, bias)
+		for _, p := range ps {
+			p.Blob.ZeroDiff()
+		}
+		l.Forward(bs, ts)
+		copy(ts[0].Diff, d0)
+		copy(ts[1].Diff, d1)
+		l.Backward(ts, []bool{false, false}, bs)
+		return [3][]float32{slices.Concat(ts[0].Data, ts[1].Data), slices.Clone(ps[0].Blob.Diff), slices.Clone(ps[1].Blob.Diff)}
+	}
+	dnnlOff, thinMode, thinFwdMode = true, 0, 0
+	want := run()
+	dnnlOff, thinMode, thinFwdMode = false, 1, 1
+	got := run()
+	hlClose(t, "tops", got[0], want[0], 1e-5)
+	hlClose(t, "weight diff", got[1], want[1], 1e-4)
+	hlClose(t, "bias diff", got[2], want[2], 1e-5)
+}
