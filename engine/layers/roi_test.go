@@ -1,0 +1,236 @@
+package layers
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"dsgd/engine/tensor"
+)
+
+// The region layers of the Fast/Faster R-CNN and R-FCN forks and SNN's
+// SeLu against the float64 oracle of scripts/roi_layers.py
+// (testdata/roi_layers.json), finite differences, the forks' own tests
+// and their rules on parameters, shapes and regions.
+
+// roiCases are the layer configurations of roi_layers.json, by fixture
+// name.
+func roiCases() map[string]caffeCase {
+	noROIGrad := map[int]bool{1: true}
+	return map[string]caffeCase{
+		"ROIPooling":         {cfg: &ROIPoolingConfig{PooledH: 3, PooledW: 4, SpatialScale: 0.5}, skip: noROIGrad},
+		"ROIPoolingFineBins": {cfg: &ROIPoolingConfig{PooledH: 7, PooledW: 5, SpatialScale: 0.25}, skip: noROIGrad},
+		"ROIPoolingScale1":   {cfg: &ROIPoolingConfig{PooledH: 1, PooledW: 1, SpatialScale: 1}, skip: noROIGrad},
+	}
+}
+
+// closeTo fails unless got is within tol of want everywhere.
+func closeTo(t *testing.T, what string, got []float32, want []float64, tol float64) {
+	t.Helper()
+	if len(got) < len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i, w := range want {
+		if g := float64(got[i]); math.Abs(g-w) > tol || math.IsNaN(g) {
+			t.Fatalf("%s[%d] = %v, want %v", what, i, g, w)
+		}
+	}
+}
+
+// TestROIFixtures compares each layer's top and bottom diffs with the
+// oracle within 1e-6, twice (the second pass on the reshaped top and with
+// the diffs poisoned), then checks Backward against finite differences.
+func TestROIFixtures(t *testing.T) {
+	cases := roiCases()
+	seen := map[string]bool{}
+	for _, tc := range loadTorchFixture(t, "testdata/roi_layers.json") {
+		c, ok := cases[tc.Name]
+		if !ok {
+			t.Errorf("fixture %s has no Go case", tc.Name)
+			continue
+		}
+		seen[tc.Name] = true
+		t.Run(tc.Name, func(t *testing.T) {
+			l, bottom, top := tc.setUp(t, c)
+			for pass := range 2 {
+				l.Forward(bottom, top)
+				if !top[0].Shape.Equal(tc.Tops[0].Shape) {
+					t.Fatalf("pass %d: top %v, want %v", pass, top[0].Shape, tc.Tops[0].Shape)
+				}
+				closeTo(t, "top", top[0].Data, tc.Tops[0].Data, 1e-6)
+				copy(top[0].Diff, to32(tc.TopDiffs[0]))
+				prop := make([]bool, len(bottom))
+				for i, d := range tc.BottomDiffs {
+					prop[i] = d != nil
+					for j := range bottom[i].Diff {
+						bottom[i].Diff[j] = float32(math.NaN())
+					}
+				}
+				l.Backward(top, prop, bottom)
+				for i, d := range tc.BottomDiffs {
+					if d != nil {
+						closeTo(t, "bottom diff", bottom[i].Diff, d, 1e-6)
+					}
+				}
+			}
+			step := c.step
+			if step == 0 {
+				step = 1e-3
+			}
+			checkGradients(t, l, bottom, top, gradCheck{Step: step, Threshold: 1e-2, Skip: c.skip})
+		})
+	}
+	for name := range cases {
+		if !seen[name] {
+			t.Errorf("case %s has no fixture; rerun make torch-layers", name)
+		}
+	}
+}
+
+// TestROILayersNoAllocs: after a first pass, Forward and Backward allocate
+// nothing.
+func TestROILayersNoAllocs(t *testing.T) {
+	cases := roiCases()
+	for _, tc := range loadTorchFixture(t, "testdata/roi_layers.json") {
+		l, bottom, top := tc.setUp(t, cases[tc.Name])
+		prop := make([]bool, len(bottom))
+		for i, d := range tc.BottomDiffs {
+			prop[i] = d != nil
+		}
+		step := func() {
+			l.Forward(bottom, top)
+			l.Backward(top, prop, bottom)
+		}
+		step()
+		if n := testing.AllocsPerRun(5, step); n != 0 {
+			t.Errorf("%s: %v allocations per Forward+Backward, want 0", tc.Name, n)
+		}
+	}
+}
+
+// roiFixture is caffe-fast-rcnn's test_roi_pooling_layer.cpp fixture: a
+// 4×3×12×8 Gaussian (std 10) map and four regions given as 4×5×1×1.
+func roiFixture(seed uint64) []*tensor.Blob {
+	r := rand.New(rand.NewPCG(seed, 7))
+	x := tensor.NewBlob("data", 4, 3, 12, 8)
+	for i := range x.Data {
+		x.Data[i] = float32(r.NormFloat64() * 10)
+	}
+	rois := newBlobData([]int{4, 5, 1, 1}, []float32{
+		0, 1, 1, 6, 6,
+		2, 6, 2, 7, 11,
+		1, 3, 1, 5, 10,
+		0, 3, 3, 3, 3,
+	})
+	return []*tensor.Blob{x, rois}
+}
+
+// TestCaffeROIPooling ports caffe-fast-rcnn's test_roi_pooling_layer.cpp:
+// its one test, TestGradient, checks the features' gradient exhaustively
+// for pooled 6×6 over its four regions (a threshold of 1e-2, as the test's;
+// the step is dsgd's float32 one, the Gaussian's std 10 keeping the maxima
+// apart).
+func TestCaffeROIPooling(t *testing.T) {
+	t.Run("TestGradient", func(t *testing.T) {
+		bottom := roiFixture(1)
+		top := []*tensor.Blob{tensor.NewBlob("top")}
+		l, err := (&ROIPoolingConfig{PooledH: 6, PooledW: 6, SpatialScale: 1}).Build(Context{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Setup(bottom, top); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Reshape(bottom, top); err != nil {
+			t.Fatal(err)
+		}
+		if !top[0].Shape.Equal(tensor.Shape{4, 3, 6, 6}) {
+			t.Fatalf("top %v, want 4×3×6×6", top[0].Shape)
+		}
+		checkGradients(t, l, bottom, top, gradCheck{Step: 1e-2, Threshold: 1e-2, Skip: map[int]bool{1: true}})
+	})
+}
+
+// TestROIPoolingErrors: bad parameters and shapes are errors; bad regions
+// panic with the region named (the net turns that into its error).
+func TestROIPoolingErrors(t *testing.T) {
+	for _, c := range []struct {
+		cfg  ROIPoolingConfig
+		want string
+	}{
+		{ROIPoolingConfig{PooledH: 0, PooledW: 2, SpatialScale: 1}, "pooled_h and pooled_w must be positive"},
+		{ROIPoolingConfig{PooledH: 2, PooledW: -1, SpatialScale: 1}, "pooled_h and pooled_w must be positive"},
+		{ROIPoolingConfig{PooledH: 2, PooledW: 2}, "spatial_scale must be positive"},
+		{ROIPoolingConfig{PooledH: 2, PooledW: 2, SpatialScale: float32(math.NaN())}, "spatial_scale must be positive"},
+		{ROIPoolingConfig{PooledH: 2, PooledW: 2, SpatialScale: float32(math.Inf(1))}, "spatial_scale must be positive"},
+	} {
+		if _, err := c.cfg.Build(Context{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+		}
+	}
+	good := &ROIPoolingConfig{PooledH: 2, PooledW: 2, SpatialScale: 1}
+	for _, c := range []struct {
+		shapes [][]int
+		want   string
+	}{
+		{[][]int{{1, 2, 4, 4}}, "bottom"},
+		{[][]int{{1, 2, 4}, {3, 5}}, "must be 4-D"},
+		{[][]int{{1, 2, 4, 4}, {3, 4}}, "must be R×5"},
+		{[][]int{{1, 2, 4, 4}, {3, 5, 2}}, "must be R×5"},
+		{[][]int{{1, 2, 4, 4}, {15}}, "must be R×5"},
+	} {
+		if err := buildSetUp(good, c.shapes, -1); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.shapes, err, c.want)
+		}
+	}
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		roi  []float32
+		want string
+	}{
+		{[]float32{2, 0, 0, 1, 1}, "region 0's batch index 2 is out of range for 2 images"},
+		{[]float32{-1, 0, 0, 1, 1}, "batch index -1 is out of range"},
+		{[]float32{nan, 0, 0, 1, 1}, "region 0 [NaN 0 0 1 1] is not finite"},
+		{[]float32{0, 0, nan, 1, 1}, "is not finite"},
+		{[]float32{0, 0, 0, float32(math.Inf(1)), 1}, "is not finite"},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(r.(string), c.want) {
+					t.Errorf("%v: panic %v, want %q", c.roi, r, c.want)
+				}
+			}()
+			bottom := []*tensor.Blob{tensor.NewBlob("x", 2, 1, 4, 4), newBlobData([]int{1, 5}, c.roi)}
+			top := []*tensor.Blob{tensor.NewBlob("top")}
+			l, _ := good.Build(Context{})
+			if err := l.Setup(bottom, top); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Reshape(bottom, top); err != nil {
+				t.Fatal(err)
+			}
+			l.Forward(bottom, top)
+		}()
+	}
+	// Huge corners clip to the map rather than overflow.
+	bottom := []*tensor.Blob{tensor.NewBlob("x", 1, 1, 4, 4), newBlobData([]int{1, 5}, []float32{0, -3e38, -3e38, 3e38, 3e38})}
+	for i := range bottom[0].Data {
+		bottom[0].Data[i] = float32(i)
+	}
+	top := []*tensor.Blob{tensor.NewBlob("top")}
+	l, _ := good.Build(Context{})
+	if err := l.Setup(bottom, top); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reshape(bottom, top); err != nil {
+		t.Fatal(err)
+	}
+	l.Forward(bottom, top)
+	for _, v := range top[0].Data {
+		if v < 0 || v > 15 {
+			t.Errorf("huge region: top %v", top[0].Data)
+			break
+		}
+	}
+}
