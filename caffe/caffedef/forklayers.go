@@ -16,7 +16,6 @@ type forkLayer struct {
 // use instead. BVLC Caffe refuses them too ("Unknown layer type"). The
 // fork layers dsgd runs are forkTypes (layers_fork.go).
 var forkLayers = map[string]forkLayer{
-	"ROIPooling":        {fork: "Fast R-CNN's caffe-fast-rcnn, for Fast and Faster R-CNN"},
 	"SmoothL1Loss":      {fork: "Fast R-CNN's caffe-fast-rcnn, for Fast and Faster R-CNN"},
 	"PSROIPooling":      {fork: "R-FCN's caffe-rfcn"},
 	"ImageLabelmapData": {fork: "HED's, s9xie/hed", instead: "write images and label maps to two LMDBs or to HDF5 files and read them with Data or HDF5Data layers"},

@@ -12,7 +12,7 @@ import (
 // decodeFork with the fork's field names and defaults; forkLayers keeps
 // the refusal for the rest.
 func forkTypes() []string {
-	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "Normalize", "Permute", "PriorBox", "ReLU6", "ShuffleChannel", "Upsample"}
+	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "Normalize", "Permute", "PriorBox", "ReLU6", "ROIPooling", "ShuffleChannel", "Upsample"}
 }
 
 // decodeFork decodes the type-specific part of a layer whose type is one
@@ -109,6 +109,8 @@ func decodeFork(l *LayerDef, param func(string) *reader) layers.Config {
 		return decodePriorBox(l, param("prior_box_param"))
 	case "DetectionOutput":
 		return decodeDetectionOutput(l, param("detection_output_param"))
+	case "ROIPooling":
+		return decodeROIPooling(l, param("roi_pooling_param"))
 	}
 	panic("config: decodeFork called with unsupported type " + l.Type)
 }
@@ -376,6 +378,57 @@ func decodeDetectionOutput(l *LayerDef, p *reader) *layers.DetectionOutputConfig
 	if len(l.Bottom) != 3 && p.ok() {
 		p.d.failf(l.Pos, "layer '%s' (DetectionOutput) takes 3 bottoms, the locations, the confidences and the priors, got %d", l.Name, len(l.Bottom))
 	}
+	p.finish()
+	return c
+}
+
+// required consumes an integer field that must be given, in [lo, hi];
+// absent, it is an error saying what the field is.
+func (r *reader) required(name, what string, lo, hi int) int {
+	f := r.one(name)
+	if f == nil {
+		if r.ok() {
+			r.d.failf(r.m.Pos, "%s needs %s (%s)", r.ctx, name, what)
+		}
+		return 0
+	}
+	return int(r.intValue(f, int64(lo), int64(hi)))
+}
+
+// spatialScale consumes a region layer's spatial_scale: positive and
+// finite; def when absent.
+func (r *reader) spatialScale(def float32) float32 {
+	f := r.one("spatial_scale")
+	if f == nil {
+		return def
+	}
+	v := float32(r.floatValue(f, true))
+	if !(v > 0) && r.ok() {
+		r.valueErr(f, "must be positive (the feature map's size over the image's), got %g", v)
+	}
+	return v
+}
+
+// regionBottoms checks a region layer's two bottoms, the features and the
+// regions.
+func regionBottoms(r *reader, l *LayerDef) {
+	if len(l.Bottom) != 2 && r.ok() {
+		r.d.failf(l.Pos, "layer '%s' (%s) takes 2 bottoms, the features and the regions (R×5 rows [batch_index x1 y1 x2 y2]), got %d", l.Name, l.Type, len(l.Bottom))
+	}
+}
+
+// decodeROIPooling decodes Fast R-CNN's roi_pooling_param
+// (rbgirshick/caffe-fast-rcnn's caffe.proto, LayerParameter field
+// 8266711): pooled_h = 1 and pooled_w = 2 (uint32, default 0, which the
+// fork's LayerSetUp refuses, so they are required here) and spatial_scale
+// = 3 (default 1).
+func decodeROIPooling(l *LayerDef, p *reader) *layers.ROIPoolingConfig {
+	c := &layers.ROIPoolingConfig{
+		PooledH: p.required("pooled_h", "the output's height per region", 1, maxI32),
+		PooledW: p.required("pooled_w", "the output's width per region", 1, maxI32),
+	}
+	c.SpatialScale = p.spatialScale(1)
+	regionBottoms(p, l)
 	p.finish()
 	return c
 }

@@ -1,0 +1,155 @@
+package caffedef
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"dsgd/engine/layers"
+	"dsgd/engine/tensor"
+)
+
+// The region layers of the Fast/Faster R-CNN and R-FCN forks and SNN's
+// SeLu: decoding with the forks' fields and defaults, their errors, and
+// small nets from prototxt that train.
+
+// TestROIDecode: each layer decodes with its fork's field names and
+// defaults (extraInput's data is 2×3×9×8).
+func TestROIDecode(t *testing.T) {
+	for _, c := range []struct {
+		layer string
+		want  layers.Config
+	}{
+		{`layer { name: "l" type: "ROIPooling" bottom: "data" bottom: "data" top: "l" roi_pooling_param { pooled_w: 7 pooled_h: 6 spatial_scale: 0.0625 } }`,
+			&layers.ROIPoolingConfig{PooledH: 6, PooledW: 7, SpatialScale: 0.0625}},
+		{`layer { name: "l" type: "ROIPooling" bottom: "data" bottom: "data" top: "l" roi_pooling_param { pooled_w: 1 pooled_h: 1 } }`,
+			&layers.ROIPoolingConfig{PooledH: 1, PooledW: 1, SpatialScale: 1}},
+	} {
+		nd, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
+		if err != nil {
+			t.Errorf("%s: %v", c.layer, err)
+			continue
+		}
+		if got := findLayer(t, mustPhase(t, nd, layers.Train).Spec, "l").Config; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s decodes to %#v, want %#v", c.layer, got, c.want)
+		}
+	}
+}
+
+// TestROIDecodeErrors: a bad value is an error at its line and column,
+// naming the layer, the field and the rule; at is the text the error
+// points at, "" for the layer's start.
+func TestROIDecodeErrors(t *testing.T) {
+	const roi = `layer { name: "l" type: "ROIPooling" bottom: "data" bottom: "data" top: "l" `
+	for _, c := range []struct{ name, layer, at, want string }{
+		{"roi no param", roi + `}`, "", "roi_pooling_param of layer 'l' needs pooled_h (the output's height per region)"},
+		{"roi no pooled_w", roi + `roi_pooling_param { pooled_h: 2 } }`, "{ pooled_h", "roi_pooling_param of layer 'l' needs pooled_w"},
+		{"roi pooled_h 0", roi + `roi_pooling_param { pooled_h: 0 pooled_w: 2 } }`, "0 pooled_w", "pooled_h in roi_pooling_param of layer 'l': must be at least 1, got 0"},
+		{"roi pooled_w negative", roi + `roi_pooling_param { pooled_h: 2 pooled_w: -3 } }`, "-3", "pooled_w in roi_pooling_param of layer 'l': must be at least 1, got -3"},
+		{"roi scale 0", roi + `roi_pooling_param { pooled_h: 2 pooled_w: 2 spatial_scale: 0 } }`, "0 } }", "spatial_scale in roi_pooling_param of layer 'l': must be positive"},
+		{"roi scale negative", roi + `roi_pooling_param { pooled_h: 2 pooled_w: 2 spatial_scale: -0.0625 } }`, "-0.0625", "spatial_scale in roi_pooling_param of layer 'l': must be positive"},
+		{"roi scale underflows", roi + `roi_pooling_param { pooled_h: 2 pooled_w: 2 spatial_scale: 1e-50 } }`, "1e-50", "spatial_scale in roi_pooling_param of layer 'l': must be positive (the feature map's size over the image's), got 0"},
+		{"roi unknown field", roi + `roi_pooling_param { pooled_h: 2 pooled_w: 2 spatial_scale_h: 1 } }`, "spatial_scale_h", "unsupported field 'spatial_scale_h' in roi_pooling_param of layer 'l'"},
+		{"roi one bottom", `layer { name: "l" type: "ROIPooling" bottom: "data" top: "l" roi_pooling_param { pooled_h: 2 pooled_w: 2 } }`,
+			"", "layer 'l' (ROIPooling) takes 2 bottoms, the features and the regions (R×5 rows [batch_index x1 y1 x2 y2]), got 1"},
+	} {
+		_, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
+		col := 1
+		if c.at != "" {
+			col = strings.LastIndex(c.layer, c.at) + 1
+		}
+		want := fmt.Sprintf("f.prototxt:2:%d: %s", col, c.want)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, want)
+		}
+	}
+}
+
+// roiNet is Fast R-CNN's head in small: a convolution over two images,
+// ROIPooling of four regions given by an Input (as py-faster-rcnn's data
+// layer gives them), an InnerProduct and a classifier loss.
+const roiNet = `name: "roi-net"
+layer { name: "input" type: "Input" top: "data" top: "rois" top: "label"
+  input_param { shape { dim: 2 dim: 3 dim: 12 dim: 10 } shape { dim: 4 dim: 5 } shape { dim: 4 } } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+  convolution_param { num_output: 4 kernel_size: 3 pad: 1 stride: 2 weight_filler { type: "gaussian" std: 0.3 } } }
+layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+layer { name: "roi_pool" type: "ROIPooling" bottom: "conv1" bottom: "rois" top: "pool"
+  roi_pooling_param { pooled_w: 2 pooled_h: 2 spatial_scale: 0.5 } }
+layer { name: "fc" type: "InnerProduct" bottom: "pool" top: "fc"
+  inner_product_param { num_output: 3 weight_filler { type: "gaussian" std: 0.1 } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "loss" }
+`
+
+// trainRegionNet fills the net's data, regions and labels, runs 40 SGD
+// steps and checks the loss halves and every weight moves.
+func trainRegionNet(t *testing.T, src string, rois []float32) {
+	_, n := buildInputNet(t, src)
+	data := n.Input("data")
+	for i := range data.Data {
+		data.Data[i] = float32(math.Sin(float64(i)*0.37)) + float32(i%5)*0.2
+	}
+	copy(n.Input("rois").Data, rois)
+	copy(n.Input("label").Data, []float32{0, 1, 2, 1})
+	start := append([]float32(nil), n.Params()...)
+	first := n.ForwardBackward()
+	loss := first
+	for range 40 {
+		tensor.Axpy(-0.1, n.Grads(), n.Params())
+		loss = n.ForwardBackward()
+		if math.IsNaN(loss) || math.IsInf(loss, 0) {
+			t.Fatalf("loss %v: %v", loss, n.Err())
+		}
+	}
+	t.Logf("loss %.4f after 40 steps, from %.4f", loss, first)
+	for _, b := range n.Blocks() {
+		moved := false
+		for i := b.Off; i < b.Off+b.Shape.Count(); i++ {
+			moved = moved || n.Params()[i] != start[i]
+		}
+		if !moved {
+			t.Errorf("block %s of layer %s did not move in training", b.Name, b.Layer)
+		}
+	}
+	if !(loss < 0.5*first) {
+		t.Errorf("40 SGD steps took the loss from %v to %v; want it halved", first, loss)
+	}
+}
+
+// TestROINetTrains: the ROIPooling head builds from prototxt with the
+// fork's shapes and trains, its gradient reaching the convolution below.
+func TestROINetTrains(t *testing.T) {
+	_, n := buildInputNet(t, roiNet)
+	if got := n.Blob("pool").Shape; !got.Equal(tensor.Shape{4, 4, 2, 2}) {
+		t.Errorf("pool %v, want 4×4×2×2", got)
+	}
+	trainRegionNet(t, roiNet, []float32{
+		0, 0, 0, 9, 11,
+		1, 2, 3, 8, 10,
+		0, 4, 1, 9, 6,
+		1, 0, 0, 4, 4,
+	})
+}
+
+// TestROINetBadRegion: a region naming an image outside the batch, or not
+// finite, stops the net with an error naming the layer, not a crash.
+func TestROINetBadRegion(t *testing.T) {
+	for _, c := range []struct {
+		roi  []float32
+		want string
+	}{
+		{[]float32{2, 0, 0, 4, 4}, "region 1's batch index 2 is out of range for 2 images"},
+		{[]float32{0, float32(math.NaN()), 0, 4, 4}, "region 1 [0 NaN 0 4 4] is not finite"},
+	} {
+		_, n := buildInputNet(t, roiNet)
+		copy(n.Input("rois").Data[5:], c.roi)
+		if loss := n.ForwardBackward(); !math.IsNaN(loss) {
+			t.Errorf("%v: loss %v, want NaN", c.roi, loss)
+		}
+		if err := n.Err(); err == nil || !strings.Contains(err.Error(), `layer "roi_pool"`) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one naming layer \"roi_pool\" and %q", c.roi, err, c.want)
+		}
+	}
+}
