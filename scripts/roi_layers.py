@@ -10,6 +10,10 @@ roi_pool rounds otherwise), without dsgd's code:
   clipped; the maximum of each bin (the first on ties), 0 for an empty bin;
   the gradient goes to the maximum.
 
+  SeLu (HolmesShuan/SNNs-Self-Normalizing-Neural-Networks-Caffe-
+  Reimplementation, selu_layer.cu): λx for x > 0, λα(exp(x) − 1)
+  otherwise, with the proto's float defaults λ 1.050700987, α 1.67326324.
+
 The coordinate arithmetic is done in float32 (numpy), as the forks do it;
 the values and gradients in float64. Cases hold bottoms, tops, top diffs
 and bottom diffs in the format of torch_layers.json (the regions take no
@@ -116,5 +120,22 @@ case_roi("ROIPoolingScale1", gauss(3, 2, 5, 5, std=10), [
     [0, 0, 0, 4, 4],
     [1, 4.4, 0, 4.6, 3],
 ], 1, 1, 1.0)
+
+
+
+def case_selu(name, x, lam=F(1.050700987), alpha=F(1.67326324)):
+    lam, alpha = float(lam), float(alpha)
+    # No input within 0.02 of the kink at 0, for the finite differences.
+    x = torch.where(x.abs() < 0.02, x.sign() * 0.02 + x, x)
+    x = f32(x)
+    top = torch.where(x > 0, lam * x, lam * alpha * torch.expm1(x))
+    dtop = gauss(*x.shape)
+    dx = torch.where(x > 0, lam * dtop, lam * alpha * torch.exp(x) * dtop)
+    add(name, [x], [top], [dtop], [dx])
+
+
+case_selu("SeLu", gauss(2, 3, 4, 5, std=2))
+case_selu("SeLuParams", gauss(3, 7, std=1.5), lam=F(1.5), alpha=F(0.5))
+case_selu("SeLuInPlace", gauss(2, 10, std=2))
 
 torchfix.write(cases, "engine/layers/testdata/roi_layers.json")

@@ -12,7 +12,7 @@ import (
 // decodeFork with the fork's field names and defaults; forkLayers keeps
 // the refusal for the rest.
 func forkTypes() []string {
-	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "Normalize", "Permute", "PriorBox", "ReLU6", "ROIPooling", "ShuffleChannel", "Upsample"}
+	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "Normalize", "Permute", "PriorBox", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "Upsample"}
 }
 
 // decodeFork decodes the type-specific part of a layer whose type is one
@@ -111,6 +111,13 @@ func decodeFork(l *LayerDef, param func(string) *reader) layers.Config {
 		return decodeDetectionOutput(l, param("detection_output_param"))
 	case "ROIPooling":
 		return decodeROIPooling(l, param("roi_pooling_param"))
+	case "SeLu":
+		// HolmesShuan's SNN reimplementation: selu_param { lambda = 1,
+		// alpha = 2 }, float defaults 1.050700987 and 1.67326324.
+		p := param("selu_param")
+		c := &layers.SeLuConfig{Lambda: p.float32("lambda", 1.050700987), Alpha: p.float32("alpha", 1.67326324)}
+		p.finish()
+		return c
 	}
 	panic("config: decodeFork called with unsupported type " + l.Type)
 }

@@ -26,6 +26,8 @@ func TestROIDecode(t *testing.T) {
 			&layers.ROIPoolingConfig{PooledH: 6, PooledW: 7, SpatialScale: 0.0625}},
 		{`layer { name: "l" type: "ROIPooling" bottom: "data" bottom: "data" top: "l" roi_pooling_param { pooled_w: 1 pooled_h: 1 } }`,
 			&layers.ROIPoolingConfig{PooledH: 1, PooledW: 1, SpatialScale: 1}},
+		{`layer { name: "l" type: "SeLu" bottom: "data" top: "l" }`, &layers.SeLuConfig{Lambda: 1.050700987, Alpha: 1.67326324}},
+		{`layer { name: "l" type: "SeLu" bottom: "data" top: "data" selu_param { alpha: 1.5 lambda: 2 } }`, &layers.SeLuConfig{Lambda: 2, Alpha: 1.5}},
 	} {
 		nd, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
 		if err != nil {
@@ -54,6 +56,10 @@ func TestROIDecodeErrors(t *testing.T) {
 		{"roi unknown field", roi + `roi_pooling_param { pooled_h: 2 pooled_w: 2 spatial_scale_h: 1 } }`, "spatial_scale_h", "unsupported field 'spatial_scale_h' in roi_pooling_param of layer 'l'"},
 		{"roi one bottom", `layer { name: "l" type: "ROIPooling" bottom: "data" top: "l" roi_pooling_param { pooled_h: 2 pooled_w: 2 } }`,
 			"", "layer 'l' (ROIPooling) takes 2 bottoms, the features and the regions (R×5 rows [batch_index x1 y1 x2 y2]), got 1"},
+		{"selu alpha", `layer { name: "l" type: "SeLu" bottom: "data" top: "l" selu_param { alpha: "x" } }`, `"x"`, "alpha in selu_param of layer 'l'"},
+		{"selu unknown field", `layer { name: "l" type: "SeLu" bottom: "data" top: "l" selu_param { dropout_ratio: 0.1 } }`,
+			"dropout_ratio", "unsupported field 'dropout_ratio' in selu_param of layer 'l'"},
+		{"selu huge lambda", `layer { name: "l" type: "SeLu" bottom: "data" top: "l" selu_param { lambda: 1e39 } }`, "1e39", "lambda in selu_param of layer 'l': 1e39 is out of the float32 range"},
 	} {
 		_, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
 		col := 1
@@ -151,5 +157,52 @@ func TestROINetBadRegion(t *testing.T) {
 		if err := n.Err(); err == nil || !strings.Contains(err.Error(), `layer "roi_pool"`) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming layer \"roi_pool\" and %q", c.roi, err, c.want)
 		}
+	}
+}
+
+// seluNet is an SNN block as the fork's README writes it: an InnerProduct
+// with SeLu in place, twice, and a classifier.
+const seluNet = `name: "selu-net"
+layer { name: "input" type: "Input" top: "data" top: "label"
+  input_param { shape { dim: 4 dim: 6 } shape { dim: 4 } } }
+layer { name: "fc1" type: "InnerProduct" bottom: "data" top: "fc1"
+  inner_product_param { num_output: 8 weight_filler { type: "gaussian" std: 0.4 } } }
+layer { name: "selu1" type: "SeLu" bottom: "fc1" top: "fc1" }
+layer { name: "fc2" type: "InnerProduct" bottom: "fc1" top: "fc2"
+  inner_product_param { num_output: 8 weight_filler { type: "gaussian" std: 0.35 } } }
+layer { name: "selu2" type: "SeLu" bottom: "fc2" top: "fc2" selu_param { lambda: 1.0507 alpha: 1.6733 } }
+layer { name: "fc3" type: "InnerProduct" bottom: "fc2" top: "fc3"
+  inner_product_param { num_output: 3 weight_filler { type: "gaussian" std: 0.35 } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc3" bottom: "label" top: "loss" }
+`
+
+// TestSeLuNetTrains: SeLu in place trains, its gradient reaching the
+// first InnerProduct.
+func TestSeLuNetTrains(t *testing.T) {
+	_, n := buildInputNet(t, seluNet)
+	data := n.Input("data")
+	for i := range data.Data {
+		data.Data[i] = float32(math.Sin(float64(i)*0.61)) * 1.5
+	}
+	copy(n.Input("label").Data, []float32{0, 1, 2, 1})
+	start := append([]float32(nil), n.Params()...)
+	first := n.ForwardBackward()
+	loss := first
+	for range 60 {
+		tensor.Axpy(-0.1, n.Grads(), n.Params())
+		loss = n.ForwardBackward()
+	}
+	t.Logf("loss %.4f after 60 steps, from %.4f", loss, first)
+	for _, b := range n.Blocks() {
+		moved := false
+		for i := b.Off; i < b.Off+b.Shape.Count(); i++ {
+			moved = moved || n.Params()[i] != start[i]
+		}
+		if !moved {
+			t.Errorf("block %s of layer %s did not move in training", b.Name, b.Layer)
+		}
+	}
+	if !(loss < 0.5*first) {
+		t.Errorf("60 SGD steps took the loss from %v to %v; want it halved", first, loss)
 	}
 }

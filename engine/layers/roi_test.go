@@ -22,6 +22,9 @@ func roiCases() map[string]caffeCase {
 		"ROIPooling":         {cfg: &ROIPoolingConfig{PooledH: 3, PooledW: 4, SpatialScale: 0.5}, skip: noROIGrad},
 		"ROIPoolingFineBins": {cfg: &ROIPoolingConfig{PooledH: 7, PooledW: 5, SpatialScale: 0.25}, skip: noROIGrad},
 		"ROIPoolingScale1":   {cfg: &ROIPoolingConfig{PooledH: 1, PooledW: 1, SpatialScale: 1}, skip: noROIGrad},
+		"SeLu":               {cfg: &SeLuConfig{Lambda: 1.050700987, Alpha: 1.67326324}},
+		"SeLuParams":         {cfg: &SeLuConfig{Lambda: 1.5, Alpha: 0.5}},
+		"SeLuInPlace":        {cfg: &SeLuConfig{Lambda: 1.050700987, Alpha: 1.67326324}},
 	}
 }
 
@@ -232,5 +235,54 @@ func TestROIPoolingErrors(t *testing.T) {
 			t.Errorf("huge region: top %v", top[0].Data)
 			break
 		}
+	}
+}
+
+// TestSeLuInPlace runs the SeLuInPlace fixture with the top replacing the
+// bottom, as the fork's README writes SeLu: the layer keeps x for
+// Backward, so the gradient is the oracle's (the fork's reads exp(y)
+// there).
+func TestSeLuInPlace(t *testing.T) {
+	for _, tc := range loadTorchFixture(t, "testdata/roi_layers.json") {
+		if tc.Name != "SeLuInPlace" {
+			continue
+		}
+		l, err := (&SeLuConfig{Lambda: 1.050700987, Alpha: 1.67326324}).Build(Context{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := newBlobData(tc.Bottoms[0].Shape, to32(tc.Bottoms[0].Data))
+		blobs := []*tensor.Blob{b}
+		if err := l.Setup(blobs, blobs); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Reshape(blobs, blobs); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			copy(b.Data, to32(tc.Bottoms[0].Data))
+			l.Forward(blobs, blobs)
+			closeTo(t, "top", b.Data, tc.Tops[0].Data, 1e-6)
+			copy(b.Diff, to32(tc.TopDiffs[0]))
+			l.Backward(blobs, []bool{true}, blobs)
+			closeTo(t, "bottom diff", b.Diff, tc.BottomDiffs[0], 1e-6)
+		}
+		return
+	}
+	t.Fatal("no SeLuInPlace fixture")
+}
+
+// TestSeLuErrors: lambda and alpha must be finite.
+func TestSeLuErrors(t *testing.T) {
+	for _, c := range []SeLuConfig{
+		{Lambda: float32(math.NaN()), Alpha: 1},
+		{Lambda: 1, Alpha: float32(math.Inf(-1))},
+	} {
+		if _, err := c.Build(Context{}); err == nil || !strings.Contains(err.Error(), "lambda and alpha must be finite") {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+	if err := buildSetUp(&SeLuConfig{Lambda: 1, Alpha: 1}, [][]int{{2, 3}, {2, 3}}, -1); err == nil {
+		t.Error("two bottoms accepted")
 	}
 }
