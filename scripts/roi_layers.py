@@ -10,6 +10,13 @@ roi_pool rounds otherwise), without dsgd's code:
   clipped; the maximum of each bin (the first on ties), 0 for an empty bin;
   the gradient goes to the maximum.
 
+  PSROIPooling (daijifeng001/caffe-rfcn, psroi_pooling_layer.cu): corners
+  round(x) half away from zero times spatial_scale (the far ones plus 1
+  first), the region at least 0.1 on a side, bins floor(p·bin + start) to
+  ceil((p+1)·bin + start) in float32, clipped; the average over bin (i, j)
+  of output channel c read from channel (c·k + i)·k + j, 0 for an empty
+  bin; the gradient spread over the bin's pixels.
+
   SeLu (HolmesShuan/SNNs-Self-Normalizing-Neural-Networks-Caffe-
   Reimplementation, selu_layer.cu): λx for x > 0, λα(exp(x) − 1)
   otherwise, with the proto's float defaults λ 1.050700987, α 1.67326324.
@@ -121,6 +128,73 @@ case_roi("ROIPoolingScale1", gauss(3, 2, 5, 5, std=10), [
     [1, 4.4, 0, 4.6, 3],
 ], 1, 1, 1.0)
 
+
+
+def ps_bins(start, extent, k, size):
+    """R-FCN's bins along one axis, in float32."""
+    b = F(extent) / F(k)
+    out = []
+    for p in range(k):
+        lo = int(math.floor(F(F(p) * b) + start))
+        hi = int(math.ceil(F(F(p + 1) * b) + start))
+        out.append((min(max(lo, 0), size), min(max(hi, 0), size)))
+    return out
+
+
+def psroi_pooling(x, rois, output_dim, k, scale, dtop):
+    n, c, h, w = x.shape
+    r = rois.shape[0]
+    top = torch.zeros(r, output_dim, k, k, dtype=torch.float64)
+    dx = torch.zeros_like(x)
+    s = F(scale)
+    for i in range(r):
+        row = [F(v) for v in rois[i].reshape(-1).tolist()]
+        b = int(row[0])
+        x1, y1 = F(cround(float(row[1]))) * s, F(cround(float(row[2]))) * s
+        x2, y2 = F(cround(float(row[3])) + 1) * s, F(cround(float(row[4])) + 1) * s
+        hb = ps_bins(y1, max(F(y2 - y1), F(0.1)), k, h)
+        wb = ps_bins(x1, max(F(x2 - x1), F(0.1)), k, w)
+        for ct in range(output_dim):
+            for ph, (h0, h1) in enumerate(hb):
+                for pw, (w0, w1) in enumerate(wb):
+                    if h1 <= h0 or w1 <= w0:
+                        continue
+                    ch = (ct * k + ph) * k + pw
+                    area = (h1 - h0) * (w1 - w0)
+                    top[i, ct, ph, pw] = x[b, ch, h0:h1, w0:w1].sum() / area
+                    dx[b, ch, h0:h1, w0:w1] += dtop[i, ct, ph, pw] / area
+    return top, dx
+
+
+def case_psroi(name, x, rois, output_dim, k, scale):
+    rois = torch.tensor(rois, dtype=torch.float64)
+    dtop = gauss(rois.shape[0], output_dim, k, k)
+    top, dx = psroi_pooling(x, rois, output_dim, k, scale, dtop)
+    add(name, [x, rois], [top], [dtop], [dx, None])
+
+
+# R-FCN's k = 3 at 1/4 scale: regions inside the map, one past its edges,
+# one of a single pixel, one whose corners cross (taken as 0.1 on a side),
+# one wholly outside (all bins empty), and corners that round half away
+# from zero and land between pixels after scaling.
+case_psroi("PSROIPooling", gauss(2, 2 * 9, 8, 7), [
+    [0, 2, 3, 21, 27],
+    [1, 0.5, 1.5, 16.6, 19.4],
+    [1, 9, 9, 9, 9],
+    [0, 20, 22, 4, 4],
+    [0, -7, -5, 40, 50],
+    [1, 60, 60, 70, 70],
+], 2, 3, 0.25)
+# k = 2, scale 1/2, three output channels, one image.
+case_psroi("PSROIPoolingK2", gauss(1, 3 * 4, 5, 6), [
+    [0, 1, 1, 9, 7],
+    [0, 3.5, 2.5, 5.5, 8.4],
+], 3, 2, 0.5)
+# k = 1: plain average pooling of each region, scale 1.
+case_psroi("PSROIPoolingK1", gauss(3, 2, 4, 4), [
+    [2, 0, 0, 3, 3],
+    [0, 1, 2, 2, 2],
+], 2, 1, 1.0)
 
 
 def case_selu(name, x, lam=F(1.050700987), alpha=F(1.67326324)):

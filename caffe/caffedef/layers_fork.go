@@ -12,7 +12,7 @@ import (
 // decodeFork with the fork's field names and defaults; forkLayers keeps
 // the refusal for the rest.
 func forkTypes() []string {
-	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "Normalize", "Permute", "PriorBox", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "Upsample"}
+	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "Normalize", "Permute", "PriorBox", "PSROIPooling", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "Upsample"}
 }
 
 // decodeFork decodes the type-specific part of a layer whose type is one
@@ -111,6 +111,8 @@ func decodeFork(l *LayerDef, param func(string) *reader) layers.Config {
 		return decodeDetectionOutput(l, param("detection_output_param"))
 	case "ROIPooling":
 		return decodeROIPooling(l, param("roi_pooling_param"))
+	case "PSROIPooling":
+		return decodePSROIPooling(l, param("psroi_pooling_param"))
 	case "SeLu":
 		// HolmesShuan's SNN reimplementation: selu_param { lambda = 1,
 		// alpha = 2 }, float defaults 1.050700987 and 1.67326324.
@@ -435,6 +437,27 @@ func decodeROIPooling(l *LayerDef, p *reader) *layers.ROIPoolingConfig {
 		PooledW: p.required("pooled_w", "the output's width per region", 1, maxI32),
 	}
 	c.SpatialScale = p.spatialScale(1)
+	regionBottoms(p, l)
+	p.finish()
+	return c
+}
+
+// decodePSROIPooling decodes R-FCN's psroi_pooling_param
+// (daijifeng001/caffe-rfcn's caffe.proto): spatial_scale = 1, output_dim =
+// 2 and group_size = 3, all required there; the channel count
+// output_dim·group_size² is checked against the score maps when the net is
+// built.
+func decodePSROIPooling(l *LayerDef, p *reader) *layers.PSROIPoolingConfig {
+	c := &layers.PSROIPoolingConfig{}
+	if !p.has("spatial_scale") && p.ok() {
+		p.d.failf(p.m.Pos, "%s needs spatial_scale (the score maps' size over the image's; R-FCN's proto requires it)", p.ctx)
+	}
+	c.SpatialScale = p.spatialScale(0)
+	c.OutputDim = p.required("output_dim", "the top's channels", 1, maxI32)
+	c.GroupSize = p.required("group_size", "k, the bins per side", 1, 1<<15)
+	if c.OutputDim > 0 && c.GroupSize > 0 && int64(c.OutputDim)*int64(c.GroupSize)*int64(c.GroupSize) > maxI32 && p.ok() {
+		p.valueErr(p.m.Get("output_dim")[0], "output_dim·group_size² = %d·%d² overflows the channel count", c.OutputDim, c.GroupSize)
+	}
 	regionBottoms(p, l)
 	p.finish()
 	return c

@@ -3,11 +3,14 @@ package caffedef
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"dsgd/engine/layers"
+	"dsgd/engine/model"
 	"dsgd/engine/tensor"
 )
 
@@ -26,6 +29,8 @@ func TestROIDecode(t *testing.T) {
 			&layers.ROIPoolingConfig{PooledH: 6, PooledW: 7, SpatialScale: 0.0625}},
 		{`layer { name: "l" type: "ROIPooling" bottom: "data" bottom: "data" top: "l" roi_pooling_param { pooled_w: 1 pooled_h: 1 } }`,
 			&layers.ROIPoolingConfig{PooledH: 1, PooledW: 1, SpatialScale: 1}},
+		{`layer { name: "l" type: "PSROIPooling" bottom: "data" bottom: "data" top: "l" psroi_pooling_param { spatial_scale: 0.0625 output_dim: 21 group_size: 7 } }`,
+			&layers.PSROIPoolingConfig{SpatialScale: 0.0625, OutputDim: 21, GroupSize: 7}},
 		{`layer { name: "l" type: "SeLu" bottom: "data" top: "l" }`, &layers.SeLuConfig{Lambda: 1.050700987, Alpha: 1.67326324}},
 		{`layer { name: "l" type: "SeLu" bottom: "data" top: "data" selu_param { alpha: 1.5 lambda: 2 } }`, &layers.SeLuConfig{Lambda: 2, Alpha: 1.5}},
 	} {
@@ -56,6 +61,22 @@ func TestROIDecodeErrors(t *testing.T) {
 		{"roi unknown field", roi + `roi_pooling_param { pooled_h: 2 pooled_w: 2 spatial_scale_h: 1 } }`, "spatial_scale_h", "unsupported field 'spatial_scale_h' in roi_pooling_param of layer 'l'"},
 		{"roi one bottom", `layer { name: "l" type: "ROIPooling" bottom: "data" top: "l" roi_pooling_param { pooled_h: 2 pooled_w: 2 } }`,
 			"", "layer 'l' (ROIPooling) takes 2 bottoms, the features and the regions (R×5 rows [batch_index x1 y1 x2 y2]), got 1"},
+		{"psroi no param", `layer { name: "l" type: "PSROIPooling" bottom: "data" bottom: "data" top: "l" }`, "",
+			"psroi_pooling_param of layer 'l' needs spatial_scale (the score maps' size over the image's; R-FCN's proto requires it)"},
+		{"psroi no output_dim", `layer { name: "l" type: "PSROIPooling" bottom: "data" bottom: "data" top: "l" psroi_pooling_param { spatial_scale: 0.5 group_size: 3 } }`,
+			"{ spatial_scale", "psroi_pooling_param of layer 'l' needs output_dim (the top's channels)"},
+		{"psroi no group_size", `layer { name: "l" type: "PSROIPooling" bottom: "data" bottom: "data" top: "l" psroi_pooling_param { spatial_scale: 0.5 output_dim: 3 } }`,
+			"{ spatial_scale", "psroi_pooling_param of layer 'l' needs group_size (k, the bins per side)"},
+		{"psroi group_size 0", `layer { name: "l" type: "PSROIPooling" bottom: "data" bottom: "data" top: "l" psroi_pooling_param { spatial_scale: 0.5 output_dim: 3 group_size: 0 } }`,
+			"0 } }", "group_size in psroi_pooling_param of layer 'l': must be in [1, 32768], got 0"},
+		{"psroi output_dim negative", `layer { name: "l" type: "PSROIPooling" bottom: "data" bottom: "data" top: "l" psroi_pooling_param { spatial_scale: 0.5 output_dim: -2 group_size: 3 } }`,
+			"-2", "output_dim in psroi_pooling_param of layer 'l': must be at least 1, got -2"},
+		{"psroi scale 0", `layer { name: "l" type: "PSROIPooling" bottom: "data" bottom: "data" top: "l" psroi_pooling_param { spatial_scale: 0 output_dim: 2 group_size: 3 } }`,
+			"0 output_dim", "spatial_scale in psroi_pooling_param of layer 'l': must be positive"},
+		{"psroi channels overflow", `layer { name: "l" type: "PSROIPooling" bottom: "data" bottom: "data" top: "l" psroi_pooling_param { spatial_scale: 1 output_dim: 2000000 group_size: 100 } }`,
+			"2000000", "output_dim in psroi_pooling_param of layer 'l': output_dim·group_size² = 2000000·100² overflows the channel count"},
+		{"psroi three bottoms", `layer { name: "l" type: "PSROIPooling" bottom: "data" bottom: "data" bottom: "data" top: "l" psroi_pooling_param { spatial_scale: 1 output_dim: 1 group_size: 1 } }`,
+			"", "layer 'l' (PSROIPooling) takes 2 bottoms, the features and the regions (R×5 rows [batch_index x1 y1 x2 y2]), got 3"},
 		{"selu alpha", `layer { name: "l" type: "SeLu" bottom: "data" top: "l" selu_param { alpha: "x" } }`, `"x"`, "alpha in selu_param of layer 'l'"},
 		{"selu unknown field", `layer { name: "l" type: "SeLu" bottom: "data" top: "l" selu_param { dropout_ratio: 0.1 } }`,
 			"dropout_ratio", "unsupported field 'dropout_ratio' in selu_param of layer 'l'"},
@@ -90,8 +111,8 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "
 `
 
 // trainRegionNet fills the net's data, regions and labels, runs 40 SGD
-// steps and checks the loss halves and every weight moves.
-func trainRegionNet(t *testing.T, src string, rois []float32) {
+// steps of rate lr and checks the loss halves and every weight moves.
+func trainRegionNet(t *testing.T, src string, rois []float32, lr float32) {
 	_, n := buildInputNet(t, src)
 	data := n.Input("data")
 	for i := range data.Data {
@@ -103,7 +124,7 @@ func trainRegionNet(t *testing.T, src string, rois []float32) {
 	first := n.ForwardBackward()
 	loss := first
 	for range 40 {
-		tensor.Axpy(-0.1, n.Grads(), n.Params())
+		tensor.Axpy(-lr, n.Grads(), n.Params())
 		loss = n.ForwardBackward()
 		if math.IsNaN(loss) || math.IsInf(loss, 0) {
 			t.Fatalf("loss %v: %v", loss, n.Err())
@@ -136,7 +157,7 @@ func TestROINetTrains(t *testing.T) {
 		1, 2, 3, 8, 10,
 		0, 4, 1, 9, 6,
 		1, 0, 0, 4, 4,
-	})
+	}, 0.1)
 }
 
 // TestROINetBadRegion: a region naming an image outside the batch, or not
@@ -204,5 +225,83 @@ func TestSeLuNetTrains(t *testing.T) {
 	}
 	if !(loss < 0.5*first) {
 		t.Errorf("60 SGD steps took the loss from %v to %v; want it halved", first, loss)
+	}
+}
+
+// psroiNet is R-FCN's head in small: a convolution to output_dim·k²
+// position-sensitive score maps, PSROIPooling of four Input regions, the
+// average of the k×k bins (R-FCN's ave_cls) and a classifier loss.
+const psroiNet = `name: "psroi-net"
+layer { name: "input" type: "Input" top: "data" top: "rois" top: "label"
+  input_param { shape { dim: 2 dim: 3 dim: 12 dim: 10 } shape { dim: 4 dim: 5 } shape { dim: 4 } } }
+layer { name: "rfcn_cls" type: "Convolution" bottom: "data" top: "rfcn_cls"
+  convolution_param { num_output: 12 kernel_size: 3 pad: 1 stride: 2 weight_filler { type: "gaussian" std: 0.3 } } }
+layer { name: "psroipooled_cls_rois" type: "PSROIPooling" bottom: "rfcn_cls" bottom: "rois" top: "psroipooled_cls_rois"
+  psroi_pooling_param { spatial_scale: 0.5 output_dim: 3 group_size: 2 } }
+layer { name: "ave_cls_score_rois" type: "Pooling" bottom: "psroipooled_cls_rois" top: "cls_score"
+  pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "cls_score" bottom: "label" top: "loss" }
+`
+
+// TestPSROINetTrains: the R-FCN head builds from prototxt with the fork's
+// shapes and trains, its gradient reaching the score maps' convolution.
+func TestPSROINetTrains(t *testing.T) {
+	_, n := buildInputNet(t, psroiNet)
+	if got := n.Blob("psroipooled_cls_rois").Shape; !got.Equal(tensor.Shape{4, 3, 2, 2}) {
+		t.Errorf("psroipooled_cls_rois %v, want 4×3×2×2", got)
+	}
+	trainRegionNet(t, psroiNet, []float32{
+		0, 0, 0, 9, 11,
+		1, 2, 3, 8, 10,
+		0, 4, 1, 9, 6,
+		1, 0, 0, 4, 4,
+	}, 0.5)
+}
+
+// TestPSROINetErrors: score maps whose channels are not output_dim·k² are
+// refused when the net is built, naming the layer; a bad region stops the
+// net with an error naming it.
+func TestPSROINetErrors(t *testing.T) {
+	bad := strings.Replace(psroiNet, "num_output: 12", "num_output: 10", 1)
+	nd, err := ParseNet("f.prototxt", []byte(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn := mustPhase(t, nd, layers.Train)
+	inputs := map[string]tensor.Shape{}
+	for i, name := range pn.Spec.Inputs {
+		inputs[name] = pn.Data[0].Shapes[i]
+	}
+	_, err = model.Build(pn.Spec, inputs, model.Options{Phase: layers.Train, Seed: 1})
+	if want := "must have output_dim·group_size² = 3·2² = 12 channels"; err == nil || !strings.Contains(err.Error(), `layer "psroipooled_cls_rois" (f.prototxt:6:1)`) || !strings.Contains(err.Error(), want) {
+		t.Errorf("10 channels: %v, want the layer and %q", err, want)
+	}
+	_, n := buildInputNet(t, psroiNet)
+	copy(n.Input("rois").Data[10:], []float32{-1, 0, 0, 4, 4})
+	if loss := n.ForwardBackward(); !math.IsNaN(loss) {
+		t.Errorf("loss %v, want NaN", loss)
+	}
+	if err := n.Err(); err == nil || !strings.Contains(err.Error(), `layer "psroipooled_cls_rois"`) || !strings.Contains(err.Error(), "region 2's batch index -1 is out of range for 2 images") {
+		t.Errorf("bad region: %v", err)
+	}
+}
+
+// TestRFCNFixtureRuns: the R-FCN fixture that was refused as a fork's
+// layer now builds and runs forward.
+func TestRFCNFixtureRuns(t *testing.T) {
+	nd, err := LoadNet(filepath.Join("testdata", "forks", "rfcn_psroi.prototxt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(nd.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, n := buildInputNet(t, string(src))
+	if loss := n.Forward(); math.IsNaN(loss) {
+		t.Fatal(n.Err())
+	}
+	if got := n.Blob("psroipooled_cls_rois").Shape; !got.Equal(tensor.Shape{1, 2, 2, 2}) {
+		t.Errorf("psroipooled_cls_rois %v, want 1×2×2×2", got)
 	}
 }

@@ -22,6 +22,9 @@ func roiCases() map[string]caffeCase {
 		"ROIPooling":         {cfg: &ROIPoolingConfig{PooledH: 3, PooledW: 4, SpatialScale: 0.5}, skip: noROIGrad},
 		"ROIPoolingFineBins": {cfg: &ROIPoolingConfig{PooledH: 7, PooledW: 5, SpatialScale: 0.25}, skip: noROIGrad},
 		"ROIPoolingScale1":   {cfg: &ROIPoolingConfig{PooledH: 1, PooledW: 1, SpatialScale: 1}, skip: noROIGrad},
+		"PSROIPooling":       {cfg: &PSROIPoolingConfig{SpatialScale: 0.25, OutputDim: 2, GroupSize: 3}, skip: noROIGrad},
+		"PSROIPoolingK2":     {cfg: &PSROIPoolingConfig{SpatialScale: 0.5, OutputDim: 3, GroupSize: 2}, skip: noROIGrad},
+		"PSROIPoolingK1":     {cfg: &PSROIPoolingConfig{SpatialScale: 1, OutputDim: 2, GroupSize: 1}, skip: noROIGrad},
 		"SeLu":               {cfg: &SeLuConfig{Lambda: 1.050700987, Alpha: 1.67326324}},
 		"SeLuParams":         {cfg: &SeLuConfig{Lambda: 1.5, Alpha: 0.5}},
 		"SeLuInPlace":        {cfg: &SeLuConfig{Lambda: 1.050700987, Alpha: 1.67326324}},
@@ -284,5 +287,64 @@ func TestSeLuErrors(t *testing.T) {
 	}
 	if err := buildSetUp(&SeLuConfig{Lambda: 1, Alpha: 1}, [][]int{{2, 3}, {2, 3}}, -1); err == nil {
 		t.Error("two bottoms accepted")
+	}
+}
+
+// TestPSROIPoolingErrors: bad parameters and shapes are errors (the score
+// maps must have output_dim·group_size² channels); bad regions panic with
+// the region named.
+func TestPSROIPoolingErrors(t *testing.T) {
+	for _, c := range []struct {
+		cfg  PSROIPoolingConfig
+		want string
+	}{
+		{PSROIPoolingConfig{SpatialScale: 1, OutputDim: 0, GroupSize: 2}, "output_dim and group_size must be positive"},
+		{PSROIPoolingConfig{SpatialScale: 1, OutputDim: 2, GroupSize: -1}, "output_dim and group_size must be positive"},
+		{PSROIPoolingConfig{SpatialScale: 1, OutputDim: 1 << 20, GroupSize: 1 << 10}, "overflows the channel count"},
+		{PSROIPoolingConfig{SpatialScale: 0, OutputDim: 2, GroupSize: 2}, "spatial_scale must be positive"},
+		{PSROIPoolingConfig{SpatialScale: float32(math.Inf(1)), OutputDim: 2, GroupSize: 2}, "spatial_scale must be positive"},
+	} {
+		if _, err := c.cfg.Build(Context{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+		}
+	}
+	good := &PSROIPoolingConfig{SpatialScale: 1, OutputDim: 2, GroupSize: 2}
+	for _, c := range []struct {
+		shapes [][]int
+		want   string
+	}{
+		{[][]int{{1, 8, 4, 4}}, "bottom"},
+		{[][]int{{1, 8, 4}, {3, 5}}, "must be 4-D"},
+		{[][]int{{1, 6, 4, 4}, {3, 5}}, "must have output_dim·group_size² = 2·2² = 8 channels"},
+		{[][]int{{1, 8, 4, 4}, {3, 6}}, "must be R×5"},
+	} {
+		if err := buildSetUp(good, c.shapes, -1); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.shapes, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		roi  []float32
+		want string
+	}{
+		{[]float32{1, 0, 0, 1, 1}, "PSROIPooling: region 0's batch index 1 is out of range for 1 images"},
+		{[]float32{0, 0, float32(math.Inf(-1)), 1, 1}, "PSROIPooling: region 0 [0 0 -Inf 1 1] is not finite"},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(r.(string), c.want) {
+					t.Errorf("%v: panic %v, want %q", c.roi, r, c.want)
+				}
+			}()
+			bottom := []*tensor.Blob{tensor.NewBlob("x", 1, 8, 4, 4), newBlobData([]int{1, 5}, c.roi)}
+			top := []*tensor.Blob{tensor.NewBlob("top")}
+			l, _ := good.Build(Context{})
+			if err := l.Setup(bottom, top); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Reshape(bottom, top); err != nil {
+				t.Fatal(err)
+			}
+			l.Forward(bottom, top)
+		}()
 	}
 }
