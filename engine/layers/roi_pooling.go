@@ -117,8 +117,12 @@ func roiBatch(layer string, i int, row []float32, n int) int {
 }
 
 // clampInt converts v to an int within ±2^40, far beyond any map, so that
-// huge coordinates clip as the fork's would rather than overflow.
+// huge coordinates clip as the fork's would rather than overflow. NaN (a
+// region of infinite extent from both ends, after scaling) gives 0.
 func clampInt(v float64) int {
+	if math.IsNaN(v) {
+		return 0
+	}
 	return int(max(min(v, 1<<40), -(1 << 40)))
 }
 

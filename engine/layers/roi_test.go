@@ -348,3 +348,57 @@ func TestPSROIPoolingErrors(t *testing.T) {
 		}()
 	}
 }
+
+// FuzzRegionLayers: any region values (huge, negative, crossed, NaN) and
+// scale give ROIPooling and PSROIPooling a top, or the panic naming the
+// region that the net turns into its error; never another panic (an index
+// out of range) and never a top outside the inputs' range.
+func FuzzRegionLayers(f *testing.F) {
+	f.Add(float32(0), float32(1), float32(1), float32(6), float32(6), float32(1))
+	f.Add(float32(1), float32(-3e38), float32(2.5), float32(3e38), float32(-7), float32(0.0625))
+	f.Add(float32(0.9), float32(10), float32(12), float32(4), float32(4), float32(3e38))
+	f.Add(float32(0), float32(1e-45), float32(-0.5), float32(0.5), float32(1.5), float32(1e-38))
+	f.Fuzz(func(t *testing.T, b, x1, y1, x2, y2, scale float32) {
+		if !(scale > 0) || math.IsInf(float64(scale), 0) {
+			return
+		}
+		for _, cfg := range []Config{
+			&ROIPoolingConfig{PooledH: 3, PooledW: 2, SpatialScale: scale},
+			&PSROIPoolingConfig{SpatialScale: scale, OutputDim: 2, GroupSize: 2},
+		} {
+			x := tensor.NewBlob("x", 2, 8, 5, 4)
+			for i := range x.Data {
+				x.Data[i] = float32(i%17) - 8
+			}
+			bottom := []*tensor.Blob{x, newBlobData([]int{1, 5}, []float32{b, x1, y1, x2, y2})}
+			top := []*tensor.Blob{tensor.NewBlob("top")}
+			l, err := cfg.Build(Context{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Setup(bottom, top); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Reshape(bottom, top); err != nil {
+				t.Fatal(err)
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						if s, ok := r.(string); !ok || !strings.Contains(s, cfg.Type()+": region 0") {
+							t.Fatalf("%s: panic %v", cfg.Type(), r)
+						}
+					}
+				}()
+				l.Forward(bottom, top)
+				for _, v := range top[0].Data {
+					if !(v >= -8 && v <= 8) {
+						t.Fatalf("%s: top %v outside the inputs' range", cfg.Type(), top[0].Data)
+					}
+				}
+				copy(top[0].Diff, top[0].Data)
+				l.Backward(top, []bool{true, false}, bottom)
+			}()
+		}
+	})
+}
