@@ -31,7 +31,10 @@ func (*ROIPoolingConfig) Type() string { return "ROIPooling" }
 // ceil((ph+1)·h/PooledH) from the region's start (in float32, as the fork
 // computes), clipped to the map. An empty bin gives 0. Backward gives each
 // feature the diff of the outputs it was the maximum of; the regions take
-// no gradient, as in the fork. A region whose batch index is outside the
+// no gradient, as in the fork. (The fork's only backward, on the GPU,
+// first skips features outside [start, end] of the rounded corners, so a
+// region whose corners cross, pooled from its 1×1 start, gets no gradient
+// there; dsgd gives the derivative of the forward.) A region whose batch index is outside the
 // batch, or whose values are not finite, panics, as the fork's CHECK
 // stops there; the net turns that into its error naming the layer
 // (model.Net.Err).
