@@ -2,7 +2,9 @@ package layers
 
 import (
 	"fmt"
+	"strings"
 
+	"dsgd/engine/tensor/dnnl"
 	"dsgd/engine/tensor/simd"
 )
 
@@ -56,7 +58,8 @@ const thinMaxChannels = 4
 // convolution of one group of at most thinMaxChannels input channels,
 // stride 1, undilated, an output row a multiple of 8 wide, on a CPU with
 // AVX2 and FMA (simd.DotRowsFused), unless the kernels are dsgd's
-// reference ones (SetKernels("own"): im2col + GEMM throughout).
+// reference ones (SetKernels("own"): im2col + GEMM throughout) or oneDNN
+// runs the layer at AVX-512 on a direct (jit:) weights kernel.
 //
 // Measured on an AMD EPYC Zen 4, one thread (BenchmarkConvEngineTimes, min
 // of 20 passes, ms; weights pass with the bias gradient), against what ran
@@ -84,6 +87,17 @@ func (l *convLayer) thinRule() bool {
 		return true
 	case -1:
 		return false
+	}
+	if l.dn.on {
+		// At AVX-512, oneDNN's direct kernels use 512-bit FMAs, which
+		// most Intel server cores run at twice this kernel's 256-bit
+		// rate; on a Zen 4 (256-bit units) it was level with them
+		// (cifar10_quick's conv1, below). Leave oneDNN such a layer.
+		_, isa, _ := strings.Cut(dnnl.Info(), "ISA ")
+		_, wimpl, _ := strings.Cut(l.dn.impl.Backward, " / ")
+		if strings.HasPrefix(isa, "avx512") && strings.HasPrefix(wimpl, "jit:") {
+			return false
+		}
 	}
 	return simd.DotRowsFused
 }
