@@ -61,7 +61,8 @@ torch-layers:
 	/usr/bin/python3 scripts/torch_fork_layers.py engine/layers/testdata/torch_fork_layers.json
 	/usr/bin/python3 scripts/ssd_layers.py engine/layers/testdata/ssd_layers.json
 	/usr/bin/python3 scripts/roi_layers.py engine/layers/testdata/roi_layers.json
-	$(GO) test ./engine/layers -run 'TestTorchFixtures|TestCaffeLayers|TestBilinear|TestTorchRecurrent|TestTorchParamFixtures|TestTorchMoreFixtures|TestTorchConvFixtures|TestTorchForkFixtures|TestSSDFixtures|TestROIFixtures|TestCaffeConvolution|TestCaffeDeconvolution' -v
+	/usr/bin/python3 scripts/smoothl1.py engine/layers/testdata/smoothl1.json
+	$(GO) test ./engine/layers -run 'TestTorchFixtures|TestCaffeLayers|TestBilinear|TestTorchRecurrent|TestTorchParamFixtures|TestTorchMoreFixtures|TestTorchConvFixtures|TestTorchForkFixtures|TestSSDFixtures|TestROIFixtures|TestSmoothL1Fixtures|TestCaffeConvolution|TestCaffeDeconvolution' -v
 
 # Counts the Caffe net files under CAFFE_NETS (a folder of BVLC/caffe's
 # examples/ and models/ prototxt files) that `dsgd time` accepts unmodified.

@@ -30,6 +30,7 @@ func FuzzParseNet(f *testing.F) {
 		forkNet,
 		roiNet,
 		psroiNet,
+		smoothL1Net,
 		net(`layer { name: "i" type: "Interp" bottom: "data" top: "i" interp_param { shrink_factor: 2 zoom_factor: 3 pad_end: -1 } }`),
 		net(`layer { name: "d" type: "DepthwiseConvolution" bottom: "data" top: "d" convolution_param { num_output: 6 group: 3 kernel_h: 3 kernel_w: 1 } }`),
 		net(`layer { name: "p" type: "Permute" bottom: "data" top: "p" permute_param { order: [0, 3, 1] } }`),

@@ -12,7 +12,7 @@ import (
 // decodeFork with the fork's field names and defaults; forkLayers keeps
 // the refusal for the rest.
 func forkTypes() []string {
-	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "Normalize", "Permute", "PriorBox", "PSROIPooling", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "Upsample"}
+	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "Normalize", "Permute", "PriorBox", "PSROIPooling", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "SmoothL1Loss", "Upsample"}
 }
 
 // decodeFork decodes the type-specific part of a layer whose type is one
@@ -113,6 +113,8 @@ func decodeFork(l *LayerDef, param func(string) *reader) layers.Config {
 		return decodeROIPooling(l, param("roi_pooling_param"))
 	case "PSROIPooling":
 		return decodePSROIPooling(l, param("psroi_pooling_param"))
+	case "SmoothL1Loss":
+		return decodeSmoothL1Loss(l, param("smooth_l1_loss_param"))
 	case "SeLu":
 		// HolmesShuan's SNN reimplementation: selu_param { lambda = 1,
 		// alpha = 2 }, float defaults 1.050700987 and 1.67326324.
@@ -459,6 +461,30 @@ func decodePSROIPooling(l *LayerDef, p *reader) *layers.PSROIPoolingConfig {
 		p.valueErr(p.m.Get("output_dim")[0], "output_dim·group_size² = %d·%d² overflows the channel count", c.OutputDim, c.GroupSize)
 	}
 	regionBottoms(p, l)
+	p.finish()
+	return c
+}
+
+// decodeSmoothL1Loss decodes Faster R-CNN's smooth_l1_loss_param
+// (rbgirshick/caffe-fast-rcnn's faster-rcnn branch, LayerParameter field
+// 8266712): sigma = 1 (float, default 1). The fork keeps σ² in a float,
+// so σ² must neither overflow nor vanish there. The layer takes 2 to 4
+// bottoms: predictions, targets, and the inside and outside weights (the
+// faster-rcnn branch's 4, or the fast-rcnn branch's 3, inside weights
+// only); their shapes are checked when the net is built.
+func decodeSmoothL1Loss(l *LayerDef, p *reader) *layers.SmoothL1LossConfig {
+	c := &layers.SmoothL1LossConfig{Sigma: 1}
+	if f := p.one("sigma"); f != nil {
+		c.Sigma = float32(p.floatValue(f, true))
+		if s2 := float64(c.Sigma) * float64(c.Sigma); !(c.Sigma > 0) && p.ok() {
+			p.valueErr(f, "must be positive (the quadratic part ends at |d| = 1/sigma²), got %g", c.Sigma)
+		} else if (float32(s2) < 0x1p-126 || s2 > math.MaxFloat32) && p.ok() {
+			p.valueErr(f, "sigma² = %.3g is outside the float32 range the fork keeps it in", s2)
+		}
+	}
+	if (len(l.Bottom) < 2 || len(l.Bottom) > 4) && p.ok() {
+		p.d.failf(l.Pos, "layer '%s' (SmoothL1Loss) takes 2 to 4 bottoms, the predictions, the targets and optionally the inside and the outside weights, got %d", l.Name, len(l.Bottom))
+	}
 	p.finish()
 	return c
 }

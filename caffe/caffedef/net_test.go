@@ -708,8 +708,8 @@ func TestForkLayerTypes(t *testing.T) {
 	}{
 		{"ssd_multibox.prototxt", []string{
 			"ssd_multibox.prototxt:17:1: layer 'mbox_loss' (TRAIN phase) has unknown type 'MultiBoxLoss', a layer of a Caffe fork (SSD's, weiliu89/caffe), not of BVLC Caffe: training SSD needs it, and dsgd does not run it; dsgd runs SSD's deploy nets"}},
-		{"frcnn_smoothl1.prototxt", []string{
-			"frcnn_smoothl1.prototxt:8:1: layer 'loss_bbox' (TRAIN phase) has unknown type 'SmoothL1Loss', a layer of a Caffe fork (Fast R-CNN's caffe-fast-rcnn, for Fast and Faster R-CNN), not of BVLC Caffe; dsgd supports"}},
+		{"hed_labelmap.prototxt", []string{
+			"hed_labelmap.prototxt:5:1: layer 'data' (TRAIN phase) has unknown type 'ImageLabelmapData', a layer of a Caffe fork (HED's, s9xie/hed), not of BVLC Caffe: write images and label maps to two LMDBs"}},
 		{"ssd_resize_param.prototxt", []string{
 			"ssd_resize_param.prototxt:14:5: unsupported field 'resize_param' in transform_param of layer 'data': a field of a Caffe fork (SSD's, weiliu89/caffe), not of BVLC Caffe's caffe.proto, so it cannot be honoured; resize the images when writing the LMDB"}},
 	}

@@ -194,6 +194,9 @@ layer { name: "interp" type: "Interp" bottom: "norm" top: "interp" interp_param 
 layer { name: "perm" type: "Permute" bottom: "interp" top: "perm" permute_param { order: 0 order: 2 order: 3 order: 1 } }
 layer { name: "ip" type: "InnerProduct" bottom: "perm" top: "ip" inner_product_param { num_output: 10 } }
 layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+layer { name: "box" type: "InnerProduct" bottom: "perm" top: "box" inner_product_param { num_output: 4 } }
+layer { name: "box_target" type: "InnerProduct" bottom: "se_pool" top: "box_target" inner_product_param { num_output: 4 } }
+layer { name: "box_loss" type: "SmoothL1Loss" bottom: "box" bottom: "box_target" top: "box_loss" loss_weight: 0.5 smooth_l1_loss_param { sigma: 3 } }
 `
 
 // ssdNet is an SSD detection head (weiliu89/caffe's deploy form) on a
