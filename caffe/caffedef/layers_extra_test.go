@@ -69,10 +69,7 @@ func TestExtraDecode(t *testing.T) {
 		}
 	}
 	// Variants: every field given.
-	for _, c := range []struct {
-		layer string
-		want  layers.Config
-	}{
+	checkDecodes(t, []decodeCase{
 		{`layer { name: "l" type: "Swish" bottom: "data" top: "l" swish_param { beta: 1.5 } }`, &layers.SwishConfig{Beta: 1.5}},
 		{`layer { name: "l" type: "MVN" bottom: "data" top: "l" mvn_param { normalize_variance: false across_channels: true eps: 0.001 } }`,
 			&layers.MVNConfig{AcrossChannels: true, Eps: 0.001}},
@@ -85,16 +82,7 @@ func TestExtraDecode(t *testing.T) {
 			&layers.Im2colConfig{StrideH: 1, StrideW: 1, DilationH: 1, DilationW: 1,
 				ND: &layers.ConvND{Axis: 2, Kernel: []int{3, 1, 2}, ForceND: true}}},
 		{`layer { name: "l" type: "Parameter" top: "l" }`, &layers.ParameterConfig{}},
-	} {
-		nd, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
-		if err != nil {
-			t.Errorf("%s: %v", c.layer, err)
-			continue
-		}
-		if got := findLayer(t, mustPhase(t, nd, layers.Train).Spec, "l").Config; !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s decodes to %#v, want %#v", c.layer, got, c.want)
-		}
-	}
+	})
 }
 
 const extraInput = `layer { name: "input" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 dim: 9 dim: 8 } } }

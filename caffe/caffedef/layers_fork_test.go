@@ -21,10 +21,7 @@ func TestForkDecode(t *testing.T) {
 	one.Value = 1
 	msra := defaultFiller()
 	msra.Type = layers.FillMSRA
-	for _, c := range []struct {
-		layer string
-		want  layers.Config
-	}{
+	checkDecodes(t, []decodeCase{
 		{`layer { name: "l" type: "ConvolutionDepthwise" bottom: "data" top: "l" convolution_param { num_output: 3 kernel_size: 3 pad: 1 stride: 2 bias_term: false weight_filler { type: "msra" } } }`,
 			&layers.DepthwiseConvolutionConfig{Fork: "ConvolutionDepthwise", Conv: layers.ConvolutionConfig{
 				NumOutput: 3, KernelH: 3, KernelW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, WeightFiller: msra, BiasFiller: defaultFiller()}}},
@@ -63,23 +60,14 @@ func TestForkDecode(t *testing.T) {
 		// SegNet's files give the size and, deprecated, the scale; the size wins.
 		{`layer { name: "l" type: "Upsample" bottom: "data" bottom: "data" top: "l" upsample_param { scale: 2 upsample_w: 30 upsample_h: 23 } }`,
 			&layers.UpsampleConfig{UpsampleH: 23, UpsampleW: 30}},
-	} {
-		nd, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
-		if err != nil {
-			t.Errorf("%s: %v", c.layer, err)
-			continue
-		}
-		if got := findLayer(t, mustPhase(t, nd, layers.Train).Spec, "l").Config; !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s decodes to %#v, want %#v", c.layer, got, c.want)
-		}
-	}
+	})
 }
 
 // TestForkDecodeErrors: a bad value in a fork layer's parameters is an
 // error at its line and column, naming the field and the rule. at is the
 // text the error points at (its column), "" for the layer's start.
 func TestForkDecodeErrors(t *testing.T) {
-	for _, c := range []struct{ name, layer, at, want string }{
+	checkDecodeErrors(t, []decodeErrCase{
 		{"depthwise num_output 0", `layer { name: "l" type: "ConvolutionDepthwise" bottom: "data" top: "l" convolution_param { num_output: 0 kernel_size: 3 } }`,
 			`0 kernel_size`, "num_output in convolution_param of layer 'l': must be at least 1, got 0"},
 		{"depthwise group 0", `layer { name: "l" type: "DepthwiseConvolution" bottom: "data" top: "l" convolution_param { group: 0 kernel_size: 3 } }`,
@@ -128,17 +116,7 @@ func TestForkDecodeErrors(t *testing.T) {
 			`0 }`, "eps in bn_param of layer 'l': must be positive, got 0"},
 		{"interp two bottoms", `layer { name: "l" type: "Interp" bottom: "data" bottom: "data" top: "l" interp_param { zoom_factor: 2 } }`,
 			"", "layer 'l' (Interp) takes 1 bottom, got 2: dsgd follows PSPNet's Interp"},
-	} {
-		_, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
-		col := 1
-		if c.at != "" {
-			col = strings.LastIndex(c.layer, c.at) + 1
-		}
-		want := fmt.Sprintf("f.prototxt:2:%d: %s", col, c.want)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: got %v, want %q", c.name, err, want)
-		}
-	}
+	})
 }
 
 // forkNet is a small net of the fork layers as published nets use them: a
@@ -298,6 +276,51 @@ layer { name: "l" type: "Upsample" bottom: "p" bottom: "data" top: "l" }`,
 		want := fmt.Sprintf(`model: layer "l" (f.prototxt:%d:1): layers: `, line)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q and %q", c.name, err, want, c.want)
+		}
+	}
+}
+
+// decodeCase is a layer (after extraInput's) and the config it must
+// decode to.
+type decodeCase struct {
+	layer string
+	want  layers.Config
+}
+
+// checkDecodes parses each case's layer in a net after extraInput and
+// checks the TRAIN net's layer "l" has the wanted config.
+func checkDecodes(t *testing.T, cases []decodeCase) {
+	t.Helper()
+	for _, c := range cases {
+		nd, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
+		if err != nil {
+			t.Errorf("%s: %v", c.layer, err)
+			continue
+		}
+		if got := findLayer(t, mustPhase(t, nd, layers.Train).Spec, "l").Config; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s decodes to %#v, want %#v", c.layer, got, c.want)
+		}
+	}
+}
+
+// decodeErrCase is a layer (after extraInput's) that must be refused: the
+// error's text, and at, the text the error points at (its column; "" for
+// the layer's start).
+type decodeErrCase struct{ name, layer, at, want string }
+
+// checkDecodeErrors parses each case's layer after extraInput and checks
+// the error is at its line and column and says what it should.
+func checkDecodeErrors(t *testing.T, cases []decodeErrCase) {
+	t.Helper()
+	for _, c := range cases {
+		_, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
+		col := 1
+		if c.at != "" {
+			col = strings.LastIndex(c.layer, c.at) + 1
+		}
+		want := fmt.Sprintf("f.prototxt:2:%d: %s", col, c.want)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, want)
 		}
 	}
 }

@@ -1,11 +1,9 @@
 package caffedef
 
 import (
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -21,10 +19,7 @@ import (
 // TestROIDecode: each layer decodes with its fork's field names and
 // defaults (extraInput's data is 2×3×9×8).
 func TestROIDecode(t *testing.T) {
-	for _, c := range []struct {
-		layer string
-		want  layers.Config
-	}{
+	checkDecodes(t, []decodeCase{
 		{`layer { name: "l" type: "ROIPooling" bottom: "data" bottom: "data" top: "l" roi_pooling_param { pooled_w: 7 pooled_h: 6 spatial_scale: 0.0625 } }`,
 			&layers.ROIPoolingConfig{PooledH: 6, PooledW: 7, SpatialScale: 0.0625}},
 		{`layer { name: "l" type: "ROIPooling" bottom: "data" bottom: "data" top: "l" roi_pooling_param { pooled_w: 1 pooled_h: 1 } }`,
@@ -33,16 +28,7 @@ func TestROIDecode(t *testing.T) {
 			&layers.PSROIPoolingConfig{SpatialScale: 0.0625, OutputDim: 21, GroupSize: 7}},
 		{`layer { name: "l" type: "SeLu" bottom: "data" top: "l" }`, &layers.SeLuConfig{Lambda: 1.050700987, Alpha: 1.67326324}},
 		{`layer { name: "l" type: "SeLu" bottom: "data" top: "data" selu_param { alpha: 1.5 lambda: 2 } }`, &layers.SeLuConfig{Lambda: 2, Alpha: 1.5}},
-	} {
-		nd, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
-		if err != nil {
-			t.Errorf("%s: %v", c.layer, err)
-			continue
-		}
-		if got := findLayer(t, mustPhase(t, nd, layers.Train).Spec, "l").Config; !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s decodes to %#v, want %#v", c.layer, got, c.want)
-		}
-	}
+	})
 }
 
 // TestROIDecodeErrors: a bad value is an error at its line and column,
@@ -50,7 +36,7 @@ func TestROIDecode(t *testing.T) {
 // points at, "" for the layer's start.
 func TestROIDecodeErrors(t *testing.T) {
 	const roi = `layer { name: "l" type: "ROIPooling" bottom: "data" bottom: "data" top: "l" `
-	for _, c := range []struct{ name, layer, at, want string }{
+	checkDecodeErrors(t, []decodeErrCase{
 		{"roi no param", roi + `}`, "", "roi_pooling_param of layer 'l' needs pooled_h (the output's height per region)"},
 		{"roi no pooled_w", roi + `roi_pooling_param { pooled_h: 2 } }`, "{ pooled_h", "roi_pooling_param of layer 'l' needs pooled_w"},
 		{"roi pooled_h 0", roi + `roi_pooling_param { pooled_h: 0 pooled_w: 2 } }`, "0 pooled_w", "pooled_h in roi_pooling_param of layer 'l': must be at least 1, got 0"},
@@ -81,17 +67,7 @@ func TestROIDecodeErrors(t *testing.T) {
 		{"selu unknown field", `layer { name: "l" type: "SeLu" bottom: "data" top: "l" selu_param { dropout_ratio: 0.1 } }`,
 			"dropout_ratio", "unsupported field 'dropout_ratio' in selu_param of layer 'l'"},
 		{"selu huge lambda", `layer { name: "l" type: "SeLu" bottom: "data" top: "l" selu_param { lambda: 1e39 } }`, "1e39", "lambda in selu_param of layer 'l': 1e39 is out of the float32 range"},
-	} {
-		_, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
-		col := 1
-		if c.at != "" {
-			col = strings.LastIndex(c.layer, c.at) + 1
-		}
-		want := fmt.Sprintf("f.prototxt:2:%d: %s", col, c.want)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: got %v, want %q", c.name, err, want)
-		}
-	}
+	})
 }
 
 // roiNet is Fast R-CNN's head in small: a convolution over two images,

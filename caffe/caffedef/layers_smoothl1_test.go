@@ -1,11 +1,9 @@
 package caffedef
 
 import (
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -21,25 +19,13 @@ import (
 // TestSmoothL1Decode: sigma defaults to 1 (and the fast-rcnn branch's form
 // without the message reads as that); 2, 3 and 4 bottoms are accepted.
 func TestSmoothL1Decode(t *testing.T) {
-	for _, c := range []struct {
-		layer string
-		want  layers.Config
-	}{
+	checkDecodes(t, []decodeCase{
 		{`layer { name: "l" type: "SmoothL1Loss" bottom: "data" bottom: "data" top: "l" }`, &layers.SmoothL1LossConfig{Sigma: 1}},
 		{`layer { name: "l" type: "SmoothL1Loss" bottom: "data" bottom: "data" bottom: "data" top: "l" loss_weight: 1 }`, &layers.SmoothL1LossConfig{Sigma: 1}},
 		{`layer { name: "l" type: "SmoothL1Loss" bottom: "data" bottom: "data" bottom: "data" bottom: "data" top: "l" smooth_l1_loss_param { sigma: 3.0 } }`,
 			&layers.SmoothL1LossConfig{Sigma: 3}},
 		{`layer { name: "l" type: "SmoothL1Loss" bottom: "data" bottom: "data" top: "l" smooth_l1_loss_param { } }`, &layers.SmoothL1LossConfig{Sigma: 1}},
-	} {
-		nd, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
-		if err != nil {
-			t.Errorf("%s: %v", c.layer, err)
-			continue
-		}
-		if got := findLayer(t, mustPhase(t, nd, layers.Train).Spec, "l").Config; !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s decodes to %#v, want %#v", c.layer, got, c.want)
-		}
-	}
+	})
 }
 
 // TestSmoothL1DecodeErrors: a bad sigma or bottom count is an error at its
@@ -47,7 +33,7 @@ func TestSmoothL1Decode(t *testing.T) {
 // points at, "" for the layer's start.
 func TestSmoothL1DecodeErrors(t *testing.T) {
 	const sl = `layer { name: "l" type: "SmoothL1Loss" bottom: "data" bottom: "data" top: "l" `
-	for _, c := range []struct{ name, layer, at, want string }{
+	checkDecodeErrors(t, []decodeErrCase{
 		{"sigma 0", sl + `smooth_l1_loss_param { sigma: 0 } }`, "0 } }", "sigma in smooth_l1_loss_param of layer 'l': must be positive (the quadratic part ends at |d| = 1/sigma²), got 0"},
 		{"sigma negative", sl + `smooth_l1_loss_param { sigma: -3 } }`, "-3", "sigma in smooth_l1_loss_param of layer 'l': must be positive"},
 		{"sigma nan", sl + `smooth_l1_loss_param { sigma: nan } }`, "nan", "sigma in smooth_l1_loss_param of layer 'l': expected a number"},
@@ -61,17 +47,7 @@ func TestSmoothL1DecodeErrors(t *testing.T) {
 			"layer 'l' (SmoothL1Loss) takes 2 to 4 bottoms, the predictions, the targets and optionally the inside and the outside weights, got 1"},
 		{"five bottoms", `layer { name: "l" type: "SmoothL1Loss" bottom: "data" bottom: "data" bottom: "data" bottom: "data" bottom: "data" top: "l" }`, "",
 			"layer 'l' (SmoothL1Loss) takes 2 to 4 bottoms"},
-	} {
-		_, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
-		col := 1
-		if c.at != "" {
-			col = strings.LastIndex(c.layer, c.at) + 1
-		}
-		want := fmt.Sprintf("f.prototxt:2:%d: %s", col, c.want)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: got %v, want %q", c.name, err, want)
-		}
-	}
+	})
 }
 
 // smoothL1Net is Fast R-CNN's box regression in small: a convolution, an

@@ -1,7 +1,6 @@
 package caffedef
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -66,7 +65,7 @@ func TestSSDDecodeErrors(t *testing.T) {
 	do := func(p string) string {
 		return `layer { name: "l" type: "DetectionOutput" bottom: "data" bottom: "data" bottom: "data" top: "l" detection_output_param { ` + p + ` } }`
 	}
-	for _, c := range []struct{ name, layer, at, want string }{
+	checkDecodeErrors(t, []decodeErrCase{
 		{"no min_size", pb(`max_size: 60`), `{ max_size`, "prior_box_param of layer 'l' needs min_size"},
 		{"no prior_box_param", `layer { name: "l" type: "PriorBox" bottom: "data" bottom: "data" top: "l" }`, "", "prior_box_param of layer 'l' needs min_size"},
 		{"min_size 0", pb(`min_size: 0`), `0 }`, "min_size in prior_box_param of layer 'l': must be positive, got 0"},
@@ -96,17 +95,7 @@ func TestSSDDecodeErrors(t *testing.T) {
 		{"visualize", do(`num_classes: 2 visualize: true`), `true`, "visualize in detection_output_param of layer 'l': dsgd does not draw detections"},
 		{"detection two bottoms", `layer { name: "l" type: "DetectionOutput" bottom: "data" bottom: "data" top: "l" detection_output_param { num_classes: 2 } }`,
 			"", "layer 'l' (DetectionOutput) takes 3 bottoms, the locations, the confidences and the priors, got 2"},
-	} {
-		_, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
-		col := 1
-		if c.at != "" {
-			col = strings.LastIndex(c.layer, c.at) + 1
-		}
-		want := fmt.Sprintf("f.prototxt:2:%d: %s", col, c.want)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: got %v, want %q", c.name, err, want)
-		}
-	}
+	})
 }
 
 // TestSSDSaveOutputIgnored: a save_output_param, with an output_directory
