@@ -89,13 +89,19 @@ func runTorchFixtures(t *testing.T, fixtures []torchCase, cases map[string]caffe
 // TestMoreLayersNoAllocs: after a first pass, Forward and Backward of each
 // layer allocate nothing (Filter on an unchanged selection).
 func TestMoreLayersNoAllocs(t *testing.T) {
-	f := struct{ Cases []torchCase }{loadTorchFixture(t, "testdata/torch_more_layers.json")}
-	cases := moreCases()
-	for _, tc := range f.Cases {
+	checkFixturesNoAllocs(t, loadTorchFixture(t, "testdata/torch_more_layers.json"), moreCases(), false)
+}
+
+// checkFixturesNoAllocs sets each fixture's layer up and fails if, after
+// a first pass, its Forward and Backward allocate; the bottoms propagated
+// are those the fixture has diffs for, or all of them with propAll.
+func checkFixturesNoAllocs(t *testing.T, fixtures []torchCase, cases map[string]caffeCase, propAll bool) {
+	t.Helper()
+	for _, tc := range fixtures {
 		l, bottom, top := tc.setUp(t, cases[tc.Name])
 		prop := make([]bool, len(bottom))
-		for i, d := range tc.BottomDiffs {
-			prop[i] = d != nil
+		for i := range prop {
+			prop[i] = propAll || i < len(tc.BottomDiffs) && tc.BottomDiffs[i] != nil
 		}
 		step := func() {
 			l.Forward(bottom, top)

@@ -63,22 +63,7 @@ func TestTorchForkFixtures(t *testing.T) {
 // TestForkLayersNoAllocs: after a first pass, Forward and Backward of each
 // fork layer allocate nothing.
 func TestForkLayersNoAllocs(t *testing.T) {
-	cases := forkCases()
-	for _, tc := range loadTorchFixture(t, "testdata/torch_fork_layers.json") {
-		l, bottom, top := tc.setUp(t, cases[tc.Name])
-		prop := make([]bool, len(bottom))
-		for i := range prop {
-			prop[i] = true
-		}
-		step := func() {
-			l.Forward(bottom, top)
-			l.Backward(top, prop, bottom)
-		}
-		step()
-		if n := testing.AllocsPerRun(5, step); n != 0 {
-			t.Errorf("%s: %v allocations per Forward+Backward, want 0", tc.Name, n)
-		}
-	}
+	checkFixturesNoAllocs(t, loadTorchFixture(t, "testdata/torch_fork_layers.json"), forkCases(), true)
 }
 
 // buildSetUp builds cfg and sets it up on bottoms of the given shapes

@@ -97,22 +97,7 @@ func TestROIFixtures(t *testing.T) {
 // TestROILayersNoAllocs: after a first pass, Forward and Backward allocate
 // nothing.
 func TestROILayersNoAllocs(t *testing.T) {
-	cases := roiCases()
-	for _, tc := range loadTorchFixture(t, "testdata/roi_layers.json") {
-		l, bottom, top := tc.setUp(t, cases[tc.Name])
-		prop := make([]bool, len(bottom))
-		for i, d := range tc.BottomDiffs {
-			prop[i] = d != nil
-		}
-		step := func() {
-			l.Forward(bottom, top)
-			l.Backward(top, prop, bottom)
-		}
-		step()
-		if n := testing.AllocsPerRun(5, step); n != 0 {
-			t.Errorf("%s: %v allocations per Forward+Backward, want 0", tc.Name, n)
-		}
-	}
+	checkFixturesNoAllocs(t, loadTorchFixture(t, "testdata/roi_layers.json"), roiCases(), false)
 }
 
 // roiFixture is caffe-fast-rcnn's test_roi_pooling_layer.cpp fixture: a

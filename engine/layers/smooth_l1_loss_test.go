@@ -157,20 +157,5 @@ func TestSmoothL1Errors(t *testing.T) {
 // TestSmoothL1NoAllocs: after a first pass, Forward and Backward allocate
 // nothing.
 func TestSmoothL1NoAllocs(t *testing.T) {
-	cases := smoothL1Cases()
-	for _, tc := range loadTorchFixture(t, "testdata/smoothl1.json") {
-		l, bottom, top := tc.setUp(t, cases[tc.Name])
-		prop := make([]bool, len(bottom))
-		for i, d := range tc.BottomDiffs {
-			prop[i] = d != nil
-		}
-		step := func() {
-			l.Forward(bottom, top)
-			l.Backward(top, prop, bottom)
-		}
-		step()
-		if n := testing.AllocsPerRun(5, step); n != 0 {
-			t.Errorf("%s: %v allocations per Forward+Backward, want 0", tc.Name, n)
-		}
-	}
+	checkFixturesNoAllocs(t, loadTorchFixture(t, "testdata/smoothl1.json"), smoothL1Cases(), false)
 }
