@@ -194,13 +194,7 @@ func TestROIPoolingErrors(t *testing.T) {
 			}()
 			bottom := []*tensor.Blob{tensor.NewBlob("x", 2, 1, 4, 4), newBlobData([]int{1, 5}, c.roi)}
 			top := []*tensor.Blob{tensor.NewBlob("top")}
-			l, _ := good.Build(Context{})
-			if err := l.Setup(bottom, top); err != nil {
-				t.Fatal(err)
-			}
-			if err := l.Reshape(bottom, top); err != nil {
-				t.Fatal(err)
-			}
+			l := newTestLayer(t, good, Context{}, bottom, top)
 			l.Forward(bottom, top)
 		}()
 	}
@@ -210,13 +204,7 @@ func TestROIPoolingErrors(t *testing.T) {
 		bottom[0].Data[i] = float32(i)
 	}
 	top := []*tensor.Blob{tensor.NewBlob("top")}
-	l, _ := good.Build(Context{})
-	if err := l.Setup(bottom, top); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Reshape(bottom, top); err != nil {
-		t.Fatal(err)
-	}
+	l := newTestLayer(t, good, Context{}, bottom, top)
 	l.Forward(bottom, top)
 	for _, v := range top[0].Data {
 		if v < 0 || v > 15 {
@@ -322,13 +310,7 @@ func TestPSROIPoolingErrors(t *testing.T) {
 			}()
 			bottom := []*tensor.Blob{tensor.NewBlob("x", 1, 8, 4, 4), newBlobData([]int{1, 5}, c.roi)}
 			top := []*tensor.Blob{tensor.NewBlob("top")}
-			l, _ := good.Build(Context{})
-			if err := l.Setup(bottom, top); err != nil {
-				t.Fatal(err)
-			}
-			if err := l.Reshape(bottom, top); err != nil {
-				t.Fatal(err)
-			}
+			l := newTestLayer(t, good, Context{}, bottom, top)
 			l.Forward(bottom, top)
 		}()
 	}
