@@ -324,3 +324,19 @@ func checkDecodeErrors(t *testing.T, cases []decodeErrCase) {
 		}
 	}
 }
+
+// buildForkFixture reads testdata/forks/file (checking it loads as a net
+// file) and builds its TRAIN net on its Input layers' shapes.
+func buildForkFixture(t *testing.T, file string) *model.Net {
+	t.Helper()
+	nd, err := LoadNet(filepath.Join("testdata", "forks", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(nd.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, n := buildInputNet(t, string(src))
+	return n
+}

@@ -2,8 +2,6 @@ package caffedef
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -265,15 +263,7 @@ func TestPSROINetErrors(t *testing.T) {
 // TestRFCNFixtureRuns: the R-FCN fixture that was refused as a fork's
 // layer now builds and runs forward.
 func TestRFCNFixtureRuns(t *testing.T) {
-	nd, err := LoadNet(filepath.Join("testdata", "forks", "rfcn_psroi.prototxt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile(nd.File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, n := buildInputNet(t, string(src))
+	n := buildForkFixture(t, "rfcn_psroi.prototxt")
 	if loss := n.Forward(); math.IsNaN(loss) {
 		t.Fatal(n.Err())
 	}

@@ -2,8 +2,6 @@ package caffedef
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -180,15 +178,7 @@ func TestSmoothL1BuildErrors(t *testing.T) {
 // as a fork's layer now builds and runs forward, its loss (σ 1, no
 // weights) Σ f(pred − target) over the batch of 2, f worked out here.
 func TestFRCNNSmoothL1FixtureRuns(t *testing.T) {
-	nd, err := LoadNet(filepath.Join("testdata", "forks", "frcnn_smoothl1.prototxt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile(nd.File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, n := buildInputNet(t, string(src))
+	n := buildForkFixture(t, "frcnn_smoothl1.prototxt")
 	p, q := n.Input("bbox_pred").Data, n.Input("bbox_targets").Data
 	var want float64
 	for i := range p {
