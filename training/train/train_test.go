@@ -199,6 +199,38 @@ func TestResumeRejectsOtherNet(t *testing.T) {
 	}
 }
 
+// TestResumePastMaxIter: resuming a snapshot taken after the run's last
+// iteration is refused by New, naming the snapshot, its iteration and the
+// last; resuming at the last iteration trains none and succeeds.
+func TestResumePastMaxIter(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, 5)
+	cfg.SnapshotPrefix = filepath.Join(dir, "s")
+	tr, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background(), Deps{}); err != nil {
+		t.Fatal(err)
+	}
+	snap := SnapshotPath(cfg.SnapshotPrefix, 5)
+	past := testConfig(t, 3)
+	past.Resume = snap
+	if _, err := New(past); err == nil || !strings.Contains(err.Error(), snap+" is at iteration 5, past the run's last, 3") {
+		t.Fatalf("resume past max_iter: got %v", err)
+	}
+	at := testConfig(t, 5)
+	at.Resume = snap
+	tr, err = New(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Run(context.Background(), Deps{})
+	if err != nil || res.Iters != 0 || res.Start != 5 {
+		t.Fatalf("resume at max_iter: %d iterations from %d, %v; want none from 5", res.Iters, res.Start, err)
+	}
+}
+
 func TestNaNLossStops(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, 200)
