@@ -16,6 +16,7 @@ type TransformConfig struct {
 	MeanFile string
 	// CropSize crops a CropSize×CropSize window; 0 means no crop.
 	CropSize int
-	// Mirror flips images left-right at random in training.
+	// Mirror flips images left-right at random, in either phase, as
+	// Caffe's DataTransformer does (Caffe's own TEST nets set it false).
 	Mirror bool
 }

@@ -23,8 +23,8 @@ var ErrClosed = errors.New("data: loader closed")
 type LoaderConfig struct {
 	// BatchSize is the number of images per batch; it must be positive.
 	BatchSize int
-	// Train enables random crop offsets and mirroring; without it crops
-	// are centred and images are never mirrored.
+	// Train enables random crop offsets; without it crops are centred.
+	// Mirroring follows Transform.Mirror in either phase, as in Caffe.
 	Train bool
 	// Shuffle draws the shards at random from Seed and visits each shard
 	// in a fresh random order every epoch. Without it shards are

@@ -13,7 +13,7 @@ type transformer struct {
 	c, h, w int // source image
 	oh, ow  int // output image: the crop size, or h and w
 	crop    bool
-	mirror  bool // flip at random (training only)
+	mirror  bool // flip at random (either phase, as in Caffe)
 	scale   float32
 	// mean is the C×H×W mean image from a mean file, or nil; without one,
 	// lut maps channel c's byte v to (v - mean_value[c]) * scale.
@@ -25,10 +25,11 @@ type transformer struct {
 }
 
 // newTransformer checks cfg against c×h×w images. train enables random
-// crop offsets and mirroring; outside training crops are centred and never
-// mirrored. name prefixes errors.
+// crop offsets; outside training crops are centred. Mirroring does not
+// depend on the phase: Caffe's DataTransformer flips at random whenever
+// mirror is set, in TEST as in TRAIN. name prefixes errors.
 func newTransformer(name string, cfg TransformConfig, c, h, w int, train bool) (*transformer, error) {
-	t := &transformer{c: c, h: h, w: w, oh: h, ow: w, scale: cfg.Scale, mirror: cfg.Mirror && train}
+	t := &transformer{c: c, h: h, w: w, oh: h, ow: w, scale: cfg.Scale, mirror: cfg.Mirror}
 	if t.scale == 0 {
 		t.scale = 1
 	}

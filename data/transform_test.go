@@ -156,11 +156,9 @@ func TestTransformMirror(t *testing.T) {
 			l.Release(b)
 		}
 		l.Close()
-		if train && (n["plain"] < 60 || n["flipped"] < 60) {
-			t.Errorf("training mirrored %d of 200, want about half", n["flipped"])
-		}
-		if !train && n["flipped"] != 0 {
-			t.Errorf("test phase mirrored %d images", n["flipped"])
+		// Caffe mirrors at random in either phase.
+		if n["plain"] < 60 || n["flipped"] < 60 {
+			t.Errorf("train=%v: mirrored %d of 200, want about half", train, n["flipped"])
 		}
 	}
 }
