@@ -89,11 +89,6 @@ func (o *origin) initWeights(ranks []*rankState) error {
 		if err := resume(ranks, cfg.Resume); err != nil {
 			return err
 		}
-		if o.start > cfg.MaxIter {
-			// Caffe's Solve steps no iteration then; here it is more
-			// likely a mistake (docs/caffe-conformance.md).
-			return fmt.Errorf("train: Config.Resume %s is at iteration %d, past the run's last, %d (the solver's max_iter, or --iters): nothing to train; give a larger max_iter or --iters", cfg.Resume, o.start, cfg.MaxIter)
-		}
 	}
 	return nil
 }

@@ -356,6 +356,12 @@ func (t *Trainer) rank(r int) *rankState {
 func (t *Trainer) Run(ctx context.Context, d Deps) (*Result, error) {
 	t.deps = d
 	defer t.gpu.release()
+	if t.cfg.Resume != "" && t.start > t.cfg.MaxIter {
+		// Caffe's Solve steps no iteration then; here it is more likely
+		// a mistake (docs/caffe-conformance.md). A trainer that only
+		// tests the snapshot (dsgd test) never runs.
+		return &Result{Start: t.start, Scheme: t.cfg.Name}, fmt.Errorf("train: Config.Resume %s is at iteration %d, past the run's last, %d (the solver's max_iter, or --iters): nothing to train; give a larger max_iter or --iters", t.cfg.Resume, t.start, t.cfg.MaxIter)
+	}
 	if t.cfg.Elastic {
 		if d.Elastic == nil {
 			return &Result{Start: t.start, Scheme: t.cfg.Name}, errors.New("train: Config.Elastic needs Deps.Elastic: the group's membership and the feeds of each generation")

@@ -199,9 +199,10 @@ func TestResumeRejectsOtherNet(t *testing.T) {
 	}
 }
 
-// TestResumePastMaxIter: resuming a snapshot taken after the run's last
-// iteration is refused by New, naming the snapshot, its iteration and the
-// last; resuming at the last iteration trains none and succeeds.
+// TestResumePastMaxIter: running from a snapshot taken after the run's
+// last iteration is refused by Run, naming the snapshot, its iteration and
+// the last (New accepts it: dsgd test builds such a trainer to test the
+// snapshot); resuming at the last iteration trains none and succeeds.
 func TestResumePastMaxIter(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, 5)
@@ -216,7 +217,11 @@ func TestResumePastMaxIter(t *testing.T) {
 	snap := SnapshotPath(cfg.SnapshotPrefix, 5)
 	past := testConfig(t, 3)
 	past.Resume = snap
-	if _, err := New(past); err == nil || !strings.Contains(err.Error(), snap+" is at iteration 5, past the run's last, 3") {
+	tr, err = New(past)
+	if err != nil {
+		t.Fatalf("a trainer that only tests the snapshot: %v", err)
+	}
+	if _, err := tr.Run(context.Background(), Deps{}); err == nil || !strings.Contains(err.Error(), snap+" is at iteration 5, past the run's last, 3") {
 		t.Fatalf("resume past max_iter: got %v", err)
 	}
 	at := testConfig(t, 5)
