@@ -243,7 +243,7 @@ func (l *convLayer) thinSumPart(lo, hi, _ int) {
 		}
 	}
 	if l.bias != nil && l.want(1) {
-		winoBiasGrad(l.out.Diff, l.bias.Diff, l.num, l.cfg.NumOutput, g.oh*g.ow, lo, hi)
+		planeBiasGrad(l.out.Diff, l.bias.Diff, l.num, l.cfg.NumOutput, g.oh*g.ow, lo, hi)
 	}
 }
 

@@ -204,7 +204,7 @@ func (l *convLayer) winoWtsOutPart(lo, hi, w int) {
 		winoWtsOut(&ws.wts, ws.sc.u, l.weight.Diff, lo, hi, &ws.sc.bufs[w].ker)
 	}
 	if l.bias != nil && l.want(1) {
-		winoBiasGrad(l.out.Diff, l.bias.Diff, l.num, l.cfg.NumOutput, l.geom.oh*l.geom.ow, lo, hi)
+		planeBiasGrad(l.out.Diff, l.bias.Diff, l.num, l.cfg.NumOutput, l.geom.oh*l.geom.ow, lo, hi)
 	}
 }
 

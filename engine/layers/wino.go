@@ -394,9 +394,9 @@ func winoWtsOut(s *winoShape, sum, dw []float32, lo, hi int, scratch *[]float32)
 	}
 }
 
-// winoBiasGrad adds to db[k], for k in [lo, hi), the sum of dy's channel k
+// planeBiasGrad adds to db[k], for k in [lo, hi), the sum of dy's channel k
 // (n images of K planes of plane floats), image by image in order.
-func winoBiasGrad(dy, db []float32, n, k, plane, lo, hi int) {
+func planeBiasGrad(dy, db []float32, n, k, plane, lo, hi int) {
 	for q := lo; q < hi; q++ {
 		var b float32
 		for i := 0; i < n; i++ {

@@ -421,7 +421,7 @@ func winoWts(m, threads, n, c, h, w, k, pad int, in, dout []float32) (dw, db []f
 	scratch := make([][]float32, threads)
 	tensor.ParallelFor(k, threads, func(lo, hi, wk int) {
 		winoWtsOut(&s, sum, dw, lo, hi, &scratch[wk])
-		winoBiasGrad(dout, db, n, k, s.oh*s.ow, lo, hi)
+		planeBiasGrad(dout, db, n, k, s.oh*s.ow, lo, hi)
 	})
 	return dw, db
 }

@@ -150,7 +150,7 @@ func BenchmarkWinogradWeights(b *testing.B) {
 			}
 			t1 := time.Now()
 			winoWtsOut(&s, sum, dw, 0, c.c, &scratch)
-			winoBiasGrad(dout, db, c.n, c.c, s.oh*s.ow, 0, c.c)
+			planeBiasGrad(dout, db, c.n, c.c, s.oh*s.ow, 0, c.c)
 			d[3] = time.Since(t1)
 			for i := range d {
 				best[i] = min(best[i], d[i])
