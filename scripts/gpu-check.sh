@@ -60,6 +60,12 @@ run)
 	if [[ $parts == *tests* ]]; then
 		$g/dsgd help >/dev/null 2>&1
 		echo "dsgd runs here: exit $?" >>"$report"
+		{
+			echo '```'
+			$g/dsgd device_query -gpu all 2>&1
+			echo "device_query -gpu all: exit $?"
+			echo '```'
+		} >>"$report"
 		(cd engine/cuda && timeout 60 $g/cuda.test -test.v 2>&1) >"$out/cuda-test.log"
 		echo "cuda.test exit $?" >>"$report"
 		(cd engine/gpunet && timeout 240 $g/gpunet.test -test.v 2>&1) >"$out/gpunet-test.log"

@@ -52,6 +52,7 @@ func commands() []cli.Command {
 		{Name: "convert-mnist", Summary: "MNIST-style IDX files to an LMDB/LevelDB of Caffe Datum records, as convert_mnist_data", Run: runConvertMNIST},
 		{Name: "convert-imageset", Summary: "a list of images to an LMDB/LevelDB of Caffe Datum records, as convert_imageset", Run: runConvertImageset},
 		{Name: "compute-image-mean", Summary: "the mean image of a Datum database as a .binaryproto, as compute_image_mean", Run: runComputeImageMean},
+		{Name: "device-query", Summary: "describe the GPUs that --gpu names, as caffe device_query", Run: runDeviceQuery},
 		{Name: "completion", Summary: "a bash completion script: source <(dsgd completion bash)", Run: runCompletion},
 	}
 }

@@ -48,6 +48,13 @@ static int dsgd_cu_device(void *h, int i, char *name, int len, size_t *mem, int 
 	return ((cu_attr_fn)sym(h, "cuDeviceGetAttribute"))(minor, 76, dev);
 }
 
+// dsgd_cu_attr reads attribute attr (a CUdevice_attribute) of device i.
+static int dsgd_cu_attr(void *h, int i, int attr, int *v) {
+	int dev, r;
+	if ((r = ((cu_dev_fn)sym(h, "cuDeviceGet"))(&dev, i))) return r;
+	return ((cu_attr_fn)sym(h, "cuDeviceGetAttribute"))(v, attr, dev);
+}
+
 static const char *dsgd_cublas_bind(void *h) {
 	static const char *need[] = {"cublasGetProperty", "cublasCreate_v2", "cublasDestroy_v2", "cublasSetMathMode", "cublasSgemm_v2", NULL};
 	for (int i = 0; need[i]; i++) {
@@ -166,4 +173,27 @@ func loadLib(in *Info, dirs []string, pattern string, sonames []string, bind fun
 		}
 	}
 	return fmt.Sprintf("not found (%s in DSGD_CUDA_LIBS, the NVIDIA wheels' nvidia/*/lib, the CUDA toolkit, or the loader's path)", pattern), nil
+}
+
+// Query reads device index's properties, in the order and with the
+// labels of Caffe's device_query (its cudaDeviceProp fields, read here
+// as the driver API's device attributes), then a few a user of a newer
+// card asks for. Probe must have succeeded.
+func Query(index int) ([]Property, error) {
+	in, err := Probe()
+	if err != nil {
+		return nil, err
+	}
+	if index < 0 || index >= len(in.Devices) {
+		return nil, fmt.Errorf("GPU %d out of range: this machine has %d GPU(s)", index, len(in.Devices))
+	}
+	d := in.Devices[index]
+	attr := func(a int) (int, error) {
+		var v C.int
+		if r := C.dsgd_cu_attr(libcuda, C.int(index), C.int(a), &v); r != 0 {
+			return 0, fmt.Errorf("GPU %d: cuDeviceGetAttribute(%d): CUDA error %d", index, a, int(r))
+		}
+		return int(v), nil
+	}
+	return queryProps(d, attr)
 }

@@ -9,3 +9,9 @@ import "errors"
 func Probe() (*Info, error) {
 	return nil, errors.New("this dsgd was built with -tags purego, which opens no C library: no GPU (a build without the tag opens the CUDA driver)")
 }
+
+// Query says what Probe says: a purego build sees no GPU.
+func Query(int) ([]Property, error) {
+	_, err := Probe()
+	return nil, err
+}

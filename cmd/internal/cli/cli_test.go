@@ -121,16 +121,23 @@ func TestProgramRun(t *testing.T) {
 		{Name: "ok", Summary: "works", Run: func(context.Context, []string, io.Writer, io.Writer) error { return nil }},
 		{Name: "bad", Run: func(context.Context, []string, io.Writer, io.Writer) error { return ErrUsage }},
 		{Name: "fail", Run: func(context.Context, []string, io.Writer, io.Writer) error { return fail }},
+		{Name: "two-words", Run: func(_ context.Context, _ []string, out, _ io.Writer) error {
+			_, err := io.WriteString(out, "ran")
+			return err
+		}},
 	}, Failed: func(_ context.Context, cmd string, err error) string { return cmd + " said " + err.Error() }}
 	for _, tc := range []struct {
 		args      []string
 		code      int
 		out, errs string
 	}{
-		{nil, 2, "", "usage: p COMMAND [flags]\ncommands:\n  ok         works\n  bad        \n  fail       \nrun \"p COMMAND -h\" for a command's flags\n"},
+		{nil, 2, "", "usage: p COMMAND [flags]\ncommands:\n  ok         works\n  bad        \n  fail       \n  two-words  \nrun \"p COMMAND -h\" for a command's flags\n"},
 		{[]string{"ok"}, 0, "", ""},
 		{[]string{"bad"}, 2, "", ""},
 		{[]string{"fail"}, 1, "", "p fail: fail said boom\n"},
+		{[]string{"two-words"}, 0, "ran", ""},
+		{[]string{"two_words"}, 0, "ran", ""}, // Caffe's tool spelling
+		{[]string{"two words"}, 2, "", "p: unknown command \"two words\", did you mean \"two-words\"? (run \"p help\" for the commands)\n"},
 		{[]string{"fial"}, 2, "", "p: unknown command \"fial\", did you mean \"fail\"? (run \"p help\" for the commands)\n"},
 	} {
 		var out, errs strings.Builder

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Command is one command of a program: the first word after the
@@ -53,9 +54,13 @@ func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Write
 		return 0
 	}
 	var names []string
+	// Caffe's tools are spelled with underscores (device_query,
+	// convert_imageset, compute_image_mean): each names the command
+	// spelled with hyphens.
+	want := strings.ReplaceAll(args[0], "_", "-")
 	for _, c := range p.Commands {
 		names = append(names, c.Name)
-		if c.Name != args[0] {
+		if c.Name != want {
 			continue
 		}
 		err := c.Run(ctx, args[1:], stdout, stderr)
