@@ -28,6 +28,10 @@ type caffeCase struct {
 	noFD bool
 	// phase is the phase the layer is built for (Train when zero).
 	phase Phase
+	// tol, when set, bounds the comparisons with the fixture instead of
+	// 2e-5: relative to max(1, |want|), or absolute with abs.
+	tol float64
+	abs bool
 }
 
 func ip(v int) *int { return &v }
@@ -93,6 +97,24 @@ type torchCase struct {
 	TopDiffs    [][]float64 `json:"top_diffs"`
 	BottomDiffs [][]float64 `json:"bottom_diffs"`
 	ParamDiffs  [][]float64 `json:"param_diffs"`
+
+	// tol and abs are the Go case's bound (caffeCase.tol, .abs).
+	tol float64
+	abs bool
+}
+
+// compare fails unless got matches the fixture's want within the case's
+// bound: 2e-5 relative to max(1, |want|) by default.
+func (tc torchCase) compare(t *testing.T, what string, got []float32, want []float64) {
+	t.Helper()
+	switch {
+	case tc.abs:
+		closeTo(t, what, got, want, tc.tol)
+	case tc.tol != 0:
+		assertClose(t, what, got, to32(want), tc.tol)
+	default:
+		assertClose(t, what, got, to32(want), 2e-5)
+	}
 }
 
 func loadTorchCases(t *testing.T) []torchCase {
@@ -131,7 +153,7 @@ func (tc torchCase) checkForward(t *testing.T, l Layer, bottom, top []*tensor.Bl
 		if !top[i].Shape.Equal(want.Shape) {
 			t.Fatalf("top %d shape %v, want %v", i, []int(top[i].Shape), want.Shape)
 		}
-		assertClose(t, "top", top[i].Data, to32(want.Data), 2e-5)
+		tc.compare(t, "top", top[i].Data, want.Data)
 	}
 }
 
@@ -157,14 +179,14 @@ func (tc torchCase) checkBackward(t *testing.T, l Layer, bottom, top []*tensor.B
 	l.Backward(top, prop, bottom)
 	for i, d := range tc.BottomDiffs {
 		if d != nil {
-			assertClose(t, "bottom diff", bottom[i].Diff, to32(d), 2e-5)
+			tc.compare(t, "bottom diff", bottom[i].Diff, d)
 		}
 	}
 	if !params {
 		return
 	}
 	for i, p := range l.Params() {
-		assertClose(t, "param diff "+p.Blob.Name, p.Blob.Diff, to32(tc.ParamDiffs[i]), 2e-5)
+		tc.compare(t, "param diff "+p.Blob.Name, p.Blob.Diff, tc.ParamDiffs[i])
 	}
 }
 

@@ -60,6 +60,7 @@ func runTorchFixtures(t *testing.T, fixtures []torchCase, cases map[string]caffe
 			continue
 		}
 		seen[tc.Name] = true
+		tc.tol, tc.abs = c.tol, c.abs
 		t.Run(tc.Name, func(t *testing.T) {
 			l, bottom, top := tc.setUp(t, c)
 			for range 2 { // twice: the second pass runs on the reshaped tops
