@@ -29,7 +29,7 @@ var flagGroups = []cli.Group{
 	{Title: "Transport and processes", Flags: []string{
 		"transport", "comm-timeout", "compress", "compress-warmup", "shm", "job", "store", "shard", "rank", "world", "listen",
 		"rendezvous", "token", "token-file", "elastic", "elastic-coordinator"}},
-	{Title: "Snapshots", Flags: []string{"snapshot", "snapshot-prefix", "snapshot-format", "resume"}},
+	{Title: "Snapshots", Flags: []string{"snapshot", "snapshot-prefix", "snapshot-format", "resume", "sigint-effect", "sigint_effect", "sighup-effect", "sighup_effect"}},
 	{Title: "Output", Flags: []string{"log", "metrics", "metrics-listen", "timeline", "logs", "plot", "target", "repeats", "schemes"}},
 }
 
@@ -91,6 +91,8 @@ func completionValues() []cli.Values {
 		{Flag: "allreduce", Values: []string{"auto", "tree", "ring", "rd", "mpi"}},
 		{Flag: "kernels", Values: []string{"auto", "onednn", "own"}},
 		{Flag: "snapshot-format", Values: []string{"dsgd", "caffe", "hdf5"}},
+		{Flag: "sigint-effect", Values: []string{"stop", "snapshot", "none"}},
+		{Flag: "sighup-effect", Values: []string{"stop", "snapshot", "none"}},
 		{Flag: "finish", Values: []string{"own", "master", "first", "average"}},
 		{Flag: "shm", Values: []string{"on", "off"}},
 		{Flag: "lr-scale", Values: []string{"none", "linear", "inverse"}},

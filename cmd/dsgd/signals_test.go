@@ -143,3 +143,28 @@ func TestNohupKeepsSIGHUPIgnored(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 }
+
+// TestSignalEffectFlags: Caffe's -sigint_effect and -sighup_effect (and
+// dsgd's spellings) take stop, snapshot or none; a snapshot while
+// training goes on is refused for a run of several processes.
+func TestSignalEffectFlags(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", tinyNet)
+	write(t, dir, "solver.prototxt", tinySolver)
+	for _, tc := range []struct {
+		args []string
+		code int
+		errs string
+	}{
+		{[]string{"-sigint_effect", "bogus"}, 2, `--sigint-effect "bogus": want stop, snapshot or none`},
+		{[]string{"--sighup-effect", "Snapshot"}, 2, `--sighup-effect "Snapshot": want stop, snapshot or none`},
+		{[]string{"-sighup_effect", "snapshot", "--transport", "tcp", "--workers", "2"}, 2, "--sighup-effect snapshot: a run of several processes"},
+		{[]string{"-sighup_effect", "snapshot", "-sigint_effect", "none", "--iters", "2"}, 0, ""},
+	} {
+		args := append([]string{"train", "--solver", "solver.prototxt", "--snapshot-prefix", "none", "--threads", "1"}, tc.args...)
+		code, out, errs := runCmd(t, dir, args...)
+		if code != tc.code || !strings.Contains(errs, tc.errs) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q\n%s", tc.args, code, errs, tc.code, tc.errs, out)
+		}
+	}
+}

@@ -6,10 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
+	"dsgd/internal/interrupt"
 	"dsgd/protocol/scheme"
 	"dsgd/training/job"
 	"dsgd/training/train"
@@ -25,6 +28,11 @@ type trainFlags struct {
 	caffeSnapshot string
 	streaming     streamingFlags
 	center        centerFlags
+	// sigint and sighup are Caffe's -sigint_effect and -sighup_effect;
+	// snapshotAsked reads a snapshot request of theirs (nil: none can
+	// come).
+	sigint, sighup string
+	snapshotAsked  func() bool
 
 	// result is the finished run's, for dsgd compare.
 	result *train.Result
@@ -42,6 +50,11 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.caffeSnapshot, "snapshot", "", "Caffe's spelling of --resume: continue from this snapshot `FILE` (a .solverstate, .solverstate.h5 or .dsgdsnap)")
 	fs.StringVar(&o.SnapshotPrefix, "snapshot-prefix", o.SnapshotPrefix, "write snapshots to `PREFIX`_iter_N.dsgdsnap (default: the solver's snapshot_prefix; \"none\" disables them)")
 	fs.StringVar(&o.Weights, "weights", o.Weights, "start from the weights of these Caffe models (`A.caffemodel[,B.caffemodel]`), copied layer by layer by name as caffe train --weights")
+	const effects = ": stop (at the end of the iteration in progress, with a snapshot; exit 128+N), snapshot (a snapshot there, and training goes on; runs of one process) or none"
+	fs.StringVar(&f.sigint, "sigint-effect", "stop", "what SIGINT (Ctrl-C) does, as Caffe's -sigint_effect"+effects)
+	fs.Var(stringAlias{&f.sigint}, "sigint_effect", "Caffe's spelling of --sigint-effect")
+	fs.StringVar(&f.sighup, "sighup-effect", "stop", "what SIGHUP does, as Caffe's -sighup_effect (Caffe's own default is snapshot)"+effects)
+	fs.Var(stringAlias{&f.sighup}, "sighup_effect", "Caffe's spelling of --sighup-effect")
 	fs.StringVar(&o.SnapshotFormat, "snapshot-format", o.SnapshotFormat, "snapshot format: dsgd (PREFIX_iter_N.dsgdsnap), caffe (PREFIX_iter_N.caffemodel and .solverstate, which Caffe reads; --resume takes the .solverstate) or hdf5 (Caffe's HDF5 format: .caffemodel.h5 and .solverstate.h5) (default: caffe or hdf5 when the solver says snapshot_format: BINARYPROTO or HDF5, else dsgd)")
 	fs.IntVar(&o.TestInterval, "test-interval", o.TestInterval, "test every N iterations (default: the solver's test_interval; 0: only at the end)")
 	fs.IntVar(&o.TestIter, "test-iter", o.TestIter, "test batches per test pass of every test net (default: the solver's test_iter for each)")
@@ -81,6 +94,48 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	registerElastic(fs, &o.Elastic, &o.ElasticCoordinator)
 	fs.DurationVar(&o.TimeBudget, "time-budget", o.TimeBudget, "stop training after this much training time (tests excluded), with the final test and snapshot (0: no limit)")
 	fs.StringVar(&o.Straggle, "straggle", o.Straggle, "inject a straggler: RANK:DELAY (that worker is slower by DELAY every iteration) or p=PROB:DELAY (any worker, with that probability per iteration)")
+}
+
+// stringAlias is a second flag name for a string flag.
+type stringAlias struct{ p *string }
+
+func (a stringAlias) String() string {
+	if a.p == nil {
+		return ""
+	}
+	return *a.p
+}
+
+func (a stringAlias) Set(s string) error {
+	*a.p = s
+	return nil
+}
+
+// watchSignals gives SIGINT and SIGHUP the effects the flags ask for
+// under ctx's interrupter (interrupt.Interrupter.SetEffect). A snapshot
+// while training goes on is taken by the updating rank when it asks; in
+// a run of several processes the signal reaches a launcher or one rank,
+// so there it is refused.
+func (f *trainFlags) watchSignals(ctx context.Context, oneProcess bool) error {
+	in := interrupt.From(ctx)
+	for _, s := range []struct {
+		flag, value string
+		sig         os.Signal
+	}{{"--sigint-effect", f.sigint, syscall.SIGINT}, {"--sighup-effect", f.sighup, syscall.SIGHUP}} {
+		e, err := interrupt.ParseEffect(s.value)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s %w", s.flag, err)
+		case e == interrupt.Snapshot && !oneProcess:
+			return fmt.Errorf("%s snapshot: a run of several processes (--transport tcp, dsgd worker, dsgd ps) snapshots on a signal only as it stops; use stop, or --snapshot N for snapshots as it trains", s.flag)
+		case e == interrupt.Snapshot && in != nil:
+			f.snapshotAsked = in.TakeSnapshotRequest
+		}
+		if in != nil {
+			in.SetEffect(s.sig, e, s.flag)
+		}
+	}
+	return nil
 }
 
 // intAlias is a second flag name for an int flag.
@@ -140,6 +195,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return refuse(stderr, err)
 	}
 	o := &f.o
+	if err := f.watchSignals(ctx, o.Transport == "inproc"); err != nil {
+		return refuse(stderr, err)
+	}
 	switch {
 	case o.Allreduce == job.AllreduceMPI:
 		fmt.Fprintln(stderr, "dsgd train: --allreduce mpi needs mpirun -np N dsgd worker --transport mpi --allreduce mpi ...")

@@ -44,7 +44,8 @@ func execute(ctx context.Context, f *trainFlags, g *groupFlags, stdout, stderr i
 	if err := f.streaming.apply(f.fs, streaming, &o.Fragments, &o.Overlap, &o.Mix, &o.OuterBits); err != nil {
 		return refuse(stderr, err)
 	}
-	d := job.RunDeps{Stdout: stdout, Stderr: stderr, TTY: ownTerminal(stdout, os.Getenv), Names: trainFlagNames.Replace, Record: f.record}
+	d := job.RunDeps{Stdout: stdout, Stderr: stderr, TTY: ownTerminal(stdout, os.Getenv), Names: trainFlagNames.Replace, Record: f.record,
+		SnapshotRequested: f.snapshotAsked}
 	if g != nil {
 		d.Group = g.group(f, stdout)
 	}

@@ -100,6 +100,9 @@ func runRank(ctx context.Context, name string, args []string, stdout, stderr io.
 	if err := f.validate(); err != nil {
 		return usage(err)
 	}
+	if err := f.watchSignals(ctx, false); err != nil {
+		return usage(err)
+	}
 	if name == "ps" && job.CenterOnly(f.o.Scheme, f.o.Workers) {
 		p, listen, err := job.CenterPlacement(f.schemeGiven(), g.listen)
 		if err != nil {

@@ -43,6 +43,7 @@ func cases() []faultCase {
 		{"ctrl-c-inproc", "SIGINT: snapshot, resume hint, exit 130", 60 * time.Second, ctrlC(syscall.SIGINT, 130)},
 		{"sigterm-inproc", "SIGTERM: snapshot, exit 143", 60 * time.Second, ctrlC(syscall.SIGTERM, 143)},
 		{"sighup-inproc", "SIGHUP: snapshot, exit 129 (ignored under nohup, and SIGINT stops it)", 60 * time.Second, ctrlC(syscall.SIGHUP, 129)},
+		{"sigint-effect-snapshot", "--sigint-effect snapshot: SIGINT writes a snapshot and training goes on; SIGTERM then stops it, exit 143", 60 * time.Second, sigintSnapshot},
 		{"ctrl-c-tcp", "SIGINT to a --transport tcp job: ranks stopped, not killed; snapshot; exit 130", 60 * time.Second, ctrlC(syscall.SIGINT, 130, "--transport", "tcp", "--workers", "2")},
 		{"ctrl-c-tcp-async", "SIGINT to an async tcp job: snapshot of the center; exit 130", 60 * time.Second, ctrlC(syscall.SIGINT, 130, "--transport", "tcp", "--workers", "2", "--scheme", "async")},
 		{"async-worker-dies", "an async tcp worker SIGKILLed: the others finish all their iterations", 60 * time.Second, asyncWorkerDies},
@@ -219,6 +220,40 @@ func ctrlC(sig syscall.Signal, want int, extra ...string) func(*harness, string)
 		}
 		return crashed(out)
 	}
+}
+
+// sigintSnapshot: Caffe's -sigint_effect snapshot. A SIGINT asks for a
+// snapshot at the end of the iteration, the run goes on past it, and
+// SIGTERM (still "stop") ends it with another.
+func sigintSnapshot(h *harness, dir string) string {
+	// No periodic snapshots: the ones counted are the signals'.
+	os.WriteFile(filepath.Join(dir, "solver.prototxt"), []byte(strings.Replace(tinySolver, "snapshot: 20 ", "", 1)), 0o644)
+	p := h.start(dir, nil, "train", "--solver", "solver.prototxt", "--threads", "1", "--iters", "1000000", "--test-interval", "0", "--sigint-effect", "snapshot")
+	defer p.stop()
+	if !p.waitFor("  loss ", 40*time.Second) {
+		return "no progress: " + lastLines(p.out.String())
+	}
+	syscall.Kill(p.cmd.Process.Pid, syscall.SIGINT)
+	if !p.waitFor("snapshot out/tiny_iter_", 20*time.Second) {
+		return "SIGINT with --sigint-effect snapshot wrote no snapshot: " + lastLines(p.out.String())
+	}
+	if code := p.wait(2 * time.Second); code != -1 {
+		return fmt.Sprintf("the run stopped (exit %d) after a requested snapshot: %s", code, lastLines(p.out.String()))
+	}
+	snaps, _ := filepath.Glob(filepath.Join(dir, "out", "tiny_iter_*.dsgdsnap"))
+	syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
+	code := p.wait(30 * time.Second)
+	out := p.out.String()
+	after, _ := filepath.Glob(filepath.Join(dir, "out", "tiny_iter_*.dsgdsnap"))
+	switch {
+	case code != 143:
+		return fmt.Sprintf("SIGTERM: exit %d, want 143: %s", code, lastLines(out))
+	case len(snaps) != 1 || len(after) != 2:
+		return fmt.Sprintf("%d snapshots after SIGINT and %d after SIGTERM, want 1 and 2", len(snaps), len(after))
+	case !strings.Contains(out, "training goes on (--sigint-effect snapshot)"):
+		return "SIGINT's effect not said: " + lastLines(out)
+	}
+	return crashed(out)
 }
 
 func secondSignal(h *harness, dir string) string {

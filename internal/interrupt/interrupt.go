@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -36,9 +37,72 @@ type Interrupter struct {
 	// it snapshots first.
 	NoSnapshot bool
 
-	mu  sync.Mutex
-	sig os.Signal // the first signal received, or nil
-	at  time.Time // when
+	mu      sync.Mutex
+	sig     os.Signal // the first stop signal received, or nil
+	at      time.Time // when
+	effects map[os.Signal]effect
+	asked   atomic.Bool // a snapshot was asked for and not yet taken
+}
+
+// Effect is what a signal does to a run, as Caffe's -sigint_effect and
+// -sighup_effect say it.
+type Effect int
+
+const (
+	// Stop stops the run at the end of the iteration in progress, with a
+	// snapshot (Caffe's "stop", after which its solver snapshots too).
+	Stop Effect = iota
+	// Snapshot asks for a snapshot at the end of the iteration in
+	// progress, and the run goes on (Caffe's "snapshot").
+	Snapshot
+	// Ignore leaves the run alone (Caffe's "none").
+	Ignore
+)
+
+// ParseEffect reads Caffe's names of the effects: stop, snapshot, none.
+func ParseEffect(s string) (Effect, error) {
+	switch s {
+	case "stop":
+		return Stop, nil
+	case "snapshot":
+		return Snapshot, nil
+	case "none":
+		return Ignore, nil
+	}
+	return Stop, fmt.Errorf("%q: want stop, snapshot or none", s)
+}
+
+func (e Effect) String() string {
+	return [...]string{"stop", "snapshot", "none"}[e]
+}
+
+// effect is a signal's effect and the flag that set it, for messages.
+type effect struct {
+	e    Effect
+	flag string
+}
+
+// SetEffect makes sig do e from now on (Stop, the default, for a signal
+// never set); flag names the setting in the messages
+// ("--sighup-effect").
+func (in *Interrupter) SetEffect(sig os.Signal, e Effect, flag string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.effects == nil {
+		in.effects = map[os.Signal]effect{}
+	}
+	in.effects[sig] = effect{e, flag}
+}
+
+// TakeSnapshotRequest reports whether a signal whose effect is Snapshot
+// arrived since the last call, and clears it.
+func (in *Interrupter) TakeSnapshotRequest() bool { return in.asked.Swap(false) }
+
+// From is the Interrupter a context that Watch returned descends from, or
+// nil.
+func From(ctx context.Context) *Interrupter {
+	in, _ := ctx.Value(key{}).(*Interrupter)
+	return in
 }
 
 // ExitCode is the conventional status for dying of sig: 128 + its number
@@ -90,6 +154,17 @@ func (in *Interrupter) Watch(grace time.Duration, stderr io.Writer, exit func(in
 			select {
 			case s := <-ch:
 				in.mu.Lock()
+				eff := in.effects[s]
+				if eff.e != Stop { // also while stopping: that run snapshots anyway
+					in.mu.Unlock()
+					if eff.e == Ignore {
+						fmt.Fprintf(stderr, "\n%s: %v ignored (%s none)\n", in.Name, s, eff.flag)
+						continue
+					}
+					in.asked.Store(true)
+					fmt.Fprintf(stderr, "\n%s: %v: a snapshot at the end of this iteration; training goes on (%s snapshot)\n", in.Name, s, eff.flag)
+					continue
+				}
 				first := in.sig == nil
 				if first {
 					in.sig, in.at = s, time.Now()
@@ -141,7 +216,7 @@ func (in *Interrupter) Received() os.Signal {
 // SignalOf is the stop signal the process received, if ctx descends from
 // one that Watch returned; else nil.
 func SignalOf(ctx context.Context) os.Signal {
-	if in, ok := ctx.Value(key{}).(*Interrupter); ok {
+	if in := From(ctx); in != nil {
 		return in.Received()
 	}
 	return nil

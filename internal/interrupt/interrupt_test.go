@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -152,4 +153,98 @@ func TestStopMessage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInterrupterEffects: a signal set to Snapshot asks for a snapshot
+// (once per signal) and leaves the run going, one set to Ignore does
+// nothing but say so, and the others still stop it; while it stops they
+// keep their effects rather than exiting at once.
+func TestInterrupterEffects(t *testing.T) {
+	needSIGHUP(t)
+	in := Interrupter{Name: "dsgd"}
+	var errs syncBuffer
+	exited := make(chan int, 1)
+	ctx, stop := in.Watch(time.Minute, &errs, func(c int) { exited <- c })
+	defer stop()
+	if From(ctx) != &in {
+		t.Fatal("From does not find the interrupter the context was watched by")
+	}
+	in.SetEffect(syscall.SIGHUP, Snapshot, "--sighup-effect")
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s; stderr %q", what, errs.String())
+			}
+		}
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	wait("SIGHUP with effect snapshot asked for no snapshot", in.asked.Load)
+	if ctx.Err() != nil || in.Received() != nil {
+		t.Fatal("SIGHUP with effect snapshot stopped the run")
+	}
+	if !in.TakeSnapshotRequest() || in.TakeSnapshotRequest() {
+		t.Error("TakeSnapshotRequest: want true once, then false")
+	}
+	if !bytes.Contains([]byte(errs.String()), []byte("hangup: a snapshot at the end of this iteration; training goes on (--sighup-effect snapshot)")) {
+		t.Errorf("stderr %q does not say what SIGHUP does", errs.String())
+	}
+
+	in.SetEffect(syscall.SIGHUP, Ignore, "--sighup-effect")
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	wait("SIGHUP with effect none said nothing", func() bool {
+		return bytes.Contains([]byte(errs.String()), []byte("hangup ignored (--sighup-effect none)"))
+	})
+	if ctx.Err() != nil || in.TakeSnapshotRequest() {
+		t.Fatal("SIGHUP with effect none stopped the run or asked for a snapshot")
+	}
+
+	syscall.Kill(os.Getpid(), syscall.SIGINT) // still Stop
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("SIGINT did not stop the run")
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGHUP) // while stopping: still ignored, no exit
+	wait("a second SIGHUP was not ignored", func() bool { return bytes.Count([]byte(errs.String()), []byte("hangup ignored")) == 2 })
+	select {
+	case c := <-exited:
+		t.Fatalf("an ignored SIGHUP while stopping exited %d", c)
+	default:
+	}
+}
+
+func TestParseEffect(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Effect
+		err  bool
+	}{{"stop", Stop, false}, {"snapshot", Snapshot, false}, {"none", Ignore, false}, {"", Stop, true}, {"Snapshot", Stop, true}} {
+		got, err := ParseEffect(tc.in)
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("ParseEffect(%q) = %v, %v", tc.in, got, err)
+		}
+		if err == nil && got.String() != tc.in {
+			t.Errorf("%v.String() = %q, want %q", got, got.String(), tc.in)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the watcher's writes and the
+// test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -40,6 +40,9 @@ type RunDeps struct {
 	// Group places this process in a multi-process group; nil runs
 	// every rank in this process.
 	Group *Group
+	// SnapshotRequested, when set, says whether a snapshot was asked for
+	// since it was last asked (train.Deps.SnapshotRequested).
+	SnapshotRequested func() bool
 }
 
 // Group is this process's place in a multi-process run, how it joins
@@ -426,6 +429,7 @@ func (r *runner) connect(ctx context.Context, tr *train.Trainer, pr *prom.Run) e
 			return err
 		}
 	}
+	r.deps.SnapshotRequested = r.d.SnapshotRequested
 	r.peak = Observe(tr, &r.deps, pr)
 	if sc := tr.SchemeConfig(); sc.Info().Streaming {
 		// Its fragments need the net's blocks: refuse them before the

@@ -256,6 +256,11 @@ type Deps struct {
 	// OnTest, when set, is called after every test pass with its
 	// outputs, on rank 0.
 	OnTest func(TestResult)
+	// SnapshotRequested, when set, is asked by the updating rank after
+	// each iteration whether a snapshot was asked for since (a signal
+	// whose effect is Caffe's "snapshot"): then it snapshots there, and
+	// training goes on.
+	SnapshotRequested func() bool
 	// OnIterMetrics, when set, receives the same per-iteration figures
 	// as Config.Metrics, for every worker this process runs, on that
 	// worker's goroutine (a caller with several workers must be safe for

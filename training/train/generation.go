@@ -400,10 +400,16 @@ func (g *generation) onIter(ctx context.Context, iter int, loss float64) error {
 }
 
 // snapIter is the updating rank's hook (rank 0, or the parameter
-// server): a snapshot every Snapshot iterations.
+// server): a snapshot every Snapshot iterations, and where one was asked
+// for (Deps.SnapshotRequested).
 func (g *generation) snapIter(ctx context.Context, iter int) error {
 	cfg := g.cfg
-	if n := iter + 1; cfg.SnapshotPrefix != "" && cfg.Snapshot > 0 && n%cfg.Snapshot == 0 && n < cfg.MaxIter {
+	n := iter + 1
+	asked := g.t.deps.SnapshotRequested != nil && g.t.deps.SnapshotRequested()
+	if asked && cfg.SnapshotPrefix == "" {
+		g.prog.Printf("a snapshot was asked for at iteration %d, but this run writes none (no snapshot prefix)\n", n)
+	}
+	if cfg.SnapshotPrefix != "" && n < cfg.MaxIter && (asked || cfg.Snapshot > 0 && n%cfg.Snapshot == 0) {
 		var p string
 		err := g.withModel(ctx, func() (err error) {
 			p, err = g.t.snapshot(n)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -367,5 +368,54 @@ func TestDisplayedLoss(t *testing.T) {
 				t.Errorf("average_loss %d, iteration %d: displayed loss %s, want %.4f (losses %v)", avg, done, m[2], want, losses[done-avg:done])
 			}
 		}
+	}
+}
+
+// TestSnapshotRequested: a snapshot asked for during a run (Caffe's
+// -sighup_effect snapshot) is taken where the updating rank next asks,
+// between the periodic ones, and the run trains on to its last
+// iteration; a run without a snapshot prefix says it writes none. Under
+// sync-tree with two workers too, whose updating rank is rank 0.
+func TestSnapshotRequested(t *testing.T) {
+	for workers, cfg := range map[int]Config{1: testConfig(t, 8), 2: asyncConfig("sync-tree", 2, 8)} {
+		dir := t.TempDir()
+		cfg.SnapshotPrefix = filepath.Join(dir, "s")
+		cfg.Snapshot = 4
+		calls := 0
+		tr, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := tr.Run(context.Background(), Deps{SnapshotRequested: func() bool {
+			calls++
+			return calls == 3 // after iteration 3
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Iters != 8 {
+			t.Errorf("%d workers: %d iterations, want 8: a requested snapshot must not stop the run", workers, res.Iters)
+		}
+		want := []string{SnapshotPath(cfg.SnapshotPrefix, 3), SnapshotPath(cfg.SnapshotPrefix, 4), SnapshotPath(cfg.SnapshotPrefix, 8)}
+		if !slices.Equal(res.Snapshots, want) {
+			t.Errorf("%d workers: snapshots %q, want %q", workers, res.Snapshots, want)
+		}
+		if calls != 8 {
+			t.Errorf("%d workers: asked %d times, want once per iteration (8)", workers, calls)
+		}
+	}
+
+	var out bytes.Buffer
+	cfg := testConfig(t, 3)
+	cfg.Out = &out
+	tr, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background(), Deps{SnapshotRequested: func() bool { return true }}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "a snapshot was asked for at iteration 1, but this run writes none") {
+		t.Errorf("no note that the run writes no snapshot:\n%s", out.String())
 	}
 }
