@@ -70,6 +70,12 @@ type GPU struct {
 	TF32 bool
 	g    *C.dsgd_gpu
 	mu   sync.Mutex
+	// args holds a launch's argument values and argp points at each
+	// (cuLaunchKernel's kernelParams), in C memory made once by Open:
+	// cgo forbids Go pointers to Go pointers, and a launch allocates
+	// nothing. mu guards them.
+	args *[maxArgs]uint64
+	argp *[maxArgs]unsafe.Pointer
 }
 
 // Buffer is float32 memory on a GPU.
@@ -138,6 +144,11 @@ func Open(index int, tf32 bool) (*GPU, error) {
 		C.free(unsafe.Pointer(g.g))
 		return nil, err
 	}
+	g.args = (*[maxArgs]uint64)(C.calloc(maxArgs, 8))
+	g.argp = (*[maxArgs]unsafe.Pointer)(C.calloc(maxArgs, C.size_t(unsafe.Sizeof(uintptr(0)))))
+	for i := range g.argp {
+		g.argp[i] = unsafe.Pointer(&g.args[i])
+	}
 	return g, nil
 }
 
@@ -158,7 +169,9 @@ func (g *GPU) Close() error {
 	}
 	err := g.err("closing the GPU", C.dsgd_gpu_close(g.g))
 	C.free(unsafe.Pointer(g.g))
-	g.g = nil
+	C.free(unsafe.Pointer(g.args))
+	C.free(unsafe.Pointer(g.argp))
+	g.g, g.args, g.argp = nil, nil, nil
 	return err
 }
 
@@ -268,29 +281,10 @@ func (g *GPU) Ones(n int) (Ptr, error) {
 func (g *GPU) launch(k int, n, channels int, args ...any) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	// The argument values live in C memory for the call: cgo forbids Go
-	// pointers to Go pointers.
-	vals := (*[32]uint64)(C.calloc(32, 8))
-	ptrs := (*[32]unsafe.Pointer)(C.calloc(32, C.size_t(unsafe.Sizeof(uintptr(0)))))
-	defer C.free(unsafe.Pointer(vals))
-	defer C.free(unsafe.Pointer(ptrs))
-	for i, a := range args {
-		p := unsafe.Pointer(&vals[i])
-		switch v := a.(type) {
-		case int:
-			*(*int32)(p) = int32(v)
-		case uint32:
-			*(*uint32)(p) = v
-		case float32:
-			*(*float32)(p) = v
-		case Ptr:
-			*(*uint64)(p) = uint64(v)
-		default:
-			return fmt.Errorf("cuda: kernel %s: argument %d of type %T", kernelNames[k], i, a)
-		}
-		ptrs[i] = p
+	if err := packArgs(g.args, args); err != nil {
+		return fmt.Errorf("cuda: kernel %s: %w", kernelNames[k], err)
 	}
-	return g.err(kernelNames[k], C.dsgd_launch(g.g, C.int(k), C.int(n), C.int(channels), &ptrs[0]))
+	return g.err(kernelNames[k], C.dsgd_launch(g.g, C.int(k), C.int(n), C.int(channels), &g.argp[0]))
 }
 
 // errNoDNN is what cuDNN's users return without it.

@@ -71,33 +71,29 @@ func (g *GPU) ReLUBackward(n int, x, dy, dx Ptr, slope float32) error {
 	return g.launch(kReLUBwd, n, 0, n, x, dy, dx, slope)
 }
 
-func (p Pool) args() []any {
-	return []any{p.H, p.W, p.PH, p.PW, p.KH, p.KW, p.SH, p.SW, p.PadH, p.PadW}
-}
-
 // MaxPool writes Caffe's MAX pooling of x into y and each window's
 // argmax (its index within the plane) into mask (int32s).
 func (g *GPU) MaxPool(p Pool, x, y, mask Ptr) error {
 	n := p.Planes * p.PH * p.PW
-	return g.launch(kMaxPoolFwd, n, 0, append(append([]any{n, x}, p.args()...), y, mask)...)
+	return g.launch(kMaxPoolFwd, n, 0, n, x, p.H, p.W, p.PH, p.PW, p.KH, p.KW, p.SH, p.SW, p.PadH, p.PadW, y, mask)
 }
 
 // MaxPoolBackward writes dx from dy and the forward pass's mask.
 func (g *GPU) MaxPoolBackward(p Pool, dy, mask, dx Ptr) error {
 	n := p.Planes * p.H * p.W
-	return g.launch(kMaxPoolBwd, n, 0, append(append([]any{n, dy, mask}, p.args()...), dx)...)
+	return g.launch(kMaxPoolBwd, n, 0, n, dy, mask, p.H, p.W, p.PH, p.PW, p.KH, p.KW, p.SH, p.SW, p.PadH, p.PadW, dx)
 }
 
 // AvePool writes Caffe's AVE pooling of x into y.
 func (g *GPU) AvePool(p Pool, x, y Ptr) error {
 	n := p.Planes * p.PH * p.PW
-	return g.launch(kAvePoolFwd, n, 0, append(append([]any{n, x}, p.args()...), y)...)
+	return g.launch(kAvePoolFwd, n, 0, n, x, p.H, p.W, p.PH, p.PW, p.KH, p.KW, p.SH, p.SW, p.PadH, p.PadW, y)
 }
 
 // AvePoolBackward writes dx from dy.
 func (g *GPU) AvePoolBackward(p Pool, dy, dx Ptr) error {
 	n := p.Planes * p.H * p.W
-	return g.launch(kAvePoolBwd, n, 0, append(append([]any{n, dy}, p.args()...), dx)...)
+	return g.launch(kAvePoolBwd, n, 0, n, dy, p.H, p.W, p.PH, p.PW, p.KH, p.KW, p.SH, p.SW, p.PadH, p.PadW, dx)
 }
 
 // Dropout keeps each of n values of x, scaled by 1/(1−ratio), where a
