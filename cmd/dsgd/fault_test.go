@@ -13,37 +13,19 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"dsgd/internal/syncbuf"
 	"dsgd/servers/ps"
 	"dsgd/servers/redisstore"
 )
-
-// lockedBuffer collects a child's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // child is this test binary started as a dsgd process.
 type child struct {
 	name string
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *syncbuf.Buffer
 	done chan struct{} // closed once it has exited; err is set then
 	err  error
 }
@@ -56,7 +38,7 @@ func startChild(t *testing.T, dir, name string, args ...string) *child {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &child{name: name, cmd: exec.Command(exe, args...), out: &lockedBuffer{}, done: make(chan struct{})}
+	c := &child{name: name, cmd: exec.Command(exe, args...), out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	c.cmd.Dir, c.cmd.Env = dir, append(os.Environ(), "DSGD_CHILD=1")
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	if err := c.cmd.Start(); err != nil {
@@ -245,7 +227,7 @@ func startRedisServer(t *testing.T) string {
 		}
 		_, port, _ := net.SplitHostPort(addr)
 		cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no")
-		var out lockedBuffer
+		var out syncbuf.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"dsgd/internal/syncbuf"
 	"errors"
 	"os"
 	"os/exec"
@@ -24,7 +25,7 @@ func interruptRun(t *testing.T, dir string, sig syscall.Signal, args ...string) 
 	cmd := exec.Command(exe, args...)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "DSGD_CHILD=1", "DSGD_GRACE=20s")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestNohupKeepsSIGHUPIgnored(t *testing.T) {
 	}
 	cmd := exec.Command("nohup", exe, "train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "1", "--iters", "1000000", "--test-interval", "0")
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "DSGD_CHILD=1")
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

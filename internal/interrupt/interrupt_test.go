@@ -3,11 +3,11 @@ package interrupt
 import (
 	"bytes"
 	"context"
+	"dsgd/internal/syncbuf"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -162,7 +162,7 @@ func TestStopMessage(t *testing.T) {
 func TestInterrupterEffects(t *testing.T) {
 	needSIGHUP(t)
 	in := Interrupter{Name: "dsgd"}
-	var errs syncBuffer
+	var errs syncbuf.Buffer
 	exited := make(chan int, 1)
 	ctx, stop := in.Watch(time.Minute, &errs, func(c int) { exited <- c })
 	defer stop()
@@ -228,23 +228,4 @@ func TestParseEffect(t *testing.T) {
 			t.Errorf("%v.String() = %q, want %q", got, got.String(), tc.in)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the watcher's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
