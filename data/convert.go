@@ -45,21 +45,72 @@ func ConvertIDX(imagesPath, labelsPath, out string, b db.Backend, progress Progr
 	if err != nil {
 		return ConvertStats{}, err
 	}
+	return writeRaw(ds, out, b, 8, progress)
+}
+
+// ConvertCIFAR is Caffe's convert_cifar_data (examples/cifar10): the
+// CIFAR-10 binary batches in dir (data_batch_1.bin … data_batch_5.bin
+// and test_batch.bin, gzipped or not) to two new databases in out,
+// cifar10_train_BACKEND and cifar10_test_BACKEND, of raw 3×32×32 Datum
+// records keyed by their index as %05d, as create_cifar10.sh makes them
+// (out is made if missing). A failure leaves neither database behind.
+func ConvertCIFAR(dir, out string, b db.Backend, progress Progress) (train, test ConvertStats, err error) {
+	var names []string
+	for i := range cifarTrainFiles {
+		names = append(names, filepath.Join(dir, fmt.Sprintf("data_batch_%d.bin", i+1)))
+	}
+	trainDS, err := ReadCIFARFiles(names...)
+	if err != nil {
+		return train, test, fmt.Errorf("CIFAR-10 training batches: %w", err)
+	}
+	testDS, err := ReadCIFARFiles(filepath.Join(dir, "test_batch.bin"))
+	if err != nil {
+		return train, test, fmt.Errorf("CIFAR-10 test batch: %w", err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return train, test, err
+	}
+	trainOut := filepath.Join(out, "cifar10_train_"+b.String())
+	testOut := filepath.Join(out, "cifar10_test_"+b.String())
+	if _, err := os.Stat(testOut); err == nil {
+		return train, test, fmt.Errorf("database %s already exists", testOut)
+	}
+	if train, err = writeRaw(trainDS, trainOut, b, 5, progress); err != nil {
+		return train, test, err
+	}
+	if test, err = writeRaw(testDS, testOut, b, 5, progress); err != nil {
+		os.RemoveAll(trainOut)
+		return train, test, err
+	}
+	return train, test, nil
+}
+
+// writeRaw writes ds to a new database at out as raw Datum records keyed
+// by their index in digits decimal digits (Caffe's format_int), in
+// order. A failure removes what it wrote.
+func writeRaw(ds *Dataset, out string, b db.Backend, digits int, progress Progress) (st ConvertStats, err error) {
 	w, err := db.Create(out, b)
 	if err != nil {
-		return ConvertStats{}, err
+		return st, err
 	}
-	st := ConvertStats{C: ds.C, H: ds.H, W: ds.W}
+	open := true
+	defer func() {
+		if err != nil {
+			if open {
+				w.Close()
+			}
+			os.RemoveAll(out)
+		}
+	}()
+	st = ConvertStats{C: ds.C, H: ds.H, W: ds.W}
 	c, h, wd := int32(ds.C), int32(ds.H), int32(ds.W)
 	for i := range ds.N {
 		l := ds.Labels[i]
 		v, err := proto.Marshal(&caffepb.Datum{Channels: &c, Height: &h, Width: &wd, Data: ds.Image(i), Label: &l})
 		if err != nil {
-			w.Close()
 			return st, err
 		}
-		if err := w.Put(fmt.Appendf(nil, "%08d", i), v); err != nil {
-			w.Close()
+		if err := w.Put(fmt.Appendf(nil, "%0*d", digits, i), v); err != nil {
 			return st, err
 		}
 		st.Records++
@@ -68,6 +119,7 @@ func ConvertIDX(imagesPath, labelsPath, out string, b db.Backend, progress Progr
 			progress(i+1, ds.N)
 		}
 	}
+	open = false
 	if err := w.Close(); err != nil {
 		return st, err
 	}

@@ -67,7 +67,39 @@ def blob_array(b):
     return np.array(b.data, dtype=np.float32).reshape(shape)
 
 
+def write_cifar(d):
+    """A small CIFAR-10 binary set in d: data_batch_1..5.bin of 3 records
+    each and test_batch.bin of 2, labels and pixels from a fixed seed."""
+    os.makedirs(d)
+    rng = np.random.default_rng(7)
+    for name, n in [("data_batch_%d.bin" % i, 3) for i in range(1, 6)] + [("test_batch.bin", 2)]:
+        rec = np.concatenate([rng.integers(0, 10, (n, 1)), rng.integers(0, 256, (n, 3072))], axis=1).astype(np.uint8)
+        rec.tofile(os.path.join(d, name))
+
+
+def check_cifar(out, pb):
+    """dsgd convert_cifar_data's databases against the batch files, as
+    Caffe's examples/cifar10/convert_cifar_data.cpp writes them: keys %05d
+    by index, raw 3x32x32 Datums in the files' CHW byte order."""
+    d = os.path.join(out, "cifar")
+    for split, files in [("train", ["data_batch_%d.bin" % i for i in range(1, 6)]), ("test", ["test_batch.bin"])]:
+        rec = np.concatenate([np.fromfile(os.path.join(d, f), np.uint8).reshape(-1, 3073) for f in files])
+        env = lmdb.open(os.path.join(out, "cifar10_%s_lmdb" % split), readonly=True, lock=False)
+        with env.begin() as txn:
+            items = list(txn.cursor())
+        assert [k for k, _ in items] == [b"%05d" % i for i in range(len(rec))], [k for k, _ in items]
+        for (k, v), r in zip(items, rec):
+            dt = pb.Datum()
+            dt.ParseFromString(v)
+            assert (dt.channels, dt.height, dt.width, dt.label) == (3, 32, 32, r[0]), (k, dt.channels, dt.label)
+            assert dt.data == r[1:].tobytes() and not dt.encoded, k
+        print("ok: dsgd's cifar10_%s_lmdb holds the %d records of its batch files" % (split, len(rec)))
+
+
 def main():
+    if sys.argv[1] == "cifar-fixture":
+        write_cifar(sys.argv[2])
+        return
     out = sys.argv[1]
     pb = caffe_pb2()
     x = read_idx(FX + "/train-images-idx3-ubyte")
@@ -131,6 +163,7 @@ def main():
         assert f["learned_net"].shape == () and ln.endswith("h5snap_iter_60.caffemodel.h5"), ln
         assert [f["history"][str(i)].shape for i in range(len(f["history"]))] == [(4, 144), (4,)]
     print("ok: dsgd's .solverstate.h5: iter 60 (int32), learned_net %s, 2 history datasets" % ln)
+    check_cifar(out, pb)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,9 @@ SOLVER
 "$out/dsgd" test --solver "$out/solver.prototxt" --net "$out/net.prototxt" --weights "$out/snap_iter_60.caffemodel" | tee "$out/dsgd_test.txt"
 "$out/dsgd" train --solver "$out/solver.prototxt" --net "$out/net.prototxt" --workers 1 --snapshot-format hdf5 --snapshot-prefix "$out/h5snap"
 "$out/dsgd" test --model "$out/net.prototxt" --weights "$out/h5snap_iter_60.caffemodel.h5" --iterations 4 | tee "$out/dsgd_test_h5.txt"
+# create_cifar10.sh's conversion, in Caffe's form.
+/usr/bin/python3 scripts/caffe_crosscheck.py cifar-fixture "$out/cifar"
+"$out/dsgd" convert_cifar_data "$out/cifar" "$out" lmdb
 /usr/bin/python3 scripts/caffe_crosscheck.py "$out"
 # Shared parameters and Caffe's HDF5 layout, against Python-made files.
 mkdir "$out/shared"

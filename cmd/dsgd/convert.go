@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"dsgd/data"
@@ -22,19 +24,47 @@ func backendFlag(fs *flag.FlagSet) *string {
 	return fs.String("backend", "lmdb", "database `KIND` to write: lmdb or leveldb")
 }
 
+// caffeForm reads Caffe's positional form of a data tool's command line
+// (usage names its arguments) into dst, the flags of the same values
+// (named by names, for the messages): at least need arguments and at
+// most len(dst), given without those flags.
+func caffeForm(fs *flag.FlagSet, cmd, usage string, dst []*string, names []string, need int, stderr io.Writer) error {
+	pos := fs.Args()
+	if len(pos) == 0 {
+		return nil
+	}
+	if len(pos) < need || len(pos) > len(dst) {
+		fmt.Fprintf(stderr, "dsgd %s: %d arguments %q: give %s, as Caffe's tool takes them, or %s\n", cmd, len(pos), pos, usage, strings.Join(names, ", "))
+		return errUsage
+	}
+	for i, d := range dst {
+		if *d != "" {
+			fmt.Fprintf(stderr, "dsgd %s: %s given with %s: give one form\n", cmd, usage, names[i])
+			return errUsage
+		}
+	}
+	for i, p := range pos {
+		*dst[i] = p
+	}
+	return nil
+}
+
 // runConvertMNIST is Caffe's convert_mnist_data: IDX images and labels to
 // a database of Datum records.
 func runConvertMNIST(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("convert-mnist", flag.ContinueOnError)
-	images := fs.String("images", "", "IDX images `FILE` (gzipped or not), e.g. train-images-idx3-ubyte.gz (required)")
+	images := fs.String("images", "", "IDX images `FILE` (gzipped or not), e.g. train-images-idx3-ubyte.gz (required; or Caffe's form: dsgd convert-mnist IMAGES LABELS DB [--backend=lmdb])")
 	labels := fs.String("labels", "", "IDX labels `FILE` (required)")
 	out := fs.String("out", "", "database `DIR` to create (required; must not exist)")
 	backend := backendFlag(fs)
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlagsArgs(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := caffeForm(fs, "convert-mnist", "input_image_file input_label_file output_db_file", []*string{images, labels, out}, []string{"--images", "--labels", "--out"}, 3, stderr); err != nil {
 		return err
 	}
 	if *images == "" || *labels == "" || *out == "" {
-		fmt.Fprintln(stderr, "dsgd convert-mnist: --images, --labels and --out are required")
+		fmt.Fprintln(stderr, "dsgd convert-mnist: --images, --labels and --out are required (or IMAGES LABELS DB)")
 		return errUsage
 	}
 	b, err := db.ParseBackend(*backend)
@@ -49,6 +79,39 @@ func runConvertMNIST(_ context.Context, args []string, stdout, stderr io.Writer)
 	}
 	fmt.Fprintf(stdout, "convert-mnist: wrote %d records of %dx%dx%d to %s (%s, %.1f MB) in %.1fs\n",
 		st.Records, st.C, st.H, st.W, *out, b, float64(st.Bytes)/1e6, time.Since(start).Seconds())
+	return nil
+}
+
+// runConvertCIFAR is Caffe's examples/cifar10 convert_cifar_data: the
+// CIFAR-10 binary batches to a training and a test database.
+func runConvertCIFAR(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("convert-cifar", flag.ContinueOnError)
+	in := fs.String("data", "", "`DIR` of CIFAR-10's binary batches: data_batch_1.bin … data_batch_5.bin and test_batch.bin (required; or Caffe's form: dsgd convert-cifar INPUT_FOLDER OUTPUT_FOLDER DB_TYPE)")
+	out := fs.String("out", "", "`DIR` to write cifar10_train_BACKEND and cifar10_test_BACKEND in (required; they must not exist)")
+	backend := fs.String("backend", "", "database `KIND` to write: lmdb or leveldb (default lmdb)")
+	if err := parseFlagsArgs(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := caffeForm(fs, "convert-cifar", "INPUT_FOLDER OUTPUT_FOLDER DB_TYPE", []*string{in, out, backend}, []string{"--data", "--out", "--backend"}, 3, stderr); err != nil {
+		return err
+	}
+	*backend = cmp.Or(*backend, "lmdb")
+	if *in == "" || *out == "" {
+		fmt.Fprintln(stderr, "dsgd convert-cifar: --data and --out are required (or INPUT_FOLDER OUTPUT_FOLDER DB_TYPE)")
+		return errUsage
+	}
+	b, err := db.ParseBackend(*backend)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsgd convert-cifar: --backend: %v\n", err)
+		return errUsage
+	}
+	start := time.Now()
+	train, test, err := data.ConvertCIFAR(*in, *out, b, progressTo(stderr, "convert-cifar"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "convert-cifar: wrote %d training and %d test records of 3x32x32 to %s (%s, %.1f MB) in %.1fs\n",
+		train.Records, test.Records, *out, b, float64(train.Bytes+test.Bytes)/1e6, time.Since(start).Seconds())
 	return nil
 }
 
@@ -69,17 +132,8 @@ func runConvertImageset(_ context.Context, args []string, stdout, stderr io.Writ
 	if err := parseFlagsArgs(fs, args, stderr); err != nil {
 		return err
 	}
-	if pos := fs.Args(); len(pos) > 0 {
-		// Caffe's form: convert_imageset [FLAGS] ROOTFOLDER/ LISTFILE DB_NAME.
-		switch {
-		case len(pos) != 3:
-			fmt.Fprintf(stderr, "dsgd convert-imageset: %d arguments %q: give ROOTFOLDER/ LISTFILE DB_NAME, as Caffe's convert_imageset takes them (flags first), or --root, --list and --out\n", len(pos), pos)
-			return errUsage
-		case *list != "" || *out != "" || *root != "":
-			fmt.Fprintln(stderr, "dsgd convert-imageset: ROOTFOLDER/ LISTFILE DB_NAME given with --root, --list or --out: give one form")
-			return errUsage
-		}
-		*root, *list, *out = pos[0], pos[1], pos[2]
+	if err := caffeForm(fs, "convert-imageset", "ROOTFOLDER/ LISTFILE DB_NAME", []*string{root, list, out}, []string{"--root", "--list", "--out"}, 3, stderr); err != nil {
+		return err
 	}
 	switch {
 	case *list == "" || *out == "":
@@ -120,14 +174,17 @@ func runConvertImageset(_ context.Context, args []string, stdout, stderr io.Writ
 // database as a .binaryproto.
 func runComputeImageMean(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compute-image-mean", flag.ContinueOnError)
-	in := fs.String("db", "", "database `DIR` of Datum records (required)")
-	out := fs.String("out", "", "mean `FILE` to write (.binaryproto; required)")
-	backend := backendFlag(fs)
-	if err := parseFlags(fs, args, stderr); err != nil {
+	in := fs.String("db", "", "database `DIR` of Datum records (required; or Caffe's form: dsgd compute-image-mean [flags] INPUT_DB [OUTPUT_FILE])")
+	out := fs.String("out", "", "mean `FILE` to write (.binaryproto; without it, as Caffe's compute_image_mean without OUTPUT_FILE, only the channel means are printed)")
+	backend := fs.String("backend", "lmdb", "database `KIND` to read: lmdb or leveldb")
+	if err := parseFlagsArgs(fs, args, stderr); err != nil {
 		return err
 	}
-	if *in == "" || *out == "" {
-		fmt.Fprintln(stderr, "dsgd compute-image-mean: --db and --out are required")
+	if err := caffeForm(fs, "compute-image-mean", "INPUT_DB [OUTPUT_FILE]", []*string{in, out}, []string{"--db", "--out"}, 1, stderr); err != nil {
+		return err
+	}
+	if *in == "" {
+		fmt.Fprintln(stderr, "dsgd compute-image-mean: --db is required (or INPUT_DB [OUTPUT_FILE])")
 		return errUsage
 	}
 	b, err := db.ParseBackend(*backend)
@@ -139,10 +196,14 @@ func runComputeImageMean(_ context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	if err := data.WriteMean(*out, bp); err != nil {
-		return err
+	if *out == "" {
+		fmt.Fprintf(stdout, "compute-image-mean: mean of %d images of %dx%dx%d (no OUTPUT_FILE: not written)\n", n, bp.GetChannels(), bp.GetHeight(), bp.GetWidth())
+	} else {
+		if err := data.WriteMean(*out, bp); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "compute-image-mean: mean of %d images of %dx%dx%d written to %s\n", n, bp.GetChannels(), bp.GetHeight(), bp.GetWidth(), *out)
 	}
-	fmt.Fprintf(stdout, "compute-image-mean: mean of %d images of %dx%dx%d written to %s\n", n, bp.GetChannels(), bp.GetHeight(), bp.GetWidth(), *out)
 	for c, m := range chans {
 		fmt.Fprintf(stdout, "  mean_value channel [%d]: %.4f\n", c, m)
 	}

@@ -47,6 +47,14 @@ func TestDataTools(t *testing.T) {
 			"compute-image-mean: 400/400", "compute-image-mean: mean of 400 images of 1x12x12 written to mean.binaryproto"},
 		{"compute-image-mean of the encoded list", []string{"compute-image-mean", "--db", "list_lmdb", "--out", "list_mean.binaryproto"},
 			"compute-image-mean: 400/400", "mean of 400 images of 1x16x14"},
+		// Caffe's scripts, word for word but the program's name
+		// (create_mnist.sh's flag after the arguments; make_imagenet_mean.sh).
+		{"convert_mnist_data as create_mnist.sh runs it", []string{"convert_mnist_data", imgs, labels, "caffe_mnist_leveldb", "--backend=leveldb"},
+			"convert-mnist: 400/400", "to caffe_mnist_leveldb (leveldb"},
+		{"compute_image_mean as make_imagenet_mean.sh runs it", []string{"compute_image_mean", "-backend=leveldb", "caffe_mnist_leveldb", "caffe_mean.binaryproto"},
+			"compute-image-mean: 400/400", "mean of 400 images of 1x12x12 written to caffe_mean.binaryproto"},
+		{"compute_image_mean without OUTPUT_FILE", []string{"compute_image_mean", "mnist_lmdb"},
+			"compute-image-mean: 400/400", "(no OUTPUT_FILE: not written)"},
 	} {
 		code, out, errs := runCmd(t, dir, c.args...)
 		if code != 0 || !strings.Contains(errs, c.progress) || !strings.Contains(out, c.summary) {
@@ -91,6 +99,9 @@ func TestDataTools(t *testing.T) {
 		{[]string{"convert-imageset", "--list", "list.txt", "--resize_height", "5", "--out", "z_lmdb"}, 2, "give both, positive, or neither"},
 		{[]string{"compute-image-mean", "--db", "nope_lmdb", "--out", "m.binaryproto"}, 1, "nope_lmdb"},
 		{[]string{"compute-image-mean", "--db", "mnist_lmdb", "--out", "mean.binaryproto", "--backend", "rocksdb"}, 2, "--backend"},
+		{[]string{"convert-mnist", imgs, labels}, 2, "give input_image_file input_label_file output_db_file"},
+		{[]string{"compute-image-mean", "a", "b", "c"}, 2, "give INPUT_DB [OUTPUT_FILE]"},
+		{[]string{"compute-image-mean", "--db", "mnist_lmdb", "mnist_lmdb"}, 2, "give one form"},
 	} {
 		code, out, errs := runCmd(t, dir, c.args...)
 		if code != c.code || !strings.Contains(errs, c.want) {
@@ -100,6 +111,45 @@ func TestDataTools(t *testing.T) {
 	for _, half := range []string{"y_lmdb", "x_lmdb"} {
 		if _, err := os.Stat(filepath.Join(dir, half)); err == nil {
 			t.Errorf("a failed conversion left %s behind", half)
+		}
+	}
+}
+
+// TestConvertCIFARCommand: create_cifar10.sh's conversion in Caffe's form
+// (convert_cifar_data IN OUT lmdb) and dsgd's flags, and its usage
+// errors.
+func TestConvertCIFARCommand(t *testing.T) {
+	dir := t.TempDir()
+	rec := make([]byte, 3073) // label 0, black
+	if err := os.Mkdir(filepath.Join(dir, "cifar"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"} {
+		write(t, dir, filepath.Join("cifar", f), string(rec))
+	}
+	for _, c := range []struct {
+		args      []string
+		code      int
+		out, errs string
+		dbs       []string
+	}{
+		{[]string{"convert_cifar_data", "cifar", "a", "lmdb"}, 0, "wrote 5 training and 1 test records of 3x32x32 to a (lmdb", "", []string{"a/cifar10_train_lmdb", "a/cifar10_test_lmdb"}},
+		{[]string{"convert-cifar", "--data", "cifar", "--out", "b", "--backend", "leveldb"}, 0, "to b (leveldb", "", []string{"b/cifar10_train_leveldb", "b/cifar10_test_leveldb"}},
+		{[]string{"convert-cifar", "--data", "cifar", "--out", "c"}, 0, "to c (lmdb", "", []string{"c/cifar10_train_lmdb"}},
+		{[]string{"convert-cifar", "cifar", "d"}, 2, "", "give INPUT_FOLDER OUTPUT_FOLDER DB_TYPE", nil},
+		{[]string{"convert-cifar", "cifar", "d", "lmdb", "--backend", "lmdb"}, 2, "", "give one form", nil},
+		{[]string{"convert-cifar", "cifar", "d", "rocksdb"}, 2, "", "--backend", nil},
+		{[]string{"convert-cifar", "--out", "d"}, 2, "", "--data and --out are required", nil},
+		{[]string{"convert-cifar", "nope", "d", "lmdb"}, 1, "", "nope/data_batch_1.bin", nil},
+	} {
+		code, out, errs := runCmd(t, dir, c.args...)
+		if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errs, c.errs) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q, %q", c.args, code, out, errs, c.code, c.out, c.errs)
+		}
+		for _, d := range c.dbs {
+			if _, err := os.Stat(filepath.Join(dir, d)); err != nil {
+				t.Errorf("%q: %v", c.args, err)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,9 +91,31 @@ func TestParseFlags(t *testing.T) {
 	if err := ParseFlags("p", newFS(), []string{"x"}, false, &help, &errs, nil); err != ErrUsage || !strings.Contains(errs.String(), `unexpected argument "x"`) {
 		t.Errorf("argument: %v, %q", err, errs.String())
 	}
-	fs := newFS()
-	if err := ParseFlags("p", fs, []string{"--scheme=2", "x"}, true, &help, &errs, nil); err != nil || fs.Arg(0) != "x" {
-		t.Errorf("positional: %v, %v", err, fs.Args())
+	// With arguments, flags may come before, between and after them, as
+	// gflags takes them (Caffe's convert_mnist_data A B C --backend=lmdb);
+	// "--" ends the flags.
+	for _, tc := range []struct {
+		args   []string
+		scheme int
+		rest   []string
+	}{
+		{[]string{"--scheme=2", "x"}, 2, []string{"x"}},
+		{[]string{"x", "y", "--scheme=3"}, 3, []string{"x", "y"}},
+		{[]string{"x", "-scheme", "4", "y"}, 4, []string{"x", "y"}},
+		{[]string{"x", "--", "--scheme=5"}, 0, []string{"x", "--scheme=5"}},
+		{[]string{"--scheme", "6", "--", "-x", "y"}, 6, []string{"-x", "y"}},
+		{[]string{"--", "x"}, 0, []string{"x"}},
+		{nil, 0, nil},
+	} {
+		fs := newFS()
+		err := ParseFlags("p", fs, tc.args, true, &help, &errs, nil)
+		if got := fs.Lookup("scheme").Value.(flag.Getter).Get().(int); err != nil || got != tc.scheme || !slices.Equal(fs.Args(), tc.rest) {
+			t.Errorf("%q: %v, scheme %d, args %q; want %d, %q", tc.args, err, got, fs.Args(), tc.scheme, tc.rest)
+		}
+	}
+	errs.Reset()
+	if err := ParseFlags("p", newFS(), []string{"x", "--nope"}, true, &help, &errs, nil); err != ErrUsage || !strings.Contains(errs.String(), "-nope") {
+		t.Errorf("an unknown flag after an argument: %v, %q", err, errs.String())
 	}
 }
 
@@ -121,7 +144,7 @@ func TestProgramRun(t *testing.T) {
 		{Name: "ok", Summary: "works", Run: func(context.Context, []string, io.Writer, io.Writer) error { return nil }},
 		{Name: "bad", Run: func(context.Context, []string, io.Writer, io.Writer) error { return ErrUsage }},
 		{Name: "fail", Run: func(context.Context, []string, io.Writer, io.Writer) error { return fail }},
-		{Name: "two-words", Run: func(_ context.Context, _ []string, out, _ io.Writer) error {
+		{Name: "two-words", Aliases: []string{"tool_name"}, Run: func(_ context.Context, _ []string, out, _ io.Writer) error {
 			_, err := io.WriteString(out, "ran")
 			return err
 		}},
@@ -137,6 +160,7 @@ func TestProgramRun(t *testing.T) {
 		{[]string{"fail"}, 1, "", "p fail: fail said boom\n"},
 		{[]string{"two-words"}, 0, "ran", ""},
 		{[]string{"two_words"}, 0, "ran", ""}, // Caffe's tool spelling
+		{[]string{"tool_name"}, 0, "ran", ""},
 		{[]string{"two words"}, 2, "", "p: unknown command \"two words\", did you mean \"two-words\"? (run \"p help\" for the commands)\n"},
 		{[]string{"fial"}, 2, "", "p: unknown command \"fial\", did you mean \"fail\"? (run \"p help\" for the commands)\n"},
 	} {

@@ -22,7 +22,7 @@ var ErrUsage = errors.New("usage")
 // parsing, fs writes to stderr.
 func ParseFlags(prog string, fs *flag.FlagSet, args []string, positional bool, help, stderr io.Writer, groups []Group) error {
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterleaved(fs, args, positional); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(help, "usage: %s %s [flags]\n", prog, fs.Name())
 			PrintFlags(help, fs, groups)
@@ -71,4 +71,37 @@ func IsTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// parseInterleaved parses args into fs. With positional, flags may also
+// follow the arguments, as Caffe's tools (gflags) take them
+// (convert_mnist_data IMAGES LABELS DB --backend=lmdb): fs.Args() is then
+// every argument in order. "--" ends the flags; everything after it is an
+// argument.
+func parseInterleaved(fs *flag.FlagSet, args []string, positional bool) error {
+	if !positional {
+		return fs.Parse(args)
+	}
+	var rest []string
+	for len(args) > 0 {
+		if args[0] == "--" {
+			rest = append(rest, args[1:]...)
+			break
+		}
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			break
+		}
+		if len(left) < len(args) && args[len(args)-len(left)-1] == "--" {
+			// Parse stopped at "--", which it consumed.
+			rest = append(rest, left...)
+			break
+		}
+		rest = append(rest, left[0])
+		args = left[1:]
+	}
+	return fs.Parse(append([]string{"--"}, rest...))
 }

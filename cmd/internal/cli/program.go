@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -17,6 +18,9 @@ import (
 type Command struct {
 	Name, Summary string
 	Run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	// Aliases are other names that run it (a Caffe tool's:
+	// convert_mnist_data), not listed in the usage.
+	Aliases []string
 }
 
 // Program is a command-line program of several commands.
@@ -60,7 +64,7 @@ func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Write
 	want := strings.ReplaceAll(args[0], "_", "-")
 	for _, c := range p.Commands {
 		names = append(names, c.Name)
-		if c.Name != want {
+		if c.Name != want && !slices.Contains(c.Aliases, args[0]) {
 			continue
 		}
 		err := c.Run(ctx, args[1:], stdout, stderr)
