@@ -49,5 +49,5 @@ SOLVER
 /usr/bin/python3 scripts/caffe_crosscheck.py "$out"
 # Shared parameters and Caffe's HDF5 layout, against Python-made files.
 mkdir "$out/shared"
-DSGD_CROSSCHECK_OUT="$out/shared" $GO test -count=1 -run TestSharedWritersCrossCheck ./caffemodel/
+DSGD_CROSSCHECK_OUT="$out/shared" $GO test -count=1 -run TestSharedWritersCrossCheck ./caffe/caffemodel/
 /usr/bin/python3 scripts/caffe_shared_fixtures.py check "$out/shared"
