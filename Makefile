@@ -82,7 +82,7 @@ CAFFE_SRC ?= ../caffe
 .PHONY: caffe-upgrade-fixtures
 caffe-upgrade-fixtures:
 	/usr/bin/python3 scripts/caffe_upgrade_fixtures.py $(CAFFE_SRC)/src/caffe/test/test_upgrade_proto.cpp caffe/caffedef/testdata/caffe_upgrade
-	$(GO) test ./config -run 'TestCaffeUpgrade|TestUpgradeV0' -v
+	$(GO) test ./caffe/caffedef -run 'TestCaffeUpgrade|TestUpgradeV0' -v
 
 # Caffe's formats against independent readers and writers (Python's lmdb,
 # plyvel, h5py, protobuf): remakes data/testdata/caffe and checks both ways.
