@@ -19,6 +19,7 @@
 //	dsgd convert-mnist   IDX files to an LMDB/LevelDB of Caffe Datum records
 //	dsgd convert-imageset  a list of images to an LMDB/LevelDB of Datum records
 //	dsgd compute-image-mean  a Datum database's mean image as a .binaryproto
+//	dsgd extract-features  a trained net's blobs, image by image, to LMDB/LevelDB
 //
 // Run "dsgd COMMAND -h" for a command's flags.
 package main
@@ -52,6 +53,7 @@ func commands() []cli.Command {
 		{Name: "convert-mnist", Summary: "MNIST-style IDX files to an LMDB/LevelDB of Caffe Datum records, as convert_mnist_data", Run: runConvertMNIST},
 		{Name: "convert-imageset", Summary: "a list of images to an LMDB/LevelDB of Caffe Datum records, as convert_imageset", Run: runConvertImageset},
 		{Name: "compute-image-mean", Summary: "the mean image of a Datum database as a .binaryproto, as compute_image_mean", Run: runComputeImageMean},
+		{Name: "extract-features", Summary: "a trained net's blobs, image by image, to LMDB/LevelDB Datum records, as extract_features", Run: runExtractFeatures},
 		{Name: "completion", Summary: "a bash completion script: source <(dsgd completion bash)", Run: runCompletion},
 	}
 }
