@@ -24,9 +24,9 @@ const extractUsage = "pretrained_net_param feature_extraction_proto_file extract
 // Caffe's positional form.
 var (
 	extractFlagNames = strings.NewReplacer("Extract.Blobs", "--blobs", "Extract.DBs", "--out", "Extract.Batches", "--batches",
-		"Config.Weights", "--weights", "Options.Net", "--net")
+		"Config.Weights", "--weights", "Options.Net", "--net", "Config.GPUs", "--gpu")
 	extractArgNames = strings.NewReplacer("Extract.Blobs", "extract_feature_blob_names", "Extract.DBs", "save_feature_dataset_names",
-		"Extract.Batches", "num_mini_batches", "Config.Weights", "pretrained_net_param", "Options.Net", "feature_extraction_proto_file",
+		"Extract.Batches", "num_mini_batches", "Config.Weights", "pretrained_net_param", "Options.Net", "feature_extraction_proto_file", "Config.GPUs", "GPU DEVICE_ID",
 		"run without --gpu to train on the CPU", "give CPU after db_type to run on the CPU", "--gpu", "GPU DEVICE_ID")
 )
 
@@ -79,11 +79,12 @@ func runExtractFeatures(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return usage("%s: %v", map[bool]string{true: "db_type", false: "--backend"}[names == extractArgNames], err)
 	}
-	if *gpu != "" {
-		m := modelFlags{gpu: *gpu}
-		if err := m.checkGPU("extract-features", stderr); err != nil {
-			return err
-		}
+	m := modelFlags{gpu: *gpu}
+	if err := m.checkGPU("extract-features", stderr); err != nil {
+		return err
+	}
+	if len(m.gpuIDs) > 1 {
+		return usage("--gpu %s: one GPU runs the net, as Caffe's extract_features takes one DEVICE_ID", *gpu)
 	}
 	j, err := job.Load(job.Options{Net: *net, NetOnly: true, TestOnly: true, Seed: -1})
 	if err != nil {
@@ -93,7 +94,7 @@ func runExtractFeatures(ctx context.Context, args []string, stdout, stderr io.Wr
 	j.WriteNotes(stderr)
 	start := time.Now()
 	res, err := j.ExtractFeatures(ctx, job.Extract{
-		Weights: *weights, Blobs: strings.Split(*blobs, ","), DBs: strings.Split(*out, ","), Batches: n, Backend: b, Threads: *threads,
+		Weights: *weights, Blobs: strings.Split(*blobs, ","), DBs: strings.Split(*out, ","), Batches: n, Backend: b, Threads: *threads, GPUs: m.gpuIDs,
 		Copied: func(rep caffemodel.Report) {
 			fmt.Fprintf(stderr, "dsgd extract-features: weights %s: copied %s", *weights, strings.Join(rep.Copied, ", "))
 			if len(rep.Ignored) > 0 {

@@ -148,6 +148,46 @@ func TestExtractFeaturesTorch(t *testing.T) {
 	}
 }
 
+// TestExtractFeaturesGPU: with GPU 0 (Caffe's form) the features are
+// PyTorch's too, the blobs read back from the device. Without a GPU it
+// skips, unless DSGD_REQUIRE_GPU is set (scripts/gpu-check.sh).
+func TestExtractFeaturesGPU(t *testing.T) {
+	if _, err := cuda.Probe(); err != nil {
+		if os.Getenv("DSGD_REQUIRE_GPU") != "" {
+			t.Fatalf("DSGD_REQUIRE_GPU is set but: %v", err)
+		}
+		t.Skipf("no GPU: %v", err)
+	}
+	dir := t.TempDir()
+	w, fx := extractSetup(t, dir)
+	code, out, errs := runCmd(t, dir, "extract-features", w, "net.prototxt", "pool,prob", "out_pool,out_prob", "3", "lmdb", "GPU", "0")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, blob := range []string{"pool", "prob"} {
+		want := fx.Blobs[blob]
+		var worst float64
+		i := 0
+		if err := db.Scan(filepath.Join(dir, "out_"+blob), db.LMDB, func(k, v []byte) error {
+			d, err := data.DecodeDatum(v)
+			if err != nil || i >= len(want.Keys) || string(k) != want.Keys[i] || len(d.FloatData) != len(want.Values[i]) {
+				return fmt.Errorf("record %d %q: %v", i, k, err)
+			}
+			for j, g := range d.FloatData {
+				worst = max(worst, math.Abs(float64(g)-want.Values[i][j]))
+			}
+			i++
+			return nil
+		}); err != nil || i != len(want.Keys) {
+			t.Fatalf("%s: %d records: %v", blob, i, err)
+		}
+		t.Logf("%s on the GPU: largest difference from PyTorch's float64 %.2g", blob, worst)
+		if worst > 1e-4 {
+			t.Errorf("%s: GPU features differ from PyTorch's by up to %g", blob, worst)
+		}
+	}
+}
+
 // assertEntries fails unless dir holds exactly names: no half database,
 // no temporary sibling.
 func assertEntries(t *testing.T, dir string, names ...string) {

@@ -10,6 +10,8 @@ import (
 	"dsgd/caffe/caffemodel"
 	"dsgd/data"
 	"dsgd/data/db"
+	"dsgd/engine/cuda"
+	"dsgd/engine/gpunet"
 	"dsgd/engine/layers"
 	"dsgd/engine/model"
 	"dsgd/engine/tensor"
@@ -35,6 +37,10 @@ type Extract struct {
 	Backend db.Backend
 	// Threads is the goroutines each layer computes with.
 	Threads int
+	// GPUs, when not empty, runs the net on the first of these GPUs (in
+	// fp32), as Caffe's GPU DEVICE_ID; the caller has checked it
+	// exists.
+	GPUs []int
 	// Copied, when not nil, is told what was copied from Weights before
 	// the passes run.
 	Copied func(caffemodel.Report)
@@ -150,6 +156,20 @@ func (j *Job) ExtractFeatures(ctx context.Context, x Extract) (_ *Extracted, err
 	if err != nil {
 		return nil, err
 	}
+	download := func(*tensor.Blob) error { return nil }
+	if len(x.GPUs) > 0 {
+		g, err := cuda.Open(x.GPUs[0], false)
+		if err != nil {
+			return nil, fmt.Errorf("Config.GPUs: %w", err)
+		}
+		defer g.Close()
+		ex, err := gpunet.New(g, net, gpunet.Options{Seed: uint64(max(j.Seed, 1))})
+		if err != nil {
+			return nil, fmt.Errorf("Config.GPUs: TEST net on GPU %d: %w", x.GPUs[0], err)
+		}
+		defer ex.Close()
+		download = ex.Download
+	}
 	res := &Extracted{Blobs: make([]ExtractedBlob, len(x.Blobs))}
 	blobs := make([]*tensor.Blob, len(x.Blobs))
 	for i, name := range x.Blobs {
@@ -195,6 +215,9 @@ func (j *Job) ExtractFeatures(ctx context.Context, x Extract) (_ *Extracted, err
 			return nil, err
 		}
 		for i, b := range blobs {
+			if err := download(b); err != nil {
+				return nil, fmt.Errorf("Config.GPUs: blob %q: %w", b.Name, err)
+			}
 			// A layer may reshape its tops as the net runs (Caffe's
 			// Reshape before each Forward): the shape is read each pass.
 			n, c, h, w, ok := legacyShape(b.Shape)
