@@ -3,8 +3,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -100,48 +103,7 @@ func TestExtractFeaturesTorch(t *testing.T) {
 				t.Errorf("no copy report:\n%s", errs)
 			}
 			for _, blob := range []string{"pool", "prob"} {
-				want := fx.Blobs[blob]
-				if len(want.Keys) != fx.BatchSize*fx.Batches {
-					t.Fatalf("fixture %s: %d keys", blob, len(want.Keys))
-				}
-				var worst float64
-				i := 0
-				err := db.Scan(filepath.Join(dir, "out_"+blob), tc.backend, func(k, v []byte) error {
-					if i >= len(want.Keys) {
-						return fmt.Errorf("record %d (%q) past the fixture's %d", i, k, len(want.Keys))
-					}
-					if string(k) != want.Keys[i] {
-						return fmt.Errorf("key %d %q, want %q", i, k, want.Keys[i])
-					}
-					d, err := data.DecodeDatum(v)
-					if err != nil {
-						return err
-					}
-					if got := []int{int(d.GetChannels()), int(d.GetHeight()), int(d.GetWidth())}; !slices.Equal(got, want.CHW) {
-						return fmt.Errorf("record %s: shape %v, want %v", k, got, want.CHW)
-					}
-					if d.Label != nil || len(d.Data) > 0 {
-						return fmt.Errorf("record %s has a label or data: %v", k, d)
-					}
-					if len(d.FloatData) != len(want.Values[i]) {
-						return fmt.Errorf("record %s: %d values, want %d", k, len(d.FloatData), len(want.Values[i]))
-					}
-					for j, g := range d.FloatData {
-						worst = max(worst, math.Abs(float64(g)-want.Values[i][j]))
-					}
-					i++
-					return nil
-				})
-				if err != nil {
-					t.Fatalf("%s: %v", blob, err)
-				}
-				if i != len(want.Keys) {
-					t.Fatalf("%s: %d records, want %d", blob, i, len(want.Keys))
-				}
-				t.Logf("%s: largest difference from PyTorch's float64 %.2g", blob, worst)
-				if worst > 1e-5 {
-					t.Errorf("%s: features differ from PyTorch's by up to %g", blob, worst)
-				}
+				checkFeatures(t, filepath.Join(dir, "out_"+blob), tc.backend, fx, blob, 1e-5)
 			}
 			assertEntries(t, dir, "images", "net.prototxt", "out_pool", "out_prob")
 		})
@@ -165,26 +127,108 @@ func TestExtractFeaturesGPU(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 	for _, blob := range []string{"pool", "prob"} {
-		want := fx.Blobs[blob]
-		var worst float64
-		i := 0
-		if err := db.Scan(filepath.Join(dir, "out_"+blob), db.LMDB, func(k, v []byte) error {
-			d, err := data.DecodeDatum(v)
-			if err != nil || i >= len(want.Keys) || string(k) != want.Keys[i] || len(d.FloatData) != len(want.Values[i]) {
-				return fmt.Errorf("record %d %q: %v", i, k, err)
-			}
-			for j, g := range d.FloatData {
-				worst = max(worst, math.Abs(float64(g)-want.Values[i][j]))
-			}
-			i++
+		checkFeatures(t, filepath.Join(dir, "out_"+blob), db.LMDB, fx, blob, 1e-4)
+	}
+}
+
+// checkFeatures checks the database path of backend b against the
+// fixture's blob: every key, shape and value (within tol), no label, no
+// data, and no record past the fixture's.
+func checkFeatures(t *testing.T, path string, b db.Backend, fx extractFixture, blob string, tol float64) {
+	t.Helper()
+	want := fx.Blobs[blob]
+	if len(want.Keys) != fx.BatchSize*fx.Batches {
+		t.Fatalf("fixture %s: %d keys", blob, len(want.Keys))
+	}
+	var worst float64
+	i := 0
+	err := db.Scan(path, b, func(k, v []byte) error {
+		if i >= len(want.Keys) {
+			return fmt.Errorf("record %d (%q) past the fixture's %d", i, k, len(want.Keys))
+		}
+		if string(k) != want.Keys[i] {
+			return fmt.Errorf("key %d %q, want %q", i, k, want.Keys[i])
+		}
+		d, err := data.DecodeDatum(v)
+		if err != nil {
+			return err
+		}
+		if got := []int{int(d.GetChannels()), int(d.GetHeight()), int(d.GetWidth())}; !slices.Equal(got, want.CHW) {
+			return fmt.Errorf("record %s: shape %v, want %v", k, got, want.CHW)
+		}
+		if d.Label != nil || len(d.Data) > 0 {
+			return fmt.Errorf("record %s has a label or data: %v", k, d)
+		}
+		if len(d.FloatData) != len(want.Values[i]) {
+			return fmt.Errorf("record %s: %d values, want %d", k, len(d.FloatData), len(want.Values[i]))
+		}
+		for j, g := range d.FloatData {
+			worst = max(worst, math.Abs(float64(g)-want.Values[i][j]))
+		}
+		i++
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if i != len(want.Keys) {
+		t.Fatalf("%s: %d records, want %d", path, i, len(want.Keys))
+	}
+	t.Logf("%s: largest difference from PyTorch's float64 %.2g", blob, worst)
+	if worst > tol {
+		t.Errorf("%s: features differ from PyTorch's by up to %g", path, worst)
+	}
+}
+
+// TestExtractFeaturesImageDataHDF5: an ImageData layer over PNGs of the
+// same images, and the weights in Caffe's HDF5 layout
+// (testdata/torchnet.caffemodel.h5, by h5py), give PyTorch's features
+// too: the data layers and weights read as dsgd test reads them.
+func TestExtractFeaturesImageDataHDF5(t *testing.T) {
+	dir := t.TempDir()
+	_, fx := extractSetup(t, dir)
+	var list strings.Builder
+	i := 0
+	if err := db.Scan(filepath.Join(dir, "images"), db.LMDB, func(_, v []byte) error {
+		if i == fx.BatchSize*fx.Batches {
 			return nil
-		}); err != nil || i != len(want.Keys) {
-			t.Fatalf("%s: %d records: %v", blob, i, err)
 		}
-		t.Logf("%s on the GPU: largest difference from PyTorch's float64 %.2g", blob, worst)
-		if worst > 1e-4 {
-			t.Errorf("%s: GPU features differ from PyTorch's by up to %g", blob, worst)
+		d, err := data.DecodeDatum(v)
+		if err != nil {
+			return err
 		}
+		im := image.NewGray(image.Rect(0, 0, int(d.GetWidth()), int(d.GetHeight())))
+		copy(im.Pix, d.Data)
+		var b bytes.Buffer
+		if err := png.Encode(&b, im); err != nil {
+			return err
+		}
+		name := fmt.Sprintf("im%02d.png", i)
+		write(t, dir, name, b.String())
+		fmt.Fprintf(&list, "%s %d\n", name, d.GetLabel())
+		i++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "list.txt", list.String())
+	net := strings.Replace(extractNet, `type: "Data" top: "data" top: "label" include { phase: TEST }
+  data_param { source: "@TEST" batch_size: 5 backend: LMDB }`, `type: "ImageData" top: "data" top: "label" include { phase: TEST }
+  image_data_param { source: "list.txt" root_folder: "`+dir+`/" batch_size: 5 is_color: false }`, 1)
+	if net == extractNet {
+		t.Fatal("the net's Data layer was not replaced")
+	}
+	write(t, dir, "net.prototxt", net)
+	h5, err := filepath.Abs("testdata/torchnet.caffemodel.h5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCmd(t, dir, "extract-features", h5, "net.prototxt", "prob,pool", "out_prob,out_pool", "3", "lmdb")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, blob := range []string{"pool", "prob"} {
+		checkFeatures(t, filepath.Join(dir, "out_"+blob), db.LMDB, fx, blob, 1e-5)
 	}
 }
 
