@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"dsgd/caffe/caffemodel"
 	"dsgd/data/db"
 	"dsgd/training/job"
 )
@@ -95,16 +94,7 @@ func runExtractFeatures(ctx context.Context, args []string, stdout, stderr io.Wr
 	start := time.Now()
 	res, err := j.ExtractFeatures(ctx, job.Extract{
 		Weights: *weights, Blobs: strings.Split(*blobs, ","), DBs: strings.Split(*out, ","), Batches: n, Backend: b, Threads: *threads, GPUs: m.gpuIDs,
-		Copied: func(rep caffemodel.Report) {
-			fmt.Fprintf(stderr, "dsgd extract-features: weights %s: copied %s", *weights, strings.Join(rep.Copied, ", "))
-			if len(rep.Ignored) > 0 {
-				fmt.Fprintf(stderr, "; ignored %s (not in this net)", strings.Join(rep.Ignored, ", "))
-			}
-			if len(rep.Kept) > 0 {
-				fmt.Fprintf(stderr, "; %s keep their fillers (not in the file)", strings.Join(rep.Kept, ", "))
-			}
-			fmt.Fprintln(stderr)
-		},
+		Copied: copyReport(stderr, "extract-features", *weights),
 		Progress: func(batch int, images []int) {
 			if batch%100 == 0 || batch == n {
 				fmt.Fprintf(stderr, "extract-features: batch %d/%d, %d images\n", batch, n, images[0])
