@@ -272,7 +272,7 @@ func TestExtractFeaturesRefuses(t *testing.T) {
 		{name: "count mismatch, flags", args: []string{"--weights", "@W", "--net", "net.prototxt", "--blobs", "pool", "--out", "a,b", "--batches", "1"},
 			want: []string{"--blobs names 1 blobs", "--out 2 databases"}},
 		{name: "database exists", args: []string{"@W", "net.prototxt", "pool,prob", "a,old", "3", "lmdb"}, extra: []string{"old"},
-			want: []string{"save_feature_dataset_names", "old already exists"}},
+			want: []string{"save_feature_dataset_names: old already exists", "Caffe's extract_features refuses"}},
 		{name: "second database unmakable", args: []string{"@W", "net.prototxt", "pool,prob", "a,no/such", "3", "leveldb"},
 			want: []string{"save_feature_dataset_names", "no/such", "does not exist"}},
 		{name: "database named twice", args: []string{"@W", "net.prototxt", "pool,prob", "a,a", "3", "lmdb"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -150,6 +151,11 @@ func (j *Job) ExtractFeatures(ctx context.Context, x Extract) (_ *Extracted, err
 	for _, b := range x.Blobs {
 		if !slices.Contains(j.BlobNames(), b) {
 			return nil, fmt.Errorf("Extract.Blobs: unknown blob %q in the TEST net of %s; its blobs are %s", b, j.Name, strings.Join(j.BlobNames(), ", "))
+		}
+	}
+	for _, path := range x.DBs {
+		if _, err := os.Lstat(path); err == nil {
+			return nil, fmt.Errorf("Extract.DBs: %s already exists: Caffe's extract_features refuses to write over a database, and so does dsgd; remove it or choose another name", path)
 		}
 	}
 	net, err := j.weightedTestNet(x.Weights, x.Threads, x.Copied)
