@@ -232,6 +232,43 @@ func TestExtractFeaturesImageDataHDF5(t *testing.T) {
 	}
 }
 
+// TestExtractFeaturesFailsWhole: a record the Data layer cannot decode,
+// met in the second pass after the databases were begun, stops the run
+// naming the source and key, and leaves no database, half or whole.
+func TestExtractFeaturesFailsWhole(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := extractSetup(t, dir)
+	bad, err := db.Create(filepath.Join(dir, "bad"), db.LMDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	if err := db.Scan(filepath.Join(dir, "images"), db.LMDB, func(k, v []byte) error {
+		if i == 7 {
+			v = []byte("not a Datum")
+		}
+		i++
+		return bad.Put(k, v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Close(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "net.prototxt", strings.Replace(extractNet, "@TEST", filepath.Join(dir, "bad"), 1))
+	code, out, errs := runCmd(t, dir, "extract-features", w, "net.prototxt", "pool,prob", "out_pool,out_prob", "3", "leveldb")
+	if code == 0 {
+		t.Fatalf("exit 0\n%s\n%s", out, errs)
+	}
+	t.Logf("stderr: %s", errs)
+	for _, want := range []string{"bad", "00000007"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	assertEntries(t, dir, "bad", "images", "net.prototxt")
+}
+
 // assertEntries fails unless dir holds exactly names: no half database,
 // no temporary sibling.
 func assertEntries(t *testing.T, dir string, names ...string) {
