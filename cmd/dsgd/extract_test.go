@@ -339,7 +339,7 @@ func TestExtractFeaturesRefuses(t *testing.T) {
 		{name: "flags missing", args: []string{"--weights", "@W", "--net", "net.prototxt"},
 			want: []string{"--weights, --net, --blobs, --out and --batches are required"}},
 		{name: "a snapshot", args: []string{"run.dsgdsnap", "net.prototxt", "pool", "a", "3", "lmdb"},
-			want: []string{"pretrained_net_param run.dsgdsnap", ".caffemodel"}},
+			want: []string{"pretrained_net_param run.dsgdsnap", ".caffemodel", "--snapshot-format caffe"}},
 		{name: "weights missing", args: []string{"nosuch.caffemodel", "net.prototxt", "pool", "a", "3", "lmdb"},
 			want: []string{"pretrained_net_param", "nosuch.caffemodel"}},
 		{name: "net missing", args: []string{"@W", "nosuch.prototxt", "pool", "a", "3", "lmdb"},

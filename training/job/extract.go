@@ -92,7 +92,7 @@ func (x *Extract) check() error {
 		}
 	}
 	if !caffemodel.IsModel(x.Weights) {
-		return fmt.Errorf("Config.Weights %s: want a Caffe model file, .caffemodel or .caffemodel.h5, as extract_features reads (a dsgd snapshot holds a solver's TRAIN net: test it with dsgd test --solver)", x.Weights)
+		return fmt.Errorf("Config.Weights %s: want a Caffe model file, .caffemodel or .caffemodel.h5, as extract_features reads; a dsgd snapshot holds its TRAIN net's weights without layer names, so train with --snapshot-format caffe (or hdf5) to extract from the run's weights", x.Weights)
 	}
 	return nil
 }
