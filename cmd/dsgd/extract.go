@@ -34,7 +34,7 @@ var (
 // It takes Caffe's positional arguments unchanged, or dsgd's flags.
 func runExtractFeatures(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("extract-features", flag.ContinueOnError)
-	weights := fs.String("weights", "", "trained `FILE`: a .caffemodel or .caffemodel.h5 (Caffe's pretrained_net_param)")
+	weights := fs.String("weights", "", "trained `FILE`: a .caffemodel or .caffemodel.h5 (Caffe's pretrained_net_param; or Caffe's form, its arguments unchanged: dsgd extract-features [--threads N] "+extractUsage+")")
 	net := fs.String("net", "", "net `FILE` in Caffe's prototxt format, built in its TEST phase, its data layers reading their sources (Caffe's feature_extraction_proto_file)")
 	blobs := fs.String("blobs", "", "`NAMES` of the blobs to extract, comma-separated (Caffe's extract_feature_blob_name1[,name2,...])")
 	out := fs.String("out", "", "`DIRS` of the databases to create, comma-separated, one per blob; none may exist (Caffe's save_feature_dataset_name1[,name2,...])")
