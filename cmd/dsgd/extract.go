@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"dsgd/data/db"
 	"dsgd/training/job"
@@ -117,6 +118,11 @@ func runExtractFeatures(ctx context.Context, args []string, stdout, stderr io.Wr
 // beside them for the same value (given: the flags set). A DEVICE_ID
 // after CPU is ignored, as Caffe ignores it, and note says so.
 func extractPositional(pos []string, given map[string]bool, weights, net, blobs, out, batches, backend, gpu *string) (note string, err error) {
+	for _, a := range pos {
+		if len(a) > 1 && a[0] == '-' && (a[1] == '-' || unicode.IsLetter(rune(a[1]))) {
+			return "", fmt.Errorf("flag %s after the arguments: give the flags first (dsgd extract-features [flags] %s)", a, extractUsage)
+		}
+	}
 	if len(pos) < 6 || len(pos) > 8 {
 		return "", fmt.Errorf("%d arguments %q: give %s, as Caffe's extract_features takes them (flags first), or --weights, --net, --blobs, --out, --batches and --backend", len(pos), pos, extractUsage)
 	}

@@ -334,6 +334,8 @@ func TestExtractFeaturesRefuses(t *testing.T) {
 			want: []string{"GPU DEVICE_ID 0", "give CPU after db_type"}, skip: gpuErr == nil},
 		{name: "GPU without a GPU, flags", args: []string{"--weights", "@W", "--net", "net.prototxt", "--blobs", "pool", "--out", "a", "--batches", "1", "--gpu", "0"},
 			want: []string{"--gpu 0", "run without --gpu"}, skip: gpuErr == nil},
+		{name: "flag after the arguments", args: []string{"@W", "net.prototxt", "pool", "a", "3", "lmdb", "--threads", "1"},
+			want: []string{"flag --threads after the arguments", "give the flags first"}},
 		{name: "both forms", args: []string{"--blobs", "prob", "@W", "net.prototxt", "pool", "a", "3", "lmdb"},
 			want: []string{"--blobs given with Caffe's positional arguments"}},
 		{name: "flags missing", args: []string{"--weights", "@W", "--net", "net.prototxt"},
