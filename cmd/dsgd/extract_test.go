@@ -269,6 +269,37 @@ func TestExtractFeaturesFailsWhole(t *testing.T) {
 	assertEntries(t, dir, "bad", "images", "net.prototxt")
 }
 
+// TestExtractFeaturesWraps: passes past the source's 200 images go on
+// from its first, as Caffe's Data layer wraps round: 41 passes of 5 write
+// 205 records, the 201st the first's features under key 0000000200.
+func TestExtractFeaturesWraps(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := extractSetup(t, dir)
+	code, out, errs := runCmd(t, dir, "extract-features", "--threads", "1", w, "net.prototxt", "prob", "out", "41", "lmdb")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	var keys []string
+	var vals [][]byte
+	if err := db.Scan(filepath.Join(dir, "out"), db.LMDB, func(k, v []byte) error {
+		keys, vals = append(keys, string(k)), append(vals, slices.Clone(v))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 205 || keys[200] != "0000000200" || keys[204] != "0000000204" {
+		t.Fatalf("%d records, keys ... %q", len(keys), keys[max(0, len(keys)-5):])
+	}
+	for i := range 5 {
+		if !bytes.Equal(vals[200+i], vals[i]) {
+			t.Errorf("record %d is not record %d's features", 200+i, i)
+		}
+	}
+	if bytes.Equal(vals[0], vals[1]) {
+		t.Error("records 0 and 1 are equal: the comparison above proves nothing")
+	}
+}
+
 // assertEntries fails unless dir holds exactly names: no half database,
 // no temporary sibling.
 func assertEntries(t *testing.T, dir string, names ...string) {
