@@ -135,7 +135,9 @@ func legacyShape(s tensor.Shape) (n, c, h, w int, ok bool) {
 // Datum per image (data.FeatureDB: the blob's legacy channels, height
 // and width, the image's slice of the blob as float_data) under the
 // image's index, to a new database. The databases appear whole, on
-// success only: on an error none of them is left. The blobs are checked
+// success only: an error in the passes leaves none of them (one in the
+// final renames leaves those renamed before it, each whole). The blobs
+// are checked
 // against the net (an unknown name lists its blobs) and the databases
 // against the file system before any pass runs.
 func (j *Job) ExtractFeatures(ctx context.Context, x Extract) (_ *Extracted, err error) {
