@@ -3,7 +3,8 @@
 # Python-made fixtures and runs the Go tests that read them, then has
 # dsgd write databases, a mean file and a Caffe-format snapshot that
 # scripts/caffe_crosscheck.py reads back with Python's lmdb, plyvel and
-# protobuf. Needs /usr/bin/python3 with python3-lmdb, python3-plyvel,
+# protobuf, and extract-features' databases, which
+# scripts/extract_features_fixture.py check reads back the same way. Needs /usr/bin/python3 with python3-lmdb, python3-plyvel,
 # python3-h5py, python3-protobuf, python3-pil, python3-torch and
 # protobuf-compiler.
 set -euo pipefail
@@ -12,10 +13,11 @@ GO=${GO:-go}
 /usr/bin/python3 scripts/caffe_fixtures.py
 /usr/bin/python3 scripts/caffe_shared_fixtures.py
 /usr/bin/python3 scripts/caffe_torch_net.py
+/usr/bin/python3 scripts/extract_features_fixture.py
 /usr/bin/python3 scripts/hdf5_tops_fixture.py data/testdata/hdf5tops
 /usr/bin/python3 scripts/caffe_hdf5_fixture.py data/testdata/caffe/hdf5
 $GO test ./data/... ./caffe/caffemodel/... 
-$GO test -run 'TestCaffe|TestLabelOutOfRange|TestTorchScoredCaffemodel|TestSharedParams|TestWeightsList|TestDataTools' ./cmd/dsgd
+$GO test -run 'TestCaffe|TestLabelOutOfRange|TestTorchScoredCaffemodel|TestSharedParams|TestWeightsList|TestDataTools|TestExtractFeatures' ./cmd/dsgd
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 $GO build -o "$out/dsgd" ./cmd/dsgd
@@ -47,6 +49,16 @@ SOLVER
 /usr/bin/python3 scripts/caffe_crosscheck.py cifar-fixture "$out/cifar"
 "$out/dsgd" convert_cifar_data "$out/cifar" "$out" lmdb
 /usr/bin/python3 scripts/caffe_crosscheck.py "$out"
+# extract-features, Caffe's positional form to LMDB and dsgd's flags to
+# LevelDB, read back with lmdb, plyvel and protobuf against PyTorch.
+cp -r $fx/test_lmdb "$out/images_lmdb" # a reader adds lock.mdb: not in the fixture
+sed -n '/^const extractNet = `/,/^`/p' cmd/dsgd/extract_test.go | sed '1s/.*`//;$d' |
+	sed "s#@TEST#$out/images_lmdb#" >"$out/extract.prototxt"
+tm=caffe/caffemodel/testdata/torchnet.caffemodel
+"$out/dsgd" extract-features $tm "$out/extract.prototxt" pool,prob "$out/feat_pool_lmdb,$out/feat_prob_lmdb" 3 lmdb CPU
+"$out/dsgd" extract-features --weights $tm --net "$out/extract.prototxt" --blobs pool,prob \
+	--out "$out/feat_pool_leveldb,$out/feat_prob_leveldb" --batches 3 --backend leveldb
+/usr/bin/python3 scripts/extract_features_fixture.py check "$out"
 # Shared parameters and Caffe's HDF5 layout, against Python-made files.
 mkdir "$out/shared"
 DSGD_CROSSCHECK_OUT="$out/shared" $GO test -count=1 -run TestSharedWritersCrossCheck ./caffe/caffemodel/

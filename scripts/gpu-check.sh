@@ -10,7 +10,8 @@
 #                                into .gpu/ (which .gitignore ignores: carry it)
 #   scripts/gpu-check.sh run     there: the GPU tests (every GPU layer against
 #                                the CPU engine on the published nets, the
-#                                finite-difference check, dropout, SGEMM), then
+#                                finite-difference check, dropout, SGEMM,
+#                                extract-features on GPU 0), then
 #                                the benchmarks against PyTorch on the same GPU;
 #                                a table in $OUT/gpu-check.md (./gpu-check.md
 #                                without OUT), logs beside it
@@ -25,6 +26,7 @@ build)
 	go build -ldflags='-s -w' -o .gpu/stage/dsgd ./cmd/dsgd || exit 1
 	go test -c -ldflags='-s -w' -o .gpu/stage/cuda.test ./engine/cuda || exit 1
 	go test -c -ldflags='-s -w' -o .gpu/stage/gpunet.test ./engine/gpunet || exit 1
+	go test -c -ldflags='-s -w' -o .gpu/stage/dsgdcmd.test ./cmd/dsgd || exit 1
 	for b in .gpu/stage/dsgd .gpu/stage/*.test; do ldd "$b"; done | awk '$3 ~ /^\// {print $3}' | sort -u |
 		grep -Ev '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*|libstdc\+\+|libgcc_s)\.so' |
 		xargs -r cp -L -t .gpu/stage/lib
@@ -70,9 +72,11 @@ run)
 		echo "cuda.test exit $?" >>"$report"
 		(cd engine/gpunet && timeout 240 $g/gpunet.test -test.v 2>&1) >"$out/gpunet-test.log"
 		echo "gpunet.test exit $?" >>"$report"
+		(cd cmd/dsgd && timeout 60 $g/dsgdcmd.test -test.v -test.run 'TestExtractFeaturesGPU' 2>&1) >"$out/extract-test.log"
+		echo "extract-features --gpu test exit $?" >>"$report"
 		{
 			echo '```'
-			grep -E '^(=== RUN|--- |    |ok|FAIL|PASS)' "$out/cuda-test.log" "$out/gpunet-test.log" | grep -v '=== RUN' | cut -c1-400 | head -150
+			grep -E '^(=== RUN|--- |    |ok|FAIL|PASS)' "$out/cuda-test.log" "$out/gpunet-test.log" "$out/extract-test.log" | grep -v '=== RUN' | cut -c1-400 | head -150
 			echo '```'
 		} >>"$report"
 	fi

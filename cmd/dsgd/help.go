@@ -78,7 +78,7 @@ func runCompletion(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 // fileFlags take a file or directory name: the completion offers files.
 var fileFlags = []string{"net", "solver", "weights", "resume", "snapshot", "log", "metrics", "timeline",
-	"token-file", "plot", "logs", "snapshot-prefix", "peer", "peer-nets", "python", "mpi-peer"}
+	"token-file", "plot", "logs", "snapshot-prefix", "peer", "peer-nets", "python", "mpi-peer", "out"}
 
 // completionValues are the flags whose values form a fixed set, with that
 // set, for the completion script.
@@ -99,5 +99,6 @@ func completionValues() []cli.Values {
 		{Flag: "compress", Values: []string{"none", "fp16", "bf16", "powersgd:2", "topk:0.01", "sign"}},
 		{Flag: "data", Values: []string{"fashion-mnist", "mnist", "cifar10", "synthetic"}},
 		{Flag: "outer-bits", Values: []string{"32", "16", "8", "4"}},
+		{Flag: "backend", Values: []string{"lmdb", "leveldb"}},
 	}
 }

@@ -67,6 +67,9 @@ func TestCompletionBash(t *testing.T) {
 		{"dsgd train --transport t", "tcp"},
 		{"dsgd time --iterat", "--iterations"},
 		{"dsgd convert-imageset --resize_h", "--resize_height"},
+		{"dsgd extract-f", "extract-features"},
+		{"dsgd extract-features --blo", "--blobs"},
+		{"dsgd extract-features --backend lev", "leveldb"},
 	} {
 		words := strings.Fields(tc.words)
 		cmd := exec.Command(bash, "-c", `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($#-1)); _dsgd; echo "${COMPREPLY[*]}"`, "bash", filepath.Clean(script))

@@ -17,8 +17,11 @@
 //	dsgd simulate        the schemes in virtual time at any worker count
 //	dsgd bench-comm      allreduce bandwidth beside gloo's; parameter server vs tree
 //	dsgd convert-mnist   IDX files to an LMDB/LevelDB of Caffe Datum records
+//	dsgd convert-cifar   CIFAR-10's binary batches to two LMDB/LevelDB databases
 //	dsgd convert-imageset  a list of images to an LMDB/LevelDB of Datum records
 //	dsgd compute-image-mean  a Datum database's mean image as a .binaryproto
+//	dsgd extract-features  a trained net's blobs, image by image, to LMDB/LevelDB
+//	dsgd device-query    the GPUs --gpu names, as caffe device_query
 //
 // Run "dsgd COMMAND -h" for a command's flags.
 package main
@@ -54,6 +57,7 @@ func commands() []cli.Command {
 		{Name: "convert-imageset", Summary: "a list of images to an LMDB/LevelDB of Caffe Datum records, as convert_imageset", Run: runConvertImageset},
 		{Name: "compute-image-mean", Summary: "the mean image of a Datum database as a .binaryproto, as compute_image_mean", Run: runComputeImageMean},
 		{Name: "device-query", Summary: "describe the GPUs that --gpu names, as caffe device_query", Run: runDeviceQuery},
+		{Name: "extract-features", Summary: "a trained net's blobs, image by image, to LMDB/LevelDB Datum records, as extract_features", Run: runExtractFeatures},
 		{Name: "completion", Summary: "a bash completion script: source <(dsgd completion bash)", Run: runCompletion},
 	}
 }

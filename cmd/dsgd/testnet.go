@@ -20,16 +20,7 @@ func testNetOnly(ctx context.Context, j *job.Job, m *modelFlags, weights string,
 		return err
 	}
 	j.WriteNotes(stderr)
-	res, err := j.TestNet(ctx, weights, iters, m.threads, func(rep caffemodel.Report) {
-		fmt.Fprintf(stderr, "dsgd test: weights %s: copied %s", weights, strings.Join(rep.Copied, ", "))
-		if len(rep.Ignored) > 0 {
-			fmt.Fprintf(stderr, "; ignored %s (not in this net)", strings.Join(rep.Ignored, ", "))
-		}
-		if len(rep.Kept) > 0 {
-			fmt.Fprintf(stderr, "; %s keep their fillers (not in the file)", strings.Join(rep.Kept, ", "))
-		}
-		fmt.Fprintln(stderr)
-	})
+	res, err := j.TestNet(ctx, weights, iters, m.threads, copyReport(stderr, "test", weights))
 	if err != nil {
 		return err
 	}
@@ -52,4 +43,19 @@ func testNetOnly(ctx context.Context, j *job.Job, m *modelFlags, weights string,
 		report("loss (weighted)", res.Loss)
 	}
 	return notFinite(weights, bad)
+}
+
+// copyReport prints on w, for dsgd cmd, which layers of the Caffe model
+// file weights were copied, ignored, and left with their fillers.
+func copyReport(w io.Writer, cmd, weights string) func(caffemodel.Report) {
+	return func(rep caffemodel.Report) {
+		fmt.Fprintf(w, "dsgd %s: weights %s: copied %s", cmd, weights, strings.Join(rep.Copied, ", "))
+		if len(rep.Ignored) > 0 {
+			fmt.Fprintf(w, "; ignored %s (not in this net)", strings.Join(rep.Ignored, ", "))
+		}
+		if len(rep.Kept) > 0 {
+			fmt.Fprintf(w, "; %s keep their fillers (not in the file)", strings.Join(rep.Kept, ", "))
+		}
+		fmt.Fprintln(w)
+	}
 }

@@ -169,6 +169,19 @@ func New(g *cuda.GPU, net *model.Net, opt Options) (_ *Net, err error) {
 	return e, nil
 }
 
+// Download copies blob b of the net from the device into its host memory:
+// after Forward only the net's outputs are there, the other blobs staying
+// on the device (dsgd extract-features reads any blob).
+func (e *Net) Download(b *tensor.Blob) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := b.Shape.Count()
+	if n == 0 {
+		return nil
+	}
+	return e.g.ToHost(b.Data[:n], e.dev(b.Data[:n]))
+}
+
 // Device is the GPU the net runs on.
 func (e *Net) Device() cuda.Device { return e.g.Device }
 

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"dsgd/caffe/caffemodel"
-	"dsgd/engine/layers"
-	"dsgd/engine/model"
 )
 
 // CaffeTestIterations is caffe test's default -iterations, TestNet's
@@ -66,29 +64,8 @@ func (j *Job) TestNet(ctx context.Context, weights string, iters, threads int, c
 	if iters == 0 {
 		iters = CaffeTestIterations
 	}
-	if err := j.OpenTestFeeds(); err != nil {
-		return nil, err
-	}
-	net, err := model.Build(j.Test.Spec, j.TestShapes, model.Options{Phase: layers.Test, Threads: threads, Seed: j.Seed})
+	net, err := j.weightedTestNet(weights, threads, copied)
 	if err != nil {
-		return nil, err
-	}
-	src, err := caffemodel.ReadModel(weights)
-	if err != nil {
-		return nil, fmt.Errorf("Config.Weights: %w", err)
-	}
-	netLayers, err := caffemodel.Resolve(caffemodel.SpecLayers(j.Test.Spec), net.Blocks())
-	if err != nil {
-		return nil, fmt.Errorf("Config.Weights %s: %w", weights, err)
-	}
-	rep, err := caffemodel.CopyTrainedNet(src, weights, netLayers, net.Params())
-	if err != nil {
-		return nil, fmt.Errorf("Config.Weights: %w", err)
-	}
-	if copied != nil {
-		copied(rep)
-	}
-	if err := j.CheckLabels(net, j.Test.Spec); err != nil {
 		return nil, err
 	}
 	outs := net.Outputs()

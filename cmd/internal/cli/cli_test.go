@@ -105,6 +105,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"x", "--", "--scheme=5"}, 0, []string{"x", "--scheme=5"}},
 		{[]string{"--scheme", "6", "--", "-x", "y"}, 6, []string{"-x", "y"}},
 		{[]string{"--", "x"}, 0, []string{"x"}},
+		{[]string{"x", "-2", "--scheme", "-7", "-1.5"}, -7, []string{"x", "-2", "-1.5"}},
 		{nil, 0, nil},
 	} {
 		fs := newFS()

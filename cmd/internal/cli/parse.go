@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -77,7 +78,7 @@ func IsTerminal(w io.Writer) bool {
 // follow the arguments, as Caffe's tools (gflags) take them
 // (convert_mnist_data IMAGES LABELS DB --backend=lmdb): fs.Args() is then
 // every argument in order. "--" ends the flags; everything after it is an
-// argument.
+// argument, and so is a negative number.
 func parseInterleaved(fs *flag.FlagSet, args []string, positional bool) error {
 	if !positional {
 		return fs.Parse(args)
@@ -89,7 +90,16 @@ func parseInterleaved(fs *flag.FlagSet, args []string, positional bool) error {
 			break
 		}
 		if err := fs.Parse(args); err != nil {
-			return err
+			// A negative number is an argument, not a flag
+			// (extract_features' num_mini_batches -2 is refused by the
+			// command, naming it).
+			name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+			if _, nerr := strconv.ParseFloat(name, 64); !ok || nerr != nil {
+				return err
+			}
+			rest = append(rest, "-"+name)
+			args = fs.Args()
+			continue
 		}
 		left := fs.Args()
 		if len(left) == 0 {
