@@ -87,19 +87,16 @@ func ConvertCIFAR(dir, out string, b db.Backend, progress Progress) (train, test
 
 // writeRaw writes ds to a new database at out as raw Datum records keyed
 // by their index in digits decimal digits (Caffe's format_int), in
-// order. A failure removes what it wrote.
+// order, staged beside out and renamed when whole (db.CreateStaged): a
+// failure, or a kill, leaves no database at out.
 func writeRaw(ds *Dataset, out string, b db.Backend, digits int, progress Progress) (st ConvertStats, err error) {
-	w, err := db.Create(out, b)
+	w, err := db.CreateStaged(out, b)
 	if err != nil {
 		return st, err
 	}
-	open := true
 	defer func() {
 		if err != nil {
-			if open {
-				w.Close()
-			}
-			os.RemoveAll(out)
+			w.Abort()
 		}
 	}()
 	st = ConvertStats{C: ds.C, H: ds.H, W: ds.W}
@@ -119,8 +116,7 @@ func writeRaw(ds *Dataset, out string, b db.Backend, digits int, progress Progre
 			progress(i+1, ds.N)
 		}
 	}
-	open = false
-	if err := w.Close(); err != nil {
+	if err := w.Commit(); err != nil {
 		return st, err
 	}
 	if progress != nil && ds.N%1000 != 0 {
@@ -178,13 +174,12 @@ func ConvertImageset(list, out string, cfg ImagesetConfig, progress Progress) (C
 		r := rand.New(rand.NewPCG(cfg.Seed, tagShard))
 		r.Shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
 	}
-	w, err := db.Create(out, cfg.Backend)
+	w, err := db.CreateStaged(out, cfg.Backend)
 	if err != nil {
 		return ConvertStats{}, err
 	}
 	fail := func(err error) (ConvertStats, error) {
-		w.Close()
-		os.RemoveAll(out)
+		w.Abort()
 		return ConvertStats{}, err
 	}
 	var st ConvertStats
@@ -253,8 +248,7 @@ func ConvertImageset(list, out string, cfg ImagesetConfig, progress Progress) (C
 	if st.Records == 0 {
 		return fail(fmt.Errorf("image list %s: none of its %d images could be read (the first: line %d, %s)", list, len(entries), entries[0].Line, cfg.Root+entries[0].Path))
 	}
-	if err := w.Close(); err != nil {
-		os.RemoveAll(out)
+	if err := w.Commit(); err != nil {
 		return st, err
 	}
 	if progress != nil && len(entries)%1000 != 0 {
