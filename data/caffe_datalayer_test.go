@@ -207,7 +207,8 @@ func TestCaffeDataLayer(t *testing.T) {
 // TestCaffeDataLayerReshape ports Caffe's DataLayerTest.TestReshapeLMDB
 // and TestReshapeLevelDB: five 2-channel Datums of differing heights
 // (i%2+1) and widths (i%4+1), pixel j equal to j, read by a TEST layer
-// at batch size 1 without a transform: each batch takes its record's
+// at batch size 1 (LoaderConfig.Reshape, which a job sets for a layer
+// of batch_size 1) without a transform: each batch takes its record's
 // shape (the loader says its batches vary), with label i and pixel j
 // equal to j.
 func TestCaffeDataLayerReshape(t *testing.T) {
@@ -242,7 +243,7 @@ func TestCaffeDataLayerReshape(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ds.Close()
-			l, err := NewLoader(ds, LoaderConfig{BatchSize: 1, Seed: dlSeed})
+			l, err := NewLoader(ds, LoaderConfig{BatchSize: 1, Seed: dlSeed, Reshape: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -65,6 +65,14 @@ type LoaderConfig struct {
 	// (JPEG, PNG) of each batch; 0 means the number of cores, at most 4.
 	// Raw images need no decoding and ignore it.
 	DecodeThreads int
+	// Reshape lets the batches of a streamed database of raw or
+	// float_data records each take the shape of their first record, as
+	// Caffe's Data layer reshapes its top to each batch's first Datum:
+	// what a layer of batch_size 1 does over records of differing shapes
+	// (Variable). Without it every record must transform to the first
+	// record's shape (a crop that fits reads records of differing sizes),
+	// and one that does not is an error naming it.
+	Reshape bool
 	// RandSkip, when positive, starts the first epoch at a random
 	// position below RandSkip drawn from Seed, as Caffe's
 	// data_param.rand_skip skips that many records at the start.
@@ -177,7 +185,7 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		broken:    make(chan struct{}),
-		variable:  cfg.BatchSize == 1 && ds.Stream != nil && ds.Stream.kind != streamEncoded,
+		variable:  cfg.Reshape && ds.Stream != nil && ds.Stream.kind != streamEncoded,
 	}
 	per := ds.C * t.oh * t.ow
 	for range cfg.Prefetch + 2 {
@@ -226,12 +234,12 @@ func (l *Loader) run(s *sampler) {
 // first record's, and a batch's own Shape may differ.
 func (l *Loader) Shape() [4]int { return l.shape }
 
-// Variable reports whether batches may differ in shape: a database
-// streamed at batch size 1, whose batches each take the shape of their
-// record, as Caffe's Data layer reshapes its top to each batch's first
-// Datum (without a crop, records of differing sizes make batches of
-// differing sizes). Encoded images are decoded to the first one's size
-// or refused.
+// Variable reports whether batches may differ in shape: a streamed
+// database of raw or float_data records read with LoaderConfig.Reshape,
+// whose batches each take the shape of their first record, as Caffe's
+// Data layer reshapes its top to each batch's first Datum (without a
+// crop, records of differing sizes make batches of differing sizes).
+// Encoded images are decoded to the first one's size or refused.
 func (l *Loader) Variable() bool { return l.variable }
 
 // Peek returns the shape of the next batch without taking it: the next
@@ -398,8 +406,9 @@ type sampler struct {
 	// shapes holds the transformers of streamed records whose shape is
 	// not the first record's (shaped), and first the shape of the
 	// batch's first record.
-	shapes map[[3]int]*transformer
-	first  [3]int
+	shapes  map[[3]int]*transformer
+	first   [3]int
+	reshape bool // LoaderConfig.Reshape
 }
 
 func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) (*sampler, error) {
@@ -425,6 +434,7 @@ func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) (*sampler, error)
 		ds:       ds,
 		t:        t,
 		batch:    cfg.BatchSize,
+		reshape:  cfg.Reshape,
 		shuffle:  cfg.Shuffle,
 		seed:     cfg.Seed,
 		shard:    shard,
@@ -573,13 +583,14 @@ func (s *sampler) place(b *Batch, i, idx int) error {
 const maxShapes = 256
 
 // shaped returns the transformer for streamed record idx (v), compiled
-// for its shape when that is not the first record's, and shapes b as
-// Caffe's DataLayer does: by the batch's first record (its transformed
-// shape), the buffer grown if it must be. A later record of the batch
-// must transform to that shape too (the same channels, and the same
-// height and width, or a crop): otherwise, as a CHECK of Caffe's
+// for its shape when that is not the first record's. With Reshape it
+// shapes b as Caffe's DataLayer does, by the batch's first record (its
+// transformed shape), the buffer grown if it must be, and a later record
+// of the batch must transform to that shape too (the same channels, and
+// the same height and width, or a crop): otherwise, as a CHECK of Caffe's
 // DataTransformer, an error naming it. So at batch size 1 every record
-// may have its own shape.
+// may have its own shape. Without Reshape every record must transform to
+// the first record's shape.
 func (s *sampler) shaped(b *Batch, i, idx int, v *datumView) (*transformer, error) {
 	c, h, w := int(v.Channels), int(v.Height), int(v.Width)
 	t := s.t
@@ -596,7 +607,7 @@ func (s *sampler) shaped(b *Batch, i, idx int, v *datumView) (*transformer, erro
 			s.shapes[key] = t
 		}
 	}
-	if i == 0 {
+	if i == 0 && s.reshape {
 		s.first = [3]int{c, h, w}
 		if want := [4]int{s.batch, t.c, t.oh, t.ow}; b.Shape != want {
 			n := s.batch * t.c * t.oh * t.ow
@@ -608,8 +619,11 @@ func (s *sampler) shaped(b *Batch, i, idx int, v *datumView) (*transformer, erro
 		return t, nil
 	}
 	if t.c != b.Shape[1] || t.oh != b.Shape[2] || t.ow != b.Shape[3] {
-		f := s.first
-		return nil, s.rd.st.errAt(idx, s.rd.st.key(idx), fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) differs from its batch's first record's %dx%dx%d: Caffe's Data layer shapes each batch by its first record, so records of differing shapes need batch_size 1 (or a crop_size that fits every record)", c, h, w, f[0], f[1], f[2]))
+		f, whose := s.first, "its batch's first record's"
+		if !s.reshape {
+			f, whose = [3]int{s.ds.C, s.ds.H, s.ds.W}, "the first record's"
+		}
+		return nil, s.rd.st.errAt(idx, s.rd.st.key(idx), fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) differs from %s %dx%dx%d: Caffe's Data layer shapes each batch by its first record, so records of differing shapes need batch_size 1 (or a crop_size that fits every record)", c, h, w, whose, f[0], f[1], f[2]))
 	}
 	return t, nil
 }

@@ -191,17 +191,21 @@ func TestStreamErrors(t *testing.T) {
 		name string
 		recs []*caffepb.Datum
 		want string
-		// batch is the batch size (0: 1), tf the transform.
-		batch int
-		tf    TransformConfig
+		// batch is the batch size (0: 1), tf the transform, reshape
+		// LoaderConfig.Reshape.
+		batch   int
+		tf      TransformConfig
+		reshape bool
 	}{
-		{"shape", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(1, 2, 2, 1, 0), rawDatum(1, 2, 2, 0, 0), rawDatum(1, 3, 2, 1, 0)}, `record 3 (key "00000003"): the Datum's shape 1x3x2 (CxHxW) differs from its batch's first record's 1x2x2: Caffe's Data layer shapes each batch by its first record, so records of differing shapes need batch_size 1`, 2, TransformConfig{}},
-		{"channels under a crop", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(3, 2, 2, 1, 0)}, `record 1 (key "00000001"): the Datum's shape 3x2x2 (CxHxW) differs from its batch's first record's 1x2x2`, 2, TransformConfig{CropSize: 1}},
-		{"crop larger than a later record", []*caffepb.Datum{rawDatum(1, 3, 3, 0, 0), rawDatum(1, 3, 2, 1, 0)}, `record 1 (key "00000001"): transform_param: crop_size 3 is larger than the record's 3x2 (HxW)`, 1, TransformConfig{CropSize: 3}},
-		{"negative", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), neg}, `record 1 (key "00000001"): label -1 is outside 0..16777215`, 0, TransformConfig{}},
-		{"big", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), big}, `record 1 (key "00000001"): label 16777216 is outside`, 0, TransformConfig{}},
-		{"kind", []*caffepb.Datum{rawDatum(1, 1, 1, 0, 0), floats}, `record 1 (key "00000001"): it holds float_data but the first record holds byte data`, 0, TransformConfig{}},
-		{"image", []*caffepb.Datum{{Data: pngOf(t, []uint8{1, 2, 3, 4}, 2, 2), Encoded: &enc}, {Data: []byte("garbage"), Encoded: &enc}}, `record 1 (key "00000001"): cannot decode image`, 0, TransformConfig{}},
+		{"shape", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(1, 2, 2, 1, 0), rawDatum(1, 2, 2, 0, 0), rawDatum(1, 3, 2, 1, 0)}, `record 3 (key "00000003"): the Datum's shape 1x3x2 (CxHxW) differs from the first record's 1x2x2: Caffe's Data layer shapes each batch by its first record, so records of differing shapes need batch_size 1`, 2, TransformConfig{}, false},
+		{"shape in a reshaping batch", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(1, 2, 2, 1, 0), rawDatum(1, 3, 3, 0, 0), rawDatum(1, 3, 2, 1, 0)}, `record 3 (key "00000003"): the Datum's shape 1x3x2 (CxHxW) differs from its batch's first record's 1x3x3`, 2, TransformConfig{}, true},
+		{"shape at batch 1 without Reshape", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(1, 3, 2, 1, 0)}, `record 1 (key "00000001"): the Datum's shape 1x3x2 (CxHxW) differs from the first record's 1x2x2`, 1, TransformConfig{}, false},
+		{"channels under a crop", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(3, 2, 2, 1, 0)}, `record 1 (key "00000001"): the Datum's shape 3x2x2 (CxHxW) differs from the first record's 1x2x2`, 2, TransformConfig{CropSize: 1}, false},
+		{"crop larger than a later record", []*caffepb.Datum{rawDatum(1, 3, 3, 0, 0), rawDatum(1, 3, 2, 1, 0)}, `record 1 (key "00000001"): transform_param: crop_size 3 is larger than the record's 3x2 (HxW)`, 1, TransformConfig{CropSize: 3}, true},
+		{"negative", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), neg}, `record 1 (key "00000001"): label -1 is outside 0..16777215`, 0, TransformConfig{}, false},
+		{"big", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), big}, `record 1 (key "00000001"): label 16777216 is outside`, 0, TransformConfig{}, false},
+		{"kind", []*caffepb.Datum{rawDatum(1, 1, 1, 0, 0), floats}, `record 1 (key "00000001"): it holds float_data but the first record holds byte data`, 0, TransformConfig{}, false},
+		{"image", []*caffepb.Datum{{Data: pngOf(t, []uint8{1, 2, 3, 4}, 2, 2), Encoded: &enc}, {Data: []byte("garbage"), Encoded: &enc}}, `record 1 (key "00000001"): cannot decode image`, 0, TransformConfig{}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeDatums(t, filepath.Join(dir, c.name), db.LMDB, c.recs...)
@@ -210,7 +214,7 @@ func TestStreamErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ds.Close()
-			l, err := NewLoader(ds, LoaderConfig{BatchSize: max(c.batch, 1), Transform: c.tf})
+			l, err := NewLoader(ds, LoaderConfig{BatchSize: max(c.batch, 1), Transform: c.tf, Reshape: c.reshape})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -432,7 +436,7 @@ func TestStreamVariableShapes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ds.Close()
-			l, err := NewLoader(ds, LoaderConfig{BatchSize: c.batch, Transform: c.tf, Seed: 5})
+			l, err := NewLoader(ds, LoaderConfig{BatchSize: c.batch, Transform: c.tf, Seed: 5, Reshape: c.batch == 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -493,7 +497,7 @@ func TestStreamVariableShapes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ds.Close()
-		l, err := NewLoader(ds, LoaderConfig{BatchSize: 1, Transform: TransformConfig{MeanFile: mean}})
+		l, err := NewLoader(ds, LoaderConfig{BatchSize: 1, Transform: TransformConfig{MeanFile: mean}, Reshape: true})
 		if err != nil {
 			t.Fatal(err)
 		}

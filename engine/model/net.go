@@ -743,6 +743,13 @@ func (n *Net) UseGrads(buf []float32) error {
 	return nil
 }
 
+// DropGradUser forgets u, a net built ShareWith n without OwnGrads, when
+// its owner drops it: UseGrads no longer moves u's gradients, and n no
+// longer holds u. A net n does not know is ignored.
+func (n *Net) DropGradUser(u *Net) {
+	n.gradUsers = slices.DeleteFunc(n.gradUsers, func(x *Net) bool { return x == u })
+}
+
 // pointGrads makes buf the gradients of n and of the nets that share
 // them.
 func (n *Net) pointGrads(buf []float32) {
@@ -1026,6 +1033,12 @@ func (n *Net) SetGradHook(hook func(blocks []int)) { n.hook = hook }
 // these as per-layer spans.
 func (n *Net) SetLayerHook(hook func(layer string, backward bool, start time.Time, dur time.Duration)) {
 	n.layerHook = hook
+}
+
+// LayerHook is the hook SetLayerHook set (nil: none), for a net built to
+// stand in for this one (another input shape) to time its layers alike.
+func (n *Net) LayerHook() func(layer string, backward bool, start time.Time, dur time.Duration) {
+	return n.layerHook
 }
 
 // ForwardBackward runs Forward then Backward and returns the loss.

@@ -483,6 +483,11 @@ func (j *Job) feeds(pn *caffedef.PhaseNet, split data.Split, rank, world int) (m
 			Start:     int64(startOf(split, j.Start) * max(j.TrainPasses, 1)),
 			Offset:    int64(startOf(split, int(j.offset))),
 			Transform: dl.Transform,
+			// At batch_size 1 (per worker, before any atoms) every
+			// batch takes its record's shape and the net reshapes to
+			// it, as Caffe's Data layer; a larger batch's records keep
+			// the first record's shape.
+			Reshape: configured == 1,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: data layer %q: %w", dl.Pos, dl.Name, err)
