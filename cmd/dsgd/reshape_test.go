@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -276,6 +277,9 @@ func TestTrainVariableShapes(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("train: exit %d\n%s\n%s", code, out, errs)
 			}
+			if !strings.Contains(out, "train_lmdb train at batch_size 1: each batch takes its record's shape and the net reshapes to it") {
+				t.Errorf("the header does not say the net reshapes to each record:\n%s", out)
+			}
 			var got []float64
 			for _, r := range readRecords(t, filepath.Join(dir, metrics)) {
 				if r.Kind == "train" && r.Rank == 0 {
@@ -322,6 +326,14 @@ func TestTrainVariableShapes(t *testing.T) {
 			}
 			if a := number(t, out, "accuracy"); math.Abs(a-testAcc) > 1e-4 {
 				t.Errorf("dsgd test: accuracy %v, the reference's %v\n%s", a, testAcc, out)
+			}
+			// caffe test's way: the TEST net alone, from its own data.
+			code, out, errs = runCmd(t, dir, "test", "--model", "net.prototxt", "--weights", prefix+"_iter_6.caffemodel", "--iterations", "3", "--threads", "1")
+			if code != 0 {
+				t.Fatalf("test --model: exit %d\n%s\n%s", code, out, errs)
+			}
+			if l := number(t, out, "loss"); math.Abs(l-testLoss) > 1e-4 {
+				t.Errorf("dsgd test --model: loss %v, the reference's %v\n%s", l, testLoss, out)
 			}
 			t.Logf("%s: losses %v (reference %v); test loss %v accuracy %v", c.scheme, got, losses, testLoss, testAcc)
 		})
