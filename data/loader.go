@@ -65,8 +65,8 @@ type LoaderConfig struct {
 	// (JPEG, PNG) of each batch; 0 means the number of cores, at most 4.
 	// Raw images need no decoding and ignore it.
 	DecodeThreads int
-	// Reshape lets the batches of a streamed database of raw or
-	// float_data records each take the shape of their first record, as
+	// Reshape lets the batches of a streamed database each take the
+	// shape of their first record (an encoded image's decoded shape), as
 	// Caffe's Data layer reshapes its top to each batch's first Datum:
 	// what a layer of batch_size 1 does over records of differing shapes
 	// (Variable). Without it every record must transform to the first
@@ -185,7 +185,7 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		broken:    make(chan struct{}),
-		variable:  cfg.Reshape && ds.Stream != nil && ds.Stream.kind != streamEncoded,
+		variable:  cfg.Reshape && ds.Stream != nil,
 	}
 	per := ds.C * t.oh * t.ow
 	for range cfg.Prefetch + 2 {
@@ -235,11 +235,10 @@ func (l *Loader) run(s *sampler) {
 func (l *Loader) Shape() [4]int { return l.shape }
 
 // Variable reports whether batches may differ in shape: a streamed
-// database of raw or float_data records read with LoaderConfig.Reshape,
-// whose batches each take the shape of their first record, as Caffe's
+// database read with LoaderConfig.Reshape, whose batches each take the
+// shape of their first record (an encoded image's decoded), as Caffe's
 // Data layer reshapes its top to each batch's first Datum (without a
 // crop, records of differing sizes make batches of differing sizes).
-// Encoded images are decoded to the first one's size or refused.
 func (l *Loader) Variable() bool { return l.variable }
 
 // Peek returns the shape of the next batch without taking it: the next
@@ -540,13 +539,29 @@ func (s *sampler) place(b *Batch, i, idx int) error {
 			return err
 		}
 		b.Labels[i] = float32(v.Label)
+		if v.Encoded && s.reshape {
+			// Each image may have its own size: decoded here, for its
+			// shape, before its crop is drawn.
+			pix, c, h, w, err := DecodeImage(v.Data, s.ds.Decoding.Channels, 0, 0)
+			if err != nil {
+				return fmt.Errorf("%s: %s: %v", s.ds.Name, s.ds.ItemName(idx), err)
+			}
+			t, err := s.shaped(b, i, idx, c, h, w)
+			if err != nil {
+				return err
+			}
+			hOff, wOff, mirror := s.draw(t)
+			per := t.c * t.oh * t.ow
+			t.apply(b.Data[i*per:(i+1)*per], pix, hOff, wOff, mirror)
+			return nil
+		}
 		if v.Encoded {
 			hOff, wOff, mirror := s.draw(s.t)
 			// The record's bytes live only until the cursor moves.
 			s.jobs[i] = decodeJob{idx: idx, hOff: hOff, wOff: wOff, mirror: mirror, enc: append(s.jobs[i].enc[:0], v.Data...)}
 			return nil
 		}
-		t, err := s.shaped(b, i, idx, v)
+		t, err := s.shaped(b, i, idx, int(v.Channels), int(v.Height), int(v.Width))
 		if err != nil {
 			return err
 		}
@@ -582,8 +597,9 @@ func (s *sampler) place(b *Batch, i, idx int) error {
 // other than the first record's; past it they are compiled afresh.
 const maxShapes = 256
 
-// shaped returns the transformer for streamed record idx (v), compiled
-// for its shape when that is not the first record's. With Reshape it
+// shaped returns the transformer for streamed record idx, of shape
+// c×h×w (an encoded one's decoded), compiled for its shape when that is
+// not the first record's. With Reshape it
 // shapes b as Caffe's DataLayer does, by the batch's first record (its
 // transformed shape), the buffer grown if it must be, and a later record
 // of the batch must transform to that shape too (the same channels, and
@@ -591,8 +607,7 @@ const maxShapes = 256
 // DataTransformer, an error naming it. So at batch size 1 every record
 // may have its own shape. Without Reshape every record must transform to
 // the first record's shape.
-func (s *sampler) shaped(b *Batch, i, idx int, v *datumView) (*transformer, error) {
-	c, h, w := int(v.Channels), int(v.Height), int(v.Width)
+func (s *sampler) shaped(b *Batch, i, idx, c, h, w int) (*transformer, error) {
 	t := s.t
 	if c != t.c || h != t.h || w != t.w {
 		key := [3]int{c, h, w}
@@ -628,9 +643,10 @@ func (s *sampler) shaped(b *Batch, i, idx int, v *datumView) (*transformer, erro
 	return t, nil
 }
 
-// decodePending decodes the images place queued, if any.
+// decodePending decodes the images place queued, if any (a reshaping
+// stream's encoded images were decoded as they were placed).
 func (s *sampler) decodePending(data []float32, per int) error {
-	if s.scratch != nil {
+	if s.scratch != nil && !(s.reshape && s.rd != nil) {
 		return s.decodeBatch(data, per)
 	}
 	return nil

@@ -412,6 +412,15 @@ func TestStreamVariableShapes(t *testing.T) {
 		return out
 	}
 	recs := []*caffepb.Datum{rawDatum(2, 1, 1, 0, 0), rawDatum(2, 2, 3, 1, 7), rawDatum(2, 3, 2, 2, 50), rawDatum(2, 4, 5, 3, 9)}
+	grays := []*caffepb.Datum{rawDatum(1, 2, 3, 0, 5), rawDatum(1, 4, 1, 1, 60), rawDatum(1, 3, 3, 2, 200)}
+	encoded := func(raws []*caffepb.Datum) []*caffepb.Datum {
+		var out []*caffepb.Datum
+		for _, r := range raws {
+			e, l := true, r.GetLabel()
+			out = append(out, &caffepb.Datum{Data: pngOf(t, r.Data, int(r.GetHeight()), int(r.GetWidth())), Encoded: &e, Label: &l})
+		}
+		return out
+	}
 	for _, c := range []struct {
 		name   string
 		recs   []*caffepb.Datum
@@ -422,12 +431,16 @@ func TestStreamVariableShapes(t *testing.T) {
 		// that each batch is the straight or the flipped transform, and
 		// that both occur.
 		crop, mirror bool
+		// pixels, when set, are the records' pixels as raw Datums (the
+		// records are encoded).
+		pixels []*caffepb.Datum
 	}{
-		{"scale and mean_value", recs, 1, TransformConfig{Scale: 0.5, MeanValue: []float32{10, 20}}, [][4]int{{1, 2, 1, 1}, {1, 2, 2, 3}, {1, 2, 3, 2}, {1, 2, 4, 5}}, false, false},
-		{"one mean_value", recs, 1, TransformConfig{MeanValue: []float32{3}}, [][4]int{{1, 2, 1, 1}, {1, 2, 2, 3}, {1, 2, 3, 2}, {1, 2, 4, 5}}, false, false},
-		{"float_data", []*caffepb.Datum{floatDatum(1, 2, 2), floatDatum(3, 1, 4)}, 1, TransformConfig{Scale: 2}, [][4]int{{1, 1, 2, 2}, {1, 3, 1, 4}}, false, false},
-		{"crop at batch 2", recs[1:], 3, TransformConfig{CropSize: 2, Scale: 3}, [][4]int{{3, 2, 2, 2}}, true, false},
-		{"mirror", recs, 1, TransformConfig{Mirror: true}, [][4]int{{1, 2, 1, 1}, {1, 2, 2, 3}, {1, 2, 3, 2}, {1, 2, 4, 5}}, false, true},
+		{"scale and mean_value", recs, 1, TransformConfig{Scale: 0.5, MeanValue: []float32{10, 20}}, [][4]int{{1, 2, 1, 1}, {1, 2, 2, 3}, {1, 2, 3, 2}, {1, 2, 4, 5}}, false, false, nil},
+		{"one mean_value", recs, 1, TransformConfig{MeanValue: []float32{3}}, [][4]int{{1, 2, 1, 1}, {1, 2, 2, 3}, {1, 2, 3, 2}, {1, 2, 4, 5}}, false, false, nil},
+		{"float_data", []*caffepb.Datum{floatDatum(1, 2, 2), floatDatum(3, 1, 4)}, 1, TransformConfig{Scale: 2}, [][4]int{{1, 1, 2, 2}, {1, 3, 1, 4}}, false, false, nil},
+		{"crop at batch 2", recs[1:], 3, TransformConfig{CropSize: 2, Scale: 3}, [][4]int{{3, 2, 2, 2}}, true, false, nil},
+		{"mirror", recs, 1, TransformConfig{Mirror: true}, [][4]int{{1, 2, 1, 1}, {1, 2, 2, 3}, {1, 2, 3, 2}, {1, 2, 4, 5}}, false, true, nil},
+		{"encoded", encoded(grays), 1, TransformConfig{Scale: 2, MeanValue: []float32{1}}, [][4]int{{1, 1, 2, 3}, {1, 1, 4, 1}, {1, 1, 3, 3}}, false, false, grays},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeDatums(t, filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")), db.LMDB, c.recs...)
@@ -461,6 +474,9 @@ func TestStreamVariableShapes(t *testing.T) {
 				var exp, flipped []float32
 				for i := range c.batch {
 					r := c.recs[(n*c.batch+i)%len(c.recs)]
+					if c.pixels != nil {
+						r = c.pixels[(n*c.batch+i)%len(c.recs)]
+					}
 					ho, wo := 0, 0
 					if c.crop {
 						ho, wo = (int(r.GetHeight())-ws[2])/2, (int(r.GetWidth())-ws[3])/2
