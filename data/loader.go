@@ -65,13 +65,15 @@ type LoaderConfig struct {
 	// (JPEG, PNG) of each batch; 0 means the number of cores, at most 4.
 	// Raw images need no decoding and ignore it.
 	DecodeThreads int
-	// Reshape lets the batches of a streamed database each take the
-	// shape of their first record (an encoded image's decoded shape), as
-	// Caffe's Data layer reshapes its top to each batch's first Datum:
-	// what a layer of batch_size 1 does over records of differing shapes
-	// (Variable). Without it every record must transform to the first
-	// record's shape (a crop that fits reads records of differing sizes),
-	// and one that does not is an error naming it.
+	// Reshape lets the batches of a streamed database, or of encoded
+	// images (an image list), each take the shape of their first record
+	// (an encoded image's decoded shape), as Caffe's Data and ImageData
+	// layers reshape their top to each batch's first image: what a layer
+	// of batch_size 1 does over images of differing shapes (Variable).
+	// Without it every image must transform to the first one's shape (a
+	// crop that fits reads raw records of differing sizes; encoded images
+	// must decode to the first one's size), and one that does not is an
+	// error naming it.
 	Reshape bool
 	// RandSkip, when positive, starts the first epoch at a random
 	// position below RandSkip drawn from Seed, as Caffe's
@@ -185,7 +187,7 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		broken:    make(chan struct{}),
-		variable:  cfg.Reshape && ds.Stream != nil,
+		variable:  cfg.Reshape && (ds.Stream != nil || ds.Encoded != nil),
 	}
 	per := ds.C * t.oh * t.ow
 	for range cfg.Prefetch + 2 {
@@ -235,10 +237,11 @@ func (l *Loader) run(s *sampler) {
 func (l *Loader) Shape() [4]int { return l.shape }
 
 // Variable reports whether batches may differ in shape: a streamed
-// database read with LoaderConfig.Reshape, whose batches each take the
-// shape of their first record (an encoded image's decoded), as Caffe's
-// Data layer reshapes its top to each batch's first Datum (without a
-// crop, records of differing sizes make batches of differing sizes).
+// database or encoded images (an image list) read with
+// LoaderConfig.Reshape, whose batches each take the shape of their first
+// record (an encoded image's decoded), as Caffe's Data and ImageData
+// layers reshape their top to each batch's first image (without a crop,
+// images of differing sizes make batches of differing sizes).
 func (l *Loader) Variable() bool { return l.variable }
 
 // Peek returns the shape of the next batch without taking it: the next
@@ -540,20 +543,7 @@ func (s *sampler) place(b *Batch, i, idx int) error {
 		}
 		b.Labels[i] = float32(v.Label)
 		if v.Encoded && s.reshape {
-			// Each image may have its own size: decoded here, for its
-			// shape, before its crop is drawn.
-			pix, c, h, w, err := DecodeImage(v.Data, s.ds.Decoding.Channels, 0, 0)
-			if err != nil {
-				return fmt.Errorf("%s: %s: %v", s.ds.Name, s.ds.ItemName(idx), err)
-			}
-			t, err := s.shaped(b, i, idx, c, h, w)
-			if err != nil {
-				return err
-			}
-			hOff, wOff, mirror := s.draw(t)
-			per := t.c * t.oh * t.ow
-			t.apply(b.Data[i*per:(i+1)*per], pix, hOff, wOff, mirror)
-			return nil
+			return s.placeDecoded(b, i, idx, v.Data)
 		}
 		if v.Encoded {
 			hOff, wOff, mirror := s.draw(s.t)
@@ -574,9 +564,13 @@ func (s *sampler) place(b *Batch, i, idx int) error {
 		}
 		return nil
 	}
+	b.Labels[i] = float32(s.ds.Labels[idx])
+	if s.ds.Encoded != nil && s.reshape {
+		// An image list's images, each of its own size (ImageData).
+		return s.placeDecoded(b, i, idx, s.ds.Encoded[idx])
+	}
 	hOff, wOff, mirror := s.draw(s.t)
 	per := s.ds.C * s.t.oh * s.t.ow
-	b.Labels[i] = float32(s.ds.Labels[idx])
 	for c, col := range s.ds.Extra {
 		sz := col.ItemSize()
 		copy(b.Extra[c][i*sz:(i+1)*sz], col.Values[idx*sz:(idx+1)*sz])
@@ -591,6 +585,34 @@ func (s *sampler) place(b *Batch, i, idx int) error {
 		s.t.apply(b.Data[i*per:(i+1)*per], s.ds.Image(idx), hOff, wOff, mirror)
 	}
 	return nil
+}
+
+// placeDecoded places encoded image idx (enc) at position i of b with
+// Reshape: each image may have its own size, so it is decoded here, for
+// its shape (shaped), before its crop is drawn.
+func (s *sampler) placeDecoded(b *Batch, i, idx int, enc []byte) error {
+	dec := s.ds.Decoding
+	pix, c, h, w, err := DecodeImage(enc, dec.Channels, dec.Height, dec.Width)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %v", s.ds.Name, s.ds.ItemName(idx), err)
+	}
+	t, err := s.shaped(b, i, idx, c, h, w)
+	if err != nil {
+		return err
+	}
+	hOff, wOff, mirror := s.draw(t)
+	per := t.c * t.oh * t.ow
+	t.apply(b.Data[i*per:(i+1)*per], pix, hOff, wOff, mirror)
+	return nil
+}
+
+// errAt names image idx (its database record and key, or list line) in
+// err.
+func (s *sampler) errAt(idx int, err error) error {
+	if s.rd != nil {
+		return s.rd.st.errAt(idx, s.rd.st.key(idx), err)
+	}
+	return fmt.Errorf("%s: %s: %w", s.ds.Name, s.ds.ItemName(idx), err)
 }
 
 // maxShapes bounds the transformers a sampler keeps for record shapes
@@ -614,7 +636,7 @@ func (s *sampler) shaped(b *Batch, i, idx, c, h, w int) (*transformer, error) {
 		if t = s.shapes[key]; t == nil {
 			var err error
 			if t, err = s.t.reshaped(c, h, w); err != nil {
-				return nil, s.rd.st.errAt(idx, s.rd.st.key(idx), err)
+				return nil, s.errAt(idx, err)
 			}
 			if s.shapes == nil || len(s.shapes) >= maxShapes {
 				s.shapes = map[[3]int]*transformer{}
@@ -638,7 +660,7 @@ func (s *sampler) shaped(b *Batch, i, idx, c, h, w int) (*transformer, error) {
 		if !s.reshape {
 			f, whose = [3]int{s.ds.C, s.ds.H, s.ds.W}, "the first record's"
 		}
-		return nil, s.rd.st.errAt(idx, s.rd.st.key(idx), fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) differs from %s %dx%dx%d: Caffe's Data layer shapes each batch by its first record, so records of differing shapes need batch_size 1 (or a crop_size that fits every record)", c, h, w, whose, f[0], f[1], f[2]))
+		return nil, s.errAt(idx, fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) differs from %s %dx%dx%d: Caffe's Data layer shapes each batch by its first record, so records of differing shapes need batch_size 1 (or a crop_size that fits every record)", c, h, w, whose, f[0], f[1], f[2]))
 	}
 	return t, nil
 }
@@ -646,7 +668,7 @@ func (s *sampler) shaped(b *Batch, i, idx, c, h, w int) (*transformer, error) {
 // decodePending decodes the images place queued, if any (a reshaping
 // stream's encoded images were decoded as they were placed).
 func (s *sampler) decodePending(data []float32, per int) error {
-	if s.scratch != nil && !(s.reshape && s.rd != nil) {
+	if s.scratch != nil && !s.reshape {
 		return s.decodeBatch(data, per)
 	}
 	return nil
