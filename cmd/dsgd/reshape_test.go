@@ -14,6 +14,7 @@ import (
 	"dsgd/caffe/caffemodel"
 	"dsgd/caffe/caffepb"
 	"dsgd/data/db"
+	"dsgd/protocol/scheme"
 )
 
 // varNet is a tiny net for inputs of any size, as segmentation and
@@ -337,5 +338,46 @@ func TestTrainVariableShapes(t *testing.T) {
 			}
 			t.Logf("%s: losses %v (reference %v); test loss %v accuracy %v", c.scheme, got, losses, testLoss, testAcc)
 		})
+	}
+}
+
+// TestTrainVariableShapesEveryScheme: every scheme trains a net that
+// reshapes to each record (batch_size 1 over records of differing
+// shapes), each worker on the nets of its own records' shapes: it runs
+// to the end and tests.
+func TestTrainVariableShapesEveryScheme(t *testing.T) {
+	dir := t.TempDir()
+	for name, shapes := range map[string][][2]int{
+		"train_lmdb": {{5, 5}, {4, 6}, {6, 4}, {5, 5}, {7, 5}, {3, 3}},
+		"test_lmdb":  {{5, 6}, {4, 5}, {6, 6}},
+	} {
+		w, err := db.Create(filepath.Join(dir, name), db.LMDB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range varRecords(shapes, len(name)) {
+			v, err := proto.Marshal(&caffepb.Datum{Channels: proto.Int32(2), Height: proto.Int32(int32(r.h)), Width: proto.Int32(int32(r.w)), Data: r.pix, Label: proto.Int32(int32(r.label))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Put(fmt.Appendf(nil, "%08d", i), v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, dir, "net.prototxt", varNet)
+	write(t, dir, "solver.prototxt", varSolver)
+	for _, in := range scheme.Schemes() {
+		workers := "2"
+		if in.Name == "seq" {
+			workers = "1"
+		}
+		code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--scheme", in.Name, "--workers", workers, "--iters", "12", "--threads", "1", "--snapshot-prefix", "out/"+in.Name)
+		if code != 0 || !strings.Contains(out, "final test:") {
+			t.Errorf("%s: exit %d\n%s\n%s", in.Name, code, out, errs)
+		}
 	}
 }
