@@ -63,10 +63,16 @@ func Reshaping(feeds []Feed) bool {
 	return false
 }
 
-// MaxShapedNets bounds the nets a NetShapes keeps besides its main one;
-// the least recently used is dropped (and built again when its shape
-// returns).
-const MaxShapedNets = 8
+// MaxShapedNets bounds the nets a NetShapes keeps besides its main one,
+// and MaxShapedBytes their blobs' memory, in main nets' worth;
+// past either the least recently used are dropped (and built again when
+// their shape returns), all but the one in use. Caffe reshapes one net
+// in place; a net per shape trades that memory for not re-planning the
+// layers at every record.
+const (
+	MaxShapedNets  = 8
+	MaxShapedBytes = 4
+)
 
 // NetShapes gives, batch by batch, the net of the batch's input shapes
 // for feeds whose batches vary (Reshaping): the main net when they are
@@ -87,6 +93,8 @@ type NetShapes struct {
 	// the most recent).
 	nets map[string]*model.Net
 	used []string
+	// bytes is the memory the nets' blobs hold (activations).
+	bytes float64
 	// next holds each varying feed's next shapes, one per top.
 	next  [][]tensor.Shape
 	built int
@@ -105,7 +113,9 @@ func NewNetShapes(main *model.Net, spec model.Spec, shapes map[string]tensor.Sha
 	if len(s.vary) == 0 {
 		return nil
 	}
-	s.opt.ShareWith, s.opt.OwnGrads = main, false
+	// The nets never run beside one another: one pool, the main net's.
+	s.opt.ShareWith, s.opt.OwnGrads, s.opt.Pool = main, false, main.Pool()
+	s.opt.Threads = main.Pool().Threads()
 	for _, i := range s.vary {
 		s.next = append(s.next, make([]tensor.Shape, len(feeds[i].Tops)))
 	}
@@ -163,21 +173,31 @@ func (s *NetShapes) Pick(ctx context.Context) (*model.Net, error) {
 		if err != nil {
 			return nil, fmt.Errorf("train: %s net for the batch's input %s (Caffe's Data layer at batch_size 1 reshapes the net to each record; the net must build for every record's shape, sharing the first one's weights): %w", s.what, strings.Join(desc, ", "), err)
 		}
-		if len(s.nets) >= MaxShapedNets {
-			old := s.used[0]
-			s.used = s.used[1:]
-			s.main.DropGradUser(s.nets[old])
-			delete(s.nets, old)
-		}
 		s.nets[k] = net
+		s.bytes += activations(net)
 		s.built++
-	} else {
-		s.used = slices.DeleteFunc(s.used, func(u string) bool { return u == k })
 	}
+	s.used = slices.DeleteFunc(s.used, func(u string) bool { return u == k })
 	s.used = append(s.used, k)
+	// Past the bounds the least recently used go, never the one
+	// picked now.
+	for len(s.used) > 1 && (len(s.nets) > MaxShapedNets || s.bytes > MaxShapedBytes*activations(s.main)) {
+		old := s.nets[s.used[0]]
+		s.main.DropGradUser(old)
+		s.bytes -= activations(old)
+		delete(s.nets, s.used[0])
+		s.used = s.used[1:]
+	}
 	net.SetGradHook(s.main.GradHook())
 	net.SetLayerHook(s.main.LayerHook())
 	return net, nil
+}
+
+// activations is the memory net's blobs hold: its Bytes less its
+// parameters' share (20 bytes a parameter), which a net built ShareWith
+// another does not hold.
+func activations(net *model.Net) float64 {
+	return max(net.Bytes()-20*float64(len(net.Params())), 0)
 }
 
 // shapeText formats a shape as 1x3x32x32.

@@ -75,11 +75,11 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
 
 // TestNetShapes: NetShapes gives each batch a net of its input shape —
 // the main net for the main net's shape, one cached net per other shape
-// — whose weights and gradients are the main net's (a pass on it leaves
-// its gradients in the main net's); past MaxShapedNets the least
-// recently used is dropped and built again when its shape returns; a net
-// that cannot take a shape is an error naming the shape and the layer;
-// no reshaping feed, no NetShapes.
+// — whose weights, gradients and pool are the main net's (a pass on it
+// leaves its gradients in the main net's); past MaxShapedNets, or
+// MaxShapedBytes, the least recently used is dropped and built again
+// when its shape returns; a net that cannot take a shape is an error
+// naming the shape and the layer; no reshaping feed, no NetShapes.
 func TestNetShapes(t *testing.T) {
 	base := map[string]tensor.Shape{"data": {1, 2, 5, 5}, "label": {1}}
 	opt := model.Options{Phase: layers.Train, Threads: 1, Seed: 3}
@@ -137,14 +137,20 @@ func TestNetShapes(t *testing.T) {
 		t.Errorf("%d nets built for 3 shapes other than the main one", ns.Built())
 	}
 
-	// The cache: MaxShapedNets shapes besides the main one stay; one
-	// more drops the least recently used, and its shape builds anew.
+	// The cache: MaxShapedNets shapes besides the main one stay (a main
+	// net of 40x40 inputs, whose blobs outweigh theirs); one more drops
+	// the least recently used, and its shape builds anew.
+	big := map[string]tensor.Shape{"data": {1, 2, 40, 40}, "label": {1}}
+	bigMain, err := model.Build(spec, big, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var many [][2]int
 	for i := range MaxShapedNets + 1 {
 		many = append(many, [2]int{3 + i, 3})
 	}
 	src2 := &shapeSource{shapes: append(many, many[0]), vary: true}
-	ns2 := NewNetShapes(main, spec, base, opt, []Feed{{Tops: []string{"data", "label"}, Source: src2}}, "TRAIN")
+	ns2 := NewNetShapes(bigMain, spec, big, opt, []Feed{{Tops: []string{"data", "label"}, Source: src2}}, "TRAIN")
 	for range len(src2.shapes) {
 		if _, err := ns2.Pick(context.Background()); err != nil {
 			t.Fatal(err)
@@ -154,6 +160,20 @@ func TestNetShapes(t *testing.T) {
 	if want := MaxShapedNets + 2; ns2.Built() != want {
 		t.Errorf("%d nets built for %d shapes, the first dropped and coming back; want %d", ns2.Built(), MaxShapedNets+1, want)
 	}
+	// And their blobs: two nets of 20x20 inputs outweigh MaxShapedBytes
+	// main nets of 5x5, so the second drops the first.
+	src4 := &shapeSource{shapes: [][2]int{{20, 20}, {21, 21}, {20, 20}}, vary: true}
+	ns4 := NewNetShapes(main, spec, base, opt, []Feed{{Tops: []string{"data", "label"}, Source: src4}}, "TRAIN")
+	for range 3 {
+		if _, err := ns4.Pick(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		src4.k++
+	}
+	if ns4.Built() != 3 {
+		t.Errorf("%d nets built for 20x20, 21x21, 20x20 past the memory bound; want 3", ns4.Built())
+	}
+	main = bigMain
 	// UseGrads moves the kept nets' gradients along.
 	buf := make([]float32, len(main.Grads()))
 	if err := main.UseGrads(buf); err != nil {
@@ -163,6 +183,9 @@ func TestNetShapes(t *testing.T) {
 	net, err := ns2.Pick(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if net == main || net.Pool() != main.Pool() {
+		t.Error("a net of another shape does not run on the main net's pool")
 	}
 	if &net.Grads()[0] != &buf[0] {
 		t.Error("a kept net's gradients did not follow the main net's UseGrads")
