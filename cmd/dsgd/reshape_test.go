@@ -180,9 +180,11 @@ func (w *varWeights) step(lr float64, grads []*varWeights) {
 // test` tests the trained weights the same way: the per-iteration losses,
 // the trained weights and the test loss and accuracy are those of a
 // float64 reference computed here, record by record (SGD at lr 0.5 from
-// the same initial weights, in file order), under seq and under
-// sync-ring with two workers (each worker's record its own shape, the
-// gradients averaged).
+// the same initial weights, in file order), under seq, under sync-ring
+// with two workers (each worker's record its own shape, the gradients
+// averaged) and under seq with iter_size 2 (each pass its own shape), on
+// one thread and on two (the exact sums' atoms then one after another,
+// each on the net of its shape).
 func TestTrainVariableShapes(t *testing.T) {
 	dir := t.TempDir()
 	train := varRecords([][2]int{{5, 5}, {4, 6}, {6, 4}, {5, 5}, {7, 5}, {3, 3}}, 0)
@@ -240,26 +242,35 @@ func TestTrainVariableShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	write(t, dir, "solver_iter2.prototxt", varSolver+"iter_size: 2\n")
 	for _, c := range []struct {
-		scheme  string
-		workers int
-	}{{"seq", 1}, {"sync-ring", 2}} {
-		t.Run(c.scheme, func(t *testing.T) {
-			// The reference: iteration t reads positions t·W … t·W+W-1
-			// of the file order.
+		name, scheme string
+		workers      int
+		iterSize     int
+		threads      int
+	}{{"seq", "seq", 1, 1, 1}, {"sync-ring", "sync-ring", 2, 1, 1}, {"seq iter_size 2", "seq", 1, 2, 1}, {"seq iter_size 2 threads 2", "seq", 1, 2, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			// The reference: pass j of iteration t reads, on worker r,
+			// position (t·iter_size + j)·W + r of the file order; the
+			// update is the mean of every pass's gradient.
 			w := init
-			// losses holds rank 0's, the one its records show.
+			// losses holds rank 0's, the one its records show: the
+			// mean over its passes.
 			var losses []float64
 			for it := range 6 {
 				var grads []*varWeights
-				for r := range c.workers {
-					g := &varWeights{}
-					l, _ := w.forward(train[(it*c.workers+r)%len(train)], g)
-					if r == 0 {
-						losses = append(losses, l)
+				var loss float64
+				for j := range c.iterSize {
+					for r := range c.workers {
+						g := &varWeights{}
+						l, _ := w.forward(train[((it*c.iterSize+j)*c.workers+r)%len(train)], g)
+						if r == 0 {
+							loss += l / float64(c.iterSize)
+						}
+						grads = append(grads, g)
 					}
-					grads = append(grads, g)
 				}
+				losses = append(losses, loss)
 				w.step(0.5, grads)
 			}
 			var testLoss, testAcc float64
@@ -271,10 +282,14 @@ func TestTrainVariableShapes(t *testing.T) {
 				}
 			}
 
-			prefix := "out/" + c.scheme
-			metrics := c.scheme + ".jsonl"
-			code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--weights", "init.caffemodel", "--shuffle=false",
-				"--scheme", c.scheme, "--workers", fmt.Sprint(c.workers), "--threads", "1", "--snapshot-prefix", prefix, "--snapshot-format", "caffe", "--metrics", metrics)
+			prefix := "out/" + strings.ReplaceAll(c.name, " ", "_")
+			metrics := strings.ReplaceAll(c.name, " ", "_") + ".jsonl"
+			solverFile := "solver.prototxt"
+			if c.iterSize == 2 {
+				solverFile = "solver_iter2.prototxt"
+			}
+			code, out, errs := runCmd(t, dir, "train", "--solver", solverFile, "--weights", "init.caffemodel", "--shuffle=false",
+				"--scheme", c.scheme, "--workers", fmt.Sprint(c.workers), "--threads", fmt.Sprint(c.threads), "--snapshot-prefix", prefix, "--snapshot-format", "caffe", "--metrics", metrics)
 			if code != 0 {
 				t.Fatalf("train: exit %d\n%s\n%s", code, out, errs)
 			}
@@ -336,7 +351,7 @@ func TestTrainVariableShapes(t *testing.T) {
 			if l := number(t, out, "loss"); math.Abs(l-testLoss) > 1e-4 {
 				t.Errorf("dsgd test --model: loss %v, the reference's %v\n%s", l, testLoss, out)
 			}
-			t.Logf("%s: losses %v (reference %v); test loss %v accuracy %v", c.scheme, got, losses, testLoss, testAcc)
+			t.Logf("%s: losses %v (reference %v); test loss %v accuracy %v", c.name, got, losses, testLoss, testAcc)
 		})
 	}
 }
