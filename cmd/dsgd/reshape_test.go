@@ -13,6 +13,7 @@ import (
 
 	"dsgd/caffe/caffemodel"
 	"dsgd/caffe/caffepb"
+	"dsgd/data"
 	"dsgd/data/db"
 	"dsgd/protocol/scheme"
 )
@@ -56,6 +57,27 @@ func varRecords(shapes [][2]int, seed int) []varRecord {
 		out = append(out, r)
 	}
 	return out
+}
+
+// putVarDB writes recs as a LMDB of 2-channel raw Datums, keys %08d.
+func putVarDB(t *testing.T, path string, recs []varRecord) {
+	t.Helper()
+	w, err := db.Create(path, db.LMDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		v, err := proto.Marshal(&caffepb.Datum{Channels: proto.Int32(2), Height: proto.Int32(int32(r.h)), Width: proto.Int32(int32(r.w)), Data: r.pix, Label: proto.Int32(int32(r.label))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Put(fmt.Appendf(nil, "%08d", i), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // varWeights are the net's weights as the reference holds them.
@@ -189,26 +211,8 @@ func TestTrainVariableShapes(t *testing.T) {
 	dir := t.TempDir()
 	train := varRecords([][2]int{{5, 5}, {4, 6}, {6, 4}, {5, 5}, {7, 5}, {3, 3}}, 0)
 	test := varRecords([][2]int{{5, 6}, {4, 5}, {6, 6}}, 1)
-	put := func(name string, recs []varRecord) {
-		w, err := db.Create(filepath.Join(dir, name), db.LMDB)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, r := range recs {
-			v, err := proto.Marshal(&caffepb.Datum{Channels: proto.Int32(2), Height: proto.Int32(int32(r.h)), Width: proto.Int32(int32(r.w)), Data: r.pix, Label: proto.Int32(int32(r.label))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Put(fmt.Appendf(nil, "%08d", i), v); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put("train_lmdb", train)
-	put("test_lmdb", test)
+	putVarDB(t, filepath.Join(dir, "train_lmdb"), train)
+	putVarDB(t, filepath.Join(dir, "test_lmdb"), test)
 	write(t, dir, "net.prototxt", varNet)
 	write(t, dir, "solver.prototxt", varSolver)
 	var init varWeights
@@ -362,27 +366,8 @@ func TestTrainVariableShapes(t *testing.T) {
 // to the end and tests.
 func TestTrainVariableShapesEveryScheme(t *testing.T) {
 	dir := t.TempDir()
-	for name, shapes := range map[string][][2]int{
-		"train_lmdb": {{5, 5}, {4, 6}, {6, 4}, {5, 5}, {7, 5}, {3, 3}},
-		"test_lmdb":  {{5, 6}, {4, 5}, {6, 6}},
-	} {
-		w, err := db.Create(filepath.Join(dir, name), db.LMDB)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, r := range varRecords(shapes, len(name)) {
-			v, err := proto.Marshal(&caffepb.Datum{Channels: proto.Int32(2), Height: proto.Int32(int32(r.h)), Width: proto.Int32(int32(r.w)), Data: r.pix, Label: proto.Int32(int32(r.label))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Put(fmt.Appendf(nil, "%08d", i), v); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putVarDB(t, filepath.Join(dir, "train_lmdb"), varRecords([][2]int{{5, 5}, {4, 6}, {6, 4}, {5, 5}, {7, 5}, {3, 3}}, 0))
+	putVarDB(t, filepath.Join(dir, "test_lmdb"), varRecords([][2]int{{5, 6}, {4, 5}, {6, 6}}, 1))
 	write(t, dir, "net.prototxt", varNet)
 	write(t, dir, "solver.prototxt", varSolver)
 	for _, in := range scheme.Schemes() {
@@ -394,5 +379,45 @@ func TestTrainVariableShapesEveryScheme(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "final test:") {
 			t.Errorf("%s: exit %d\n%s\n%s", in.Name, code, out, errs)
 		}
+	}
+}
+
+// TestVariableShapesRefused: what Caffe's DataTransformer or layers CHECK
+// over records of differing shapes stops dsgd train with exit 1 and a
+// message naming the database's key and the setting or layer at fault:
+// a mean_file (one shape) at batch_size 1, a larger batch_size, and a
+// net whose params depend on the input's size.
+func TestVariableShapesRefused(t *testing.T) {
+	dir := t.TempDir()
+	putVarDB(t, filepath.Join(dir, "train_lmdb"), varRecords([][2]int{{5, 5}, {4, 6}, {5, 5}}, 0))
+	putVarDB(t, filepath.Join(dir, "test_lmdb"), varRecords([][2]int{{5, 5}}, 1))
+	mean := filepath.Join(dir, "mean.binaryproto")
+	one, c, h, w := int32(1), int32(2), int32(5), int32(5)
+	if err := data.WriteMean(mean, &caffepb.BlobProto{Num: &one, Channels: &c, Height: &h, Width: &w, Data: make([]float32, 50)}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "solver.prototxt", varSolver)
+	for _, c := range []struct {
+		name string
+		net  string
+		want []string
+	}{
+		{"mean_file", strings.ReplaceAll(varNet, "mean_value: 100", `mean_file: "`+mean+`"`), []string{"train_lmdb", `key "00000001"`, "mean_file " + mean + " is 1x2x5x5 but the record is 2x4x6"}},
+		{"batch_size 2", strings.Replace(varNet, "batch_size: 1", "batch_size: 2", 1), []string{"train_lmdb", `key "00000001"`, "differs from the first record's 2x5x5", "need batch_size 1"}},
+		{"InnerProduct on the data", strings.Replace(strings.Replace(varNet, `bottom: "pool" top: "ip"`, `bottom: "data" top: "ip"`, 1), `layer { name: "pool"`, `# layer { name: "pool"`, 1), []string{"TRAIN net for the batch's input data 1x2x4x6", "Caffe's Data layer at batch_size 1 reshapes the net", `"ip"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			write(t, dir, "net.prototxt", c.net)
+			code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--shuffle=false", "--snapshot-prefix", "none")
+			for _, w := range c.want {
+				if code != 1 || !strings.Contains(errs, w) {
+					t.Fatalf("exit %d, want 1 and %q in stderr\n%s\n%s", code, w, out, errs)
+				}
+			}
+			if strings.Contains(errs, "panic") {
+				t.Fatalf("panicked:\n%s", errs)
+			}
+			t.Log(strings.TrimSpace(errs))
+		})
 	}
 }
