@@ -102,10 +102,7 @@ func dlCheckLabels(t *testing.T, labels [][]float32) {
 // Not ported: TestSkip (Caffe's solvers each read every solver_count-th
 // record; dsgd's workers each take a slice of the global batch, so that
 // an iteration's images do not depend on the worker count: data's
-// TestSliceMatchesOneWorker), and TestReshape (Caffe's Data layer
-// reshapes its top to each batch-1 Datum; dsgd's loaders and nets have
-// one shape, and a record whose shape differs from the first is an error
-// naming its key).
+// TestSliceMatchesOneWorker). TestReshape is TestCaffeDataLayerReshape.
 func TestCaffeDataLayer(t *testing.T) {
 	for _, b := range []db.Backend{db.LevelDB, db.LMDB} {
 		suffix := map[db.Backend]string{db.LevelDB: "LevelDB", db.LMDB: "LMDB"}[b]
@@ -202,6 +199,87 @@ func TestCaffeDataLayer(t *testing.T) {
 				if matches == 10 {
 					t.Errorf("iter %d: all 10 values equal the first sequence's", iter)
 				}
+			}
+		})
+	}
+}
+
+// TestCaffeDataLayerReshape ports Caffe's DataLayerTest.TestReshapeLMDB
+// and TestReshapeLevelDB: five 2-channel Datums of differing heights
+// (i%2+1) and widths (i%4+1), pixel j equal to j, read by a TEST layer
+// at batch size 1 (LoaderConfig.Reshape, which a job sets for a layer
+// of batch_size 1) without a transform: each batch takes its record's
+// shape (the loader says its batches vary), with label i and pixel j
+// equal to j.
+func TestCaffeDataLayerReshape(t *testing.T) {
+	for _, b := range []db.Backend{db.LMDB, db.LevelDB} {
+		suffix := map[db.Backend]string{db.LevelDB: "LevelDB", db.LMDB: "LMDB"}[b]
+		t.Run("DataLayerTest.TestReshape"+suffix, func(t *testing.T) {
+			const inputs = 5
+			path := filepath.Join(t.TempDir(), "db")
+			w, err := db.Create(path, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range inputs {
+				h, wd := int32(i%2+1), int32(i%4+1)
+				pix := make([]byte, 2*h*wd)
+				for j := range pix {
+					pix[j] = byte(j)
+				}
+				rec, err := proto.Marshal(&caffepb.Datum{Label: proto.Int32(int32(i)), Channels: proto.Int32(2), Height: &h, Width: &wd, Data: pix})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Put([]byte(strconv.Itoa(i)), rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ds, err := OpenSource(SourceConfig{Type: "Data", Path: path, Backend: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ds.Close()
+			l, err := NewLoader(ds, LoaderConfig{BatchSize: 1, Seed: dlSeed, Reshape: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			// SetUp: the first record's shape.
+			if s := l.Shape(); s[0] != 1 || s[1] != 2 {
+				t.Fatalf("data top %v after SetUp, want 1x2xHxW", s)
+			}
+			if !l.Variable() {
+				t.Fatal("a batch-1 loader over a database says its batches do not vary")
+			}
+			for iter := range inputs {
+				peek, err := l.Peek(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				bt, err := l.Next(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := [4]int{1, 2, iter%2 + 1, iter%4 + 1}
+				if bt.Shape != want || peek != want {
+					t.Fatalf("iter %d: data top %v (peeked %v), want %v", iter, bt.Shape, peek, want)
+				}
+				if len(bt.Data) != 2*want[2]*want[3] || len(bt.Labels) != 1 {
+					t.Fatalf("iter %d: %d values and %d labels for a %v top", iter, len(bt.Data), len(bt.Labels), want)
+				}
+				if bt.Labels[0] != float32(iter) {
+					t.Errorf("iter %d: label %v, want %d", iter, bt.Labels[0], iter)
+				}
+				for idx, v := range bt.Data {
+					if v != float32(idx) {
+						t.Fatalf("iter %d: value %d is %v, want %d", iter, idx, v, idx)
+					}
+				}
+				l.Release(bt)
 			}
 		})
 	}

@@ -303,9 +303,14 @@ func ComputeImageMean(path string, b db.Backend, progress Progress) (*caffepb.Bl
 	sum := make([]float64, sz)
 	img := make([]uint8, sz)
 	for i := range ds.N {
-		v, err := rd.read(ds, i)
+		v, err := rd.read(i)
 		if err != nil {
 			return nil, nil, 0, err
+		}
+		if !v.Encoded && (int(v.Channels) != ds.C || int(v.Height) != ds.H || int(v.Width) != ds.W) {
+			// Caffe's compute_image_mean CHECKs the same: one mean
+			// image needs one shape.
+			return nil, nil, 0, ds.Stream.errAt(i, ds.Stream.key(i), fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) differs from the first record's %dx%dx%d; a mean image needs every record to have one shape", v.Channels, v.Height, v.Width, ds.C, ds.H, ds.W))
 		}
 		switch {
 		case v.Encoded:

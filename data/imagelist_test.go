@@ -2,6 +2,7 @@ package data
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,5 +103,78 @@ func TestReadImageList(t *testing.T) {
 	defer l.Close()
 	if _, err := l.Next(context.Background()); err == nil || !strings.Contains(err.Error(), "list.txt:2") {
 		t.Errorf("late bad image: %v, want its line named", err)
+	}
+}
+
+// TestImageListReshape: an image list of images of differing sizes read
+// at batch size 1 with Reshape (what a job does for an ImageData layer of
+// batch_size 1) gives each batch its image's shape and pixels, as
+// Caffe's ImageData layer reshapes its top to each batch's first image;
+// without it the second image is refused naming its list line.
+func TestImageListReshape(t *testing.T) {
+	dir := t.TempDir()
+	sizes := [][2]int{{2, 3}, {4, 1}, {3, 3}}
+	var lines []string
+	var pixels [][]uint8
+	for i, hw := range sizes {
+		pix := make([]uint8, hw[0]*hw[1])
+		for j := range pix {
+			pix[j] = uint8(10*i + j)
+		}
+		pixels = append(pixels, pix)
+		name := filepath.Join(dir, fmt.Sprintf("%d.png", i))
+		if err := os.WriteFile(name, pngOf(t, pix, hw[0], hw[1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, fmt.Sprintf("%s %d", name, i))
+	}
+	list := filepath.Join(dir, "list.txt")
+	if err := os.WriteFile(list, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ReadImageList(list, "", Decoding{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLoader(ds, LoaderConfig{BatchSize: 1, Reshape: true, Transform: TransformConfig{Scale: 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if !l.Variable() {
+		t.Fatal("a reshaping loader over an image list says its batches do not vary")
+	}
+	for n := range 2 * len(sizes) {
+		i := n % len(sizes)
+		b, err := l.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := [4]int{1, 1, sizes[i][0], sizes[i][1]}; b.Shape != want || b.Labels[0] != float32(i) {
+			t.Fatalf("batch %d: shape %v label %v, want %v and %d", n, b.Shape, b.Labels[0], want, i)
+		}
+		for j, v := range b.Data {
+			if want := float32(pixels[i][j]) * 0.5; v != want {
+				t.Fatalf("batch %d value %d: %v, want %v", n, j, v, want)
+			}
+		}
+		l.Release(b)
+	}
+	fixed, err := NewLoader(ds, LoaderConfig{BatchSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fixed.Close()
+	if fixed.Variable() {
+		t.Error("a loader without Reshape says its batches vary")
+	}
+	b, err := fixed.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed.Release(b)
+	_, err = fixed.Next(context.Background())
+	if want := list + ":2"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "decodes to 1x4x1") {
+		t.Fatalf("second image without Reshape: %v; want an error naming %s", err, want)
 	}
 }

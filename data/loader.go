@@ -65,6 +65,16 @@ type LoaderConfig struct {
 	// (JPEG, PNG) of each batch; 0 means the number of cores, at most 4.
 	// Raw images need no decoding and ignore it.
 	DecodeThreads int
+	// Reshape lets the batches of a streamed database, or of encoded
+	// images (an image list), each take the shape of their first record
+	// (an encoded image's decoded shape), as Caffe's Data and ImageData
+	// layers reshape their top to each batch's first image: what a layer
+	// of batch_size 1 does over images of differing shapes (Variable).
+	// Without it every image must transform to the first one's shape (a
+	// crop that fits reads raw records of differing sizes; encoded images
+	// must decode to the first one's size), and one that does not is an
+	// error naming it.
+	Reshape bool
 	// RandSkip, when positive, starts the first epoch at a random
 	// position below RandSkip drawn from Seed, as Caffe's
 	// data_param.rand_skip skips that many records at the start.
@@ -116,6 +126,11 @@ type Loader struct {
 	stalls    atomic.Int64
 	broken    chan struct{} // closed when the producer failed; err says why
 	err       error
+	variable  bool
+	// peekMu guards peeked, the batch Peek took from ready for the next
+	// Next to return.
+	peekMu sync.Mutex
+	peeked *Batch
 }
 
 // NewLoader checks cfg against ds and starts the background goroutine.
@@ -172,6 +187,7 @@ func NewLoader(ds *Dataset, cfg LoaderConfig) (*Loader, error) {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		broken:    make(chan struct{}),
+		variable:  cfg.Reshape && (ds.Stream != nil || ds.Encoded != nil),
 	}
 	per := ds.C * t.oh * t.ow
 	for range cfg.Prefetch + 2 {
@@ -216,8 +232,34 @@ func (l *Loader) run(s *sampler) {
 }
 
 // Shape returns the shape of every batch's Data: {B, C, H', W'}, where H'
-// and W' are the crop size when cropping.
+// and W' are the crop size when cropping. When Variable, it is the
+// first record's, and a batch's own Shape may differ.
 func (l *Loader) Shape() [4]int { return l.shape }
+
+// Variable reports whether batches may differ in shape: a streamed
+// database or encoded images (an image list) read with
+// LoaderConfig.Reshape, whose batches each take the shape of their first
+// record (an encoded image's decoded), as Caffe's Data and ImageData
+// layers reshape their top to each batch's first image (without a crop,
+// images of differing sizes make batches of differing sizes).
+func (l *Loader) Variable() bool { return l.variable }
+
+// Peek returns the shape of the next batch without taking it: the next
+// Next returns that batch. It waits as Next does and returns its errors.
+// A caller whose batches vary (Variable) peeks to shape what the batch
+// goes into before taking it.
+func (l *Loader) Peek(ctx context.Context) ([4]int, error) {
+	l.peekMu.Lock()
+	defer l.peekMu.Unlock()
+	if l.peeked == nil {
+		b, err := l.next(ctx)
+		if err != nil {
+			return [4]int{}, err
+		}
+		l.peeked = b
+	}
+	return l.peeked.Shape, nil
+}
 
 // ItemName names image i of the loader's Dataset (a Batch's Index) for
 // errors: its database record and key, list line or HDF5 item.
@@ -242,24 +284,45 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 		return nil, ErrClosed
 	default:
 	}
+	l.peekMu.Lock()
+	b := l.peeked
+	l.peeked = nil
+	l.peekMu.Unlock()
+	if b != nil {
+		b.out = true
+		return b, nil
+	}
+	b, err := l.next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.out = true
+	return b, nil
+}
+
+// next takes the next filled batch, waiting for it (Next's stalls and
+// errors), without marking it handed out.
+func (l *Loader) next(ctx context.Context) (*Batch, error) {
+	select {
+	case <-l.stop:
+		return nil, ErrClosed
+	default:
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	select {
 	case b := <-l.ready:
-		b.out = true
 		return b, nil
 	default:
 	}
 	l.stalls.Add(1)
 	select {
 	case b := <-l.ready:
-		b.out = true
 		return b, nil
 	case <-l.broken:
 		select {
 		case b := <-l.ready:
-			b.out = true
 			return b, nil
 		default:
 		}
@@ -342,6 +405,12 @@ type sampler struct {
 	errs    []error
 	slice   *sliceState   // LoaderConfig.Slice; nil: shards
 	rd      *streamReader // a streamed Dataset's cursor; nil: in memory
+	// shapes holds the transformers of streamed records whose shape is
+	// not the first record's (shaped), and first the shape of the
+	// batch's first record.
+	shapes  map[[3]int]*transformer
+	first   [3]int
+	reshape bool // LoaderConfig.Reshape
 }
 
 func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) (*sampler, error) {
@@ -367,6 +436,7 @@ func newSampler(ds *Dataset, t *transformer, cfg LoaderConfig) (*sampler, error)
 		ds:       ds,
 		t:        t,
 		batch:    cfg.BatchSize,
+		reshape:  cfg.Reshape,
 		shuffle:  cfg.Shuffle,
 		seed:     cfg.Seed,
 		shard:    shard,
@@ -439,47 +509,68 @@ func (s *sampler) fill(b *Batch) error {
 	}
 	b.Seq, b.Epoch = s.seq, s.epoch
 	s.augPCG.Seed(mix(s.seed, tagAugment), uint64(s.seq))
-	per := s.ds.C * s.t.oh * s.t.ow
 	for i := range s.batch {
 		if s.pos == len(s.order) {
 			s.startEpoch(s.epoch + 1)
 		}
 		idx := s.order[s.pos]
 		s.pos++
-		hOff, wOff := s.t.offsets(s.augRng)
-		mirror := s.t.mirror && s.augRng.IntN(2) == 1
-		if err := s.place(b, i, per, idx, hOff, wOff, mirror); err != nil {
+		if err := s.place(b, i, idx); err != nil {
 			return err
 		}
 	}
 	s.seq++
-	return s.decodePending(b.Data, per)
+	return s.decodePending(b.Data, s.ds.C*s.t.oh*s.t.ow)
+}
+
+// draw draws one image's crop offsets and mirror for t, in that order.
+func (s *sampler) draw(t *transformer) (hOff, wOff int, mirror bool) {
+	hOff, wOff = t.offsets(s.augRng)
+	return hOff, wOff, t.mirror && s.augRng.IntN(2) == 1
 }
 
 // place puts image idx of the data set at position i of b: its label and
 // index, and its pixels — queued for decoding (encoded data), or
-// transformed now. A streamed image is read from its record here, and
-// its only error is a record that cannot be read.
-func (s *sampler) place(b *Batch, i, per, idx, hOff, wOff int, mirror bool) error {
+// transformed now, with its crop and mirror drawn. A streamed image is
+// read from its record here; its errors are a record that cannot be
+// read, or one whose shape does not fit (shaped).
+func (s *sampler) place(b *Batch, i, idx int) error {
 	b.Index[i] = idx
 	if s.rd != nil {
-		v, err := s.rd.read(s.ds, idx)
+		v, err := s.rd.read(idx)
 		if err != nil {
 			return err
 		}
 		b.Labels[i] = float32(v.Label)
-		switch {
-		case v.Encoded:
+		if v.Encoded && s.reshape {
+			return s.placeDecoded(b, i, idx, v.Data)
+		}
+		if v.Encoded {
+			hOff, wOff, mirror := s.draw(s.t)
 			// The record's bytes live only until the cursor moves.
 			s.jobs[i] = decodeJob{idx: idx, hOff: hOff, wOff: wOff, mirror: mirror, enc: append(s.jobs[i].enc[:0], v.Data...)}
-		case len(v.Floats) > 0:
-			s.t.applyFloat(b.Data[i*per:(i+1)*per], v.Floats, hOff, wOff, mirror)
-		default:
-			s.t.apply(b.Data[i*per:(i+1)*per], v.Data, hOff, wOff, mirror)
+			return nil
+		}
+		t, err := s.shaped(b, i, idx, int(v.Channels), int(v.Height), int(v.Width))
+		if err != nil {
+			return err
+		}
+		hOff, wOff, mirror := s.draw(t)
+		per := t.c * t.oh * t.ow
+		if len(v.Floats) > 0 {
+			t.applyFloat(b.Data[i*per:(i+1)*per], v.Floats, hOff, wOff, mirror)
+		} else {
+			t.apply(b.Data[i*per:(i+1)*per], v.Data, hOff, wOff, mirror)
 		}
 		return nil
 	}
 	b.Labels[i] = float32(s.ds.Labels[idx])
+	if s.ds.Encoded != nil && s.reshape {
+		// An image list's images, each of its own size (ImageData).
+		return s.placeDecoded(b, i, idx, s.ds.Encoded[idx])
+	}
+	hOff, wOff, mirror := s.draw(s.t)
+	per := s.ds.C * s.t.oh * s.t.ow
 	for c, col := range s.ds.Extra {
 		sz := col.ItemSize()
 		copy(b.Extra[c][i*sz:(i+1)*sz], col.Values[idx*sz:(idx+1)*sz])
@@ -496,9 +587,88 @@ func (s *sampler) place(b *Batch, i, per, idx, hOff, wOff int, mirror bool) erro
 	return nil
 }
 
-// decodePending decodes the images place queued, if any.
+// placeDecoded places encoded image idx (enc) at position i of b with
+// Reshape: each image may have its own size, so it is decoded here, for
+// its shape (shaped), before its crop is drawn.
+func (s *sampler) placeDecoded(b *Batch, i, idx int, enc []byte) error {
+	dec := s.ds.Decoding
+	pix, c, h, w, err := DecodeImage(enc, dec.Channels, dec.Height, dec.Width)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %v", s.ds.Name, s.ds.ItemName(idx), err)
+	}
+	t, err := s.shaped(b, i, idx, c, h, w)
+	if err != nil {
+		return err
+	}
+	hOff, wOff, mirror := s.draw(t)
+	per := t.c * t.oh * t.ow
+	t.apply(b.Data[i*per:(i+1)*per], pix, hOff, wOff, mirror)
+	return nil
+}
+
+// errAt names image idx (its database record and key, or list line) in
+// err.
+func (s *sampler) errAt(idx int, err error) error {
+	if s.rd != nil {
+		return s.rd.st.errAt(idx, s.rd.st.key(idx), err)
+	}
+	return fmt.Errorf("%s: %s: %w", s.ds.Name, s.ds.ItemName(idx), err)
+}
+
+// maxShapes bounds the transformers a sampler keeps for record shapes
+// other than the first record's; past it they are compiled afresh.
+const maxShapes = 256
+
+// shaped returns the transformer for streamed record idx, of shape
+// c×h×w (an encoded one's decoded), compiled for its shape when that is
+// not the first record's. With Reshape it
+// shapes b as Caffe's DataLayer does, by the batch's first record (its
+// transformed shape), the buffer grown if it must be, and a later record
+// of the batch must transform to that shape too (the same channels, and
+// the same height and width, or a crop): otherwise, as a CHECK of Caffe's
+// DataTransformer, an error naming it. So at batch size 1 every record
+// may have its own shape. Without Reshape every record must transform to
+// the first record's shape.
+func (s *sampler) shaped(b *Batch, i, idx, c, h, w int) (*transformer, error) {
+	t := s.t
+	if c != t.c || h != t.h || w != t.w {
+		key := [3]int{c, h, w}
+		if t = s.shapes[key]; t == nil {
+			var err error
+			if t, err = s.t.reshaped(c, h, w); err != nil {
+				return nil, s.errAt(idx, err)
+			}
+			if s.shapes == nil || len(s.shapes) >= maxShapes {
+				s.shapes = map[[3]int]*transformer{}
+			}
+			s.shapes[key] = t
+		}
+	}
+	if i == 0 && s.reshape {
+		s.first = [3]int{c, h, w}
+		if want := [4]int{s.batch, t.c, t.oh, t.ow}; b.Shape != want {
+			n := s.batch * t.c * t.oh * t.ow
+			if cap(b.Data) < n {
+				b.Data = make([]float32, n)
+			}
+			b.Data, b.Shape = b.Data[:n], want
+		}
+		return t, nil
+	}
+	if t.c != b.Shape[1] || t.oh != b.Shape[2] || t.ow != b.Shape[3] {
+		f, whose := s.first, "its batch's first record's"
+		if !s.reshape {
+			f, whose = [3]int{s.ds.C, s.ds.H, s.ds.W}, "the first record's"
+		}
+		return nil, s.errAt(idx, fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) differs from %s %dx%dx%d: Caffe's Data layer shapes each batch by its first record, so records of differing shapes need batch_size 1 (or a crop_size that fits every record)", c, h, w, whose, f[0], f[1], f[2]))
+	}
+	return t, nil
+}
+
+// decodePending decodes the images place queued, if any (a reshaping
+// stream's encoded images were decoded as they were placed).
 func (s *sampler) decodePending(data []float32, per int) error {
-	if s.scratch != nil {
+	if s.scratch != nil && !s.reshape {
 		return s.decodeBatch(data, per)
 	}
 	return nil

@@ -18,7 +18,6 @@ func (s *sampler) fillSlice(b *Batch) error {
 	g := st.next
 	first := st.offset + (g*st.world+st.rank)*B
 	b.Seq, b.Epoch = g, int(first/n)
-	per := s.ds.C * s.t.oh * s.t.ow
 	for i := int64(0); i < B; i++ {
 		p := first + i
 		if e := int(p / n); e != s.epoch {
@@ -26,13 +25,11 @@ func (s *sampler) fillSlice(b *Batch) error {
 		}
 		idx := s.order[p%n]
 		s.augPCG.Seed(mix(s.seed, tagAugment), uint64(p))
-		hOff, wOff := s.t.offsets(s.augRng)
-		mirror := s.t.mirror && s.augRng.IntN(2) == 1
-		if err := s.place(b, int(i), per, idx, hOff, wOff, mirror); err != nil {
+		if err := s.place(b, int(i), idx); err != nil {
 			return err
 		}
 	}
 	st.next++
 	s.seq++
-	return s.decodePending(b.Data, per)
+	return s.decodePending(b.Data, s.ds.C*s.t.oh*s.t.ow)
 }

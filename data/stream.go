@@ -158,8 +158,9 @@ func newStreamReader(st *Stream) (*streamReader, error) {
 }
 
 // read parses record i into r.view (valid until the next read) and
-// checks it against the first record's kind and shape d.
-func (r *streamReader) read(d *Dataset, i int) (*datumView, error) {
+// checks it against the first record's kind; its shape is the sampler's
+// to check (shaped).
+func (r *streamReader) read(i int) (*datumView, error) {
 	key := r.st.key(i)
 	var val []byte
 	found := false
@@ -194,9 +195,6 @@ func (r *streamReader) read(d *Dataset, i int) (*datumView, error) {
 	}
 	if kind != r.st.kind {
 		return nil, r.st.errAt(i, key, fmt.Errorf("it holds %s but the first record holds %s; a database holds one kind", kind, r.st.kind))
-	}
-	if kind != streamEncoded && (int(v.Channels) != d.C || int(v.Height) != d.H || int(v.Width) != d.W) {
-		return nil, r.st.errAt(i, key, fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) differs from the first record's %dx%dx%d", v.Channels, v.Height, v.Width, d.C, d.H, d.W))
 	}
 	if v.Label < 0 || v.Label > MaxLabel {
 		return nil, r.st.errAt(i, key, fmt.Errorf("label %d is outside 0..%d, the class labels a float32 label blob holds exactly", v.Label, MaxLabel))

@@ -191,12 +191,21 @@ func TestStreamErrors(t *testing.T) {
 		name string
 		recs []*caffepb.Datum
 		want string
+		// batch is the batch size (0: 1), tf the transform, reshape
+		// LoaderConfig.Reshape.
+		batch   int
+		tf      TransformConfig
+		reshape bool
 	}{
-		{"shape", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(1, 2, 2, 1, 0), rawDatum(1, 3, 2, 1, 0)}, `record 2 (key "00000002"): the Datum's shape 1x3x2 (CxHxW) differs from the first record's 1x2x2`},
-		{"negative", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), neg}, `record 1 (key "00000001"): label -1 is outside 0..16777215`},
-		{"big", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), big}, `record 1 (key "00000001"): label 16777216 is outside`},
-		{"kind", []*caffepb.Datum{rawDatum(1, 1, 1, 0, 0), floats}, `record 1 (key "00000001"): it holds float_data but the first record holds byte data`},
-		{"image", []*caffepb.Datum{{Data: pngOf(t, []uint8{1, 2, 3, 4}, 2, 2), Encoded: &enc}, {Data: []byte("garbage"), Encoded: &enc}}, `record 1 (key "00000001"): cannot decode image`},
+		{"shape", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(1, 2, 2, 1, 0), rawDatum(1, 2, 2, 0, 0), rawDatum(1, 3, 2, 1, 0)}, `record 3 (key "00000003"): the Datum's shape 1x3x2 (CxHxW) differs from the first record's 1x2x2: Caffe's Data layer shapes each batch by its first record, so records of differing shapes need batch_size 1`, 2, TransformConfig{}, false},
+		{"shape in a reshaping batch", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(1, 2, 2, 1, 0), rawDatum(1, 3, 3, 0, 0), rawDatum(1, 3, 2, 1, 0)}, `record 3 (key "00000003"): the Datum's shape 1x3x2 (CxHxW) differs from its batch's first record's 1x3x3`, 2, TransformConfig{}, true},
+		{"shape at batch 1 without Reshape", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(1, 3, 2, 1, 0)}, `record 1 (key "00000001"): the Datum's shape 1x3x2 (CxHxW) differs from the first record's 1x2x2`, 1, TransformConfig{}, false},
+		{"channels under a crop", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), rawDatum(3, 2, 2, 1, 0)}, `record 1 (key "00000001"): the Datum's shape 3x2x2 (CxHxW) differs from the first record's 1x2x2`, 2, TransformConfig{CropSize: 1}, false},
+		{"crop larger than a later record", []*caffepb.Datum{rawDatum(1, 3, 3, 0, 0), rawDatum(1, 3, 2, 1, 0)}, `record 1 (key "00000001"): transform_param: crop_size 3 is larger than the record's 3x2 (HxW)`, 1, TransformConfig{CropSize: 3}, true},
+		{"negative", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), neg}, `record 1 (key "00000001"): label -1 is outside 0..16777215`, 0, TransformConfig{}, false},
+		{"big", []*caffepb.Datum{rawDatum(1, 2, 2, 0, 0), big}, `record 1 (key "00000001"): label 16777216 is outside`, 0, TransformConfig{}, false},
+		{"kind", []*caffepb.Datum{rawDatum(1, 1, 1, 0, 0), floats}, `record 1 (key "00000001"): it holds float_data but the first record holds byte data`, 0, TransformConfig{}, false},
+		{"image", []*caffepb.Datum{{Data: pngOf(t, []uint8{1, 2, 3, 4}, 2, 2), Encoded: &enc}, {Data: []byte("garbage"), Encoded: &enc}}, `record 1 (key "00000001"): cannot decode image`, 0, TransformConfig{}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeDatums(t, filepath.Join(dir, c.name), db.LMDB, c.recs...)
@@ -205,7 +214,7 @@ func TestStreamErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ds.Close()
-			l, err := NewLoader(ds, LoaderConfig{BatchSize: 1})
+			l, err := NewLoader(ds, LoaderConfig{BatchSize: max(c.batch, 1), Transform: c.tf, Reshape: c.reshape})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -348,4 +357,180 @@ func BenchmarkDatumView(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestStreamVariableShapes: records of differing shapes streamed at
+// batch size 1 each make a batch of their own shape, transformed as
+// Caffe's DataTransformer would (computed here element by element from
+// its formula: (pixel - mean) × scale at the crop's offset, flipped when
+// mirrored); a crop that fits every record makes batches of any size
+// from records of differing sizes; a mean file, of one shape, refuses a
+// record of another naming it.
+func TestStreamVariableShapes(t *testing.T) {
+	dir := t.TempDir()
+	floatDatum := func(c, h, w int32) *caffepb.Datum {
+		f := make([]float32, c*h*w)
+		for i := range f {
+			f[i] = float32(i) / 4
+		}
+		l := int32(0)
+		return &caffepb.Datum{Channels: &c, Height: &h, Width: &w, FloatData: f, Label: &l}
+	}
+	// want is Caffe's Transform of record r (pixel j of a raw record is
+	// fill+j, of a float one j/4) at offsets (ho, wo) into oh×ow.
+	want := func(r *caffepb.Datum, tf TransformConfig, ho, wo, oh, ow int, mirror bool) []float32 {
+		c, h, w := int(r.GetChannels()), int(r.GetHeight()), int(r.GetWidth())
+		scale := tf.Scale
+		if scale == 0 {
+			scale = 1
+		}
+		out := make([]float32, c*oh*ow)
+		for ch := range c {
+			var mean float32
+			if len(tf.MeanValue) == 1 {
+				mean = tf.MeanValue[0]
+			} else if len(tf.MeanValue) > 0 {
+				mean = tf.MeanValue[ch]
+			}
+			for y := range oh {
+				for x := range ow {
+					src := (ch*h+ho+y)*w + wo + x
+					var v float32
+					if len(r.FloatData) > 0 {
+						v = r.FloatData[src]
+					} else {
+						v = float32(r.Data[src])
+					}
+					dx := x
+					if mirror {
+						dx = ow - 1 - x
+					}
+					out[(ch*oh+y)*ow+dx] = (v - mean) * scale
+				}
+			}
+		}
+		return out
+	}
+	recs := []*caffepb.Datum{rawDatum(2, 1, 1, 0, 0), rawDatum(2, 2, 3, 1, 7), rawDatum(2, 3, 2, 2, 50), rawDatum(2, 4, 5, 3, 9)}
+	grays := []*caffepb.Datum{rawDatum(1, 2, 3, 0, 5), rawDatum(1, 4, 1, 1, 60), rawDatum(1, 3, 3, 2, 200)}
+	encoded := func(raws []*caffepb.Datum) []*caffepb.Datum {
+		var out []*caffepb.Datum
+		for _, r := range raws {
+			e, l := true, r.GetLabel()
+			out = append(out, &caffepb.Datum{Data: pngOf(t, r.Data, int(r.GetHeight()), int(r.GetWidth())), Encoded: &e, Label: &l})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name   string
+		recs   []*caffepb.Datum
+		batch  int
+		tf     TransformConfig
+		shapes [][4]int // each batch's, in file order
+		// crop places record i's oh×ow window centred; mirror checks
+		// that each batch is the straight or the flipped transform, and
+		// that both occur.
+		crop, mirror bool
+		// pixels, when set, are the records' pixels as raw Datums (the
+		// records are encoded).
+		pixels []*caffepb.Datum
+	}{
+		{"scale and mean_value", recs, 1, TransformConfig{Scale: 0.5, MeanValue: []float32{10, 20}}, [][4]int{{1, 2, 1, 1}, {1, 2, 2, 3}, {1, 2, 3, 2}, {1, 2, 4, 5}}, false, false, nil},
+		{"one mean_value", recs, 1, TransformConfig{MeanValue: []float32{3}}, [][4]int{{1, 2, 1, 1}, {1, 2, 2, 3}, {1, 2, 3, 2}, {1, 2, 4, 5}}, false, false, nil},
+		{"float_data", []*caffepb.Datum{floatDatum(1, 2, 2), floatDatum(3, 1, 4)}, 1, TransformConfig{Scale: 2}, [][4]int{{1, 1, 2, 2}, {1, 3, 1, 4}}, false, false, nil},
+		{"crop at batch 2", recs[1:], 3, TransformConfig{CropSize: 2, Scale: 3}, [][4]int{{3, 2, 2, 2}}, true, false, nil},
+		{"mirror", recs, 1, TransformConfig{Mirror: true}, [][4]int{{1, 2, 1, 1}, {1, 2, 2, 3}, {1, 2, 3, 2}, {1, 2, 4, 5}}, false, true, nil},
+		{"encoded", encoded(grays), 1, TransformConfig{Scale: 2, MeanValue: []float32{1}}, [][4]int{{1, 1, 2, 3}, {1, 1, 4, 1}, {1, 1, 3, 3}}, false, false, grays},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeDatums(t, filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")), db.LMDB, c.recs...)
+			ds, err := OpenDB(path, DBConfig{Backend: db.LMDB})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ds.Close()
+			l, err := NewLoader(ds, LoaderConfig{BatchSize: c.batch, Transform: c.tf, Seed: 5, Reshape: c.batch == 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if v := l.Variable(); v != (c.batch == 1) {
+				t.Errorf("Variable() = %v at batch size %d", v, c.batch)
+			}
+			flips := map[bool]int{}
+			epochs := 1
+			if c.mirror {
+				epochs = 8
+			}
+			for n := range epochs * len(c.shapes) {
+				bt, err := l.Next(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ws := c.shapes[n%len(c.shapes)]
+				if bt.Shape != ws {
+					t.Fatalf("batch %d: shape %v, want %v", n, bt.Shape, ws)
+				}
+				var exp, flipped []float32
+				for i := range c.batch {
+					r := c.recs[(n*c.batch+i)%len(c.recs)]
+					if c.pixels != nil {
+						r = c.pixels[(n*c.batch+i)%len(c.recs)]
+					}
+					ho, wo := 0, 0
+					if c.crop {
+						ho, wo = (int(r.GetHeight())-ws[2])/2, (int(r.GetWidth())-ws[3])/2
+					}
+					exp = append(exp, want(r, c.tf, ho, wo, ws[2], ws[3], false)...)
+					flipped = append(flipped, want(r, c.tf, ho, wo, ws[2], ws[3], true)...)
+				}
+				straight := slices.Equal(bt.Data, exp)
+				switch {
+				case straight:
+					flips[false]++
+				case c.mirror && slices.Equal(bt.Data, flipped):
+					flips[true]++
+				default:
+					t.Fatalf("batch %d: %v, want %v", n, bt.Data, exp)
+				}
+				l.Release(bt)
+			}
+			if c.mirror && (flips[true] == 0 || flips[false] < len(c.shapes)) {
+				// Record 0 is 1×1: flipped or not, the same values.
+				t.Errorf("mirror: %d flipped and %d straight batches; want both", flips[true], flips[false])
+			}
+		})
+	}
+	t.Run("mean_file", func(t *testing.T) {
+		mean := filepath.Join(dir, "mean.binaryproto")
+		one, c, h, w := int32(1), int32(2), int32(1), int32(1)
+		if err := WriteMean(mean, &caffepb.BlobProto{Num: &one, Channels: &c, Height: &h, Width: &w, Data: []float32{1, 2}}); err != nil {
+			t.Fatal(err)
+		}
+		path := writeDatums(t, filepath.Join(dir, "meanfile"), db.LMDB, recs...)
+		ds, err := OpenDB(path, DBConfig{Backend: db.LMDB})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ds.Close()
+		l, err := NewLoader(ds, LoaderConfig{BatchSize: 1, Transform: TransformConfig{MeanFile: mean}, Reshape: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		bt, err := l.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(bt.Data, []float32{-1, -1}) {
+			t.Errorf("record 0 less the mean: %v, want [-1 -1]", bt.Data)
+		}
+		l.Release(bt)
+		_, err = l.Next(context.Background())
+		for _, s := range []string{path, `record 1 (key "00000001")`, "mean_file " + mean + " is 1x2x1x1 but the record is 2x2x3"} {
+			if err == nil || !strings.Contains(err.Error(), s) {
+				t.Fatalf("record 1: error %v; want one with %q", err, s)
+			}
+		}
+	})
 }

@@ -22,6 +22,11 @@ type transformer struct {
 	// means holds mean_value per channel (zeros without), for float
 	// images, which the byte lut cannot serve.
 	means []float32
+	// cfg, train and meanBlob (the mean file's blob, read once) compile
+	// the transformer for another record shape (reshaped).
+	cfg      TransformConfig
+	train    bool
+	meanBlob *Blob
 }
 
 // newTransformer checks cfg against c×h×w images. train enables random
@@ -29,7 +34,37 @@ type transformer struct {
 // depend on the phase: Caffe's DataTransformer flips at random whenever
 // mirror is set, in TEST as in TRAIN. name prefixes errors.
 func newTransformer(name string, cfg TransformConfig, c, h, w int, train bool) (*transformer, error) {
-	t := &transformer{c: c, h: h, w: w, oh: h, ow: w, scale: cfg.Scale, mirror: cfg.Mirror}
+	var mean *Blob
+	if cfg.MeanFile != "" && len(cfg.MeanValue) == 0 {
+		blob, err := ReadBlobProto(cfg.MeanFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: transform_param: mean_file: %w", name, err)
+		}
+		mean = blob
+	}
+	return compileTransformer(name, cfg, mean, c, h, w, train)
+}
+
+// reshaped is t compiled for c×h×w records (Caffe's Data layer at batch
+// size 1 over records of differing shapes, or a crop of records of
+// differing sizes): the same settings, the mean file not read again.
+// Its errors say what of transform_param does not fit such a record, as
+// Caffe's DataTransformer CHECKs.
+func (t *transformer) reshaped(c, h, w int) (*transformer, error) {
+	if t.meanBlob != nil {
+		if shape := meanShape(t.meanBlob); len(shape) != 3 || shape[0] != c || shape[1] != h || shape[2] != w {
+			return nil, fmt.Errorf("transform_param: mean_file %s is %s but the record is %dx%dx%d (CxHxW); Caffe's DataTransformer needs the mean image to have every record's shape (use mean_value for records of differing shapes)", t.cfg.MeanFile, ShapeString(t.meanBlob.Shape), c, h, w)
+		}
+	}
+	if t.cfg.CropSize > h || t.cfg.CropSize > w {
+		return nil, fmt.Errorf("transform_param: crop_size %d is larger than the record's %dx%d (HxW)", t.cfg.CropSize, h, w)
+	}
+	return compileTransformer(fmt.Sprintf("a %dx%dx%d (CxHxW) record", c, h, w), t.cfg, t.meanBlob, c, h, w, t.train)
+}
+
+// compileTransformer is newTransformer with the mean file's blob read.
+func compileTransformer(name string, cfg TransformConfig, meanBlob *Blob, c, h, w int, train bool) (*transformer, error) {
+	t := &transformer{c: c, h: h, w: w, oh: h, ow: w, scale: cfg.Scale, mirror: cfg.Mirror, cfg: cfg, train: train, meanBlob: meanBlob}
 	if t.scale == 0 {
 		t.scale = 1
 	}
@@ -48,11 +83,7 @@ func newTransformer(name string, cfg TransformConfig, c, h, w int, train bool) (
 		return nil, fmt.Errorf("%s: transform_param: mean_file and mean_value are mutually exclusive", name)
 	}
 	if cfg.MeanFile != "" {
-		blob, err := ReadBlobProto(cfg.MeanFile)
-		if err != nil {
-			return nil, fmt.Errorf("%s: transform_param: mean_file: %w", name, err)
-		}
-		if err := t.setMean(cfg.MeanFile, blob); err != nil {
+		if err := t.setMean(cfg.MeanFile, meanBlob); err != nil {
 			return nil, fmt.Errorf("%s: transform_param: %w", name, err)
 		}
 		return t, nil
@@ -82,15 +113,20 @@ func newTransformer(name string, cfg TransformConfig, c, h, w int, train bool) (
 // setMean installs a mean image, which must be C×H×W, optionally with
 // leading dimensions of 1 (Caffe writes 1×C×H×W).
 func (t *transformer) setMean(file string, b *Blob) error {
-	shape := b.Shape
-	for len(shape) > 3 && shape[0] == 1 {
-		shape = shape[1:]
-	}
-	if len(shape) != 3 || shape[0] != t.c || shape[1] != t.h || shape[2] != t.w {
+	if shape := meanShape(b); len(shape) != 3 || shape[0] != t.c || shape[1] != t.h || shape[2] != t.w {
 		return fmt.Errorf("mean_file %s: mean shape %s does not match the data's %dx%dx%d (CxHxW)", file, ShapeString(b.Shape), t.c, t.h, t.w)
 	}
 	t.mean = b.Data
 	return nil
+}
+
+// meanShape is a mean blob's shape without its leading dimensions of 1.
+func meanShape(b *Blob) []int {
+	shape := b.Shape
+	for len(shape) > 3 && shape[0] == 1 {
+		shape = shape[1:]
+	}
+	return shape
 }
 
 // offsets returns the crop offsets for one image: uniform in training,

@@ -39,6 +39,10 @@ type Options struct {
 	// the goroutine calling Backward and must not modify Grads of blocks
 	// not yet reported.
 	OnGradReady func(blocks []int)
+	// Pool, when set, runs the layers' parallel loops on that pool (of
+	// Threads goroutines) instead of a new one: a net that stands in for
+	// another (another input shape) and never runs beside it.
+	Pool *tensor.Pool
 	// Unfused keeps every layer to its own passes: no BatchNorm is joined
 	// to the Scale that follows it (fuseLayers). Tests compare the two.
 	Unfused bool
@@ -184,7 +188,14 @@ func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (
 		n.order = append(n.order, name)
 		n.inputs = append(n.inputs, b)
 	}
-	n.pool = tensor.NewPool(opt.Threads)
+	if opt.Pool != nil {
+		if opt.Pool.Threads() != max(opt.Threads, 1) {
+			return nil, fmt.Errorf("model: net %q: Options.Pool has %d threads but Options.Threads is %d", spec.Name, opt.Pool.Threads(), opt.Threads)
+		}
+		n.pool = opt.Pool
+	} else {
+		n.pool = tensor.NewPool(opt.Threads)
+	}
 	n.sumFn = n.sumChunk
 	ctx := layers.Context{Phase: opt.Phase, Threads: max(opt.Threads, 1), Pool: n.pool}
 	// Caffe lets layers share a name (mnist_autoencoder's two "loss"
@@ -743,6 +754,13 @@ func (n *Net) UseGrads(buf []float32) error {
 	return nil
 }
 
+// DropGradUser forgets u, a net built ShareWith n without OwnGrads, when
+// its owner drops it: UseGrads no longer moves u's gradients, and n no
+// longer holds u. A net n does not know is ignored.
+func (n *Net) DropGradUser(u *Net) {
+	n.gradUsers = slices.DeleteFunc(n.gradUsers, func(x *Net) bool { return x == u })
+}
+
 // pointGrads makes buf the gradients of n and of the nets that share
 // them.
 func (n *Net) pointGrads(buf []float32) {
@@ -1026,6 +1044,12 @@ func (n *Net) SetGradHook(hook func(blocks []int)) { n.hook = hook }
 // these as per-layer spans.
 func (n *Net) SetLayerHook(hook func(layer string, backward bool, start time.Time, dur time.Duration)) {
 	n.layerHook = hook
+}
+
+// LayerHook is the hook SetLayerHook set (nil: none), for a net built to
+// stand in for this one (another input shape) to time its layers alike.
+func (n *Net) LayerHook() func(layer string, backward bool, start time.Time, dur time.Duration) {
+	return n.layerHook
 }
 
 // ForwardBackward runs Forward then Backward and returns the loss.

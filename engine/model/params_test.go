@@ -424,3 +424,55 @@ func TestReseed(t *testing.T) {
 		t.Fatalf("keys 7 and 8 gave the same masks (loss %v)", la)
 	}
 }
+
+// TestSharedPoolAndGradUsers: Options.Pool runs a net on another's pool
+// (with as many threads, else an error naming both counts), with the
+// same results as a pool of its own; DropGradUser stops UseGrads moving
+// a dropped net's gradients.
+func TestSharedPoolAndGradUsers(t *testing.T) {
+	train, _ := trainTestSpecs()
+	tr := train.build(t, Options{Seed: 1, Threads: 2}, 1)
+	for _, c := range []struct {
+		name    string
+		threads int
+		want    string
+	}{
+		{"same threads", 2, ""},
+		{"other threads", 3, "Options.Pool has 2 threads but Options.Threads is 3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n, err := Build(train.spec, train.inputs, Options{Seed: 1, Threads: c.threads, ShareWith: tr, Pool: tr.Pool()})
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("error %v; want %q", err, c.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Pool() != tr.Pool() {
+				t.Fatal("the net does not run on the given pool")
+			}
+			train.fill(n, 1)
+			if a, b := n.Forward(), tr.Forward(); a != b {
+				t.Errorf("loss %v on the shared pool, %v on the net's own", a, b)
+			}
+			buf := make([]float32, len(tr.Grads()))
+			if err := tr.UseGrads(buf); err != nil {
+				t.Fatal(err)
+			}
+			if &n.Grads()[0] != &buf[0] {
+				t.Fatal("UseGrads did not move a sharing net's gradients")
+			}
+			tr.DropGradUser(n)
+			buf2 := make([]float32, len(tr.Grads()))
+			if err := tr.UseGrads(buf2); err != nil {
+				t.Fatal(err)
+			}
+			if &n.Grads()[0] == &buf2[0] {
+				t.Error("UseGrads moved a dropped net's gradients")
+			}
+		})
+	}
+}

@@ -143,6 +143,9 @@ type Job struct {
 	orderNoted bool
 	// inputNoted: the header says why Options.Batch left the Input layers alone.
 	inputNoted bool
+	// reshapeNoted: the header said a data set's batches reshape the
+	// net (by the sets' key).
+	reshapeNoted map[string]bool
 	// testNet is the solver's first test net when it is not the train
 	// net's file (test_net, test_net_param, or an Options.Net override); nil
 	// means the TEST phase of net.
@@ -483,11 +486,23 @@ func (j *Job) feeds(pn *caffedef.PhaseNet, split data.Split, rank, world int) (m
 			Start:     int64(startOf(split, j.Start) * max(j.TrainPasses, 1)),
 			Offset:    int64(startOf(split, int(j.offset))),
 			Transform: dl.Transform,
+			// At batch_size 1 (per worker, before any atoms) every
+			// batch takes its record's shape and the net reshapes to
+			// it, as Caffe's Data layer; a larger batch's records keep
+			// the first record's shape.
+			Reshape: configured == 1,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: data layer %q: %w", dl.Pos, dl.Name, err)
 		}
 		j.loaders = append(j.loaders, l)
+		if l.Variable() && !j.reshapeNoted[key] {
+			if j.reshapeNoted == nil {
+				j.reshapeNoted = map[string]bool{}
+			}
+			j.reshapeNoted[key] = true
+			j.DataDesc = append(j.DataDesc, fmt.Sprintf("%s %s at batch_size 1: each batch takes its record's shape and the net reshapes to it (a net per shape, sharing the weights), as Caffe's Data layer", src, split))
+		}
 		s := l.Shape()
 		if len(dl.Tops) > 0 {
 			shapes[dl.Tops[0]] = tensor.Shape{s[0], s[1], s[2], s[3]}

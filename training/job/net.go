@@ -24,10 +24,19 @@ func TrainNet(ctx context.Context, o Options, threads int) (*Job, *model.Net, er
 		j.Close()
 		return nil, nil, err
 	}
-	net, err := model.Build(j.Train.Spec, j.TrainShapes, model.Options{Phase: layers.Train, Threads: threads, Seed: j.Seed})
+	opt := model.Options{Phase: layers.Train, Threads: threads, Seed: j.Seed}
+	net, err := model.Build(j.Train.Spec, j.TrainShapes, opt)
 	if err != nil {
 		j.Close()
 		return nil, nil, err
+	}
+	if s := train.NewNetShapes(net, j.Train.Spec, j.TrainShapes, opt, j.TrainFeeds, "TRAIN"); s != nil {
+		// Batches of varying shapes (batch_size 1 over records of
+		// differing shapes): the net of the first batch's.
+		if net, err = s.Pick(ctx); err != nil {
+			j.Close()
+			return nil, nil, err
+		}
 	}
 	// Labels past a loss layer's classes would stop the pass with a panic
 	// in the layer; refuse them here, naming the data, as training does.

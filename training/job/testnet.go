@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	"dsgd/caffe/caffemodel"
+	"dsgd/engine/layers"
+	"dsgd/engine/model"
+	"dsgd/training/train"
 )
 
 // CaffeTestIterations is caffe test's default -iterations, TestNet's
@@ -71,7 +74,18 @@ func (j *Job) TestNet(ctx context.Context, weights string, iters, threads int, c
 	outs := net.Outputs()
 	sums := make([][]float64, len(outs))
 	var loss float64
-	for range iters {
+	// A TEST data layer at batch_size 1 over records of differing shapes
+	// reshapes the net to each record, as Caffe's: a net per shape,
+	// sharing this one's weights.
+	shapes := train.NewNetShapes(net, j.Test.Spec, j.TestShapes, model.Options{Phase: layers.Test, Threads: threads, Seed: j.Seed}, j.TestFeeds, "TEST")
+	main := net
+	for iter := range iters {
+		net := main
+		if shapes != nil {
+			if net, err = shapes.Pick(ctx); err != nil {
+				return nil, err
+			}
+		}
 		if err := Fill(ctx, net, j.TestFeeds); err != nil {
 			return nil, err
 		}
@@ -79,16 +93,19 @@ func (j *Job) TestNet(ctx context.Context, weights string, iters, threads int, c
 		if err := net.Err(); err != nil {
 			return nil, err
 		}
-		for k, o := range outs {
+		for k, o := range net.Outputs() {
 			if sums[k] == nil {
 				sums[k] = make([]float64, o.Count())
+			}
+			if len(sums[k]) != o.Count() {
+				return nil, fmt.Errorf("output %q has %d elements at iteration %d but %d before (its input's shape changed with the record): the per-element mean TestNet reports needs one shape; test a net whose outputs do not depend on the input's size (global pooling, a loss, accuracy)", o.Name, o.Count(), iter, len(sums[k]))
 			}
 			for i, v := range o.Data[:o.Count()] {
 				sums[k][i] += float64(v)
 			}
 		}
 	}
-	res := &NetTest{Iters: iters, HasLoss: net.HasLoss(), Loss: loss / float64(iters)}
+	res := &NetTest{Iters: iters, HasLoss: main.HasLoss(), Loss: loss / float64(iters)}
 	for k, o := range outs {
 		n := float64(iters)
 		out := NetOutput{Name: o.Name, Shape: []int(o.Shape), Elements: len(sums[k])}

@@ -13,7 +13,12 @@ import (
 
 // netComputer is a node.Computer over a model and its feeds.
 type netComputer struct {
+	// net is the net of the pass, and tops its inputs the feeds fill:
+	// main's, or with shapes (feeds whose batches vary in shape), the
+	// net of the batch's shapes, sharing main's weights and gradients.
 	net    *model.Net
+	main   *model.Net
+	shapes *NetShapes
 	feeds  []Feed
 	tops   [][]*tensor.Blob
 	ready  func(lo, hi int)
@@ -52,6 +57,40 @@ type netComputer struct {
 	// may be one atom of the batch, or one of iter_size batches).
 	keepOutputs bool
 	outMean     []float64
+	// reseed, when set, reseeds the pass's net with seedKey once the
+	// pass has picked it (exact sums: an atom's masks).
+	reseed  bool
+	seedKey uint64
+}
+
+// feedTops returns net's input blobs for each of the feeds' tops.
+func feedTops(net *model.Net, feeds []Feed) [][]*tensor.Blob {
+	var out [][]*tensor.Blob
+	for _, f := range feeds {
+		tops := make([]*tensor.Blob, len(f.Tops))
+		for i, name := range f.Tops {
+			tops[i] = net.Input(name)
+		}
+		out = append(out, tops)
+	}
+	return out
+}
+
+// reshape points the computer at the net of the next batches' shapes
+// (NetShapes), the main net's when they are its own; a no-op when no
+// feed reshapes.
+func (c *netComputer) reshape(ctx context.Context) error {
+	if c.shapes == nil {
+		return nil
+	}
+	net, err := c.shapes.Pick(ctx)
+	if err != nil {
+		return err
+	}
+	if net != c.net {
+		c.net, c.tops = net, feedTops(net, c.feeds)
+	}
+	return nil
 }
 
 // beginOutputs starts the output means of a Compute.
@@ -74,6 +113,17 @@ func (c *netComputer) addOutputs() {
 	if !c.keepOutputs {
 		return
 	}
+	if c.shapes != nil {
+		n := 0
+		for _, o := range c.net.Outputs() {
+			n += o.Count()
+		}
+		if n != len(c.outMean) {
+			// A net of another input shape whose outputs are not
+			// scalars: the log shows the first shape's.
+			return
+		}
+	}
 	i := 0
 	for _, o := range c.net.Outputs() {
 		for _, v := range o.Data {
@@ -91,14 +141,7 @@ func (c *netComputer) endOutputs(k int) {
 }
 
 func newNetComputer(net *model.Net, feeds []Feed) *netComputer {
-	c := &netComputer{net: net, feeds: feeds, phases: metrics.NewPhases(PhaseNames...)}
-	for _, f := range feeds {
-		tops := make([]*tensor.Blob, len(f.Tops))
-		for i, name := range f.Tops {
-			tops[i] = net.Input(name)
-		}
-		c.tops = append(c.tops, tops)
-	}
+	c := &netComputer{net: net, main: net, feeds: feeds, tops: feedTops(net, feeds), phases: metrics.NewPhases(PhaseNames...)}
 	net.SetGradHook(func(blocks []int) {
 		if !c.final {
 			return
@@ -179,7 +222,7 @@ func (c *netComputer) computeExact(ctx context.Context, ready func(lo, hi int), 
 	var sum float64
 	for pass := range k {
 		last := pass == k-1
-		c.net.Reseed(uint64(c.atom*max(c.world, 1) + c.rank))
+		c.reseed, c.seedKey = true, uint64(c.atom*max(c.world, 1)+c.rank)
 		c.atom++
 		loss, err := c.pass(ctx, ready, last, pass == 0)
 		if err != nil {
@@ -243,6 +286,13 @@ func (c *netComputer) straggle(ctx context.Context) error {
 // applies.
 func (c *netComputer) pass(ctx context.Context, ready func(lo, hi int), last, first bool) (float64, error) {
 	t0 := time.Now()
+	if err := c.reshape(ctx); err != nil {
+		return 0, err
+	}
+	if c.reseed {
+		c.net.Reseed(c.seedKey)
+		c.reseed = false
+	}
 	for i, f := range c.feeds {
 		if err := f.Source.Fill(ctx, c.tops[i]); err != nil {
 			return 0, err

@@ -27,6 +27,8 @@ func (t *Trainer) gpuRefusal() error {
 		return errors.New("train: Config.Exact with Config.GPUs: the exact sums' replicas run on the CPU only")
 	case t.cfg.Elastic:
 		return errors.New("train: Config.Elastic with Config.GPUs: an elastic group's generations run on the CPU only")
+	case Reshaping(t.cfg.TrainFeeds) || Reshaping(t.cfg.TestFeeds):
+		return errors.New("train: Config.GPUs with a data layer whose batches vary in shape (batch_size 1 over a database of records of differing shapes, reshaping the net to each record, as Caffe's Data layer): a GPU net has one shape, so these run on the CPU only")
 	}
 	return nil
 }

@@ -28,7 +28,16 @@ func (t *Trainer) Test(ctx context.Context, iter int) (TestResult, error) {
 		outs := net.Outputs()
 		sums := make([]float64, len(outs))
 		n = max(n, 1)
+		shapes := t.testNetShapes(net, k, feeds)
+		main := net
 		for range n {
+			net := main
+			if shapes != nil {
+				var err error
+				if net, err = shapes.Pick(ctx); err != nil {
+					return tr, fmt.Errorf("train: test at iteration %d: %w", iter, err)
+				}
+			}
 			for _, f := range feeds {
 				if err := fill(ctx, net, f); err != nil {
 					if k > 0 {
@@ -41,13 +50,13 @@ func (t *Trainer) Test(ctx context.Context, iter int) (TestResult, error) {
 			if err := net.Err(); err != nil {
 				return tr, fmt.Errorf("train: test at iteration %d: %w", iter, err)
 			}
-			for j, o := range outs {
+			for j, o := range net.Outputs() {
 				if o.Count() == 1 {
 					sums[j] += float64(o.Data[0])
 				}
 			}
 		}
-		weights := net.OutputLossWeights()
+		weights := main.OutputLossWeights()
 		score := 0
 		for j, o := range outs {
 			if o.Count() != 1 {
@@ -65,6 +74,24 @@ func (t *Trainer) Test(ctx context.Context, iter int) (TestResult, error) {
 		}
 	}
 	return tr, nil
+}
+
+// testNetShapes returns the NetShapes of test net k (net), nil when its
+// feeds do not reshape, made the first time.
+func (t *Trainer) testNetShapes(net *model.Net, k int, feeds []Feed) *NetShapes {
+	if s, ok := t.testShapes[net]; ok {
+		return s
+	}
+	spec, shapes, what := t.cfg.Test, t.cfg.TestShapes, "TEST"
+	if k > 0 {
+		spec, shapes, what = t.cfg.ExtraTests[k-1].Spec, t.cfg.ExtraTests[k-1].Shapes, fmt.Sprintf("TEST net %d", k)
+	}
+	s := NewNetShapes(net, spec, shapes, model.Options{Phase: layers.Test, Threads: t.cfg.Threads, Seed: t.cfg.Seed}, feeds, what)
+	if t.testShapes == nil {
+		t.testShapes = map[*model.Net]*NetShapes{}
+	}
+	t.testShapes[net] = s
+	return s
 }
 
 // buildExtraTests builds the further test nets, sharing the weights of

@@ -48,6 +48,9 @@ type Trainer struct {
 	elasticExtra []*model.Net
 	// deps are Run's dependencies.
 	deps Deps
+	// testShapes holds each test net's NetShapes (nil: its feeds do
+	// not reshape), made by its first Test.
+	testShapes map[*model.Net]*NetShapes
 }
 
 // rankState is one rank's model, solver and data.
@@ -301,12 +304,15 @@ func (t *Trainer) buildRanks() error {
 				return err
 			}
 			rs.comp = newNetComputer(net, rs.feeds)
+			rs.comp.shapes = NewNetShapes(net, cfg.Train, cfg.TrainShapes, model.Options{Phase: layers.Train, Threads: net.Pool().Threads(), Seed: cfg.Seed}, rs.feeds, fmt.Sprintf("rank %d's TRAIN", r))
 			rs.comp.iterSize = max(cfg.IterSize, 1)
 			if cfg.Exact {
 				rs.comp.exact = newExactSum(net, nil, t.exactDirect())
 				rs.exactBuf = rs.comp.exact.buf
 				rs.comp.rank, rs.comp.world = r, workers
-				if n := min(net.Pool().Threads(), rs.comp.iterSize); n > 1 && !serialAtoms && atomParallel(cfg.Train) && int64(len(net.Params()))*12*int64(n) < 2<<30 {
+				// Batches of varying shapes run serially, on the net of
+				// each one's shape (NetShapes).
+				if n := min(net.Pool().Threads(), rs.comp.iterSize); n > 1 && !serialAtoms && rs.comp.shapes == nil && atomParallel(cfg.Train) && int64(len(net.Params()))*12*int64(n) < 2<<30 {
 					// The atoms run side by side, one thread each: faster
 					// than one after another on all the threads, and the
 					// bits of a one-thread worker's atoms (the layers sum a
