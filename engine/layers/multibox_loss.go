@@ -257,6 +257,7 @@ type multiBoxLossLayer struct {
 	pool    []mbMatch    // the matches' storage
 	ov      []float32    // one image's prior × gt overlaps (0: none above 1e-6)
 	gtPool  []int        // bipartite's unmatched gt
+	touch   []int        // the boxes overlapping some gt
 	decoded []bbox       // one image's decoded boxes
 	negs    [][]int      // per image, the mined negatives
 	cand    []scoreIndex // mining's candidates
@@ -405,18 +406,27 @@ func (l *multiBoxLossLayer) matchBoxes(gts []mbGT, boxes []bbox, label int, m mb
 	}
 	ov := l.ov[:len(boxes)*ng]
 	clear(ov)
+	// touch lists the boxes that overlap some ground truth, ascending: the
+	// only ones the matching looks at (the fork's map of overlaps).
+	touch := l.touch[:0]
 	for i, b := range boxes {
 		if l.cfg.IgnoreCrossBoundaryBBox && crossesBoundary(b) {
 			m.idx[i] = -2
 			continue
 		}
+		hit := false
 		for j, g := range gi {
 			if o := jaccard(b, gts[g].box); o > 1e-6 {
 				m.overlap[i] = max(m.overlap[i], o)
 				ov[i*ng+j] = o
+				hit = true
 			}
 		}
+		if hit {
+			touch = append(touch, i)
+		}
 	}
+	l.touch = touch
 	// Bipartite: the most overlapping (prediction, ground truth) pair
 	// first, each used once; ties go to the lower prediction, then the
 	// earlier ground truth.
@@ -426,7 +436,7 @@ func (l *multiBoxLossLayer) matchBoxes(gts []mbGT, boxes []bbox, label int, m mb
 	}
 	for len(l.gtPool) > 0 {
 		bi, bj, best := -1, -1, float32(-1)
-		for i := range boxes {
+		for _, i := range touch {
 			if m.idx[i] != -1 {
 				continue
 			}
@@ -445,7 +455,7 @@ func (l *multiBoxLossLayer) matchBoxes(gts []mbGT, boxes []bbox, label int, m mb
 	if l.cfg.Match != MatchPerPrediction {
 		return
 	}
-	for i := range boxes {
+	for _, i := range touch {
 		if m.idx[i] != -1 {
 			continue
 		}
