@@ -49,7 +49,8 @@ bench-engine: build
 # Regenerates the PyTorch float64 fixtures of the Caffe layers
 # (engine/layers/testdata/torch_layers.json, torch_recurrent.json,
 # torch_params.json, torch_more_layers.json, torch_conv.json, and
-# torch_fork_layers.json for the Caffe forks' layers; needs
+# torch_fork_layers.json for the Caffe forks' layers, multibox_loss.json
+# for SSD's MultiBoxLoss; needs
 # python3-torch) and checks the layers against them and against finite
 # differences.
 torch-layers:
@@ -62,7 +63,8 @@ torch-layers:
 	/usr/bin/python3 scripts/ssd_layers.py engine/layers/testdata/ssd_layers.json
 	/usr/bin/python3 scripts/roi_layers.py engine/layers/testdata/roi_layers.json
 	/usr/bin/python3 scripts/smoothl1.py engine/layers/testdata/smoothl1.json
-	$(GO) test ./engine/layers -run 'TestTorchFixtures|TestCaffeLayers|TestBilinear|TestTorchRecurrent|TestTorchParamFixtures|TestTorchMoreFixtures|TestTorchConvFixtures|TestTorchForkFixtures|TestSSDFixtures|TestROIFixtures|TestSmoothL1Fixtures|TestCaffeConvolution|TestCaffeDeconvolution' -v
+	/usr/bin/python3 scripts/multibox_loss.py engine/layers/testdata/multibox_loss.json
+	$(GO) test ./engine/layers -run 'TestTorchFixtures|TestCaffeLayers|TestBilinear|TestTorchRecurrent|TestTorchParamFixtures|TestTorchMoreFixtures|TestTorchConvFixtures|TestTorchForkFixtures|TestSSDFixtures|TestROIFixtures|TestSmoothL1Fixtures|TestMultiBoxLossFixtures|TestCaffeConvolution|TestCaffeDeconvolution' -v
 
 # Counts the Caffe net files under CAFFE_NETS (a folder of BVLC/caffe's
 # examples/ and models/ prototxt files) that `dsgd time` accepts unmodified.

@@ -15,9 +15,10 @@ GO=${GO:-go}
 /usr/bin/python3 scripts/caffe_torch_net.py
 /usr/bin/python3 scripts/extract_features_fixture.py
 /usr/bin/python3 scripts/hdf5_tops_fixture.py data/testdata/hdf5tops
+/usr/bin/python3 scripts/ssd_hdf5_fixture.py data/testdata/hdf5tops
 /usr/bin/python3 scripts/caffe_hdf5_fixture.py data/testdata/caffe/hdf5
 $GO test ./data/... ./caffe/caffemodel/... 
-$GO test -run 'TestCaffe|TestLabelOutOfRange|TestTorchScoredCaffemodel|TestSharedParams|TestWeightsList|TestDataTools|TestExtractFeatures' ./cmd/dsgd
+$GO test -run 'TestCaffe|TestSSDTrainHDF5|TestLabelOutOfRange|TestTorchScoredCaffemodel|TestSharedParams|TestWeightsList|TestDataTools|TestExtractFeatures|TestConvertCIFARCommand' ./cmd/dsgd
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 $GO build -o "$out/dsgd" ./cmd/dsgd

@@ -17,7 +17,6 @@ type forkLayer struct {
 // fork layers dsgd runs are forkTypes (layers_fork.go).
 var forkLayers = map[string]forkLayer{
 	"ImageLabelmapData": {fork: "HED's, s9xie/hed", instead: "write images and label maps to two LMDBs or to HDF5 files and read them with Data or HDF5Data layers"},
-	"MultiBoxLoss":      {fork: "SSD's, weiliu89/caffe", instead: "training SSD needs it, and dsgd does not run it; dsgd runs SSD's deploy nets (PriorBox, DetectionOutput, Permute, Normalize)"},
 	"AnnotatedData":     {fork: "SSD's, weiliu89/caffe"},
 }
 

@@ -27,7 +27,7 @@ func moreTypes() []string {
 func isLossType(t string) bool {
 	switch t {
 	case "SoftmaxWithLoss", "EuclideanLoss", "SigmoidCrossEntropyLoss", "ContrastiveLoss",
-		"HingeLoss", "InfogainLoss", "MultinomialLogisticLoss":
+		"HingeLoss", "InfogainLoss", "MultinomialLogisticLoss", "MultiBoxLoss":
 		return true
 	}
 	return false
@@ -41,7 +41,15 @@ func lossParam(param func(string) *reader, def layers.LossNormalization) (ignore
 		v := int(lp.intValue(f, math.MinInt32, maxI32))
 		ignore = &v
 	}
-	norm = def
+	norm = lossNorm(lp, def)
+	lp.finish()
+	return ignore, norm
+}
+
+// lossNorm consumes loss_param's normalization (or the legacy normalize:
+// true VALID, false BATCH_SIZE); def when neither is given.
+func lossNorm(lp *reader, def layers.LossNormalization) layers.LossNormalization {
+	norm := def
 	switch n, legacy := lp.one("normalization"), lp.one("normalize"); {
 	case n != nil:
 		norm = layers.LossNormalization(max(lp.enumValue(n, "VALID", "BATCH_SIZE", "FULL", "NONE"), 0))
@@ -51,8 +59,7 @@ func lossParam(param func(string) *reader, def layers.LossNormalization) (ignore
 			norm = layers.NormValid
 		}
 	}
-	lp.finish()
-	return ignore, norm
+	return norm
 }
 
 // decodeMore decodes the type-specific part of a layer whose type is one
@@ -68,7 +75,7 @@ func decodeMore(r *reader, l *LayerDef, param func(string) *reader) layers.Confi
 		return decodeRecurrent(l, param)
 	case "BatchReindex", "Clip", "Filter", "HDF5Output", "Im2col", "MVN", "Parameter", "SPP", "Swish":
 		return decodeExtra(l, param)
-	case "Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "Normalize", "Permute", "PriorBox", "PSROIPooling", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "SmoothL1Loss", "Upsample":
+	case "Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "MultiBoxLoss", "Normalize", "Permute", "PriorBox", "PSROIPooling", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "SmoothL1Loss", "Upsample":
 		return decodeFork(l, param)
 	case "AbsVal":
 		return &layers.AbsValConfig{}

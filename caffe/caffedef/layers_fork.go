@@ -12,7 +12,7 @@ import (
 // decodeFork with the fork's field names and defaults; forkLayers keeps
 // the refusal for the rest.
 func forkTypes() []string {
-	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "Normalize", "Permute", "PriorBox", "PSROIPooling", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "SmoothL1Loss", "Upsample"}
+	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "MultiBoxLoss", "Normalize", "Permute", "PriorBox", "PSROIPooling", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "SmoothL1Loss", "Upsample"}
 }
 
 // decodeFork decodes the type-specific part of a layer whose type is one
@@ -109,6 +109,8 @@ func decodeFork(l *LayerDef, param func(string) *reader) layers.Config {
 		return decodePriorBox(l, param("prior_box_param"))
 	case "DetectionOutput":
 		return decodeDetectionOutput(l, param("detection_output_param"))
+	case "MultiBoxLoss":
+		return decodeMultiBoxLoss(l, param("multibox_loss_param"), param("loss_param"))
 	case "ROIPooling":
 		return decodeROIPooling(l, param("roi_pooling_param"))
 	case "PSROIPooling":
@@ -484,6 +486,78 @@ func decodeSmoothL1Loss(l *LayerDef, p *reader) *layers.SmoothL1LossConfig {
 	}
 	if (len(l.Bottom) < 2 || len(l.Bottom) > 4) && p.ok() {
 		p.d.failf(l.Pos, "layer '%s' (SmoothL1Loss) takes 2 to 4 bottoms, the predictions, the targets and optionally the inside and the outside weights, got %d", l.Name, len(l.Bottom))
+	}
+	p.finish()
+	return c
+}
+
+// decodeMultiBoxLoss decodes SSD's multibox_loss_param (weiliu89/caffe,
+// branch ssd, LayerParameter field 201) with the fork's defaults, and the
+// layer's loss_param normalization (VALID by default; the legacy
+// normalize: false is BATCH_SIZE). num_classes is required, as the fork's
+// LayerSetUp requires it. The deprecated do_neg_mining must agree with
+// mining_type (the fork CHECKs it); nms_param's eta is not used by the
+// fork's mining NMS. A propagate_down false on the location predictions
+// or the confidences leaves that loss out of the top, as in the fork.
+func decodeMultiBoxLoss(l *LayerDef, p, lp *reader) *layers.MultiBoxLossConfig {
+	c := &layers.MultiBoxLossConfig{
+		LocLoss:                 layers.MultiBoxLocLoss(p.enum("loc_loss_type", 1, "L2", "SMOOTH_L1")),
+		ConfLoss:                layers.MultiBoxConfLoss(p.enum("conf_loss_type", 0, "SOFTMAX", "LOGISTIC")),
+		LocWeight:               p.float32("loc_weight", 1),
+		ShareLocation:           p.bool("share_location", true),
+		Match:                   layers.MultiBoxMatch(p.enum("match_type", 1, "BIPARTITE", "PER_PREDICTION")),
+		OverlapThreshold:        p.float32("overlap_threshold", 0.5),
+		UsePriorForMatching:     p.bool("use_prior_for_matching", true),
+		BackgroundLabelID:       p.int("background_label_id", 0, 0, maxI32),
+		UseDifficultGT:          p.bool("use_difficult_gt", true),
+		NegPosRatio:             p.float32("neg_pos_ratio", 3),
+		NegOverlap:              p.float32("neg_overlap", 0.5),
+		Code:                    layers.BBoxCode(p.enum("code_type", 0, "CORNER", "CENTER_SIZE", "CORNER_SIZE") + 1),
+		EncodeVarianceInTarget:  p.bool("encode_variance_in_target", false),
+		MapObjectToAgnostic:     p.bool("map_object_to_agnostic", false),
+		IgnoreCrossBoundaryBBox: p.bool("ignore_cross_boundary_bbox", false),
+		BPInside:                p.bool("bp_inside", false),
+		Mining:                  layers.MultiBoxMining(p.enum("mining_type", 1, "NONE", "MAX_NEGATIVE", "HARD_EXAMPLE")),
+		SampleSize:              p.int("sample_size", 64, math.MinInt32, maxI32),
+		UsePriorForNMS:          p.bool("use_prior_for_nms", false),
+	}
+	if f := p.one("num_classes"); f != nil {
+		c.NumClasses = int(p.intValue(f, 1, maxI32))
+	} else if p.ok() {
+		p.d.failf(p.m.Pos, "%s needs num_classes (the classes, background included)", p.ctx)
+	}
+	if f := p.one("do_neg_mining"); f != nil && p.ok() {
+		if v := p.boolValue(f); v != (c.Mining != layers.MineNone) && p.ok() {
+			p.valueErr(f, "%v contradicts mining_type %v (the fork stops there); it is deprecated: give mining_type alone", v, c.Mining)
+		}
+		p.d.warnings = append(p.d.warnings, warning{f.Pos, fmt.Sprintf("%s: do_neg_mining in %s is deprecated (the fork warns too): mining_type says it", f.Pos, p.ctx)})
+	}
+	if m := p.msg("nms_param"); m != nil {
+		n := p.d.reader(m, "nms_param of "+p.ctx)
+		c.HasNMS, c.NMSThreshold = true, 0.3
+		if f := n.one("nms_threshold"); f != nil {
+			c.NMSThreshold = float32(n.floatValue(f, true))
+		}
+		// top_k has no default in the fork's proto: 0, which keeps no
+		// candidate, so nothing is mined.
+		if f := n.one("top_k"); f != nil {
+			c.NMSTopK = int(n.intValue(f, math.MinInt32, maxI32))
+		} else if c.NMSThreshold > 0 && c.Mining != layers.MineNone && n.ok() {
+			p.d.warnings = append(p.d.warnings, warning{m.Pos, fmt.Sprintf("%s: nms_param of %s has no top_k: the fork reads 0 and mines no example; give top_k (-1: all)", m.Pos, p.ctx)})
+		}
+		n.ignore("eta", "the fork's mining NMS (ApplyNMS) has no adaptive threshold")
+		n.finish()
+	}
+	c.Normalization = lossNorm(lp, layers.NormValid)
+	if f := lp.one("ignore_label"); f != nil && lp.ok() {
+		lp.valueErr(f, "MultiBoxLoss reads no ignore_label (the fork's matching decides which priors count): remove it")
+	}
+	lp.finish()
+	if pd := l.Compute.PropagateDown; len(pd) == 4 {
+		c.NoLocLoss, c.NoConfLoss = !pd[0], !pd[1]
+	}
+	if len(l.Bottom) != 4 && p.ok() {
+		p.d.failf(l.Pos, "layer '%s' (MultiBoxLoss) takes 4 bottoms, the locations, the confidences, the priors and the ground truth, got %d", l.Name, len(l.Bottom))
 	}
 	p.finish()
 	return c

@@ -433,8 +433,8 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 			d.failf(f.Pos, "layer '%s' has %d propagate_down for %d bottoms; give one per bottom or none",
 				l.Name, len(spec.PropagateDown), len(l.Bottom))
 		}
+		l.Compute = spec // its propagate_down is read by MultiBoxLoss's decoder
 		spec.Config = decodeCompute(r, l)
-		l.Compute = spec
 	}
 	r.finishLayer(l.Type)
 	if d.err != nil {

@@ -706,8 +706,6 @@ func TestForkLayerTypes(t *testing.T) {
 		file string
 		want []string
 	}{
-		{"ssd_multibox.prototxt", []string{
-			"ssd_multibox.prototxt:17:1: layer 'mbox_loss' (TRAIN phase) has unknown type 'MultiBoxLoss', a layer of a Caffe fork (SSD's, weiliu89/caffe), not of BVLC Caffe: training SSD needs it, and dsgd does not run it; dsgd runs SSD's deploy nets"}},
 		{"hed_labelmap.prototxt", []string{
 			"hed_labelmap.prototxt:5:1: layer 'data' (TRAIN phase) has unknown type 'ImageLabelmapData', a layer of a Caffe fork (HED's, s9xie/hed), not of BVLC Caffe: write images and label maps to two LMDBs"}},
 		{"ssd_resize_param.prototxt", []string{

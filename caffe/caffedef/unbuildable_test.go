@@ -47,8 +47,8 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" }
 		{"unknown excluded by stage", unknown(`exclude { stage: "viz" }`), layers.Test, viz, ""},
 		{"unknown by level, below", unknown(`include { min_level: 1 }`), layers.Test, NetState{}, ""},
 		{"unknown by level, at it", unknown(`include { min_level: 1 }`), layers.Test, NetState{Level: 1}, strings.Replace(unknownErr, "%s", "TEST", 1)},
-		{"fork type", net(`layer { name: "p" type: "MultiBoxLoss" bottom: "data" bottom: "data" bottom: "data" bottom: "label" top: "p" }`), layers.Train, NetState{},
-			"f.prototxt:7:1: layer 'p' (TRAIN phase) has unknown type 'MultiBoxLoss', a layer of a Caffe fork (SSD's, weiliu89/caffe), not of BVLC Caffe: training SSD needs it, and dsgd does not run it"},
+		{"fork type", net(`layer { name: "p" type: "ImageLabelmapData" top: "x" top: "y" }`), layers.Train, NetState{},
+			"f.prototxt:7:1: layer 'p' (TRAIN phase) has unknown type 'ImageLabelmapData', a layer of a Caffe fork (HED's, s9xie/hed), not of BVLC Caffe: write images and label maps"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -200,19 +200,26 @@ func (l *detectionOutputLayer) Reshape(bottom, top []*tensor.Blob) error {
 // decode is the fork's DecodeBBox of prediction p against prior b with
 // variances v (its CPU path: no clipping).
 func (l *detectionOutputLayer) decode(b bbox, v [4]float32, p []float32) bbox {
+	return decodeBBox("DetectionOutput", l.cfg.Code, l.cfg.VarianceEncodedInTarget, b, v, p)
+}
+
+// decodeBBox is the fork's DecodeBBox (no clipping) of prediction p
+// against prior b with variances v, for a layer named layer (in the
+// panic for a prior without width or height, where the fork stops too).
+func decodeBBox(layer string, code BBoxCode, varianceInTarget bool, b bbox, v [4]float32, p []float32) bbox {
 	var d bbox
-	if l.cfg.VarianceEncodedInTarget {
+	if varianceInTarget {
 		v = [4]float32{1, 1, 1, 1}
 	}
-	switch l.cfg.Code {
+	switch code {
 	case CodeCorner:
 		d = bbox{xmin: b.xmin + v[0]*p[0], ymin: b.ymin + v[1]*p[1], xmax: b.xmax + v[2]*p[2], ymax: b.ymax + v[3]*p[3]}
 	case CodeCenterSize, CodeCornerSize:
 		pw, ph := b.xmax-b.xmin, b.ymax-b.ymin
 		if !(pw > 0) || !(ph > 0) {
-			panic(fmt.Sprintf("layers: DetectionOutput: %v needs priors of positive width and height, got [%g %g %g %g] (the fork stops there too)", l.cfg.Code, b.xmin, b.ymin, b.xmax, b.ymax))
+			panic(fmt.Sprintf("layers: %s: %v needs priors of positive width and height, got [%g %g %g %g] (the fork stops there too)", layer, code, b.xmin, b.ymin, b.xmax, b.ymax))
 		}
-		if l.cfg.Code == CodeCornerSize {
+		if code == CodeCornerSize {
 			d = bbox{xmin: b.xmin + v[0]*p[0]*pw, ymin: b.ymin + v[1]*p[1]*ph, xmax: b.xmax + v[2]*p[2]*pw, ymax: b.ymax + v[3]*p[3]*ph}
 			break
 		}

@@ -17,8 +17,9 @@
 //
 // Besides BVLC Caffe's layers, the package runs the Caffe forks' layers
 // that published nets use (depthwise convolution, ReLU6, Axpy,
-// ShuffleChannel, Permute, Normalize, Interp, Upsample, PSPNet's BN, and
-// SSD's PriorBox and DetectionOutput, forward only); each config's
+// ShuffleChannel, Permute, Normalize, Interp, Upsample, PSPNet's BN,
+// SSD's PriorBox and DetectionOutput, forward only, and its MultiBoxLoss);
+// each config's
 // comment names the fork it follows and where dsgd departs from it.
 //
 // The model package composes layers into nets; this package knows nothing

@@ -78,6 +78,11 @@ func tryNet(name, src string, shape [3]int, run bool) (err error) {
 	}
 	inputs := map[string]tensor.Shape{}
 	for _, dl := range pn.Data {
+		if dl.Type == "Input" && len(dl.Tops) == 1 && dl.Tops[0] == "gt" && len(dl.Shapes) == 1 {
+			// SSD's ground truth, 1×1×G×8 rows (groundTruth fills them).
+			inputs["gt"] = dl.Shapes[0]
+			continue
+		}
 		if dl.Type != "Data" {
 			return fmt.Errorf("%s layer", dl.Type)
 		}
@@ -118,9 +123,29 @@ func tryNet(name, src string, shape [3]int, run bool) (err error) {
 			}
 		}
 	}
+	if b := net.Input("gt"); b != nil {
+		groundTruth(b.Data, inputs["data"][0])
+	}
 	net.Forward()
 	net.Backward()
 	return net.Err() // a layer's panic on data it cannot take, as an error
+}
+
+// groundTruth fills SSD's ground-truth rows [item_id label instance_id
+// xmin ymin xmax ymax difficult] for a batch of batch images: boxes of
+// classes 1 and 2 spread over the images, every third difficult; from
+// the 17th row on item_id −1, none (as AnnotatedData pads), so that a
+// mutated G keeps the matching quick; a row left over (fewer than 8
+// values) untouched.
+func groundTruth(gt []float32, batch int) {
+	for r := range len(gt) / 8 {
+		f := float32(r%4) * 0.1
+		item := float32(r % max(batch, 1))
+		if r >= 16 {
+			item = -1
+		}
+		copy(gt[r*8:], []float32{item, float32(1 + r%2), float32(r), 0.1 + f, 0.15, 0.5 + f, 0.7, float32(min(r%3/2, 1))})
+	}
 }
 
 // TestMutatedModelsDoNotPanic mutates the built-in models' prototxt (one
@@ -229,6 +254,43 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
 // that error must name the layer, and no panic may escape.
 func TestMutatedSSDNetDoesNotPanic(t *testing.T) {
 	mutateNet(t, "ssd", ssdNet, 13, "needs priors of positive width", `layer "det"`)
+}
+
+// mbNet is an SSD training head (weiliu89/caffe's train.prototxt form):
+// PriorBox and MultiBoxLoss over ground truth from an Input layer, with a
+// numeric field on each line for mutate to change.
+const mbNet = `name: "multibox"
+layer { name: "data" type: "Data" top: "data" top: "label" data_param { source: "x" batch_size: 2 } }
+layer { name: "gt" type: "Input" top: "gt" input_param { shape { dim: 1 dim: 1 dim: 3 dim: 8 } } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1" convolution_param { num_output: 8 kernel_size: 3 pad: 1 stride: 2 } }
+layer { name: "loc" type: "Convolution" bottom: "conv1" top: "loc" convolution_param { num_output: 16 kernel_size: 1 } }
+layer { name: "loc_perm" type: "Permute" bottom: "loc" top: "loc_perm" permute_param { order: 0 order: 2 order: 3 order: 1 } }
+layer { name: "loc_flat" type: "Flatten" bottom: "loc_perm" top: "loc_flat" flatten_param { axis: 1 } }
+layer { name: "conf" type: "Convolution" bottom: "conv1" top: "conf" convolution_param { num_output: 12 kernel_size: 1 } }
+layer { name: "conf_perm" type: "Permute" bottom: "conf" top: "conf_perm" permute_param { order: 0 order: 2 order: 3 order: 1 } }
+layer { name: "conf_flat" type: "Flatten" bottom: "conf_perm" top: "conf_flat" flatten_param { axis: 1 } }
+layer { name: "prior" type: "PriorBox" bottom: "conv1" bottom: "data" top: "prior"
+  prior_box_param { min_size: 2 max_size: 5 aspect_ratio: 2 flip: true clip: false variance: 0.1 variance: 0.1 variance: 0.2 variance: 0.2
+  step: 2 offset: 0.5 } }
+layer { name: "mbox_loss" type: "MultiBoxLoss" bottom: "loc_flat" bottom: "conf_flat" bottom: "prior" bottom: "gt" top: "mbox_loss"
+  propagate_down: true propagate_down: true propagate_down: false propagate_down: false
+  multibox_loss_param { loc_loss_type: SMOOTH_L1 conf_loss_type: SOFTMAX loc_weight: 1 num_classes: 3 share_location: true
+  match_type: PER_PREDICTION overlap_threshold: 0.5 use_prior_for_matching: true use_difficult_gt: true
+  background_label_id: 0
+  neg_pos_ratio: 3 neg_overlap: 0.5 code_type: CENTER_SIZE mining_type: MAX_NEGATIVE sample_size: 4 nms_param { nms_threshold: 0.5 top_k: 5 } }
+  loss_param { normalization: VALID } }
+layer { name: "ip" type: "InnerProduct" bottom: "conv1" top: "ip" inner_product_param { num_output: 10 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`
+
+// TestMutatedMultiBoxNetDoesNotPanic is TestMutatedModelsDoNotPanic for
+// SSD's MultiBoxLoss: mbNet mutated, built, and run forward and backward.
+// MultiBoxLoss meets ground truth it cannot take (a class the mutated
+// num_classes lacks, the background's, an image past the batch) only in
+// Forward, where the fork stops; that error must name the layer, and no
+// panic may escape.
+func TestMutatedMultiBoxNetDoesNotPanic(t *testing.T) {
+	mutateNet(t, "multibox", mbNet, 17, "MultiBoxLoss: ground truth row", `layer "mbox_loss"`)
 }
 
 // TestMutatedForkNetDoesNotPanic is TestMutatedModelsDoNotPanic for the

@@ -186,8 +186,11 @@ func gcd(a, b int) int {
 // one item's TRAIN output from other items of its batch, so that cutting
 // the batch into atoms would change what they compute and exact summation
 // keeps each worker's batch whole: BatchNorm on the batch's statistics,
-// the recurrent layers (LSTM, RNN), whose batch's first axis is time, and
-// a Permute (SSD's) that moves the batch axis from first place.
+// the recurrent layers (LSTM, RNN), whose batch's first axis is time,
+// a Permute (SSD's) that moves the batch axis from first place, and SSD's
+// MultiBoxLoss normalised by its batch's matched priors (VALID) or not at
+// all (NONE), which the mean over atoms would change (FULL and BATCH_SIZE
+// divide by a count per image, which it keeps).
 func BatchCoupled(spec model.Spec) []string {
 	var out []string
 	for _, l := range spec.Layers {
@@ -199,6 +202,10 @@ func BatchCoupled(spec model.Spec) []string {
 				to = len(c.Order) // the first of the axes the order leaves out
 			}
 			out = append(out, fmt.Sprintf("Permute %s moves the batch axis to axis %d", l.Name, to))
+		} else if c, ok := l.Config.(*layers.MultiBoxLossConfig); ok && c.Normalization == layers.NormValid {
+			out = append(out, fmt.Sprintf("MultiBoxLoss %s divides by the matched priors of its whole batch (normalization VALID)", l.Name))
+		} else if ok && c.Normalization == layers.NormNone {
+			out = append(out, fmt.Sprintf("MultiBoxLoss %s sums over its whole batch (normalization NONE)", l.Name))
 		} else if l.Recurrent() {
 			out = append(out, fmt.Sprintf("%s %s reads its batch's first axis as time steps", l.Config.Type(), l.Name))
 		}

@@ -317,3 +317,25 @@ func TestBatchCoupledPermute(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchCoupledMultiBoxLoss: SSD's MultiBoxLoss keeps each worker's
+// batch whole when its normalizer is the batch's matched priors (VALID,
+// the default) or none (NONE), where the mean over atoms would differ from
+// the whole batch's loss; FULL and BATCH_SIZE divide by a count per image
+// and leave the batch cuttable.
+func TestBatchCoupledMultiBoxLoss(t *testing.T) {
+	for _, c := range []struct {
+		norm layers.LossNormalization
+		want []string
+	}{
+		{layers.NormValid, []string{"MultiBoxLoss mb divides by the matched priors of its whole batch (normalization VALID)"}},
+		{layers.NormNone, []string{"MultiBoxLoss mb sums over its whole batch (normalization NONE)"}},
+		{layers.NormFull, nil},
+		{layers.NormBatchSize, nil},
+	} {
+		spec := model.Spec{Layers: []model.LayerSpec{{Name: "mb", Config: &layers.MultiBoxLossConfig{Normalization: c.norm}}}}
+		if got := BatchCoupled(spec); !slices.Equal(got, c.want) {
+			t.Errorf("normalization %d: %q, want %q", c.norm, got, c.want)
+		}
+	}
+}
