@@ -49,16 +49,17 @@ func idJPEG(t *testing.T, dir, name string, w, h int, gray bool) {
 
 // idLayer opens list as an ImageData layer's source (is_color: 3
 // channels; new_height/new_width h, w) with the loader of a TRAIN layer
-// of batch size batch, and returns the first iters batches' shapes and
-// labels.
-func idLayer(t *testing.T, list string, h, w, batch int, shuffle bool, iters int) (shape [4]int, labels [][]float32) {
+// of batch size batch (which reshapes to each image at batch size 1, as
+// the job makes it), and returns the first batch's shape and the first
+// iters batches' labels and shapes.
+func idLayer(t *testing.T, list string, h, w, batch int, shuffle bool, iters int) (shape [4]int, labels [][]float32, shapes [][4]int) {
 	t.Helper()
 	ds, err := OpenSource(SourceConfig{Type: "ImageData", Path: list, Channels: 3, NewHeight: h, NewWidth: w})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ds.Close()
-	l, err := NewLoader(ds, LoaderConfig{BatchSize: batch, Train: true, Slice: true, Shuffle: shuffle, Seed: idSeed})
+	l, err := NewLoader(ds, LoaderConfig{BatchSize: batch, Train: true, Slice: true, Shuffle: shuffle, Seed: idSeed, Reshape: batch == 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,28 +70,32 @@ func idLayer(t *testing.T, list string, h, w, batch int, shuffle bool, iters int
 			t.Fatal(err)
 		}
 		labels = append(labels, append([]float32(nil), b.Labels...))
+		shapes = append(shapes, b.Shape)
 		l.Release(b)
 	}
-	return l.Shape(), labels
+	return shapes[0], labels, shapes
 }
 
 // TestCaffeImageDataLayer ports Caffe's test_image_data_layer.cpp
-// (ImageDataLayerTest) but TestReshape: list files of JPEGs of
-// cat.jpg's and fish-bike.jpg's sizes, written by the test, read as an
-// ImageData layer's source.
+// (ImageDataLayerTest): list files of JPEGs of cat.jpg's and
+// fish-bike.jpg's sizes, written by the test, read as an ImageData
+// layer's source.
 func TestCaffeImageDataLayer(t *testing.T) {
 	dir := t.TempDir()
 	idJPEG(t, dir, "cat.jpg", 480, 360, false)
 	idJPEG(t, dir, "cat gray.jpg", 480, 360, true)
+	idJPEG(t, dir, "fish-bike.jpg", 481, 323, false)
 	var five strings.Builder
 	for i := range 5 {
 		five.WriteString(filepath.Join(dir, "cat.jpg") + " " + string(rune('0'+i)) + "\n")
 	}
 	list := filepath.Join(dir, "list.txt")
 	space := filepath.Join(dir, "space.txt")
+	reshape := filepath.Join(dir, "reshape.txt")
 	for name, text := range map[string]string{
-		list:  five.String(),
-		space: filepath.Join(dir, "cat.jpg") + " 0\n" + filepath.Join(dir, "cat gray.jpg") + " 1\n",
+		list:    five.String(),
+		reshape: filepath.Join(dir, "cat.jpg") + " 0\n" + filepath.Join(dir, "fish-bike.jpg") + " 1\n",
+		space:   filepath.Join(dir, "cat.jpg") + " 0\n" + filepath.Join(dir, "cat gray.jpg") + " 1\n",
 	} {
 		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -108,21 +113,21 @@ func TestCaffeImageDataLayer(t *testing.T) {
 	}
 
 	t.Run("TestRead", func(t *testing.T) {
-		shape, labels := idLayer(t, list, 0, 0, 5, false, 2)
+		shape, labels, _ := idLayer(t, list, 0, 0, 5, false, 2)
 		if shape != [4]int{5, 3, 360, 480} {
 			t.Fatalf("data %v, want 5x3x360x480", shape)
 		}
 		inOrder(t, labels)
 	})
 	t.Run("TestResize", func(t *testing.T) {
-		shape, labels := idLayer(t, list, 256, 256, 5, false, 2)
+		shape, labels, _ := idLayer(t, list, 256, 256, 5, false, 2)
 		if shape != [4]int{5, 3, 256, 256} {
 			t.Fatalf("data %v, want 5x3x256x256", shape)
 		}
 		inOrder(t, labels)
 	})
 	t.Run("TestShuffle", func(t *testing.T) {
-		shape, labels := idLayer(t, list, 0, 0, 5, true, 2)
+		shape, labels, _ := idLayer(t, list, 0, 0, 5, true, 2)
 		if shape != [4]int{5, 3, 360, 480} {
 			t.Fatalf("data %v, want 5x3x360x480", shape)
 		}
@@ -142,8 +147,14 @@ func TestCaffeImageDataLayer(t *testing.T) {
 			}
 		}
 	})
+	t.Run("TestReshape", func(t *testing.T) {
+		_, labels, shapes := idLayer(t, reshape, 0, 0, 1, false, 2)
+		if shapes[0] != [4]int{1, 3, 360, 480} || shapes[1] != [4]int{1, 3, 323, 481} || labels[0][0] != 0 || labels[1][0] != 1 {
+			t.Fatalf("batches %v, labels %v; want 1x3x360x480 (cat.jpg) then 1x3x323x481 (fish-bike.jpg)", shapes, labels)
+		}
+	})
 	t.Run("TestSpace", func(t *testing.T) {
-		shape, labels := idLayer(t, space, 0, 0, 1, false, 2)
+		shape, labels, _ := idLayer(t, space, 0, 0, 1, false, 2)
 		if shape != [4]int{1, 3, 360, 480} {
 			t.Fatalf("data %v, want 1x3x360x480 (the grey image read in colour)", shape)
 		}
