@@ -1,11 +1,10 @@
 package db
 
 import (
-	"errors"
+	"dsgd/internal/atomicfile"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // Staged is a new database written whole or not at all: its records go to
@@ -76,7 +75,7 @@ func (s *Staged) Commit() error {
 		os.RemoveAll(s.tmp)
 		return err
 	}
-	return syncDir(filepath.Dir(s.path))
+	return atomicfile.SyncDir(filepath.Dir(s.path))
 }
 
 // Abort closes and removes the temporary database; the path is never
@@ -88,21 +87,4 @@ func (s *Staged) Abort() error {
 	s.done = true
 	s.w.Close()
 	return os.RemoveAll(s.tmp)
-}
-
-// syncDir syncs the folder dir, so that a renamed entry survives a crash.
-// A file system that cannot sync a folder is not an error.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
-		return nil
-	}
-	return err
 }

@@ -534,18 +534,24 @@ func (l *multiBoxLossLayer) findMatches(loc []float32) {
 	}
 }
 
+// softmaxShift is s's largest score mx and Σ exp(s − mx), in float64:
+// softmax(s)[c] = exp(s[c] − mx) / sum.
+func softmaxShift(s []float32) (mx, sum float64) {
+	mx = float64(s[0])
+	for _, v := range s[1:] {
+		mx = max(mx, float64(v))
+	}
+	for _, v := range s {
+		sum += math.Exp(float64(v) - mx)
+	}
+	return mx, sum
+}
+
 // confLoss is the fork's ComputeConfLoss of one prior's scores s towards
 // class label.
 func (l *multiBoxLossLayer) confLoss(s []float32, label int) float64 {
 	if l.cfg.ConfLoss == ConfSoftmax {
-		mx := float64(s[0])
-		for _, v := range s[1:] {
-			mx = max(mx, float64(v))
-		}
-		var sum float64
-		for _, v := range s {
-			sum += math.Exp(float64(v) - mx)
-		}
+		mx, sum := softmaxShift(s)
 		p := math.Exp(float64(s[label])-mx) / sum
 		return -math.Log(max(p, fltMin))
 	}
@@ -967,14 +973,7 @@ func (l *multiBoxLossLayer) Forward(bottom, top []*tensor.Blob) {
 			}
 			continue
 		}
-		mx := float64(s[0])
-		for _, v := range s[1:] {
-			mx = max(mx, float64(v))
-		}
-		var sum float64
-		for _, v := range s {
-			sum += math.Exp(float64(v) - mx)
-		}
+		mx, sum := softmaxShift(s)
 		lab := l.labels[r]
 		for c, v := range s {
 			pr := math.Exp(float64(v)-mx) / sum

@@ -224,23 +224,30 @@ layer { name: "box_target" type: "InnerProduct" bottom: "se_pool" top: "box_targ
 layer { name: "box_loss" type: "SmoothL1Loss" bottom: "box" bottom: "box_target" top: "box_loss" loss_weight: 0.5 smooth_l1_loss_param { sigma: 3 } }
 `
 
-// ssdNet is an SSD detection head (weiliu89/caffe's deploy form) on a
-// training net: PriorBox and DetectionOutput with a numeric field on each
-// line for mutate to change.
-const ssdNet = `name: "ssd"
-layer { name: "data" type: "Data" top: "data" top: "label" data_param { source: "x" batch_size: 2 } }
-layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1" convolution_param { num_output: 8 kernel_size: 3 pad: 1 stride: 2 } }
+// ssdHeads are an SSD net's location and confidence heads on one feature
+// map, flattened as SSD's Permute and Flatten make them (ssdNet, mbNet).
+const ssdHeads = `layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1" convolution_param { num_output: 8 kernel_size: 3 pad: 1 stride: 2 } }
 layer { name: "loc" type: "Convolution" bottom: "conv1" top: "loc" convolution_param { num_output: 16 kernel_size: 1 } }
 layer { name: "loc_perm" type: "Permute" bottom: "loc" top: "loc_perm" permute_param { order: 0 order: 2 order: 3 order: 1 } }
 layer { name: "loc_flat" type: "Flatten" bottom: "loc_perm" top: "loc_flat" flatten_param { axis: 1 } }
 layer { name: "conf" type: "Convolution" bottom: "conv1" top: "conf" convolution_param { num_output: 12 kernel_size: 1 } }
 layer { name: "conf_perm" type: "Permute" bottom: "conf" top: "conf_perm" permute_param { order: 0 order: 2 order: 3 order: 1 } }
 layer { name: "conf_flat" type: "Flatten" bottom: "conf_perm" top: "conf_flat" flatten_param { axis: 1 } }
-layer { name: "conf_soft" type: "Sigmoid" bottom: "conf_flat" top: "conf_soft" }
-layer { name: "prior" type: "PriorBox" bottom: "conv1" bottom: "data" top: "prior"
+`
+
+// ssdPrior is their PriorBox.
+const ssdPrior = `layer { name: "prior" type: "PriorBox" bottom: "conv1" bottom: "data" top: "prior"
   prior_box_param { min_size: 2 max_size: 5 aspect_ratio: 2 flip: true clip: false variance: 0.1 variance: 0.1 variance: 0.2 variance: 0.2
   step: 2 offset: 0.5 } }
-layer { name: "det" type: "DetectionOutput" bottom: "loc_flat" bottom: "conf_soft" bottom: "prior" top: "det"
+`
+
+// ssdNet is an SSD detection head (weiliu89/caffe's deploy form) on a
+// training net: PriorBox and DetectionOutput with a numeric field on each
+// line for mutate to change.
+const ssdNet = `name: "ssd"
+layer { name: "data" type: "Data" top: "data" top: "label" data_param { source: "x" batch_size: 2 } }
+` + ssdHeads + `layer { name: "conf_soft" type: "Sigmoid" bottom: "conf_flat" top: "conf_soft" }
+` + ssdPrior + `layer { name: "det" type: "DetectionOutput" bottom: "loc_flat" bottom: "conf_soft" bottom: "prior" top: "det"
   detection_output_param { num_classes: 3 share_location: true background_label_id: 0 nms_param { nms_threshold: 0.45 top_k: 40 eta: 1 }
   code_type: CENTER_SIZE keep_top_k: 10 confidence_threshold: 0.3 } }
 layer { name: "ip" type: "InnerProduct" bottom: "conv1" top: "ip" inner_product_param { num_output: 10 } }
@@ -262,17 +269,7 @@ func TestMutatedSSDNetDoesNotPanic(t *testing.T) {
 const mbNet = `name: "multibox"
 layer { name: "data" type: "Data" top: "data" top: "label" data_param { source: "x" batch_size: 2 } }
 layer { name: "gt" type: "Input" top: "gt" input_param { shape { dim: 1 dim: 1 dim: 3 dim: 8 } } }
-layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1" convolution_param { num_output: 8 kernel_size: 3 pad: 1 stride: 2 } }
-layer { name: "loc" type: "Convolution" bottom: "conv1" top: "loc" convolution_param { num_output: 16 kernel_size: 1 } }
-layer { name: "loc_perm" type: "Permute" bottom: "loc" top: "loc_perm" permute_param { order: 0 order: 2 order: 3 order: 1 } }
-layer { name: "loc_flat" type: "Flatten" bottom: "loc_perm" top: "loc_flat" flatten_param { axis: 1 } }
-layer { name: "conf" type: "Convolution" bottom: "conv1" top: "conf" convolution_param { num_output: 12 kernel_size: 1 } }
-layer { name: "conf_perm" type: "Permute" bottom: "conf" top: "conf_perm" permute_param { order: 0 order: 2 order: 3 order: 1 } }
-layer { name: "conf_flat" type: "Flatten" bottom: "conf_perm" top: "conf_flat" flatten_param { axis: 1 } }
-layer { name: "prior" type: "PriorBox" bottom: "conv1" bottom: "data" top: "prior"
-  prior_box_param { min_size: 2 max_size: 5 aspect_ratio: 2 flip: true clip: false variance: 0.1 variance: 0.1 variance: 0.2 variance: 0.2
-  step: 2 offset: 0.5 } }
-layer { name: "mbox_loss" type: "MultiBoxLoss" bottom: "loc_flat" bottom: "conf_flat" bottom: "prior" bottom: "gt" top: "mbox_loss"
+` + ssdHeads + `` + ssdPrior + `layer { name: "mbox_loss" type: "MultiBoxLoss" bottom: "loc_flat" bottom: "conf_flat" bottom: "prior" bottom: "gt" top: "mbox_loss"
   propagate_down: true propagate_down: true propagate_down: false propagate_down: false
   multibox_loss_param { loc_loss_type: SMOOTH_L1 conf_loss_type: SOFTMAX loc_weight: 1 num_classes: 3 share_location: true
   match_type: PER_PREDICTION overlap_threshold: 0.5 use_prior_for_matching: true use_difficult_gt: true

@@ -88,13 +88,19 @@ func WriteByName(path string, perm fs.FileMode, write func(tmp string) error) (e
 }
 
 // rename moves tmp over path and syncs their folder, so that the new
-// entry survives a crash. A file system that cannot sync a folder
-// (EINVAL, ENOTSUP) is not an error: the file itself was synced.
+// entry survives a crash.
 func rename(tmp, path string) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	d, err := os.Open(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
+}
+
+// SyncDir syncs the folder dir, so that an entry just renamed into it
+// survives a crash. A file system that cannot sync a folder (EINVAL,
+// ENOTSUP) is not an error: the files themselves were synced.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
