@@ -421,3 +421,67 @@ func TestVariableShapesRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestExtractFeaturesVariableShapes: extract_features over a TEST Data
+// layer at batch_size 1 whose records differ in shape reshapes the net
+// to each record, as Caffe's does, and writes each record's features in
+// its own shape: conv's (h−2)×(w−2) planes, and pool's global means of
+// them, record by record.
+func TestExtractFeaturesVariableShapes(t *testing.T) {
+	dir := t.TempDir()
+	test := varRecords([][2]int{{5, 6}, {4, 5}, {6, 6}}, 1)
+	putVarDB(t, filepath.Join(dir, "test_lmdb"), test)
+	write(t, dir, "net.prototxt", varNet)
+	ones := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = 0.01 * float32(i%7+1)
+		}
+		return v
+	}
+	if err := caffemodel.Write(filepath.Join(dir, "w.caffemodel"), &caffemodel.Net{Name: "varnet", Layers: []caffemodel.Layer{
+		{Name: "conv", Type: "Convolution", Blobs: []caffemodel.Blob{{Shape: []int{3, 2, 3, 3}, Data: ones(54)}, {Shape: []int{3}, Data: ones(3)}}},
+		{Name: "ip", Type: "InnerProduct", Blobs: []caffemodel.Blob{{Shape: []int{3, 3}, Data: ones(9)}, {Shape: []int{3}, Data: ones(3)}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCmd(t, dir, "extract_features", "w.caffemodel", "net.prototxt", "conv,pool", "out_conv,out_pool", "3", "lmdb")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	read := func(name string) []*caffepb.Datum {
+		var ds []*caffepb.Datum
+		if err := db.Scan(filepath.Join(dir, name), db.LMDB, func(k, v []byte) error {
+			d, err := data.DecodeDatum(v)
+			if err == nil && string(k) != fmt.Sprintf("%010d", len(ds)) {
+				err = fmt.Errorf("key %q at record %d", k, len(ds))
+			}
+			ds = append(ds, d)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	conv, pool := read("out_conv"), read("out_pool")
+	if len(conv) != 3 || len(pool) != 3 {
+		t.Fatalf("%d conv and %d pool records, want 3 each", len(conv), len(pool))
+	}
+	for i, r := range test {
+		c, p := conv[i], pool[i]
+		if c.GetChannels() != 3 || int(c.GetHeight()) != r.h-2 || int(c.GetWidth()) != r.w-2 || p.GetChannels() != 3 || p.GetHeight() != 1 || p.GetWidth() != 1 {
+			t.Fatalf("record %d (%dx%d): conv %dx%dx%d, pool %dx%dx%d; want 3x%dx%d and 3x1x1", i, r.h, r.w,
+				c.GetChannels(), c.GetHeight(), c.GetWidth(), p.GetChannels(), p.GetHeight(), p.GetWidth(), r.h-2, r.w-2)
+		}
+		plane := (r.h - 2) * (r.w - 2)
+		for ch := range 3 {
+			var sum float64
+			for _, v := range c.FloatData[ch*plane : (ch+1)*plane] {
+				sum += float64(v)
+			}
+			if got, want := float64(p.FloatData[ch]), sum/float64(plane); math.Abs(got-want) > 1e-5*math.Max(1, math.Abs(want)) {
+				t.Errorf("record %d channel %d: pool %v, the mean of its conv plane %v", i, ch, got, want)
+			}
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"dsgd/engine/layers"
 	"dsgd/engine/model"
 	"dsgd/engine/tensor"
+	"dsgd/training/train"
 )
 
 // Extract is what ExtractFeatures extracts, as Caffe's extract_features
@@ -164,6 +165,13 @@ func (j *Job) ExtractFeatures(ctx context.Context, x Extract) (_ *Extracted, err
 	if err != nil {
 		return nil, err
 	}
+	// A TEST data layer at batch_size 1 over records of differing shapes
+	// reshapes the net to each record, as Caffe's does; each record's
+	// features are written in its own shape.
+	shapes := train.NewNetShapes(net, j.Test.Spec, j.TestShapes, model.Options{Phase: layers.Test, Threads: x.Threads, Seed: j.Seed}, j.TestFeeds, "TEST")
+	if shapes != nil && len(x.GPUs) > 0 {
+		return nil, errors.New("Config.GPUs: the TEST data layers reshape the net to each record (batch_size 1 over records of differing shapes), and a net on the GPU has one shape: run without --gpu")
+	}
 	download := func(*tensor.Blob) error { return nil }
 	if len(x.GPUs) > 0 {
 		g, err := cuda.Open(x.GPUs[0], false)
@@ -215,11 +223,20 @@ func (j *Job) ExtractFeatures(ctx context.Context, x Extract) (_ *Extracted, err
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := Fill(ctx, net, j.TestFeeds); err != nil {
+		cur := net
+		if shapes != nil {
+			if cur, err = shapes.Pick(ctx); err != nil {
+				return nil, err
+			}
+			for i, name := range x.Blobs {
+				blobs[i] = cur.Blob(name)
+			}
+		}
+		if err := Fill(ctx, cur, j.TestFeeds); err != nil {
 			return nil, err
 		}
-		net.Forward()
-		if err := net.Err(); err != nil {
+		cur.Forward()
+		if err := cur.Err(); err != nil {
 			return nil, err
 		}
 		for i, b := range blobs {
