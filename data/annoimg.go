@@ -1,0 +1,274 @@
+package data
+
+import (
+	"math"
+)
+
+// planeImage is an 8-bit image in Caffe's layout: C planes of H×W bytes
+// (BGR for colour).
+type planeImage struct {
+	pix     []uint8
+	c, h, w int
+}
+
+// InterpMode is SSD's ResizeParameter.Interp_mode, numbered as the fork
+// numbers it.
+type InterpMode int
+
+// The interpolation modes of SSD's resize_param.
+const (
+	InterpLinear   InterpMode = 1
+	InterpArea     InterpMode = 2
+	InterpNearest  InterpMode = 3
+	InterpCubic    InterpMode = 4
+	InterpLanczos4 InterpMode = 5
+)
+
+// String is the mode's name in the fork's caffe.proto.
+func (m InterpMode) String() string {
+	switch m {
+	case InterpLinear:
+		return "LINEAR"
+	case InterpArea:
+		return "AREA"
+	case InterpNearest:
+		return "NEAREST"
+	case InterpCubic:
+		return "CUBIC"
+	case InterpLanczos4:
+		return "LANCZOS4"
+	}
+	return "interp_mode(?)"
+}
+
+// Supported says whether dsgd resizes with m as OpenCV does.
+func (m InterpMode) Supported() bool { return m == InterpLinear || m == InterpNearest }
+
+// resizeCV resizes img to oh×ow as OpenCV's cv::resize does for 8-bit
+// images with mode (LINEAR or NEAREST; Supported).
+func resizeCV(img planeImage, oh, ow int, mode InterpMode) planeImage {
+	if oh == img.h && ow == img.w {
+		return planeImage{append([]uint8(nil), img.pix...), img.c, oh, ow}
+	}
+	if mode == InterpNearest {
+		return resizeNearestCV(img, oh, ow)
+	}
+	return resizeLinearCV(img, oh, ow)
+}
+
+// resizeNearestCV is OpenCV's resizeNN: source index floor(x × in/out),
+// in double precision, clamped.
+func resizeNearestCV(img planeImage, oh, ow int) planeImage {
+	ifx := 1 / (float64(ow) / float64(img.w))
+	ify := 1 / (float64(oh) / float64(img.h))
+	xs := make([]int, ow)
+	for x := range xs {
+		xs[x] = min(int(math.Floor(float64(x)*ifx)), img.w-1)
+	}
+	out := planeImage{make([]uint8, img.c*oh*ow), img.c, oh, ow}
+	for c := range img.c {
+		for y := range oh {
+			sy := min(int(math.Floor(float64(y)*ify)), img.h-1)
+			src := img.pix[(c*img.h+sy)*img.w:]
+			dst := out.pix[(c*oh+y)*ow:]
+			for x, sx := range xs {
+				dst[x] = src[sx]
+			}
+		}
+	}
+	return out
+}
+
+// linearTaps are OpenCV's INTER_LINEAR source indices and 11-bit
+// fixed-point weights (INTER_RESIZE_COEF_SCALE 2048) for one axis.
+func linearTaps(in, out int) (idx []int, wt [][2]int32) {
+	scale := 1 / (float64(out) / float64(in))
+	idx, wt = make([]int, out), make([][2]int32, out)
+	for d := range out {
+		f := float32((float64(d)+0.5)*scale - 0.5)
+		s := int(math.Floor(float64(f)))
+		f -= float32(s)
+		if s < 0 {
+			s, f = 0, 0
+		}
+		if s >= in-1 {
+			s, f = in-1, 0
+		}
+		idx[d] = s
+		wt[d] = [2]int32{int32(math.RoundToEven(float64((1 - f) * 2048))), int32(math.RoundToEven(float64(f * 2048)))}
+	}
+	return idx, wt
+}
+
+// resizeLinearCV is OpenCV's bilinear cv::resize of 8-bit images: weights
+// rounded to 1/2048, a horizontal pass in integers, then a vertical one
+// whose sum is rounded as OpenCV's vectorised VResizeLinear rounds it
+// (each product's high half, then (a+b+2)>>2).
+func resizeLinearCV(img planeImage, oh, ow int) planeImage {
+	xi, xw := linearTaps(img.w, ow)
+	yi, yw := linearTaps(img.h, oh)
+	out := planeImage{make([]uint8, img.c*oh*ow), img.c, oh, ow}
+	row0, row1 := make([]int32, ow), make([]int32, ow)
+	hpass := func(dst []int32, src []uint8) {
+		for x, s := range xi {
+			v := int32(src[s]) * xw[x][0]
+			if s+1 < img.w {
+				v += int32(src[s+1]) * xw[x][1]
+			}
+			dst[x] = v
+		}
+	}
+	for c := range img.c {
+		for y, s := range yi {
+			s1 := min(s+1, img.h-1)
+			hpass(row0, img.pix[(c*img.h+s)*img.w:(c*img.h+s+1)*img.w])
+			hpass(row1, img.pix[(c*img.h+s1)*img.w:(c*img.h+s1+1)*img.w])
+			b0, b1 := yw[y][0], yw[y][1]
+			dst := out.pix[(c*oh+y)*ow:]
+			for x := range ow {
+				v := (((row0[x] >> 4) * b0) >> 16) + (((row1[x] >> 4) * b1) >> 16)
+				dst[x] = sat8((v + 2) >> 2)
+			}
+		}
+	}
+	return out
+}
+
+func sat8(v int32) uint8 {
+	return uint8(min(max(v, 0), 255))
+}
+
+// satRound is OpenCV's saturate_cast<uchar> of a float: rounded half to
+// even, clamped.
+func satRound(v float32) uint8 {
+	r := math.RoundToEven(float64(v))
+	return uint8(min(max(r, 0), 255))
+}
+
+// convertTo is OpenCV's Mat::convertTo of 8-bit pixels to 8-bit ones:
+// alpha×v + beta in float32, saturated.
+func convertTo(p []uint8, alpha, beta float32) {
+	for i, v := range p {
+		p[i] = satRound(float32(v)*alpha + beta)
+	}
+}
+
+// hsvShift and the tables are OpenCV's RGB2HSV_b for 8-bit images (hue
+// range 180).
+const hsvShift = 12
+
+var sdivTable, hdivTable [256]int32
+
+func init() {
+	for i := 1; i < 256; i++ {
+		sdivTable[i] = int32(math.RoundToEven(float64(255<<hsvShift) / float64(i)))
+		hdivTable[i] = int32(math.RoundToEven(float64(180<<hsvShift) / (6 * float64(i))))
+	}
+}
+
+// bgrToHSV is OpenCV's cvtColor(COLOR_BGR2HSV) of 8-bit BGR planes, in
+// place: H in [0, 180), S and V in [0, 255].
+func bgrToHSV(img planeImage) {
+	n := img.h * img.w
+	B, G, R := img.pix[:n], img.pix[n:2*n], img.pix[2*n:3*n]
+	const half = 1 << (hsvShift - 1)
+	for i := range n {
+		b, g, r := int32(B[i]), int32(G[i]), int32(R[i])
+		v := max(b, g, r)
+		vmin := min(b, g, r)
+		diff := v - vmin
+		var h int32
+		switch {
+		case v == r:
+			h = g - b
+		case v == g:
+			h = b - r + 2*diff
+		default:
+			h = r - g + 4*diff
+		}
+		s := (diff*sdivTable[v] + half) >> hsvShift
+		h = (h*hdivTable[diff] + half) >> hsvShift
+		if h < 0 {
+			h += 180
+		}
+		B[i], G[i], R[i] = uint8(h), uint8(s), uint8(v)
+	}
+}
+
+// hsvToBGR is OpenCV's cvtColor(COLOR_HSV2BGR) of 8-bit HSV planes (hue
+// range 180), in place: float arithmetic, each channel rounded.
+func hsvToBGR(img planeImage) {
+	n := img.h * img.w
+	H, S, V := img.pix[:n], img.pix[n:2*n], img.pix[2*n:3*n]
+	const hscale = float32(6.0 / 180)
+	for i := range n {
+		h := float32(H[i]) * hscale
+		s := float32(S[i]) * (1 / float32(255))
+		v := float32(V[i]) * (1 / float32(255))
+		b, g, r := v, v, v
+		if s != 0 {
+			for h < 0 {
+				h += 6
+			}
+			for h >= 6 {
+				h -= 6
+			}
+			sector := int(math.Floor(float64(h)))
+			h -= float32(sector)
+			if uint(sector) >= 6 {
+				sector, h = 0, 0
+			}
+			tab := [4]float32{v, v * (1 - s), v * (1 - s*h), v * (1 - s*(1-h))}
+			idx := [6][3]int{{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}}[sector]
+			b, g, r = tab[idx[0]], tab[idx[1]], tab[idx[2]]
+		}
+		H[i], S[i], V[i] = satRound(b*255), satRound(g*255), satRound(r*255)
+	}
+}
+
+// cropImage is the fork's CropImage of an image by a normalised box: the
+// box clipped, scaled to pixels, its corner and size truncated.
+func cropImage(img planeImage, b BBox) planeImage {
+	c := b.clip()
+	x0, y0 := c.XMin*float32(img.w), c.YMin*float32(img.h)
+	x1, y1 := c.XMax*float32(img.w), c.YMax*float32(img.h)
+	wOff, hOff := int(x0), int(y0)
+	w, h := int(x1-x0), int(y1-y0)
+	out := planeImage{make([]uint8, img.c*h*w), img.c, h, w}
+	for ch := range img.c {
+		for y := range h {
+			src := img.pix[(ch*img.h+hOff+y)*img.w+wOff:]
+			copy(out.pix[(ch*h+y)*w:(ch*h+y+1)*w], src[:w])
+		}
+	}
+	return out
+}
+
+// expandImage is the fork's ExpandImage of an image by ratio at offset
+// (hOff, wOff): a canvas of int(h×ratio) × int(w×ratio) filled with the
+// mean values (zero without), the image copied at the offset. It returns
+// the canvas and the image's box in the canvas's frame, as the fork's
+// expand_bbox (relative to the original image).
+func expandImage(img planeImage, ratio float32, hOff, wOff float32, fill []float32) (planeImage, BBox) {
+	h := int(float32(img.h) * ratio)
+	w := int(float32(img.w) * ratio)
+	box := BBox{
+		XMin: -wOff / float32(img.w), YMin: -hOff / float32(img.h),
+		XMax: (float32(w) - wOff) / float32(img.w), YMax: (float32(h) - hOff) / float32(img.h),
+	}
+	out := planeImage{make([]uint8, img.c*h*w), img.c, h, w}
+	for ch := range img.c {
+		if ch < len(fill) {
+			v := satRound(fill[ch])
+			p := out.pix[ch*h*w : (ch+1)*h*w]
+			for i := range p {
+				p[i] = v
+			}
+		}
+		for y := range img.h {
+			dst := out.pix[(ch*h+int(hOff)+y)*w+int(wOff):]
+			copy(dst[:img.w], img.pix[(ch*img.h+y)*img.w:(ch*img.h+y+1)*img.w])
+		}
+	}
+	return out, box
+}

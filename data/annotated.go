@@ -1,0 +1,623 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"dsgd/caffe/caffepb"
+	"dsgd/data/db"
+	"dsgd/engine/tensor"
+)
+
+// tagAnno keeps AnnotatedData's augmentation stream apart from the others.
+const tagAnno = 0x414e4e4f // "ANNO"
+
+// AnnoGroup is one AnnotationGroup of an AnnotatedDatum: the boxes of one
+// class (Label, the fork's group_label).
+type AnnoGroup struct {
+	Label int32
+	// IDs are the boxes' instance_id, one per box.
+	IDs   []int32
+	Boxes []BBox
+}
+
+// DecodeAnnotatedDatum decodes one record of SSD's convert_annoset
+// database (an AnnotatedDatum) and checks what dsgd relies on: a Datum
+// that DecodeDatum accepts (byte data, encoded or raw), annotation type
+// BBOX, and finite box corners.
+func DecodeAnnotatedDatum(b []byte) (*caffepb.AnnotatedDatum, error) {
+	var ad caffepb.AnnotatedDatum
+	if err := proto.Unmarshal(b, &ad); err != nil {
+		return nil, fmt.Errorf("not an AnnotatedDatum: %v", err)
+	}
+	if ad.Datum == nil {
+		return nil, errors.New("the AnnotatedDatum has no datum")
+	}
+	raw, err := proto.Marshal(ad.Datum)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := DecodeDatum(raw); err != nil {
+		return nil, fmt.Errorf("its datum: %w", err)
+	}
+	if len(ad.Datum.FloatData) > 0 {
+		return nil, errors.New("its datum holds float_data; SSD's AnnotatedData transforms images (byte data, raw or encoded)")
+	}
+	if ad.Type != nil && ad.GetType() != caffepb.AnnotatedDatum_BBOX {
+		return nil, fmt.Errorf("annotation type %d; SSD's fork knows only BBOX (0)", ad.GetType())
+	}
+	for g, grp := range ad.AnnotationGroup {
+		for a, an := range grp.Annotation {
+			bb := an.GetBbox()
+			for _, v := range []float32{bb.GetXmin(), bb.GetYmin(), bb.GetXmax(), bb.GetYmax()} {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					return nil, fmt.Errorf("annotation_group %d (group_label %d), annotation %d: box corner %v is not finite", g, grp.GetGroupLabel(), a, v)
+				}
+			}
+		}
+	}
+	return &ad, nil
+}
+
+// annoGroups turns the AnnotatedDatum's groups into AnnoGroups.
+func annoGroups(ad *caffepb.AnnotatedDatum) []AnnoGroup {
+	out := make([]AnnoGroup, 0, len(ad.AnnotationGroup))
+	for _, g := range ad.AnnotationGroup {
+		ag := AnnoGroup{Label: g.GetGroupLabel()}
+		for _, a := range g.Annotation {
+			bb := a.GetBbox()
+			ag.IDs = append(ag.IDs, a.GetInstanceId())
+			ag.Boxes = append(ag.Boxes, BBox{
+				XMin: bb.GetXmin(), YMin: bb.GetYmin(), XMax: bb.GetXmax(), YMax: bb.GetYmax(),
+				Difficult: bb.GetDifficult(), Size: bb.GetSize(), HasSize: bb.Size != nil,
+			})
+		}
+		out = append(out, ag)
+	}
+	return out
+}
+
+// ResizeMode is SSD's ResizeParameter.Resize_mode.
+type ResizeMode int
+
+// The resize modes dsgd knows (WARP is the one it runs).
+const (
+	ResizeWarp               ResizeMode = 1
+	ResizeFitSmallSize       ResizeMode = 2
+	ResizeFitLargeSizeAndPad ResizeMode = 3
+)
+
+// ResizeConfig is SSD's transform_param.resize_param, as far as dsgd runs
+// it: WARP to Height×Width with one of InterpModes drawn per image (all
+// equally likely; LINEAR when none is given).
+type ResizeConfig struct {
+	Height, Width int
+	InterpModes   []InterpMode
+}
+
+// DistortConfig is SSD's transform_param.distort_param.
+type DistortConfig struct {
+	BrightnessProb, BrightnessDelta                  float32
+	ContrastProb, ContrastLower, ContrastUpper       float32
+	HueProb, HueDelta                                float32
+	SaturationProb, SaturationLower, SaturationUpper float32
+	RandomOrderProb                                  float32
+}
+
+// ExpandConfig is SSD's transform_param.expand_param.
+type ExpandConfig struct {
+	Prob, MaxRatio float32
+}
+
+// AnnotatedConfig configures SSD's AnnotatedData layer.
+type AnnotatedConfig struct {
+	// Name is the layer's name, for errors.
+	Name string
+	// Source is the database (data_param.source) and Backend its kind.
+	Source  string
+	Backend db.Backend
+	// BatchSize is data_param.batch_size.
+	BatchSize int
+	// Channels decodes encoded images to 1 (force_gray) or 3
+	// (force_color); 0 keeps each image's own.
+	Channels int
+	// Mirror, MeanValue and Scale are transform_param's (Scale 0 means
+	// 1). dsgd refuses mean_file and crop_size here (Check).
+	Mirror    bool
+	MeanValue []float32
+	Scale     float32
+	// Resize, Distort, Expand and Emit are the fork's transform_param
+	// fields; nil when absent.
+	Resize  *ResizeConfig
+	Distort *DistortConfig
+	Expand  *ExpandConfig
+	Emit    *EmitConstraint
+	// Samplers are annotated_data_param.batch_sampler, in order.
+	Samplers []BatchSampler
+	// Rank and World read every World-th record from Rank (a worker's
+	// share); World 0 means 1.
+	Rank, World int
+	// Seed draws every random choice of the augmentation.
+	Seed uint64
+}
+
+// AnnotatedSource is SSD's AnnotatedDataLayer (weiliu89/caffe, branch
+// ssd): it reads AnnotatedDatum records in database order (wrapping at
+// the end) and per image, in the fork's order, distorts it, expands it,
+// crops it to one box drawn from the batch samplers, resizes it, mirrors
+// it and subtracts the mean, moving the boxes with the image. Its label
+// top is 1×1×G×8: a row [item, group_label, instance_id, xmin, ymin,
+// xmax, ymax, difficult] per box of the batch, or one row of -1 when no
+// box survived.
+//
+// Where the fork re-encodes an encoded image as JPEG after each of
+// distort, expand and crop (lossy), dsgd keeps the decoded pixels.
+type AnnotatedSource struct {
+	cfg    AnnotatedConfig
+	name   string
+	d      *db.DB
+	cur    db.Cursor
+	rng    *rand.Rand
+	c      int // channels of the data top
+	h, w   int
+	mu     sync.Mutex
+	n      int // records read
+	means  []float32
+	labels []float32
+}
+
+// OpenAnnotated opens cfg's database, checks cfg against its first
+// record and returns the source.
+func OpenAnnotated(cfg AnnotatedConfig) (*AnnotatedSource, error) {
+	s := &AnnotatedSource{cfg: cfg, name: fmt.Sprintf("AnnotatedData layer %q", cfg.Name)}
+	if s.cfg.Scale == 0 {
+		s.cfg.Scale = 1
+	}
+	if s.cfg.World == 0 {
+		s.cfg.World = 1
+	}
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	d, err := db.Open(cfg.Source, cfg.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	s.d = d
+	if s.cur, err = d.Cursor(); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	key, val, ok, err := s.cur.First()
+	if err == nil && !ok {
+		err = fmt.Errorf("%s database %s is empty", cfg.Backend, cfg.Source)
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	img, _, err := s.decode(key, val)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.c, s.h, s.w = img.c, img.h, img.w
+	if cfg.Resize != nil {
+		s.h, s.w = cfg.Resize.Height, cfg.Resize.Width
+	}
+	switch len(cfg.MeanValue) {
+	case 0:
+	case 1:
+		s.means = make([]float32, s.c)
+		for i := range s.means {
+			s.means[i] = cfg.MeanValue[0]
+		}
+	case s.c:
+		s.means = cfg.MeanValue
+	default:
+		s.Close()
+		return nil, fmt.Errorf("%s: transform_param: %d mean_value entries for %d-channel images; want 1 or %d", s.name, len(cfg.MeanValue), s.c, s.c)
+	}
+	if s.cfg.Distort != nil && s.c != 3 {
+		s.Close()
+		return nil, fmt.Errorf("%s: transform_param: distort_param needs 3-channel (BGR) images; %s holds %d-channel ones", s.name, cfg.Source, s.c)
+	}
+	s.rng = rand.New(rand.NewPCG(mix(cfg.Seed, tagAnno), mix(cfg.Seed, tagAugment)))
+	s.cur.Close()
+	s.cur = nil
+	return s, nil
+}
+
+// check refuses settings the layer cannot honour.
+func (s *AnnotatedSource) check() error {
+	cfg := s.cfg
+	switch {
+	case cfg.BatchSize < 1:
+		return fmt.Errorf("batch_size %d; want at least 1", cfg.BatchSize)
+	case math.IsNaN(float64(s.cfg.Scale)) || math.IsInf(float64(s.cfg.Scale), 0):
+		return fmt.Errorf("transform_param: scale %v is not finite", cfg.Scale)
+	case cfg.Rank < 0 || cfg.Rank >= s.cfg.World:
+		return fmt.Errorf("rank %d of %d", cfg.Rank, s.cfg.World)
+	}
+	if r := cfg.Resize; r != nil {
+		if r.Height < 1 || r.Width < 1 {
+			return fmt.Errorf("transform_param: resize_param needs a positive height and width (the fork checks both > 0); got %dx%d", r.Height, r.Width)
+		}
+		for _, m := range r.InterpModes {
+			if !m.Supported() {
+				return fmt.Errorf("transform_param: resize_param: interp_mode %v: dsgd resizes with LINEAR and NEAREST, as OpenCV does, and not yet with AREA, CUBIC or LANCZOS4; list only LINEAR and NEAREST", m)
+			}
+		}
+	}
+	if e := cfg.Expand; e != nil && !(e.MaxRatio > 1) {
+		return fmt.Errorf("transform_param: expand_param: max_expand_ratio %g; the fork needs it above 1", e.MaxRatio)
+	}
+	if d := cfg.Distort; d != nil {
+		switch {
+		case d.BrightnessDelta < 0:
+			return fmt.Errorf("transform_param: distort_param: brightness_delta %g is negative", d.BrightnessDelta)
+		case d.HueDelta < 0:
+			return fmt.Errorf("transform_param: distort_param: hue_delta %g is negative", d.HueDelta)
+		case d.ContrastProb > 0 && (d.ContrastUpper < d.ContrastLower || d.ContrastLower < 0):
+			return fmt.Errorf("transform_param: distort_param: contrast range [%g, %g]; want 0 <= contrast_lower <= contrast_upper", d.ContrastLower, d.ContrastUpper)
+		case d.SaturationProb > 0 && (d.SaturationUpper < d.SaturationLower || d.SaturationLower < 0):
+			return fmt.Errorf("transform_param: distort_param: saturation range [%g, %g]; want 0 <= saturation_lower <= saturation_upper", d.SaturationLower, d.SaturationUpper)
+		}
+	}
+	for i, b := range cfg.Samplers {
+		at := fmt.Sprintf("annotated_data_param: batch_sampler %d", i)
+		switch {
+		case !(b.MinScale > 0) || b.MaxScale < b.MinScale || b.MaxScale > 1:
+			return fmt.Errorf("%s: scale range [%g, %g]; the fork needs 0 < min_scale <= max_scale <= 1", at, b.MinScale, b.MaxScale)
+		case !(b.MinAspect > 0) || b.MaxAspect < b.MinAspect || math.IsInf(float64(b.MaxAspect), 0):
+			return fmt.Errorf("%s: aspect ratio range [%g, %g]; the fork needs 0 < min_aspect_ratio <= max_aspect_ratio, finite", at, b.MinAspect, b.MaxAspect)
+		}
+	}
+	return nil
+}
+
+// Close releases the database.
+func (s *AnnotatedSource) Close() error {
+	if s.cur != nil {
+		s.cur.Close()
+		s.cur = nil
+	}
+	if s.d != nil {
+		err := s.d.Close()
+		s.d = nil
+		return err
+	}
+	return nil
+}
+
+// Shape returns the data top's shape: batch × C × H × W (the resize's
+// size, or the first image's without one).
+func (s *AnnotatedSource) Shape() tensor.Shape {
+	return tensor.Shape{s.cfg.BatchSize, s.c, s.h, s.w}
+}
+
+// LabelShape is the label top's shape before the first batch, as the
+// fork's DataLayerSetUp leaves it: 1×1×1×8.
+func (s *AnnotatedSource) LabelShape() tensor.Shape { return tensor.Shape{1, 1, 1, 8} }
+
+// decode reads one record into an image and its boxes; errors name the
+// database and the key.
+func (s *AnnotatedSource) decode(key, val []byte) (planeImage, []AnnoGroup, error) {
+	at := func(err error) error {
+		return fmt.Errorf("%s: %s database %s: key %s: %w", s.name, s.cfg.Backend, s.cfg.Source, strconv.Quote(string(key)), err)
+	}
+	ad, err := DecodeAnnotatedDatum(val)
+	if err != nil {
+		return planeImage{}, nil, at(err)
+	}
+	dt := ad.Datum
+	var img planeImage
+	if dt.GetEncoded() {
+		pix, c, h, w, err := DecodeImage(dt.Data, s.cfg.Channels, 0, 0)
+		if err != nil {
+			return planeImage{}, nil, at(err)
+		}
+		img = planeImage{pix, c, h, w}
+	} else {
+		if s.cfg.Distort != nil {
+			return planeImage{}, nil, at(errors.New("a raw (not encoded) datum with distort_param: the fork's DistortImage distorts only encoded datums (it logs \"Only support encoded datum now\" and passes the image through); encode the database (convert_annoset --encoded) or remove distort_param"))
+		}
+		img = planeImage{append([]uint8(nil), dt.Data...), int(dt.GetChannels()), int(dt.GetHeight()), int(dt.GetWidth())}
+	}
+	if s.c != 0 && (img.c != s.c || s.cfg.Resize == nil && (img.h != s.h || img.w != s.w)) {
+		return planeImage{}, nil, at(fmt.Errorf("image %dx%dx%d (CxHxW) differs from the first record's %dx%dx%d; without resize_param every image must have one shape", img.c, img.h, img.w, s.c, s.h, s.w))
+	}
+	return img, annoGroups(ad), nil
+}
+
+// next reads this worker's next record: the Rank-th first, then every
+// World-th, wrapping at the database's end as Caffe's DataReader does.
+func (s *AnnotatedSource) next() (planeImage, []AnnoGroup, error) {
+	var key, val []byte
+	var err error
+	steps := s.cfg.World
+	if s.cur == nil {
+		if s.cur, err = s.d.Cursor(); err != nil {
+			return planeImage{}, nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		key, val, _, err = s.cur.First()
+		steps = s.cfg.Rank
+	}
+	for i := 0; i < steps && err == nil; i++ {
+		var ok bool
+		if key, val, ok, err = s.cur.Next(); err == nil && !ok {
+			key, val, _, err = s.cur.First()
+		}
+	}
+	if err != nil {
+		return planeImage{}, nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	s.n++
+	return s.decode(key, val)
+}
+
+// Fill writes the next batch: the transformed images into tops[0]
+// (batch×C×H×W) and, with a second top, the boxes into tops[1], which it
+// reshapes to 1×1×G×8 as the fork's load_batch does.
+func (s *AnnotatedSource) Fill(ctx context.Context, tops []*tensor.Blob) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, per := s.cfg.BatchSize, s.c*s.h*s.w
+	if len(tops) < 1 || len(tops) > 2 || len(tops[0].Data) != n*per {
+		return fmt.Errorf("%s: wants tops data (%d×%d×%d×%d) and, optionally, label", s.name, n, s.c, s.h, s.w)
+	}
+	rows := s.labels[:0]
+	for item := range n {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		img, groups, err := s.next()
+		if err != nil {
+			return err
+		}
+		img, groups = s.augment(img, groups)
+		groups = s.transform(tops[0].Data[item*per:(item+1)*per], img, groups)
+		for _, g := range groups {
+			for k, b := range g.Boxes {
+				var diff float32
+				if b.Difficult {
+					diff = 1
+				}
+				rows = append(rows, float32(item), float32(g.Label), float32(g.IDs[k]), b.XMin, b.YMin, b.XMax, b.YMax, diff)
+			}
+		}
+	}
+	if len(rows) == 0 {
+		rows = append(rows, -1, -1, -1, -1, -1, -1, -1, -1)
+	}
+	s.labels = rows
+	if len(tops) == 2 {
+		setLabelRows(tops[1], rows)
+	}
+	return nil
+}
+
+// setLabelRows reshapes t to 1×1×G×8 and copies the G rows into it.
+func setLabelRows(t *tensor.Blob, rows []float32) {
+	t.Shape = append(t.Shape[:0], 1, 1, len(rows)/8, 8)
+	if cap(t.Data) < len(rows) {
+		t.Data = make([]float32, len(rows))
+	}
+	t.Data = t.Data[:len(rows)]
+	copy(t.Data, rows)
+	if t.Diff != nil {
+		if cap(t.Diff) < len(rows) {
+			t.Diff = make([]float32, len(rows))
+		}
+		t.Diff = t.Diff[:len(rows)]
+	}
+}
+
+// augment runs the fork's steps before the transform: distort, expand,
+// then one crop drawn from the batch samplers.
+func (s *AnnotatedSource) augment(img planeImage, groups []AnnoGroup) (planeImage, []AnnoGroup) {
+	if s.cfg.Distort != nil {
+		s.distort(img)
+	}
+	if e := s.cfg.Expand; e != nil {
+		prob := uniform(s.rng, 0, 1)
+		if !(prob > e.Prob) && !(math.Abs(float64(e.MaxRatio)-1) < 1e-2) {
+			ratio := uniform(s.rng, 1, e.MaxRatio)
+			hOff := float32(math.Floor(float64(uniform(s.rng, 0, float32(int(float32(img.h)*ratio)-img.h)))))
+			wOff := float32(math.Floor(float64(uniform(s.rng, 0, float32(int(float32(img.w)*ratio)-img.w)))))
+			var box BBox
+			img, box = expandImage(img, ratio, hOff, wOff, s.means)
+			groups = s.annotate(groups, box, 0, 0, false)
+		}
+	}
+	if len(s.cfg.Samplers) > 0 {
+		var objects []BBox
+		for _, g := range groups {
+			objects = append(objects, g.Boxes...)
+		}
+		var samples []BBox
+		for i := range s.cfg.Samplers {
+			samples = s.cfg.Samplers[i].generate(s.rng, objects, samples)
+		}
+		if len(samples) > 0 {
+			b := samples[s.rng.IntN(len(samples))]
+			if c := cropImage(img, b); c.h > 0 && c.w > 0 {
+				img = c
+				groups = s.annotate(groups, b.clip(), 0, 0, false)
+			}
+		}
+	}
+	return img, groups
+}
+
+// distort is the fork's ApplyDistort, in place: brightness, then
+// contrast, saturation and hue in one of two orders, then the channels
+// shuffled, each with its probability.
+func (s *AnnotatedSource) distort(img planeImage) {
+	d := s.cfg.Distort
+	brightness := func() {
+		if uniform(s.rng, 0, 1) < d.BrightnessProb {
+			if delta := uniform(s.rng, -d.BrightnessDelta, d.BrightnessDelta); delta != 0 {
+				convertTo(img.pix, 1, delta)
+			}
+		}
+	}
+	contrast := func() {
+		if uniform(s.rng, 0, 1) < d.ContrastProb {
+			if delta := uniform(s.rng, d.ContrastLower, d.ContrastUpper); math.Abs(float64(delta-1)) > 1e-3 {
+				convertTo(img.pix, delta, 0)
+			}
+		}
+	}
+	n := img.h * img.w
+	saturation := func() {
+		if uniform(s.rng, 0, 1) < d.SaturationProb {
+			// The fork tests fabs(delta - 1) != 1e-3: it always converts.
+			delta := uniform(s.rng, d.SaturationLower, d.SaturationUpper)
+			bgrToHSV(img)
+			convertTo(img.pix[n:2*n], delta, 0)
+			hsvToBGR(img)
+		}
+	}
+	hue := func() {
+		if uniform(s.rng, 0, 1) < d.HueProb {
+			if delta := uniform(s.rng, -d.HueDelta, d.HueDelta); delta != 0 {
+				bgrToHSV(img)
+				convertTo(img.pix[:n], 1, delta)
+				hsvToBGR(img)
+			}
+		}
+	}
+	if uniform(s.rng, 0, 1) > 0.5 {
+		brightness()
+		contrast()
+		saturation()
+		hue()
+	} else {
+		brightness()
+		saturation()
+		hue()
+		contrast()
+	}
+	if uniform(s.rng, 0, 1) < d.RandomOrderProb {
+		planes := [][]uint8{img.pix[:n], img.pix[n : 2*n], img.pix[2*n : 3*n]}
+		perm := s.rng.Perm(3)
+		shuffled := make([]uint8, 3*n)
+		for i, p := range perm {
+			copy(shuffled[i*n:(i+1)*n], planes[p])
+		}
+		copy(img.pix, shuffled)
+	}
+}
+
+// annotate is the fork's TransformAnnotation: each box (first moved by
+// the resize policy when resizing an oldW×oldH image, oldW > 0) that
+// meets the emit constraint for crop and overlaps it, projected into
+// crop's frame and mirrored; a group keeps its label when a box survives.
+func (s *AnnotatedSource) annotate(groups []AnnoGroup, crop BBox, oldW, oldH int, mirror bool) []AnnoGroup {
+	out := groups[:0:0]
+	for _, g := range groups {
+		ng := AnnoGroup{Label: g.Label}
+		for k, b := range g.Boxes {
+			if oldW > 0 && s.cfg.Resize != nil {
+				b = warpBox(b, oldW, oldH, s.cfg.Resize.Width, s.cfg.Resize.Height)
+			}
+			if s.cfg.Emit != nil && !s.cfg.Emit.meets(crop, b) {
+				continue
+			}
+			p, ok := project(crop, b)
+			if !ok {
+				continue
+			}
+			if mirror {
+				p.XMin, p.XMax = 1-p.XMax, 1-p.XMin
+			}
+			ng.IDs = append(ng.IDs, g.IDs[k])
+			ng.Boxes = append(ng.Boxes, p)
+		}
+		if len(ng.Boxes) > 0 {
+			out = append(out, ng)
+		}
+	}
+	return out
+}
+
+// warpBox is the fork's UpdateBBoxByResizePolicy for WARP: the box in
+// pixels of the new size, clamped to it, normalised again.
+func warpBox(b BBox, oldW, oldH, newW, newH int) BBox {
+	nw, nh, ow, oh := float32(newW), float32(newH), float32(oldW), float32(oldH)
+	x0, y0 := b.XMin*ow, b.YMin*oh
+	x1, y1 := b.XMax*ow, b.YMax*oh
+	x0 = max(0, x0*nw/ow)
+	x1 = min(nw, x1*nw/ow)
+	y0 = max(0, y0*nh/oh)
+	y1 = min(nh, y1*nh/oh)
+	b.XMin, b.YMin, b.XMax, b.YMax = x0/nw, y0/nh, x1/nw, y1/nh
+	return b
+}
+
+// transform is the fork's DataTransformer::Transform of an annotated
+// image into dst (C×H×W floats): resize (one interp mode drawn), mirror
+// at random, mean and scale; it returns the boxes moved with the image.
+func (s *AnnotatedSource) transform(dst []float32, img planeImage, groups []AnnoGroup) []AnnoGroup {
+	mirror := s.cfg.Mirror && s.rng.IntN(2) == 1
+	oldW, oldH := img.w, img.h
+	if r := s.cfg.Resize; r != nil {
+		mode := InterpLinear
+		if len(r.InterpModes) > 0 {
+			mode = r.InterpModes[rollDie(s.rng, len(r.InterpModes))]
+		}
+		img = resizeCV(img, r.Height, r.Width, mode)
+	}
+	writePlanes(dst, img, mirror, s.means, s.cfg.Scale)
+	return s.annotate(groups, BBox{XMax: 1, YMax: 1}, oldW, oldH, mirror)
+}
+
+// rollDie is the fork's roll_weighted_die over n equal weights: the first
+// cumulative weight at or above a uniform draw.
+func rollDie(rng *rand.Rand, n int) int {
+	p := float32(1) / float32(n)
+	var cum []float32
+	var sum float32
+	for range n {
+		sum += p
+		cum = append(cum, sum)
+	}
+	v := uniform(rng, 0, sum)
+	for i, c := range cum {
+		if c >= v {
+			return i
+		}
+	}
+	return n - 1
+}
+
+// writePlanes writes img into dst as floats: mirrored left-right when
+// mirror is set, the channel's mean subtracted (means may be nil), then
+// scaled.
+func writePlanes(dst []float32, img planeImage, mirror bool, means []float32, scale float32) {
+	for c := range img.c {
+		var m float32
+		if means != nil {
+			m = means[c]
+		}
+		for y := range img.h {
+			row := img.pix[(c*img.h+y)*img.w : (c*img.h+y+1)*img.w]
+			out := dst[(c*img.h+y)*img.w:]
+			for x := range img.w {
+				v := row[x]
+				if mirror {
+					v = row[img.w-1-x]
+				}
+				out[x] = (float32(v) - m) * scale
+			}
+		}
+	}
+}
