@@ -80,18 +80,20 @@ func resizeNearestCV(img planeImage, oh, ow int) planeImage {
 }
 
 // linearTaps are OpenCV's INTER_LINEAR source indices and 11-bit
-// fixed-point weights (INTER_RESIZE_COEF_SCALE 2048) for one axis.
-func linearTaps(in, out int) (idx []int, wt [][2]int32) {
+// fixed-point weights (INTER_RESIZE_COEF_SCALE 2048) for one axis. Along
+// x (clamp) OpenCV moves a tap outside the image onto its edge with weight
+// 1; along y it keeps the weights and clamps only the rows it reads.
+func linearTaps(in, out int, clamp bool) (idx []int, wt [][2]int32) {
 	scale := 1 / (float64(out) / float64(in))
 	idx, wt = make([]int, out), make([][2]int32, out)
 	for d := range out {
 		f := float32((float64(d)+0.5)*scale - 0.5)
 		s := int(math.Floor(float64(f)))
 		f -= float32(s)
-		if s < 0 {
+		if clamp && s < 0 {
 			s, f = 0, 0
 		}
-		if s >= in-1 {
+		if clamp && s >= in-1 {
 			s, f = in-1, 0
 		}
 		idx[d] = s
@@ -105,8 +107,8 @@ func linearTaps(in, out int) (idx []int, wt [][2]int32) {
 // whose sum is rounded as OpenCV's vectorised VResizeLinear rounds it
 // (each product's high half, then (a+b+2)>>2).
 func resizeLinearCV(img planeImage, oh, ow int) planeImage {
-	xi, xw := linearTaps(img.w, ow)
-	yi, yw := linearTaps(img.h, oh)
+	xi, xw := linearTaps(img.w, ow, true)
+	yi, yw := linearTaps(img.h, oh, false)
 	out := planeImage{make([]uint8, img.c*oh*ow), img.c, oh, ow}
 	row0, row1 := make([]int32, ow), make([]int32, ow)
 	hpass := func(dst []int32, src []uint8) {
@@ -119,8 +121,8 @@ func resizeLinearCV(img planeImage, oh, ow int) planeImage {
 		}
 	}
 	for c := range img.c {
-		for y, s := range yi {
-			s1 := min(s+1, img.h-1)
+		for y, sy := range yi {
+			s, s1 := min(max(sy, 0), img.h-1), min(max(sy+1, 0), img.h-1)
 			hpass(row0, img.pix[(c*img.h+s)*img.w:(c*img.h+s+1)*img.w])
 			hpass(row1, img.pix[(c*img.h+s1)*img.w:(c*img.h+s1+1)*img.w])
 			b0, b1 := yw[y][0], yw[y][1]
