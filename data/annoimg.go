@@ -236,14 +236,7 @@ func cropImage(img planeImage, b BBox) planeImage {
 	x1, y1 := c.XMax*float32(img.w), c.YMax*float32(img.h)
 	wOff, hOff := int(x0), int(y0)
 	w, h := int(x1-x0), int(y1-y0)
-	out := planeImage{make([]uint8, img.c*h*w), img.c, h, w}
-	for ch := range img.c {
-		for y := range h {
-			src := img.pix[(ch*img.h+hOff+y)*img.w+wOff:]
-			copy(out.pix[(ch*h+y)*w:(ch*h+y+1)*w], src[:w])
-		}
-	}
-	return out
+	return cropPixels(img, hOff, wOff, h, w)
 }
 
 // expandImage is the fork's ExpandImage of an image by ratio at offset

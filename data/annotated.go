@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -72,11 +73,11 @@ func annoGroups(ad *caffepb.AnnotatedDatum) []AnnoGroup {
 	for _, g := range ad.AnnotationGroup {
 		ag := AnnoGroup{Label: g.GetGroupLabel()}
 		for _, a := range g.Annotation {
-			bb := a.GetBbox()
+			bb := a.GetBbox() // an annotation without a box has the zero box, as in C++
 			ag.IDs = append(ag.IDs, a.GetInstanceId())
 			ag.Boxes = append(ag.Boxes, BBox{
 				XMin: bb.GetXmin(), YMin: bb.GetYmin(), XMax: bb.GetXmax(), YMax: bb.GetYmax(),
-				Difficult: bb.GetDifficult(), Size: bb.GetSize(), HasSize: bb.Size != nil,
+				Difficult: bb.GetDifficult(), Size: bb.GetSize(), HasSize: bb != nil && bb.Size != nil,
 			})
 		}
 		out = append(out, ag)
@@ -125,13 +126,18 @@ type AnnotatedConfig struct {
 	Backend db.Backend
 	// BatchSize is data_param.batch_size.
 	BatchSize int
+	// Train is the phase: random crop offsets in TRAIN, centred ones
+	// otherwise (mirroring and the other draws are random in both, as in
+	// the fork).
+	Train bool
 	// Channels decodes encoded images to 1 (force_gray) or 3
 	// (force_color); 0 keeps each image's own.
 	Channels int
-	// Mirror, MeanValue and Scale are transform_param's (Scale 0 means
-	// 1). dsgd refuses mean_file and crop_size here (Check).
+	// Mirror, MeanValue, CropSize and Scale are transform_param's (Scale
+	// 0 means 1). The caller refuses mean_file.
 	Mirror    bool
 	MeanValue []float32
+	CropSize  int
 	Scale     float32
 	// Resize, Distort, Expand and Emit are the fork's transform_param
 	// fields; nil when absent.
@@ -141,6 +147,10 @@ type AnnotatedConfig struct {
 	Emit    *EmitConstraint
 	// Samplers are annotated_data_param.batch_sampler, in order.
 	Samplers []BatchSampler
+	// AnnoType is annotated_data_param.anno_type given (BBOX, the only
+	// type): the records' boxes are the label even where a record does
+	// not say its type.
+	AnnoType bool
 	// Rank and World read every World-th record from Rank (a worker's
 	// share); World 0 means 1.
 	Rank, World int
@@ -151,26 +161,39 @@ type AnnotatedConfig struct {
 // AnnotatedSource is SSD's AnnotatedDataLayer (weiliu89/caffe, branch
 // ssd): it reads AnnotatedDatum records in database order (wrapping at
 // the end) and per image, in the fork's order, distorts it, expands it,
-// crops it to one box drawn from the batch samplers, resizes it, mirrors
-// it and subtracts the mean, moving the boxes with the image. Its label
-// top is 1×1×G×8: a row [item, group_label, instance_id, xmin, ymin,
-// xmax, ymax, difficult] per box of the batch, or one row of -1 when no
-// box survived.
+// crops it to one box drawn from the batch samplers, resizes it, crops
+// crop_size, mirrors it and subtracts the mean, moving the boxes with the
+// image. With annotations (the first record says its type, or anno_type
+// is set) its label top is 1×1×G×8: a row [item, group_label,
+// instance_id, xmin, ymin, xmax, ymax, difficult] per box of the batch,
+// or one row of -1 when no box survived; without, it is each datum's
+// label, as a Data layer's.
 //
 // Where the fork re-encodes an encoded image as JPEG after each of
 // distort, expand and crop (lossy), dsgd keeps the decoded pixels.
 type AnnotatedSource struct {
-	cfg    AnnotatedConfig
-	name   string
-	d      *db.DB
-	cur    db.Cursor
-	rng    *rand.Rand
-	c      int // channels of the data top
-	h, w   int
-	mu     sync.Mutex
-	n      int // records read
-	means  []float32
-	labels []float32
+	cfg   AnnotatedConfig
+	name  string
+	d     *db.DB
+	cur   db.Cursor
+	rng   *rand.Rand
+	rich  bool
+	shape tensor.Shape // the data top's, from the first record
+	label tensor.Shape // the label top's before the first batch
+	mu    sync.Mutex
+	means []float32
+	rows  []float32
+	recs  []annoRecord
+}
+
+// annoRecord is one record read: its image, boxes, whether it says its
+// annotation type, its Datum label and its key (for errors).
+type annoRecord struct {
+	img     planeImage
+	groups  []AnnoGroup
+	hasType bool
+	label   int32
+	key     string
 }
 
 // OpenAnnotated opens cfg's database, checks cfg against its first
@@ -191,48 +214,64 @@ func OpenAnnotated(cfg AnnotatedConfig) (*AnnotatedSource, error) {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
 	s.d = d
-	if s.cur, err = d.Cursor(); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("%s: %w", s.name, err)
-	}
-	key, val, ok, err := s.cur.First()
-	if err == nil && !ok {
-		err = fmt.Errorf("%s database %s is empty", cfg.Backend, cfg.Source)
-	}
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("%s: %w", s.name, err)
-	}
-	img, _, err := s.decode(key, val)
-	if err != nil {
+	fail := func(err error) (*AnnotatedSource, error) {
 		s.Close()
 		return nil, err
 	}
-	s.c, s.h, s.w = img.c, img.h, img.w
-	if cfg.Resize != nil {
-		s.h, s.w = cfg.Resize.Height, cfg.Resize.Width
+	rec, err := s.next()
+	if err != nil {
+		return fail(err)
+	}
+	s.cur.Close()
+	s.cur = nil
+	s.rich = rec.hasType || cfg.AnnoType
+	c, h, w, err := s.infer(rec)
+	if err != nil {
+		return fail(err)
+	}
+	s.shape = tensor.Shape{cfg.BatchSize, c, h, w}
+	if s.rich {
+		n := 0
+		for _, g := range rec.groups {
+			n += len(g.Boxes)
+		}
+		s.label = tensor.Shape{1, 1, max(n, 1), 8}
+	} else {
+		s.label = tensor.Shape{cfg.BatchSize}
 	}
 	switch len(cfg.MeanValue) {
 	case 0:
 	case 1:
-		s.means = make([]float32, s.c)
+		s.means = make([]float32, c)
 		for i := range s.means {
 			s.means[i] = cfg.MeanValue[0]
 		}
-	case s.c:
+	case c:
 		s.means = cfg.MeanValue
 	default:
-		s.Close()
-		return nil, fmt.Errorf("%s: transform_param: %d mean_value entries for %d-channel images; want 1 or %d", s.name, len(cfg.MeanValue), s.c, s.c)
+		return fail(fmt.Errorf("%s: transform_param: %d mean_value entries for %d-channel images; want 1 or %d", s.name, len(cfg.MeanValue), c, c))
 	}
-	if s.cfg.Distort != nil && s.c != 3 {
-		s.Close()
-		return nil, fmt.Errorf("%s: transform_param: distort_param needs 3-channel (BGR) images; %s holds %d-channel ones", s.name, cfg.Source, s.c)
+	if s.cfg.Distort != nil && c != 3 {
+		return fail(fmt.Errorf("%s: transform_param: distort_param needs 3-channel (BGR) images; %s holds %d-channel ones", s.name, cfg.Source, c))
 	}
 	s.rng = rand.New(rand.NewPCG(mix(cfg.Seed, tagAnno), mix(cfg.Seed, tagAugment)))
-	s.cur.Close()
-	s.cur = nil
 	return s, nil
+}
+
+// infer is the fork's InferBlobShape of a record: the resize's size (or
+// the image's), then crop_size.
+func (s *AnnotatedSource) infer(rec annoRecord) (c, h, w int, err error) {
+	c, h, w = rec.img.c, rec.img.h, rec.img.w
+	if r := s.cfg.Resize; r != nil {
+		h, w = r.Height, r.Width
+	}
+	if cs := s.cfg.CropSize; cs > 0 {
+		if h < cs || w < cs {
+			return 0, 0, 0, fmt.Errorf("%s: %s database %s: key %s: crop_size %d is larger than the %dx%d image", s.name, s.cfg.Backend, s.cfg.Source, rec.key, cs, h, w)
+		}
+		h, w = cs, cs
+	}
+	return c, h, w, nil
 }
 
 // check refuses settings the layer cannot honour.
@@ -241,10 +280,14 @@ func (s *AnnotatedSource) check() error {
 	switch {
 	case cfg.BatchSize < 1:
 		return fmt.Errorf("batch_size %d; want at least 1", cfg.BatchSize)
+	case cfg.CropSize < 0:
+		return fmt.Errorf("transform_param: crop_size %d is negative", cfg.CropSize)
 	case math.IsNaN(float64(s.cfg.Scale)) || math.IsInf(float64(s.cfg.Scale), 0):
 		return fmt.Errorf("transform_param: scale %v is not finite", cfg.Scale)
 	case cfg.Rank < 0 || cfg.Rank >= s.cfg.World:
 		return fmt.Errorf("rank %d of %d", cfg.Rank, s.cfg.World)
+	case cfg.Resize == nil && (cfg.Expand != nil || len(cfg.Samplers) > 0):
+		return errors.New("expand_param or batch_sampler without transform_param.resize_param: they change each image's size, and without a resize the fork's load_batch fails its check that every image of a batch has the first one's shape; add resize_param { resize_mode: WARP height: H width: W }")
 	}
 	if r := cfg.Resize; r != nil {
 		if r.Height < 1 || r.Width < 1 {
@@ -298,56 +341,68 @@ func (s *AnnotatedSource) Close() error {
 }
 
 // Shape returns the data top's shape: batch × C × H × W (the resize's
-// size, or the first image's without one).
-func (s *AnnotatedSource) Shape() tensor.Shape {
-	return tensor.Shape{s.cfg.BatchSize, s.c, s.h, s.w}
-}
+// size, or the first image's, then crop_size).
+func (s *AnnotatedSource) Shape() tensor.Shape { return s.shape.Clone() }
 
 // LabelShape is the label top's shape before the first batch, as the
-// fork's DataLayerSetUp leaves it: 1×1×1×8.
-func (s *AnnotatedSource) LabelShape() tensor.Shape { return tensor.Shape{1, 1, 1, 8} }
+// fork's DataLayerSetUp leaves it: 1×1×B×8 for the first record's B boxes
+// (at least 1), or batch for plain labels.
+func (s *AnnotatedSource) LabelShape() tensor.Shape { return s.label.Clone() }
 
-// decode reads one record into an image and its boxes; errors name the
-// database and the key.
-func (s *AnnotatedSource) decode(key, val []byte) (planeImage, []AnnoGroup, error) {
+// Rich says whether the label top holds boxes (1×1×G×8) rather than one
+// label per image.
+func (s *AnnotatedSource) Rich() bool { return s.rich }
+
+// decode reads one record; errors name the database and the key.
+func (s *AnnotatedSource) decode(key, val []byte) (annoRecord, error) {
+	rec := annoRecord{key: strconv.Quote(string(key))}
 	at := func(err error) error {
-		return fmt.Errorf("%s: %s database %s: key %s: %w", s.name, s.cfg.Backend, s.cfg.Source, strconv.Quote(string(key)), err)
+		return fmt.Errorf("%s: %s database %s: key %s: %w", s.name, s.cfg.Backend, s.cfg.Source, rec.key, err)
 	}
 	ad, err := DecodeAnnotatedDatum(val)
 	if err != nil {
-		return planeImage{}, nil, at(err)
+		return rec, at(err)
 	}
 	dt := ad.Datum
-	var img planeImage
 	if dt.GetEncoded() {
 		pix, c, h, w, err := DecodeImage(dt.Data, s.cfg.Channels, 0, 0)
 		if err != nil {
-			return planeImage{}, nil, at(err)
+			return rec, at(err)
 		}
-		img = planeImage{pix, c, h, w}
+		rec.img = planeImage{pix, c, h, w}
 	} else {
 		if s.cfg.Distort != nil {
-			return planeImage{}, nil, at(errors.New("a raw (not encoded) datum with distort_param: the fork's DistortImage distorts only encoded datums (it logs \"Only support encoded datum now\" and passes the image through); encode the database (convert_annoset --encoded) or remove distort_param"))
+			return rec, at(errors.New("a raw (not encoded) datum with distort_param: the fork's DistortImage distorts only encoded datums (it logs \"Only support encoded datum now\" and passes the image through); encode the database (convert_annoset --encoded) or remove distort_param"))
 		}
-		img = planeImage{append([]uint8(nil), dt.Data...), int(dt.GetChannels()), int(dt.GetHeight()), int(dt.GetWidth())}
+		rec.img = planeImage{append([]uint8(nil), dt.Data...), int(dt.GetChannels()), int(dt.GetHeight()), int(dt.GetWidth())}
 	}
-	if s.c != 0 && (img.c != s.c || s.cfg.Resize == nil && (img.h != s.h || img.w != s.w)) {
-		return planeImage{}, nil, at(fmt.Errorf("image %dx%dx%d (CxHxW) differs from the first record's %dx%dx%d; without resize_param every image must have one shape", img.c, img.h, img.w, s.c, s.h, s.w))
+	if s.shape != nil && rec.img.c != s.shape[1] {
+		return rec, at(fmt.Errorf("a %d-channel image; the first record's has %d", rec.img.c, s.shape[1]))
 	}
-	return img, annoGroups(ad), nil
+	if s.shape != nil && s.rich && ad.Type == nil && !s.cfg.AnnoType {
+		return rec, at(errors.New("the record does not say its annotation type, but the first one does (the fork: \"Some datum misses AnnotationType\"); set annotated_data_param.anno_type: BBOX to read every record's boxes"))
+	}
+	rec.hasType = ad.Type != nil
+	rec.label = dt.GetLabel()
+	rec.groups = annoGroups(ad)
+	return rec, nil
 }
 
 // next reads this worker's next record: the Rank-th first, then every
 // World-th, wrapping at the database's end as Caffe's DataReader does.
-func (s *AnnotatedSource) next() (planeImage, []AnnoGroup, error) {
+func (s *AnnotatedSource) next() (annoRecord, error) {
 	var key, val []byte
 	var err error
 	steps := s.cfg.World
 	if s.cur == nil {
 		if s.cur, err = s.d.Cursor(); err != nil {
-			return planeImage{}, nil, fmt.Errorf("%s: %w", s.name, err)
+			return annoRecord{}, fmt.Errorf("%s: %w", s.name, err)
 		}
-		key, val, _, err = s.cur.First()
+		var ok bool
+		key, val, ok, err = s.cur.First()
+		if err == nil && !ok {
+			err = fmt.Errorf("%s database %s is empty", s.cfg.Backend, s.cfg.Source)
+		}
 		steps = s.cfg.Rank
 	}
 	for i := 0; i < steps && err == nil; i++ {
@@ -357,33 +412,55 @@ func (s *AnnotatedSource) next() (planeImage, []AnnoGroup, error) {
 		}
 	}
 	if err != nil {
-		return planeImage{}, nil, fmt.Errorf("%s: %w", s.name, err)
+		return annoRecord{}, fmt.Errorf("%s: %w", s.name, err)
 	}
-	s.n++
 	return s.decode(key, val)
 }
 
-// Fill writes the next batch: the transformed images into tops[0]
-// (batch×C×H×W) and, with a second top, the boxes into tops[1], which it
-// reshapes to 1×1×G×8 as the fork's load_batch does.
+// Fill writes the next batch: the transformed images into tops[0] and,
+// with a second top, the labels into tops[1]. As the fork's load_batch,
+// it reshapes the data top to the batch's first image (its shape without
+// resize_param; every image of a batch must share it) and the label top
+// to 1×1×G×8 boxes (or batch labels without annotations).
 func (s *AnnotatedSource) Fill(ctx context.Context, tops []*tensor.Blob) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, per := s.cfg.BatchSize, s.c*s.h*s.w
-	if len(tops) < 1 || len(tops) > 2 || len(tops[0].Data) != n*per {
-		return fmt.Errorf("%s: wants tops data (%d×%d×%d×%d) and, optionally, label", s.name, n, s.c, s.h, s.w)
+	n := s.cfg.BatchSize
+	if len(tops) < 1 || len(tops) > 2 {
+		return fmt.Errorf("%s: has %d tops; it fills 1 (data) or 2 (data, label)", s.name, len(tops))
 	}
-	rows := s.labels[:0]
-	for item := range n {
+	recs := s.recs[:0]
+	for range n {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		img, groups, err := s.next()
+		rec, err := s.next()
 		if err != nil {
 			return err
 		}
-		img, groups = s.augment(img, groups)
-		groups = s.transform(tops[0].Data[item*per:(item+1)*per], img, groups)
+		recs = append(recs, rec)
+	}
+	s.recs = recs
+	c, h, w, err := s.infer(recs[0])
+	if err != nil {
+		return err
+	}
+	per := c * h * w
+	setShape(tops[0], tensor.Shape{n, c, h, w})
+	rows := s.rows[:0]
+	for item, rec := range recs {
+		img, groups := s.augment(rec.img, rec.groups)
+		if s.cfg.Resize == nil && (img.h != recs[0].img.h || img.w != recs[0].img.w) {
+			return fmt.Errorf("%s: %s database %s: key %s: a %dx%d image in a batch whose first is %dx%d; without resize_param a batch's images share one shape (batch_size 1 reads any)", s.name, s.cfg.Backend, s.cfg.Source, rec.key, img.h, img.w, recs[0].img.h, recs[0].img.w)
+		}
+		groups, err := s.transform(tops[0].Data[item*per:(item+1)*per], img, groups, rec.key)
+		if err != nil {
+			return err
+		}
+		if !s.rich {
+			rows = append(rows, float32(rec.label))
+			continue
+		}
 		for _, g := range groups {
 			for k, b := range g.Boxes {
 				var diff float32
@@ -394,29 +471,38 @@ func (s *AnnotatedSource) Fill(ctx context.Context, tops []*tensor.Blob) error {
 			}
 		}
 	}
-	if len(rows) == 0 {
+	if s.rich && len(rows) == 0 {
 		rows = append(rows, -1, -1, -1, -1, -1, -1, -1, -1)
 	}
-	s.labels = rows
+	s.rows = rows
 	if len(tops) == 2 {
-		setLabelRows(tops[1], rows)
+		if s.rich {
+			setShape(tops[1], tensor.Shape{1, 1, len(rows) / 8, 8})
+		} else {
+			setShape(tops[1], tensor.Shape{n})
+		}
+		copy(tops[1].Data, rows)
 	}
 	return nil
 }
 
-// setLabelRows reshapes t to 1×1×G×8 and copies the G rows into it.
-func setLabelRows(t *tensor.Blob, rows []float32) {
-	t.Shape = append(t.Shape[:0], 1, 1, len(rows)/8, 8)
-	if cap(t.Data) < len(rows) {
-		t.Data = make([]float32, len(rows))
+// setShape gives t shape sh, growing its Data (and Diff, when it has one)
+// to fit.
+func setShape(t *tensor.Blob, sh tensor.Shape) {
+	if slices.Equal(t.Shape, sh) {
+		return
 	}
-	t.Data = t.Data[:len(rows)]
-	copy(t.Data, rows)
+	t.Shape = append(t.Shape[:0], sh...)
+	n := sh.Count()
+	if cap(t.Data) < n {
+		t.Data = make([]float32, n)
+	}
+	t.Data = t.Data[:n]
 	if t.Diff != nil {
-		if cap(t.Diff) < len(rows) {
-			t.Diff = make([]float32, len(rows))
+		if cap(t.Diff) < n {
+			t.Diff = make([]float32, n)
 		}
-		t.Diff = t.Diff[:len(rows)]
+		t.Diff = t.Diff[:n]
 	}
 }
 
@@ -564,9 +650,10 @@ func warpBox(b BBox, oldW, oldH, newW, newH int) BBox {
 }
 
 // transform is the fork's DataTransformer::Transform of an annotated
-// image into dst (C×H×W floats): resize (one interp mode drawn), mirror
-// at random, mean and scale; it returns the boxes moved with the image.
-func (s *AnnotatedSource) transform(dst []float32, img planeImage, groups []AnnoGroup) []AnnoGroup {
+// image into dst (C×H×W floats): resize (one interp mode drawn), crop
+// crop_size (at random in TRAIN, centred otherwise), mirror at random,
+// mean and scale; it returns the boxes moved with the image.
+func (s *AnnotatedSource) transform(dst []float32, img planeImage, groups []AnnoGroup, key string) ([]AnnoGroup, error) {
 	mirror := s.cfg.Mirror && s.rng.IntN(2) == 1
 	oldW, oldH := img.w, img.h
 	if r := s.cfg.Resize; r != nil {
@@ -576,8 +663,38 @@ func (s *AnnotatedSource) transform(dst []float32, img planeImage, groups []Anno
 		}
 		img = resizeCV(img, r.Height, r.Width, mode)
 	}
+	crop := BBox{XMax: 1, YMax: 1}
+	if cs := s.cfg.CropSize; cs > 0 {
+		if img.h < cs || img.w < cs {
+			return nil, fmt.Errorf("%s: %s database %s: key %s: crop_size %d is larger than the %dx%d image", s.name, s.cfg.Backend, s.cfg.Source, key, cs, img.h, img.w)
+		}
+		hOff, wOff := (img.h-cs)/2, (img.w-cs)/2
+		if s.cfg.Train {
+			hOff, wOff = s.rng.IntN(img.h-cs+1), s.rng.IntN(img.w-cs+1)
+		}
+		crop = BBox{
+			XMin: float32(wOff) / float32(img.w), YMin: float32(hOff) / float32(img.h),
+			XMax: float32(wOff+cs) / float32(img.w), YMax: float32(hOff+cs) / float32(img.h),
+		}
+		img = cropPixels(img, hOff, wOff, cs, cs)
+	}
+	if len(dst) != img.c*img.h*img.w {
+		return nil, fmt.Errorf("%s: %s database %s: key %s: a %dx%dx%d result for a %d-value slot", s.name, s.cfg.Backend, s.cfg.Source, key, img.c, img.h, img.w, len(dst))
+	}
 	writePlanes(dst, img, mirror, s.means, s.cfg.Scale)
-	return s.annotate(groups, BBox{XMax: 1, YMax: 1}, oldW, oldH, mirror)
+	return s.annotate(groups, crop, oldW, oldH, mirror), nil
+}
+
+// cropPixels is the h×w window of img at (hOff, wOff).
+func cropPixels(img planeImage, hOff, wOff, h, w int) planeImage {
+	out := planeImage{make([]uint8, img.c*h*w), img.c, h, w}
+	for ch := range img.c {
+		for y := range h {
+			src := img.pix[(ch*img.h+hOff+y)*img.w+wOff:]
+			copy(out.pix[(ch*h+y)*w:(ch*h+y+1)*w], src[:w])
+		}
+	}
+	return out
 }
 
 // rollDie is the fork's roll_weighted_die over n equal weights: the first
