@@ -109,10 +109,10 @@ type Net struct {
 	// data source that changes an input's shape between batches (SSD's
 	// AnnotatedData label, 1×1×G×8) makes Forward reshape every layer.
 	inShapes []tensor.Shape
-	order   []string // blob names in creation order, for diagnostics
-	blocks  []Block
-	params  []float32
-	grads   []float32
+	order    []string // blob names in creation order, for diagnostics
+	blocks   []Block
+	params   []float32
+	grads    []float32
 	// seed and rngs are the seed and each layer's random source (layer i
 	// draws from stream i+1), for Reseed.
 	seed uint64
