@@ -41,11 +41,7 @@ func DecodeAnnotatedDatum(b []byte) (*caffepb.AnnotatedDatum, error) {
 	if ad.Datum == nil {
 		return nil, errors.New("the AnnotatedDatum has no datum")
 	}
-	raw, err := proto.Marshal(ad.Datum)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := DecodeDatum(raw); err != nil {
+	if err := checkDatum(ad.Datum); err != nil {
 		return nil, fmt.Errorf("its datum: %w", err)
 	}
 	if len(ad.Datum.FloatData) > 0 {
@@ -449,11 +445,14 @@ func (s *AnnotatedSource) Fill(ctx context.Context, tops []*tensor.Blob) error {
 	setShape(tops[0], tensor.Shape{n, c, h, w})
 	rows := s.rows[:0]
 	for item, rec := range recs {
-		img, groups := s.augment(rec.img, rec.groups)
+		img, groups, err := s.augment(rec.img, rec.groups)
+		if err != nil {
+			return fmt.Errorf("%s: %s database %s: key %s: %w", s.name, s.cfg.Backend, s.cfg.Source, rec.key, err)
+		}
 		if s.cfg.Resize == nil && (img.h != recs[0].img.h || img.w != recs[0].img.w) {
 			return fmt.Errorf("%s: %s database %s: key %s: a %dx%d image in a batch whose first is %dx%d; without resize_param a batch's images share one shape (batch_size 1 reads any)", s.name, s.cfg.Backend, s.cfg.Source, rec.key, img.h, img.w, recs[0].img.h, recs[0].img.w)
 		}
-		groups, err := s.transform(tops[0].Data[item*per:(item+1)*per], img, groups, rec.key)
+		groups, err = s.transform(tops[0].Data[item*per:(item+1)*per], img, groups, rec.key)
 		if err != nil {
 			return err
 		}
@@ -508,7 +507,7 @@ func setShape(t *tensor.Blob, sh tensor.Shape) {
 
 // augment runs the fork's steps before the transform: distort, expand,
 // then one crop drawn from the batch samplers.
-func (s *AnnotatedSource) augment(img planeImage, groups []AnnoGroup) (planeImage, []AnnoGroup) {
+func (s *AnnotatedSource) augment(img planeImage, groups []AnnoGroup) (planeImage, []AnnoGroup, error) {
 	if s.cfg.Distort != nil {
 		s.distort(img)
 	}
@@ -534,13 +533,16 @@ func (s *AnnotatedSource) augment(img planeImage, groups []AnnoGroup) (planeImag
 		}
 		if len(samples) > 0 {
 			b := samples[s.rng.IntN(len(samples))]
-			if c := cropImage(img, b); c.h > 0 && c.w > 0 {
-				img = c
-				groups = s.annotate(groups, b.clip(), 0, 0, false)
+			c := cropImage(img, b)
+			if c.h == 0 || c.w == 0 {
+				// The fork's OpenCV fails on the empty crop.
+				return img, nil, fmt.Errorf("the sampled crop (%g, %g)-(%g, %g) of the %dx%d image holds no pixel; the image is too small for the batch samplers' min_scale", b.XMin, b.YMin, b.XMax, b.YMax, img.w, img.h)
 			}
+			img = c
+			groups = s.annotate(groups, b.clip(), 0, 0, false)
 		}
 	}
-	return img, groups
+	return img, groups, nil
 }
 
 // distort is the fork's ApplyDistort, in place: brightness, then

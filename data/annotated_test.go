@@ -545,3 +545,20 @@ func TestAnnotatedRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestAnnotatedTinyImageCrop: a sampled crop that holds no pixel (the
+// fork's OpenCV fails on it) is an error naming the record.
+func TestAnnotatedTinyImageCrop(t *testing.T) {
+	path := writeAnnoDB(t, db.LMDB, 2, 3, 2, 2, true, false, true, nil)
+	s, err := OpenAnnotated(AnnotatedConfig{Name: "d", Source: path, Backend: db.LMDB, BatchSize: 1,
+		Resize:   &ResizeConfig{Height: 4, Width: 4},
+		Samplers: []BatchSampler{{MinScale: 0.3, MaxScale: 0.3, MinAspect: 1, MaxAspect: 1, MaxTrials: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.Fill(context.Background(), annoTops(s))
+	if err == nil || !strings.Contains(err.Error(), `key "0"`) || !strings.Contains(err.Error(), "holds no pixel") {
+		t.Fatalf("error %v; want the empty crop of key \"0\"", err)
+	}
+}
