@@ -42,7 +42,9 @@ func (m InterpMode) String() string {
 }
 
 // Supported says whether dsgd resizes with m as OpenCV does.
-func (m InterpMode) Supported() bool { return m == InterpLinear || m == InterpNearest }
+func (m InterpMode) Supported() bool {
+	return m == InterpLinear || m == InterpNearest || m == InterpCubic || m == InterpLanczos4
+}
 
 // resizeCV resizes img to oh×ow as OpenCV's cv::resize does for 8-bit
 // images with mode (LINEAR or NEAREST; Supported).
@@ -50,8 +52,13 @@ func resizeCV(img planeImage, oh, ow int, mode InterpMode) planeImage {
 	if oh == img.h && ow == img.w {
 		return planeImage{append([]uint8(nil), img.pix...), img.c, oh, ow}
 	}
-	if mode == InterpNearest {
+	switch mode {
+	case InterpNearest:
 		return resizeNearestCV(img, oh, ow)
+	case InterpCubic:
+		return resizeKernelCV(img, oh, ow, 4, cubicCoeffs, true)
+	case InterpLanczos4:
+		return resizeKernelCV(img, oh, ow, 8, lanczos4Coeffs, false)
 	}
 	return resizeLinearCV(img, oh, ow)
 }
@@ -100,6 +107,128 @@ func linearTaps(in, out int, clamp bool) (idx []int, wt [][2]int32) {
 		wt[d] = [2]int32{int32(math.RoundToEven(float64((1 - f) * 2048))), int32(math.RoundToEven(float64(f * 2048)))}
 	}
 	return idx, wt
+}
+
+// cubicCoeffs is OpenCV's interpolateCubic (A = -0.75) in float32, each
+// operation rounded as C++ rounds it.
+func cubicCoeffs(x float32, c []float32) {
+	const A = float32(-0.75)
+	x1 := float32(x + 1)
+	c[0] = float32(float32(float32(float32(float32(float32(A*x1)-5*A)*x1)+8*A)*x1) - 4*A)
+	c[1] = float32(float32(float32(float32(float32(float32(A+2)*x)-(A+3))*x)*x) + 1)
+	y := float32(1 - x)
+	c[2] = float32(float32(float32(float32(float32(float32(A+2)*y)-(A+3))*y)*y) + 1)
+	c[3] = float32(float32(float32(1-c[0])-c[1]) - c[2])
+}
+
+// lanczos4Coeffs is OpenCV's interpolateLanczos4: the 8-tap Lanczos
+// window from double sines, normalised in float32.
+func lanczos4Coeffs(x float32, c []float32) {
+	const s45 = 0.70710678118654752440084436210485
+	cs := [8][2]float64{{1, 0}, {-s45, -s45}, {0, 1}, {s45, -s45}, {-1, 0}, {s45, s45}, {0, -1}, {-s45, s45}}
+	y0 := -(float64(x) + 3) * math.Pi * 0.25
+	s0, c0 := math.Sin(y0), math.Cos(y0)
+	var sum float32
+	for i := range 8 {
+		t := float32(x + float32(3-i))
+		if math.Abs(float64(t)) >= 1e-6 {
+			y := -float64(t) * math.Pi * 0.25
+			c[i] = float32((cs[i][0]*s0 + cs[i][1]*c0) / (y * y))
+		} else {
+			c[i] = 1e30
+		}
+		sum = float32(sum + c[i])
+	}
+	sum = float32(1 / sum)
+	for i := range 8 {
+		c[i] = float32(c[i] * sum)
+	}
+}
+
+// kernelTaps are OpenCV's taps for a k-tap kernel (CUBIC, LANCZOS4) along
+// one axis: the first source index (unclamped; readers clamp each tap to
+// the image, as OpenCV's border handling does) and the weights rounded
+// to 1/2048.
+func kernelTaps(in, out, k int, coeffs func(float32, []float32)) (first []int, wt [][]int32) {
+	scale := 1 / (float64(out) / float64(in))
+	first, wt = make([]int, out), make([][]int32, out)
+	cb := make([]float32, k)
+	for d := range out {
+		f := float32((float64(d)+0.5)*scale - 0.5)
+		s := int(math.Floor(float64(f)))
+		f -= float32(s)
+		coeffs(f, cb)
+		w := make([]int32, k)
+		for j, c := range cb {
+			w[j] = int32(min(max(math.RoundToEven(float64(float32(c*2048))), -32768), 32767))
+		}
+		first[d], wt[d] = s-(k/2-1), w
+	}
+	return first, wt
+}
+
+// cvVecLanes is the width of OpenCV's 128-bit vertical-pass vectors in
+// 16-bit lanes: the cubic pass computes the first multiple of it of each
+// interleaved row in float32, the rest in fixed point.
+const cvVecLanes = 8
+
+// resizeKernelCV is OpenCV's cv::resize of 8-bit images with a k-tap
+// kernel (INTER_CUBIC, INTER_LANCZOS4): taps clamped to the image, a
+// horizontal pass in integers, a vertical one in 22-bit fixed point
+// rounded half up; with vec (CUBIC) the vectorised part of each row (its
+// interleaved BGR elements up to a multiple of 8) is summed in float32
+// from the last tap to the first and rounded half to even, as OpenCV's
+// VResizeCubicVec_32s8u does.
+func resizeKernelCV(img planeImage, oh, ow, k int, coeffs func(float32, []float32), vec bool) planeImage {
+	xf, xw := kernelTaps(img.w, ow, k, coeffs)
+	yf, yw := kernelTaps(img.h, oh, k, coeffs)
+	clampX := func(i int) int { return min(max(i, 0), img.w-1) }
+	clampY := func(i int) int { return min(max(i, 0), img.h-1) }
+	vend := 0
+	if vec {
+		vend = (ow * img.c) / cvVecLanes * cvVecLanes
+	}
+	out := planeImage{make([]uint8, img.c*oh*ow), img.c, oh, ow}
+	rows := make([][]int64, k)
+	for j := range rows {
+		rows[j] = make([]int64, ow)
+	}
+	const fscale = float32(1.0 / (2048 * 2048))
+	for c := range img.c {
+		plane := img.pix[c*img.h*img.w : (c+1)*img.h*img.w]
+		for y := range oh {
+			for j := range k {
+				src := plane[clampY(yf[y]+j)*img.w:]
+				r := rows[j]
+				for x := range ow {
+					var v int64
+					for t := range k {
+						v += int64(src[clampX(xf[x]+t)]) * int64(xw[x][t])
+					}
+					r[x] = v
+				}
+			}
+			dst := out.pix[(c*oh+y)*ow:]
+			b := yw[y]
+			for x := range ow {
+				if x*img.c+c < vend {
+					acc := float32(float32(rows[k-1][x]) * float32(float32(b[k-1])*fscale))
+					for j := k - 2; j >= 0; j-- {
+						acc = float32(float32(float32(rows[j][x])*float32(float32(b[j])*fscale)) + acc)
+					}
+					r := math.RoundToEven(float64(acc))
+					dst[x] = uint8(min(max(r, 0), 255))
+					continue
+				}
+				var v int64
+				for j := range k {
+					v += rows[j][x] * int64(b[j])
+				}
+				dst[x] = uint8(min(max((v+(1<<21))>>22, 0), 255))
+			}
+		}
+	}
+	return out
 }
 
 // resizeLinearCV is OpenCV's bilinear cv::resize of 8-bit images: weights

@@ -34,7 +34,7 @@ func (p *px) UnmarshalJSON(b []byte) error {
 // scripts/ssd_annotated_fixture.py with OpenCV and numpy float32.
 type annoOps struct {
 	Resize []struct {
-		H, W     int
+		H, W, C  int
 		OH       int `json:"oh"`
 		OW       int `json:"ow"`
 		Pix, Out px
@@ -113,17 +113,20 @@ func diffPixels(got, want []uint8) (int, int) {
 	return n, worst
 }
 
-// TestAnnotatedResizeOpenCV holds resize's LINEAR and NEAREST to
-// cv2.resize, pixel for pixel.
+// TestAnnotatedResizeOpenCV holds resize's LINEAR, NEAREST, CUBIC and
+// LANCZOS4 to cv2.resize, pixel for pixel, for colour and gray images.
 func TestAnnotatedResizeOpenCV(t *testing.T) {
 	ops := readAnnoOps(t)
 	if len(ops.Resize) == 0 {
 		t.Fatal("no resize cases")
 	}
 	for i, c := range ops.Resize {
-		t.Run(fmt.Sprintf("%d_%s_%dx%d_to_%dx%d", i, c.Mode, c.H, c.W, c.OH, c.OW), func(t *testing.T) {
-			mode := map[string]InterpMode{"LINEAR": InterpLinear, "NEAREST": InterpNearest}[c.Mode]
-			got := resizeCV(planeImage{c.Pix, 3, c.H, c.W}, c.OH, c.OW, mode)
+		t.Run(fmt.Sprintf("%d_%s_%dx%dx%d_to_%dx%d", i, c.Mode, c.C, c.H, c.W, c.OH, c.OW), func(t *testing.T) {
+			mode := map[string]InterpMode{"LINEAR": InterpLinear, "NEAREST": InterpNearest, "CUBIC": InterpCubic, "LANCZOS4": InterpLanczos4}[c.Mode]
+			if mode == 0 || c.C < 1 {
+				t.Fatalf("mode %q, %d channels", c.Mode, c.C)
+			}
+			got := resizeCV(planeImage{c.Pix, c.C, c.H, c.W}, c.OH, c.OW, mode)
 			if len(got.pix) != len(c.Out) {
 				t.Fatalf("%d pixels, want %d", len(got.pix), len(c.Out))
 			}

@@ -8,7 +8,7 @@ float32 for the fork's box arithmetic.
     /usr/bin/python3 scripts/ssd_annotated_fixture.py data/testdata/annotated
 
 It writes
-  ops.json     resize (LINEAR, NEAREST), BGR<->HSV with the fork's saturation
+  ops.json     resize (LINEAR, NEAREST, CUBIC, LANCZOS4), BGR<->HSV with the fork's saturation
                and hue adjustments, convertTo, crop and expand by a given box,
                the box helpers (jaccard, coverage, project, emit constraint,
                WARP's box update);
@@ -46,13 +46,31 @@ def planar(img):
 
 ops = {"resize": [], "hsv": [], "convert": [], "crop": [], "expand": [], "boxes": [], "warp": []}
 
-# Resize: down and up, both axes, odd factors.
-modes = {"LINEAR": cv2.INTER_LINEAR, "NEAREST": cv2.INTER_NEAREST}
-for (h, w, oh, ow) in [(13, 17, 7, 5), (9, 11, 20, 23), (16, 16, 8, 8), (10, 30, 10, 12), (31, 29, 30, 7), (5, 7, 13, 29), (47, 61, 30, 30), (12, 9, 37, 41)]:
+# Resize: down and up, both axes, odd factors, colour and gray.
+modes = {"LINEAR": cv2.INTER_LINEAR, "NEAREST": cv2.INTER_NEAREST, "CUBIC": cv2.INTER_CUBIC, "LANCZOS4": cv2.INTER_LANCZOS4}
+for (h, w, oh, ow) in [(13, 17, 7, 5), (9, 11, 20, 23), (16, 16, 8, 8), (10, 30, 10, 12), (31, 29, 30, 7), (5, 7, 13, 29), (47, 61, 30, 30), (12, 9, 37, 41), (3, 2, 9, 7), (40, 33, 300 // 10, 31), (2, 5, 1, 1)]:
     img = image(h, w)
     for name, mode in modes.items():
         r = cv2.resize(img, (ow, oh), interpolation=mode)
-        ops["resize"].append({"h": h, "w": w, "pix": planar(img), "oh": oh, "ow": ow, "mode": name, "out": planar(r)})
+        ops["resize"].append({"h": h, "w": w, "c": 3, "pix": planar(img), "oh": oh, "ow": ow, "mode": name, "out": planar(r)})
+        g = img[:, :, 1].copy()
+        rg = cv2.resize(g, (ow, oh), interpolation=mode)
+        ops["resize"].append({"h": h, "w": w, "c": 1, "pix": [int(v) for v in g.reshape(-1)], "oh": oh, "ow": ow, "mode": name, "out": [int(v) for v in rg.reshape(-1)]})
+
+# CUBIC on small random images, three of the draws of RandomState(11) that
+# tell OpenCV's vertical passes apart (its float32 vector part of each row,
+# 8 elements wide, and its fixed-point rest): draw 12 (4x10 BGR to 26x14),
+# 27 (18x22 gray to 29x22), 105 (22x26 BGR to 5x6).
+crng = np.random.RandomState(11)
+for t in range(106):
+    h, w = crng.randint(2, 30, 2)
+    oh, ow = crng.randint(2, 30, 2)
+    c = crng.choice([1, 3])
+    img = crng.randint(0, 256, (h, w, c)).astype(np.uint8)
+    if t not in (12, 27, 105):
+        continue
+    r = cv2.resize(img, (int(ow), int(oh)), interpolation=cv2.INTER_CUBIC).reshape(oh, ow, c)
+    ops["resize"].append({"h": int(h), "w": int(w), "c": int(c), "pix": planar(img), "oh": int(oh), "ow": int(ow), "mode": "CUBIC", "out": planar(r)})
 
 # HSV: the fork's AdjustSaturation and AdjustHue (convertTo on one channel
 # between cvtColor BGR2HSV and HSV2BGR).

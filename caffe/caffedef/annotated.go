@@ -187,7 +187,7 @@ func decodeResize(d *decoder, m *prototxt.Message, ctx string) *data.ResizeConfi
 		if i := rr.enumValue(f, "LINEAR", "AREA", "NEAREST", "CUBIC", "LANCZOS4"); i >= 0 {
 			mode := data.InterpMode(i + 1)
 			if !mode.Supported() && rr.ok() {
-				rr.valueErr(f, "%v: dsgd resizes with LINEAR and NEAREST, as OpenCV does, and not yet with AREA, CUBIC or LANCZOS4; list only LINEAR and NEAREST", mode)
+				rr.valueErr(f, "%v: dsgd resizes with LINEAR, NEAREST, CUBIC and LANCZOS4, as OpenCV does, and not yet with AREA; leave AREA out of the list", mode)
 			}
 			rc.InterpModes = append(rc.InterpModes, mode)
 		}
