@@ -42,9 +42,7 @@ func (m InterpMode) String() string {
 }
 
 // Supported says whether dsgd resizes with m as OpenCV does.
-func (m InterpMode) Supported() bool {
-	return m == InterpLinear || m == InterpNearest || m == InterpCubic || m == InterpLanczos4
-}
+func (m InterpMode) Supported() bool { return m >= InterpLinear && m <= InterpLanczos4 }
 
 // resizeCV resizes img to oh×ow as OpenCV's cv::resize does for 8-bit
 // images with mode (LINEAR or NEAREST; Supported).
@@ -59,8 +57,10 @@ func resizeCV(img planeImage, oh, ow int, mode InterpMode) planeImage {
 		return resizeKernelCV(img, oh, ow, 4, cubicCoeffs, true)
 	case InterpLanczos4:
 		return resizeKernelCV(img, oh, ow, 8, lanczos4Coeffs, false)
+	case InterpArea:
+		return resizeAreaCV(img, oh, ow)
 	}
-	return resizeLinearCV(img, oh, ow)
+	return resizeLinearCV(img, oh, ow, false)
 }
 
 // resizeNearestCV is OpenCV's resizeNN: source index floor(x × in/out),
@@ -89,14 +89,27 @@ func resizeNearestCV(img planeImage, oh, ow int) planeImage {
 // linearTaps are OpenCV's INTER_LINEAR source indices and 11-bit
 // fixed-point weights (INTER_RESIZE_COEF_SCALE 2048) for one axis. Along
 // x (clamp) OpenCV moves a tap outside the image onto its edge with weight
-// 1; along y it keeps the weights and clamps only the rows it reads.
-func linearTaps(in, out int, clamp bool) (idx []int, wt [][2]int32) {
-	scale := 1 / (float64(out) / float64(in))
+// 1; along y it keeps the weights and clamps only the rows it reads. With
+// area, the taps are INTER_AREA's where it enlarges: the source pixel
+// under the output's left edge, and how far the output's right edge
+// reaches into the next one.
+func linearTaps(in, out int, clamp, area bool) (idx []int, wt [][2]int32) {
+	inv := float64(out) / float64(in)
+	scale := 1 / inv
 	idx, wt = make([]int, out), make([][2]int32, out)
 	for d := range out {
 		f := float32((float64(d)+0.5)*scale - 0.5)
 		s := int(math.Floor(float64(f)))
 		f -= float32(s)
+		if area {
+			s = int(math.Floor(float64(d) * scale))
+			f = float32(float64(d+1) - float64(s+1)*inv)
+			if f <= 0 {
+				f = 0
+			} else {
+				f -= float32(math.Floor(float64(f)))
+			}
+		}
 		if clamp && s < 0 {
 			s, f = 0, 0
 		}
@@ -234,10 +247,11 @@ func resizeKernelCV(img planeImage, oh, ow, k int, coeffs func(float32, []float3
 // resizeLinearCV is OpenCV's bilinear cv::resize of 8-bit images: weights
 // rounded to 1/2048, a horizontal pass in integers, then a vertical one
 // whose sum is rounded as OpenCV's vectorised VResizeLinear rounds it
-// (each product's high half, then (a+b+2)>>2).
-func resizeLinearCV(img planeImage, oh, ow int) planeImage {
-	xi, xw := linearTaps(img.w, ow, true)
-	yi, yw := linearTaps(img.h, oh, false)
+// (each product's high half, then (a+b+2)>>2). area takes INTER_AREA's
+// taps for an enlargement (linearTaps).
+func resizeLinearCV(img planeImage, oh, ow int, area bool) planeImage {
+	xi, xw := linearTaps(img.w, ow, true, area)
+	yi, yw := linearTaps(img.h, oh, false, area)
 	out := planeImage{make([]uint8, img.c*oh*ow), img.c, oh, ow}
 	row0, row1 := make([]int32, ow), make([]int32, ow)
 	hpass := func(dst []int32, src []uint8) {
@@ -261,6 +275,109 @@ func resizeLinearCV(img planeImage, oh, ow int) planeImage {
 				dst[x] = sat8((v + 2) >> 2)
 			}
 		}
+	}
+	return out
+}
+
+// areaTap is one entry of OpenCV's computeResizeAreaTab: output d takes
+// source s with weight a.
+type areaTap struct {
+	d, s int
+	a    float32
+}
+
+// areaTaps is OpenCV's computeResizeAreaTab for one axis shrunk by scale
+// (in/out): each output cell's source pixels, the partial ones at its
+// edges weighted by how much of them it covers, all over the cell's width.
+func areaTaps(in, out int, scale float64) []areaTap {
+	var t []areaTap
+	for d := range out {
+		f1 := float64(d) * scale
+		f2 := f1 + scale
+		cell := min(scale, float64(in)-f1)
+		s1, s2 := int(math.Ceil(f1)), int(math.Floor(f2))
+		s2 = min(s2, in-1)
+		s1 = min(s1, s2)
+		if float64(s1)-f1 > 1e-3 {
+			t = append(t, areaTap{d, s1 - 1, float32((float64(s1) - f1) / cell)})
+		}
+		for s := s1; s < s2; s++ {
+			t = append(t, areaTap{d, s, float32(1 / cell)})
+		}
+		if f2-float64(s2) > 1e-3 {
+			t = append(t, areaTap{d, s2, float32(min(f2-float64(s2), 1, cell) / cell)})
+		}
+	}
+	return t
+}
+
+// resizeAreaCV is OpenCV's INTER_AREA cv::resize of 8-bit images: an
+// integer shrink averages each block (2×2 rounded half up, others through
+// a float32 reciprocal, half to even); any other shrink sums the covered
+// source pixels with computeResizeAreaTab's weights in float32, row by
+// row as ResizeArea_Invoker does; an enlargement along either axis is
+// bilinear with INTER_AREA's taps.
+func resizeAreaCV(img planeImage, oh, ow int) planeImage {
+	sx := 1 / (float64(ow) / float64(img.w))
+	sy := 1 / (float64(oh) / float64(img.h))
+	if sx < 1 || sy < 1 {
+		return resizeLinearCV(img, oh, ow, true)
+	}
+	out := planeImage{make([]uint8, img.c*oh*ow), img.c, oh, ow}
+	ix, iy := int(math.RoundToEven(sx)), int(math.RoundToEven(sy))
+	if math.Abs(sx-float64(ix)) < 2.220446049250313e-16 && math.Abs(sy-float64(iy)) < 2.220446049250313e-16 {
+		inv := float32(1) / float32(ix*iy)
+		for c := range img.c {
+			plane := img.pix[c*img.h*img.w : (c+1)*img.h*img.w]
+			for y := range oh {
+				for x := range ow {
+					var sum int32
+					for yy := y * iy; yy < (y+1)*iy; yy++ {
+						for xx := x * ix; xx < (x+1)*ix; xx++ {
+							sum += int32(plane[yy*img.w+xx])
+						}
+					}
+					if ix == 2 && iy == 2 {
+						out.pix[(c*oh+y)*ow+x] = uint8((sum + 2) >> 2)
+					} else {
+						out.pix[(c*oh+y)*ow+x] = satRound(float32(float32(sum) * inv))
+					}
+				}
+			}
+		}
+		return out
+	}
+	xt, yt := areaTaps(img.w, ow, sx), areaTaps(img.h, oh, sy)
+	sum, buf := make([]float32, ow), make([]float32, ow)
+	for c := range img.c {
+		plane := img.pix[c*img.h*img.w : (c+1)*img.h*img.w]
+		flush := func(y int) {
+			dst := out.pix[(c*oh+y)*ow : (c*oh+y+1)*ow]
+			for x, v := range sum {
+				dst[x] = satRound(v)
+			}
+		}
+		clear(sum)
+		prev := yt[0].d
+		for _, e := range yt {
+			clear(buf)
+			row := plane[e.s*img.w : (e.s+1)*img.w]
+			for _, t := range xt {
+				buf[t.d] = float32(buf[t.d] + float32(float32(row[t.s])*t.a))
+			}
+			if e.d != prev {
+				flush(prev)
+				for x := range sum {
+					sum[x] = float32(e.a * buf[x])
+				}
+				prev = e.d
+			} else {
+				for x := range sum {
+					sum[x] = float32(sum[x] + float32(e.a*buf[x]))
+				}
+			}
+		}
+		flush(prev)
 	}
 	return out
 }

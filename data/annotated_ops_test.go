@@ -113,8 +113,9 @@ func diffPixels(got, want []uint8) (int, int) {
 	return n, worst
 }
 
-// TestAnnotatedResizeOpenCV holds resize's LINEAR, NEAREST, CUBIC and
-// LANCZOS4 to cv2.resize, pixel for pixel, for colour and gray images.
+// TestAnnotatedResizeOpenCV holds resize's LINEAR, NEAREST, CUBIC,
+// LANCZOS4 and AREA (its 2×2 and 3×3 blocks, other shrinks, enlargements)
+// to cv2.resize, pixel for pixel, for colour and gray images.
 func TestAnnotatedResizeOpenCV(t *testing.T) {
 	ops := readAnnoOps(t)
 	if len(ops.Resize) == 0 {
@@ -122,7 +123,7 @@ func TestAnnotatedResizeOpenCV(t *testing.T) {
 	}
 	for i, c := range ops.Resize {
 		t.Run(fmt.Sprintf("%d_%s_%dx%dx%d_to_%dx%d", i, c.Mode, c.C, c.H, c.W, c.OH, c.OW), func(t *testing.T) {
-			mode := map[string]InterpMode{"LINEAR": InterpLinear, "NEAREST": InterpNearest, "CUBIC": InterpCubic, "LANCZOS4": InterpLanczos4}[c.Mode]
+			mode := map[string]InterpMode{"LINEAR": InterpLinear, "NEAREST": InterpNearest, "CUBIC": InterpCubic, "LANCZOS4": InterpLanczos4, "AREA": InterpArea}[c.Mode]
 			if mode == 0 || c.C < 1 {
 				t.Fatalf("mode %q, %d channels", c.Mode, c.C)
 			}

@@ -416,7 +416,7 @@ func TestAnnotatedDataLayerTestReadCropTrainSequence(t *testing.T) {
 }
 
 // ssdPascalConfig is ssd_pascal.py's TRAIN transform and samplers on the
-// fixture database, with its interp modes but AREA.
+// fixture database.
 func ssdPascalConfig(src string, seed uint64, batch int) AnnotatedConfig {
 	samplers := []BatchSampler{{MinScale: 1, MaxScale: 1, MinAspect: 1, MaxAspect: 1, MaxSample: 1, HasMaxSample: true, MaxTrials: 1}}
 	for _, j := range []float32{0.1, 0.3, 0.5, 0.7, 0.9} {
@@ -426,7 +426,7 @@ func ssdPascalConfig(src string, seed uint64, batch int) AnnotatedConfig {
 	return AnnotatedConfig{
 		Name: "data", Source: src, Backend: db.LMDB,
 		BatchSize: batch, Train: true, Mirror: true, MeanValue: []float32{104, 117, 123}, Scale: 1,
-		Resize: &ResizeConfig{Height: 30, Width: 30, InterpModes: []InterpMode{InterpLinear, InterpNearest, InterpCubic, InterpLanczos4}},
+		Resize: &ResizeConfig{Height: 30, Width: 30, InterpModes: []InterpMode{InterpLinear, InterpArea, InterpNearest, InterpCubic, InterpLanczos4}},
 		Distort: &DistortConfig{BrightnessProb: 0.5, BrightnessDelta: 32, ContrastProb: 0.5, ContrastLower: 0.5, ContrastUpper: 1.5,
 			HueProb: 0.5, HueDelta: 18, SaturationProb: 0.5, SaturationLower: 0.5, SaturationUpper: 1.5, RandomOrderProb: 0},
 		Expand:   &ExpandConfig{Prob: 0.5, MaxRatio: 4},
@@ -518,7 +518,7 @@ func TestAnnotatedRefusals(t *testing.T) {
 		edit func(c *AnnotatedConfig)
 		want string
 	}{
-		{"AREA", func(c *AnnotatedConfig) { c.Resize.InterpModes = []InterpMode{InterpLinear, InterpArea} }, "interp_mode AREA"},
+		{"interp mode", func(c *AnnotatedConfig) { c.Resize.InterpModes = []InterpMode{InterpLinear, 9} }, "interp_mode 9"},
 		{"expand ratio", func(c *AnnotatedConfig) { c.Expand = &ExpandConfig{Prob: 1, MaxRatio: 1} }, "max_expand_ratio"},
 		{"sampler scale", func(c *AnnotatedConfig) {
 			c.Samplers = []BatchSampler{{MinScale: 0, MaxScale: 1, MinAspect: 1, MaxAspect: 1}}

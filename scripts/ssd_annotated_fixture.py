@@ -8,7 +8,7 @@ float32 for the fork's box arithmetic.
     /usr/bin/python3 scripts/ssd_annotated_fixture.py data/testdata/annotated
 
 It writes
-  ops.json     resize (LINEAR, NEAREST, CUBIC, LANCZOS4), BGR<->HSV with the fork's saturation
+  ops.json     resize (LINEAR, NEAREST, CUBIC, LANCZOS4, AREA), BGR<->HSV with the fork's saturation
                and hue adjustments, convertTo, crop and expand by a given box,
                the box helpers (jaccard, coverage, project, emit constraint,
                WARP's box update);
@@ -47,8 +47,8 @@ def planar(img):
 ops = {"resize": [], "hsv": [], "convert": [], "crop": [], "expand": [], "boxes": [], "warp": []}
 
 # Resize: down and up, both axes, odd factors, colour and gray.
-modes = {"LINEAR": cv2.INTER_LINEAR, "NEAREST": cv2.INTER_NEAREST, "CUBIC": cv2.INTER_CUBIC, "LANCZOS4": cv2.INTER_LANCZOS4}
-for (h, w, oh, ow) in [(13, 17, 7, 5), (9, 11, 20, 23), (16, 16, 8, 8), (10, 30, 10, 12), (31, 29, 30, 7), (5, 7, 13, 29), (47, 61, 30, 30), (12, 9, 37, 41), (3, 2, 9, 7), (40, 33, 300 // 10, 31), (2, 5, 1, 1)]:
+modes = {"LINEAR": cv2.INTER_LINEAR, "NEAREST": cv2.INTER_NEAREST, "CUBIC": cv2.INTER_CUBIC, "LANCZOS4": cv2.INTER_LANCZOS4, "AREA": cv2.INTER_AREA}
+for (h, w, oh, ow) in [(13, 17, 7, 5), (9, 11, 20, 23), (16, 16, 8, 8), (10, 30, 10, 12), (31, 29, 30, 7), (5, 7, 13, 29), (47, 61, 30, 30), (12, 9, 37, 41), (3, 2, 9, 7), (40, 33, 300 // 10, 31), (2, 5, 1, 1), (34, 18, 17, 9), (27, 30, 9, 10), (50, 37, 30, 30), (20, 20, 30, 14)]:
     img = image(h, w)
     for name, mode in modes.items():
         r = cv2.resize(img, (ow, oh), interpolation=mode)

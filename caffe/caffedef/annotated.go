@@ -163,8 +163,8 @@ func decodeAnnoTransform(r *reader, dl *DataLayer, a *data.AnnotatedConfig) {
 	tr.finish()
 }
 
-// decodeResize decodes resize_param: WARP with its interp modes; the
-// modes that keep the aspect ratio are refused.
+// decodeResize decodes resize_param: WARP with its interp modes (all five
+// of the fork's); the modes that keep the aspect ratio are refused.
 func decodeResize(d *decoder, m *prototxt.Message, ctx string) *data.ResizeConfig {
 	rr := d.reader(m, ctx)
 	rc := &data.ResizeConfig{}
@@ -185,11 +185,7 @@ func decodeResize(d *decoder, m *prototxt.Message, ctx string) *data.ResizeConfi
 	rc.Width = rr.int("width", 0, 0, math.MaxInt32)
 	for _, f := range rr.all("interp_mode") {
 		if i := rr.enumValue(f, "LINEAR", "AREA", "NEAREST", "CUBIC", "LANCZOS4"); i >= 0 {
-			mode := data.InterpMode(i + 1)
-			if !mode.Supported() && rr.ok() {
-				rr.valueErr(f, "%v: dsgd resizes with LINEAR, NEAREST, CUBIC and LANCZOS4, as OpenCV does, and not yet with AREA; leave AREA out of the list", mode)
-			}
-			rc.InterpModes = append(rc.InterpModes, mode)
+			rc.InterpModes = append(rc.InterpModes, data.InterpMode(i+1))
 		}
 	}
 	const warp = "the fork reads it only in FIT_SMALL_SIZE and FIT_LARGE_SIZE_AND_PAD modes, not in WARP"

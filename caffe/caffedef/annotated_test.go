@@ -10,8 +10,8 @@ import (
 )
 
 // ssdTrainData is the TRAIN data layer ssd_pascal.py writes (SSD300
-// VOC0712's train.prototxt), with its five interp_mode lines but AREA;
-// modes is spliced in as the interp_mode lines.
+// VOC0712's train.prototxt); modes is spliced in as the interp_mode
+// lines.
 func ssdTrainData(modes string) string {
 	s := `layer {
   name: "data" type: "AnnotatedData" top: "data" top: "label"
@@ -42,7 +42,7 @@ layer { name: "f" type: "Flatten" bottom: "data" top: "f" }
 // TestAnnotatedDataDecode reads ssd_pascal.py's TRAIN data layer into the
 // fork's settings.
 func TestAnnotatedDataDecode(t *testing.T) {
-	nd, err := ParseNet("train.prototxt", []byte(ssdTrainData("interp_mode: LINEAR interp_mode: NEAREST interp_mode: CUBIC interp_mode: LANCZOS4")))
+	nd, err := ParseNet("train.prototxt", []byte(ssdTrainData("interp_mode: LINEAR interp_mode: AREA interp_mode: NEAREST interp_mode: CUBIC interp_mode: LANCZOS4")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestAnnotatedDataDecode(t *testing.T) {
 	}
 	want := &data.AnnotatedConfig{
 		Name: "data", Mirror: true, MeanValue: []float32{104, 117, 123}, Scale: 1,
-		Resize:  &data.ResizeConfig{Height: 300, Width: 300, InterpModes: []data.InterpMode{data.InterpLinear, data.InterpNearest, data.InterpCubic, data.InterpLanczos4}},
+		Resize:  &data.ResizeConfig{Height: 300, Width: 300, InterpModes: []data.InterpMode{data.InterpLinear, data.InterpArea, data.InterpNearest, data.InterpCubic, data.InterpLanczos4}},
 		Distort: &data.DistortConfig{BrightnessProb: 0.5, BrightnessDelta: 32, ContrastProb: 0.5, ContrastLower: 0.5, ContrastUpper: 1.5, HueProb: 0.5, HueDelta: 18, SaturationProb: 0.5, SaturationLower: 0.5, SaturationUpper: 1.5},
 		Expand:  &data.ExpandConfig{Prob: 0.5, MaxRatio: 4},
 		Emit:    &data.EmitConstraint{Type: data.EmitCenter},
@@ -86,9 +86,8 @@ func TestAnnotatedDataRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name, net, want string
 	}{
-		{"AREA", ssdTrainData("interp_mode: LINEAR interp_mode: AREA"), "train.prototxt:8:"},
-		{"AREA names", ssdTrainData("interp_mode: LINEAR interp_mode: AREA"), "AREA: dsgd resizes with LINEAR, NEAREST, CUBIC and LANCZOS4"},
-		{"AREA alone", ssdTrainData("interp_mode: AREA"), "not yet with AREA"},
+		{"interp_mode typo", ssdTrainData("interp_mode: LINEAR interp_mode: BILINEAR"), "train.prototxt:8:"},
+		{"interp_mode names", ssdTrainData("interp_mode: LINEAR interp_mode: BILINEAR"), "unknown value BILINEAR; expected one of LINEAR, AREA, NEAREST, CUBIC, LANCZOS4"},
 		{"FIT_SMALL_SIZE", layer(`resize_param { resize_mode: FIT_SMALL_SIZE height: 8 width: 8 }`, "", ""), "FIT_SMALL_SIZE: dsgd's AnnotatedData runs WARP only"},
 		{"FIT_LARGE_SIZE_AND_PAD", layer(`resize_param { resize_mode: FIT_LARGE_SIZE_AND_PAD height: 8 width: 8 }`, "", ""), "FIT_LARGE_SIZE_AND_PAD: dsgd's AnnotatedData runs WARP only"},
 		{"resize prob", layer(`resize_param { prob: 0.5 height: 8 width: 8 }`, "", ""), "reads resize_param.prob nowhere"},

@@ -13,13 +13,13 @@ import (
 // data/testdata/annotated/anno_lmdb (PNG AnnotatedDatums written with the
 // fork's messages by scripts/ssd_annotated_fixture.py), the TRAIN one
 // with ssd_pascal.py's augmentation (distort, expand, its seven samplers,
-// emit_constraint CENTER, mirror, WARP with its interp modes but AREA), the TEST
+// emit_constraint CENTER, mirror, WARP with its five interp modes), the TEST
 // one resizing only. The label rows (1x1xGx8, G changing every batch) are
 // summed into an output, as MultiBoxLoss would read them.
 const annotatedNet = `name: "ssd_data"
 layer { name: "data" type: "AnnotatedData" top: "data" top: "label" include { phase: TRAIN }
   transform_param { mirror: true mean_value: 104 mean_value: 117 mean_value: 123 scale: 0.01
-    resize_param { prob: 1 resize_mode: WARP height: 20 width: 20 interp_mode: LINEAR interp_mode: NEAREST interp_mode: CUBIC interp_mode: LANCZOS4 }
+    resize_param { prob: 1 resize_mode: WARP height: 20 width: 20 interp_mode: LINEAR interp_mode: AREA interp_mode: NEAREST interp_mode: CUBIC interp_mode: LANCZOS4 }
     emit_constraint { emit_type: CENTER }
     distort_param { brightness_prob: 0.5 brightness_delta: 32 contrast_prob: 0.5 contrast_lower: 0.5 contrast_upper: 1.5
       hue_prob: 0.5 hue_delta: 18 saturation_prob: 0.5 saturation_lower: 0.5 saturation_upper: 1.5 random_order_prob: 0 }
@@ -66,9 +66,9 @@ func TestAnnotatedDataTrains(t *testing.T) {
 			t.Fatalf("%s workers: exit %d\n%s\n%s", workers, code, out, errs)
 		}
 	}
-	write(t, dir, "bad.prototxt", strings.ReplaceAll(strings.ReplaceAll(annotatedNet, "@DB", dbDir), "interp_mode: NEAREST", "interp_mode: AREA"))
+	write(t, dir, "bad.prototxt", strings.ReplaceAll(strings.ReplaceAll(annotatedNet, "@DB", dbDir), "resize_mode: WARP height: 20", "resize_mode: FIT_SMALL_SIZE height: 20"))
 	code, _, errs := runCmd(t, dir, "time", "--net", "bad.prototxt", "--iters", "1", "--warmup", "0", "--threads", "1")
-	if code == 0 || !strings.Contains(errs, "bad.prototxt:4:") || !strings.Contains(errs, "AREA: dsgd resizes with LINEAR, NEAREST, CUBIC and LANCZOS4") {
-		t.Fatalf("exit %d, stderr %q; want interp_mode AREA refused at its line", code, errs)
+	if code == 0 || !strings.Contains(errs, "bad.prototxt:4:") || !strings.Contains(errs, "FIT_SMALL_SIZE: dsgd's AnnotatedData runs WARP only") {
+		t.Fatalf("exit %d, stderr %q; want resize_mode FIT_SMALL_SIZE refused at its line", code, errs)
 	}
 }
