@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -150,7 +151,9 @@ type AnnotatedConfig struct {
 	// Rank and World read every World-th record from Rank (a worker's
 	// share); World 0 means 1.
 	Rank, World int
-	// Seed draws every random choice of the augmentation.
+	// Seed, with each record's position in the sequence of records
+	// (rank + k·world for this rank's k-th), draws every random choice of
+	// that record's augmentation.
 	Seed uint64
 }
 
@@ -172,7 +175,7 @@ type AnnotatedSource struct {
 	name  string
 	d     *db.DB
 	cur   db.Cursor
-	rng   *rand.Rand
+	pos   int64 // records this rank has read
 	rich  bool
 	shape tensor.Shape // the data top's, from the first record
 	label tensor.Shape // the label top's before the first batch
@@ -250,7 +253,6 @@ func OpenAnnotated(cfg AnnotatedConfig) (*AnnotatedSource, error) {
 	if s.cfg.Distort != nil && c != 3 {
 		return fail(fmt.Errorf("%s: transform_param: distort_param needs 3-channel (BGR) images; %s holds %d-channel ones", s.name, cfg.Source, c))
 	}
-	s.rng = rand.New(rand.NewPCG(mix(cfg.Seed, tagAnno), mix(cfg.Seed, tagAugment)))
 	return s, nil
 }
 
@@ -443,24 +445,43 @@ func (s *AnnotatedSource) Fill(ctx context.Context, tops []*tensor.Blob) error {
 	}
 	per := c * h * w
 	setShape(tops[0], tensor.Shape{n, c, h, w})
+	groups := make([][]AnnoGroup, n)
+	errs := make([]error, n)
+	todo := make(chan int, n)
+	for i := range n {
+		todo <- i
+	}
+	close(todo)
+	var wg sync.WaitGroup
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pcg := rand.NewPCG(0, 0)
+			rng := rand.New(pcg)
+			for item := range todo {
+				rec := recs[item]
+				// Each image's draws come from its position in the
+				// sequence of records alone (this rank's pos-th record
+				// is record rank + pos·world), so a run repeats, at any
+				// thread count and worker count.
+				pcg.Seed(mix(s.cfg.Seed, tagAnno), uint64(int64(s.cfg.Rank)+(s.pos+int64(item))*int64(s.cfg.World)))
+				groups[item], errs[item] = s.item(rng, tops[0].Data[item*per:(item+1)*per], rec, recs[0])
+			}
+		}()
+	}
+	wg.Wait()
+	s.pos += int64(n)
 	rows := s.rows[:0]
 	for item, rec := range recs {
-		img, groups, err := s.augment(rec.img, rec.groups)
-		if err != nil {
-			return fmt.Errorf("%s: %s database %s: key %s: %w", s.name, s.cfg.Backend, s.cfg.Source, rec.key, err)
-		}
-		if s.cfg.Resize == nil && (img.h != recs[0].img.h || img.w != recs[0].img.w) {
-			return fmt.Errorf("%s: %s database %s: key %s: a %dx%d image in a batch whose first is %dx%d; without resize_param a batch's images share one shape (batch_size 1 reads any)", s.name, s.cfg.Backend, s.cfg.Source, rec.key, img.h, img.w, recs[0].img.h, recs[0].img.w)
-		}
-		groups, err = s.transform(tops[0].Data[item*per:(item+1)*per], img, groups, rec.key)
-		if err != nil {
-			return err
+		if errs[item] != nil {
+			return errs[item]
 		}
 		if !s.rich {
 			rows = append(rows, float32(rec.label))
 			continue
 		}
-		for _, g := range groups {
+		for _, g := range groups[item] {
 			for k, b := range g.Boxes {
 				var diff float32
 				if b.Difficult {
@@ -485,6 +506,20 @@ func (s *AnnotatedSource) Fill(ctx context.Context, tops []*tensor.Blob) error {
 	return nil
 }
 
+// item augments and transforms one record into dst (its slot of the data
+// top) and returns its boxes; first is the batch's first record, whose
+// shape the others share without resize_param.
+func (s *AnnotatedSource) item(rng *rand.Rand, dst []float32, rec, first annoRecord) ([]AnnoGroup, error) {
+	img, groups, err := s.augment(rng, rec.img, rec.groups)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s database %s: key %s: %w", s.name, s.cfg.Backend, s.cfg.Source, rec.key, err)
+	}
+	if s.cfg.Resize == nil && (img.h != first.img.h || img.w != first.img.w) {
+		return nil, fmt.Errorf("%s: %s database %s: key %s: a %dx%d image in a batch whose first is %dx%d; without resize_param a batch's images share one shape (batch_size 1 reads any)", s.name, s.cfg.Backend, s.cfg.Source, rec.key, img.h, img.w, first.img.h, first.img.w)
+	}
+	return s.transform(rng, dst, img, groups, rec.key)
+}
+
 // setShape gives t shape sh, growing its Data (and Diff, when it has one)
 // to fit.
 func setShape(t *tensor.Blob, sh tensor.Shape) {
@@ -507,16 +542,16 @@ func setShape(t *tensor.Blob, sh tensor.Shape) {
 
 // augment runs the fork's steps before the transform: distort, expand,
 // then one crop drawn from the batch samplers.
-func (s *AnnotatedSource) augment(img planeImage, groups []AnnoGroup) (planeImage, []AnnoGroup, error) {
+func (s *AnnotatedSource) augment(rng *rand.Rand, img planeImage, groups []AnnoGroup) (planeImage, []AnnoGroup, error) {
 	if s.cfg.Distort != nil {
-		s.distort(img)
+		s.distort(rng, img)
 	}
 	if e := s.cfg.Expand; e != nil {
-		prob := uniform(s.rng, 0, 1)
+		prob := uniform(rng, 0, 1)
 		if !(prob > e.Prob) && !(math.Abs(float64(e.MaxRatio)-1) < 1e-2) {
-			ratio := uniform(s.rng, 1, e.MaxRatio)
-			hOff := float32(math.Floor(float64(uniform(s.rng, 0, float32(int(float32(img.h)*ratio)-img.h)))))
-			wOff := float32(math.Floor(float64(uniform(s.rng, 0, float32(int(float32(img.w)*ratio)-img.w)))))
+			ratio := uniform(rng, 1, e.MaxRatio)
+			hOff := float32(math.Floor(float64(uniform(rng, 0, float32(int(float32(img.h)*ratio)-img.h)))))
+			wOff := float32(math.Floor(float64(uniform(rng, 0, float32(int(float32(img.w)*ratio)-img.w)))))
 			var box BBox
 			img, box = expandImage(img, ratio, hOff, wOff, s.means)
 			groups = s.annotate(groups, box, 0, 0, false)
@@ -529,10 +564,10 @@ func (s *AnnotatedSource) augment(img planeImage, groups []AnnoGroup) (planeImag
 		}
 		var samples []BBox
 		for i := range s.cfg.Samplers {
-			samples = s.cfg.Samplers[i].generate(s.rng, objects, samples)
+			samples = s.cfg.Samplers[i].generate(rng, objects, samples)
 		}
 		if len(samples) > 0 {
-			b := samples[s.rng.IntN(len(samples))]
+			b := samples[rng.IntN(len(samples))]
 			c := cropImage(img, b)
 			if c.h == 0 || c.w == 0 {
 				// The fork's OpenCV fails on the empty crop.
@@ -548,42 +583,42 @@ func (s *AnnotatedSource) augment(img planeImage, groups []AnnoGroup) (planeImag
 // distort is the fork's ApplyDistort, in place: brightness, then
 // contrast, saturation and hue in one of two orders, then the channels
 // shuffled, each with its probability.
-func (s *AnnotatedSource) distort(img planeImage) {
+func (s *AnnotatedSource) distort(rng *rand.Rand, img planeImage) {
 	d := s.cfg.Distort
 	brightness := func() {
-		if uniform(s.rng, 0, 1) < d.BrightnessProb {
-			if delta := uniform(s.rng, -d.BrightnessDelta, d.BrightnessDelta); delta != 0 {
+		if uniform(rng, 0, 1) < d.BrightnessProb {
+			if delta := uniform(rng, -d.BrightnessDelta, d.BrightnessDelta); delta != 0 {
 				convertTo(img.pix, 1, delta)
 			}
 		}
 	}
 	contrast := func() {
-		if uniform(s.rng, 0, 1) < d.ContrastProb {
-			if delta := uniform(s.rng, d.ContrastLower, d.ContrastUpper); math.Abs(float64(delta-1)) > 1e-3 {
+		if uniform(rng, 0, 1) < d.ContrastProb {
+			if delta := uniform(rng, d.ContrastLower, d.ContrastUpper); math.Abs(float64(delta-1)) > 1e-3 {
 				convertTo(img.pix, delta, 0)
 			}
 		}
 	}
 	n := img.h * img.w
 	saturation := func() {
-		if uniform(s.rng, 0, 1) < d.SaturationProb {
+		if uniform(rng, 0, 1) < d.SaturationProb {
 			// The fork tests fabs(delta - 1) != 1e-3: it always converts.
-			delta := uniform(s.rng, d.SaturationLower, d.SaturationUpper)
+			delta := uniform(rng, d.SaturationLower, d.SaturationUpper)
 			bgrToHSV(img)
 			convertTo(img.pix[n:2*n], delta, 0)
 			hsvToBGR(img)
 		}
 	}
 	hue := func() {
-		if uniform(s.rng, 0, 1) < d.HueProb {
-			if delta := uniform(s.rng, -d.HueDelta, d.HueDelta); delta != 0 {
+		if uniform(rng, 0, 1) < d.HueProb {
+			if delta := uniform(rng, -d.HueDelta, d.HueDelta); delta != 0 {
 				bgrToHSV(img)
 				convertTo(img.pix[:n], 1, delta)
 				hsvToBGR(img)
 			}
 		}
 	}
-	if uniform(s.rng, 0, 1) > 0.5 {
+	if uniform(rng, 0, 1) > 0.5 {
 		brightness()
 		contrast()
 		saturation()
@@ -594,9 +629,9 @@ func (s *AnnotatedSource) distort(img planeImage) {
 		hue()
 		contrast()
 	}
-	if uniform(s.rng, 0, 1) < d.RandomOrderProb {
+	if uniform(rng, 0, 1) < d.RandomOrderProb {
 		planes := [][]uint8{img.pix[:n], img.pix[n : 2*n], img.pix[2*n : 3*n]}
-		perm := s.rng.Perm(3)
+		perm := rng.Perm(3)
 		shuffled := make([]uint8, 3*n)
 		for i, p := range perm {
 			copy(shuffled[i*n:(i+1)*n], planes[p])
@@ -655,13 +690,13 @@ func warpBox(b BBox, oldW, oldH, newW, newH int) BBox {
 // image into dst (C×H×W floats): resize (one interp mode drawn), crop
 // crop_size (at random in TRAIN, centred otherwise), mirror at random,
 // mean and scale; it returns the boxes moved with the image.
-func (s *AnnotatedSource) transform(dst []float32, img planeImage, groups []AnnoGroup, key string) ([]AnnoGroup, error) {
-	mirror := s.cfg.Mirror && s.rng.IntN(2) == 1
+func (s *AnnotatedSource) transform(rng *rand.Rand, dst []float32, img planeImage, groups []AnnoGroup, key string) ([]AnnoGroup, error) {
+	mirror := s.cfg.Mirror && rng.IntN(2) == 1
 	oldW, oldH := img.w, img.h
 	if r := s.cfg.Resize; r != nil {
 		mode := InterpLinear
 		if len(r.InterpModes) > 0 {
-			mode = r.InterpModes[rollDie(s.rng, len(r.InterpModes))]
+			mode = r.InterpModes[rollDie(rng, len(r.InterpModes))]
 		}
 		img = resizeCV(img, r.Height, r.Width, mode)
 	}
@@ -672,7 +707,7 @@ func (s *AnnotatedSource) transform(dst []float32, img planeImage, groups []Anno
 		}
 		hOff, wOff := (img.h-cs)/2, (img.w-cs)/2
 		if s.cfg.Train {
-			hOff, wOff = s.rng.IntN(img.h-cs+1), s.rng.IntN(img.w-cs+1)
+			hOff, wOff = rng.IntN(img.h-cs+1), rng.IntN(img.w-cs+1)
 		}
 		crop = BBox{
 			XMin: float32(wOff) / float32(img.w), YMin: float32(hOff) / float32(img.h),

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -558,5 +559,47 @@ func TestAnnotatedTinyImageCrop(t *testing.T) {
 	err = s.Fill(context.Background(), annoTops(s))
 	if err == nil || !strings.Contains(err.Error(), `key "0"`) || !strings.Contains(err.Error(), "holds no pixel") {
 		t.Fatalf("error %v; want the empty crop of key \"0\"", err)
+	}
+}
+
+// TestAnnotatedPositionStreams: each record's augmentation is drawn from
+// its position in the sequence of records alone, so two workers (each
+// every other record, batch 1) make the images one worker makes in
+// batches of 2, and one thread makes what several make.
+func TestAnnotatedPositionStreams(t *testing.T) {
+	src := annoFixtureDB(t)
+	run := func(rank, world, batch, iters int) [][]float32 {
+		cfg := ssdPascalConfig(src, 5, batch)
+		cfg.Rank, cfg.World = rank, world
+		s, err := OpenAnnotated(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		tops := annoTops(s)
+		per := s.Shape().CountFrom(1)
+		var imgs [][]float32
+		for range iters {
+			if err := s.Fill(context.Background(), tops); err != nil {
+				t.Fatal(err)
+			}
+			for i := range batch {
+				imgs = append(imgs, append([]float32(nil), tops[0].Data[i*per:(i+1)*per]...))
+			}
+		}
+		return imgs
+	}
+	one := run(0, 1, 2, 4)
+	r0, r1 := run(0, 2, 1, 4), run(1, 2, 1, 4)
+	for k := range r0 {
+		if fmt.Sprint(one[2*k]) != fmt.Sprint(r0[k]) || fmt.Sprint(one[2*k+1]) != fmt.Sprint(r1[k]) {
+			t.Fatalf("position %d/%d: two workers' images differ from one worker's", 2*k, 2*k+1)
+		}
+	}
+	prev := runtime.GOMAXPROCS(1)
+	single := run(0, 1, 2, 4)
+	runtime.GOMAXPROCS(prev)
+	if fmt.Sprint(single) != fmt.Sprint(one) {
+		t.Fatal("one thread made other images than several")
 	}
 }

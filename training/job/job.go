@@ -411,7 +411,9 @@ func (j *Job) feeds(pn *caffedef.PhaseNet, split data.Split, rank, world int) (m
 			feeds = append(feeds, feed)
 			continue
 		} else if typ == "AnnotatedData" {
-			feed, err := j.annotatedFeed(dl, split, j.Seed+uint64(i)+uint64(rank)<<32, rank, world, shapes)
+			// The seed leaves the rank out: each record's draws come from its
+			// position in the sequence of records, whichever rank reads it.
+			feed, err := j.annotatedFeed(dl, split, j.Seed+uint64(i), rank, world, shapes)
 			if err != nil {
 				return nil, nil, err
 			}
