@@ -202,24 +202,29 @@ func resizeKernelCV(img planeImage, oh, ow, k int, coeffs func(float32, []float3
 		vend = (ow * img.c) / cvVecLanes * cvVecLanes
 	}
 	out := planeImage{make([]uint8, img.c*oh*ow), img.c, oh, ow}
-	rows := make([][]int64, k)
-	for j := range rows {
-		rows[j] = make([]int64, ow)
+	// The horizontal pass of every source row, once per channel: each
+	// output row reads k of them.
+	hrows := make([][]int64, img.h)
+	for j := range hrows {
+		hrows[j] = make([]int64, ow)
 	}
+	rows := make([][]int64, k)
 	const fscale = float32(1.0 / (2048 * 2048))
 	for c := range img.c {
 		plane := img.pix[c*img.h*img.w : (c+1)*img.h*img.w]
+		for sy, r := range hrows {
+			src := plane[sy*img.w : (sy+1)*img.w]
+			for x := range ow {
+				var v int64
+				for t := range k {
+					v += int64(src[clampX(xf[x]+t)]) * int64(xw[x][t])
+				}
+				r[x] = v
+			}
+		}
 		for y := range oh {
 			for j := range k {
-				src := plane[clampY(yf[y]+j)*img.w:]
-				r := rows[j]
-				for x := range ow {
-					var v int64
-					for t := range k {
-						v += int64(src[clampX(xf[x]+t)]) * int64(xw[x][t])
-					}
-					r[x] = v
-				}
+				rows[j] = hrows[clampY(yf[y]+j)]
 			}
 			dst := out.pix[(c*oh+y)*ow:]
 			b := yw[y]
@@ -253,21 +258,24 @@ func resizeLinearCV(img planeImage, oh, ow int, area bool) planeImage {
 	xi, xw := linearTaps(img.w, ow, true, area)
 	yi, yw := linearTaps(img.h, oh, false, area)
 	out := planeImage{make([]uint8, img.c*oh*ow), img.c, oh, ow}
-	row0, row1 := make([]int32, ow), make([]int32, ow)
-	hpass := func(dst []int32, src []uint8) {
-		for x, s := range xi {
-			v := int32(src[s]) * xw[x][0]
-			if s+1 < img.w {
-				v += int32(src[s+1]) * xw[x][1]
-			}
-			dst[x] = v
-		}
+	// The horizontal pass of every source row, once per channel.
+	hrows := make([][]int32, img.h)
+	for j := range hrows {
+		hrows[j] = make([]int32, ow)
 	}
 	for c := range img.c {
+		for sy, r := range hrows {
+			src := img.pix[(c*img.h+sy)*img.w : (c*img.h+sy+1)*img.w]
+			for x, s := range xi {
+				v := int32(src[s]) * xw[x][0]
+				if s+1 < img.w {
+					v += int32(src[s+1]) * xw[x][1]
+				}
+				r[x] = v
+			}
+		}
 		for y, sy := range yi {
-			s, s1 := min(max(sy, 0), img.h-1), min(max(sy+1, 0), img.h-1)
-			hpass(row0, img.pix[(c*img.h+s)*img.w:(c*img.h+s+1)*img.w])
-			hpass(row1, img.pix[(c*img.h+s1)*img.w:(c*img.h+s1+1)*img.w])
+			row0, row1 := hrows[min(max(sy, 0), img.h-1)], hrows[min(max(sy+1, 0), img.h-1)]
 			b0, b1 := yw[y][0], yw[y][1]
 			dst := out.pix[(c*oh+y)*ow:]
 			for x := range ow {
