@@ -82,16 +82,6 @@ func annoGroups(ad *caffepb.AnnotatedDatum) []AnnoGroup {
 	return out
 }
 
-// ResizeMode is SSD's ResizeParameter.Resize_mode.
-type ResizeMode int
-
-// The resize modes dsgd knows (WARP is the one it runs).
-const (
-	ResizeWarp               ResizeMode = 1
-	ResizeFitSmallSize       ResizeMode = 2
-	ResizeFitLargeSizeAndPad ResizeMode = 3
-)
-
 // ResizeConfig is SSD's transform_param.resize_param, as far as dsgd runs
 // it: WARP to Height×Width with one of InterpModes drawn per image (all
 // equally likely; LINEAR when none is given).
