@@ -451,35 +451,68 @@ func bgrToHSV(img planeImage) {
 	}
 }
 
+// hsvBlock is the pixels of a row OpenCV's 8-bit HSV2BGR converts at a
+// time in its vector path: four vectors of 8 floats (AVX2, which OpenCV
+// dispatches to where the CPU has it; an SSE-only OpenCV converts 16).
+const hsvBlock = 32
+
 // hsvToBGR is OpenCV's cvtColor(COLOR_HSV2BGR) of 8-bit HSV planes (hue
-// range 180), in place: float arithmetic, each channel rounded.
+// range 180), in place, row by row as OpenCV converts them: the row's
+// whole blocks of hsvBlock pixels through its vector path (sector from
+// truncation, each channel truncated), the rest through its scalar one
+// (each channel rounded).
 func hsvToBGR(img planeImage) {
 	n := img.h * img.w
 	H, S, V := img.pix[:n], img.pix[n:2*n], img.pix[2*n:3*n]
-	const hscale = float32(6.0 / 180)
+	vecEnd := img.w / hsvBlock * hsvBlock
 	for i := range n {
-		h := float32(H[i]) * hscale
-		s := float32(S[i]) * (1 / float32(255))
-		v := float32(V[i]) * (1 / float32(255))
-		b, g, r := v, v, v
-		if s != 0 {
-			for h < 0 {
-				h += 6
-			}
-			for h >= 6 {
-				h -= 6
-			}
-			sector := int(math.Floor(float64(h)))
-			h -= float32(sector)
-			if uint(sector) >= 6 {
-				sector, h = 0, 0
-			}
-			tab := [4]float32{v, v * (1 - s), v * (1 - s*h), v * (1 - s*(1-h))}
-			idx := [6][3]int{{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}}[sector]
-			b, g, r = tab[idx[0]], tab[idx[1]], tab[idx[2]]
-		}
-		H[i], S[i], V[i] = satRound(b*255), satRound(g*255), satRound(r*255)
+		b, g, r := hsvPixel(H[i], S[i], V[i], i%img.w < vecEnd)
+		H[i], S[i], V[i] = b, g, r
 	}
+}
+
+// hsvPixel is one pixel of OpenCV's HSV2RGB_b: vector (HSV2RGB_simd, then
+// v_trunc) or scalar (HSV2RGB_native, then saturate_cast).
+func hsvPixel(hb, sb, vb uint8, vector bool) (b, g, r uint8) {
+	const hscale = float32(6.0 / 180)
+	const inv255 = float32(1) / float32(255)
+	h := float32(hb)
+	s := float32(float32(sb) * inv255)
+	v := float32(float32(vb) * inv255)
+	var tab [4]float32
+	var sector int
+	if vector {
+		h = float32(h * hscale)
+		pre := float32(math.Trunc(float64(h)))
+		h = float32(h - pre)
+		tab = [4]float32{v, float32(v * float32(1-s)), float32(v * float32(1-float32(s*h))), float32(v * float32(1-float32(s*float32(1-h))))}
+		sec := float32(math.Trunc(float64(float32(pre * float32(float32(1)/float32(6))))))
+		sector = int(float32(pre - float32(sec*6)))
+	} else {
+		if s == 0 {
+			c := satRound(float32(v * 255))
+			return c, c, c
+		}
+		h = float32(math.Mod(float64(float32(h*hscale)), 6))
+		sector = int(math.Floor(float64(h)))
+		h = float32(h - float32(sector))
+		if uint(sector) >= 6 {
+			sector, h = 0, 0
+		}
+		tab = [4]float32{v, float32(v * float32(1-s)), float32(v * float32(1-float32(s*h))), float32(v * float32(1-float32(s*float32(1-h))))}
+	}
+	idx := [6][3]int{{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}}[min(max(sector, 0), 5)]
+	out := [3]float32{tab[idx[0]], tab[idx[1]], tab[idx[2]]}
+	var q [3]uint8
+	for k, x := range out {
+		x = float32(x * 255)
+		if vector {
+			q[k] = uint8(min(max(math.Trunc(float64(x)), 0), 255))
+		} else {
+			q[k] = satRound(x)
+		}
+	}
+	return q[0], q[1], q[2]
 }
 
 // cropImage is the fork's CropImage of an image by a normalised box: the

@@ -47,6 +47,10 @@ type annoOps struct {
 		SatOut   px `json:"sat_out"`
 		HueOut   px `json:"hue_out"`
 	}
+	HSV2BGR []struct {
+		H, W     int
+		HSV, Out px
+	}
 	Convert []struct {
 		Pix, Out    px
 		Alpha, Beta float32
@@ -160,6 +164,22 @@ func TestAnnotatedHSVOpenCV(t *testing.T) {
 		hsvToBGR(u)
 		if k, worst := diffPixels(u.pix, c.HueOut); k > 0 {
 			t.Errorf("case %d: hue %g: %d values differ from cv2, by up to %d", i, c.Hue, k, worst)
+		}
+	}
+}
+
+// TestAnnotatedHSV2BGROpenCV holds HSV2BGR of arbitrary triples to
+// cv2.cvtColor: rows with and without whole vector blocks.
+func TestAnnotatedHSV2BGROpenCV(t *testing.T) {
+	ops := readAnnoOps(t)
+	if len(ops.HSV2BGR) == 0 {
+		t.Fatal("no HSV2BGR cases")
+	}
+	for i, c := range ops.HSV2BGR {
+		img := planeImage{append([]uint8(nil), c.HSV...), 3, c.H, c.W}
+		hsvToBGR(img)
+		if n, worst := diffPixels(img.pix, c.Out); n > 0 {
+			t.Errorf("case %d (%dx%d): %d values differ from cv2, by up to %d", i, c.H, c.W, n, worst)
 		}
 	}
 }

@@ -44,7 +44,7 @@ def planar(img):
     return [int(v) for v in img.transpose(2, 0, 1).reshape(-1)]
 
 
-ops = {"resize": [], "hsv": [], "convert": [], "crop": [], "expand": [], "boxes": [], "warp": []}
+ops = {"resize": [], "hsv": [], "hsv2bgr": [], "convert": [], "crop": [], "expand": [], "boxes": [], "warp": []}
 
 # Resize: down and up, both axes, odd factors, colour and gray.
 modes = {"LINEAR": cv2.INTER_LINEAR, "NEAREST": cv2.INTER_NEAREST, "CUBIC": cv2.INTER_CUBIC, "LANCZOS4": cv2.INTER_LANCZOS4, "AREA": cv2.INTER_AREA}
@@ -74,7 +74,7 @@ for t in range(106):
 
 # HSV: the fork's AdjustSaturation and AdjustHue (convertTo on one channel
 # between cvtColor BGR2HSV and HSV2BGR).
-for (h, w, sat, hue) in [(6, 7, 1.37, 11.3), (5, 9, 0.62, -17.8), (4, 4, 1.5, 18.0)]:
+for (h, w, sat, hue) in [(6, 7, 1.37, 11.3), (5, 9, 0.62, -17.8), (4, 4, 1.5, 18.0), (20, 23, 0.8, 7.5), (32, 40, 1.21, -12.25), (17, 64, 1.49, 17.9)]:
     img = image(h, w)
     hsv = cv2.cvtColor(img, cv2.COLOR_BGR2HSV)
     s = hsv.copy()
@@ -84,6 +84,13 @@ for (h, w, sat, hue) in [(6, 7, 1.37, 11.3), (5, 9, 0.62, -17.8), (4, 4, 1.5, 18
     u[:, :, 0] = np.clip(np.rint(u[:, :, 0].astype(f32) + f32(hue)), 0, 255).astype(np.uint8)
     u_out = cv2.cvtColor(u, cv2.COLOR_HSV2BGR)
     ops["hsv"].append({"h": h, "w": w, "pix": planar(img), "hsv": planar(hsv), "sat": sat, "sat_out": planar(s_out), "hue": hue, "hue_out": planar(u_out)})
+
+# HSV2BGR of arbitrary triples (hue up to 255, as a hue shift saturates
+# it), rows narrower and wider than OpenCV's vector blocks (its 8-bit
+# conversion rounds its scalar tail and truncates its vector blocks).
+for (h, w) in [(3, 70), (4, 31), (2, 96)]:
+    hsv = np.stack([rng.randint(0, 256, (h, w)), rng.randint(0, 256, (h, w)), rng.randint(0, 256, (h, w))], axis=2).astype(np.uint8)
+    ops["hsv2bgr"].append({"h": h, "w": w, "hsv": planar(hsv), "out": planar(cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR))})
 
 # convertTo (brightness: alpha 1, beta delta; contrast: alpha delta, beta 0):
 # float32 product, rounded half to even, saturated.
