@@ -281,6 +281,9 @@ func (s *AnnotatedSource) check() error {
 		if r.Height < 1 || r.Width < 1 {
 			return fmt.Errorf("transform_param: resize_param needs a positive height and width (the fork checks both > 0); got %dx%d", r.Height, r.Width)
 		}
+		if n, ok := mulInts(r.Height, r.Width); !ok || r.Height > maxImageSide || r.Width > maxImageSide || n > maxImagePixels {
+			return fmt.Errorf("transform_param: resize_param: %dx%d; dsgd makes images of at most %d pixels, %d a side", r.Height, r.Width, maxImagePixels, maxImageSide)
+		}
 		for _, m := range r.InterpModes {
 			if !m.Supported() {
 				return fmt.Errorf("transform_param: resize_param: interp_mode %d is not one of the fork's (LINEAR 1, AREA 2, NEAREST 3, CUBIC 4, LANCZOS4 5)", int(m))
@@ -540,6 +543,10 @@ func (s *AnnotatedSource) augment(rng *rand.Rand, img planeImage, groups []AnnoG
 		prob := uniform(rng, 0, 1)
 		if !(prob > e.Prob) && !(math.Abs(float64(e.MaxRatio)-1) < 1e-2) {
 			ratio := uniform(rng, 1, e.MaxRatio)
+			eh, ew := float64(img.h)*float64(ratio), float64(img.w)*float64(ratio)
+			if eh > maxImageSide || ew > maxImageSide || eh*ew > maxImagePixels {
+				return img, nil, fmt.Errorf("expand_param: a %dx%d image expanded %gx is %.0fx%.0f; dsgd makes images of at most %d pixels, %d a side (lower max_expand_ratio)", img.w, img.h, ratio, ew, eh, maxImagePixels, maxImageSide)
+			}
 			hOff := float32(math.Floor(float64(uniform(rng, 0, float32(int(float32(img.h)*ratio)-img.h)))))
 			wOff := float32(math.Floor(float64(uniform(rng, 0, float32(int(float32(img.w)*ratio)-img.w)))))
 			var box BBox

@@ -8,6 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"dsgd/caffe/caffepb"
 )
 
 // px is a list of pixel values in the fixture (JSON numbers; a []uint8
@@ -366,4 +370,69 @@ func TestAnnotatedSamplerConstraints(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzAnnotatedAugment runs an accepted AnnotatedDatum (a raw image) through
+// the augmentation and the transform with ssd_pascal.py's samplers and
+// fuzzed distortion, expansion, resize mode and seed: nothing panics, and
+// every box that comes out lies in [0, 1] and is not inverted.
+func FuzzAnnotatedAugment(f *testing.F) {
+	seed := func(h, w int, boxes ...float32) []byte {
+		ad := &caffepb.AnnotatedDatum{
+			Datum: &caffepb.Datum{Channels: proto.Int32(3), Height: proto.Int32(int32(h)), Width: proto.Int32(int32(w)), Data: make([]byte, 3*h*w)},
+			Type:  caffepb.AnnotatedDatum_BBOX.Enum(),
+		}
+		g := &caffepb.AnnotationGroup{GroupLabel: proto.Int32(1)}
+		for i := 0; i+3 < len(boxes); i += 4 {
+			g.Annotation = append(g.Annotation, &caffepb.Annotation{Bbox: &caffepb.NormalizedBBox{
+				Xmin: proto.Float32(boxes[i]), Ymin: proto.Float32(boxes[i+1]), Xmax: proto.Float32(boxes[i+2]), Ymax: proto.Float32(boxes[i+3])}})
+		}
+		ad.AnnotationGroup = []*caffepb.AnnotationGroup{g}
+		b, err := proto.Marshal(ad)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	f.Add(seed(9, 12, 0.1, 0.2, 0.5, 0.9, -0.2, 0.5, 1.3, 0.7), uint64(1), uint8(3), uint8(7))
+	f.Add(seed(40, 3, 0.5, 0.5, 0.5, 0.5), uint64(2), uint8(255), uint8(0))
+	f.Add(seed(4, 4, 0.9, 0.9, 0.1, 0.1), uint64(3), uint8(128), uint8(200))
+	f.Fuzz(func(t *testing.T, b []byte, sd uint64, mode, knobs uint8) {
+		ad, err := DecodeAnnotatedDatum(b)
+		if err != nil || ad.Datum.GetEncoded() || ad.Datum.GetChannels() != 3 || ad.Datum.GetHeight()*ad.Datum.GetWidth() > 4096 {
+			return
+		}
+		img := planeImage{append([]uint8(nil), ad.Datum.Data...), 3, int(ad.Datum.GetHeight()), int(ad.Datum.GetWidth())}
+		samplers := []BatchSampler{{MinScale: 1, MaxScale: 1, MinAspect: 1, MaxAspect: 1, MaxSample: 1, HasMaxSample: true, MaxTrials: 1}}
+		for _, j := range []float32{0.1, 0.5, 0.9} {
+			samplers = append(samplers, BatchSampler{MinScale: 0.3, MaxScale: 1, MinAspect: 0.5, MaxAspect: 2, MaxSample: 1, HasMaxSample: true, MaxTrials: 50, MinJaccard: j, HasMinJaccard: true})
+		}
+		s := &AnnotatedSource{cfg: AnnotatedConfig{
+			Scale: 1, Mirror: knobs&1 != 0, Samplers: samplers,
+			Resize:  &ResizeConfig{Height: 1 + int(knobs%13), Width: 1 + int(mode%17), InterpModes: []InterpMode{InterpMode(1 + mode%5)}},
+			Distort: &DistortConfig{BrightnessProb: 0.5, BrightnessDelta: 32, ContrastProb: 0.5, ContrastLower: 0.5, ContrastUpper: 1.5, HueProb: 0.5, HueDelta: 18, SaturationProb: 0.5, SaturationLower: 0.5, SaturationUpper: 1.5, RandomOrderProb: float32(knobs>>4) / 15},
+			Expand:  &ExpandConfig{Prob: 0.5, MaxRatio: 1 + float32(knobs%8)},
+			Emit:    &EmitConstraint{Type: EmitType(knobs >> 7), Overlap: 0.3},
+		}}
+		rng := rand.New(rand.NewPCG(sd, 7))
+		img2, groups, err := s.augment(rng, img, annoGroups(ad))
+		if err != nil {
+			return // an empty sampled crop of a tiny image, refused
+		}
+		dst := make([]float32, 3*s.cfg.Resize.Height*s.cfg.Resize.Width)
+		groups, err = s.transform(rng, dst, img2, groups, "fuzz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range groups {
+			if len(g.IDs) != len(g.Boxes) {
+				t.Fatalf("%d ids, %d boxes", len(g.IDs), len(g.Boxes))
+			}
+			for _, bb := range g.Boxes {
+				if !(bb.XMin >= 0 && bb.YMin >= 0 && bb.XMax <= 1 && bb.YMax <= 1 && bb.XMin <= bb.XMax && bb.YMin <= bb.YMax) {
+					t.Fatalf("box %+v", bb)
+				}
+			}
+		}
+	})
 }

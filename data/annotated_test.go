@@ -527,6 +527,7 @@ func TestAnnotatedRefusals(t *testing.T) {
 		{"expand without resize", func(c *AnnotatedConfig) { c.Resize = nil; c.Expand = &ExpandConfig{Prob: 1, MaxRatio: 2} }, "without transform_param.resize_param"},
 		{"mean values", func(c *AnnotatedConfig) { c.MeanValue = []float32{1, 2} }, "2 mean_value entries"},
 		{"crop", func(c *AnnotatedConfig) { c.CropSize = 9 }, "crop_size 9"},
+		{"resize size", func(c *AnnotatedConfig) { c.Resize.Height, c.Resize.Width = 1<<20, 1<<20 }, "resize_param: 1048576x1048576"},
 		{"missing", func(c *AnnotatedConfig) { c.Source = filepath.Join(t.TempDir(), "none") }, "none"},
 	}
 	for _, tc := range cases {
@@ -542,6 +543,22 @@ func TestAnnotatedRefusals(t *testing.T) {
 				t.Fatalf("error %q; want it to name %q and the layer", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAnnotatedHugeExpand: an expansion past the pixels dsgd makes is an
+// error naming the record and the field, not an allocation that fails.
+func TestAnnotatedHugeExpand(t *testing.T) {
+	path := writeAnnoDB(t, db.LMDB, 1, 3, 20, 20, true, false, true, nil)
+	s, err := OpenAnnotated(AnnotatedConfig{Name: "d", Source: path, Backend: db.LMDB, BatchSize: 1,
+		Resize: &ResizeConfig{Height: 4, Width: 4}, Expand: &ExpandConfig{Prob: 1, MaxRatio: 1e9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.Fill(context.Background(), annoTops(s))
+	if err == nil || !strings.Contains(err.Error(), `key "0"`) || !strings.Contains(err.Error(), "expand_param") {
+		t.Fatalf("error %v; want expand_param's refusal for key \"0\"", err)
 	}
 }
 
