@@ -98,6 +98,14 @@ window-crosscheck:
 	/usr/bin/python3 scripts/window_fixture.py data/testdata/window
 	$(GO) test ./data -run 'Window' -v
 
+# SSD's AnnotatedData against OpenCV (needs python3-opencv, lmdb, protobuf,
+# protoc): remakes data/testdata/annotated (the resize/HSV/crop/expand/box
+# cases and an AnnotatedDatum LMDB) and runs the tests that read it.
+.PHONY: annotated-crosscheck
+annotated-crosscheck:
+	/usr/bin/python3 scripts/ssd_annotated_fixture.py data/testdata/annotated
+	$(GO) test ./data -run 'Annotated' -v
+
 # The GPU engine's kernels (engine/cuda/kernels/kernels.cu) as PTX, which
 # the package embeds and the driver compiles for the GPU it finds: clang
 # (Debian's clang-14) with no CUDA toolkit. Rerun after editing the .cu;

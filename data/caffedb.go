@@ -20,34 +20,42 @@ func DecodeDatum(b []byte) (*caffepb.Datum, error) {
 	if err := proto.Unmarshal(b, &d); err != nil {
 		return nil, fmt.Errorf("not a Caffe Datum: %v", err)
 	}
+	if err := checkDatum(&d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// checkDatum applies DecodeDatum's rules to a decoded Datum.
+func checkDatum(d *caffepb.Datum) error {
 	if len(d.FloatData) > 0 {
 		if d.GetEncoded() || len(d.Data) > 0 {
-			return nil, fmt.Errorf("the Datum holds %d float_data values and %d bytes of data (encoded %v); want one or the other", len(d.FloatData), len(d.Data), d.GetEncoded())
+			return fmt.Errorf("the Datum holds %d float_data values and %d bytes of data (encoded %v); want one or the other", len(d.FloatData), len(d.Data), d.GetEncoded())
 		}
 		c, h, w := int(d.GetChannels()), int(d.GetHeight()), int(d.GetWidth())
 		if c < 1 || h < 1 || w < 1 {
-			return nil, fmt.Errorf("the Datum has shape %dx%dx%d (CxHxW); want all positive", c, h, w)
+			return fmt.Errorf("the Datum has shape %dx%dx%d (CxHxW); want all positive", c, h, w)
 		}
 		if n, ok := mulInts(c, h, w); !ok || n != len(d.FloatData) {
-			return nil, fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) needs %s float_data values but it holds %d", c, h, w, countString(n, ok), len(d.FloatData))
+			return fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) needs %s float_data values but it holds %d", c, h, w, countString(n, ok), len(d.FloatData))
 		}
-		return &d, nil
+		return nil
 	}
 	if d.GetEncoded() {
 		if len(d.Data) == 0 {
-			return nil, errors.New("encoded Datum has no image data")
+			return errors.New("encoded Datum has no image data")
 		}
-		return &d, nil
+		return nil
 	}
 	c, h, w := int(d.GetChannels()), int(d.GetHeight()), int(d.GetWidth())
 	if c < 1 || h < 1 || w < 1 {
-		return nil, fmt.Errorf("the Datum has shape %dx%dx%d (CxHxW); want all positive (is this a database of Caffe Datum records?)", c, h, w)
+		return fmt.Errorf("the Datum has shape %dx%dx%d (CxHxW); want all positive (is this a database of Caffe Datum records?)", c, h, w)
 	}
 	n, ok := mulInts(c, h, w)
 	if !ok || n != len(d.Data) {
-		return nil, fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) needs %s bytes but data holds %d", c, h, w, countString(n, ok), len(d.Data))
+		return fmt.Errorf("the Datum's shape %dx%dx%d (CxHxW) needs %s bytes but data holds %d", c, h, w, countString(n, ok), len(d.Data))
 	}
-	return &d, nil
+	return nil
 }
 
 // DBConfig says how ReadDB turns a database's Datum records into a

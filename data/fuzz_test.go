@@ -8,6 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"dsgd/caffe/caffepb"
 )
 
 func FuzzDecodeIDX(f *testing.F) {
@@ -169,6 +173,55 @@ func FuzzParseDatum(f *testing.F) {
 			v.Label != want.GetLabel() || v.Encoded != want.GetEncoded() || !bytes.Equal(v.Data, want.Data) ||
 			!slices.EqualFunc(v.Floats, want.FloatData, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
 			t.Fatalf("parseDatum gave %+v; DecodeDatum %v", v, want)
+		}
+	})
+}
+
+// FuzzDecodeAnnotatedDatum: whatever DecodeAnnotatedDatum accepts has a
+// byte Datum, type BBOX and finite box corners, and turns into groups of
+// as many ids as boxes without panicking.
+func FuzzDecodeAnnotatedDatum(f *testing.F) {
+	ok := func(ad *caffepb.AnnotatedDatum) []byte {
+		b, err := proto.Marshal(ad)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	box := &caffepb.NormalizedBBox{Xmin: proto.Float32(0.1), Ymin: proto.Float32(0.2), Xmax: proto.Float32(0.5), Ymax: proto.Float32(0.9), Difficult: proto.Bool(true)}
+	f.Add(ok(&caffepb.AnnotatedDatum{
+		Datum:           &caffepb.Datum{Channels: proto.Int32(1), Height: proto.Int32(1), Width: proto.Int32(2), Data: []byte{1, 2}},
+		Type:            caffepb.AnnotatedDatum_BBOX.Enum(),
+		AnnotationGroup: []*caffepb.AnnotationGroup{{GroupLabel: proto.Int32(3), Annotation: []*caffepb.Annotation{{InstanceId: proto.Int32(0), Bbox: box}}}},
+	}))
+	f.Add(ok(&caffepb.AnnotatedDatum{Datum: &caffepb.Datum{Encoded: proto.Bool(true), Data: []byte{0xff, 0xd8}}}))
+	f.Add(ok(&caffepb.AnnotatedDatum{Type: caffepb.AnnotatedDatum_AnnotationType(3).Enum()}))
+	f.Add([]byte{0x0a, 0x02, 0x08})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ad, err := DecodeAnnotatedDatum(b)
+		if err != nil {
+			if ad != nil {
+				t.Fatal("an error with a result")
+			}
+			return
+		}
+		if ad.Datum == nil || len(ad.Datum.FloatData) > 0 || ad.GetType() != caffepb.AnnotatedDatum_BBOX {
+			t.Fatalf("accepted %v", ad)
+		}
+		if !ad.Datum.GetEncoded() && len(ad.Datum.Data) != int(ad.Datum.GetChannels()*ad.Datum.GetHeight()*ad.Datum.GetWidth()) {
+			t.Fatalf("accepted a raw datum of %d bytes for %dx%dx%d", len(ad.Datum.Data), ad.Datum.GetChannels(), ad.Datum.GetHeight(), ad.Datum.GetWidth())
+		}
+		for _, g := range annoGroups(ad) {
+			if len(g.IDs) != len(g.Boxes) {
+				t.Fatalf("group %d: %d ids, %d boxes", g.Label, len(g.IDs), len(g.Boxes))
+			}
+			for _, bb := range g.Boxes {
+				for _, v := range []float32{bb.XMin, bb.YMin, bb.XMax, bb.YMax} {
+					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+						t.Fatalf("accepted corner %v", v)
+					}
+				}
+			}
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"dsgd/caffe/prototxt"
+	"dsgd/data"
 )
 
 // DataSettings are the settings of Caffe's data layers beyond source,
@@ -33,6 +34,13 @@ type DataSettings struct {
 	// Window holds a WindowData layer's window_data_param beyond source
 	// and batch size (data.OpenWindows reads its R-CNN window file).
 	Window *WindowSettings
+	// Annotated holds an AnnotatedData layer's (SSD's fork) transform and
+	// samplers: every field of data.AnnotatedConfig but the source,
+	// backend, batch, phase, rank and seed, which the opener fills.
+	Annotated *data.AnnotatedConfig
+	// LabelMapFile is annotated_data_param.label_map_file, which the fork
+	// keeps and does not read in the layer.
+	LabelMapFile string
 }
 
 // WindowSettings are the fields of Caffe's WindowDataParameter that

@@ -17,7 +17,6 @@ type forkLayer struct {
 // fork layers dsgd runs are forkTypes (layers_fork.go).
 var forkLayers = map[string]forkLayer{
 	"ImageLabelmapData": {fork: "HED's, s9xie/hed", instead: "write images and label maps to two LMDBs or to HDF5 files and read them with Data or HDF5Data layers"},
-	"AnnotatedData":     {fork: "SSD's, weiliu89/caffe"},
 }
 
 // forkNote is what the error for an unknown layer type adds when the type
@@ -37,12 +36,14 @@ func forkNote(typ string) string {
 // forkFields are fields that Caffe forks added to BVLC's messages (SSD's
 // data augmentation in transform_param, which caffenet-benchmark's nets
 // use), so that the error for one says it is a fork's and what to do.
+// SSD's AnnotatedData layer reads them (annotated.go); other data layers
+// refuse them.
 var forkFields = map[string]forkLayer{
-	"resize_param":    {fork: "SSD's, weiliu89/caffe", instead: "resize the images when writing the LMDB (dsgd convert-imageset --resize_height H --resize_width W) and remove it"},
+	"resize_param":    {fork: "SSD's, weiliu89/caffe", instead: "resize the images when writing the LMDB (dsgd convert-imageset --resize_height H --resize_width W) and remove it (dsgd honours it only in SSD's AnnotatedData layer)"},
 	"noise_param":     {fork: "SSD's, weiliu89/caffe"},
-	"distort_param":   {fork: "SSD's, weiliu89/caffe"},
-	"expand_param":    {fork: "SSD's, weiliu89/caffe"},
-	"emit_constraint": {fork: "SSD's, weiliu89/caffe"},
+	"distort_param":   {fork: "SSD's, weiliu89/caffe", instead: "remove it (dsgd honours it only in SSD's AnnotatedData layer)"},
+	"expand_param":    {fork: "SSD's, weiliu89/caffe", instead: "remove it (dsgd honours it only in SSD's AnnotatedData layer)"},
+	"emit_constraint": {fork: "SSD's, weiliu89/caffe", instead: "remove it (dsgd honours it only in SSD's AnnotatedData layer)"},
 }
 
 // forkFieldNote is what the error for an unknown field adds when the field

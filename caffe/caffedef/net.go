@@ -128,8 +128,8 @@ func (l *LayerDef) InState(p layers.Phase, st NetState) bool {
 // that the caller fills).
 type DataLayer struct {
 	Name string
-	// Type is "Data", "ImageData", "HDF5Data", "WindowData", "DummyData"
-	// or "Input".
+	// Type is "Data", "ImageData", "HDF5Data", "WindowData",
+	// "AnnotatedData" (SSD's), "DummyData" or "Input".
 	Type string
 	// Tops names the blobs the layer fills, in order ("data", "label").
 	Tops []string
@@ -444,7 +444,7 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 }
 
 // dataTypes are the data layer types dsgd reads (DataLayer).
-var dataTypes = []string{"Data", "Input", "ImageData", "HDF5Data", "DummyData", "WindowData", "MemoryData"}
+var dataTypes = []string{"Data", "Input", "ImageData", "HDF5Data", "DummyData", "WindowData", "MemoryData", "AnnotatedData"}
 
 // unbuildable says why dsgd cannot build a layer of type typ, whose
 // LayerParameter is m (a Python layer, or a type dsgd does not know),
@@ -572,6 +572,8 @@ func decodeDataLayer(r *reader, l *LayerDef) *DataLayer {
 			dl.noSource = missingSource(dl, m.Pos, "data_param of "+r.ctx)
 		}
 		dr.finish()
+	case "AnnotatedData":
+		decodeAnnotatedData(r, l, dl)
 	case "DummyData":
 		decodeDummyData(r, l, dl)
 	case "MemoryData":

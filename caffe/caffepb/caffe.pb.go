@@ -1,5 +1,5 @@
 // The part of Caffe's caffe.proto that dsgd reads and writes: data records
-// (Datum), blobs (BlobProto, the .binaryproto mean file), trained nets
+// (Datum, and SSD's AnnotatedDatum), blobs (BlobProto, the .binaryproto mean file), trained nets
 // (NetParameter with LayerParameter / V1LayerParameter: the .caffemodel)
 // and solver snapshots (SolverState). Field numbers and types are Caffe's,
 // so the wire format is Caffe's; messages and fields dsgd has no use for
@@ -87,6 +87,59 @@ func (Phase) EnumDescriptor() ([]byte, []int) {
 	return file_caffe_proto_rawDescGZIP(), []int{0}
 }
 
+type AnnotatedDatum_AnnotationType int32
+
+const (
+	AnnotatedDatum_BBOX AnnotatedDatum_AnnotationType = 0
+)
+
+// Enum value maps for AnnotatedDatum_AnnotationType.
+var (
+	AnnotatedDatum_AnnotationType_name = map[int32]string{
+		0: "BBOX",
+	}
+	AnnotatedDatum_AnnotationType_value = map[string]int32{
+		"BBOX": 0,
+	}
+)
+
+func (x AnnotatedDatum_AnnotationType) Enum() *AnnotatedDatum_AnnotationType {
+	p := new(AnnotatedDatum_AnnotationType)
+	*p = x
+	return p
+}
+
+func (x AnnotatedDatum_AnnotationType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AnnotatedDatum_AnnotationType) Descriptor() protoreflect.EnumDescriptor {
+	return file_caffe_proto_enumTypes[1].Descriptor()
+}
+
+func (AnnotatedDatum_AnnotationType) Type() protoreflect.EnumType {
+	return &file_caffe_proto_enumTypes[1]
+}
+
+func (x AnnotatedDatum_AnnotationType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Do not use.
+func (x *AnnotatedDatum_AnnotationType) UnmarshalJSON(b []byte) error {
+	num, err := protoimpl.X.UnmarshalJSONEnum(x.Descriptor(), b)
+	if err != nil {
+		return err
+	}
+	*x = AnnotatedDatum_AnnotationType(num)
+	return nil
+}
+
+// Deprecated: Use AnnotatedDatum_AnnotationType.Descriptor instead.
+func (AnnotatedDatum_AnnotationType) EnumDescriptor() ([]byte, []int) {
+	return file_caffe_proto_rawDescGZIP(), []int{7, 0}
+}
+
 type ParamSpec_DimCheckMode int32
 
 const (
@@ -117,11 +170,11 @@ func (x ParamSpec_DimCheckMode) String() string {
 }
 
 func (ParamSpec_DimCheckMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_caffe_proto_enumTypes[1].Descriptor()
+	return file_caffe_proto_enumTypes[2].Descriptor()
 }
 
 func (ParamSpec_DimCheckMode) Type() protoreflect.EnumType {
-	return &file_caffe_proto_enumTypes[1]
+	return &file_caffe_proto_enumTypes[2]
 }
 
 func (x ParamSpec_DimCheckMode) Number() protoreflect.EnumNumber {
@@ -140,7 +193,7 @@ func (x *ParamSpec_DimCheckMode) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use ParamSpec_DimCheckMode.Descriptor instead.
 func (ParamSpec_DimCheckMode) EnumDescriptor() ([]byte, []int) {
-	return file_caffe_proto_rawDescGZIP(), []int{6, 0}
+	return file_caffe_proto_rawDescGZIP(), []int{10, 0}
 }
 
 type BlobShape struct {
@@ -446,6 +499,277 @@ func (x *Datum) GetEncoded() bool {
 	return Default_Datum_Encoded
 }
 
+// SSD's fork (weiliu89/caffe, branch ssd) adds these for its AnnotatedData
+// layer: a Datum with boxes, as its convert_annoset writes them.
+type NormalizedBBox struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Xmin          *float32               `protobuf:"fixed32,1,opt,name=xmin" json:"xmin,omitempty"`
+	Ymin          *float32               `protobuf:"fixed32,2,opt,name=ymin" json:"ymin,omitempty"`
+	Xmax          *float32               `protobuf:"fixed32,3,opt,name=xmax" json:"xmax,omitempty"`
+	Ymax          *float32               `protobuf:"fixed32,4,opt,name=ymax" json:"ymax,omitempty"`
+	Label         *int32                 `protobuf:"varint,5,opt,name=label" json:"label,omitempty"`
+	Difficult     *bool                  `protobuf:"varint,6,opt,name=difficult" json:"difficult,omitempty"`
+	Score         *float32               `protobuf:"fixed32,7,opt,name=score" json:"score,omitempty"`
+	Size          *float32               `protobuf:"fixed32,8,opt,name=size" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NormalizedBBox) Reset() {
+	*x = NormalizedBBox{}
+	mi := &file_caffe_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NormalizedBBox) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NormalizedBBox) ProtoMessage() {}
+
+func (x *NormalizedBBox) ProtoReflect() protoreflect.Message {
+	mi := &file_caffe_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NormalizedBBox.ProtoReflect.Descriptor instead.
+func (*NormalizedBBox) Descriptor() ([]byte, []int) {
+	return file_caffe_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *NormalizedBBox) GetXmin() float32 {
+	if x != nil && x.Xmin != nil {
+		return *x.Xmin
+	}
+	return 0
+}
+
+func (x *NormalizedBBox) GetYmin() float32 {
+	if x != nil && x.Ymin != nil {
+		return *x.Ymin
+	}
+	return 0
+}
+
+func (x *NormalizedBBox) GetXmax() float32 {
+	if x != nil && x.Xmax != nil {
+		return *x.Xmax
+	}
+	return 0
+}
+
+func (x *NormalizedBBox) GetYmax() float32 {
+	if x != nil && x.Ymax != nil {
+		return *x.Ymax
+	}
+	return 0
+}
+
+func (x *NormalizedBBox) GetLabel() int32 {
+	if x != nil && x.Label != nil {
+		return *x.Label
+	}
+	return 0
+}
+
+func (x *NormalizedBBox) GetDifficult() bool {
+	if x != nil && x.Difficult != nil {
+		return *x.Difficult
+	}
+	return false
+}
+
+func (x *NormalizedBBox) GetScore() float32 {
+	if x != nil && x.Score != nil {
+		return *x.Score
+	}
+	return 0
+}
+
+func (x *NormalizedBBox) GetSize() float32 {
+	if x != nil && x.Size != nil {
+		return *x.Size
+	}
+	return 0
+}
+
+type Annotation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	InstanceId    *int32                 `protobuf:"varint,1,opt,name=instance_id,json=instanceId,def=0" json:"instance_id,omitempty"`
+	Bbox          *NormalizedBBox        `protobuf:"bytes,2,opt,name=bbox" json:"bbox,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+// Default values for Annotation fields.
+const (
+	Default_Annotation_InstanceId = int32(0)
+)
+
+func (x *Annotation) Reset() {
+	*x = Annotation{}
+	mi := &file_caffe_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Annotation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Annotation) ProtoMessage() {}
+
+func (x *Annotation) ProtoReflect() protoreflect.Message {
+	mi := &file_caffe_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Annotation.ProtoReflect.Descriptor instead.
+func (*Annotation) Descriptor() ([]byte, []int) {
+	return file_caffe_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Annotation) GetInstanceId() int32 {
+	if x != nil && x.InstanceId != nil {
+		return *x.InstanceId
+	}
+	return Default_Annotation_InstanceId
+}
+
+func (x *Annotation) GetBbox() *NormalizedBBox {
+	if x != nil {
+		return x.Bbox
+	}
+	return nil
+}
+
+type AnnotationGroup struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	GroupLabel    *int32                 `protobuf:"varint,1,opt,name=group_label,json=groupLabel" json:"group_label,omitempty"`
+	Annotation    []*Annotation          `protobuf:"bytes,2,rep,name=annotation" json:"annotation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnnotationGroup) Reset() {
+	*x = AnnotationGroup{}
+	mi := &file_caffe_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnnotationGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnnotationGroup) ProtoMessage() {}
+
+func (x *AnnotationGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_caffe_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnnotationGroup.ProtoReflect.Descriptor instead.
+func (*AnnotationGroup) Descriptor() ([]byte, []int) {
+	return file_caffe_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AnnotationGroup) GetGroupLabel() int32 {
+	if x != nil && x.GroupLabel != nil {
+		return *x.GroupLabel
+	}
+	return 0
+}
+
+func (x *AnnotationGroup) GetAnnotation() []*Annotation {
+	if x != nil {
+		return x.Annotation
+	}
+	return nil
+}
+
+type AnnotatedDatum struct {
+	state           protoimpl.MessageState         `protogen:"open.v1"`
+	Datum           *Datum                         `protobuf:"bytes,1,opt,name=datum" json:"datum,omitempty"`
+	Type            *AnnotatedDatum_AnnotationType `protobuf:"varint,2,opt,name=type,enum=caffe.AnnotatedDatum_AnnotationType" json:"type,omitempty"`
+	AnnotationGroup []*AnnotationGroup             `protobuf:"bytes,3,rep,name=annotation_group,json=annotationGroup" json:"annotation_group,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AnnotatedDatum) Reset() {
+	*x = AnnotatedDatum{}
+	mi := &file_caffe_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnnotatedDatum) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnnotatedDatum) ProtoMessage() {}
+
+func (x *AnnotatedDatum) ProtoReflect() protoreflect.Message {
+	mi := &file_caffe_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnnotatedDatum.ProtoReflect.Descriptor instead.
+func (*AnnotatedDatum) Descriptor() ([]byte, []int) {
+	return file_caffe_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AnnotatedDatum) GetDatum() *Datum {
+	if x != nil {
+		return x.Datum
+	}
+	return nil
+}
+
+func (x *AnnotatedDatum) GetType() AnnotatedDatum_AnnotationType {
+	if x != nil && x.Type != nil {
+		return *x.Type
+	}
+	return AnnotatedDatum_BBOX
+}
+
+func (x *AnnotatedDatum) GetAnnotationGroup() []*AnnotationGroup {
+	if x != nil {
+		return x.AnnotationGroup
+	}
+	return nil
+}
+
 type NetParameter struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  *string                `protobuf:"bytes,1,opt,name=name" json:"name,omitempty"`
@@ -458,7 +782,7 @@ type NetParameter struct {
 
 func (x *NetParameter) Reset() {
 	*x = NetParameter{}
-	mi := &file_caffe_proto_msgTypes[4]
+	mi := &file_caffe_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +794,7 @@ func (x *NetParameter) String() string {
 func (*NetParameter) ProtoMessage() {}
 
 func (x *NetParameter) ProtoReflect() protoreflect.Message {
-	mi := &file_caffe_proto_msgTypes[4]
+	mi := &file_caffe_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +807,7 @@ func (x *NetParameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetParameter.ProtoReflect.Descriptor instead.
 func (*NetParameter) Descriptor() ([]byte, []int) {
-	return file_caffe_proto_rawDescGZIP(), []int{4}
+	return file_caffe_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NetParameter) GetName() string {
@@ -522,7 +846,7 @@ type LayerParameter struct {
 
 func (x *LayerParameter) Reset() {
 	*x = LayerParameter{}
-	mi := &file_caffe_proto_msgTypes[5]
+	mi := &file_caffe_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +858,7 @@ func (x *LayerParameter) String() string {
 func (*LayerParameter) ProtoMessage() {}
 
 func (x *LayerParameter) ProtoReflect() protoreflect.Message {
-	mi := &file_caffe_proto_msgTypes[5]
+	mi := &file_caffe_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +871,7 @@ func (x *LayerParameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LayerParameter.ProtoReflect.Descriptor instead.
 func (*LayerParameter) Descriptor() ([]byte, []int) {
-	return file_caffe_proto_rawDescGZIP(), []int{5}
+	return file_caffe_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LayerParameter) GetName() string {
@@ -619,7 +943,7 @@ const (
 
 func (x *ParamSpec) Reset() {
 	*x = ParamSpec{}
-	mi := &file_caffe_proto_msgTypes[6]
+	mi := &file_caffe_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +955,7 @@ func (x *ParamSpec) String() string {
 func (*ParamSpec) ProtoMessage() {}
 
 func (x *ParamSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_caffe_proto_msgTypes[6]
+	mi := &file_caffe_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +968,7 @@ func (x *ParamSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParamSpec.ProtoReflect.Descriptor instead.
 func (*ParamSpec) Descriptor() ([]byte, []int) {
-	return file_caffe_proto_rawDescGZIP(), []int{6}
+	return file_caffe_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ParamSpec) GetName() string {
@@ -689,7 +1013,7 @@ type V1LayerParameter struct {
 
 func (x *V1LayerParameter) Reset() {
 	*x = V1LayerParameter{}
-	mi := &file_caffe_proto_msgTypes[7]
+	mi := &file_caffe_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -701,7 +1025,7 @@ func (x *V1LayerParameter) String() string {
 func (*V1LayerParameter) ProtoMessage() {}
 
 func (x *V1LayerParameter) ProtoReflect() protoreflect.Message {
-	mi := &file_caffe_proto_msgTypes[7]
+	mi := &file_caffe_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -714,7 +1038,7 @@ func (x *V1LayerParameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use V1LayerParameter.ProtoReflect.Descriptor instead.
 func (*V1LayerParameter) Descriptor() ([]byte, []int) {
-	return file_caffe_proto_rawDescGZIP(), []int{7}
+	return file_caffe_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *V1LayerParameter) GetBottom() []string {
@@ -769,7 +1093,7 @@ const (
 
 func (x *SolverState) Reset() {
 	*x = SolverState{}
-	mi := &file_caffe_proto_msgTypes[8]
+	mi := &file_caffe_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -781,7 +1105,7 @@ func (x *SolverState) String() string {
 func (*SolverState) ProtoMessage() {}
 
 func (x *SolverState) ProtoReflect() protoreflect.Message {
-	mi := &file_caffe_proto_msgTypes[8]
+	mi := &file_caffe_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -794,7 +1118,7 @@ func (x *SolverState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SolverState.ProtoReflect.Descriptor instead.
 func (*SolverState) Descriptor() ([]byte, []int) {
-	return file_caffe_proto_rawDescGZIP(), []int{8}
+	return file_caffe_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SolverState) GetIter() int32 {
@@ -854,7 +1178,33 @@ const file_caffe_proto_rawDesc = "" +
 	"\x05label\x18\x05 \x01(\x05R\x05label\x12\x1d\n" +
 	"\n" +
 	"float_data\x18\x06 \x03(\x02R\tfloatData\x12\x1f\n" +
-	"\aencoded\x18\a \x01(\b:\x05falseR\aencoded\"\x80\x01\n" +
+	"\aencoded\x18\a \x01(\b:\x05falseR\aencoded\"\xbe\x01\n" +
+	"\x0eNormalizedBBox\x12\x12\n" +
+	"\x04xmin\x18\x01 \x01(\x02R\x04xmin\x12\x12\n" +
+	"\x04ymin\x18\x02 \x01(\x02R\x04ymin\x12\x12\n" +
+	"\x04xmax\x18\x03 \x01(\x02R\x04xmax\x12\x12\n" +
+	"\x04ymax\x18\x04 \x01(\x02R\x04ymax\x12\x14\n" +
+	"\x05label\x18\x05 \x01(\x05R\x05label\x12\x1c\n" +
+	"\tdifficult\x18\x06 \x01(\bR\tdifficult\x12\x14\n" +
+	"\x05score\x18\a \x01(\x02R\x05score\x12\x12\n" +
+	"\x04size\x18\b \x01(\x02R\x04size\"[\n" +
+	"\n" +
+	"Annotation\x12\"\n" +
+	"\vinstance_id\x18\x01 \x01(\x05:\x010R\n" +
+	"instanceId\x12)\n" +
+	"\x04bbox\x18\x02 \x01(\v2\x15.caffe.NormalizedBBoxR\x04bbox\"e\n" +
+	"\x0fAnnotationGroup\x12\x1f\n" +
+	"\vgroup_label\x18\x01 \x01(\x05R\n" +
+	"groupLabel\x121\n" +
+	"\n" +
+	"annotation\x18\x02 \x03(\v2\x11.caffe.AnnotationR\n" +
+	"annotation\"\xcd\x01\n" +
+	"\x0eAnnotatedDatum\x12\"\n" +
+	"\x05datum\x18\x01 \x01(\v2\f.caffe.DatumR\x05datum\x128\n" +
+	"\x04type\x18\x02 \x01(\x0e2$.caffe.AnnotatedDatum.AnnotationTypeR\x04type\x12A\n" +
+	"\x10annotation_group\x18\x03 \x03(\v2\x16.caffe.AnnotationGroupR\x0fannotationGroup\"\x1a\n" +
+	"\x0eAnnotationType\x12\b\n" +
+	"\x04BBOX\x10\x00\"\x80\x01\n" +
 	"\fNetParameter\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12+\n" +
 	"\x05layer\x18d \x03(\v2\x15.caffe.LayerParameterR\x05layer\x12/\n" +
@@ -908,37 +1258,47 @@ func file_caffe_proto_rawDescGZIP() []byte {
 	return file_caffe_proto_rawDescData
 }
 
-var file_caffe_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_caffe_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_caffe_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_caffe_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_caffe_proto_goTypes = []any{
-	(Phase)(0),                  // 0: caffe.Phase
-	(ParamSpec_DimCheckMode)(0), // 1: caffe.ParamSpec.DimCheckMode
-	(*BlobShape)(nil),           // 2: caffe.BlobShape
-	(*BlobProto)(nil),           // 3: caffe.BlobProto
-	(*BlobProtoVector)(nil),     // 4: caffe.BlobProtoVector
-	(*Datum)(nil),               // 5: caffe.Datum
-	(*NetParameter)(nil),        // 6: caffe.NetParameter
-	(*LayerParameter)(nil),      // 7: caffe.LayerParameter
-	(*ParamSpec)(nil),           // 8: caffe.ParamSpec
-	(*V1LayerParameter)(nil),    // 9: caffe.V1LayerParameter
-	(*SolverState)(nil),         // 10: caffe.SolverState
+	(Phase)(0),                         // 0: caffe.Phase
+	(AnnotatedDatum_AnnotationType)(0), // 1: caffe.AnnotatedDatum.AnnotationType
+	(ParamSpec_DimCheckMode)(0),        // 2: caffe.ParamSpec.DimCheckMode
+	(*BlobShape)(nil),                  // 3: caffe.BlobShape
+	(*BlobProto)(nil),                  // 4: caffe.BlobProto
+	(*BlobProtoVector)(nil),            // 5: caffe.BlobProtoVector
+	(*Datum)(nil),                      // 6: caffe.Datum
+	(*NormalizedBBox)(nil),             // 7: caffe.NormalizedBBox
+	(*Annotation)(nil),                 // 8: caffe.Annotation
+	(*AnnotationGroup)(nil),            // 9: caffe.AnnotationGroup
+	(*AnnotatedDatum)(nil),             // 10: caffe.AnnotatedDatum
+	(*NetParameter)(nil),               // 11: caffe.NetParameter
+	(*LayerParameter)(nil),             // 12: caffe.LayerParameter
+	(*ParamSpec)(nil),                  // 13: caffe.ParamSpec
+	(*V1LayerParameter)(nil),           // 14: caffe.V1LayerParameter
+	(*SolverState)(nil),                // 15: caffe.SolverState
 }
 var file_caffe_proto_depIdxs = []int32{
-	2,  // 0: caffe.BlobProto.shape:type_name -> caffe.BlobShape
-	3,  // 1: caffe.BlobProtoVector.blobs:type_name -> caffe.BlobProto
-	7,  // 2: caffe.NetParameter.layer:type_name -> caffe.LayerParameter
-	9,  // 3: caffe.NetParameter.layers:type_name -> caffe.V1LayerParameter
-	0,  // 4: caffe.LayerParameter.phase:type_name -> caffe.Phase
-	8,  // 5: caffe.LayerParameter.param:type_name -> caffe.ParamSpec
-	3,  // 6: caffe.LayerParameter.blobs:type_name -> caffe.BlobProto
-	1,  // 7: caffe.ParamSpec.share_mode:type_name -> caffe.ParamSpec.DimCheckMode
-	3,  // 8: caffe.V1LayerParameter.blobs:type_name -> caffe.BlobProto
-	3,  // 9: caffe.SolverState.history:type_name -> caffe.BlobProto
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	3,  // 0: caffe.BlobProto.shape:type_name -> caffe.BlobShape
+	4,  // 1: caffe.BlobProtoVector.blobs:type_name -> caffe.BlobProto
+	7,  // 2: caffe.Annotation.bbox:type_name -> caffe.NormalizedBBox
+	8,  // 3: caffe.AnnotationGroup.annotation:type_name -> caffe.Annotation
+	6,  // 4: caffe.AnnotatedDatum.datum:type_name -> caffe.Datum
+	1,  // 5: caffe.AnnotatedDatum.type:type_name -> caffe.AnnotatedDatum.AnnotationType
+	9,  // 6: caffe.AnnotatedDatum.annotation_group:type_name -> caffe.AnnotationGroup
+	12, // 7: caffe.NetParameter.layer:type_name -> caffe.LayerParameter
+	14, // 8: caffe.NetParameter.layers:type_name -> caffe.V1LayerParameter
+	0,  // 9: caffe.LayerParameter.phase:type_name -> caffe.Phase
+	13, // 10: caffe.LayerParameter.param:type_name -> caffe.ParamSpec
+	4,  // 11: caffe.LayerParameter.blobs:type_name -> caffe.BlobProto
+	2,  // 12: caffe.ParamSpec.share_mode:type_name -> caffe.ParamSpec.DimCheckMode
+	4,  // 13: caffe.V1LayerParameter.blobs:type_name -> caffe.BlobProto
+	4,  // 14: caffe.SolverState.history:type_name -> caffe.BlobProto
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_caffe_proto_init() }
@@ -951,8 +1311,8 @@ func file_caffe_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_caffe_proto_rawDesc), len(file_caffe_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   9,
+			NumEnums:      3,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

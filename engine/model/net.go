@@ -109,10 +109,14 @@ type Net struct {
 	fused   []string        // the layer pairs fuseLayers joined
 	blobs   map[string]*tensor.Blob
 	inputs  []*tensor.Blob
-	order   []string // blob names in creation order, for diagnostics
-	blocks  []Block
-	params  []float32
-	grads   []float32
+	// inShapes are the input shapes the layers were last reshaped for: a
+	// data source that changes an input's shape between batches (SSD's
+	// AnnotatedData label, 1×1×G×8) makes Forward reshape every layer.
+	inShapes []tensor.Shape
+	order    []string // blob names in creation order, for diagnostics
+	blocks   []Block
+	params   []float32
+	grads    []float32
 	// seed and rngs are the seed and each layer's random source (layer i
 	// draws from stream i+1), for Reseed.
 	seed uint64
@@ -187,6 +191,7 @@ func build(spec Spec, inputs map[string]tensor.Shape, opt Options, at *string) (
 		n.blobs[name] = b
 		n.order = append(n.order, name)
 		n.inputs = append(n.inputs, b)
+		n.inShapes = append(n.inShapes, b.Shape.Clone())
 	}
 	if opt.Pool != nil {
 		if opt.Pool.Threads() != max(opt.Threads, 1) {
@@ -843,6 +848,9 @@ func (n *Net) ResetTimes() {
 // Forward runs every layer and returns the total weighted loss.
 func (n *Net) Forward() (loss float64) {
 	if n.exec != nil {
+		if in := n.reshapedInput(); in != nil {
+			n.execErr = fmt.Errorf("model: net %q: input %q changed shape to %v between batches; the net's executor runs the shapes it was planned for (run it on the CPU)", n.name, in.Name, in.Shape)
+		}
 		return n.execForward()
 	}
 	if n.execErr != nil {
@@ -854,6 +862,12 @@ func (n *Net) Forward() (loss float64) {
 			n.execErr, loss = n.layerPanic(cur, false, p), math.NaN()
 		}
 	}()
+	if n.reshapedInput() != nil {
+		for k, b := range n.inputs {
+			n.inShapes[k] = append(n.inShapes[k][:0], b.Shape...)
+		}
+		n.reshapeAfter(-1)
+	}
 	for i, nd := range n.nodes {
 		cur = i
 		t0 := time.Now()
@@ -879,29 +893,54 @@ func (n *Net) Forward() (loss float64) {
 	return loss
 }
 
+// reshapedInput is the first input whose shape differs from the one the
+// layers were reshaped for, nil when none does.
+func (n *Net) reshapedInput() *tensor.Blob {
+	for k, b := range n.inputs {
+		if !b.Shape.Equal(n.inShapes[k]) {
+			return b
+		}
+	}
+	return nil
+}
+
 // reshapeAfter reshapes the layers after node i, whose Forward changed
 // its tops' shapes (a layers.ForwardReshaper such as Filter), as Caffe's
-// Forward reshapes every layer before running it. The split parts of each
-// reshaped blob follow it before its readers reshape. A layer that refuses
-// the new shape panics: Forward has no error to return, and Caffe aborts.
+// Forward reshapes every layer before running it; i = -1 reshapes every
+// layer after a data source changed an input's shape. The split parts of
+// each reshaped blob follow it before its readers reshape. A layer that
+// refuses the new shape panics: Forward has no error to return, and Caffe
+// aborts.
 func (n *Net) reshapeAfter(i int) {
-	for j := i; j < len(n.nodes); j++ {
+	if i < 0 {
+		followSplits(n.inputSp)
+	}
+	for j := max(i, 0); j < len(n.nodes); j++ {
 		nd := n.nodes[j]
 		if j > i {
 			if err := nd.layer.Reshape(nd.bottom, nd.top); err != nil {
-				panic(fmt.Sprintf("model: %s: reshaping after %s changed its tops' shapes: %v", layerWhere(nd.spec), layerWhere(n.nodes[i].spec), err))
+				after := "an input changed shape"
+				if i >= 0 {
+					after = layerWhere(n.nodes[i].spec) + " changed its tops' shapes"
+				}
+				panic(fmt.Sprintf("model: %s: reshaping after %s: %v", layerWhere(nd.spec), after, err))
 			}
 		}
-		for _, sp := range n.splits[j] {
-			c := sp.target.Count()
-			for _, p := range sp.parts {
-				p.Shape = append(p.Shape[:0], sp.target.Shape...)
-				p.Data = sp.target.Data
-				if cap(p.Diff) < c {
-					p.Diff = make([]float32, c)
-				}
-				p.Diff = p.Diff[:c]
+		followSplits(n.splits[j])
+	}
+}
+
+// followSplits gives each split's parts their target's new shape and data.
+func followSplits(sps []split) {
+	for _, sp := range sps {
+		c := sp.target.Count()
+		for _, p := range sp.parts {
+			p.Shape = append(p.Shape[:0], sp.target.Shape...)
+			p.Data = sp.target.Data
+			if cap(p.Diff) < c {
+				p.Diff = make([]float32, c)
 			}
+			p.Diff = p.Diff[:c]
 		}
 	}
 }

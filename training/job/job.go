@@ -181,6 +181,7 @@ type Job struct {
 	TrainFeeds, TestFeeds   []train.Feed
 	WorkerFeeds             [][]train.Feed
 	loaders                 []*data.Loader
+	annotated               []*data.AnnotatedSource // AnnotatedData layers' sources, closed with the job
 	sets                    map[string]*data.Dataset
 	labelSources            map[string]string // label blob -> the data layer and source feeding it
 	labelMax                map[string]int    // label blob -> the largest label fed to it
@@ -412,6 +413,15 @@ func (j *Job) feeds(pn *caffedef.PhaseNet, split data.Split, rank, world int) (m
 			}
 			feeds = append(feeds, feed)
 			continue
+		} else if typ == "AnnotatedData" {
+			// The seed leaves the rank out: each record's draws come from its
+			// position in the sequence of records, whichever rank reads it.
+			feed, err := j.annotatedFeed(dl, split, j.Seed+uint64(i), rank, world, shapes)
+			if err != nil {
+				return nil, nil, err
+			}
+			feeds = append(feeds, feed)
+			continue
 		}
 		key := typ + "\x00" + src + "\x00" + split.String()
 		ds, ok := j.sets[key]
@@ -568,6 +578,9 @@ func (j *Job) Close() {
 	for _, ds := range j.sets {
 		ds.Close()
 	}
+	for _, s := range j.annotated {
+		s.Close()
+	}
 }
 
 func orDefault(s, d string) string {
@@ -653,7 +666,7 @@ func (j *Job) shuffle() bool {
 func (j *Job) TrainBatch() (int, string) {
 	b := 0
 	for _, dl := range j.Train.Data {
-		if dl.Type == "DummyData" || dl.Type == "Input" || (dl.Type == "WindowData" && j.opts.Data == "") {
+		if dl.Type == "DummyData" || dl.Type == "Input" || ((dl.Type == "WindowData" || dl.Type == "AnnotatedData") && j.opts.Data == "") {
 			return 0, fmt.Sprintf("data layer %q (%s) has no positions to slice", dl.Name, dl.Type)
 		}
 		n := dl.BatchSize
