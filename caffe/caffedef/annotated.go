@@ -21,30 +21,9 @@ func decodeAnnotatedData(r *reader, l *LayerDef, dl *DataLayer) {
 	a := &data.AnnotatedConfig{Name: l.Name, Scale: 1}
 	dl.Annotated = a
 	decodeAnnoTransform(r, dl, a)
-	m := r.msg("data_param")
-	if m == nil {
-		if r.ok() {
-			r.d.failf(l.Pos, "AnnotatedData layer '%s' needs data_param { source batch_size }", l.Name)
-		}
-		return
-	}
-	dr := r.d.reader(m, "data_param of "+r.ctx)
-	dl.Source = dr.str("source", "")
-	dl.BatchSize = dr.int("batch_size", 0, 1, math.MaxInt32)
-	dl.Backend = []string{"LEVELDB", "LMDB"}[max(0, dr.enum("backend", 0, "LEVELDB", "LMDB"))]
-	dr.ignore("prefetch", "dsgd's loaders prefetch on their own")
-	dr.unsupported("rand_skip", "dsgd's AnnotatedData reads its database from the first record, as the fork's DataReader does; remove it")
-	const old = "use transform_param in the layer instead"
-	for _, name := range []string{"scale", "mean_file", "crop_size", "mirror", "force_encoded_color"} {
-		dr.unsupported(name, old)
-	}
-	if dr.ok() {
-		if dl.BatchSize == 0 {
-			r.d.failf(m.Pos, "data_param of %s needs a batch_size", r.ctx)
-		}
-		dl.noSource = missingSource(dl, m.Pos, "data_param of "+r.ctx)
-	}
-	dr.finish()
+	decodeDataParam(r, l, dl, func(dr *reader) {
+		dr.unsupported("rand_skip", "dsgd's AnnotatedData reads its database from the first record, as the fork's DataReader does; remove it")
+	})
 	if am := r.msg("annotated_data_param"); am != nil {
 		ar := r.d.reader(am, "annotated_data_param of "+r.ctx)
 		for _, bm := range ar.msgs("batch_sampler") {

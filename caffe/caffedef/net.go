@@ -548,30 +548,7 @@ func decodeDataLayer(r *reader, l *LayerDef) *DataLayer {
 			return nil
 		}
 		dl.Transform = decodeTransform(r, dl)
-		m := r.msg("data_param")
-		if m == nil {
-			if r.ok() {
-				r.d.failf(l.Pos, "Data layer '%s' needs data_param { source batch_size }", l.Name)
-			}
-			return nil
-		}
-		dr := r.d.reader(m, "data_param of "+r.ctx)
-		dl.Source = dr.str("source", "")
-		dl.BatchSize = dr.int("batch_size", 0, 1, math.MaxInt32)
-		dl.Backend = []string{"LEVELDB", "LMDB"}[max(0, dr.enum("backend", 0, "LEVELDB", "LMDB"))]
-		dr.ignore("prefetch", "dsgd's loaders prefetch on their own")
-		dl.RandSkip = dr.int("rand_skip", 0, 0, math.MaxInt32)
-		const old = "use transform_param in the layer instead"
-		for _, name := range []string{"scale", "mean_file", "crop_size", "mirror", "force_encoded_color"} {
-			dr.unsupported(name, old)
-		}
-		if dr.ok() {
-			if dl.BatchSize == 0 {
-				r.d.failf(m.Pos, "data_param of %s needs a batch_size", r.ctx)
-			}
-			dl.noSource = missingSource(dl, m.Pos, "data_param of "+r.ctx)
-		}
-		dr.finish()
+		decodeDataParam(r, l, dl, func(dr *reader) { dl.RandSkip = dr.int("rand_skip", 0, 0, math.MaxInt32) })
 	case "AnnotatedData":
 		decodeAnnotatedData(r, l, dl)
 	case "DummyData":
@@ -703,4 +680,35 @@ func (n *NetDef) PhaseState(p layers.Phase, st NetState) (*PhaseNet, error) {
 		pn.Spec.Layers = append(pn.Spec.Layers, *l.Compute)
 	}
 	return pn, nil
+}
+
+// decodeDataParam reads the data_param of a Data or AnnotatedData layer
+// (source, batch_size, backend; prefetch ignored, the old transform
+// fields refused) into dl; randSkip reads rand_skip, which the two read
+// differently. A missing data_param or batch_size is an error at its line.
+func decodeDataParam(r *reader, l *LayerDef, dl *DataLayer, randSkip func(*reader)) {
+	m := r.msg("data_param")
+	if m == nil {
+		if r.ok() {
+			r.d.failf(l.Pos, "%s layer '%s' needs data_param { source batch_size }", l.Type, l.Name)
+		}
+		return
+	}
+	dr := r.d.reader(m, "data_param of "+r.ctx)
+	dl.Source = dr.str("source", "")
+	dl.BatchSize = dr.int("batch_size", 0, 1, math.MaxInt32)
+	dl.Backend = []string{"LEVELDB", "LMDB"}[max(0, dr.enum("backend", 0, "LEVELDB", "LMDB"))]
+	dr.ignore("prefetch", "dsgd's loaders prefetch on their own")
+	randSkip(dr)
+	const old = "use transform_param in the layer instead"
+	for _, name := range []string{"scale", "mean_file", "crop_size", "mirror", "force_encoded_color"} {
+		dr.unsupported(name, old)
+	}
+	if dr.ok() {
+		if dl.BatchSize == 0 {
+			r.d.failf(m.Pos, "data_param of %s needs a batch_size", r.ctx)
+		}
+		dl.noSource = missingSource(dl, m.Pos, "data_param of "+r.ctx)
+	}
+	dr.finish()
 }

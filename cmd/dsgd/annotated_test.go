@@ -48,16 +48,8 @@ layer { name: "rows" type: "Reduction" bottom: "label" top: "rows" reduction_par
 // fork's database end to end, trains with ssd_pascal.py's augmentation and
 // tests, on one worker and on two.
 func TestAnnotatedDataTrains(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "..", "data", "testdata", "annotated", "anno_lmdb", "data.mdb"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	dbDir := filepath.Join(dir, "anno_lmdb")
-	if err := os.Mkdir(dbDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write(t, dbDir, "data.mdb", string(src))
+	dbDir := copyAnnoLMDB(t, dir)
 	write(t, dir, "net.prototxt", strings.ReplaceAll(annotatedNet, "@DB", dbDir))
 	write(t, dir, "solver.prototxt", "net: \"net.prototxt\"\ntest_iter: 2 test_interval: 10 base_lr: 0.001 momentum: 0.9 lr_policy: \"fixed\" max_iter: 20 display: 10 random_seed: 3\n")
 	for _, workers := range []string{"1", "2"} {
@@ -71,4 +63,21 @@ func TestAnnotatedDataTrains(t *testing.T) {
 	if code == 0 || !strings.Contains(errs, "bad.prototxt:4:") || !strings.Contains(errs, "FIT_SMALL_SIZE: dsgd's AnnotatedData runs WARP only") {
 		t.Fatalf("exit %d, stderr %q; want resize_mode FIT_SMALL_SIZE refused at its line", code, errs)
 	}
+}
+
+// copyAnnoLMDB copies the fork's AnnotatedDatum database
+// data/testdata/annotated/anno_lmdb (scripts/ssd_annotated_fixture.py)
+// into dir and returns its path there.
+func copyAnnoLMDB(t *testing.T, dir string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "..", "data", "testdata", "annotated", "anno_lmdb", "data.mdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbDir := filepath.Join(dir, "anno_lmdb")
+	if err := os.Mkdir(dbDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dbDir, "data.mdb", string(src))
+	return dbDir
 }

@@ -42,16 +42,8 @@ func TestSSDAnnotatedTrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mdb, err := os.ReadFile(filepath.Join("..", "..", "data", "testdata", "annotated", "anno_lmdb", "data.mdb"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	dbDir := filepath.Join(dir, "anno_lmdb")
-	if err := os.Mkdir(dbDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write(t, dbDir, "data.mdb", string(mdb))
+	dbDir := copyAnnoLMDB(t, dir)
 	input := regexp.MustCompile(`(?m)^layer \{ name: "data" type: "Input".*$`)
 	if !input.Match(src) {
 		t.Fatal("ssd_train.prototxt has no Input data layer to replace")
