@@ -237,12 +237,14 @@ def _new(req):
         import importlib
         mod = importlib.import_module(req['module'])
     except BaseException as e:
-        return {'error': 'importing module %r: %s' % (req['module'], _last_line(e)),
+        return {'error': '%s: importing module %r: %s' % (where, req['module'], _last_line(e)),
                 'traceback': traceback.format_exc()}
     cls = getattr(mod, req['layer'], None)
     if cls is None:
-        return {'error': 'module %r (%s) has no layer class %r' % (
-            req['module'], getattr(mod, '__file__', '?'), req['layer'])}
+        return {'error': '%s: module %r (%s) has no layer class %r' % (
+            where, req['module'], getattr(mod, '__file__', '?'), req['layer'])}
+    if not (isinstance(cls, type) and issubclass(cls, Layer)):
+        return {'error': '%s is not a caffe.Layer (a class deriving from it)' % where}
     try:
         obj = cls(_LayerParameter(req))
     except BaseException as e:

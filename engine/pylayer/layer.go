@@ -44,7 +44,7 @@ func (c *Config) Build(ctx layers.Context) (layers.Layer, error) {
 		ID int `json:"id"`
 	}
 	if err := ask(req, &ans); err != nil {
-		return nil, fmt.Errorf("pylayer: %s.%s: %w", c.Module, c.Layer, err)
+		return nil, fmt.Errorf("pylayer: %w", err)
 	}
 	return &layer{cfg: *c, id: ans.ID, keys: map[*tensor.Blob]int{}}, nil
 }
