@@ -98,3 +98,39 @@ func TestPythonDataLayerTrains(t *testing.T) {
 		})
 	}
 }
+
+// TestPythonTrainLayerNotRunByTest: as caffe test builds the TEST net
+// alone, dsgd test --solver scores a .caffemodel on the TEST net without
+// running the TRAIN net's Python data layer (FCN's, which reads its data
+// set); dsgd train runs it, and a module that cannot be imported is an
+// error naming the layer, its line, the module.class and the exception.
+func TestPythonTrainLayerNotRunByTest(t *testing.T) {
+	needPython(t)
+	const rest = `layer { name: "data" type: "Data" top: "data" top: "label" include { phase: TEST }
+  data_param { source: "synthetic:N=8,C=1,H=2,W=2,classes=4" batch_size: 4 } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 4 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", `name: "fcn"
+layer { name: "data" type: "Data" top: "data" top: "label" include { phase: TRAIN }
+  data_param { source: "synthetic:N=8,C=1,H=2,W=2,classes=4" batch_size: 4 } }
+`+rest)
+	write(t, dir, "solver.prototxt", `net: "net.prototxt" base_lr: 0.1 lr_policy: "fixed" max_iter: 2 snapshot_prefix: "out/fcn"`)
+	if code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--snapshot-format", "caffe"); code != 0 {
+		t.Fatalf("train: exit %d\n%s\n%s", code, out, errs)
+	}
+	write(t, dir, "net.prototxt", `name: "fcn"
+layer { name: "data" type: "Python" top: "data" top: "label" include { phase: TRAIN }
+  python_param { module: "voc_layers_not_here" layer: "SBDDSegDataLayer" } }
+`+rest)
+	code, out, errs := runCmd(t, dir, "test", "--solver", "solver.prototxt", "--weights", "out/fcn_iter_2.caffemodel", "--test-iter", "2", "--threads", "1")
+	if code != 0 || !strings.Contains(out, "2 batches of the test split") || !strings.Contains(errs, "the TRAIN net's Python layers (data) are not run") {
+		t.Errorf("test --solver: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1")
+	want := `layer "data" (net.prototxt:2:1): pylayer: voc_layers_not_here.SBDDSegDataLayer: importing module 'voc_layers_not_here': ModuleNotFoundError`
+	if code == 0 || !strings.Contains(errs, want) {
+		t.Errorf("train: exit %d, stderr %q\nwant %q", code, errs, want)
+	}
+}
