@@ -134,3 +134,19 @@ layer { name: "data" type: "Python" top: "data" top: "label" include { phase: TR
 		t.Errorf("train: exit %d, stderr %q\nwant %q", code, errs, want)
 	}
 }
+
+// TestPythonLayerFailsInTraining: a Python exception in a data layer's
+// forward stops dsgd train with an error naming the layer, its line, the
+// module.class.method and the exception with its file:line; no crash.
+func TestPythonLayerFailsInTraining(t *testing.T) {
+	needPython(t)
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", strings.Replace(pyDataNet, `layer: "BlobsDataLayer"`, `layer: "FailsOnThird"`, 1))
+	write(t, dir, "solver.prototxt", "net: \"net.prototxt\"\nbase_lr: 0.5 lr_policy: \"fixed\" max_iter: 10 display: 1\n")
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "1", "--snapshot-prefix", "none")
+	for _, want := range []string{`layer "data" (net.prototxt:2:1)`, "forward", "dsgd_pydata.FailsOnThird.forward: OSError: cannot read batch 3", "dsgd_pydata.py:"} {
+		if code == 0 || !strings.Contains(errs, want) {
+			t.Errorf("exit %d, stderr lacks %q:\n%s\n%s", code, want, out, errs)
+		}
+	}
+}

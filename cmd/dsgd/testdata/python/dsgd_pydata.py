@@ -59,3 +59,13 @@ class LearnedScale(caffe.Layer):
         self.blobs[0].diff[0] += np.sum(top[0].diff * bottom[0].data)
         if propagate_down[0]:
             bottom[0].diff[...] = self.blobs[0].data[0] * top[0].diff
+
+
+class FailsOnThird(BlobsDataLayer):
+    """BlobsDataLayer whose third forward raises, as a data layer whose
+    file is unreadable."""
+
+    def forward(self, bottom, top):
+        if self.count == 2:
+            raise IOError('cannot read batch 3')
+        BlobsDataLayer.forward(self, bottom, top)
