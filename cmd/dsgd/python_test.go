@@ -150,3 +150,26 @@ func TestPythonLayerFailsInTraining(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonDataLayerReshapes: a Python data layer whose tops change
+// shape every batch (FCN's, one image of its own size a batch) trains:
+// the layers after it reshape to each batch, as Caffe's Forward reshapes
+// (a Python probe after the convolution checks its size each batch).
+func TestPythonDataLayerReshapes(t *testing.T) {
+	needPython(t)
+	dir := t.TempDir()
+	write(t, dir, "net.prototxt", `name: "varying"
+layer { name: "data" type: "Python" top: "data" top: "label" python_param { module: "dsgd_pydata" layer: "VaryingSizeData" } }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+  convolution_param { num_output: 4 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+layer { name: "probe" type: "Python" bottom: "conv" top: "probed" python_param { module: "dsgd_pydata" layer: "ShapeProbe" } }
+layer { name: "pool" type: "Pooling" bottom: "probed" top: "pool" pooling_param { pool: AVE global_pooling: true } }
+layer { name: "ip" type: "InnerProduct" bottom: "pool" top: "ip" inner_product_param { num_output: 2 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+`)
+	write(t, dir, "solver.prototxt", "net: \"net.prototxt\"\nbase_lr: 0.1 lr_policy: \"fixed\" max_iter: 9 display: 3\n")
+	code, out, errs := runCmd(t, dir, "train", "--solver", "solver.prototxt", "--threads", "1", "--workers", "1", "--snapshot-prefix", "none")
+	if code != 0 || !strings.Contains(out, "iter 9/9") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+}

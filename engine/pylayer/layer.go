@@ -87,6 +87,11 @@ type layer struct {
 	keys     map[*tensor.Blob]int
 	params   []layers.Param
 	reshaped bool
+	// setupShapes are the bottoms' shapes Setup reshaped the tops for:
+	// the model's Reshape right after Setup, with them unchanged, does not
+	// call reshape again, so that Python sees Caffe's calls (setup,
+	// reshape, then reshape and forward each pass).
+	setupShapes [][]int
 }
 
 func (*layer) Type() string { return "Python" }
@@ -223,18 +228,38 @@ func (l *layer) run(method string, bottom, top []*tensor.Blob, prop []bool) erro
 // Setup sets param_str and phase (done at Build) and calls setup, then
 // reshape, as Caffe's LayerSetUp and Reshape.
 func (l *layer) Setup(bottom, top []*tensor.Blob) error {
-	return l.run("setup", bottom, top, nil)
+	if err := l.run("setup", bottom, top, nil); err != nil {
+		return err
+	}
+	l.setupShapes = shapesOf(bottom)
+	return nil
 }
 
-// Reshape calls the class's reshape, which shapes the tops.
+// Reshape calls the class's reshape, which shapes the tops (but see
+// setupShapes).
 func (l *layer) Reshape(bottom, top []*tensor.Blob) error {
+	if s := l.setupShapes; s != nil {
+		l.setupShapes = nil
+		if slices.EqualFunc(s, shapesOf(bottom), slices.Equal) {
+			return nil
+		}
+	}
 	return l.run("reshape", bottom, top, nil)
+}
+
+func shapesOf(bs []*tensor.Blob) [][]int {
+	out := make([][]int, len(bs))
+	for i, b := range bs {
+		out[i] = slices.Clone([]int(b.Shape))
+	}
+	return out
 }
 
 // Forward calls reshape then forward; a Python exception panics with an
 // error naming the class and the exception, which the net turns into its
 // Err naming the layer.
 func (l *layer) Forward(bottom, top []*tensor.Blob) {
+	l.setupShapes = nil
 	if err := l.run("forward", bottom, top, nil); err != nil {
 		panic(passError{err})
 	}

@@ -273,3 +273,26 @@ func TestLibPythonOverride(t *testing.T) {
 		}
 	}
 }
+
+// TestCallOrder: Python sees Caffe's calls: setup and reshape when the
+// layer is set up (the model's Reshape that follows, with the same
+// bottoms, calls nothing), then reshape and forward on each forward pass.
+func TestCallOrder(t *testing.T) {
+	needPython(t)
+	spec := model.Spec{Name: "t", Inputs: []string{"x"}, Layers: []model.LayerSpec{{
+		Name: "py", Bottom: []string{"x"}, Top: []string{"y"},
+		Config: &pylayer.Config{Module: "pylayer_cases", Layer: "Calls", Name: "py"}}}}
+	n, err := model.Build(spec, map[string]tensor.Shape{"x": {2}}, model.Options{Phase: layers.Test, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"[1 2 2 3]", "[2 3 2 3]"} {
+		n.Forward()
+		if err := n.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(n.Blob("y").Data); got != want {
+			t.Errorf("calls %s, want %s (1 setup, 2 reshape, 3 forward)", got, want)
+		}
+	}
+}

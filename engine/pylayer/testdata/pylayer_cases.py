@@ -103,3 +103,19 @@ class Attributes(caffe.Layer):
 
     def forward(self, bottom, top):
         top[0].data[...] = bottom[0].data.reshape(2, -1)[:, :3]
+
+
+class Calls(caffe.Layer):
+    """Records the order of dsgd's calls into its top: 1 setup, 2
+    reshape, 3 forward (the last four calls, newest last)."""
+
+    def setup(self, bottom, top):
+        self.log = [1]
+
+    def reshape(self, bottom, top):
+        self.log.append(2)
+        top[0].reshape(4)
+
+    def forward(self, bottom, top):
+        self.log.append(3)
+        top[0].data[...] = ([0, 0, 0, 0] + self.log)[-4:]

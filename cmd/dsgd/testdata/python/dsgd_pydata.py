@@ -69,3 +69,53 @@ class FailsOnThird(BlobsDataLayer):
         if self.count == 2:
             raise IOError('cannot read batch 3')
         BlobsDataLayer.forward(self, bottom, top)
+
+
+class VaryingSizeData(caffe.Layer):
+    """One image a batch, of a size that changes each batch (as FCN's
+    VOCSegDataLayer reshapes its tops to each image in reshape): 1x1xHxW
+    data whose label is 1 when its left half is the brighter."""
+
+    def setup(self, bottom, top):
+        self.rng = np.random.RandomState(5)
+        self.sizes = [(4, 6), (5, 8), (6, 4)]
+        self.i = 0
+
+    def reshape(self, bottom, top):
+        global CURRENT
+        h, w = self.sizes[self.i % len(self.sizes)]
+        CURRENT = (h, w)
+        top[0].reshape(1, 1, h, w)
+        top[1].reshape(1)
+
+    def forward(self, bottom, top):
+        h, w = top[0].data.shape[2:]
+        label = self.i % 2
+        x = self.rng.uniform(0, 0.2, (h, w))
+        if label:
+            x[:, :w // 2] += 1
+        else:
+            x[:, w // 2:] += 1
+        top[0].data[0, 0] = x
+        top[1].data[0] = label
+        self.i += 1
+
+
+CURRENT = None
+
+
+class ShapeProbe(caffe.Layer):
+    """Passes its bottom through, and fails unless the bottom has the size
+    VaryingSizeData made this batch: the layers between reshaped."""
+
+    def reshape(self, bottom, top):
+        top[0].reshape(*bottom[0].shape)
+
+    def forward(self, bottom, top):
+        if tuple(bottom[0].shape[2:]) != CURRENT:
+            raise AssertionError('bottom %s, the batch is %s' % (bottom[0].shape, CURRENT))
+        top[0].data[...] = bottom[0].data
+
+    def backward(self, top, propagate_down, bottom):
+        if propagate_down[0]:
+            bottom[0].diff[...] = top[0].diff
