@@ -253,6 +253,9 @@ def _new(req):
         return {'error': '%s is not a caffe.Layer' % where}
     try:
         obj.param_str = req['param_str']
+        # py-faster-rcnn's Caffe (caffe-fast-rcnn) spells it param_str_,
+        # and its layers read that.
+        obj.param_str_ = req['param_str']
         obj.phase = req['phase']
     except BaseException as e:
         return {'error': '%s: setting param_str and phase: %s' % (where, _last_line(e))}

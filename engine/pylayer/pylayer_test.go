@@ -53,31 +53,37 @@ func TestErrors(t *testing.T) {
 	needPython(t)
 	for _, c := range []struct {
 		name, module, class string
-		// pass: "build" (model.Build fails) or "run" (Forward+Backward
-		// leave net.Err)
+		// pass: "build" (model.Build fails), "run" (Forward+Backward
+		// leave net.Err) or "ok" (neither fails)
 		pass string
 		want []string
+		// force asks for the bottom's gradient (force_backward).
+		force bool
 	}{
 		{"no module", "pylayer_no_such_module", "X", "build",
-			[]string{`layer "py" (t.prototxt:2:1)`, "importing module 'pylayer_no_such_module'", "ModuleNotFoundError"}},
-		{"no class", "pylayer_cases", "NoSuchClass", "build", []string{"has no layer class 'NoSuchClass'", "pylayer_cases.py"}},
-		{"not a layer", "pylayer_cases", "NotALayer", "build", []string{"pylayer_cases.NotALayer is not a caffe.Layer"}},
-		{"empty module", "", "X", "build", []string{"needs python_param's module and layer"}},
+			[]string{`layer "py" (t.prototxt:2:1)`, "importing module 'pylayer_no_such_module'", "ModuleNotFoundError"}, false},
+		{"no class", "pylayer_cases", "NoSuchClass", "build", []string{"has no layer class 'NoSuchClass'", "pylayer_cases.py"}, false},
+		{"not a layer", "pylayer_cases", "NotALayer", "build", []string{"pylayer_cases.NotALayer is not a caffe.Layer"}, false},
+		{"empty module", "", "X", "build", []string{"needs python_param's module and layer"}, false},
 		{"caffe.io", "pylayer_cases", "UsesCaffeIO", "build",
-			[]string{"pylayer_cases.UsesCaffeIO.setup", "ImportError", "'caffe.io'", "not pycaffe's submodules"}},
-		{"caffe.Net", "pylayer_cases", "UsesNet", "build", []string{"UsesNet.setup", "AttributeError", "not pycaffe's Net"}},
-		{"bottom reshaped", "pylayer_cases", "ReshapesBottom", "build", []string{"ReshapesBottom.setup reshaped bottom 0", "only their tops"}},
+			[]string{"pylayer_cases.UsesCaffeIO.setup", "ImportError", "'caffe.io'", "not pycaffe's submodules"}, false},
+		{"caffe.Net", "pylayer_cases", "UsesNet", "build", []string{"UsesNet.setup", "AttributeError", "not pycaffe's Net"}, false},
+		{"bottom reshaped", "pylayer_cases", "ReshapesBottom", "build", []string{"ReshapesBottom.setup reshaped bottom 0", "only their tops"}, false},
 		{"no forward", "pylayer_cases", "NoForward", "run",
-			[]string{`model: layer "py" (t.prototxt:2:1), Python, forward`, "pylayer_cases.NoForward.forward", "AttributeError", "'forward'"}},
+			[]string{`model: layer "py" (t.prototxt:2:1), Python, forward`, "pylayer_cases.NoForward.forward", "AttributeError", "'forward'"}, false},
 		{"forward raises", "pylayer_cases", "ForwardRaises", "run",
-			[]string{`layer "py"`, "forward", "pylayer_cases.ForwardRaises.forward: ValueError: bad batch 2", "pylayer_cases.py:"}},
-		{"add_blob after setup", "pylayer_cases", "LateBlob", "run", []string{"LateBlob.forward", "add_blob after setup"}},
-		{"no backward", "pylayer_cases", "Copy", "ok", nil},
+			[]string{`layer "py"`, "forward", "pylayer_cases.ForwardRaises.forward: ValueError: bad batch 2", "pylayer_cases.py:"}, false},
+		{"add_blob after setup", "pylayer_cases", "LateBlob", "run", []string{"LateBlob.forward", "add_blob after setup"}, false},
+		// As in Caffe: backward is called only where the net needs it.
+		{"no backward, not needed", "pylayer_cases", "NoBackward", "ok", nil, false},
+		{"no backward, needed", "pylayer_cases", "NoBackward", "run",
+			[]string{`layer "py" (t.prototxt:2:1), Python, backward`, "pylayer_cases.NoBackward.backward: AttributeError", "'backward'"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			spec := model.Spec{Name: "t", Inputs: []string{"x"}, Layers: []model.LayerSpec{{
 				Name: "py", Bottom: []string{"x"}, Top: []string{"y"}, LossWeight: []float32{1}, Pos: "t.prototxt:2:1",
 				Config: &pylayer.Config{Module: c.module, Layer: c.class, Name: "py"}}}}
+			spec.ForceBackward = c.force
 			n, err := model.Build(spec, map[string]tensor.Shape{"x": {2, 3}}, model.Options{Phase: layers.Train, Seed: 1})
 			if c.pass != "build" {
 				if err != nil {
@@ -256,13 +262,13 @@ func TestConcurrent(t *testing.T) {
 // library that does not open is a clear error naming it (in a child
 // process: Python starts once per process).
 func TestLibPythonOverride(t *testing.T) {
-	if os.Getenv("PYLAYER_CHILD") == "1" {
+	if os.Getenv("PYLAYER_CHILD") == "libpython" {
 		err := pylayer.Available()
 		fmt.Printf("child: %v\n", err)
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLibPythonOverride$")
-	cmd.Env = append(os.Environ(), "PYLAYER_CHILD=1", "DSGD_LIBPYTHON=/nonexistent/libpython3.99.so.1.0")
+	cmd.Env = append(os.Environ(), "PYLAYER_CHILD=libpython", "DSGD_LIBPYTHON=/nonexistent/libpython3.99.so.1.0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
@@ -294,5 +300,39 @@ func TestCallOrder(t *testing.T) {
 		if got := fmt.Sprint(n.Blob("y").Data); got != want {
 			t.Errorf("calls %s, want %s (1 setup, 2 reshape, 3 forward)", got, want)
 		}
+	}
+}
+
+// TestCurrentFolderOnPath: the current folder is on sys.path (pycaffe
+// users run Caffe's tools beside their layers' modules), with PYTHONPATH
+// unset (in a child process: Python starts once per process).
+func TestCurrentFolderOnPath(t *testing.T) {
+	if os.Getenv("PYLAYER_CHILD") == "cwd" {
+		_, err := (&pylayer.Config{Module: "beside_me", Layer: "Here", Name: "py"}).Build(layers.Context{})
+		fmt.Printf("child: %v\n", err)
+		return
+	}
+	needPython(t)
+	dir := t.TempDir()
+	src := "import caffe\n\nclass Here(caffe.Layer):\n    pass\n"
+	if err := os.WriteFile(filepath.Join(dir, "beside_me.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := filepath.Abs(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestCurrentFolderOnPath$")
+	cmd.Dir = dir
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "PYTHONPATH=") {
+			env = append(env, e)
+		}
+	}
+	cmd.Env = append(env, "PYLAYER_CHILD=cwd")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "child: <nil>") {
+		t.Fatalf("child: %v\n%s", err, out)
 	}
 }

@@ -91,8 +91,9 @@ class Attributes(caffe.Layer):
     def setup(self, bottom, top):
         b = bottom[0]
         got = (tuple(b.shape), b.count, b.num, b.channels, b.height, b.width,
-               b.data.dtype.name, b.diff.shape, self.param_str, self.type, len(self.blobs))
-        want = ((2, 3, 4), 24, 2, 3, 4, 1, 'float32', (2, 3, 4), 'p=1', 'Python', 0)
+               b.data.dtype.name, b.diff.shape, self.param_str, self.param_str_, self.type,
+               len(self.blobs), self.phase)
+        want = ((2, 3, 4), 24, 2, 3, 4, 1, 'float32', (2, 3, 4), 'p=1', 'p=1', 'Python', 0, caffe.TRAIN)
         if got != want:
             raise AssertionError('got %r, want %r' % (got, want))
 
@@ -119,3 +120,13 @@ class Calls(caffe.Layer):
     def forward(self, bottom, top):
         self.log.append(3)
         top[0].data[...] = ([0, 0, 0, 0] + self.log)[-4:]
+
+
+class NoBackward(caffe.Layer):
+    """Forward only: pycaffe's base class has no backward either."""
+
+    def reshape(self, bottom, top):
+        top[0].reshape(*bottom[0].shape)
+
+    def forward(self, bottom, top):
+        top[0].data[...] = bottom[0].data
