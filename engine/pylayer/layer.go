@@ -101,7 +101,11 @@ func (l *layer) Params() []layers.Param { return l.params }
 // TopsReshaped implements layers.ForwardReshaper: a Python layer's reshape
 // runs before each forward, as in Caffe, and may change its tops (a data
 // layer's images of differing sizes).
-func (l *layer) TopsReshaped() bool { return l.reshaped }
+func (l *layer) TopsReshaped() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reshaped
+}
 
 // blobRef is a blob as the bridge sees it: its key, shape, element count
 // and the addresses of its data and diff (pinned for the call).
@@ -158,6 +162,11 @@ func (l *layer) paramBlobs() []*tensor.Blob {
 func (l *layer) run(method string, bottom, top []*tensor.Blob, prop []bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	setupShapes := l.setupShapes
+	l.setupShapes = nil
+	if method == "reshape" && setupShapes != nil && slices.EqualFunc(setupShapes, shapesOf(bottom), slices.Equal) {
+		return nil
+	}
 	where := l.cfg.Module + "." + l.cfg.Layer
 	var pin runtime.Pinner
 	defer pin.Unpin()
@@ -214,6 +223,7 @@ func (l *layer) run(method string, bottom, top []*tensor.Blob, prop []bool) erro
 		return err
 	}
 	if method == "setup" {
+		l.setupShapes = shapesOf(bottom)
 		// The values setup gave its blobs are their initial values: the
 		// net fills each param with its filler after pointing it into the
 		// net's weights.
@@ -228,22 +238,12 @@ func (l *layer) run(method string, bottom, top []*tensor.Blob, prop []bool) erro
 // Setup sets param_str and phase (done at Build) and calls setup, then
 // reshape, as Caffe's LayerSetUp and Reshape.
 func (l *layer) Setup(bottom, top []*tensor.Blob) error {
-	if err := l.run("setup", bottom, top, nil); err != nil {
-		return err
-	}
-	l.setupShapes = shapesOf(bottom)
-	return nil
+	return l.run("setup", bottom, top, nil)
 }
 
 // Reshape calls the class's reshape, which shapes the tops (but see
 // setupShapes).
 func (l *layer) Reshape(bottom, top []*tensor.Blob) error {
-	if s := l.setupShapes; s != nil {
-		l.setupShapes = nil
-		if slices.EqualFunc(s, shapesOf(bottom), slices.Equal) {
-			return nil
-		}
-	}
 	return l.run("reshape", bottom, top, nil)
 }
 
@@ -259,7 +259,6 @@ func shapesOf(bs []*tensor.Blob) [][]int {
 // error naming the class and the exception, which the net turns into its
 // Err naming the layer.
 func (l *layer) Forward(bottom, top []*tensor.Blob) {
-	l.setupShapes = nil
 	if err := l.run("forward", bottom, top, nil); err != nil {
 		panic(passError{err})
 	}
