@@ -184,6 +184,7 @@ class _LayerParameter(object):
 
 
 _layers = {}
+_ids = __import__('itertools').count(1)
 _floats = ctypes.c_float
 
 
@@ -259,9 +260,14 @@ def _new(req):
         obj.phase = req['phase']
     except BaseException as e:
         return {'error': '%s: setting param_str and phase: %s' % (where, _last_line(e))}
-    lid = len(_layers) + 1
+    lid = next(_ids)
     _layers[lid] = _Inst(obj, where)
     return {'id': lid}
+
+
+def _del(req):
+    _layers.pop(req['id'], None)
+    return {'live': len(_layers)}
 
 
 def _call(req):
@@ -331,6 +337,10 @@ def _dsgd_dispatch(raw):
             ans = _call(req)
         elif op == 'out':
             ans = _out(req)
+        elif op == 'del':
+            ans = _del(req)
+        elif op == 'live':
+            ans = {'live': len(_layers)}
         else:
             ans = {'error': 'unknown request %r' % op}
     except BaseException as e:

@@ -46,7 +46,26 @@ func (c *Config) Build(ctx layers.Context) (layers.Layer, error) {
 	if err := ask(req, &ans); err != nil {
 		return nil, fmt.Errorf("pylayer: %w", err)
 	}
-	return &layer{cfg: *c, id: ans.ID, keys: map[*tensor.Blob]int{}}, nil
+	l := &layer{cfg: *c, id: ans.ID, keys: map[*tensor.Blob]int{}}
+	// A net that is dropped (a batch-1 net of one shape, a run of dsgd
+	// compare) drops its Python objects and their arrays too.
+	runtime.AddCleanup(l, release, ans.ID)
+	return l, nil
+}
+
+// release forgets the Python object of layer id.
+func release(id int) {
+	req, _ := json.Marshal(map[string]any{"op": "del", "id": id})
+	_ = ask(req, &struct{}{})
+}
+
+// live is how many Python layer objects dsgd holds.
+func live() (int, error) {
+	var ans struct {
+		Live int `json:"live"`
+	}
+	err := ask([]byte(`{"op":"live"}`), &ans)
+	return ans.Live, err
 }
 
 // ask sends req and decodes the answer into v; an answer with "error" is

@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"dsgd/engine/layers"
 	"dsgd/engine/model"
@@ -334,5 +336,45 @@ func TestCurrentFolderOnPath(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "child: <nil>") {
 		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+// TestReleased: a layer the program drops releases its Python object.
+func TestReleased(t *testing.T) {
+	needPython(t)
+	// settle collects what earlier tests dropped, until the count holds.
+	settle := func() int {
+		last := -1
+		for i := 0; i < 500; i++ {
+			runtime.GC()
+			time.Sleep(5 * time.Millisecond)
+			n, err := pylayer.Live()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == last {
+				return n
+			}
+			last = n
+		}
+		return last
+	}
+	before := settle()
+	held := make([]layers.Layer, 3)
+	for i := range held {
+		l, err := build(t, "Copy", "", layers.Test)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[i] = l
+	}
+	runtime.GC()
+	if n, _ := pylayer.Live(); n != before+3 {
+		t.Fatalf("%d Python layer objects live with three more held, %d before", n, before)
+	}
+	runtime.KeepAlive(held)
+	held = nil
+	if n := settle(); n != before {
+		t.Fatalf("%d Python layer objects live after three were dropped, %d before", n, before)
 	}
 }
