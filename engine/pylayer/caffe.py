@@ -238,7 +238,11 @@ def _new(req):
         import importlib
         mod = importlib.import_module(req['module'])
     except BaseException as e:
-        return {'error': '%s: importing module %r: %s' % (where, req['module'], _last_line(e)),
+        hint = ''
+        if isinstance(e, ModuleNotFoundError) and e.name == req['module'].split('.')[0]:
+            hint = ('; Python looks in the current folder and PYTHONPATH, as Caffe\'s '
+                    'tools do: set PYTHONPATH to the folder of %s.py' % req['module'].replace('.', '/'))
+        return {'error': '%s: importing module %r: %s%s' % (where, req['module'], _last_line(e), hint),
                 'traceback': traceback.format_exc()}
     cls = getattr(mod, req['layer'], None)
     if cls is None:

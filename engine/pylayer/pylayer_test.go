@@ -63,7 +63,7 @@ func TestErrors(t *testing.T) {
 		force bool
 	}{
 		{"no module", "pylayer_no_such_module", "X", "build",
-			[]string{`layer "py" (t.prototxt:2:1)`, "importing module 'pylayer_no_such_module'", "ModuleNotFoundError"}, false},
+			[]string{`layer "py" (t.prototxt:2:1)`, "importing module 'pylayer_no_such_module'", "ModuleNotFoundError", "set PYTHONPATH to the folder of pylayer_no_such_module.py"}, false},
 		{"no class", "pylayer_cases", "NoSuchClass", "build", []string{"has no layer class 'NoSuchClass'", "pylayer_cases.py"}, false},
 		{"not a layer", "pylayer_cases", "NotALayer", "build", []string{"pylayer_cases.NotALayer is not a caffe.Layer"}, false},
 		{"empty module", "", "X", "build", []string{"needs python_param's module and layer"}, false},
