@@ -67,6 +67,12 @@ func TestPythonDataLayerTrains(t *testing.T) {
 	if l30 >= l10 {
 		t.Fatalf("loss %s at 10, %s at 30: want it falling on separable classes\n%s", m[1], m[2], out)
 	}
+	// The batch is the Python data layer's tops' first axis (12 a
+	// worker), as a Data layer's batch_size is: 360 images in 30
+	// iterations.
+	if !strings.Contains(out, "done: 30 iterations") || regexp.MustCompile(`\s0 img/s`).MatchString(out) {
+		t.Errorf("images per second not counted from the Python data layer's batch:\n%s", out)
+	}
 	cm, err := caffemodel.Read(filepath.Join(dir, "out/pydata_iter_30.caffemodel"))
 	if err != nil {
 		t.Fatal(err)
