@@ -22,6 +22,13 @@
 // that keeps an array never holds dsgd's memory. pycaffe's other parts
 // (caffe.io, caffe.Net, the solvers, net_spec) are refused by name.
 //
+// The calls come in Caffe's order: setup then reshape when the layer is
+// set up, reshape then forward on each forward pass (a data layer may
+// change its tops' shapes there; the net then reshapes the layers after
+// it), backward with propagate_down where the net needs the layer's
+// gradients. py-faster-rcnn's spelling self.param_str_ is set too. A layer
+// the program drops releases its Python object.
+//
 // A layer's parameter blobs (self.blobs.add_blob in setup) become the
 // layer's params in dsgd: learned by the solver, saved in snapshots and
 // .caffemodel files as the layer's blobs. They are fixed when setup
