@@ -284,13 +284,18 @@ def _call(req):
     for b, r in zip(top, req['top']):
         _copy_in(b, r)
     params = obj.blobs
-    if len(req['params']) != len(params):
-        raise RuntimeError('%d parameter blobs, dsgd holds %d' % (len(params), len(req['params'])))
-    for b, r in zip(params, req['params']):
-        if tuple(r['s']) != b.shape:
-            raise RuntimeError('parameter blob of shape %s, dsgd holds %s' % (b.shape, tuple(r['s'])))
-        _copy_in(b, r)
     method = req['method']
+    # Before setup dsgd holds no blobs of the layer (its __init__ may have
+    # added some: they are the layer's from setup on).
+    if method != 'setup':
+        if len(req['params']) != len(params):
+            return {'error': '%s: %d blobs in self.blobs, dsgd holds %d' % (
+                inst.where, len(params), len(req['params']))}
+        for b, r in zip(params, req['params']):
+            if tuple(r['s']) != b.shape:
+                return {'error': '%s: a blob of self.blobs has shape %s, dsgd holds %s' % (
+                    inst.where, b.shape, tuple(r['s']))}
+            _copy_in(b, r)
     steps = {'setup': ('setup', 'reshape'), 'reshape': ('reshape',),
              'forward': ('reshape', 'forward'), 'backward': ('backward',)}[method]
     for m in steps:

@@ -378,3 +378,25 @@ func TestReleased(t *testing.T) {
 		t.Fatalf("%d Python layer objects live after three were dropped, %d before", n, before)
 	}
 }
+
+// TestBlobInInit: blobs a layer adds in __init__, before setup, are its
+// params too, starting from the values it gave them.
+func TestBlobInInit(t *testing.T) {
+	needPython(t)
+	spec := model.Spec{Name: "t", Inputs: []string{"x"}, Layers: []model.LayerSpec{{
+		Name: "py", Bottom: []string{"x"}, Top: []string{"y"}, LossWeight: []float32{1},
+		Config: &pylayer.Config{Module: "pylayer_cases", Layer: "BlobInInit", Name: "py"}}}}
+	n, err := model.Build(spec, map[string]tensor.Shape{"x": {2}}, model.Options{Phase: layers.Train, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(n.Input("x").Data, []float32{1, 2})
+	loss := n.Forward()
+	n.Backward()
+	if err := n.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(n.Params(), n.Grads(), loss); got != "[3 4] [3 0] 9" {
+		t.Fatalf("params, grads, loss %s; want [3 4] [3 0] 9", got)
+	}
+}

@@ -130,3 +130,21 @@ class NoBackward(caffe.Layer):
 
     def forward(self, bottom, top):
         top[0].data[...] = bottom[0].data
+
+
+class BlobInInit(caffe.Layer):
+    """Adds its blob in __init__, before setup."""
+
+    def __init__(self, param):
+        caffe.Layer.__init__(self, param)
+        self.blobs.add_blob(2)
+        self.blobs[0].data[...] = [3, 4]
+
+    def reshape(self, bottom, top):
+        top[0].reshape(*bottom[0].shape)
+
+    def forward(self, bottom, top):
+        top[0].data[...] = bottom[0].data * self.blobs[0].data[0]
+
+    def backward(self, top, propagate_down, bottom):
+        self.blobs[0].diff[0] += (top[0].diff * bottom[0].data).sum()
