@@ -16,8 +16,10 @@
 # or HDF5 files; WindowData layers whose window files are all there read
 # them), and a transform_param mean_file that is missing is
 # written as a zero mean of that size (Caffe's data/ scripts would have
-# made it). Nets with Python layers are counted apart: they run only inside
-# Caffe's Python.
+# made it). Nets with Python layers are counted apart: dsgd runs Python
+# layers now (engine/pylayer), but their modules (FCN's voc_layers.py, ...)
+# and the data sets they read are not in the store, so such a net cannot
+# be run here as published.
 #
 # Solvers: each trains one iteration and tests one batch (`dsgd train
 # --solver FILE --iters 1 --test-iter 1`) on the same synthetic data, so
@@ -135,8 +137,8 @@ while IFS= read -r f; do
 	spec=$(data_spec "/$f")
 	if is_solver "$f" && ! grep -qE '^[[:space:]]*(layers?)[[:space:]]*[:{]' "$f" || grep -qE '^[[:space:]]*net_param[[:space:]]*\{' "$f"; then
 		stotal=$((stotal + 1))
-		# A solver whose nets have Python layers runs only inside Caffe's
-		# Python, as those nets do (FCN's solvers).
+		# A solver whose nets have Python layers is counted apart, as those
+		# nets are (FCN's solvers): their modules are not in the store.
 		pynet=""
 		for n in "$f" $(solver_nets "$f"); do
 			[ -e "$n" ] && grep -qE "type:[[:space:]]*[\"']Python[\"']" "$n" && pynet=1

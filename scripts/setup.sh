@@ -11,6 +11,11 @@ if [ "${1:-}" = test ]; then
   command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
   # ip and tc: the two-host test's network namespaces and rate limit.
   { command -v ip && command -v tc; } >/dev/null 2>&1 || need+=(iproute2)
+  # Python layers' tests (engine/pylayer, opened at run time; the tests
+  # skip without them): CPython's shared library and numpy for it.
+  pyv=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3.11)
+  ls /usr/lib/x86_64-linux-gnu/libpython3.*.so.1.0 >/dev/null 2>&1 || need+=("libpython$pyv")
+  [ -d /usr/lib/python3/dist-packages/numpy ] || need+=(python3-numpy)
 fi
 # OpenBLAS and oneDNN are opened at run time (dsgd runs without them, on
 # slower pure-Go kernels, and says so); oneDNN's header is needed to build.

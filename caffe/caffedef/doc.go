@@ -17,7 +17,7 @@
 // each with a warning in NetDef.Warnings or SolverDef.Warnings that the
 // caller should show. solver_mode and device_id are read
 // (SolverDef.GPU, DeviceID); whether a GPU is there is the caller's to
-// decide. A layer dsgd cannot build (a Python layer, an unknown type)
+// decide. A layer dsgd cannot build (an unknown type)
 // is the exception, as in Caffe, which filters a net by its rules before
 // it looks a type up: its fields beyond its name, rules, bottoms and tops
 // are not read, and NetDef.PhaseState refuses a net that includes it

@@ -17,7 +17,7 @@ func moreTypes() []string {
 		"AbsVal", "ArgMax", "BNLL", "Bias", "ContrastiveLoss", "Crop", "Deconvolution",
 		"ELU", "Embed", "EuclideanLoss", "Exp", "HingeLoss", "InfogainLoss", "LSTM",
 		"LSTMUnit", "Log", "MultinomialLogisticLoss", "PReLU", "Power", "RNN", "Reduction", "Reshape",
-		"SigmoidCrossEntropyLoss", "Silence", "Slice", "Split", "Threshold", "Tile",
+		"Python", "SigmoidCrossEntropyLoss", "Silence", "Slice", "Split", "Threshold", "Tile",
 	}, append(extraTypes(), forkTypes()...)...)
 }
 
@@ -73,6 +73,8 @@ func decodeMore(r *reader, l *LayerDef, param func(string) *reader) layers.Confi
 	switch l.Type {
 	case "LSTM", "RNN", "LSTMUnit":
 		return decodeRecurrent(l, param)
+	case "Python":
+		return decodePython(l, param)
 	case "BatchReindex", "Clip", "Filter", "HDF5Output", "Im2col", "MVN", "Parameter", "SPP", "Swish":
 		return decodeExtra(l, param)
 	case "Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "MultiBoxLoss", "Normalize", "Permute", "PriorBox", "PSROIPooling", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "SmoothL1Loss", "Upsample":

@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strings"
 
 	"dsgd/caffe/prototxt"
 	"dsgd/data"
@@ -63,8 +62,8 @@ type LayerDef struct {
 	refused string
 }
 
-// Err says why dsgd cannot build the layer, nil when it can: a Python
-// layer, or a type dsgd does not know. Such a layer has neither Compute
+// Err says why dsgd cannot build the layer, nil when it can: a type dsgd
+// does not know. Such a layer has neither Compute
 // nor Data; it is read (its rules, bottoms and tops) so that a net whose
 // rules leave it out builds, as in Caffe, which filters a net before it
 // looks a type up, and PhaseState refuses a net that includes it with
@@ -447,41 +446,15 @@ func decodeLayer(d *decoder, f *prototxt.Field) *LayerDef {
 var dataTypes = []string{"Data", "Input", "ImageData", "HDF5Data", "DummyData", "WindowData", "MemoryData", "AnnotatedData"}
 
 // unbuildable says why dsgd cannot build a layer of type typ, whose
-// LayerParameter is m (a Python layer, or a type dsgd does not know),
+// LayerParameter is m (a type dsgd does not know),
 // for the error PhaseState gives after "layer 'NAME' (PHASE phase) "; ""
 // when it can.
 func unbuildable(typ string, m *prototxt.Message) string {
 	switch {
-	case typ == "Python":
-		return "is a Python layer" + pythonNote(m) + ", which runs only inside Caffe's own Python; dsgd cannot run it: " +
-			"replace it with a built-in layer (for data, write the data to an LMDB (dsgd convert-imageset) or to HDF5 files " +
-			"and read them with a Data or HDF5Data layer), or leave it out of this net with include/exclude rules"
 	case slices.Contains(dataTypes, typ), slices.Contains(computeTypes(), typ):
 		return ""
 	}
 	return fmt.Sprintf("has unknown type '%s'%s; dsgd supports %s", typ, forkNote(typ), supportedTypes())
-}
-
-// pythonNote names the module and class of a Python layer's python_param
-// (` (python_param module "m", layer "L")`), "" when it gives neither.
-func pythonNote(m *prototxt.Message) string {
-	var parts []string
-	for _, pf := range m.Get("python_param") {
-		if pf.Kind != prototxt.KindMessage {
-			continue
-		}
-		for _, name := range []string{"module", "layer"} {
-			for _, v := range pf.Msg.Get(name) {
-				if v.Kind == prototxt.KindString {
-					parts = append(parts, fmt.Sprintf("%s %q", name, v.Value))
-				}
-			}
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return " (python_param " + strings.Join(parts, ", ") + ")"
 }
 
 // decodeRule decodes a NetStateRule.

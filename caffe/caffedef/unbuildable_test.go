@@ -7,23 +7,23 @@ import (
 	"dsgd/engine/layers"
 )
 
-// TestUnbuildableLayer: a Python layer or a layer of a type dsgd does not
-// know is read, as Caffe reads it (Caffe filters a net by its rules
-// before it looks a type up), and refused, naming the layer, its line,
-// the phase and the type (a Python layer's module and class), only by a
-// net whose phase, stages and level include it.
+// TestUnbuildableLayer: a layer of a type dsgd does not know is read, as
+// Caffe reads it (Caffe filters a net by its rules before it looks a type
+// up), and refused, naming the layer, its line, the phase and the type,
+// only by a net whose phase, stages and level include it. (Python layers,
+// this test's example before dsgd ran them, build: python_layer_test.go.)
 func TestUnbuildableLayer(t *testing.T) {
-	// FCN's train_val: the TRAIN data come from a Python layer, the TEST
-	// data from a Data layer.
+	// HED's train_val shape: the TRAIN data come from a fork's data layer
+	// dsgd does not know, the TEST data from a Data layer.
 	const fcn = `name: "fcn"
-layer { name: "data" type: "Python" top: "data" top: "label" include { phase: TRAIN }
-  python_param { module: "voc_layers" layer: "SBDDSegDataLayer" param_str: "{'split': 'train'}" } }
+layer { name: "data" type: "ImageLabelmapData" top: "data" top: "label" include { phase: TRAIN }
+  image_data_param { source: "train_pair.lst" batch_size: 1 } }
 layer { name: "data" type: "Data" top: "data" top: "label" include { phase: TEST }
   data_param { source: "val_lmdb" batch_size: 1 } }
 layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 2 } }
 layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" }
 `
-	const pyErr = `f.prototxt:2:1: layer 'data' (TRAIN phase) is a Python layer (python_param module "voc_layers", layer "SBDDSegDataLayer"), which runs only inside Caffe's own Python`
+	const forkErr = `f.prototxt:2:1: layer 'data' (TRAIN phase) has unknown type 'ImageLabelmapData', a layer of a Caffe fork`
 	unknown := func(rules string) string {
 		return net(`layer { name: "u" type: "Frobnicate" bottom: "data" top: "u" frobnicate_param { x: 1 } ` + rules + ` }`)
 	}
@@ -35,10 +35,8 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" }
 		state     NetState
 		want      string // "": the net builds
 	}{
-		{"fcn test net", fcn, layers.Test, NetState{}, ""},
-		{"fcn train net", fcn, layers.Train, NetState{}, pyErr},
-		{"python without python_param", net(`layer { name: "py" type: "Python" top: "x" }`), layers.Test, NetState{},
-			"f.prototxt:7:1: layer 'py' (TEST phase) is a Python layer, which runs only inside Caffe's own Python"},
+		{"test net", fcn, layers.Test, NetState{}, ""},
+		{"train net", fcn, layers.Train, NetState{}, forkErr},
 		{"unknown everywhere", unknown(""), layers.Train, NetState{}, strings.Replace(unknownErr, "%s", "TRAIN", 1)},
 		{"unknown in TEST only, TRAIN", unknown("include { phase: TEST }"), layers.Train, NetState{}, ""},
 		{"unknown in TEST only, TEST", unknown("include { phase: TEST }"), layers.Test, NetState{}, strings.Replace(unknownErr, "%s", "TEST", 1)},

@@ -140,9 +140,11 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
 
 // TestTestNeedsNoTrainData: dsgd test, as caffe test, needs nothing of
 // the TRAIN phase's data. A train_val net whose TRAIN data come from a
-// Python layer (FCN's) is read as Caffe reads it, which filters a net
-// before it looks a type up: dsgd test builds and scores its TEST net,
-// dsgd train refuses it naming the layer, its line, its type and module.
+// layer dsgd does not know (a fork's, HED's; FCN's Python data layer was
+// the example before dsgd ran Python layers) is read as Caffe reads it,
+// which filters a net before it looks a type up: dsgd test builds and
+// scores its TEST net, dsgd train refuses it naming the layer, its line
+// and its type.
 // dsgd test --solver tests a Caffe model on the TEST net alone then, and
 // refuses a dsgd snapshot (of the TRAIN net) with the TRAIN net's error.
 // And dsgd test --solver runs with a TRAIN data layer without a source.
@@ -167,8 +169,8 @@ layer { name: "data" type: "Data" top: "data" top: "label" include { phase: TRAI
 		}
 	}
 	write(t, dir, "net.prototxt", `name: "fcn"
-layer { name: "data" type: "Python" top: "data" top: "label" include { phase: TRAIN }
-  python_param { module: "voc_layers" layer: "SBDDSegDataLayer" } }
+layer { name: "data" type: "ImageLabelmapData" top: "data" top: "label" include { phase: TRAIN }
+  image_data_param { source: "train_pair.lst" batch_size: 1 } }
 `+rest)
 	code, out, errs = runCmd(t, dir, "test", "--model", "net.prototxt", "--weights", "out/fcn_iter_2.caffemodel", "--iterations", "2", "--threads", "1")
 	if code != 0 || !strings.Contains(out, "TEST phase, 2 iterations") {
@@ -179,7 +181,7 @@ layer { name: "data" type: "Python" top: "data" top: "label" include { phase: TR
 	if code != 0 || !strings.Contains(out, "2 batches of the test split") || !strings.Contains(out, "loss") {
 		t.Errorf("test --solver: exit %d\n%s\n%s", code, out, errs)
 	}
-	want := `net.prototxt:2:1: layer 'data' (TRAIN phase) is a Python layer (python_param module "voc_layers", layer "SBDDSegDataLayer")`
+	want := `net.prototxt:2:1: layer 'data' (TRAIN phase) has unknown type 'ImageLabelmapData'`
 	// A dsgd snapshot is of the TRAIN net.
 	code, _, errs = runCmd(t, dir, "test", "--solver", "solver.prototxt", "--weights", "out/fcn_iter_2.dsgdsnap", "--threads", "1")
 	if code == 0 || !strings.Contains(errs, want) || !strings.Contains(errs, "--weights out/fcn_iter_2.dsgdsnap is a snapshot of the TRAIN net") {

@@ -25,6 +25,9 @@ const (
 	// [0, 1], then each of the shape[0] rows (an output's fan-in) divided
 	// by its sum, so that it sums to 1.
 	FillPositiveUnitball FillerType = "positive_unitball"
+	// FillPreset copies *Preset: the values a layer gave its params in
+	// Setup (a Python layer's blobs), which Caffe keeps as they are.
+	FillPreset FillerType = "preset"
 )
 
 // VarianceNorm is Caffe's FillerParameter.VarianceNorm, used by xavier and
@@ -51,6 +54,9 @@ type Filler struct {
 	// probability Sparse/shape[0] (Caffe's sparse: about Sparse non-zero
 	// inputs per output) and zero the rest; 0 (Caffe's -1) is dense.
 	Sparse int
+	// Preset holds FillPreset's values, one per element (a pointer, so
+	// that Filler stays comparable).
+	Preset *[]float32
 }
 
 // Validate reports whether the filler's type and parameters make sense: a
@@ -59,6 +65,10 @@ type Filler struct {
 func (f Filler) Validate() error {
 	switch f.Type {
 	case "", FillConstant, FillXavier, FillMSRA, FillBilinear, FillPositiveUnitball:
+	case FillPreset:
+		if f.Preset == nil {
+			return fmt.Errorf("layers: preset filler without values")
+		}
 	case FillUniform:
 		if !(f.Min <= f.Max) {
 			return fmt.Errorf("layers: uniform filler: min %v greater than max %v", f.Min, f.Max)
@@ -132,6 +142,11 @@ func (f Filler) Fill(b *tensor.Blob, r *rand.Rand) {
 		fillBilinear(b)
 	case FillPositiveUnitball:
 		fillPositiveUnitball(b, r)
+	case FillPreset:
+		if len(*f.Preset) != len(data) {
+			panic(fmt.Sprintf("layers: preset filler of %d values for a blob of %d", len(*f.Preset), len(data)))
+		}
+		copy(data, *f.Preset)
 	}
 }
 

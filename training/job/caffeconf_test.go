@@ -248,14 +248,14 @@ base_lr: 0.1 lr_policy: "fixed" snapshot_prefix: "` + filepath.Join(dir, "out", 
 	}
 }
 
-// TestLoadTestOnly: a solver whose TRAIN net does not build (a Python
-// data layer) is refused by Load, except for testing alone
+// TestLoadTestOnly: a solver whose TRAIN net does not build (a fork's
+// data layer dsgd does not know, HED's) is refused by Load, except for testing alone
 // (Options.TestOnly), which keeps the error in TrainErr and builds the
 // TEST net.
 func TestLoadTestOnly(t *testing.T) {
 	dir := t.TempDir()
 	net := `name: "py"
-layer { name: "data" type: "Python" top: "data" top: "label" include { phase: TRAIN } python_param { module: "m" layer: "L" } }
+layer { name: "data" type: "ImageLabelmapData" top: "data" top: "label" include { phase: TRAIN } image_data_param { source: "l" batch_size: 1 } }
 layer { name: "dt" type: "Data" top: "data" top: "label" include { phase: TEST }
   data_param { source: "synthetic:N=8,C=1,H=2,W=2,classes=4" batch_size: 4 } }
 layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 4 } }
@@ -268,7 +268,7 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
 	if err := os.WriteFile(solver, []byte(`net: "`+netPath+`" base_lr: 0.1 lr_policy: "fixed" test_iter: 1 test_interval: 1`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := netPath + `:2:1: layer 'data' (TRAIN phase) is a Python layer (python_param module "m", layer "L")`
+	want := netPath + `:2:1: layer 'data' (TRAIN phase) has unknown type 'ImageLabelmapData'`
 	for _, testOnly := range []bool{false, true} {
 		j, err := Load(Options{Solver: solver, TestOnly: testOnly, Seed: 1})
 		switch {

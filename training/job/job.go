@@ -35,8 +35,8 @@ type Options struct {
 	// test on a deploy net).
 	NetOnly bool
 	// TestOnly marks a load for testing alone (dsgd test --solver): a
-	// TRAIN phase that does not build (a Python data layer, which caffe
-	// test never builds) is kept in TrainErr, not refused, as without a
+	// TRAIN phase that does not build (a fork's data layer dsgd does not
+	// know, which caffe test never builds) is kept in TrainErr, not refused, as without a
 	// solver; TestWeights then tests a Caffe model on the TEST net alone.
 	TestOnly bool
 	// Stages and Level (when LevelSet) are the NetState the train net's

@@ -10,6 +10,7 @@ import (
 
 	"dsgd/caffe/caffemodel"
 	"dsgd/data"
+	"dsgd/engine/model"
 	"dsgd/engine/tensor"
 	"dsgd/protocol/scheme"
 	"dsgd/training/train"
@@ -57,7 +58,13 @@ func (j *Job) TestWeights(ctx context.Context, t WeightsTest) (_ train.TestResul
 		n = DefaultTestIter
 	}
 	if j.TrainErr != nil {
-		return j.testModelAlone(ctx, t, n)
+		return j.testModelAlone(ctx, t, n, "the TRAIN net does not build")
+	}
+	if py := pythonLayers(j.Train.Spec); py != "" && caffemodel.IsModel(t.Weights) {
+		// caffe test builds the TEST net alone: the TRAIN net's Python
+		// layers (FCN's data layers, which read their data set in setup)
+		// are never run.
+		return j.testModelAlone(ctx, t, n, "the TRAIN net's Python layers ("+py+") are not run, as caffe test never builds them")
 	}
 	// caffe test builds the TEST net alone; dsgd's trainer holds the
 	// weights in a TRAIN net (a dsgd snapshot is of that net), which
@@ -146,17 +153,19 @@ func (j *Job) trainShapes() (_ map[string]tensor.Shape, ok bool) {
 }
 
 // testModelAlone is TestWeights where the TRAIN net does not build
-// (Options.TestOnly; a Python TRAIN data layer): a Caffe model is tested
-// on the first TEST net alone (TestNet), as caffe test does, its scalar
-// outputs averaged over n batches. A dsgd snapshot, which is of the
-// TRAIN net, is refused with the TRAIN net's error.
-func (j *Job) testModelAlone(ctx context.Context, t WeightsTest, n int) (train.TestResult, int, error) {
+// (Options.TestOnly; a fork's TRAIN data layer dsgd does not know), or
+// where it has Python layers and t.Weights is a Caffe model: a Caffe
+// model is tested on the first TEST net alone (TestNet), as caffe test
+// does, its scalar outputs averaged over n batches; why is the note
+// printed. A dsgd snapshot, which is of the TRAIN net, is refused with
+// the TRAIN net's error.
+func (j *Job) testModelAlone(ctx context.Context, t WeightsTest, n int, why string) (train.TestResult, int, error) {
 	if !caffemodel.IsModel(t.Weights) {
 		return train.TestResult{}, n, fmt.Errorf("%w (Config.Resume %s is a snapshot of the TRAIN net, which does not build; a .caffemodel is tested on the TEST net alone)", j.TrainErr, t.Weights)
 	}
 	res, err := j.TestNet(ctx, t.Weights, n, t.Threads, func(rep caffemodel.Report) {
 		if t.Out != nil {
-			fmt.Fprintf(t.Out, "weights %s: copied %s into the TEST net alone (the TRAIN net does not build)\n", t.Weights, strings.Join(rep.Copied, ", "))
+			fmt.Fprintf(t.Out, "weights %s: copied %s into the TEST net alone (%s)\n", t.Weights, strings.Join(rep.Copied, ", "), why)
 		}
 	})
 	if err != nil {
@@ -169,4 +178,16 @@ func (j *Job) testModelAlone(ctx context.Context, t WeightsTest, n int) (train.T
 		}
 	}
 	return tr, n, nil
+}
+
+// pythonLayers names the Python layers of spec, comma-separated; "" when
+// it has none.
+func pythonLayers(spec model.Spec) string {
+	var names []string
+	for _, l := range spec.Layers {
+		if l.Config != nil && l.Config.Type() == "Python" {
+			names = append(names, l.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }

@@ -38,7 +38,9 @@ var serialAtoms bool
 // one-thread replicas of its net instead of one after another on all its
 // threads: only for nets whose passes do not touch shared state — no
 // layer that updates its params in forward (BatchNorm's statistics) or
-// carries state from one batch to the next (LSTM, RNN). A replica computes
+// carries state from one batch to the next (LSTM, RNN, and a Python layer,
+// whose object may keep anything: a Python data layer's position in its
+// data, which each replica's own instance would repeat). A replica computes
 // an atom's gradient bit for bit as a one-thread worker does, so a rank
 // with more threads gives the same bits as one with a single thread
 // (which the layers alone do not: they sum a batch's weight gradients
@@ -51,6 +53,9 @@ func atomParallel(spec model.Spec) bool {
 	for _, l := range spec.Layers {
 		switch l.Config.(type) {
 		case *layers.LSTMConfig, *layers.RNNConfig, *layers.BatchNormConfig:
+			return false
+		}
+		if l.Config != nil && l.Config.Type() == "Python" {
 			return false
 		}
 	}

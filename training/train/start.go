@@ -64,6 +64,20 @@ func (o *origin) newSolver() error {
 	for _, name := range cfg.Train.Inputs {
 		o.batch = max(o.batch, cfg.TrainShapes[name].Count()/max(1, cfg.TrainShapes[name].CountFrom(1))*max(cfg.IterSize, 1))
 	}
+	if o.batch == 0 {
+		// A net fed by a Python data layer (no bottoms, its tops filled
+		// in forward) has no inputs: its batch is its tops' first axis.
+		for _, l := range cfg.Train.Layers {
+			if len(l.Bottom) > 0 || l.Config == nil || l.Config.Type() != "Python" {
+				continue
+			}
+			for _, top := range l.Top {
+				if b := o.net.Blob(top); b != nil && len(b.Shape) > 0 {
+					o.batch = max(o.batch, b.Shape[0]*max(cfg.IterSize, 1))
+				}
+			}
+		}
+	}
 	return nil
 }
 
