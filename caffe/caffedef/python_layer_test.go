@@ -1,38 +1,21 @@
 package caffedef_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"dsgd/caffe/caffedef"
 	"dsgd/caffe/caffemodel"
 	"dsgd/engine/layers"
 	"dsgd/engine/model"
-	"dsgd/engine/pylayer"
+	"dsgd/engine/pylayer/pytest"
 	"dsgd/engine/tensor"
 )
 
-var pyOnce sync.Once
-
-// needPython puts testdata/python on PYTHONPATH before Python starts (once
-// per process) and skips the test, saying why, where Python layers cannot
-// run here (no libpython, no numpy, or the purego build).
-func needPython(t *testing.T) {
-	t.Helper()
-	pyOnce.Do(func() {
-		dir, err := filepath.Abs(filepath.Join("testdata", "python"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.Setenv("PYTHONPATH", dir)
-	})
-	if err := pylayer.Available(); err != nil {
-		t.Skipf("Python layers cannot run here: %v", err)
-	}
-}
+// needPython readies Python for a test of Python layers, or skips it
+// (pytest.Need).
+func needPython(t *testing.T) { pytest.Need(t, filepath.Join("testdata", "python")) }
 
 // pyNet builds phase p of the net src, its Input layers as the net's
 // inputs.

@@ -1,36 +1,19 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"dsgd/caffe/caffemodel"
-	"dsgd/engine/pylayer"
+	"dsgd/engine/pylayer/pytest"
 )
 
-var pyOnce sync.Once
-
-// needPython puts testdata/python on PYTHONPATH before Python starts (once
-// per process) and skips the test, saying why, where Python layers cannot
-// run (no libpython or numpy, or the purego build).
-func needPython(t *testing.T) {
-	t.Helper()
-	pyOnce.Do(func() {
-		dir, err := filepath.Abs(filepath.Join("testdata", "python"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.Setenv("PYTHONPATH", dir)
-	})
-	if err := pylayer.Available(); err != nil {
-		t.Skipf("Python layers cannot run here: %v", err)
-	}
-}
+// needPython readies Python for a test of Python layers, or skips it
+// (pytest.Need).
+func needPython(t *testing.T) { pytest.Need(t, filepath.Join("testdata", "python")) }
 
 // pyDataNet is a net whose TRAIN data come from a Python data layer (no
 // bottoms, its tops filled in forward, as FCN's), with a Python layer

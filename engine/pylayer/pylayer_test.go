@@ -18,30 +18,13 @@ import (
 	"dsgd/engine/layers"
 	"dsgd/engine/model"
 	"dsgd/engine/pylayer"
+	"dsgd/engine/pylayer/pytest"
 	"dsgd/engine/tensor"
 )
 
-var pyOnce sync.Once
-
-// needPython puts testdata on PYTHONPATH before Python starts (once per
-// process) and skips the test, saying why, where Python layers cannot run
-// (no libpython or no numpy). DSGD_REQUIRE_PYTHON=1 makes that a failure.
-func needPython(t *testing.T) {
-	t.Helper()
-	pyOnce.Do(func() {
-		dir, err := filepath.Abs("testdata")
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.Setenv("PYTHONPATH", dir)
-	})
-	if err := pylayer.Available(); err != nil {
-		if os.Getenv("DSGD_REQUIRE_PYTHON") == "1" {
-			t.Fatalf("Python layers cannot run here: %v", err)
-		}
-		t.Skipf("Python layers cannot run here: %v", err)
-	}
-}
+// needPython readies Python for a test of Python layers, or skips it
+// (pytest.Need).
+func needPython(t *testing.T) { pytest.Need(t, "testdata") }
 
 func build(t *testing.T, class, paramStr string, p layers.Phase) (layers.Layer, error) {
 	t.Helper()
