@@ -1,0 +1,284 @@
+package data
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"dsgd/caffe/caffepb"
+)
+
+var vocLabels = map[string]int32{"cat": 1, "dog": 2, "bird": 3}
+
+// boxes flattens groups to "label:id:xmin,ymin,xmax,ymax[:d]" strings
+// in order (":d" for difficult).
+func boxes(gs []*caffepb.AnnotationGroup) []string {
+	var out []string
+	for _, g := range gs {
+		for _, a := range g.Annotation {
+			s := "nobox"
+			if b := a.GetBbox(); b != nil {
+				s = fmt.Sprintf("%.4f,%.4f,%.4f,%.4f", b.GetXmin(), b.GetYmin(), b.GetXmax(), b.GetYmax())
+				if b.GetDifficult() {
+					s += ":d"
+				}
+			}
+			out = append(out, fmt.Sprintf("%d:%d:%s", g.GetGroupLabel(), a.GetInstanceId(), s))
+		}
+	}
+	return out
+}
+
+// TestParseVOCXML holds the reader to the fork's ReadXMLToAnnotatedDatum
+// on the cases its code decides: which size normalises, white space,
+// difficult's placement and text, group order and instance ids.
+func TestParseVOCXML(t *testing.T) {
+	obj := func(name, extra string, x0, y0, x1, y1 string) string {
+		return "<object><name>" + name + "</name>" + extra + "<bndbox><xmin>" + x0 + "</xmin><ymin>" + y0 + "</ymin><xmax>" + x1 + "</xmax><ymax>" + y1 + "</ymax></bndbox></object>"
+	}
+	size := "<size><width>10</width><height>20</height></size>"
+	for _, tc := range []struct {
+		name, xml string
+		want      []string
+		warn      string
+		big       bool // the image is 40×40, not the 10×20 of size
+	}{
+		{"size from the file", "<annotation>" + size + obj("dog", "", "1", "2", "5", "10") + "</annotation>",
+			[]string{"2:0:0.1000,0.1000,0.5000,0.5000"}, "differs from the image's", true},
+		{"no size: the image's", "<annotation>" + obj("dog", "", "1", "2", "5", "10") + "</annotation>",
+			[]string{"2:0:0.0250,0.0500,0.1250,0.2500"}, "no integer size", true},
+		{"a size that is no integer: the image's", "<annotation><size><width>10.0</width><height>20</height></size>" + obj("dog", "", "4", "2", "5", "10") + "</annotation>",
+			[]string{"2:0:0.1000,0.0500,0.1250,0.2500"}, "no integer size", true},
+		{"groups by first appearance, ids per group", "<annotation>" + size + obj("cat", "", "0", "0", "1", "1") + obj("dog", "", "0", "0", "1", "1") + obj("cat", "", "0", "0", "2", "2") + obj("bird", "", "0", "0", "1", "1") + obj("dog", "", "0", "0", "2", "2") + "</annotation>",
+			[]string{"1:0:0.0000,0.0000,0.1000,0.0500", "1:1:0.0000,0.0000,0.2000,0.1000", "2:0:0.0000,0.0000,0.1000,0.0500", "2:1:0.0000,0.0000,0.2000,0.1000", "3:0:0.0000,0.0000,0.1000,0.0500"}, "", false},
+		{"difficult before the box", "<annotation>" + size + obj("dog", "<difficult>1</difficult>", "0", "0", "10", "20") + "</annotation>",
+			[]string{"2:0:0.0000,0.0000,1.0000,1.0000:d"}, "", false},
+		{"difficult only when exactly 1", "<annotation>" + size + obj("dog", "<difficult> 1</difficult>", "0", "0", "10", "20") + "</annotation>",
+			[]string{"2:0:0.0000,0.0000,1.0000,1.0000"}, "", false},
+		{"white space around numbers", "<annotation><size><width> 10\n</width><height>\n\t20 </height></size>" + obj("dog", "", " 5 ", "\n10\n", "10", "20") + "</annotation>",
+			[]string{"2:0:0.5000,0.5000,1.0000,1.0000"}, "", false},
+		{"a box past the edge is kept", "<annotation>" + size + obj("dog", "", "-1", "0", "12", "20") + "</annotation>",
+			[]string{"2:0:-0.1000,0.0000,1.2000,1.0000"}, "exceeds the image boundary", false},
+		{"an object with no box", "<annotation>" + size + "<object><name>cat</name></object></annotation>",
+			[]string{"1:0:nobox"}, "", false},
+		{"other elements, comments and the declaration", "<?xml version=\"1.0\"?>\n<!-- c --><annotation><folder>VOC</folder>" + size + "<segmented>0</segmented>" + obj("bird", "<pose>x</pose><truncated>1</truncated>", "0", "0", "10", "20") + "</annotation>",
+			[]string{"3:0:0.0000,0.0000,1.0000,1.0000"}, "", false},
+		{"no objects", "<annotation>" + size + "</annotation>", nil, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var warns []string
+			h, w := 20, 10
+			if tc.big {
+				h, w = 40, 40
+			}
+			gs, err := ParseVOCXML("a.xml", []byte(tc.xml), h, w, vocLabels, func(m string) { warns = append(warns, m) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := boxes(gs); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("boxes %q, want %q", got, tc.want)
+			}
+			if w := strings.Join(warns, "\n"); (tc.warn == "") != (w == "") || !strings.Contains(w, tc.warn) {
+				t.Errorf("warnings %q, want one with %q", w, tc.warn)
+			}
+		})
+	}
+}
+
+// TestParseVOCXMLRefusals: every file the fork stops at (or reads wrong,
+// silently) is an error naming the file, and the line where there is one.
+func TestParseVOCXMLRefusals(t *testing.T) {
+	size := "<size><width>10</width><height>20</height></size>"
+	for _, tc := range []struct{ name, xml, want string }{
+		{"unknown name", "<annotation>" + size + "<object>\n<name>horse</name></object></annotation>", `a.xml:2: object name "horse" is not in the label map`},
+		{"name with white space", "<annotation>" + size + "<object><name> dog</name></object></annotation>", `object name " dog" is not in the label map`},
+		{"box before the name", "<annotation>" + size + "<object><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>2</xmax><ymax>2</ymax></bndbox><name>dog</name></object></annotation>", "a.xml:1: <bndbox> before the object's <name>"},
+		{"float coordinate", "<annotation>" + size + "<object><name>dog</name><bndbox><xmin>1.5</xmin><ymin>1</ymin><xmax>2</xmax><ymax>2</ymax></bndbox></object></annotation>", `<xmin> "1.5" is not an integer (the fork would read it as 0)`},
+		{"missing coordinate", "<annotation>" + size + "<object><name>dog</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>2</xmax></bndbox></object></annotation>", "<bndbox> has no <ymax>"},
+		{"zero size", "<annotation><size><width>0</width><height>20</height></size></annotation>", "a.xml: no valid image width/height (0x20)"},
+		{"no annotation root", "<doc/>", "a.xml: no <annotation> element at the top"},
+		{"not XML", "<annotation><size>", "a.xml: XML syntax error"},
+		{"empty", "", "a.xml: no <annotation> element"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseVOCXML("a.xml", []byte(tc.xml), 40, 40, vocLabels, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseTxtAnno: the fork's "label xmin ymin xmax ymax" boxes by the
+// image's size, grouped as the XML's; what it stops at silently, refused.
+func TestParseTxtAnno(t *testing.T) {
+	gs, err := ParseTxtAnno("a.txt", []byte("2 1 2 5 10\n1 0 0 10 20\n\n2 0.5 0 10 20 2 0 0 1 1\n"), 20, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"2:0:0.1000,0.1000,0.5000,0.5000", "2:1:0.0500,0.0000,1.0000,1.0000", "2:2:0.0000,0.0000,0.1000,0.0500", "1:0:0.0000,0.0000,1.0000,1.0000"}
+	if got := boxes(gs); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("boxes %q, want %q", got, want)
+	}
+	for _, tc := range []struct{ name, txt, want string }{
+		{"short line", "2 1 2 5 10\n1 0 0\n", "a.txt:2: 8 fields"},
+		{"label not an integer", "x 1 2 5 10\n", `a.txt:1: label "x" is not an integer`},
+		{"coordinate not a number", "2 1 2 5 ten\n", `a.txt:1: coordinate "ten" is not a finite number`},
+		{"nan", "2 1 2 5 nan\n", `coordinate "nan" is not a finite number`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTxtAnno("a.txt", []byte(tc.txt), 20, 10, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseAnnoList: two fields a line, blank lines skipped, anything
+// else refused naming the line.
+func TestParseAnnoList(t *testing.T) {
+	es, err := ParseAnnoList("l.txt", bufio.NewReader(strings.NewReader("a.jpg a.xml\n\n  b.jpg\tb.xml  \r\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || es[0] != (AnnoListEntry{"a.jpg", "a.xml", 1}) || es[1] != (AnnoListEntry{"b.jpg", "b.xml", 3}) {
+		t.Fatalf("entries %+v", es)
+	}
+	for _, tc := range []struct{ name, list, want string }{
+		{"one field", "a.jpg a.xml\nb.jpg\n", `l.txt:2: 1 fields ["b.jpg"]`},
+		{"a space in a path", "my image.jpg a.xml\n", "l.txt:1: 3 fields"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseAnnoList("l.txt", bufio.NewReader(strings.NewReader(tc.list)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestConvertAnnosetFailures: a bad annotation file fails the whole
+// conversion naming the list line and the file's line, and leaves no
+// database; so do the refusals of the config.
+func TestConvertAnnosetFailures(t *testing.T) {
+	dir := t.TempDir()
+	fx := filepath.Join("testdata", "annoset")
+	img, err := os.ReadFile(filepath.Join(fx, "JPEGImages", "b.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.png"), img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	put("good.xml", "<annotation><object><name>cat</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>2</xmax><ymax>2</ymax></bndbox></object></annotation>")
+	put("bad.xml", "<annotation>\n<object>\n<name>horse</name></object></annotation>")
+	put("list.txt", "b.png good.xml\nb.png bad.xml\n")
+	put("cls.txt", "b.png 1\nb.png x\n")
+	put("none.txt", "nope.png good.xml\n")
+	base := AnnosetConfig{Root: dir + "/", Detection: true, LabelType: "xml", NameToLabel: vocLabels}
+	for _, tc := range []struct {
+		name, list string
+		cfg        func(*AnnosetConfig)
+		want       string
+	}{
+		{"unknown object name", "list.txt", nil, `list.txt:2: ` + filepath.Join(dir, "bad.xml") + `:3: object name "horse" is not in the label map`},
+		{"classification label", "cls.txt", func(c *AnnosetConfig) { c.Detection = false }, `cls.txt:2: label "x" is not an int32`},
+		{"no readable image", "none.txt", nil, "none of its 1 images could be read"},
+		{"json", "list.txt", func(c *AnnosetConfig) { c.LabelType = "json" }, `label type "json": dsgd reads xml and txt`},
+		{"bmp", "list.txt", func(c *AnnosetConfig) { c.EncodeType = "bmp" }, `encode type "bmp": dsgd encodes jpg and png`},
+		{"half a resize", "list.txt", func(c *AnnosetConfig) { c.ResizeHeight = 4 }, "resize 4x0 (HxW): give both"},
+		{"check_size on encoded records", "list.txt", func(c *AnnosetConfig) {
+			c.CheckSize, c.EncodeType = true, "png"
+			c.NameToLabel = map[string]int32{"cat": 1, "horse": 5}
+		}, "list.txt:2 (" + dir + "/b.png): --check_size: the record's data is"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := base
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			out := filepath.Join(t.TempDir(), "db")
+			_, err := ConvertAnnoset(filepath.Join(dir, tc.list), out, cfg, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one with %q", err, tc.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("a failed conversion left %s (%v)", out, err)
+			}
+		})
+	}
+}
+
+// FuzzParseVOCXML: any file is boxes or an error, never a panic; every
+// box it returns has an id and a label from the map.
+func FuzzParseVOCXML(f *testing.F) {
+	for _, n := range []string{"a", "b", "c"} {
+		src, err := os.ReadFile(filepath.Join("testdata", "annoset", "Annotations", n+".xml"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(src)
+	}
+	f.Add([]byte("<annotation><object><bndbox/></object></annotation>"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		gs, err := ParseVOCXML("f.xml", src, 7, 9, vocLabels, func(string) {})
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.xml") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		for _, g := range gs {
+			if g.GroupLabel == nil || len(g.Annotation) == 0 {
+				t.Fatalf("group %v", g)
+			}
+			for i, a := range g.Annotation {
+				if a.GetInstanceId() != int32(i) {
+					t.Fatalf("instance id %d at %d", a.GetInstanceId(), i)
+				}
+			}
+		}
+	})
+}
+
+// FuzzParseTxtAnno: any file is boxes or an error naming it.
+func FuzzParseTxtAnno(f *testing.F) {
+	f.Add([]byte("2 1 2 7 9\n1 3.5 1 11 5.25\n"))
+	f.Add([]byte("1 0 0\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		if _, err := ParseTxtAnno("f.txt", src, 7, 9, nil); err != nil && !strings.HasPrefix(err.Error(), "f.txt") {
+			t.Fatalf("error does not name the file: %v", err)
+		}
+	})
+}
+
+// FuzzParseAnnoList: any list is entries of two fields or an error
+// naming the list.
+func FuzzParseAnnoList(f *testing.F) {
+	f.Add([]byte("a.jpg a.xml\n\nb.jpg b.xml\n"))
+	f.Add([]byte("a.jpg\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		es, err := ParseAnnoList("l.txt", bufio.NewReader(strings.NewReader(string(src))))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "l.txt:") {
+				t.Fatalf("error does not name the list: %v", err)
+			}
+			return
+		}
+		for _, e := range es {
+			if e.Image == "" || e.Anno == "" || e.Line < 1 {
+				t.Fatalf("entry %+v", e)
+			}
+		}
+	})
+}
