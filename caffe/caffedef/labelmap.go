@@ -3,6 +3,7 @@ package caffedef
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"dsgd/caffe/prototxt"
 )
@@ -60,7 +61,7 @@ func ParseLabelMap(filename string, src []byte) (*LabelMap, error) {
 			switch g.Name {
 			case "name", "display_name":
 				if g.Kind != prototxt.KindString {
-					return nil, &prototxt.Error{Pos: g.ValuePos, Msg: fmt.Sprintf("%s must be a quoted string, not a %s", g.Name, g.Kind)}
+					return nil, &prototxt.Error{Pos: g.ValuePos, Msg: fmt.Sprintf("%s must be a quoted string, found %s", g.Name, article(g.Kind))}
 				}
 				if g.Name == "name" {
 					it.Name = g.Value
@@ -69,7 +70,7 @@ func ParseLabelMap(filename string, src []byte) (*LabelMap, error) {
 				}
 			case "label":
 				if g.Kind != prototxt.KindInt {
-					return nil, &prototxt.Error{Pos: g.ValuePos, Msg: fmt.Sprintf("label must be an integer, not a %s", g.Kind)}
+					return nil, &prototxt.Error{Pos: g.ValuePos, Msg: fmt.Sprintf("label must be an integer, found %s", article(g.Kind))}
 				}
 				v, err := g.Int()
 				if err != nil || v < -1<<31 || v > 1<<31-1 {
@@ -102,4 +103,13 @@ func (m *LabelMap) NameToLabel(strict bool) (map[string]int32, error) {
 		out[it.Name] = it.Label
 	}
 	return out, nil
+}
+
+// article names a kind with its indefinite article ("an integer").
+func article(k prototxt.Kind) string {
+	s := k.String()
+	if strings.ContainsAny(s[:1], "aeiou") {
+		return "an " + s
+	}
+	return "a " + s
 }
