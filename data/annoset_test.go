@@ -66,6 +66,10 @@ func TestParseVOCXML(t *testing.T) {
 			[]string{"1:0:nobox"}, "", false},
 		{"other elements, comments and the declaration", "<?xml version=\"1.0\"?>\n<!-- c --><annotation><folder>VOC</folder>" + size + "<segmented>0</segmented>" + obj("bird", "<pose>x</pose><truncated>1</truncated>", "0", "0", "10", "20") + "</annotation>",
 			[]string{"3:0:0.0000,0.0000,1.0000,1.0000"}, "", false},
+		{"a float coordinate is 0, as VOC2012's 2011_003353.xml in the fork", "<annotation>" + size + obj("dog", "", "5", "45.70000076293945", "10", "20") + "</annotation>",
+			[]string{"2:0:0.5000,0.0000,1.0000,1.0000"}, `a.xml:1: <ymin> "45.70000076293945" is not an integer: read as 0, as the fork does`, false},
+		{"a missing coordinate is 0", "<annotation>" + size + "<object><name>dog</name><bndbox><xmin>5</xmin><ymin>10</ymin><xmax>10</xmax></bndbox></object></annotation>",
+			[]string{"2:0:0.5000,0.5000,1.0000,0.0000"}, "<bndbox> has no <ymax>: read as 0", false},
 		{"no objects", "<annotation>" + size + "</annotation>", nil, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,8 +100,6 @@ func TestParseVOCXMLRefusals(t *testing.T) {
 		{"unknown name", "<annotation>" + size + "<object>\n<name>horse</name></object></annotation>", `a.xml:2: object name "horse" is not in the label map`},
 		{"name with white space", "<annotation>" + size + "<object><name> dog</name></object></annotation>", `object name " dog" is not in the label map`},
 		{"box before the name", "<annotation>" + size + "<object><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>2</xmax><ymax>2</ymax></bndbox><name>dog</name></object></annotation>", "a.xml:1: <bndbox> before the object's <name>"},
-		{"float coordinate", "<annotation>" + size + "<object><name>dog</name><bndbox><xmin>1.5</xmin><ymin>1</ymin><xmax>2</xmax><ymax>2</ymax></bndbox></object></annotation>", `<xmin> "1.5" is not an integer (the fork would read it as 0)`},
-		{"missing coordinate", "<annotation>" + size + "<object><name>dog</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>2</xmax></bndbox></object></annotation>", "<bndbox> has no <ymax>"},
 		{"zero size", "<annotation><size><width>0</width><height>20</height></size></annotation>", "a.xml: no valid image width/height (0x20)"},
 		{"no annotation root", "<doc/>", "a.xml: no <annotation> element at the top"},
 		{"not XML", "<annotation><size>", "a.xml: XML syntax error"},

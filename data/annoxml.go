@@ -157,9 +157,9 @@ func boxWarnings(name string, xmin, ymin, xmax, ymax float32, w, h int, warn fun
 // does); its boxes go to groups by label in the order the labels first
 // appear, with instance ids counting from 0 within each group, and carry
 // the object's difficult flag (set when the element's text is exactly
-// "1"). Where the fork would read a box coordinate that is missing or not
-// an integer as 0, ParseVOCXML refuses the file. name names the file in
-// errors and warnings; warn, when set, is told of the fork's warnings.
+// "1"). A box coordinate that is missing or not an integer is read as 0,
+// as the fork does, with a warning. name names the file in errors and
+// warnings; warn, when set, is told of the fork's warnings and those.
 func ParseVOCXML(name string, src []byte, imgH, imgW int, nameToLabel map[string]int32, warn func(string)) ([]*caffepb.AnnotationGroup, error) {
 	root, err := parseXMLTree(src)
 	if err != nil {
@@ -219,13 +219,20 @@ func ParseVOCXML(name string, src []byte, imgH, imgW int, nameToLabel map[string
 				}
 				var c [4]int
 				for i, k := range [4]string{"xmin", "ymin", "xmax", "ymax"} {
+					// The fork's ptree get(k, 0) reads a coordinate that
+					// is missing or not an integer as 0; VOC2012 itself
+					// has such values (2011_003353.xml's ymin
+					// 45.70000076293945), so dsgd does the same, warning.
 					v := e.child(k)
 					if v == nil {
-						return nil, fmt.Errorf("%s:%d: <bndbox> has no <%s> (the fork would read it as 0)", name, e.line, k)
+						if warn != nil {
+							warn(fmt.Sprintf("%s:%d: <bndbox> has no <%s>: read as 0, as the fork does", name, e.line, k))
+						}
+						continue
 					}
 					n, ok := ptreeInt(v.text)
-					if !ok {
-						return nil, fmt.Errorf("%s:%d: <%s> %q is not an integer (the fork would read it as 0)", name, v.line, k, v.text)
+					if !ok && warn != nil {
+						warn(fmt.Sprintf("%s:%d: <%s> %q is not an integer: read as 0, as the fork does", name, v.line, k, v.text))
 					}
 					c[i] = n
 				}

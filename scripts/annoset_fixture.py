@@ -20,7 +20,9 @@ ReadTxtToAnnotatedDatum) do:
   appear, instance ids counting from 0 in each group, normalised in
   float32 by the XML's size/width and size/height when both parse as
   integers, else by the image's real size (txt: always the image's);
-  difficult as the last <difficult> seen before the box is "1";
+  difficult as the last <difficult> seen before the box is "1"; a
+  coordinate that is missing or not an integer is 0 (ptree's get with a
+  default);
 - no annotation file: no groups.
 
 Run: /usr/bin/python3 scripts/annoset_fixture.py data/testdata/annoset
@@ -97,9 +99,11 @@ XML = {
   </object>
 </annotation>
 """,
-    # No size element: the image's size (a warning).
+    # No size element: the image's size (a warning). A coordinate that is
+    # no integer reads as 0 (ptree's get with a default), as VOC2012's
+    # 2011_003353.xml has one.
     "c": """<annotation><!-- no size -->
-  <object><name>cat</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>6</xmax><ymax>7</ymax></bndbox></object>
+  <object><name>cat</name><bndbox><xmin>1</xmin><ymin>1.7</ymin><xmax>6</xmax><ymax>7</ymax></bndbox></object>
 </annotation>
 """,
 }
@@ -140,7 +144,11 @@ def xml_groups(path, img_h, img_w):
             elif e.tag == "difficult":
                 difficult = e.text == "1"
             elif e.tag == "bndbox":
-                c = [int(e.find(k).text.strip()) for k in ("xmin", "ymin", "xmax", "ymax")]
+                c = []
+                for k in ("xmin", "ymin", "xmax", "ymax"):
+                    v = e.find(k)
+                    n = ptree_int(v.text) if v is not None else None
+                    c.append(0 if n is None else n)
                 box(anno, [F32(v) for v in c], w, h, difficult)
     return groups
 
