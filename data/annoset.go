@@ -68,11 +68,11 @@ type AnnosetConfig struct {
 	// (--anno_type detection) and writes BBOX records; otherwise it is an
 	// integer label (classification) and records hold only the Datum.
 	Detection bool
-	// LabelType is the annotation files' format: "xml" (PASCAL VOC) or
-	// "txt".
+	// LabelType is the annotation files' format: "xml" (PASCAL VOC),
+	// "json" (the fork's COCO form) or "txt".
 	LabelType string
-	// NameToLabel maps the XML files' object names to labels (the label
-	// map's items).
+	// NameToLabel maps the XML files' object names (the JSON files'
+	// category ids) to labels: the label map's items.
 	NameToLabel map[string]int32
 	// Gray decodes images to one channel; otherwise three (BGR).
 	Gray bool
@@ -123,13 +123,13 @@ func reencodable(enc string) bool {
 // line's place in the list as written (after Shuffle), so a skipped image
 // leaves a gap; the Datum as its ReadImageToDatum makes it (label -1 for
 // detection); for detection, type BBOX and the annotation file's boxes
-// (ParseVOCXML, ParseTxtAnno), none when the file does not exist. The
+// (ParseVOCXML, ParseCOCOJSON, ParseTxtAnno), none when the file does not exist. The
 // database is staged and renamed when whole: a failure leaves none.
 // Errors and warnings name the list line, and the annotation file's line
 // where there is one.
 func ConvertAnnoset(list, out string, cfg AnnosetConfig, progress Progress) (ConvertStats, error) {
-	if cfg.Detection && cfg.LabelType != "xml" && cfg.LabelType != "txt" {
-		return ConvertStats{}, fmt.Errorf("label type %q: dsgd reads xml and txt annotation files", cfg.LabelType)
+	if cfg.Detection && cfg.LabelType != "xml" && cfg.LabelType != "json" && cfg.LabelType != "txt" {
+		return ConvertStats{}, fmt.Errorf("label type %q: dsgd reads xml, json and txt annotation files", cfg.LabelType)
 	}
 	if cfg.EncodeType != "" && !reencodable(cfg.EncodeType) {
 		return ConvertStats{}, fmt.Errorf("encode type %q: dsgd encodes jpg and png", cfg.EncodeType)
@@ -301,9 +301,12 @@ func annosetRecord(cfg AnnosetConfig, e AnnoListEntry, label int32, at string, w
 		return nil, 0, 0, 0, fmt.Errorf("%s: %v", at, err)
 	}
 	aw := func(msg string) { warn(at + ": " + msg) }
-	if cfg.LabelType == "xml" {
+	switch cfg.LabelType {
+	case "xml":
 		rec.AnnotationGroup, err = ParseVOCXML(ap, src, oh, ow, cfg.NameToLabel, aw)
-	} else {
+	case "json":
+		rec.AnnotationGroup, err = ParseCOCOJSON(ap, src, oh, ow, cfg.NameToLabel, aw)
+	default:
 		rec.AnnotationGroup, err = ParseTxtAnno(ap, src, oh, ow, aw)
 	}
 	if err != nil {

@@ -33,6 +33,8 @@ func TestConvertAnnosetFailures(t *testing.T) {
 	put("list.txt", "b.png good.xml\nb.png bad.xml\n")
 	put("cls.txt", "b.png 1\nb.png x\n")
 	put("none.txt", "nope.png good.xml\n")
+	put("a.json", `{"annotation": [{"category_id": "cat", "bbox": [1, 1, 2, 2]}, {"category_id": 7, "bbox": [1, 1, 2, 2]}]}`)
+	put("json.txt", "b.png a.json\n")
 	base := AnnosetConfig{Root: dir + "/", Detection: true, LabelType: "xml", NameToLabel: vocLabels}
 	for _, tc := range []struct {
 		name, list string
@@ -42,7 +44,8 @@ func TestConvertAnnosetFailures(t *testing.T) {
 		{"unknown object name", "list.txt", nil, `list.txt:2: ` + filepath.Join(dir, "bad.xml") + `:3: object name "horse" is not in the label map`},
 		{"classification label", "cls.txt", func(c *AnnosetConfig) { c.Detection = false }, `cls.txt:2: label "x" is not an int32`},
 		{"no readable image", "none.txt", nil, "none of its 1 images could be read"},
-		{"json", "list.txt", func(c *AnnosetConfig) { c.LabelType = "json" }, `label type "json": dsgd reads xml and txt`},
+		{"yaml", "list.txt", func(c *AnnosetConfig) { c.LabelType = "yaml" }, `label type "yaml": dsgd reads xml, json and txt`},
+		{"json name not in the map", "json.txt", func(c *AnnosetConfig) { c.LabelType = "json" }, `json.txt:1: ` + filepath.Join(dir, "a.json") + `: annotation 1: category_id "7" is not a name in the label map`},
 		{"bmp", "list.txt", func(c *AnnosetConfig) { c.EncodeType = "bmp" }, `encode type "bmp": dsgd encodes jpg and png`},
 		{"half a resize", "list.txt", func(c *AnnosetConfig) { c.ResizeHeight = 4 }, "resize 4x0 (HxW): give both"},
 		{"check_size on encoded records", "list.txt", func(c *AnnosetConfig) {

@@ -226,3 +226,78 @@ func FuzzParseAnnoList(f *testing.F) {
 		}
 	})
 }
+
+// TestParseCOCOJSON holds the reader to the fork's
+// ReadJSONToAnnotatedDatum: which size normalises, category ids as
+// written, [x, y, w, h] boxes, iscrowd as difficult; and what it stops
+// at, refused naming the file.
+func TestParseCOCOJSON(t *testing.T) {
+	labels := map[string]int32{"cat": 1, "18": 4, "1.5": 5}
+	for _, tc := range []struct {
+		name, json string
+		want       []string
+		warn       string
+	}{
+		{"sizes from the file", `{"image": {"width": 10, "height": 20}, "annotation": [{"category_id": 18, "bbox": [1, 2, 4, 8], "iscrowd": 1}]}`,
+			[]string{"4:0:0.1000,0.1000,0.5000,0.5000:d"}, "differs from the image's real"},
+		{"no image: the image's", `{"annotation": [{"category_id": "cat", "bbox": [4, 4, 36, 36]}]}`,
+			[]string{"1:0:0.1000,0.1000,1.0000,1.0000"}, "no integer image.height"},
+		{"a size that is no integer: both the image's", `{"image": {"width": 10.5, "height": 20}, "annotation": [{"category_id": "cat", "bbox": [0, 0, 40, 40]}]}`,
+			[]string{"1:0:0.0000,0.0000,1.0000,1.0000"}, "no integer image.height"},
+		{"ids as written, strings as numbers, crowds", `{"image": {"width": 40, "height": 40}, "annotation": [{"category_id": 1.5, "bbox": ["4", 0, 4, 4], "iscrowd": true}, {"category_id": "18", "bbox": [0, 0, 4e0, 4], "iscrowd": "2"}, {"category_id": 1.5, "bbox": [0, 0, 40, 40], "iscrowd": 0}]}`,
+			[]string{"5:0:0.1000,0.0000,0.2000,0.1000", "5:1:0.0000,0.0000,1.0000,1.0000", "4:0:0.0000,0.0000,0.1000,0.1000:d"}, ""},
+		{"an object of annotations", `{"image": {"width": 40, "height": 40}, "annotation": {"a": {"category_id": "cat", "bbox": [0, 0, 4, 4]}}}`,
+			[]string{"1:0:0.0000,0.0000,0.1000,0.1000"}, ""},
+		{"no annotations", `{"image": {"width": 40, "height": 40}, "annotation": []}`, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var warns []string
+			gs, err := ParseCOCOJSON("a.json", []byte(tc.json), 40, 40, labels, func(m string) { warns = append(warns, m) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := boxes(gs); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("boxes %q, want %q", got, tc.want)
+			}
+			if w := strings.Join(warns, "\n"); (tc.warn == "") != (w == "") || !strings.Contains(w, tc.warn) {
+				t.Errorf("warnings %q, want one with %q", w, tc.warn)
+			}
+		})
+	}
+	for _, tc := range []struct{ name, json, want string }{
+		{"unknown category", `{"annotation": [{"category_id": 3, "bbox": [0, 0, 1, 1]}]}`, `a.json: annotation 0: category_id "3" is not a name in the label map`},
+		{"no category", `{"annotation": [{"bbox": [0, 0, 1, 1]}]}`, "a.json: annotation 0: no category_id"},
+		{"no bbox", `{"annotation": [{"category_id": "cat"}]}`, "annotation 0: no bbox"},
+		{"three values", `{"annotation": [{"category_id": "cat", "bbox": [0, 0, 1]}]}`, "bbox has 3 values"},
+		{"a word in the box", `{"annotation": [{"category_id": "cat", "bbox": [0, "x", 1, 1]}]}`, `bbox value "x" is not a finite float`},
+		{"a float past float32", `{"annotation": [{"category_id": "cat", "bbox": [0, 1e40, 1, 1]}]}`, `bbox value "1e40" is not a finite float`},
+		{"no annotation", `{"image": {}}`, `a.json: no "annotation" member`},
+		{"zero size", `{"image": {"width": 0, "height": 3}, "annotation": []}`, "no valid image width/height (0x3)"},
+		{"syntax", "{\n\"annotation\": [,]}", "a.json: line 2:"},
+		{"two values", `{} {}`, "more after the JSON value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseCOCOJSON("a.json", []byte(tc.json), 40, 40, labels, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzParseCOCOJSON: any file is boxes or an error naming it, never a
+// panic.
+func FuzzParseCOCOJSON(f *testing.F) {
+	for _, n := range []string{"a", "b"} {
+		src, err := os.ReadFile(filepath.Join("testdata", "annoset", "labels", n+".json"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(src)
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		if _, err := ParseCOCOJSON("f.json", src, 7, 9, map[string]int32{"dog": 2, "18": 4}, func(string) {}); err != nil && !strings.HasPrefix(err.Error(), "f.json") {
+			t.Fatalf("error does not name the file: %v", err)
+		}
+	})
+}

@@ -7,7 +7,7 @@ OUT/expected.json: per case, the AnnotatedDatum records SSD's fork
 (weiliu89/caffe, branch ssd) writes for them, computed here from the
 files as its tools/convert_annoset.cpp and src/caffe/util/io.cpp
 (ReadImageToDatum, ReadRichImageToAnnotatedDatum, ReadXMLToAnnotatedDatum,
-ReadTxtToAnnotatedDatum) do:
+ReadJSONToAnnotatedDatum, ReadTxtToAnnotatedDatum) do:
 
 - keys %08d_IMAGE by the line's place in the list; an image OpenCV
   cannot read is skipped (its number is not reused);
@@ -57,8 +57,13 @@ item {
   label: 3
   display_name: "bird"
 }
+item {
+  name: "18"
+  label: 4
+  display_name: "dog (COCO's category 18)"
+}
 """
-NAME_TO_LABEL = {"none_of_the_above": 0, "cat": 1, "dog": 2, "bird": 3}
+NAME_TO_LABEL = {"none_of_the_above": 0, "cat": 1, "dog": 2, "bird": 3, "18": 4}
 
 XML = {
     # Two dogs and a difficult cat: groups dog (ids 0, 1) then cat; white
@@ -108,6 +113,22 @@ XML = {
 """,
 }
 
+# The fork's COCO JSON (ReadJSONToAnnotatedDatum): category ids looked up
+# as the text written (18 is the name "18"), bbox [x, y, w, h], iscrowd a
+# difficult box; b's width is no integer, so both sizes are the image's.
+JSON = {
+    "a": """{"image": {"file_name": "a.jpg", "height": 10, "width": 12, "id": 5},
+ "annotation": [
+  {"category_id": "dog", "bbox": [1.5, 2, 5.25, 7], "iscrowd": 0, "id": 1},
+  {"category_id": 18, "bbox": [0, 0, 12, 10], "iscrowd": 1},
+  {"category_id": "dog", "bbox": [3, 1, 8, 4.5]}
+ ]}
+""",
+    "b": """{"image": {"height": "14", "width": 18.0},
+ "annotation": [{"category_id": "bird", "bbox": ["2", 3, 4, 1e0], "iscrowd": true}]}
+""",
+}
+
 TXT = {
     "a": "2 1 2 7 9\n1 3.5 1 11 5.25\n2 0 0 12 10\n",
     "b": "3 2 3 8.5 6\n",
@@ -150,6 +171,45 @@ def xml_groups(path, img_h, img_w):
                     n = ptree_int(v.text) if v is not None else None
                     c.append(0 if n is None else n)
                 box(anno, [F32(v) for v in c], w, h, difficult)
+    return groups
+
+
+def ptree(v):
+    """A JSON value as boost's read_json keeps it: (text, [(key, node)])."""
+    if isinstance(v, list) and v and isinstance(v[0], tuple) or v == []:
+        return "", [(k, ptree(x)) for k, x in v] if v and isinstance(v[0], tuple) else []
+    if isinstance(v, list):
+        return "", [("", ptree(x)) for x in v]
+    if v is True or v is False:
+        return ("true" if v else "false"), []
+    if v is None:
+        return "null", []
+    return v, []
+
+
+def pget(node, path):
+    for k in path.split("."):
+        node = next((c for kk, c in node[1] if kk == k), None)
+        if node is None:
+            return None
+    return node
+
+
+def json_groups(path, img_h, img_w):
+    tree = ptree(json.loads(open(path).read(), object_pairs_hook=lambda p: list(p),
+                            parse_int=str, parse_float=str, parse_constant=str))
+    he, we = pget(tree, "image.height"), pget(tree, "image.width")
+    h = ptree_int(he[0]) if he else None
+    w = ptree_int(we[0]) if we else None
+    if h is None or w is None:
+        h, w = img_h, img_w
+    groups = []
+    for _, obj in pget(tree, "annotation")[1]:
+        anno = add(groups, NAME_TO_LABEL[pget(obj, "category_id")[0]])
+        c = pget(obj, "iscrowd")
+        crowd = c is not None and (ptree_int(c[0]) or 0) != 0
+        x, y, bw, bh = [F32(float(v[0])) for _, v in pget(obj, "bbox")[1]]
+        box(anno, [x, y, F32(x + bw), F32(y + bh)], w, h, crowd)
     return groups
 
 
@@ -221,6 +281,8 @@ def records(out, list_name, detection=True, label_type="xml", encode_type="", gr
                 r["groups"] = []
             elif label_type == "xml":
                 r["groups"] = xml_groups(apath, oh, ow)
+            elif label_type == "json":
+                r["groups"] = json_groups(apath, oh, ow)
             else:
                 r["groups"] = txt_groups(apath, oh, ow)
         recs.append(r)
@@ -248,6 +310,9 @@ def main():
     for k, v in XML.items():
         with open(os.path.join(out, "Annotations", k + ".xml"), "w") as f:
             f.write(v)
+    for k, v in JSON.items():
+        with open(os.path.join(out, "labels", k + ".json"), "w") as f:
+            f.write(v)
     for k, v in TXT.items():
         with open(os.path.join(out, "labels", k + ".txt"), "w") as f:
             f.write(v)
@@ -260,6 +325,7 @@ def main():
                    "JPEGImages/b.png Annotations/b.xml\nJPEGImages/c.png Annotations/c.xml\n"
                    "JPEGImages/d.jpg Annotations/d.xml\n",
         "txt.txt": "JPEGImages/a.jpg labels/a.txt\nJPEGImages/b.png labels/b.txt\n",
+        "json.txt": "JPEGImages/a.jpg labels/a.json\nJPEGImages/b.png labels/b.json\n",
         "cls.txt": "JPEGImages/a.jpg 3\nJPEGImages/b.png 0\n\nJPEGImages/c.png 7\n",
     }
     for k, v in lists.items():
@@ -285,6 +351,9 @@ def main():
         {"name": "txt", "list": "txt.txt",
          "flags": ["--anno_type=detection", "--label_type=txt", "--label_map_file=@/labelmap.prototxt"],
          "records": records(out, "txt.txt", label_type="txt")},
+        {"name": "json", "list": "json.txt",
+         "flags": ["--anno_type=detection", "--label_type=json", "--label_map_file=@/labelmap.prototxt", "--check_label"],
+         "records": records(out, "json.txt", label_type="json")},
         {"name": "classification", "list": "cls.txt", "flags": [],
          "records": records(out, "cls.txt", detection=False)},
     ]

@@ -15,14 +15,14 @@ func TestLabelMapVOC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Items) != 4 || m.Items[0] != (LabelMapItem{Name: "none_of_the_above", Label: 0, DisplayName: "background", Pos: m.Items[0].Pos}) || m.Items[3].Pos.Line != 16 {
+	if len(m.Items) != 5 || m.Items[0] != (LabelMapItem{Name: "none_of_the_above", Label: 0, DisplayName: "background", Pos: m.Items[0].Pos}) || m.Items[3].Pos.Line != 16 {
 		t.Fatalf("items %+v", m.Items)
 	}
 	got, err := m.NameToLabel(true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int32{"none_of_the_above": 0, "cat": 1, "dog": 2, "bird": 3}
+	want := map[string]int32{"none_of_the_above": 0, "cat": 1, "dog": 2, "bird": 3, "18": 4}
 	if !maps.Equal(got, want) {
 		t.Fatalf("names %v, want %v", got, want)
 	}

@@ -62,7 +62,7 @@ func loadAnnosetCases(t *testing.T) []annosetCase {
 	if err := json.Unmarshal(b, &cases); err != nil {
 		t.Fatal(err)
 	}
-	if len(cases) < 6 {
+	if len(cases) < 7 {
 		t.Fatalf("expected.json has %d cases; remake it with make annoset-crosscheck", len(cases))
 	}
 	return cases

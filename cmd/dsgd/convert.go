@@ -221,7 +221,7 @@ func runConvertAnnoset(_ context.Context, args []string, stdout, stderr io.Write
 	out := fs.String("out", "", "database `DIR` to create (required; must not exist)")
 	backend := backendFlag(fs)
 	annoType := fs.String("anno_type", "classification", "`TYPE` of annotation: classification (\"image label\" lines) or detection (\"image annotation-file\" lines, BBOX records)")
-	labelType := fs.String("label_type", "xml", "annotation file `FORMAT` for detection: xml (PASCAL VOC) or txt (\"label xmin ymin xmax ymax\" lines); json is refused")
+	labelType := fs.String("label_type", "xml", "annotation file `FORMAT` for detection: xml (PASCAL VOC), json (the fork's COCO form) or txt (\"label xmin ymin xmax ymax\" lines)")
 	labelMap := fs.String("label_map_file", "", "LabelMap prototxt `FILE` mapping the XML files' object names to labels (required for detection)")
 	checkLabel := fs.Bool("check_label", false, "refuse a label map that gives a name twice")
 	minDim := fs.Int("min_dim", 0, "the fork's aspect-keeping resize; refused unless 0")
@@ -249,10 +249,8 @@ func runConvertAnnoset(_ context.Context, args []string, stdout, stderr io.Write
 		return usage("--list and --out are required (or ROOTFOLDER/ LISTFILE DB_NAME)")
 	case *annoType != "classification" && *annoType != "detection":
 		return usage("--anno_type %q: give classification or detection", *annoType)
-	case *annoType == "detection" && *labelType == "json":
-		return usage("--label_type json: not supported: dsgd reads COCO's boxes only through the xml or txt annotation files (convert the JSON files to VOC XML)")
-	case *annoType == "detection" && *labelType != "xml" && *labelType != "txt":
-		return usage("--label_type %q: give xml or txt", *labelType)
+	case *annoType == "detection" && *labelType != "xml" && *labelType != "json" && *labelType != "txt":
+		return usage("--label_type %q: give xml, json or txt", *labelType)
 	case *annoType == "detection" && *labelMap == "":
 		return usage("--label_map_file is required for --anno_type detection (the fork's labelmap_voc.prototxt)")
 	case *minDim != 0 || *maxDim != 0:
