@@ -13,10 +13,10 @@ import (
 	"dsgd/caffe/caffepb"
 )
 
-// Limits on what ParseVOCXML reads, so that a hostile file cannot exhaust
+// Limits on what ParseVOCXML (and ParseCOCOJSON) reads, so that a hostile file cannot exhaust
 // memory or the stack.
 const (
-	maxXMLSize    = 16 << 20
+	maxXMLSize    = 16 << 20 // and JSON's
 	maxXMLDepth   = 64
 	maxAnnoBoxes  = 1 << 16
 	maxTxtAnnoLen = 16 << 20
