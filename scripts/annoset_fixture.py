@@ -245,7 +245,7 @@ def planes(img):
     return np.ascontiguousarray(img.transpose(2, 0, 1)).tobytes()
 
 
-def records(out, list_name, detection=True, label_type="xml", encode_type="", gray=False, rh=0, rw=0):
+def records(out, list_name, detection=True, label_type="xml", encode_type="", gray=False, rh=0, rw=0, guess=False):
     recs = []
     lines = [l.split() for l in open(os.path.join(out, list_name)) if l.strip()]
     for i, (image, second) in enumerate(lines):
@@ -257,10 +257,15 @@ def records(out, list_name, detection=True, label_type="xml", encode_type="", gr
         if rh > 0:
             img = cv2.resize(img, (rw, rh), interpolation=cv2.INTER_LINEAR)
         ext = os.path.splitext(image)[1][1:].lower()
+        if guess:
+            # --encoded without --encode_type: the fork guesses ".jpg" (the
+            # dot kept), which never matches the extension, so every image
+            # is re-encoded in its file's format.
+            encode_type = ext
         r = {"key": "%08d_%s" % (i, image), "channels": 1 if gray else 3,
              "height": img.shape[0], "width": img.shape[1],
              "label": -1 if detection else int(second)}
-        if encode_type and rh == 0 and (ext == encode_type or (encode_type == "jpg" and ext == "jpeg")):
+        if encode_type and not guess and rh == 0 and (ext == encode_type or (encode_type == "jpg" and ext == "jpeg")):
             r["encoded"] = True
             r["data"] = open(path, "rb").read().hex()
         elif encode_type:
@@ -348,6 +353,9 @@ def main():
         {"name": "png", "list": "voc.txt",
          "flags": ["--anno_type=detection", "--label_map_file=@/labelmap.prototxt", "--encode_type=png"],
          "records": records(out, "voc.txt", encode_type="png")},
+        {"name": "encoded_guess", "list": "voc.txt",
+         "flags": ["--anno_type=detection", "--label_map_file=@/labelmap.prototxt", "--encoded"],
+         "records": records(out, "voc.txt", guess=True)},
         {"name": "txt", "list": "txt.txt",
          "flags": ["--anno_type=detection", "--label_type=txt", "--label_map_file=@/labelmap.prototxt"],
          "records": records(out, "txt.txt", label_type="txt")},

@@ -62,7 +62,7 @@ func loadAnnosetCases(t *testing.T) []annosetCase {
 	if err := json.Unmarshal(b, &cases); err != nil {
 		t.Fatal(err)
 	}
-	if len(cases) < 7 {
+	if len(cases) < 8 {
 		t.Fatalf("expected.json has %d cases; remake it with make annoset-crosscheck", len(cases))
 	}
 	return cases
@@ -236,8 +236,9 @@ func TestConvertAnnosetLoads(t *testing.T) {
 		}
 	}
 	out := filepath.Join(t.TempDir(), "VOC0712_trainval_lmdb")
+	// Flags before and after the arguments, as Caffe's gflags take them.
 	code, stdout, stderr := runCmd(t, "", "convert-annoset", "--anno_type=detection", "--label_map_file="+filepath.Join(root, "labelmap.prototxt"),
-		"--check_label", "--encode_type=jpg", "--encoded", root+"/", filepath.Join(root, "voc.txt"), out)
+		root+"/", filepath.Join(root, "voc.txt"), out, "--check_label", "--encode_type=jpg", "--encoded")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
