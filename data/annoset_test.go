@@ -70,6 +70,8 @@ func TestParseVOCXML(t *testing.T) {
 			[]string{"2:0:0.5000,0.0000,1.0000,1.0000"}, `a.xml:1: <ymin> "45.70000076293945" is not an integer: read as 0, as the fork does`, false},
 		{"a missing coordinate is 0", "<annotation>" + size + "<object><name>dog</name><bndbox><xmin>5</xmin><ymin>10</ymin><xmax>10</xmax></bndbox></object></annotation>",
 			[]string{"2:0:0.5000,0.5000,1.0000,0.0000"}, "<bndbox> has no <ymax>: read as 0", false},
+		{"an encoding declared, attributes", "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<annotation verified=\"yes\">" + size + obj("cat", "", "0", "0", "10", "20") + "</annotation>",
+			[]string{"1:0:0.0000,0.0000,1.0000,1.0000"}, "", false},
 		{"no objects", "<annotation>" + size + "</annotation>", nil, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,6 +50,9 @@ func parseXMLTree(src []byte) (*xmlNode, error) {
 		return nil, fmt.Errorf("%d bytes; dsgd reads annotation files of at most %d", len(src), maxXMLSize)
 	}
 	d := xml.NewDecoder(bytes.NewReader(src))
+	// rapidxml reads the bytes as they are, whatever encoding the
+	// declaration names (annotation tools write ISO-8859-1 ones).
+	d.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
 	root := &xmlNode{}
 	stack := []*xmlNode{root}
 	for {

@@ -222,7 +222,7 @@ func runConvertAnnoset(_ context.Context, args []string, stdout, stderr io.Write
 	backend := backendFlag(fs)
 	annoType := fs.String("anno_type", "classification", "`TYPE` of annotation: classification (\"image label\" lines) or detection (\"image annotation-file\" lines, BBOX records)")
 	labelType := fs.String("label_type", "xml", "annotation file `FORMAT` for detection: xml (PASCAL VOC), json (the fork's COCO form) or txt (\"label xmin ymin xmax ymax\" lines)")
-	labelMap := fs.String("label_map_file", "", "LabelMap prototxt `FILE` mapping the XML files' object names to labels (required for detection)")
+	labelMap := fs.String("label_map_file", "", "LabelMap prototxt `FILE` mapping the XML files' object names (the JSON files' category ids) to labels (required for detection)")
 	checkLabel := fs.Bool("check_label", false, "refuse a label map that gives a name twice")
 	minDim := fs.Int("min_dim", 0, "the fork's aspect-keeping resize; refused unless 0")
 	maxDim := fs.Int("max_dim", 0, "the fork's aspect-keeping resize; refused unless 0")
