@@ -43,6 +43,7 @@ func TestConvertAnnosetRefusals(t *testing.T) {
 		{"half a resize", []string{"--resize_height=300", root + "/", list, "@"}, 2, "--resize_height 300 and --resize_width 0: give both"},
 		{"negative resize", []string{"--resize_height=-1", "--resize_width=-1", root + "/", list, "@"}, 2, "give both, positive"},
 		{"encode_type", []string{"--encode_type=bmp", root + "/", list, "@"}, 2, `--encode_type "bmp": not supported: dsgd encodes jpg and png`},
+		{"bmp in capitals", []string{"--encode_type=BMP", root + "/", list, "@"}, 2, `--encode_type "BMP": not supported`},
 		{"backend", []string{"--backend=rocksdb", root + "/", list, "@"}, 2, "--backend:"},
 		{"duplicate names with check_label", []string{"--anno_type=detection", "--label_map_file=" + dup, "--check_label", root + "/", list, "@"}, 1, `dup.prototxt:2:1: name "cat" is given again (first at line 1)`},
 		{"missing label map", []string{"--anno_type=detection", "--label_map_file=" + filepath.Join(dir, "none"), root + "/", list, "@"}, 1, "label map: open"},

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -257,7 +258,7 @@ func runConvertAnnoset(_ context.Context, args []string, stdout, stderr io.Write
 		return usage("--min_dim %d --max_dim %d: not supported: the fork's aspect-keeping resize (cv::resize by a scale factor) is not reproduced; give 0 (as create_data.sh does) or --resize_height/--resize_width", *minDim, *maxDim)
 	case *rh < 0 || *rw < 0 || (*rh == 0) != (*rw == 0):
 		return usage("--resize_height %d and --resize_width %d: give both, positive, or neither", *rh, *rw)
-	case *encodeType != "" && *encodeType != "jpg" && *encodeType != "jpeg" && *encodeType != "png":
+	case *encodeType != "" && !slices.Contains([]string{"jpg", "jpeg", "png"}, strings.ToLower(*encodeType)):
 		return usage("--encode_type %q: not supported: dsgd encodes jpg and png", *encodeType)
 	}
 	b, err := db.ParseBackend(*backend)
