@@ -256,7 +256,8 @@ func annosetRecord(cfg AnnosetConfig, e AnnoListEntry, label int32, at string, w
 	h, w := oh, ow
 	resized := cfg.ResizeHeight > 0 && (cfg.ResizeHeight != oh || cfg.ResizeWidth != ow)
 	if resized {
-		pix = resizeBilinear(pix, c, oh, ow, cfg.ResizeHeight, cfg.ResizeWidth)
+		// cv::resize's INTER_LINEAR, as the fork's ReadImageToCVMat.
+		pix = resizeCV(planeImage{pix, c, oh, ow}, cfg.ResizeHeight, cfg.ResizeWidth, InterpLinear).pix
 		h, w = cfg.ResizeHeight, cfg.ResizeWidth
 	}
 	ci, hi, wi := int32(c), int32(h), int32(w)
