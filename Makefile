@@ -106,6 +106,17 @@ annotated-crosscheck:
 	/usr/bin/python3 scripts/ssd_annotated_fixture.py data/testdata/annotated
 	$(GO) test ./data -run 'Annotated' -v
 
+# SSD's convert_annoset against the oracle (needs python3-opencv, numpy):
+# remakes data/testdata/annoset (images, VOC XML, JSON and txt boxes, a label
+# map, lists and the records the fork writes for them, from its io.cpp)
+# and runs the tests that convert it and read it back.
+.PHONY: annoset-crosscheck
+annoset-crosscheck:
+	/usr/bin/python3 scripts/annoset_fixture.py data/testdata/annoset
+	$(GO) test ./cmd/dsgd -run 'TestConvertAnnoset' -v
+	$(GO) test ./data -run 'Annoset|VOCXML|COCOJSON|TxtAnno|AnnoList' -v
+	$(GO) test ./caffe/caffedef -run 'LabelMap' -v
+
 # The GPU engine's kernels (engine/cuda/kernels/kernels.cu) as PTX, which
 # the package embeds and the driver compiles for the GPU it finds: clang
 # (Debian's clang-14) with no CUDA toolkit. Rerun after editing the .cu;

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
+	"dsgd/caffe/caffedef"
 	"dsgd/data"
 	"dsgd/data/db"
 )
@@ -207,5 +209,91 @@ func runComputeImageMean(_ context.Context, args []string, stdout, stderr io.Wri
 	for c, m := range chans {
 		fmt.Fprintf(stdout, "  mean_value channel [%d]: %.4f\n", c, m)
 	}
+	return nil
+}
+
+// runConvertAnnoset is SSD's convert_annoset: a list file of images and
+// their annotation files (or labels) to a database of AnnotatedDatum
+// records, as the fork's create_data.sh makes them.
+func runConvertAnnoset(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("convert-annoset", flag.ContinueOnError)
+	list := fs.String("list", "", "list `FILE` of \"image annotation\" lines, or \"image label\" for classification (required; or the fork's form: dsgd convert-annoset [flags] ROOTFOLDER/ LISTFILE DB_NAME)")
+	root := fs.String("root", "", "`DIR` prefixed to every path of the list, images and annotations, as the fork's ROOTFOLDER (give the trailing /)")
+	out := fs.String("out", "", "database `DIR` to create (required; must not exist)")
+	backend := backendFlag(fs)
+	annoType := fs.String("anno_type", "classification", "`TYPE` of annotation: classification (\"image label\" lines) or detection (\"image annotation-file\" lines, BBOX records)")
+	labelType := fs.String("label_type", "xml", "annotation file `FORMAT` for detection: xml (PASCAL VOC), json (the fork's COCO form) or txt (\"label xmin ymin xmax ymax\" lines)")
+	labelMap := fs.String("label_map_file", "", "LabelMap prototxt `FILE` mapping the XML files' object names (the JSON files' category ids) to labels (required for detection)")
+	checkLabel := fs.Bool("check_label", false, "refuse a label map that gives a name twice")
+	minDim := fs.Int("min_dim", 0, "the fork's aspect-keeping resize; refused unless 0")
+	maxDim := fs.Int("max_dim", 0, "the fork's aspect-keeping resize; refused unless 0")
+	rh := fs.Int("resize_height", 0, "resize images to this height (with --resize_width); boxes stay normalised")
+	rw := fs.Int("resize_width", 0, "resize images to this width (with --resize_height)")
+	checkSize := fs.Bool("check_size", false, "fail when a record's data is not as long as the first's channels×height×width")
+	encoded := fs.Bool("encoded", false, "store images encoded instead of raw pixels")
+	encodeType := fs.String("encode_type", "", "`FORMAT` to encode images as: jpg or png (implies --encoded); an unresized image of that format is stored as the file's own bytes")
+	gray := fs.Bool("gray", false, "store images in grayscale")
+	shuffle := fs.Bool("shuffle", false, "write the lines in a random order")
+	seed := fs.Uint64("seed", 1, "random seed for --shuffle")
+	if err := parseFlagsArgs(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := caffeForm(fs, "convert-annoset", "ROOTFOLDER/ LISTFILE DB_NAME", []*string{root, list, out}, []string{"--root", "--list", "--out"}, 3, stderr); err != nil {
+		return err
+	}
+	usage := func(format string, a ...any) error {
+		fmt.Fprintf(stderr, "dsgd convert-annoset: "+format+"\n", a...)
+		return errUsage
+	}
+	switch {
+	case *list == "" || *out == "":
+		return usage("--list and --out are required (or ROOTFOLDER/ LISTFILE DB_NAME)")
+	case *annoType != "classification" && *annoType != "detection":
+		return usage("--anno_type %q: give classification or detection", *annoType)
+	case *annoType == "detection" && *labelType != "xml" && *labelType != "json" && *labelType != "txt":
+		return usage("--label_type %q: give xml, json or txt", *labelType)
+	case *annoType == "detection" && *labelMap == "":
+		return usage("--label_map_file is required for --anno_type detection (the fork's labelmap_voc.prototxt)")
+	case *minDim != 0 || *maxDim != 0:
+		return usage("--min_dim %d --max_dim %d: not supported: the fork's aspect-keeping resize (cv::resize by a scale factor) is not reproduced; give 0 (as create_data.sh does) or --resize_height/--resize_width", *minDim, *maxDim)
+	case *rh < 0 || *rw < 0 || (*rh == 0) != (*rw == 0):
+		return usage("--resize_height %d and --resize_width %d: give both, positive, or neither", *rh, *rw)
+	case *encodeType != "" && !slices.Contains([]string{"jpg", "jpeg", "png"}, strings.ToLower(*encodeType)):
+		return usage("--encode_type %q: not supported: dsgd encodes jpg and png", *encodeType)
+	}
+	b, err := db.ParseBackend(*backend)
+	if err != nil {
+		return usage("--backend: %v", err)
+	}
+	cfg := data.AnnosetConfig{
+		Root: *root, Backend: b, Detection: *annoType == "detection", LabelType: *labelType,
+		Gray: *gray, Shuffle: *shuffle, Seed: *seed, ResizeHeight: *rh, ResizeWidth: *rw,
+		CheckSize: *checkSize, Encoded: *encoded || *encodeType != "", EncodeType: *encodeType,
+		Warn: func(msg string) { fmt.Fprintf(stderr, "dsgd convert-annoset: warning: %s\n", msg) },
+	}
+	if cfg.Detection {
+		m, err := caffedef.ReadLabelMap(*labelMap)
+		if err != nil {
+			return err
+		}
+		if cfg.NameToLabel, err = m.NameToLabel(*checkLabel); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	st, err := data.ConvertAnnoset(*list, *out, cfg, progressTo(stderr, "convert-annoset"))
+	if err != nil {
+		return err
+	}
+	kind := "raw"
+	if cfg.Encoded {
+		kind = "encoded"
+	}
+	skipped := ""
+	if st.Skipped > 0 {
+		skipped = fmt.Sprintf("; skipped %d unreadable (named above)", st.Skipped)
+	}
+	fmt.Fprintf(stdout, "convert-annoset: wrote %d %s %s records (first %dx%dx%d) to %s (%s, %.1f MB) in %.1fs%s\n",
+		st.Records, kind, *annoType, st.C, st.H, st.W, *out, b, float64(st.Bytes)/1e6, time.Since(start).Seconds(), skipped)
 	return nil
 }

@@ -19,6 +19,7 @@
 //	dsgd convert-mnist   IDX files to an LMDB/LevelDB of Caffe Datum records
 //	dsgd convert-cifar   CIFAR-10's binary batches to two LMDB/LevelDB databases
 //	dsgd convert-imageset  a list of images to an LMDB/LevelDB of Datum records
+//	dsgd convert-annoset  images and VOC annotations to SSD AnnotatedDatum records
 //	dsgd compute-image-mean  a Datum database's mean image as a .binaryproto
 //	dsgd extract-features  a trained net's blobs, image by image, to LMDB/LevelDB
 //	dsgd device-query    the GPUs --gpu names, as caffe device_query
@@ -55,6 +56,7 @@ func commands() []cli.Command {
 		{Name: "convert-mnist", Summary: "MNIST-style IDX files to an LMDB/LevelDB of Caffe Datum records, as convert_mnist_data", Run: runConvertMNIST, Aliases: []string{"convert_mnist_data"}},
 		{Name: "convert-cifar", Summary: "CIFAR-10's binary batches to an LMDB/LevelDB of Datum records, as convert_cifar_data", Run: runConvertCIFAR, Aliases: []string{"convert_cifar_data"}},
 		{Name: "convert-imageset", Summary: "a list of images to an LMDB/LevelDB of Caffe Datum records, as convert_imageset", Run: runConvertImageset},
+		{Name: "convert-annoset", Summary: "images and PASCAL VOC annotations to an LMDB/LevelDB of SSD AnnotatedDatum records, as convert_annoset", Run: runConvertAnnoset, Aliases: []string{"convert_annoset"}},
 		{Name: "compute-image-mean", Summary: "the mean image of a Datum database as a .binaryproto, as compute_image_mean", Run: runComputeImageMean},
 		{Name: "device-query", Summary: "describe the GPUs that --gpu names, as caffe device_query", Run: runDeviceQuery},
 		{Name: "extract-features", Summary: "a trained net's blobs, image by image, to LMDB/LevelDB Datum records, as extract_features", Run: runExtractFeatures},

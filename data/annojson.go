@@ -1,0 +1,190 @@
+package data
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"dsgd/caffe/caffepb"
+)
+
+// jsonNode is a JSON value as boost's property tree reads it (read_json):
+// a scalar's text (a number's literal as written, a string's decoded
+// bytes, true, false or null) or an object's members and an array's
+// elements (with empty keys), in order, duplicate keys kept.
+type jsonNode struct {
+	key      string
+	text     string
+	children []*jsonNode
+}
+
+// child is n's first child with key, as ptree's get_child, or nil.
+func (n *jsonNode) child(key string) *jsonNode {
+	for _, c := range n.children {
+		if c.key == key {
+			return c
+		}
+	}
+	return nil
+}
+
+// path follows a dotted path of keys from n, or returns nil.
+func (n *jsonNode) path(p string) *jsonNode {
+	for _, k := range strings.Split(p, ".") {
+		if n = n.child(k); n == nil {
+			return nil
+		}
+	}
+	return n
+}
+
+// parseJSONTree reads one JSON document into a jsonNode tree.
+func parseJSONTree(src []byte) (*jsonNode, error) {
+	if len(src) > maxXMLSize {
+		return nil, fmt.Errorf("%d bytes; dsgd reads annotation files of at most %d", len(src), maxXMLSize)
+	}
+	d := json.NewDecoder(bytes.NewReader(src))
+	d.UseNumber()
+	lineAt := func() int { return 1 + bytes.Count(src[:min(int(d.InputOffset()), len(src))], []byte("\n")) }
+	var value func(depth int) (*jsonNode, error)
+	value = func(depth int) (*jsonNode, error) {
+		if depth > maxXMLDepth {
+			return nil, fmt.Errorf("line %d: values nest deeper than %d", lineAt(), maxXMLDepth)
+		}
+		tok, err := d.Token()
+		if err != nil {
+			return nil, err
+		}
+		n := &jsonNode{}
+		switch t := tok.(type) {
+		case json.Delim:
+			if t != '{' && t != '[' {
+				return nil, fmt.Errorf("line %d: unexpected %q", lineAt(), t)
+			}
+			for d.More() {
+				key := ""
+				if t == '{' {
+					k, err := d.Token()
+					if err != nil {
+						return nil, err
+					}
+					key, _ = k.(string)
+				}
+				c, err := value(depth + 1)
+				if err != nil {
+					return nil, err
+				}
+				c.key = key
+				n.children = append(n.children, c)
+			}
+			if _, err := d.Token(); err != nil {
+				return nil, err
+			}
+		case string:
+			n.text = t
+		case json.Number:
+			n.text = string(t)
+		case bool:
+			n.text = strconv.FormatBool(t)
+		case nil:
+			n.text = "null"
+		}
+		return n, nil
+	}
+	root, err := value(0)
+	if err != nil {
+		return nil, fmt.Errorf("line %d: %v", lineAt(), err)
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("line %d: more after the JSON value", lineAt())
+	}
+	return root, nil
+}
+
+// ParseCOCOJSON reads a detection annotation file in the JSON form SSD's
+// fork's ReadJSONToAnnotatedDatum reads (its data/coco scripts write
+// them): {"image": {"width", "height"}, "annotation": [{"category_id",
+// "bbox": [x, y, w, h], "iscrowd"}, ...]}, for an image of imgH×imgW
+// pixels. As the fork: boxes are normalised by image.width and
+// image.height when both are integers, else (with a warning) by the
+// image's size; category_id is looked up in nameToLabel as written (18
+// and "18" are both the name "18"); the groups are ParseVOCXML's; a box
+// is difficult when iscrowd is a non-zero integer. What the fork stops
+// at (no annotation, no category_id, a name not in the map, a bbox
+// without 4 numbers) is an error naming the file, and the line where
+// there is one.
+func ParseCOCOJSON(name string, src []byte, imgH, imgW int, nameToLabel map[string]int32, warn func(string)) ([]*caffepb.AnnotationGroup, error) {
+	root, err := parseJSONTree(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	h, w := imgH, imgW
+	var hOK, wOK bool
+	if e := root.path("image.height"); e != nil {
+		h, hOK = ptreeInt(e.text)
+	}
+	if e := root.path("image.width"); e != nil {
+		w, wOK = ptreeInt(e.text)
+	}
+	if !hOK || !wOK {
+		h, w = imgH, imgW
+		if warn != nil {
+			warn(fmt.Sprintf("%s: no integer image.height and image.width: boxes normalised by the image's %dx%d", name, imgW, imgH))
+		}
+	}
+	if warn != nil && (h != imgH || w != imgW) {
+		warn(fmt.Sprintf("%s: image %dx%d differs from the image's real %dx%d (the fork normalises by the file's)", name, w, h, imgW, imgH))
+	}
+	if w == 0 || h == 0 {
+		return nil, fmt.Errorf("%s: no valid image width/height (%dx%d)", name, w, h)
+	}
+	annos := root.child("annotation")
+	if annos == nil {
+		return nil, fmt.Errorf("%s: no \"annotation\" member", name)
+	}
+	var b annoBuilder
+	for i, obj := range annos.children {
+		at := fmt.Sprintf("%s: annotation %d", name, i)
+		cat := obj.child("category_id")
+		if cat == nil {
+			return nil, fmt.Errorf("%s: no category_id", at)
+		}
+		label, ok := nameToLabel[cat.text]
+		if !ok {
+			return nil, fmt.Errorf("%s: category_id %q is not a name in the label map", at, cat.text)
+		}
+		a, err := b.add(label)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		crowd := false
+		if e := obj.child("iscrowd"); e != nil {
+			v, ok := ptreeInt(e.text)
+			crowd = ok && v != 0
+		}
+		bb := obj.child("bbox")
+		if bb == nil {
+			return nil, fmt.Errorf("%s: no bbox", at)
+		}
+		if len(bb.children) != 4 {
+			return nil, fmt.Errorf("%s: bbox has %d values, want [x, y, width, height]", at, len(bb.children))
+		}
+		var v [4]float32
+		for j, c := range bb.children {
+			f, err := strconv.ParseFloat(strings.TrimSpace(c.text), 32)
+			if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || strings.ContainsAny(c.text, "xXpP_") {
+				return nil, fmt.Errorf("%s: bbox value %q is not a finite float", at, c.text)
+			}
+			v[j] = float32(f)
+		}
+		x0, y0, x1, y1 := v[0], v[1], v[0]+v[2], v[1]+v[3]
+		boxWarnings(at, x0, y0, x1, y1, w, h, warn)
+		setBox(a, x0, y0, x1, y1, w, h, crowd)
+	}
+	return b.groups, nil
+}
