@@ -13,18 +13,20 @@ import (
 	"dsgd/caffe/caffepb"
 )
 
-// jsonNode is a JSON value as boost's property tree reads it (read_json):
-// a scalar's text (a number's literal as written, a string's decoded
-// bytes, true, false or null) or an object's members and an array's
-// elements (with empty keys), in order, duplicate keys kept.
-type jsonNode struct {
+// ptree is a node of an annotation file as boost's property tree reads
+// it, which the fork's readers walk: an XML element (key its name, text
+// its text, line where it starts, children its child elements in order)
+// or a JSON value (key its member name, text a scalar's text, children an
+// object's members or an array's elements, with key "").
+type ptree struct {
 	key      string
 	text     string
-	children []*jsonNode
+	line     int
+	children []*ptree
 }
 
 // child is n's first child with key, as ptree's get_child, or nil.
-func (n *jsonNode) child(key string) *jsonNode {
+func (n *ptree) child(key string) *ptree {
 	for _, c := range n.children {
 		if c.key == key {
 			return c
@@ -34,7 +36,7 @@ func (n *jsonNode) child(key string) *jsonNode {
 }
 
 // path follows a dotted path of keys from n, or returns nil.
-func (n *jsonNode) path(p string) *jsonNode {
+func (n *ptree) path(p string) *ptree {
 	for _, k := range strings.Split(p, ".") {
 		if n = n.child(k); n == nil {
 			return nil
@@ -43,16 +45,16 @@ func (n *jsonNode) path(p string) *jsonNode {
 	return n
 }
 
-// parseJSONTree reads one JSON document into a jsonNode tree.
-func parseJSONTree(src []byte) (*jsonNode, error) {
+// parseJSONTree reads one JSON document into a ptree tree.
+func parseJSONTree(src []byte) (*ptree, error) {
 	if len(src) > maxXMLSize {
 		return nil, fmt.Errorf("%d bytes; dsgd reads annotation files of at most %d", len(src), maxXMLSize)
 	}
 	d := json.NewDecoder(bytes.NewReader(src))
 	d.UseNumber()
 	lineAt := func() int { return 1 + bytes.Count(src[:min(int(d.InputOffset()), len(src))], []byte("\n")) }
-	var value func(depth int) (*jsonNode, error)
-	value = func(depth int) (*jsonNode, error) {
+	var value func(depth int) (*ptree, error)
+	value = func(depth int) (*ptree, error) {
 		if depth > maxXMLDepth {
 			return nil, fmt.Errorf("line %d: values nest deeper than %d", lineAt(), maxXMLDepth)
 		}
@@ -60,7 +62,7 @@ func parseJSONTree(src []byte) (*jsonNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		n := &jsonNode{}
+		n := &ptree{}
 		switch t := tok.(type) {
 		case json.Delim:
 			if t != '{' && t != '[' {

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"dsgd/caffe/caffepb"
 	"dsgd/data/db"
 )
@@ -185,6 +183,7 @@ func ConvertAnnoset(list, out string, cfg AnnosetConfig, progress Progress) (Con
 		}
 	}
 	var st ConvertStats
+	rw := recordWriter{w: w, st: &st, progress: progress, total: len(entries)}
 	dataSize := -1
 	for i, e := range entries {
 		at := fmt.Sprintf("%s:%d", list, e.Line)
@@ -207,27 +206,12 @@ func ConvertAnnoset(list, out string, cfg AnnosetConfig, progress Progress) (Con
 		if st.Records == 0 {
 			st.C, st.H, st.W = c, h, wd
 		}
-		v, err := proto.Marshal(rec)
-		if err != nil {
+		if err := rw.put(i, e.Image, rec); err != nil {
 			return fail(err)
 		}
-		if err := w.Put([]byte(fmt.Sprintf("%08d_%s", i, e.Image)), v); err != nil {
-			return fail(err)
-		}
-		st.Records++
-		st.Bytes += int64(len(v))
-		if progress != nil && (i+1)%1000 == 0 {
-			progress(i+1, len(entries))
-		}
 	}
-	if st.Records == 0 {
-		return fail(fmt.Errorf("list file %s: none of its %d images could be read (the first: line %d, %s)", list, len(entries), entries[0].Line, cfg.Root+entries[0].Image))
-	}
-	if err := w.Commit(); err != nil {
-		return st, err
-	}
-	if progress != nil && len(entries)%1000 != 0 {
-		progress(len(entries), len(entries))
+	if err := rw.commit(fmt.Errorf("list file %s: none of its %d images could be read (the first: line %d, %s)", list, len(entries), entries[0].Line, cfg.Root+entries[0].Image)); err != nil {
+		return ConvertStats{}, err
 	}
 	return st, nil
 }

@@ -22,30 +22,9 @@ const (
 	maxTxtAnnoLen = 16 << 20
 )
 
-// xmlNode is an element of an XML file as boost's property tree reads it
-// (read_xml without trimming): its name, the text of its character-data
-// runs that hold something besides white space, concatenated, and its
-// child elements in order.
-type xmlNode struct {
-	name     string
-	text     string
-	line     int
-	children []*xmlNode
-}
-
-// child is n's first child element named name, as ptree's get, or nil.
-func (n *xmlNode) child(name string) *xmlNode {
-	for _, c := range n.children {
-		if c.name == name {
-			return c
-		}
-	}
-	return nil
-}
-
 // parseXMLTree reads src into a tree under an unnamed root whose children
 // are the document's top-level elements.
-func parseXMLTree(src []byte) (*xmlNode, error) {
+func parseXMLTree(src []byte) (*ptree, error) {
 	if len(src) > maxXMLSize {
 		return nil, fmt.Errorf("%d bytes; dsgd reads annotation files of at most %d", len(src), maxXMLSize)
 	}
@@ -53,8 +32,8 @@ func parseXMLTree(src []byte) (*xmlNode, error) {
 	// rapidxml reads the bytes as they are, whatever encoding the
 	// declaration names (annotation tools write ISO-8859-1 ones).
 	d.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
-	root := &xmlNode{}
-	stack := []*xmlNode{root}
+	root := &ptree{}
+	stack := []*ptree{root}
 	for {
 		tok, err := d.Token()
 		if err == io.EOF {
@@ -70,9 +49,9 @@ func parseXMLTree(src []byte) (*xmlNode, error) {
 			if len(stack) > maxXMLDepth {
 				return nil, fmt.Errorf("line %d: elements nest deeper than %d", line, maxXMLDepth)
 			}
-			n := &xmlNode{name: t.Name.Local, line: line}
+			n := &ptree{key: t.Name.Local, line: line}
 			if t.Name.Space != "" {
-				n.name = t.Name.Space + ":" + t.Name.Local
+				n.key = t.Name.Space + ":" + t.Name.Local
 			}
 			top.children = append(top.children, n)
 			stack = append(stack, n)
@@ -199,13 +178,13 @@ func ParseVOCXML(name string, src []byte, imgH, imgW int, nameToLabel map[string
 	}
 	var b annoBuilder
 	for _, obj := range anno.children {
-		if obj.name != "object" {
+		if obj.key != "object" {
 			continue
 		}
 		var a *caffepb.Annotation
 		difficult := false
 		for _, e := range obj.children {
-			switch e.name {
+			switch e.key {
 			case "name":
 				label, ok := nameToLabel[e.text]
 				if !ok {

@@ -183,6 +183,7 @@ func ConvertImageset(list, out string, cfg ImagesetConfig, progress Progress) (C
 		return ConvertStats{}, err
 	}
 	var st ConvertStats
+	rw := recordWriter{w: w, st: &st, progress: progress, total: len(entries)}
 	ch := 3
 	if cfg.Gray {
 		ch = 1
@@ -232,29 +233,59 @@ func ConvertImageset(list, out string, cfg ImagesetConfig, progress Progress) (C
 			ci, hi, wi := int32(c), int32(h), int32(wd)
 			d.Channels, d.Height, d.Width, d.Data = &ci, &hi, &wi, pix
 		}
-		v, err := proto.Marshal(d)
-		if err != nil {
+		if err := rw.put(i, e.Path, d); err != nil {
 			return fail(err)
 		}
-		if err := w.Put([]byte(fmt.Sprintf("%08d_%s", i, e.Path)), v); err != nil {
-			return fail(err)
-		}
-		st.Records++
-		st.Bytes += int64(len(v))
-		if progress != nil && (i+1)%1000 == 0 {
-			progress(i+1, len(entries))
-		}
 	}
-	if st.Records == 0 {
-		return fail(fmt.Errorf("image list %s: none of its %d images could be read (the first: line %d, %s)", list, len(entries), entries[0].Line, cfg.Root+entries[0].Path))
-	}
-	if err := w.Commit(); err != nil {
-		return st, err
-	}
-	if progress != nil && len(entries)%1000 != 0 {
-		progress(len(entries), len(entries))
+	if err := rw.commit(fmt.Errorf("image list %s: none of its %d images could be read (the first: line %d, %s)", list, len(entries), entries[0].Line, cfg.Root+entries[0].Path)); err != nil {
+		return ConvertStats{}, err
 	}
 	return st, nil
+}
+
+// recordWriter writes a list conversion's records (convert-imageset,
+// convert-annoset) into a staged database, keyed as Caffe's tools key
+// them, counting them into st and reporting progress every 1000 of
+// total lines.
+type recordWriter struct {
+	w        *db.Staged
+	st       *ConvertStats
+	progress Progress
+	total    int
+}
+
+// put writes m as the record of list line i (from 0), keyed %08d_NAME.
+func (r *recordWriter) put(i int, name string, m proto.Message) error {
+	v, err := proto.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := r.w.Put(fmt.Appendf(nil, "%08d_%s", i, name), v); err != nil {
+		return err
+	}
+	r.st.Records++
+	r.st.Bytes += int64(len(v))
+	if r.progress != nil && (i+1)%1000 == 0 {
+		r.progress(i+1, r.total)
+	}
+	return nil
+}
+
+// commit renames the database into place, or, when no line gave a
+// record, removes it and returns none (the caller's error naming the
+// list).
+func (r *recordWriter) commit(none error) error {
+	if r.st.Records == 0 {
+		r.w.Abort()
+		return none
+	}
+	if err := r.w.Commit(); err != nil {
+		return err
+	}
+	if r.progress != nil && r.total%1000 != 0 {
+		r.progress(r.total, r.total)
+	}
+	return nil
 }
 
 // encodeLike encodes C×H×W planes (BGR or gray) as PNG when name ends in
