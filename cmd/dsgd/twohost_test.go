@@ -87,7 +87,7 @@ func parseTraffic(out string) (rankTraffic, bool) {
 // line accounts for what the kernel saw cross the link, in no less time
 // than the link's rate allows.
 func TestTwoHosts(t *testing.T) {
-	if twoHostRace {
+	if raceEnabled {
 		t.Skip("four LeNet ranks under the race detector take minutes here; make test's plain go test pass runs this test")
 	}
 	if _, err := data.Open("fashion-mnist", data.Train); err != nil {
