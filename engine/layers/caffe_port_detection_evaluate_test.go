@@ -1,0 +1,190 @@
+package layers
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"dsgd/engine/tensor"
+)
+
+// fillRows parses space-separated rows of width w into a 1×1×len(rows)×w
+// blob.
+func fillRows(t *testing.T, name string, w int, rows ...string) *tensor.Blob {
+	t.Helper()
+	b := tensor.NewBlob(name, 1, 1, len(rows), w)
+	for r, s := range rows {
+		f := strings.Fields(s)
+		if len(f) != w {
+			t.Fatalf("%s row %d: %d values, want %d", name, r, len(f), w)
+		}
+		for i, v := range f {
+			x, err := strconv.ParseFloat(v, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Data[r*w+i] = float32(x)
+		}
+	}
+	return b
+}
+
+// runDetectionEvaluate builds, sets up, reshapes and runs a
+// DetectionEvaluate layer, returning its top.
+func runDetectionEvaluate(t *testing.T, c *DetectionEvaluateConfig, det, gt *tensor.Blob) *tensor.Blob {
+	t.Helper()
+	l, err := c.Build(Context{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bottom := []*tensor.Blob{det, gt}
+	top := []*tensor.Blob{tensor.NewBlob("eval")}
+	if err := l.Setup(bottom, top); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reshape(bottom, top); err != nil {
+		t.Fatal(err)
+	}
+	l.Forward(bottom, top)
+	return top[0]
+}
+
+// checkEvalRows compares a DetectionEvaluate top with rows: the score
+// within 1e-6, the rest as integers (the fork's CheckEqual).
+func checkEvalRows(t *testing.T, top *tensor.Blob, want []string) {
+	t.Helper()
+	if w := (tensor.Shape{1, 1, len(want), 5}); !top.Shape.Equal(w) {
+		t.Fatalf("top %v, want %v", top.Shape, w)
+	}
+	for r, s := range want {
+		for i, v := range strings.Fields(s) {
+			x, _ := strconv.ParseFloat(v, 64)
+			got := top.Data[r*5+i]
+			if i == 2 && math.Abs(float64(got)-x) > 1e-6 || i != 2 && int(got) != int(x) {
+				t.Errorf("row %d: got %v, want %s", r, top.Data[r*5:r*5+5], s)
+				break
+			}
+		}
+	}
+}
+
+// TestCaffePortDetectionEvaluate ports SSD's
+// test_detection_evaluate_layer.cpp (weiliu89/caffe, branch ssd): three
+// classes, overlap threshold 0.3, a difficult ground truth box, a
+// detection of a class beyond num_classes and one of an image without
+// ground truth.
+func TestCaffePortDetectionEvaluate(t *testing.T) {
+	det := func() *tensor.Blob {
+		return fillRows(t, "det", 7,
+			"0 1 0.3 0.1 0.0 0.4 0.3",
+			"0 1 0.7 0.0 0.1 0.2 0.3",
+			"0 1 0.9 0.7 0.6 0.8 0.8",
+			"1 2 0.8 0.2 0.1 0.4 0.4",
+			"1 2 0.1 0.4 0.3 0.7 0.5",
+			"1 1 0.2 0.8 0.1 1.0 0.3",
+			"1 3 0.2 0.8 0.1 1.0 0.3",
+			"2 1 0.2 0.8 0.1 1.0 0.3")
+	}
+	gt := func() *tensor.Blob {
+		return fillRows(t, "gt", 8,
+			"0 1 0 0.1 0.1 0.3 0.3 0",
+			"0 1 0 0.6 0.6 0.8 0.8 1",
+			"1 2 0 0.3 0.3 0.6 0.5 0",
+			"1 1 0 0.7 0.1 0.9 0.3 0")
+	}
+	for _, tc := range []struct {
+		name      string
+		difficult bool
+		want      []string
+	}{
+		{"DetectionEvaluateLayerTest.TestForward", true, []string{
+			"-1 1 3 -1 -1", "-1 2 1 -1 -1",
+			"0 1 0.9 1 0", "0 1 0.7 1 0", "0 1 0.3 0 1",
+			"1 1 0.2 1 0", "1 2 0.8 0 1", "1 2 0.1 1 0", "1 3 0.2 0 1",
+			"2 1 0.2 0 1",
+		}},
+		{"DetectionEvaluateLayerTest.TestForwardSkipDifficult", false, []string{
+			"-1 1 2 -1 -1", "-1 2 1 -1 -1",
+			"0 1 0.9 0 0", "0 1 0.7 1 0", "0 1 0.3 0 1",
+			"1 1 0.2 1 0", "1 2 0.8 0 1", "1 2 0.1 1 0", "1 3 0.2 0 1",
+			"2 1 0.2 0 1",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &DetectionEvaluateConfig{NumClasses: 3, OverlapThreshold: 0.3, EvaluateDifficultGT: tc.difficult}
+			checkEvalRows(t, runDetectionEvaluate(t, c, det(), gt()), tc.want)
+		})
+	}
+	t.Run("DetectionEvaluateLayerTest.TestSetup", func(t *testing.T) {
+		l, err := (&DetectionEvaluateConfig{NumClasses: 3, OverlapThreshold: 0.3, EvaluateDifficultGT: true}).Build(Context{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bottom := []*tensor.Blob{det(), gt()}
+		top := []*tensor.Blob{tensor.NewBlob("eval")}
+		if err := l.Setup(bottom, top); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Reshape(bottom, top); err != nil {
+			t.Fatal(err)
+		}
+		if want := (tensor.Shape{1, 1, 8 + 2, 5}); !top[0].Shape.Equal(want) {
+			t.Errorf("top %v, want %v", top[0].Shape, want)
+		}
+	})
+}
+
+// TestCaffePortComputeAP ports SSD's test_bbox_util.cpp TestCumSum and
+// TestComputeAP (weiliu89/caffe, branch ssd): eleven detections of a class
+// with five ground truth boxes, then their first seven.
+func TestCaffePortComputeAP(t *testing.T) {
+	t.Run("CPUBBoxUtilTest.TestCumSum", func(t *testing.T) {
+		got := cumSum([]ScoreFlag{{0.1, 0}, {0.2, 1}, {0.3, 0}})
+		if len(got) != 3 || got[0] != 0 || got[1] != 1 || got[2] != 1 {
+			t.Errorf("cumsum %v, want [0 1 1]", got)
+		}
+	})
+	t.Run("CPUBBoxUtilTest.TestComputeAP", func(t *testing.T) {
+		const eps = 1e-5
+		scores := []float32{1, 1, 0.9, 0.9, 0.8, 0.7, 0.7, 0.6, 0.5, 0.4, 0.4}
+		flags := []int{0, 1, 1, 0, 1, 0, 1, 0, 0, 0, 1}
+		var tp, fp []ScoreFlag
+		for i, s := range scores {
+			tp = append(tp, ScoreFlag{s, flags[i]})
+			fp = append(fp, ScoreFlag{s, 1 - flags[i]})
+		}
+		wantPrec := []float64{0. / 1, 1. / 2, 2. / 3, 2. / 4, 3. / 5, 3. / 6, 4. / 7, 4. / 8, 4. / 9, 4. / 10, 5. / 11}
+		wantRec := []float64{0, 0.2, 0.4, 0.4, 0.6, 0.6, 0.8, 0.8, 0.8, 0.8, 1}
+		for _, tc := range []struct {
+			n       int
+			version APVersion
+			ap      float64
+		}{
+			{11, APIntegral, 0.558528},
+			{11, APMaxIntegral, 0.591861},
+			{11, AP11Point, 0.598662},
+			// The fork subtracts prec_old.back(), the full list's last
+			// precision 5/11, times the recall step or the points lost.
+			{7, APIntegral, 0.558528 - 5. / 11 * 0.2},
+			{7, APMaxIntegral, 0.591861 - 5. / 11 * 0.2},
+			{7, AP11Point, 0.598662 - 5. / 11 * 2 / 11},
+		} {
+			ap, prec, rec, err := ComputeAP(tp[:tc.n], 5, fp[:tc.n], tc.version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(float64(ap)-tc.ap) > eps {
+				t.Errorf("%d detections, %s: ap %v, want %v", tc.n, tc.version, ap, tc.ap)
+			}
+			if len(prec) != tc.n || len(rec) != tc.n {
+				t.Fatalf("%d detections, %s: %d precisions, %d recalls", tc.n, tc.version, len(prec), len(rec))
+			}
+			for i := range tc.n {
+				if math.Abs(float64(prec[i])-wantPrec[i]) > eps || math.Abs(float64(rec[i])-wantRec[i]) > eps {
+					t.Errorf("%d detections, %s: step %d prec %v rec %v, want %v %v", tc.n, tc.version, i, prec[i], rec[i], wantPrec[i], wantRec[i])
+				}
+			}
+		}
+	})
+}
