@@ -166,9 +166,9 @@ func TestCaffePortComputeAP(t *testing.T) {
 			{11, AP11Point, 0.598662},
 			// The fork subtracts prec_old.back(), the full list's last
 			// precision 5/11, times the recall step or the points lost.
-			{7, APIntegral, 0.558528 - 5. / 11 * 0.2},
-			{7, APMaxIntegral, 0.591861 - 5. / 11 * 0.2},
-			{7, AP11Point, 0.598662 - 5. / 11 * 2 / 11},
+			{7, APIntegral, 0.558528 - 5./11*0.2},
+			{7, APMaxIntegral, 0.591861 - 5./11*0.2},
+			{7, AP11Point, 0.598662 - 5./11*2/11},
 		} {
 			ap, prec, rec, err := ComputeAP(tp[:tc.n], 5, fp[:tc.n], tc.version)
 			if err != nil {
