@@ -183,3 +183,43 @@ func TestSSDNetFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestSSDDetectionEvaluateDecode: detection_evaluate_param read with the
+// fork's defaults, its LayerSetUp checks and the refused rescaling fields
+// as errors at their line.
+func TestSSDDetectionEvaluateDecode(t *testing.T) {
+	de := func(p string) string {
+		return `layer { name: "l" type: "DetectionEvaluate" bottom: "data" bottom: "data" top: "l" detection_evaluate_param { ` + p + ` } }`
+	}
+	for _, c := range []struct {
+		layer string
+		want  layers.Config
+	}{
+		{de(`num_classes: 21`), &layers.DetectionEvaluateConfig{NumClasses: 21, OverlapThreshold: 0.5, EvaluateDifficultGT: true}},
+		// MobileNet-SSD's and ssd_pascal.py's TEST net.
+		{de(`num_classes: 21 background_label_id: 0 overlap_threshold: 0.5 evaluate_difficult_gt: false`),
+			&layers.DetectionEvaluateConfig{NumClasses: 21, OverlapThreshold: 0.5}},
+		{de(`num_classes: 3 background_label_id: 2 overlap_threshold: 0.3`),
+			&layers.DetectionEvaluateConfig{NumClasses: 3, BackgroundLabelID: 2, OverlapThreshold: 0.3, EvaluateDifficultGT: true}},
+	} {
+		nd, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
+		if err != nil {
+			t.Errorf("%s: %v", c.layer, err)
+			continue
+		}
+		if got := findLayer(t, mustPhase(t, nd, layers.Train).Spec, "l").Config; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.layer, got, c.want)
+		}
+	}
+	checkDecodeErrors(t, []decodeErrCase{
+		{"no num_classes", de(`overlap_threshold: 0.5`), `{ overlap`, "detection_evaluate_param of layer 'l' needs num_classes"},
+		{"num_classes 0", de(`num_classes: 0`), `0 }`, "num_classes in detection_evaluate_param of layer 'l': must be at least 1, got 0"},
+		{"background negative", de(`num_classes: 2 background_label_id: -1`), `-1`, "background_label_id in detection_evaluate_param of layer 'l'"},
+		{"overlap 0", de(`num_classes: 2 overlap_threshold: 0`), `0 }`, "overlap_threshold in detection_evaluate_param of layer 'l': must be positive"},
+		{"name_size_file", de(`num_classes: 2 name_size_file: "test_name_size.txt"`), `name_size_file`, "name_size_file in detection_evaluate_param of layer 'l': dsgd does not rescale the boxes"},
+		{"resize_param", de(`num_classes: 2 resize_param { height: 300 width: 300 }`), `resize_param`, "resize_param in detection_evaluate_param of layer 'l': dsgd does not rescale the boxes"},
+		{"unknown field", de(`num_classes: 2 iou: 0.5`), `iou`, "unsupported field 'iou' in detection_evaluate_param of layer 'l'"},
+		{"one bottom", `layer { name: "l" type: "DetectionEvaluate" bottom: "data" top: "l" detection_evaluate_param { num_classes: 2 } }`,
+			"", "layer 'l' (DetectionEvaluate) takes 2 bottoms, DetectionOutput's detections and the ground truth"},
+	})
+}
