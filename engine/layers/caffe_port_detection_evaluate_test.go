@@ -1,7 +1,10 @@
 package layers
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -187,4 +190,173 @@ func TestCaffePortComputeAP(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestComputeAPOracle checks ComputeAP's three versions against
+// scripts/ap_oracle.py (testdata/ap_oracle.json), the PASCAL VOC devkit's
+// definitions in float64 numpy, on seeded random detection lists with
+// tied scores and on edge cases.
+func TestComputeAPOracle(t *testing.T) {
+	src, err := os.ReadFile("testdata/ap_oracle.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Name   string
+		Scores []float32
+		TP     []int
+		NumPos int `json:"num_pos"`
+		AP     map[string]float64
+	}
+	if err := json.Unmarshal(src, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 40 {
+		t.Fatalf("%d cases in ap_oracle.json", len(cases))
+	}
+	for _, c := range cases {
+		var tp, fp []ScoreFlag
+		for i, s := range c.Scores {
+			tp = append(tp, ScoreFlag{s, c.TP[i]})
+			fp = append(fp, ScoreFlag{s, 1 - c.TP[i]})
+		}
+		for _, v := range []APVersion{AP11Point, APMaxIntegral, APIntegral} {
+			want, ok := c.AP[string(v)]
+			if !ok {
+				t.Fatalf("%s: no %s AP", c.Name, v)
+			}
+			got, _, _, err := ComputeAP(tp, c.NumPos, fp, v)
+			if err != nil {
+				t.Errorf("%s, %s: %v", c.Name, v, err)
+				continue
+			}
+			if math.Abs(float64(got)-want) > 1e-5 {
+				t.Errorf("%s, %s: AP %v, oracle %v", c.Name, v, got, want)
+			}
+		}
+	}
+}
+
+// TestComputeAPErrors: inputs the fork CHECK-fails on are errors.
+func TestComputeAPErrors(t *testing.T) {
+	one := []ScoreFlag{{0.9, 1}}
+	for _, tc := range []struct {
+		name   string
+		tp, fp []ScoreFlag
+		numPos int
+		v      APVersion
+		want   string
+	}{
+		{"version", one, []ScoreFlag{{0.9, 0}}, 1, "VOC", `unknown ap_version "VOC"`},
+		{"lengths", one, nil, 1, APIntegral, "1 true-positive flags but 0 false-positive"},
+		{"scores", one, []ScoreFlag{{0.8, 0}}, 1, APIntegral, "detection 0 is (0.9, 1) as a true positive but (0.8, 0)"},
+		{"flags", one, []ScoreFlag{{0.9, 1}}, 1, APIntegral, "detection 0 is (0.9, 1) as a true positive but (0.9, 1)"},
+		{"too many", []ScoreFlag{{0.9, 1}, {0.8, 1}}, []ScoreFlag{{0.9, 0}, {0.8, 0}}, 1, AP11Point, "2 true positives but 1 ground truth boxes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, _, err := ComputeAP(tc.tp, tc.numPos, tc.fp, tc.v); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDetectionEvaluateCases: rows worked out by hand from the fork's
+// Forward for what its own tests leave out.
+func TestDetectionEvaluateCases(t *testing.T) {
+	gt := []string{
+		"0 1 0 0.1 0.1 0.3 0.3 1", // difficult
+		"0 1 0 0.5 0.5 0.9 0.9 0",
+		"1 3 0 0.0 0.0 0.5 0.5 0",
+	}
+	for _, tc := range []struct {
+		name      string
+		cfg       DetectionEvaluateConfig
+		det, gt   []string
+		want      []string
+		wantShape int // rows, when the top is longer than want
+	}{
+		{"difficult matched and evaluated", DetectionEvaluateConfig{NumClasses: 4, OverlapThreshold: 0.5, EvaluateDifficultGT: true},
+			[]string{"0 1 0.8 0.1 0.1 0.3 0.3", "0 1 0.6 0.1 0.1 0.3 0.3"}, gt,
+			[]string{"-1 1 2 -1 -1", "-1 2 0 -1 -1", "-1 3 1 -1 -1", "0 1 0.8 1 0", "0 1 0.6 0 1"}, 0},
+		{"difficult matched, not evaluated: neither, twice", DetectionEvaluateConfig{NumClasses: 4, OverlapThreshold: 0.5},
+			[]string{"0 1 0.8 0.1 0.1 0.3 0.3", "0 1 0.6 0.1 0.1 0.3 0.3"}, gt,
+			[]string{"-1 1 1 -1 -1", "-1 2 0 -1 -1", "-1 3 1 -1 -1", "0 1 0.8 0 0", "0 1 0.6 0 0"}, 0},
+		// Class 2 has no ground truth: its row counts 0, its detection is
+		// false. Image 1's class 3 box is found below the threshold.
+		{"class without ground truth", DetectionEvaluateConfig{NumClasses: 4, OverlapThreshold: 0.5, EvaluateDifficultGT: true},
+			[]string{"1 3 0.4 0.3 0.3 0.8 0.8", "0 2 0.9 0.5 0.5 0.9 0.9"}, gt,
+			[]string{"-1 1 2 -1 -1", "-1 2 0 -1 -1", "-1 3 1 -1 -1", "0 2 0.9 0 1", "1 3 0.4 0 1"}, 0},
+		// DetectionOutput's rows for images without detections: label -1,
+		// never output; the fork's Reshape counts only label ≠ -1 rows.
+		{"images without detections", DetectionEvaluateConfig{NumClasses: 4, OverlapThreshold: 0.5, EvaluateDifficultGT: true},
+			[]string{"0 -1 -1 -1 -1 -1 -1", "1 -1 -1 -1 -1 -1 -1"}, gt,
+			[]string{"-1 1 2 -1 -1", "-1 2 0 -1 -1", "-1 3 1 -1 -1"}, 0},
+		// A row of -1s is skipped and, its label -1, not counted; a row
+		// of image -1 with a label is skipped but counted by Reshape, so
+		// its top row is left 0, as the fork leaves it.
+		{"rows of image -1", DetectionEvaluateConfig{NumClasses: 2, OverlapThreshold: 0.5, EvaluateDifficultGT: true},
+			[]string{"-1 -1 -1 -1 -1 -1 -1", "-1 1 0.5 0 0 1 1", "0 1 0.7 0.5 0.5 0.9 0.9"}, gt,
+			[]string{"-1 1 2 -1 -1", "0 1 0.7 1 0", "0 0 0 0 0"}, 0},
+		// Ground truth is read up to its first image -1 row.
+		{"ground truth stops at image -1", DetectionEvaluateConfig{NumClasses: 2, OverlapThreshold: 0.5, EvaluateDifficultGT: true},
+			[]string{"0 1 0.7 0.5 0.5 0.9 0.9"}, []string{"-1 0 0 0 0 0 0 0", "0 1 0 0.5 0.5 0.9 0.9 0"},
+			[]string{"-1 1 0 -1 -1", "0 1 0.7 0 1"}, 0},
+		// The better overlap wins, then the box is taken: the lower score
+		// overlapping it most is false even though another box is free.
+		{"greedy by score", DetectionEvaluateConfig{NumClasses: 2, BackgroundLabelID: -1, OverlapThreshold: 0.5, EvaluateDifficultGT: true},
+			[]string{"0 1 0.3 0.0 0.0 0.5 0.5", "0 1 0.9 0.0 0.0 0.5 0.5"}, []string{"0 1 0 0.0 0.0 0.5 0.5 0", "0 1 0 0.0 0.0 0.45 0.5 0"},
+			[]string{"-1 0 0 -1 -1", "-1 1 2 -1 -1", "0 1 0.9 1 0", "0 1 0.3 0 1"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkEvalRows(t, runDetectionEvaluate(t, &tc.cfg, fillRows(t, "det", 7, tc.det...), fillRows(t, "gt", 8, tc.gt...)), tc.want)
+		})
+	}
+}
+
+// TestDetectionEvaluateBadInput: the fork's CHECK failures are errors (a
+// bad shape at Reshape) or a panic naming the row (a background label in
+// the data, which the model turns into an error naming the layer).
+func TestDetectionEvaluateBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  DetectionEvaluateConfig
+		want string
+	}{
+		{"num_classes", DetectionEvaluateConfig{OverlapThreshold: 0.5}, "num_classes of at least 1"},
+		{"overlap", DetectionEvaluateConfig{NumClasses: 2}, "overlap_threshold must be positive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := tc.cfg.Build(Context{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+	c := &DetectionEvaluateConfig{NumClasses: 3, OverlapThreshold: 0.5, EvaluateDifficultGT: true}
+	l, err := c.Build(Context{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := []*tensor.Blob{tensor.NewBlob("eval")}
+	if err := l.Reshape([]*tensor.Blob{tensor.NewBlob("det", 1, 1, 2, 6), tensor.NewBlob("gt", 1, 1, 1, 8)}, top); err == nil || !strings.Contains(err.Error(), "bottom 0 (the detections") {
+		t.Errorf("6-wide detections: %v", err)
+	}
+	if err := l.Reshape([]*tensor.Blob{tensor.NewBlob("det", 1, 1, 2, 7), tensor.NewBlob("gt", 2, 1, 1, 8)}, top); err == nil || !strings.Contains(err.Error(), "bottom 1 (the ground truth") {
+		t.Errorf("ground truth of 2 items: %v", err)
+	}
+	for _, tc := range []struct {
+		name, det, gt, want string
+	}{
+		{"background detection", "0 0 0.5 0 0 1 1", "0 1 0 0 0 1 1 0", "detection row 0 has the background's label 0"},
+		{"background ground truth", "0 1 0.5 0 0 1 1", "0 0 0 0 0 1 1 0", "ground truth row 0 has the background's label 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), tc.want) {
+					t.Errorf("panic %v, want %q", r, tc.want)
+				}
+			}()
+			runDetectionEvaluate(t, c, fillRows(t, "det", 7, tc.det), fillRows(t, "gt", 8, tc.gt))
+		})
+	}
 }
