@@ -92,7 +92,7 @@ func TestSSDAnnotatedTrains(t *testing.T) {
 		"test_iter: 1 test_interval: 50 test_initialization: true eval_type: \"detection\" ap_version: \"11point\"\n")
 	write(t, dir, "pascal_solver.prototxt", "net: \"pascal.prototxt\"\n"+solver)
 
-	code, out, errs := runCmd(t, dir, "train", "--solver", "plain_solver.prototxt", "--threads", "1", "--snapshot-prefix", "none")
+	code, out, errs := runCmd(t, dir, "train", "--solver", "plain_solver.prototxt", "--threads", "1", "--snapshot-prefix", "none", "--metrics", "m.csv", "--log", "caffe.log")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -116,6 +116,19 @@ func TestSSDAnnotatedTrains(t *testing.T) {
 	t.Logf("mAPs %v", maps)
 	if len(maps) < 3 || slices.ContainsFunc(maps, func(v float64) bool { return !(v >= 0 && v <= 1) }) || !(maps[len(maps)-1] > maps[0]) {
 		t.Fatalf("eval_type detection: want at least 3 test passes' detection_eval in [0, 1], rising; got %v\n%s", maps, out)
+	}
+	// The mAP reaches the metrics file's column and the Caffe-style log.
+	for file, want := range map[string]string{
+		"m.csv":     "test_detection_eval",
+		"caffe.log": "]     Test net output #0: detection_eval = 0.4",
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q:\n%s", file, want, b)
+		}
 	}
 	if len(losses) < 10 || !(losses[len(losses)-1] < 0.5*losses[0]) {
 		t.Fatalf("MultiBoxLoss over AnnotatedData did not fall by half in 150 iterations: %v\n%s", losses, out)
