@@ -35,6 +35,8 @@ func TestLeNetSolver(t *testing.T) {
 		// solver_mode: GPU is read, not warned about: the caller decides
 		// whether a GPU is there.
 		GPU: true, GPUAt: file + ":25:1",
+		// SSD's solver fields at the fork's defaults.
+		EvalType: EvalClassification, APVersion: "Integral",
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", s, want)
