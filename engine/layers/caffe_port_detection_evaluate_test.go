@@ -360,3 +360,26 @@ func TestDetectionEvaluateBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestDetectionEvaluateNoAllocs: Forward reuses its buffers.
+func TestDetectionEvaluateNoAllocs(t *testing.T) {
+	l, err := (&DetectionEvaluateConfig{NumClasses: 3, OverlapThreshold: 0.3, EvaluateDifficultGT: true}).Build(Context{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bottom := []*tensor.Blob{
+		fillRows(t, "det", 7, "0 1 0.3 0.1 0.0 0.4 0.3", "0 1 0.9 0.7 0.6 0.8 0.8", "1 2 0.8 0.2 0.1 0.4 0.4", "2 1 0.2 0.8 0.1 1.0 0.3"),
+		fillRows(t, "gt", 8, "0 1 0 0.1 0.1 0.3 0.3 0", "0 1 0 0.6 0.6 0.8 0.8 1", "1 2 0 0.3 0.3 0.6 0.5 0"),
+	}
+	top := []*tensor.Blob{tensor.NewBlob("eval")}
+	if err := l.Setup(bottom, top); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reshape(bottom, top); err != nil {
+		t.Fatal(err)
+	}
+	l.Forward(bottom, top)
+	if n := testing.AllocsPerRun(5, func() { l.Forward(bottom, top) }); n != 0 {
+		t.Errorf("%v allocations per Forward, want 0", n)
+	}
+}
