@@ -77,7 +77,7 @@ func decodeMore(r *reader, l *LayerDef, param func(string) *reader) layers.Confi
 		return decodePython(l, param)
 	case "BatchReindex", "Clip", "Filter", "HDF5Output", "Im2col", "MVN", "Parameter", "SPP", "Swish":
 		return decodeExtra(l, param)
-	case "Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "MultiBoxLoss", "Normalize", "Permute", "PriorBox", "PSROIPooling", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "SmoothL1Loss", "Upsample":
+	case "Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionEvaluate", "DetectionOutput", "Interp", "MultiBoxLoss", "Normalize", "Permute", "PriorBox", "PSROIPooling", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "SmoothL1Loss", "Upsample":
 		return decodeFork(l, param)
 	case "AbsVal":
 		return &layers.AbsValConfig{}

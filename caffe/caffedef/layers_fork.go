@@ -12,7 +12,7 @@ import (
 // decodeFork with the fork's field names and defaults; forkLayers keeps
 // the refusal for the rest.
 func forkTypes() []string {
-	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionOutput", "Interp", "MultiBoxLoss", "Normalize", "Permute", "PriorBox", "PSROIPooling", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "SmoothL1Loss", "Upsample"}
+	return []string{"Axpy", "BN", "ConvolutionDepthwise", "DepthwiseConvolution", "DetectionEvaluate", "DetectionOutput", "Interp", "MultiBoxLoss", "Normalize", "Permute", "PriorBox", "PSROIPooling", "ReLU6", "ROIPooling", "SeLu", "ShuffleChannel", "SmoothL1Loss", "Upsample"}
 }
 
 // decodeFork decodes the type-specific part of a layer whose type is one
@@ -109,6 +109,8 @@ func decodeFork(l *LayerDef, param func(string) *reader) layers.Config {
 		return decodePriorBox(l, param("prior_box_param"))
 	case "DetectionOutput":
 		return decodeDetectionOutput(l, param("detection_output_param"))
+	case "DetectionEvaluate":
+		return decodeDetectionEvaluate(l, param("detection_evaluate_param"))
 	case "MultiBoxLoss":
 		return decodeMultiBoxLoss(l, param("multibox_loss_param"), param("loss_param"))
 	case "ROIPooling":
@@ -390,6 +392,38 @@ func decodeDetectionOutput(l *LayerDef, p *reader) *layers.DetectionOutputConfig
 	p.ignore("save_file", "read only with visualize")
 	if len(l.Bottom) != 3 && p.ok() {
 		p.d.failf(l.Pos, "layer '%s' (DetectionOutput) takes 3 bottoms, the locations, the confidences and the priors, got %d", l.Name, len(l.Bottom))
+	}
+	p.finish()
+	return c
+}
+
+// decodeDetectionEvaluate decodes SSD's detection_evaluate_param
+// (weiliu89/caffe, branch ssd): num_classes (required),
+// background_label_id (0), overlap_threshold (0.5, positive) and
+// evaluate_difficult_gt (true). name_size_file and resize_param, which
+// rescale the boxes to each original image's pixels before matching, are
+// refused: dsgd matches the normalized boxes, as the fork does without
+// them.
+func decodeDetectionEvaluate(l *LayerDef, p *reader) *layers.DetectionEvaluateConfig {
+	c := &layers.DetectionEvaluateConfig{
+		NumClasses:          p.required("num_classes", "the classes, background included", 1, maxI32),
+		BackgroundLabelID:   p.int("background_label_id", 0, 0, maxI32),
+		OverlapThreshold:    0.5,
+		EvaluateDifficultGT: p.bool("evaluate_difficult_gt", true),
+	}
+	if f := p.one("overlap_threshold"); f != nil {
+		c.OverlapThreshold = float32(p.floatValue(f, true))
+		if !(c.OverlapThreshold > 0) && p.ok() {
+			p.valueErr(f, "must be positive (the least Jaccard overlap of a true positive), got %g", c.OverlapThreshold)
+		}
+	}
+	for _, name := range []string{"name_size_file", "resize_param"} {
+		if f := p.one(name); f != nil && p.ok() {
+			p.d.failf(f.Pos, "%s in %s: dsgd does not rescale the boxes to the original images' sizes before matching them (the fork's OutputBBox with the name_size_file's sizes); it evaluates the normalized boxes, as the fork does without name_size_file: remove it", name, p.ctx)
+		}
+	}
+	if len(l.Bottom) != 2 && p.ok() {
+		p.d.failf(l.Pos, "layer '%s' (DetectionEvaluate) takes 2 bottoms, DetectionOutput's detections and the ground truth (AnnotatedData's label), got %d", l.Name, len(l.Bottom))
 	}
 	p.finish()
 	return c

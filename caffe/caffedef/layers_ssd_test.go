@@ -183,3 +183,91 @@ func TestSSDNetFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestSSDDetectionEvaluateDecode: detection_evaluate_param read with the
+// fork's defaults, its LayerSetUp checks and the refused rescaling fields
+// as errors at their line.
+func TestSSDDetectionEvaluateDecode(t *testing.T) {
+	de := func(p string) string {
+		return `layer { name: "l" type: "DetectionEvaluate" bottom: "data" bottom: "data" top: "l" detection_evaluate_param { ` + p + ` } }`
+	}
+	for _, c := range []struct {
+		layer string
+		want  layers.Config
+	}{
+		{de(`num_classes: 21`), &layers.DetectionEvaluateConfig{NumClasses: 21, OverlapThreshold: 0.5, EvaluateDifficultGT: true}},
+		// MobileNet-SSD's and ssd_pascal.py's TEST net.
+		{de(`num_classes: 21 background_label_id: 0 overlap_threshold: 0.5 evaluate_difficult_gt: false`),
+			&layers.DetectionEvaluateConfig{NumClasses: 21, OverlapThreshold: 0.5}},
+		{de(`num_classes: 3 background_label_id: 2 overlap_threshold: 0.3`),
+			&layers.DetectionEvaluateConfig{NumClasses: 3, BackgroundLabelID: 2, OverlapThreshold: 0.3, EvaluateDifficultGT: true}},
+	} {
+		nd, err := ParseNet("f.prototxt", []byte(extraInput+c.layer))
+		if err != nil {
+			t.Errorf("%s: %v", c.layer, err)
+			continue
+		}
+		if got := findLayer(t, mustPhase(t, nd, layers.Train).Spec, "l").Config; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.layer, got, c.want)
+		}
+	}
+	checkDecodeErrors(t, []decodeErrCase{
+		{"no num_classes", de(`overlap_threshold: 0.5`), `{ overlap`, "detection_evaluate_param of layer 'l' needs num_classes"},
+		{"num_classes 0", de(`num_classes: 0`), `0 }`, "num_classes in detection_evaluate_param of layer 'l': must be at least 1, got 0"},
+		{"background negative", de(`num_classes: 2 background_label_id: -1`), `-1`, "background_label_id in detection_evaluate_param of layer 'l'"},
+		{"overlap 0", de(`num_classes: 2 overlap_threshold: 0`), `0 }`, "overlap_threshold in detection_evaluate_param of layer 'l': must be positive"},
+		{"name_size_file", de(`num_classes: 2 name_size_file: "test_name_size.txt"`), `name_size_file`, "name_size_file in detection_evaluate_param of layer 'l': dsgd does not rescale the boxes"},
+		{"resize_param", de(`num_classes: 2 resize_param { height: 300 width: 300 }`), `resize_param`, "resize_param in detection_evaluate_param of layer 'l': dsgd does not rescale the boxes"},
+		{"unknown field", de(`num_classes: 2 iou: 0.5`), `iou`, "unsupported field 'iou' in detection_evaluate_param of layer 'l'"},
+		{"one bottom", `layer { name: "l" type: "DetectionEvaluate" bottom: "data" top: "l" detection_evaluate_param { num_classes: 2 } }`,
+			"", "layer 'l' (DetectionEvaluate) takes 2 bottoms, DetectionOutput's detections and the ground truth"},
+	})
+}
+
+// TestSSDDetectionEvaluateNet: DetectionEvaluate from prototxt in a net
+// whose detections change in number between passes (its top follows),
+// and a background label in the data stops the pass with an error naming
+// the layer, not a panic.
+func TestSSDDetectionEvaluateNet(t *testing.T) {
+	src := `layer { name: "in" type: "Input" top: "det" top: "gt" input_param { shape { dim: 1 dim: 1 dim: 2 dim: 7 } shape { dim: 1 dim: 1 dim: 1 dim: 8 } } }
+layer { name: "detection_eval" type: "DetectionEvaluate" bottom: "det" bottom: "gt" top: "detection_eval"
+  detection_evaluate_param { num_classes: 3 background_label_id: 0 overlap_threshold: 0.5 evaluate_difficult_gt: false } }`
+	nd, err := ParseNet("f.prototxt", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn := mustPhase(t, nd, layers.Test)
+	inputs := map[string]tensor.Shape{}
+	for i, name := range pn.Spec.Inputs {
+		inputs[name] = pn.Data[0].Shapes[i]
+	}
+	n, err := model.Build(pn.Spec, inputs, model.Options{Phase: layers.Test, Seed: 1, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(n.Input("gt").Data, []float32{0, 1, 0, 0.1, 0.1, 0.5, 0.5, 0})
+	for _, tc := range []struct {
+		name string
+		det  []float32
+		want []float32
+	}{
+		{"two detections", []float32{0, 1, 0.9, 0.1, 0.1, 0.5, 0.5, 0, 2, 0.4, 0, 0, 1, 1},
+			[]float32{-1, 1, 1, -1, -1, -1, 2, 0, -1, -1, 0, 1, 0.9, 1, 0, 0, 2, 0.4, 0, 1}},
+		{"none", []float32{0, -1, -1, -1, -1, -1, -1, 0, -1, -1, -1, -1, -1, -1},
+			[]float32{-1, 1, 1, -1, -1, -1, 2, 0, -1, -1}},
+	} {
+		copy(n.Input("det").Data, tc.det)
+		if loss := n.Forward(); math.IsNaN(loss) {
+			t.Fatalf("%s: %v", tc.name, n.Err())
+		}
+		out := n.Blob("detection_eval")
+		if got := out.Data[:out.Shape.Count()]; !reflect.DeepEqual(got, tc.want) || !out.Shape.Equal(tensor.Shape{1, 1, len(tc.want) / 5, 5}) {
+			t.Errorf("%s: top %v %v, want %v", tc.name, out.Shape, got, tc.want)
+		}
+	}
+	copy(n.Input("det").Data, []float32{0, 0, 0.9, 0.1, 0.1, 0.5, 0.5, 0, -1, -1, -1, -1, -1, -1})
+	n.Forward()
+	if err := n.Err(); err == nil || !strings.Contains(err.Error(), "detection_eval") || !strings.Contains(err.Error(), "background's label 0") {
+		t.Errorf("background detection: error %v, want one naming the layer and the label", err)
+	}
+}

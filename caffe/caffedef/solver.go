@@ -81,12 +81,35 @@ type SolverDef struct {
 	// comma-separated list, to start from, as train's --weights (which
 	// overrides it, as caffe train's flag does).
 	Weights []string
+	// EvalType is SSD's eval_type (weiliu89/caffe, branch ssd): how a test
+	// pass reads its test nets' outputs. EvalClassification (the default)
+	// averages them; EvalDetection reads them as DetectionEvaluate rows
+	// and reports each output's mean average precision.
+	EvalType string
+	// APVersion is SSD's ap_version, how EvalDetection integrates each
+	// class's precision-recall curve: "11point", "MaxIntegral" or
+	// "Integral" (the default).
+	APVersion string
+	// ShowPerClassResult is SSD's show_per_class_result: EvalDetection
+	// also reports each class's AP.
+	ShowPerClassResult bool
 	// Warnings lists the harmless fields that were ignored, each with its
 	// position and the reason.
 	Warnings []string
 	// trainErr is why the solver cannot train (CheckTrain); nil when it can.
 	trainErr *prototxt.Error
 }
+
+// The evaluation types of SSD's eval_type.
+const (
+	// EvalClassification averages each test net output over the test
+	// iterations (Caffe's Test).
+	EvalClassification = "classification"
+	// EvalDetection reads the test net's outputs as DetectionEvaluate rows
+	// and reports their mean average precision (the fork's
+	// TestDetection).
+	EvalDetection = "detection"
+)
 
 // CheckTrain says why the solver cannot train, nil when it can: a solver
 // without base_lr or lr_policy (or with an empty lr_policy). Caffe reads
@@ -193,6 +216,21 @@ func ParseSolver(filename string, src []byte) (*SolverDef, error) {
 	// Caffe's mnist_autoencoder solvers set it to print the test loss;
 	// dsgd's test pass prints every scalar output of the test net anyway.
 	r.ignore("test_compute_loss", "dsgd's test pass reports every output of the test net, its losses among them")
+	s.EvalType = EvalClassification
+	if f := r.one("eval_type"); f != nil {
+		s.EvalType = r.strValue(f)
+		if s.EvalType != EvalClassification && s.EvalType != EvalDetection && r.ok() {
+			r.valueErr(f, "unknown evaluation type %q; SSD's solver knows %q and %q", s.EvalType, EvalClassification, EvalDetection)
+		}
+	}
+	s.APVersion = "Integral"
+	if f := r.one("ap_version"); f != nil {
+		s.APVersion = r.strValue(f)
+		if !slices.Contains([]string{"11point", "MaxIntegral", "Integral"}, s.APVersion) && r.ok() {
+			r.valueErr(f, "unknown ap_version %q; SSD's solver knows \"11point\", \"MaxIntegral\" and \"Integral\"", s.APVersion)
+		}
+	}
+	s.ShowPerClassResult = r.bool("show_per_class_result", false)
 	r.finish()
 	if d.err == nil {
 		validateSolver(d, r, s)

@@ -35,6 +35,8 @@ func TestLeNetSolver(t *testing.T) {
 		// solver_mode: GPU is read, not warned about: the caller decides
 		// whether a GPU is there.
 		GPU: true, GPUAt: file + ":25:1",
+		// SSD's solver fields at the fork's defaults.
+		EvalType: EvalClassification, APVersion: "Integral",
 	}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", s, want)
@@ -196,6 +198,10 @@ func TestSolverErrors(t *testing.T) {
 		{"snapshot_diff", ok + "snapshot_diff: true", "s.prototxt:1:33: unsupported field 'snapshot_diff' in solver: dsgd's snapshots hold the weights"},
 		{"unknown field says what to do", ok + "\nbase_rate: 1", "s.prototxt:2:1: unsupported field 'base_rate' in solver: not a field dsgd knows there (check its spelling and place against Caffe's caffe.proto)"},
 		{"random seed", ok + "random_seed: 1.5", "s.prototxt:1:46: random_seed in solver: expected an integer, found float 1.5"},
+		{"eval_type", ok + `eval_type: "segmentation"`, `s.prototxt:1:44: eval_type in solver: unknown evaluation type "segmentation"; SSD's solver knows "classification" and "detection"`},
+		{"eval_type ident", ok + `eval_type: detection`, `s.prototxt:1:44: eval_type in solver: expected a quoted string`},
+		{"ap_version", ok + `ap_version: "11-point"`, `s.prototxt:1:45: ap_version in solver: unknown ap_version "11-point"; SSD's solver knows "11point", "MaxIntegral" and "Integral"`},
+		{"show_per_class_result", ok + `show_per_class_result: 1.5`, `s.prototxt:1:56: show_per_class_result in solver: expected true or false`},
 		// Without base_lr the other ranges are checked all the same.
 		{"no base_lr, momentum", `lr_policy: "fixed" momentum: 1`, "s.prototxt:1:30: momentum in solver: must be in [0, 1), got 1"},
 		{"no policy, unknown type", `base_lr: 0.1 type: "sgd"`, `s.prototxt:1:20: type in solver: unknown solver type "sgd"`},
@@ -214,6 +220,36 @@ func TestSolverErrors(t *testing.T) {
 				t.Errorf("error %T is not a *prototxt.Error", err)
 			}
 		})
+	}
+}
+
+// TestSolverEvalType: SSD's eval_type, ap_version and
+// show_per_class_result, with the fork's defaults (classification,
+// Integral, false).
+func TestSolverEvalType(t *testing.T) {
+	const ok = `base_lr: 0.1 lr_policy: "fixed" `
+	for _, tt := range []struct {
+		src, eval, ap string
+		perClass      bool
+	}{
+		{"", EvalClassification, "Integral", false},
+		{`eval_type: "classification"`, EvalClassification, "Integral", false},
+		// SSD's and MobileNet-SSD's published solvers.
+		{`eval_type: "detection" ap_version: "11point"`, EvalDetection, "11point", false},
+		{`eval_type: "detection" ap_version: "MaxIntegral" show_per_class_result: true`, EvalDetection, "MaxIntegral", true},
+		{`ap_version: "Integral"`, EvalClassification, "Integral", false},
+	} {
+		s, err := ParseSolver("s.prototxt", []byte(ok+tt.src))
+		if err != nil {
+			t.Errorf("%s: %v", tt.src, err)
+			continue
+		}
+		if s.EvalType != tt.eval || s.APVersion != tt.ap || s.ShowPerClassResult != tt.perClass {
+			t.Errorf("%s: eval_type %q ap_version %q show_per_class_result %v, want %q %q %v", tt.src, s.EvalType, s.APVersion, s.ShowPerClassResult, tt.eval, tt.ap, tt.perClass)
+		}
+		if len(s.Warnings) > 0 {
+			t.Errorf("%s: warnings %q", tt.src, s.Warnings)
+		}
 	}
 }
 

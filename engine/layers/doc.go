@@ -18,7 +18,8 @@
 // Besides BVLC Caffe's layers, the package runs the Caffe forks' layers
 // that published nets use (depthwise convolution, ReLU6, Axpy,
 // ShuffleChannel, Permute, Normalize, Interp, Upsample, PSPNet's BN,
-// SSD's PriorBox and DetectionOutput, forward only, and its MultiBoxLoss);
+// SSD's PriorBox, DetectionOutput and DetectionEvaluate, forward only, its
+// MultiBoxLoss, and ComputeAP for its solver's eval_type "detection");
 // each config's
 // comment names the fork it follows and where dsgd departs from it.
 //

@@ -281,3 +281,36 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
 		}
 	}
 }
+
+// TestTestOnlyDetectionRefused: SSD's eval_type "detection" is computed
+// by the trainer's test pass; testing a Caffe model on the TEST net alone
+// (the TRAIN net does not build) refuses it, saying why, rather than
+// averaging the DetectionEvaluate rows.
+func TestTestOnlyDetectionRefused(t *testing.T) {
+	dir := t.TempDir()
+	net := `name: "py"
+layer { name: "data" type: "ImageLabelmapData" top: "data" top: "label" include { phase: TRAIN } image_data_param { source: "l" batch_size: 1 } }
+layer { name: "dt" type: "Data" top: "data" top: "label" include { phase: TEST }
+  data_param { source: "synthetic:N=8,C=1,H=2,W=2,classes=4" batch_size: 4 } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 4 } }
+`
+	netPath, solver := filepath.Join(dir, "net.prototxt"), filepath.Join(dir, "solver.prototxt")
+	if err := os.WriteFile(netPath, []byte(net), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(solver, []byte(`net: "`+netPath+`" base_lr: 0.1 lr_policy: "fixed" test_iter: 1 test_interval: 1 eval_type: "detection" ap_version: "11point"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Load(Options{Solver: solver, TestOnly: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if cfg := j.Config(); cfg.Detection == nil || cfg.Detection.APVersion != "11point" {
+		t.Errorf("Config().Detection = %+v, want 11point", cfg.Detection)
+	}
+	_, _, err = j.TestWeights(context.Background(), WeightsTest{Weights: filepath.Join(dir, "w.caffemodel")})
+	if err == nil || !strings.Contains(err.Error(), `eval_type "detection"`) || !strings.Contains(err.Error(), "the TRAIN net does not build") {
+		t.Errorf("TestWeights: %v, want eval_type detection refused on the TEST net alone", err)
+	}
+}

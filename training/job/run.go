@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 
+	"dsgd/caffe/caffedef"
 	"dsgd/caffe/caffemodel"
+	"dsgd/engine/layers"
 	"dsgd/protocol/scheme"
 	"dsgd/training/checkpoint"
 	"dsgd/training/train"
@@ -31,6 +33,9 @@ func (j *Job) Config() train.Config {
 		SnapshotPrefix:     sd.SnapshotPrefix,
 		SnapshotFormat:     train.FormatDsgd,
 		Seed:               j.Seed,
+	}
+	if sd.EvalType == caffedef.EvalDetection {
+		cfg.Detection = &train.DetectionEval{APVersion: layers.APVersion(sd.APVersion), PerClass: sd.ShowPerClassResult}
 	}
 	cfg.AverageLoss = sd.AverageLoss // Caffe's window: 1 shows the last iteration's loss
 	switch sd.SnapshotFormat {

@@ -99,7 +99,7 @@ func (j *Job) TestWeights(ctx context.Context, t WeightsTest) (_ train.TestResul
 		TrainShapes: trainShapes, TrainFeeds: j.TrainFeeds,
 		TestShapes: j.TestShapes, TestFeeds: j.TestFeeds,
 		Config: scheme.Config{MaxIter: 1}, TestIter: n, Seed: j.Seed, Threads: t.Threads, Out: io.Discard,
-		GPUs: t.GPUs, TF32: t.TF32,
+		GPUs: t.GPUs, TF32: t.TF32, Detection: j.Config().Detection,
 	}
 	if caffemodel.IsModel(t.Weights) {
 		cfg.Weights = []string{t.Weights}
@@ -162,6 +162,9 @@ func (j *Job) trainShapes() (_ map[string]tensor.Shape, ok bool) {
 func (j *Job) testModelAlone(ctx context.Context, t WeightsTest, n int, why string) (train.TestResult, int, error) {
 	if !caffemodel.IsModel(t.Weights) {
 		return train.TestResult{}, n, fmt.Errorf("%w (Config.Resume %s is a snapshot of the TRAIN net, which does not build; a .caffemodel is tested on the TEST net alone)", j.TrainErr, t.Weights)
+	}
+	if j.Config().Detection != nil {
+		return train.TestResult{}, n, fmt.Errorf("the solver's eval_type \"detection\" is evaluated by the trainer's test pass, which needs the TRAIN net, but %s: dsgd does not compute the mAP on the TEST net alone", why)
 	}
 	res, err := j.TestNet(ctx, t.Weights, n, t.Threads, func(rep caffemodel.Report) {
 		if t.Out != nil {

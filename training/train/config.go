@@ -9,6 +9,7 @@ import (
 	"dsgd/comm/collective"
 	"dsgd/comm/compress"
 	"dsgd/comm/transport"
+	"dsgd/engine/layers"
 	"dsgd/engine/model"
 	"dsgd/engine/solver"
 	"dsgd/engine/tensor"
@@ -72,6 +73,12 @@ type Config struct {
 	TestInterval, TestIter int
 	// TestInitialization tests before the first iteration, as Caffe does.
 	TestInitialization bool
+	// Detection, when set, is SSD's eval_type "detection": every output of
+	// every test net is read as DetectionEvaluate rows, accumulated over
+	// the test batches, and reported as its mean average precision (the
+	// fork's Solver::TestDetection) instead of averaged. Nil is Caffe's
+	// classification: each scalar output averaged.
+	Detection *DetectionEval
 	// ExtraTests are further test nets (Caffe's second and later test_net
 	// with their test_iter), tested after Test at every test pass; their
 	// outputs are reported as "netK/NAME", K counting from 1.
@@ -304,6 +311,16 @@ const (
 	// the columns Trainer.MetricsColumns names.
 	MetricsCSV
 )
+
+// DetectionEval is how a test pass evaluates detections (SSD's solver
+// fields, weiliu89/caffe branch ssd).
+type DetectionEval struct {
+	// APVersion is ap_version: "11point", "MaxIntegral" or "Integral".
+	APVersion layers.APVersion
+	// PerClass is show_per_class_result: each class's AP is reported
+	// too, as "OUTPUT/classL".
+	PerClass bool
+}
 
 // TestNet is one further test net of Config.ExtraTests.
 type TestNet struct {

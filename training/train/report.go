@@ -29,7 +29,8 @@ func (t *Trainer) MetricsColumns() []string {
 	return append(append([]string(nil), metricsFixedColumns...), t.testColumns()...)
 }
 
-// testColumns are the CSV columns of the test nets' scalar outputs.
+// testColumns are the CSV columns of the test nets' scalar outputs, or
+// under Config.Detection of all their outputs (each one's mAP).
 func (t *Trainer) testColumns() []string {
 	var cols []string
 	seen := map[string]bool{}
@@ -38,7 +39,9 @@ func (t *Trainer) testColumns() []string {
 	}
 	for _, net := range append([]*model.Net{t.test}, t.extra...) {
 		for _, o := range net.Outputs() {
-			if c := testColumnPrefix + o.Name; o.Count() == 1 && !seen[c] {
+			// Under eval_type detection every output is a DetectionEvaluate
+			// top, reported as its mAP (the per-class APs go to JSON only).
+			if c := testColumnPrefix + o.Name; (o.Count() == 1 || t.cfg.Detection != nil) && !seen[c] {
 				seen[c] = true
 				cols = append(cols, c)
 			}

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"dsgd/engine/layers"
 	"dsgd/engine/model"
@@ -27,6 +28,10 @@ func (t *Trainer) Test(ctx context.Context, iter int) (TestResult, error) {
 		}
 		outs := net.Outputs()
 		sums := make([]float64, len(outs))
+		var det []detectionTally
+		if t.cfg.Detection != nil {
+			det = make([]detectionTally, len(outs))
+		}
 		n = max(n, 1)
 		shapes := t.testNetShapes(net, k, feeds)
 		main := net
@@ -51,10 +56,37 @@ func (t *Trainer) Test(ctx context.Context, iter int) (TestResult, error) {
 				return tr, fmt.Errorf("train: test at iteration %d: %w", iter, err)
 			}
 			for j, o := range net.Outputs() {
+				if det != nil {
+					if err := det[j].add(o, k); err != nil {
+						return tr, fmt.Errorf("train: test at iteration %d: %w", iter, err)
+					}
+					continue
+				}
 				if o.Count() == 1 {
 					sums[j] += float64(o.Data[0])
 				}
 			}
+		}
+		if det != nil {
+			if len(outs) == 0 {
+				return tr, fmt.Errorf("train: test at iteration %d: eval_type \"detection\" reads the TEST net's outputs as DetectionEvaluate rows, but test net #%d has no output", iter, k)
+			}
+			for j, o := range outs {
+				vs, err := det[j].mAP(o.Name, k, t.cfg.Detection)
+				if err != nil {
+					return tr, fmt.Errorf("train: test at iteration %d: %w", iter, err)
+				}
+				for _, v := range vs[1:] {
+					if t.clog != nil {
+						t.clog.Infof("solver.cpp", 540, "%s: %s", strings.TrimPrefix(v.Output(), o.Name+"/"), caffeFloat(v.Value))
+					}
+				}
+				if t.clog != nil {
+					t.clog.Infof("solver.cpp", 546, "    Test net output #%d: %s = %s", j, o.Name, caffeFloat(vs[0].Value))
+				}
+				tr.Outputs = append(tr.Outputs, vs...)
+			}
+			continue
 		}
 		weights := main.OutputLossWeights()
 		score := 0
