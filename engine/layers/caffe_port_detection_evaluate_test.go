@@ -43,12 +43,7 @@ func runDetectionEvaluate(t *testing.T, c *DetectionEvaluateConfig, det, gt *ten
 	}
 	bottom := []*tensor.Blob{det, gt}
 	top := []*tensor.Blob{tensor.NewBlob("eval")}
-	if err := l.Setup(bottom, top); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Reshape(bottom, top); err != nil {
-		t.Fatal(err)
-	}
+	setUpShaped(t, l, bottom, top)
 	l.Forward(bottom, top)
 	return top[0]
 }
@@ -126,12 +121,7 @@ func TestCaffePortDetectionEvaluate(t *testing.T) {
 		}
 		bottom := []*tensor.Blob{det(), gt()}
 		top := []*tensor.Blob{tensor.NewBlob("eval")}
-		if err := l.Setup(bottom, top); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Reshape(bottom, top); err != nil {
-			t.Fatal(err)
-		}
+		setUpShaped(t, l, bottom, top)
 		if want := (tensor.Shape{1, 1, 8 + 2, 5}); !top[0].Shape.Equal(want) {
 			t.Errorf("top %v, want %v", top[0].Shape, want)
 		}
@@ -372,12 +362,7 @@ func TestDetectionEvaluateNoAllocs(t *testing.T) {
 		fillRows(t, "gt", 8, "0 1 0 0.1 0.1 0.3 0.3 0", "0 1 0 0.6 0.6 0.8 0.8 1", "1 2 0 0.3 0.3 0.6 0.5 0"),
 	}
 	top := []*tensor.Blob{tensor.NewBlob("eval")}
-	if err := l.Setup(bottom, top); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Reshape(bottom, top); err != nil {
-		t.Fatal(err)
-	}
+	setUpShaped(t, l, bottom, top)
 	l.Forward(bottom, top)
 	if n := testing.AllocsPerRun(5, func() { l.Forward(bottom, top) }); n != 0 {
 		t.Errorf("%v allocations per Forward, want 0", n)

@@ -26,12 +26,7 @@ func TestCaffePortPriorBox(t *testing.T) {
 		}
 		bottom := []*tensor.Blob{tensor.NewBlob("feat", feat...), tensor.NewBlob("img", img...)}
 		top := []*tensor.Blob{tensor.NewBlob("top")}
-		if err := l.Setup(bottom, top); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Reshape(bottom, top); err != nil {
-			t.Fatal(err)
-		}
+		setUpShaped(t, l, bottom, top)
 		l.Forward(bottom, top)
 		return top[0]
 	}
@@ -211,12 +206,7 @@ func TestCaffePortDetectionOutput(t *testing.T) {
 		}
 		bottom := []*tensor.Blob{loc(share), conf, prior}
 		top := []*tensor.Blob{tensor.NewBlob("top")}
-		if err := l.Setup(bottom, top); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Reshape(bottom, top); err != nil {
-			t.Fatal(err)
-		}
+		setUpShaped(t, l, bottom, top)
 		if rows == nil {
 			if want := (tensor.Shape{1, 1, 1, 7}); !top[0].Shape.Equal(want) {
 				t.Errorf("top %v, want %v", top[0].Shape, want)

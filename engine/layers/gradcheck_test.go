@@ -24,6 +24,18 @@ type gradCheck struct {
 	Seed uint64
 }
 
+// setUpShaped runs l's Setup and Reshape on bottom and top, failing t on
+// an error: a built layer ready for Forward.
+func setUpShaped(t testing.TB, l Layer, bottom, top []*tensor.Blob) {
+	t.Helper()
+	if err := l.Setup(bottom, top); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reshape(bottom, top); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // newTestLayer builds and sets up a layer for a test, failing the test on
 // error, and fills its params with gaussian noise so gradients are not
 // trivially zero.
