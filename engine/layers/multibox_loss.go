@@ -258,6 +258,7 @@ type multiBoxLossLayer struct {
 	ov      []float32    // one image's prior × gt overlaps (0: none above 1e-6)
 	gtPool  []int        // bipartite's unmatched gt
 	touch   []int        // the boxes overlapping some gt
+	gtSel   []int        // matchBoxes' ground truth of the class matched
 	decoded []bbox       // one image's decoded boxes
 	negs    [][]int      // per image, the mined negatives
 	cand    []scoreIndex // mining's candidates
@@ -391,12 +392,13 @@ func (l *multiBoxLossLayer) newMatch(label int) mbMatch {
 // matchBoxes is the fork's MatchBBox of boxes against the ground truth of
 // class label (every one for -1) into m.
 func (l *multiBoxLossLayer) matchBoxes(gts []mbGT, boxes []bbox, label int, m mbMatch) {
-	var gi []int
+	gi := l.gtSel[:0]
 	for g, b := range gts {
 		if label == -1 || b.label == label {
 			gi = append(gi, g)
 		}
 	}
+	l.gtSel = gi
 	ng := len(gi)
 	if ng == 0 {
 		return
