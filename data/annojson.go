@@ -125,20 +125,7 @@ func ParseCOCOJSON(name string, src []byte, imgH, imgW int, nameToLabel map[stri
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	h, w := imgH, imgW
-	var hOK, wOK bool
-	if e := root.path("image.height"); e != nil {
-		h, hOK = ptreeInt(e.text)
-	}
-	if e := root.path("image.width"); e != nil {
-		w, wOK = ptreeInt(e.text)
-	}
-	if !hOK || !wOK {
-		h, w = imgH, imgW
-		if warn != nil {
-			warn(fmt.Sprintf("%s: no integer image.height and image.width: boxes normalised by the image's %dx%d", name, imgW, imgH))
-		}
-	}
+	h, w := root.annoSize("image.height", "image.width", ".", imgH, imgW, name, warn)
 	if warn != nil && (h != imgH || w != imgW) {
 		warn(fmt.Sprintf("%s: image %dx%d differs from the image's real %dx%d (the fork normalises by the file's)", name, w, h, imgW, imgH))
 	}
@@ -189,4 +176,26 @@ func ParseCOCOJSON(name string, src []byte, imgH, imgW int, nameToLabel map[stri
 		setBox(a, x0, y0, x1, y1, w, h, crowd)
 	}
 	return b.groups, nil
+}
+
+// annoSize is the integer height and width at paths hPath and wPath of n
+// (an annotation's declared image size, by which the fork normalises its
+// boxes), or the image's own imgH×imgW, with a warning naming the file
+// and the paths (their keys joined by sep: the format's own way of
+// writing them), when either is missing or not an integer.
+func (n *ptree) annoSize(hPath, wPath, sep string, imgH, imgW int, name string, warn func(string)) (h, w int) {
+	var hOK, wOK bool
+	if e := n.path(hPath); e != nil {
+		h, hOK = ptreeInt(e.text)
+	}
+	if e := n.path(wPath); e != nil {
+		w, wOK = ptreeInt(e.text)
+	}
+	if !hOK || !wOK {
+		if warn != nil {
+			warn(fmt.Sprintf("%s: no integer %s and %s: boxes normalised by the image's %dx%d", name, strings.ReplaceAll(hPath, ".", sep), strings.ReplaceAll(wPath, ".", sep), imgW, imgH))
+		}
+		return imgH, imgW
+	}
+	return h, w
 }

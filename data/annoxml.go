@@ -151,22 +151,7 @@ func ParseVOCXML(name string, src []byte, imgH, imgW int, nameToLabel map[string
 	if anno == nil {
 		return nil, fmt.Errorf("%s: no <annotation> element at the top", name)
 	}
-	h, w := imgH, imgW
-	var hOK, wOK bool
-	if size := anno.child("size"); size != nil {
-		if e := size.child("height"); e != nil {
-			h, hOK = ptreeInt(e.text)
-		}
-		if e := size.child("width"); e != nil {
-			w, wOK = ptreeInt(e.text)
-		}
-	}
-	if !hOK || !wOK {
-		h, w = imgH, imgW
-		if warn != nil {
-			warn(fmt.Sprintf("%s: no integer size/height and size/width: boxes normalised by the image's %dx%d", name, imgW, imgH))
-		}
-	}
+	h, w := anno.annoSize("size.height", "size.width", "/", imgH, imgW, name, warn)
 	if warn != nil && h != imgH {
 		warn(fmt.Sprintf("%s: size/height %d differs from the image's %d (the fork normalises by the file's)", name, h, imgH))
 	}
